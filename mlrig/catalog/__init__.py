@@ -1,0 +1,1 @@
+"""Catalogs: the models and accelerators mlrig knows, each figure with its source."""

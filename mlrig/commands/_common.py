@@ -1,0 +1,93 @@
+"""Shared rendering helpers for commands: JSON output and the rich console."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+
+def print_json(obj: Any) -> None:
+    """Print pydantic models, lists of them, or plain data as JSON on stdout."""
+    from pydantic import BaseModel
+
+    def conv(o: Any) -> Any:
+        if isinstance(o, BaseModel):
+            return o.model_dump(mode="json")
+        if isinstance(o, list | tuple):
+            return [conv(x) for x in o]
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        return o
+
+    json.dump(conv(obj), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+# ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----
+
+GpuOpt = Annotated[str | None, typer.Option("--gpu", "-g", help="GPU name: 'RTX 4090', 'H100 SXM', NVML names...")]
+CountOpt = Annotated[int | None, typer.Option("--count", "-n", help="GPUs per node")]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", help="nodes")]
+TaskOpt = Annotated[str | None, typer.Option("--task", "-t", help="inference | finetune | pretrain")]
+PrecisionOpt = Annotated[str | None, typer.Option(
+    "--precision", "-q", help="bf16 fp16 fp8 int8 int4 q8_0 q6_k q5_k_m q4_k_m q4_0 nf4 awq gptq mxfp4 ...")]
+KvPrecisionOpt = Annotated[str | None, typer.Option("--kv-precision", help="KV-cache dtype (default: compute dtype)")]
+EngineOpt = Annotated[str | None, typer.Option(
+    "--engine", "-e", help="vllm | sglang | trt-llm | llama.cpp | transformers | exllamav2 | mlc")]
+BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
+PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens")]
+OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens")]
+ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence")]
+GpuMemUtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM reservation (0-1]")]
+MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
+LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
+OptimizerOpt = Annotated[str | None, typer.Option(
+    "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
+SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length")]
+CkptOpt = Annotated[bool | None, typer.Option(
+    "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing")]
+ZeroOpt = Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)")]
+OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimizer | params (to host RAM)")]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
+PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
+TokensOpt = Annotated[float | None, typer.Option("--tokens", help="tokens to train (time-to-train)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
+
+
+def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,
+                    engine: str | None = None, batch: int | None = None, prompt: int | None = None,
+                    output: int | None = None, context: int | None = None,
+                    gpu_memory_utilization: float | None = None, method: str | None = None,
+                    lora_rank: int | None = None, optimizer: str | None = None, seq_len: int | None = None,
+                    checkpointing: bool | None = None, zero: int | None = None, offload: str | None = None,
+                    tp: int | None = None, pp: int | None = None, count: int | None = None,
+                    nodes: int | None = None, tokens: float | None = None) -> dict[str, object]:
+    """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
+    if method is not None and task is None:
+        task = "finetune"
+    return {
+        "task": task, "precision": precision, "kv_cache_precision": kv_precision, "engine": engine,
+        "batch_size": batch, "prompt_tokens": prompt, "output_tokens": output, "context_tokens": context,
+        "gpu_memory_utilization": gpu_memory_utilization, "method": method, "lora_rank": lora_rank,
+        "optimizer": optimizer, "seq_len": seq_len, "gradient_checkpointing": checkpointing,
+        "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
+        "count": count, "nodes": nodes, "tokens_to_train": tokens,
+    }
+
+
+def fmt_num(x: float | None, digits: int = 1) -> str:
+    """Human figure: thousands separators, None as a dash."""
+    if x is None:
+        return "—"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.{digits}f}"

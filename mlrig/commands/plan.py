@@ -1,0 +1,168 @@
+"""`mlrig plan`: will it fit, where every GiB goes, and how fast — for one workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mlrig.commands._common import (
+    BatchOpt,
+    CkptOpt,
+    ContextOpt,
+    CountOpt,
+    EngineOpt,
+    GpuMemUtilOpt,
+    GpuOpt,
+    JsonOpt,
+    KvPrecisionOpt,
+    LoraRankOpt,
+    MethodOpt,
+    NodesOpt,
+    OffloadOpt,
+    OptimizerOpt,
+    OutputOpt,
+    PpOpt,
+    PrecisionOpt,
+    PromptOpt,
+    SeqLenOpt,
+    TaskOpt,
+    TokensOpt,
+    TpOpt,
+    ZeroOpt,
+    fmt_num,
+    workload_fields,
+)
+
+if TYPE_CHECKING:
+    from mlrig.results import PlanResult
+
+
+def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
+    """A person's view: verdict, memory breakdown, speed with its explanation, limits, notes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    mem = result.memory
+    perf = result.performance
+    wl = plan.get("workload", {})
+    hw = plan.get("hardware", {})
+    n_gpus = int(hw.get("count", 1)) * int(hw.get("nodes", 1))
+    task = wl.get("task", "inference")
+    head = (f"[bold]{result.model}[/] · {wl.get('precision', 'bf16')} · {task}"
+            f" on {n_gpus} × {result.gpu}")
+    con.print(head)
+    if mem is None:
+        return
+    verdict = "[green]✔ fits[/]" if result.fits else "[red]✘ does not fit[/]"
+    con.print(f"{verdict} — {mem.per_gpu_gib:.2f} GiB of {mem.gpu_capacity_gib:.2f} GiB per GPU "
+              f"({mem.headroom_gib:+.2f} GiB headroom)")
+    t = Table(title="Memory per GPU (GiB = 2^30 bytes)", show_header=True, header_style="bold")
+    t.add_column("component")
+    t.add_column("GiB", justify="right")
+    rows = [("weights", mem.weights_gib), ("KV cache", mem.kv_cache_gib),
+            ("activations / workspace", mem.activations_gib), ("gradients", mem.gradients_gib),
+            ("optimizer states", mem.optimizer_gib), ("runtime overhead", mem.overhead_gib)]
+    for name, val in rows:
+        if val:
+            t.add_row(name, f"{val:.2f}")
+    t.add_row("[bold]total per GPU[/]", f"[bold]{mem.per_gpu_gib:.2f}[/]")
+    if mem.host_ram_gib:
+        t.add_row("host RAM", f"{mem.host_ram_gib:.2f}")
+    con.print(t)
+    if result.kv_cache_capacity_tokens is not None:
+        con.print(f"KV-cache capacity: {result.kv_cache_capacity_tokens:,} tokens")
+    if perf is not None:
+        band = perf.error_band
+        def pm(metric: str) -> str:
+            return f" (±{band[metric] * 100:.0f}%)" if metric in band else ""
+        if task == "inference":
+            con.print(f"Speed: prefill {fmt_num(perf.prefill_tok_s)} tok/s{pm('prefill_tok_s')}, "
+                      f"TTFT {fmt_num(perf.ttft_ms)} ms · decode {fmt_num(perf.decode_tok_s)} tok/s per "
+                      f"sequence{pm('decode_tok_s')}, TPOT {fmt_num(perf.tpot_ms)} ms · throughput "
+                      f"{fmt_num(perf.throughput_tok_s)} tok/s")
+        else:
+            mfu = f", MFU {perf.mfu * 100:.0f}%" if perf.mfu is not None else ""
+            ttt = (f", time to train {perf.time_to_train_s / 3600:,.1f} h"
+                   if perf.time_to_train_s is not None else "")
+            con.print(f"Speed: {fmt_num(perf.train_tokens_per_s)} tokens/s"
+                      f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
+        if perf.explanation:
+            con.print(f"[dim]{perf.explanation}[/]")
+    if lims:
+        parts = []
+        if lims.get("max_batch_size") is not None:
+            parts.append(f"largest batch at this context: {lims['max_batch_size']}")
+        if lims.get("max_context_tokens") is not None:
+            parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
+        parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
+        con.print("Limits: " + "; ".join(parts))
+    for note in [*mem.notes, *result.notes]:
+        con.print(f"[yellow]note:[/] {note}")
+
+
+def plan_cmd(
+    model: Annotated[str | None, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
+    gpu: GpuOpt = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
+    task: TaskOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
+    engine: EngineOpt = None, batch: BatchOpt = None, prompt: PromptOpt = None, output: OutputOpt = None,
+    context: ContextOpt = None, gpu_memory_utilization: GpuMemUtilOpt = None, method: MethodOpt = None,
+    lora_rank: LoraRankOpt = None, optimizer: OptimizerOpt = None, seq_len: SeqLenOpt = None,
+    checkpointing: CkptOpt = None, zero: ZeroOpt = None, offload: OffloadOpt = None, tp: TpOpt = None,
+    pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
+    machine: Annotated[str | None, typer.Option(
+        "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
+    show_limits: Annotated[bool, typer.Option("--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
+    from mlrig.commands._common import print_json
+    from mlrig.errors import MlrigError
+    from mlrig.planner import evaluate, limits, load_plan_file, parse_plan, plan_from_fields
+
+    base = load_plan_file(file) if file else None
+    if model is None and base is None:
+        raise MlrigError("give a MODEL (e.g. mlrig plan llama-3.1-8b --gpu 'RTX 4090') or --file PLAN.toml")
+    fields = workload_fields(task=task, precision=precision, kv_precision=kv_precision, engine=engine,
+                             batch=batch, prompt=prompt, output=output, context=context,
+                             gpu_memory_utilization=gpu_memory_utilization, method=method,
+                             lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
+                             checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
+                             count=count, nodes=nodes, tokens=tokens)
+    data = plan_from_fields(model, base=base, gpu=gpu, **fields)
+    overrides = None
+    if machine is not None:
+        overrides = _local_overrides(machine)
+    plan = parse_plan(data)
+    result = evaluate(plan, gpu_overrides=overrides)
+    lims = limits(plan) if show_limits and result.error is None else None
+    if as_json:
+        out = result.model_dump(mode="json")
+        if lims is not None:
+            out["limits"] = lims
+        print_json(out)
+    else:
+        render_result(result, plan.model_dump(mode="json"), lims)
+
+
+def _local_overrides(machine: str) -> dict[str, Any]:
+    """Measured GPU figures from the latest `mlrig probe`, to replace datasheet ones."""
+    from mlrig.errors import MlrigError
+
+    if machine != "local":
+        raise MlrigError(f"--machine takes 'local' (this machine's last probe), got {machine!r}")
+    try:
+        from mlrig.probe import latest_profile, profile_to_gpu_overrides
+    except ImportError:
+        raise MlrigError("probing is not available in this install; run without --machine") from None
+    profile = latest_profile()
+    if profile is None:
+        raise MlrigError("no measurements of this machine yet; run `mlrig probe` first")
+    return dict(profile_to_gpu_overrides(profile))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_cmd)

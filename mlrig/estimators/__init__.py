@@ -1,0 +1,1 @@
+"""Estimators: pure functions of typed inputs (memory, performance, cost, power)."""

@@ -1,0 +1,170 @@
+"""The planner: resolve a plan's model and GPU, run the estimators, assemble a PlanResult.
+
+This is the one place that wires catalogs → estimators. It holds no formulas of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mlrig.catalog.gpus import GPU
+from mlrig.catalog.models import ModelArch
+from mlrig.errors import MlrigError
+from mlrig.results import PlanResult
+from mlrig.workload import Plan
+
+
+def validation_message(exc: ValidationError, what: str = "plan") -> str:
+    """One line from pydantic's error list: the field path, the problem, the value given."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"] if not str(x).startswith("function-"))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            parts.append(f"unknown field {loc!r} (see docs/PLAN-FORMAT.md for the field names)")
+        elif err["type"] == "missing":
+            parts.append(f"{loc} is required")
+        else:
+            given = err.get("input")
+            shown = f" (got {given!r})" if not isinstance(given, dict | list) else ""
+            parts.append(f"{loc}: {msg}{shown}" if loc else msg)
+    more = f" (+{len(exc.errors()) - 3} more)" if len(exc.errors()) > 3 else ""
+    return f"invalid {what}: " + "; ".join(parts) + more
+
+
+def parse_plan(data: Plan | dict[str, Any]) -> Plan:
+    if isinstance(data, Plan):
+        return data
+    if not isinstance(data, dict):
+        raise MlrigError(f"a plan must be a JSON object / TOML table, got {type(data).__name__}")
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise MlrigError(validation_message(exc)) from None
+
+
+def load_plan_file(path: str | Path) -> dict[str, Any]:
+    """Read a plan from TOML or JSON (by extension; TOML otherwise)."""
+    p = Path(path)
+    if not p.is_file():
+        raise MlrigError(f"plan file {str(p)!r} not found; give the path to a .toml or .json plan")
+    if p.stat().st_size > 1_000_000:
+        raise MlrigError(f"plan file {str(p)!r} is over 1 MB; a plan is a few lines of TOML")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise MlrigError(f"plan file {str(p)!r} is not valid {p.suffix.lstrip('.') or 'TOML'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise MlrigError(f"plan file {str(p)!r} must hold one plan object")
+    return data
+
+
+def resolve_arch(plan: Plan) -> ModelArch:
+    from mlrig.catalog.models import arch_from_ref, resolve_model
+
+    if plan.model.is_explicit:
+        return arch_from_ref(plan.model)
+    assert plan.model.name is not None
+    return resolve_model(plan.model.name)
+
+
+def resolve_hardware(plan: Plan, overrides: dict[str, Any] | None = None) -> GPU:
+    from mlrig.catalog.gpus import resolve_gpu
+
+    gpu = resolve_gpu(plan.hardware.gpu)
+    if overrides:
+        gpu = gpu.model_copy(update=overrides)
+    return gpu
+
+
+def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = None,
+                     **fields: Any) -> dict[str, Any]:
+    """Build a plan dict from flat keyword fields (CLI flags, API kwargs), placing each in its section.
+
+    `base` (e.g. a plan file) is overlaid by the fields given; None values are ignored.
+    """
+    from mlrig.workload import HardwareSpec, TrainingSpec, WorkloadSpec
+
+    data: dict[str, Any] = {k: (dict(v) if isinstance(v, dict) else v) for k, v in (base or {}).items()}
+    if isinstance(data.get("model"), str):
+        data["model"] = {"name": data["model"]}
+    if model is not None:
+        data["model"] = {"name": model}
+    sections = {"workload": WorkloadSpec, "training": TrainingSpec, "hardware": HardwareSpec}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key == "id":
+            data["id"] = value
+            continue
+        for section, spec in sections.items():
+            if key in spec.model_fields:
+                data.setdefault(section, {})[key] = value
+                break
+        else:
+            raise MlrigError(f"unknown plan field {key!r}; see docs/PLAN-FORMAT.md")
+    return data
+
+
+def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
+             gpu_overrides: dict[str, Any] | None = None) -> PlanResult:
+    """Memory and speed for one plan. Raises MlrigError on bad input.
+
+    `arch`/`gpu` may be passed pre-resolved (sweeps over many GPUs resolve once);
+    `gpu_overrides` replaces datasheet figures with measured ones (`mlrig plan --machine local`).
+    """
+    from mlrig.estimators.memory import estimate_memory
+    from mlrig.estimators.performance import estimate_performance
+
+    p = parse_plan(plan)
+    arch = arch or resolve_arch(p)
+    gpu = gpu or resolve_hardware(p, gpu_overrides)
+    try:
+        memory = estimate_memory(arch, p, gpu)
+        performance = estimate_performance(arch, p, gpu, memory)
+    except ValidationError as exc:
+        raise MlrigError(validation_message(exc, "input")) from None
+    notes = list(arch.notes)
+    return PlanResult(
+        id=p.id,
+        fits=memory.fits,
+        model=arch.hf_id or arch.id,
+        gpu=gpu.id,
+        memory=memory.breakdown,
+        kv_cache_capacity_tokens=memory.kv_cache_capacity_tokens,
+        performance=performance,
+        notes=notes,
+    )
+
+
+def evaluate_case(obj: Any) -> PlanResult:
+    """Like `evaluate`, but never raises: a bad case comes back with `error` set (for batch runs)."""
+    case_id = obj.get("id") if isinstance(obj, dict) else None
+    try:
+        return evaluate(obj)
+    except MlrigError as exc:
+        return PlanResult(id=case_id if isinstance(case_id, str) else None, error=str(exc))
+    except Exception as exc:  # a bug must not stop a batch; say so plainly
+        return PlanResult(id=case_id if isinstance(case_id, str) else None,
+                          error=f"internal error ({type(exc).__name__}: {exc}); please report it")
+
+
+def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
+           gpu: GPU | None = None) -> dict[str, int | None]:
+    """The inverse questions: largest batch and context that fit, fewest GPUs of this kind."""
+    from mlrig.estimators.memory import max_batch_size, max_context_tokens, min_gpus
+
+    p = parse_plan(plan)
+    arch = arch or resolve_arch(p)
+    gpu = gpu or resolve_hardware(p)
+    return {
+        "max_batch_size": max_batch_size(arch, p, gpu),
+        "max_context_tokens": max_context_tokens(arch, p, gpu),
+        "min_gpus": min_gpus(arch, p, gpu),
+    }

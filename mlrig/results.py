@@ -1,0 +1,46 @@
+"""Results, as in ../shared/docs/PLAN-FORMAT.md. GiB = 2^30 bytes; a figure that does not apply is None."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class MemoryBreakdown(BaseModel):
+    per_gpu_gib: float
+    weights_gib: float
+    kv_cache_gib: float = 0.0
+    activations_gib: float = 0.0
+    gradients_gib: float = 0.0
+    optimizer_gib: float = 0.0
+    overhead_gib: float = 0.0
+    host_ram_gib: float = 0.0
+    gpu_capacity_gib: float
+    headroom_gib: float = 0.0  # capacity - per_gpu (negative: does not fit)
+    notes: list[str] = Field(default_factory=list)  # assumptions and uncertainty, in words
+
+
+class Performance(BaseModel):
+    prefill_tok_s: float | None = None
+    decode_tok_s: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    throughput_tok_s: float | None = None
+    train_tokens_per_s: float | None = None
+    step_time_s: float | None = None
+    mfu: float | None = None
+    time_to_train_s: float | None = None
+    bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
+    explanation: str | None = None  # one line: what the figure is made of
+    error_band: dict[str, float] = Field(default_factory=dict)  # metric -> relative p90 error from validation
+
+
+class PlanResult(BaseModel):
+    id: str | None = None
+    error: str | None = None
+    fits: bool | None = None
+    model: str | None = None
+    gpu: str | None = None
+    memory: MemoryBreakdown | None = None
+    kv_cache_capacity_tokens: int | None = None
+    performance: Performance | None = None
+    notes: list[str] = Field(default_factory=list)

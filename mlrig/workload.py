@@ -1,0 +1,141 @@
+"""The workload description: a plan, as in ../shared/docs/PLAN-FORMAT.md (TOML, JSON or flags).
+
+A plan names a model (catalog id, HF id, file path, or explicit architecture), a workload
+(inference / finetune / pretrain with precision, batch, context), optional training settings and
+the hardware. Validation here rejects impossible numbers with one-line messages.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Task = Literal["inference", "finetune", "pretrain"]
+Method = Literal["full", "lora", "qlora"]
+Offload = Literal["none", "optimizer", "params"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _finite(cls, v: object) -> object:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("must be a finite number (got NaN or infinity)")
+        return v
+
+
+class ModelRef(_Strict):
+    """`name` (catalog id, HF id or path) or an explicit architecture (fields of ModelArch)."""
+
+    name: str | None = None
+    hidden_size: int | None = Field(None, gt=0)
+    num_layers: int | None = Field(None, gt=0)
+    num_heads: int | None = Field(None, gt=0)
+    num_kv_heads: int | None = Field(None, gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    intermediate_size: int | None = Field(None, gt=0)
+    mlp: Literal["gated", "plain"] = "gated"
+    vocab_size: int | None = Field(None, gt=0)
+    tie_word_embeddings: bool = False
+    num_experts: int = Field(0, ge=0)
+    experts_per_token: int = Field(0, ge=0)
+    params: float | None = Field(None, gt=0, description="stated total, checked against the derived count")
+
+    @property
+    def is_explicit(self) -> bool:
+        return self.hidden_size is not None
+
+    @model_validator(mode="after")
+    def _need_something(self) -> ModelRef:
+        if self.name is None and not self.is_explicit:
+            raise ValueError("give model.name (catalog id, HF id or path) or an explicit architecture")
+        if self.is_explicit:
+            missing = [k for k in ("num_layers", "num_heads", "intermediate_size", "vocab_size")
+                       if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"explicit architecture lacks {', '.join(missing)}")
+        return self
+
+
+class WorkloadSpec(_Strict):
+    task: Task = "inference"
+    precision: str = "bf16"
+    kv_cache_precision: str | None = None  # defaults to the compute dtype
+    engine: str | None = None
+    batch_size: int = Field(1, gt=0, le=1_000_000)
+    prompt_tokens: int = Field(512, ge=0, le=100_000_000)
+    output_tokens: int = Field(128, ge=0, le=100_000_000)
+    context_tokens: int | None = Field(None, gt=0, le=100_000_000)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1.0)
+    flash_attention: bool = True
+
+    @property
+    def context(self) -> int:
+        return self.context_tokens or max(1, self.prompt_tokens + self.output_tokens)
+
+
+class TrainingSpec(_Strict):
+    method: Method = "full"
+    lora_rank: int = Field(16, gt=0, le=65536)
+    lora_targets: list[str] = Field(default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"])
+    optimizer: str = "adamw"
+    seq_len: int | None = Field(None, gt=0, le=100_000_000)
+    global_batch_tokens: int | None = Field(None, gt=0)
+    gradient_checkpointing: bool = True
+    zero_stage: int = Field(0, ge=0, le=3)
+    offload: Offload = "none"
+    tokens_to_train: float | None = Field(None, gt=0)
+
+
+class HardwareSpec(_Strict):
+    gpu: str = "rtx-4090"
+    count: int = Field(1, gt=0, le=100_000)
+    nodes: int = Field(1, gt=0, le=100_000)
+    tensor_parallel: int = Field(1, gt=0, le=1024)
+    pipeline_parallel: int = Field(1, gt=0, le=1024)
+    interconnect: str | None = None
+    host_ram_gib: float | None = Field(None, gt=0)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.count * self.nodes
+
+    @property
+    def data_parallel(self) -> int:
+        return max(1, self.total_gpus // (self.tensor_parallel * self.pipeline_parallel))
+
+    @model_validator(mode="after")
+    def _parallel_fits(self) -> HardwareSpec:
+        if self.tensor_parallel * self.pipeline_parallel > self.total_gpus:
+            raise ValueError(
+                f"tensor_parallel x pipeline_parallel = {self.tensor_parallel * self.pipeline_parallel} "
+                f"exceeds the {self.total_gpus} GPU(s) given; raise hardware.count or lower the parallelism")
+        return self
+
+
+class Plan(_Strict):
+    """One workload on one hardware setup."""
+
+    id: str | None = None
+    model: ModelRef
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    training: TrainingSpec | None = None
+    hardware: HardwareSpec = Field(default_factory=HardwareSpec)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_shorthand(cls, data: object) -> object:
+        """Accept `model = "llama-3.1-8b"` as shorthand for `[model] name = ...`."""
+        if isinstance(data, dict) and isinstance(data.get("model"), str):
+            data = {**data, "model": {"name": data["model"]}}
+        return data
+
+    @model_validator(mode="after")
+    def _training_defaults(self) -> Plan:
+        if self.workload.task != "inference" and self.training is None:
+            self.training = TrainingSpec(method="full")
+        return self
