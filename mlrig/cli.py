@@ -32,30 +32,20 @@ _register_commands()
 
 
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit status 2, never a traceback."""
+    """Entry point: user errors become one line on stderr and exit status 2, never a traceback.
+
+    Click (inside typer) already turns usage errors into exit status 2 and `typer.Exit` into its code.
+    """
     from mlrig.errors import MlrigError
 
     try:
-        app(standalone_mode=False)
+        app()
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("mlrig: interrupted", file=sys.stderr)
         sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors etc.
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(2)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
 
 
 if __name__ == "__main__":

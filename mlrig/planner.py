@@ -119,12 +119,12 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     `arch`/`gpu` may be passed pre-resolved (sweeps over many GPUs resolve once);
     `gpu_overrides` replaces datasheet figures with measured ones (`mlrig plan --machine local`).
     """
-    from mlrig.estimators.memory import estimate_memory
-    from mlrig.estimators.performance import estimate_performance
-
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p, gpu_overrides)
+    from mlrig.estimators.memory import estimate_memory
+    from mlrig.estimators.performance import estimate_performance
+
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)

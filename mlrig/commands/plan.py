@@ -104,9 +104,11 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
 
 
 def plan_cmd(
-    model: Annotated[str | None, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
+    model: Annotated[str | None, typer.Argument(
+        help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
     gpu: GpuOpt = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
     engine: EngineOpt = None, batch: BatchOpt = None, prompt: PromptOpt = None, output: OutputOpt = None,
     context: ContextOpt = None, gpu_memory_utilization: GpuMemUtilOpt = None, method: MethodOpt = None,
@@ -115,7 +117,8 @@ def plan_cmd(
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
-    show_limits: Annotated[bool, typer.Option("--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
+    show_limits: Annotated[bool, typer.Option(
+        "--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""

@@ -50,8 +50,8 @@ def calibration_dir() -> Path:
     env = os.environ.get("MLRIG_CALIBRATION_DIR")
     if env:
         return Path(env)
-    here = Path(__file__).resolve()
-    for parent in here.parents:
+    starts = [Path(__file__).resolve(), Path.cwd().resolve() / "x"]
+    for parent in (p for start in starts for p in start.parents):
         cand = parent / "shared" / "data" / "calibration"
         if cand.is_dir():
             return cand

@@ -1,0 +1,85 @@
+"""`mlrig gpus`: list the accelerator catalog (memory, bandwidth, dense tensor rates, sources)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+
+JSON_KEYS = ("id", "name", "vendor", "hardware_class", "memory_gib", "usable_memory_gib",
+             "memory_bandwidth_gb_s", "fp16_tflops_dense", "bf16_tflops_dense", "fp8_tflops_dense",
+             "fp32_tflops", "int8_tops_dense", "tdp_w", "nvlink_gb_s", "pcie_gen", "pcie_lanes",
+             "launch_price_usd", "aliases", "source", "source_date", "verification", "notes")
+
+
+def filter_gpus(gpus: list[GPU], vendor: str | None = None, hw_class: str | None = None,
+                min_memory_gib: float | None = None, search: str | None = None) -> list[GPU]:
+    """Entries matching every given filter (vendor/class case-insensitive; search in id, name, aliases)."""
+    out = []
+    needle = search.lower() if search else None
+    for g in gpus:
+        if vendor and g.vendor.lower() != vendor.lower():
+            continue
+        if hw_class and g.hardware_class != hw_class.lower():
+            continue
+        if min_memory_gib is not None and g.capacity_gib < min_memory_gib:
+            continue
+        if needle and not any(needle in s.lower() for s in (g.id, g.name, *g.aliases)):
+            continue
+        out.append(g)
+    return out
+
+
+def gpus_cmd(
+    vendor: Annotated[str | None, typer.Option("--vendor", help="NVIDIA, AMD, Intel, Apple")] = None,
+    hw_class: Annotated[str | None, typer.Option(
+        "--class", help="geforce | workstation | datacenter | apple | amd | intel | other")] = None,
+    min_memory: Annotated[float | None, typer.Option(
+        "--min-memory", help="only entries with at least this much usable memory, GiB")] = None,
+    search: Annotated[str | None, typer.Option("--search", help="substring of id, name or alias")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
+) -> None:
+    """List accelerators: memory (GiB), bandwidth (GB/s), DENSE tensor TFLOPS, power and source."""
+    from mlrig.catalog.gpus import load_gpus
+    from mlrig.commands._common import print_json
+    from mlrig.errors import MlrigError, require_positive
+
+    classes = ("geforce", "workstation", "datacenter", "apple", "amd", "intel", "other")
+    if hw_class and hw_class.lower() not in classes:
+        raise MlrigError(f"unknown --class {hw_class!r}; use one of {', '.join(classes)}")
+    require_positive("--min-memory", min_memory, allow_zero=True, maximum=1e5)
+    gpus = filter_gpus(load_gpus(), vendor, hw_class, min_memory, search)
+    if as_json:
+        rows: list[dict[str, Any]] = []
+        for g in gpus:
+            d = g.model_dump(mode="json")
+            rows.append({k: d.get(k) for k in JSON_KEYS})
+        print_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    def f(v: float | None, nd: int = 1) -> str:
+        return "-" if v is None else f"{v:,.{nd}f}"
+
+    t = Table(title=f"{len(gpus)} accelerators (dense tensor rates, FP32 accumulate; memory in GiB)")
+    for col, justify in (("id", "left"), ("name", "left"), ("class", "left"), ("mem GiB", "right"),
+                         ("usable GiB", "right"), ("BW GB/s", "right"), ("BF16 TF", "right"),
+                         ("FP16 TF", "right"), ("FP8 TF", "right"), ("TDP W", "right"),
+                         ("NVLink GB/s/dir", "right"), ("source date", "left")):
+        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for g in gpus:
+        t.add_row(g.id, g.name, g.hardware_class, f(g.memory_gib, 2),
+                  f(g.usable_memory_gib, 2) if g.usable_memory_gib else "", f(g.memory_bandwidth_gb_s, 0),
+                  f(g.bf16_tflops_dense), f(g.fp16_tflops_dense), f(g.fp8_tflops_dense), f(g.tdp_w, 0),
+                  f(g.nvlink_gb_s, 1) if g.nvlink_gb_s else "", g.source_date)
+    Console().print(t)
+    if not gpus:
+        Console().print("no accelerator matches these filters; try `mlrig gpus` without filters")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gpus")(gpus_cmd)
