@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
@@ -96,7 +96,8 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
         data["model"] = {"name": data["model"]}
     if model is not None:
         data["model"] = {"name": model}
-    sections = {"workload": WorkloadSpec, "training": TrainingSpec, "hardware": HardwareSpec}
+    sections: dict[str, type[BaseModel]] = {
+        "workload": WorkloadSpec, "training": TrainingSpec, "hardware": HardwareSpec}
     for key, value in fields.items():
         if value is None:
             continue

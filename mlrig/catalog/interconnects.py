@@ -1,0 +1,79 @@
+"""Interconnect catalog: GPU-GPU and node-node links with per-direction bandwidth and latency.
+
+Data in `mlrig/data/interconnects.json` (each entry with its source and date). Collective costs
+follow the ring algorithm (Patarasuk & Yuan 2009; NCCL): an all-reduce of S bytes over N ranks
+moves 2(N-1)/N x S per rank and takes 2(N-1) latency steps.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from mlrig.errors import UnknownNameError, closest
+
+
+class Interconnect(BaseModel):
+    id: str
+    name: str
+    kind: str  # pcie | nvlink | network
+    bandwidth_gb_s: float = Field(gt=0, description="per direction, 10^9 bytes/s")
+    latency_us: float = Field(ge=0)
+    aliases: list[str] = Field(default_factory=list)
+    source: str
+    source_date: str
+
+
+@lru_cache(maxsize=1)
+def load_interconnects() -> tuple[Interconnect, ...]:
+    text = (Path(__file__).resolve().parent.parent / "data" / "interconnects.json").read_text(encoding="utf-8")
+    return tuple(Interconnect.model_validate(x) for x in json.loads(text)["links"])
+
+
+def _key(s: str) -> str:
+    return "".join(c for c in s.lower() if c.isalnum())
+
+
+def resolve_interconnect(name: str) -> Interconnect:
+    """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry."""
+    k = _key(name)
+    for link in load_interconnects():
+        if k == _key(link.id) or k == _key(link.name) or k in (_key(a) for a in link.aliases):
+            return link
+    names = [x.id for x in load_interconnects()]
+    raise UnknownNameError("interconnect", name, closest(name.lower(), names), "see mlrig/data/interconnects.json")
+
+
+def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1) -> Interconnect:
+    """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
+    else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice).
+    Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric)."""
+    if nodes > 1 and count <= 1:
+        return resolve_interconnect("ib-ndr")
+    if nvlink_gb_s and count > 1:
+        base = resolve_interconnect("nvlink4")
+        return base.model_copy(
+            update={
+                "id": f"nvlink-{nvlink_gb_s:g}",
+                "name": f"NVLink ({nvlink_gb_s:g} GB/s)",
+                "bandwidth_gb_s": nvlink_gb_s,
+            }
+        )
+    gen = pcie_gen if pcie_gen in (3, 4, 5) else 4
+    return resolve_interconnect(f"pcie{gen}-x16")
+
+
+def allreduce_time_s(n_bytes: float, ranks: int, link: Interconnect) -> float:
+    """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the link bandwidth."""
+    if ranks <= 1 or n_bytes <= 0:
+        return 0.0
+    steps = 2 * (ranks - 1)
+    return steps * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
+
+
+def p2p_time_s(n_bytes: float, link: Interconnect) -> float:
+    """One point-to-point send (pipeline stage boundary, llama.cpp layer split)."""
+    return link.latency_us * 1e-6 + n_bytes / (link.bandwidth_gb_s * 1e9)

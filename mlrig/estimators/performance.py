@@ -1,0 +1,586 @@
+"""Inference speed: a roofline per forward pass, with calibrated efficiency factors.
+
+A forward pass over `n` new tokens of `batch` sequences takes (Williams, Waterman & Patterson
+2009, "Roofline"; applied to LLMs by e.g. Pope et al. 2022 "Efficiently Scaling Transformer
+Inference"):
+
+    t = max(FLOPs / (eff_compute x peak_tensor), bytes / (eff_bw x fmt_eff x bandwidth))
+        + layers x per-layer overhead + per-step overhead + communication
+
+- Decode reads every weight a token touches (only the routed experts actually selected for MoE)
+  and the KV cache of every sequence; FLOPs are 2 x active params per token plus attention.
+- Prefill is 2 x active params per prompt token plus attention (causal: 2 s^2 H d_h per layer
+  with flash attention; without it the engines compute the full s x s score matrix and spill it).
+- Tensor parallelism splits weights and FLOPs and adds two activation all-reduces per layer
+  (Megatron-LM, Shoeybi et al. 2019); llama.cpp's default layer split runs layers in sequence,
+  so it adds capacity, not decode speed.
+The efficiency factors (mlrig/estimators/efficiency.py) are per engine family and memory class.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from mlrig.errors import MlrigError
+from mlrig.estimators import efficiency as eff
+from mlrig.results import Performance
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.interconnects import Interconnect
+    from mlrig.catalog.models import ModelArch
+    from mlrig.workload import Plan
+
+# Host (CPU) memory bandwidth assumed for offloaded layers / CPU inference when none is given:
+# dual-channel DDR5-4800 is 76.8 GB/s peak (JEDEC JESD79-5); desktop STREAM results ~60 GB/s.
+DEFAULT_HOST_BW_GB_S = 76.8
+
+# ---- precision helpers (mlrig.quant when present; a minimal fallback otherwise) ---------------
+_FALLBACK_BPW = {  # bits per weight incl. block scales (llama.cpp ggml-quants block layouts)
+    "fp32": 32.0,
+    "f32": 32.0,
+    "bf16": 16.0,
+    "fp16": 16.0,
+    "f16": 16.0,
+    "fp8": 8.0,
+    "int8": 8.0,
+    "q8_0": 8.5,
+    "q6_k": 6.5625,
+    "q5_k_m": 5.69,
+    "q5_k_s": 5.54,
+    "q5_0": 5.5,
+    "q5_1": 6.0,
+    "q4_k_m": 4.89,
+    "q4_k_s": 4.58,
+    "q4_0": 4.5,
+    "q4_1": 5.0,
+    "q3_k_m": 3.91,
+    "q2_k": 3.0,
+    "nf4": 4.127,
+    "int4": 4.25,
+    "awq": 4.25,
+    "gptq": 4.25,
+    "mxfp4": 4.25,
+    "nvfp4": 4.5,
+    "exl2": 4.25,
+}
+_FALLBACK_KV = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "f16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "q8_0": 1.0625,
+    "q4_0": 0.5625,
+    "int4": 0.5,
+}
+
+
+def norm_precision(p: str) -> str:
+    return p.strip().lower().replace("-", "_").replace("float16", "fp16").replace("bfloat16", "bf16")
+
+
+def bits_per_weight(precision: str) -> float:
+    try:
+        from mlrig import quant
+
+        return float(quant.bits_per_weight(precision))
+    except ImportError:
+        p = norm_precision(precision)
+        if p not in _FALLBACK_BPW:
+            raise MlrigError(
+                f"unknown precision {precision!r}; use bf16, fp8, int8, q8_0, q4_k_m, q4_0, awq ..."
+            ) from None
+        return _FALLBACK_BPW[p]
+
+
+def kv_bytes_per_element(precision: str) -> float:
+    try:
+        from mlrig import quant
+
+        return float(quant.kv_bytes_per_element(precision))
+    except ImportError:
+        return _FALLBACK_KV.get(norm_precision(precision), 2.0)
+
+
+def model_weight_bytes(arch: ModelArch, precision: str) -> float:
+    """Bytes of all weights at `precision`: a weights file's exact size when known, else mlrig.quant."""
+    if arch.weight_bytes and (
+        arch.weight_format is None or norm_precision(arch.weight_format) == norm_precision(precision)
+    ):
+        return float(arch.weight_bytes)
+    try:
+        from mlrig import quant
+
+        return float(quant.weight_bytes(arch, precision))
+    except ImportError:
+        return arch.params().total * bits_per_weight(precision) / 8.0
+
+
+def format_family(precision: str) -> str:
+    """Weight-format family for the de-quantisation efficiency (see efficiency.FORMAT_DECODE_EFF)."""
+    p = norm_precision(precision)
+    if p in ("fp32", "f32", "bf16", "fp16", "f16"):
+        return "f16"
+    if p in ("q8_0", "int8", "fp8", "w8a8"):
+        return "q8"
+    if p in ("q4_0", "q4_1", "q5_0", "q5_1"):
+        return "legacy"
+    if "_k" in p or p.startswith("iq"):
+        return "kquant"
+    if p in ("mxfp4", "nvfp4"):
+        return "fp4"
+    return "gpu4"
+
+
+def compute_dtype(precision: str, engine: str) -> str:
+    """The tensor-core dtype GEMMs run in: fp8 / int8 (W8A8) where the engine supports it, else fp16."""
+    p = norm_precision(precision)
+    if p == "fp8" and engine in ("vllm", "sglang", "trt-llm"):
+        return "fp8"
+    if p in ("fp32", "f32"):
+        return "fp32"
+    return "fp16"
+
+
+# ---- engine and hardware keys -----------------------------------------------------------------
+def engine_family(engine: str | None, precision: str, gpu: GPU) -> str:
+    """Normalise an engine name; default llama.cpp for GGUF formats and Apple, else vLLM."""
+    e = (engine or "").lower().replace(" ", "").replace("_", "-")
+    if not e:
+        e = (
+            "llama.cpp"
+            if (
+                format_family(precision) in ("kquant", "legacy")
+                or gpu.hardware_class == "apple"
+                or norm_precision(precision) == "q8_0"
+            )
+            else "vllm"
+        )
+    if e in ("llama.cpp-2024", "llama.cpp-metal"):
+        return e
+    if e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "gguf"):
+        return "llama.cpp-metal" if (gpu.hardware_class == "apple" or "metal" in e) else "llama.cpp"
+    for key, fam in (
+        ("vllm", "vllm"),
+        ("sglang", "sglang"),
+        ("tensorrt", "trt-llm"),
+        ("trt", "trt-llm"),
+        ("transformers", "transformers"),
+        ("hf", "transformers"),
+        ("pytorch", "transformers"),
+        ("exllama", "exllamav2"),
+        ("tabby", "exllamav2"),
+        ("mlc", "mlc"),
+    ):
+        if e.startswith(key):
+            return fam
+    raise MlrigError(
+        f"unknown engine {engine!r}; use one of vllm, sglang, trt-llm, llama.cpp, transformers, exllamav2, mlc"
+    )
+
+
+def gpu_memory_class(gpu: GPU) -> str:
+    return eff.memory_class(gpu.hardware_class, gpu.memory_type)
+
+
+def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
+    """Dense tensor peak for the GEMM dtype. llama.cpp's cuBLAS path accumulates in FP16, which
+    GeForce cards run at twice their FP32-accumulate rate (NVIDIA Ampere/Ada/Blackwell GeForce
+    whitepapers); professional cards run both at the same rate. Apple GPUs: FP16 = FP32 ALU rate."""
+    t = gpu.tensor_tflops(dtype)
+    if t is None:
+        t = gpu.fp32_tflops
+    if t is None:
+        return None
+    if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
+        t *= 2.0
+    return t
+
+
+# ---- per-pass costs -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PassCost:
+    """What one forward pass moves and computes (whole model, before any parallel split)."""
+
+    flops: float
+    weight_bytes: float
+    kv_bytes: float
+    other_bytes: float  # attention score spill without flash attention, activations
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.other_bytes
+
+
+def read_fraction(arch: ModelArch, tokens_in_pass: int) -> float:
+    """Fraction of all weights read by one pass of `tokens_in_pass` tokens.
+
+    The input embedding is a row lookup, so its table is not streamed (unless tied to the head).
+    MoE: each token routes to k of E experts; with n tokens the expected fraction of experts
+    touched per layer is 1 - (1 - k/E)^n (uniform routing assumption; real routers are skewed,
+    so this slightly overstates bytes at mid batch)."""
+    pb = arch.params()
+    total = max(1, pb.total)
+    read = float(pb.total)
+    if not arch.tie_word_embeddings:
+        read -= pb.embedding
+    if arch.is_moe and pb.experts_routed:
+        k_over_e = arch.experts_per_token / arch.num_experts
+        frac = 1.0 - (1.0 - k_over_e) ** max(1, tokens_in_pass)
+        read -= pb.experts_routed * (1.0 - frac)
+    return max(0.0, read) / total
+
+
+def matmul_params(arch: ModelArch) -> float:
+    """Parameters in per-token GEMMs: active params minus the input embedding lookup."""
+    pb = arch.params()
+    return float(pb.active - (0 if arch.tie_word_embeddings else pb.embedding))
+
+
+def attention_flops(arch: ModelArch, new_tokens: int, context: int, causal: bool = True) -> float:
+    """QK^T and AV: 4 x H x d_h FLOPs per (query, key) pair per layer (Vaswani 2017). A prefill of
+    s tokens on top of `context - s` cached has s x (context - s) + s^2/2 pairs when causal.
+    Sliding-window layers cap the keys at the window."""
+    h_dh = arch.num_heads * arch.dim_head
+    if arch.is_mla:
+        h_dh = arch.num_heads * ((arch.qk_nope_head_dim or arch.dim_head) + (arch.qk_rope_head_dim or 0))
+    past = max(0, context - new_tokens)
+    pairs_full = new_tokens * past + (new_tokens * new_tokens / 2.0 if causal else float(new_tokens * new_tokens))
+    full_layers = arch.num_layers - arch.num_sliding_layers
+    pairs = pairs_full * full_layers
+    if arch.num_sliding_layers:
+        w = arch.sliding_window or context
+        pairs += min(pairs_full, new_tokens * float(w)) * arch.num_sliding_layers
+    return 4.0 * h_dh * pairs
+
+
+def kv_bytes(arch: ModelArch, context: int, kv_precision: str) -> float:
+    """KV cache bytes of one sequence holding `context` tokens."""
+    return arch.kv_values_per_token(context) * context * kv_bytes_per_element(kv_precision)
+
+
+def decode_cost(arch: ModelArch, precision: str, kv_precision: str, batch: int, context: int) -> PassCost:
+    """One decode step: `batch` sequences each add one token at `context` tokens held."""
+    w = model_weight_bytes(arch, precision) * read_fraction(arch, batch)
+    kv = batch * kv_bytes(arch, context, kv_precision)
+    flops = batch * (2.0 * matmul_params(arch) + attention_flops(arch, 1, context))
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0)
+
+
+def prefill_cost(
+    arch: ModelArch, precision: str, kv_precision: str, batch: int, prompt: int, flash_attention: bool = True
+) -> PassCost:
+    """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
+    head runs once per sequence). Without flash attention engines compute the full s x s scores
+    and write/read them in fp32 (4 bytes x 2) per head per layer."""
+    pb = arch.params()
+    head = float(pb.lm_head if pb.lm_head else (pb.embedding if arch.tie_word_embeddings else 0))
+    body = matmul_params(arch) - head
+    flops = batch * (2.0 * body * prompt + 2.0 * head + attention_flops(arch, prompt, prompt, causal=flash_attention))
+    w = model_weight_bytes(arch, precision) * read_fraction(arch, batch * prompt)
+    kv = batch * kv_bytes(arch, prompt, kv_precision)
+    spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * float(prompt) ** 2 * arch.num_layers
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=spill)
+
+
+# ---- timing --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PassTime:
+    seconds: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    comm_s: float
+    bound: str
+    compute_known: bool = True  # False when the catalog has no compute figure for the GPU
+
+
+def pass_time(
+    cost: PassCost,
+    gpu: GPU,
+    engine: str,
+    precision: str,
+    *,
+    layers: int,
+    tp: int = 1,
+    link: Interconnect | None = None,
+    hidden: int = 0,
+    tokens_in_pass: int = 1,
+    decode: bool = True,
+    serial_gpus: int = 1,
+) -> PassTime:
+    """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
+
+    `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
+    unchanged by the split except for (n-1) hidden-state hand-offs."""
+    mclass = gpu_memory_class(gpu)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.BW_EFF[engine][mclass]
+    fam = format_family(precision)
+    fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
+    w_bw = bw * fmt_table[fam]
+    memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
+    dtype = compute_dtype(precision, engine)
+    peak = peak_tflops(gpu, dtype, engine)
+    compute_s = 0.0
+    if peak:
+        ce = eff.COMPUTE_EFF[engine][mclass]
+        if fam != "f16" and dtype == "fp16":
+            ce *= eff.QUANT_PREFILL_EFF
+        compute_s = cost.flops / (ce * peak * 1e12) / tp
+    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (eff.STEP_OVERHEAD_S[engine] if decode else 0.0)
+    if not decode:
+        overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / 4096 / tp
+    comm_s = 0.0
+    if link is not None and tp > 1:
+        from mlrig.catalog.interconnects import allreduce_time_s
+
+        comm_s = 2 * layers * allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link)
+    if link is not None and serial_gpus > 1:
+        from mlrig.catalog.interconnects import p2p_time_s
+
+        comm_s += (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
+    core = max(compute_s, memory_s)
+    bound = "compute" if compute_s >= memory_s else "memory-bandwidth"
+    if comm_s > core:
+        bound = "interconnect"
+    return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
+
+
+# ---- public API ------------------------------------------------------------------------------------
+class ServingPoint(BaseModel):
+    concurrency: int
+    throughput_tok_s: float  # generated tokens/s, all sequences
+    tok_s_per_user: float
+    tpot_ms: float
+    ttft_ms: float
+    bound: str
+    fits: bool  # KV cache holds this many sequences at the plan's context
+
+
+@dataclass(frozen=True)
+class _Setup:
+    engine: str
+    precision: str
+    kv_precision: str
+    tp: int
+    serial: int
+    link: Interconnect | None
+
+
+def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
+    w = plan.workload
+    engine = engine_family(w.engine, w.precision, gpu)
+    kvp = w.kv_cache_precision or ("fp16" if format_family(w.precision) != "f16" else w.precision)
+    hw = plan.hardware
+    tp = hw.tensor_parallel
+    serial = 1
+    if tp == 1 and hw.count > 1 and engine.startswith("llama.cpp"):
+        serial = hw.count  # llama.cpp --split-mode layer (default)
+    elif hw.pipeline_parallel > 1:
+        serial = hw.pipeline_parallel
+    link = None
+    if tp > 1 or serial > 1:
+        from mlrig.catalog.interconnects import default_link, resolve_interconnect
+
+        link = (
+            resolve_interconnect(hw.interconnect)
+            if hw.interconnect
+            else default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes)
+        )
+    return _Setup(engine, w.precision, kvp, tp, serial, link)
+
+
+def _offload_fraction(memory: Any) -> float:
+    """Fraction of weights that do not fit in VRAM (0 when it fits or is unknown)."""
+    if memory is None or getattr(memory, "fits", True):
+        return 0.0
+    b = memory.breakdown
+    over = b.per_gpu_gib - b.gpu_capacity_gib
+    return min(1.0, max(0.0, over / b.weights_gib)) if b.weights_gib > 0 else 0.0
+
+
+def decode_step(
+    arch: ModelArch, plan: Plan, gpu: GPU, batch: int, context: int, offload_fraction: float = 0.0
+) -> PassTime:
+    s = _setup(arch, plan, gpu)
+    cost = decode_cost(arch, s.precision, s.kv_precision, batch, context)
+    t = pass_time(
+        cost,
+        gpu,
+        s.engine,
+        s.precision,
+        layers=arch.num_layers,
+        tp=s.tp,
+        link=s.link,
+        hidden=arch.hidden_size,
+        tokens_in_pass=batch,
+        decode=True,
+        serial_gpus=s.serial,
+    )
+    if offload_fraction > 0:
+        extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine)
+        return PassTime(t.seconds + extra, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, "offload")
+    return t
+
+
+def _offload_time(offloaded_bytes: float, engine: str) -> float:
+    """Offloaded weights: llama.cpp runs those layers on the CPU at host memory bandwidth (-ngl);
+    other engines (accelerate / vLLM cpu-offload) stream them over PCIe 4.0 x16 each pass."""
+    if engine.startswith("llama.cpp"):
+        return offloaded_bytes / (DEFAULT_HOST_BW_GB_S * 1e9 * eff.BW_EFF[engine]["host"])
+    return offloaded_bytes / (31.5e9 * 0.8)
+
+
+def prefill_pass(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, prompt: int) -> PassTime:
+    s = _setup(arch, plan, gpu)
+    cost = prefill_cost(arch, s.precision, s.kv_precision, batch, prompt, plan.workload.flash_attention)
+    return pass_time(
+        cost,
+        gpu,
+        s.engine,
+        s.precision,
+        layers=arch.num_layers,
+        tp=s.tp,
+        link=s.link,
+        hidden=arch.hidden_size,
+        tokens_in_pass=batch * prompt,
+        decode=False,
+        serial_gpus=s.serial,
+    )
+
+
+def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
+    """Speed of the plan's workload. Inference: prefill/decode tokens/s, TTFT, TPOT and static-batch
+    throughput; training tasks are delegated to `training_speed.estimate_training`."""
+    if plan.workload.task != "inference":
+        from mlrig.estimators.training_speed import estimate_training
+
+        return estimate_training(arch, plan, gpu)
+    w = plan.workload
+    b = w.batch_size
+    off = _offload_fraction(memory)
+    prompt = max(1, w.prompt_tokens)
+    pre = prefill_pass(arch, plan, gpu, b, prompt)
+    mid_ctx = max(1, prompt + w.output_tokens // 2)
+    dec = decode_step(arch, plan, gpu, b, mid_ctx, off)
+    if off > 0:
+        s = _setup(arch, plan, gpu)
+        pre_s = pre.seconds + _offload_time(model_weight_bytes(arch, w.precision) * off, s.engine)
+    else:
+        pre_s = pre.seconds
+    decode_tok_s = 1.0 / dec.seconds
+    gen_s = w.output_tokens * dec.seconds
+    total_s = pre_s + gen_s
+    throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
+    s = _setup(arch, plan, gpu)
+    per_tok_gb = (decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx).bytes) / 1e9
+    eff_bw = eff.BW_EFF[s.engine][gpu_memory_class(gpu)]
+    expl = (
+        f"decode reads {per_tok_gb:.2f} GB per token; at {eff_bw:.0%} of {gpu.memory_bandwidth_gb_s:g} GB/s "
+        f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{decode_tok_s:.0f} tok/s per sequence "
+        f"({s.engine}, batch {b}): {dec.bound} bound"
+    )
+    if off > 0:
+        expl += f"; {off:.0%} of weights offloaded"
+    return Performance(
+        prefill_tok_s=b * prompt / pre_s,
+        decode_tok_s=decode_tok_s,
+        ttft_ms=pre_s * 1e3,
+        tpot_ms=dec.seconds * 1e3,
+        throughput_tok_s=throughput,
+        bound=dec.bound,
+        explanation=expl,
+        error_band=dict(ERROR_BAND),
+    )
+
+
+# p90 of |pred/meas - 1| per metric from `python -m mlrig.validation.speed` (see its docstring).
+ERROR_BAND: dict[str, float] = {
+    "decode_tok_s": 0.20,
+    "prefill_tok_s": 0.56,
+    "ttft_ms": 0.40,
+    "throughput_tok_s": 0.74,
+}
+
+
+def serving_curve(
+    arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
+) -> list[ServingPoint]:
+    """Continuous batching (Yu et al. 2022 "Orca"; vLLM, Kwon et al. 2023): `c` sequences decode
+    together; each step is one roofline pass. With chunked prefill (Agrawal et al. 2024,
+    "Sarathi-Serve") a new request's prompt is spread over steps; its cost is amortised here as
+    prompt/output extra tokens per step per sequence. Beyond the KV capacity, sequences queue."""
+    w = plan.workload
+    ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
+    out: list[ServingPoint] = []
+    for c in concurrencies:
+        if c <= 0:
+            raise MlrigError(f"concurrency must be > 0, got {c}")
+        fits = kv_capacity_tokens is None or c * w.context <= kv_capacity_tokens
+        running = c if fits or kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
+        dec = decode_step(arch, plan, gpu, running, ctx)
+        share = w.prompt_tokens / max(1, w.output_tokens)  # prompt tokens per generated token
+        pre = prefill_pass(arch, plan, gpu, 1, max(1, w.prompt_tokens))
+        step_s = dec.seconds + running * share * pre.seconds / max(1, w.prompt_tokens)
+        thr = running / step_s
+        out.append(
+            ServingPoint(
+                concurrency=c,
+                throughput_tok_s=thr,
+                tok_s_per_user=thr / c,
+                tpot_ms=step_s * 1e3 * c / running,
+                ttft_ms=pre.seconds * 1e3 + step_s * 1e3,
+                bound=dec.bound,
+                fits=fits,
+            )
+        )
+    return out
+
+
+def max_concurrency_for_latency(
+    arch: ModelArch,
+    plan: Plan,
+    gpu: GPU,
+    min_tok_s_per_user: float,
+    kv_capacity_tokens: int | None = None,
+    limit: int = 4096,
+) -> int:
+    """Largest concurrency whose per-user decode speed stays >= `min_tok_s_per_user` (0 if none)."""
+    if min_tok_s_per_user <= 0:
+        raise MlrigError("min_tok_s_per_user must be > 0")
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        p = serving_curve(arch, plan, gpu, [mid], kv_capacity_tokens)[0]
+        if p.tok_s_per_user >= min_tok_s_per_user and p.fits:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def speculative_speedup(k: int, acceptance_rate: float, draft_cost_ratio: float) -> float:
+    """Leviathan, Kalman & Matias 2023 ("Fast Inference from Transformers via Speculative
+    Decoding", Thm 3.8 / eq. 1): expected tokens per target step (1 - a^(k+1)) / (1 - a); each
+    step costs k draft passes (ratio c of a target pass) + one target pass, so the speed-up is
+    (1 - a^(k+1)) / ((1 - a)(k c + 1)). Assumes the target verify pass costs as much as a decode
+    step (true while memory-bound)."""
+    if k < 0 or not 0.0 <= acceptance_rate <= 1.0 or draft_cost_ratio < 0:
+        raise MlrigError("speculative decoding needs k >= 0, 0 <= acceptance_rate <= 1, draft_cost_ratio >= 0")
+    a = acceptance_rate
+    tokens = float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+    return tokens / (k * draft_cost_ratio + 1.0)
+
+
+def cpu_decode_tok_s(arch: ModelArch, precision: str, host_bw_gb_s: float = DEFAULT_HOST_BW_GB_S) -> float:
+    """CPU-only llama.cpp decode: weights streamed from DRAM at ~65 % of its peak bandwidth."""
+    if host_bw_gb_s <= 0 or not math.isfinite(host_bw_gb_s):
+        raise MlrigError("host memory bandwidth must be a positive number of GB/s")
+    bytes_ = model_weight_bytes(arch, precision) * read_fraction(arch, 1)
+    return host_bw_gb_s * 1e9 * eff.BW_EFF["llama.cpp"]["host"] / bytes_

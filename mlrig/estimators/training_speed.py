@@ -1,0 +1,153 @@
+"""Training speed and the arithmetic around a training run.
+
+FLOPs per token (Kaplan et al. 2020 "Scaling Laws", sec. 2.1; Narayanan et al. 2021
+"Efficient Large-Scale Language Model Training on GPU Clusters", appendix): forward 2N, backward
+4N -> 6N per token, plus attention 12 x layers x d_model x seq_len (fwd 4 L d s; bwd twice that;
+the convention of the MosaicML llm-foundry MFU table used for calibration). Activation
+checkpointing recomputes the forward: +2N (+ attention fwd) hardware FLOPs. MFU counts model
+FLOPs only, HFU counts hardware FLOPs (Chowdhery et al. 2022, PaLM, appendix B).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from mlrig.errors import MlrigError
+from mlrig.estimators import efficiency as eff
+from mlrig.results import Performance
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
+    from mlrig.workload import Plan
+
+
+def train_flops_per_token(
+    params: float, layers: int, d_model: int, seq_len: int, recompute: bool = False
+) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token."""
+    attn_fwd = 4.0 * layers * d_model * seq_len
+    model = 6.0 * params + 3.0 * attn_fwd
+    hw = model + (2.0 * params + attn_fwd if recompute else 0.0)
+    return model, hw
+
+
+def achieved_mfu(memory_class: str, d_model: int) -> float:
+    """Calibrated MFU ceiling for the memory class, reduced for narrow models (efficiency.py)."""
+    return eff.TRAIN_MFU[memory_class] * d_model / (d_model + eff.TRAIN_WIDTH_D0)
+
+
+def train_tokens_per_s_per_gpu(
+    params: float, layers: int, d_model: int, seq_len: int, peak_tflops: float, memory_class: str, recompute: bool
+) -> float:
+    """Tokens/s per GPU = MFU x peak / model FLOPs per token, with recompute costing
+    RECOMPUTE_TIME_FRACTION of its FLOPs in time."""
+    model, hw = train_flops_per_token(params, layers, d_model, seq_len, recompute)
+    effective = model + eff.RECOMPUTE_TIME_FRACTION * (hw - model)
+    return achieved_mfu(memory_class, d_model) * peak_tflops * 1e12 / effective
+
+
+def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
+    from mlrig.estimators.performance import gpu_memory_class
+
+    tr = plan.training
+    assert tr is not None
+    w = plan.workload
+    seq = tr.seq_len or w.context
+    dtype = "fp8" if w.precision.lower() == "fp8" else "bf16"
+    peak = gpu.tensor_tflops(dtype) or gpu.fp32_tflops
+    if not peak:
+        raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
+    pb = arch.params()
+    n = float(pb.active)
+    # LoRA/QLoRA: frozen base, no weight-gradient GEMMs (~2N of the 4N backward); activations still flow.
+    n_eff = n * 4.0 / 6.0 if tr.method in ("lora", "qlora") else n
+    mclass = gpu_memory_class(gpu)
+    recompute = tr.gradient_checkpointing
+    tok_s_gpu = train_tokens_per_s_per_gpu(n_eff, arch.num_layers, arch.hidden_size, seq, peak, mclass, recompute)
+    if tr.method == "qlora":
+        tok_s_gpu *= 0.7  # de-quantising 4-bit weights in every fwd/bwd GEMM (PEFT docs: QLoRA ~30% slower)
+    gpus = plan.hardware.total_gpus
+    total = tok_s_gpu * gpus
+    gbt = tr.global_batch_tokens or seq * w.batch_size * gpus
+    step_s = gbt / total
+    model, _ = train_flops_per_token(n, arch.num_layers, arch.hidden_size, seq, recompute)
+    mfu = total * model / (gpus * peak * 1e12)
+    ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
+    expl = (
+        f"{model / 1e9:.1f} GFLOP per token (6N + attention) at {mfu:.0%} MFU of {peak:g} TFLOPS "
+        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s: compute bound"
+    )
+    return Performance(
+        train_tokens_per_s=total,
+        step_time_s=step_s,
+        mfu=mfu,
+        time_to_train_s=ttt,
+        bound="compute",
+        explanation=expl,
+        error_band={"train_tokens_per_s": TRAIN_ERROR_BAND},
+    )
+
+
+TRAIN_ERROR_BAND = 0.15
+
+
+def chinchilla_tokens(params: float) -> float:
+    """Compute-optimal training tokens ~ 20 per parameter (Hoffmann et al. 2022, Table 3)."""
+    if params <= 0:
+        raise MlrigError("params must be > 0")
+    return 20.0 * params
+
+
+def data_pipeline_need_gb_s(samples_per_s: float, bytes_per_sample: float) -> float:
+    """Read throughput the input pipeline must sustain, GB/s (10^9 B/s)."""
+    if samples_per_s < 0 or bytes_per_sample < 0:
+        raise MlrigError("samples/s and bytes/sample must be >= 0")
+    return samples_per_s * bytes_per_sample / 1e9
+
+
+def data_pipeline_ok(samples_per_s: float, bytes_per_sample: float, storage_gb_s: float) -> bool:
+    return data_pipeline_need_gb_s(samples_per_s, bytes_per_sample) <= storage_gb_s
+
+
+def checkpoint_bytes(params: float, optimizer: str = "adamw", weight_bytes: float = 2.0) -> float:
+    """Weights (bf16: 2 B) + fp32 master copy and Adam moments (4 + 4 + 4 B per param; ZeRO
+    paper, Rajbhandari et al. 2020, sec. 3.1: 16 B/param for mixed-precision Adam incl. weights)."""
+    opt = {"adamw": 12.0, "adam": 12.0, "adamw-8bit": 6.0, "sgd": 8.0, "adafactor": 4.5, "bf16-adamw": 4.0}
+    if optimizer not in opt:
+        raise MlrigError(f"unknown optimizer {optimizer!r}; use one of {', '.join(opt)}")
+    return params * (weight_bytes + opt[optimizer])
+
+
+def checkpoint_write_s(ckpt_bytes: float, storage_gb_s: float) -> float:
+    if storage_gb_s <= 0:
+        raise MlrigError("storage bandwidth must be > 0 GB/s")
+    return ckpt_bytes / (storage_gb_s * 1e9)
+
+
+def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
+    """Optimal checkpoint interval sqrt(2 x checkpoint time x MTBF) (Young 1974; Daly 2006)."""
+    if checkpoint_s <= 0 or mtbf_s <= 0:
+        raise MlrigError("checkpoint time and MTBF must be > 0")
+    return math.sqrt(2.0 * checkpoint_s * mtbf_s)
+
+
+def data_parallel_comm_s(
+    grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0, overlap: float = 0.7
+) -> float:
+    """Exposed gradient-sync time per step. DDP/ZeRO-1/2: ring all-reduce 2(N-1)/N x bytes; ZeRO-3 /
+    FSDP full shard: reduce-scatter of grads + all-gather of params in fwd and bwd = 3(N-1)/N x
+    bytes (Rajbhandari et al. 2020, sec. 7). `overlap` is the fraction hidden behind backward."""
+    if ranks <= 1:
+        return 0.0
+    factor = 3.0 if zero_stage >= 3 else 2.0
+    t = factor * (ranks - 1) / ranks * grad_bytes / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
+    return t * (1.0 - overlap)
+
+
+def pipeline_bubble(stages: int, microbatches: int) -> float:
+    """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021)."""
+    if stages < 1 or microbatches < 1:
+        raise MlrigError("pipeline stages and micro-batches must be >= 1")
+    return (stages - 1) / (microbatches + stages - 1)

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.interconnects import (
+    allreduce_time_s,
+    default_link,
+    load_interconnects,
+    resolve_interconnect,
+)
+from mlrig.errors import MlrigError
+
+
+def test_catalog_has_sources_and_names_resolve() -> None:
+    links = load_interconnects()
+    assert all(x.source and x.source_date for x in links)
+    assert resolve_interconnect("pcie4").bandwidth_gb_s == pytest.approx(31.5)
+    assert resolve_interconnect("PCIe 5.0 x16").bandwidth_gb_s == pytest.approx(63.0)
+    assert resolve_interconnect("nvlink").bandwidth_gb_s == 450
+    assert resolve_interconnect("ib-ndr").bandwidth_gb_s == 50
+    assert resolve_interconnect("nvlink-3090-bridge").bandwidth_gb_s == pytest.approx(56.25)
+    with pytest.raises(MlrigError):
+        resolve_interconnect("carrier-pigeon")
+
+
+def test_default_link_and_ring_allreduce() -> None:
+    assert default_link(4, None, 2).id == "pcie4-x16"
+    assert default_link(5, 450.0, 8).kind == "nvlink"
+    assert default_link(5, 450.0, 1).kind == "pcie"
+    link = resolve_interconnect("pcie4")
+    # 1 GB over 4 ranks: 2*3/4 GB at 31.5 GB/s + 6 x 12 us
+    assert allreduce_time_s(1e9, 4, link) == pytest.approx(1.5e9 / 31.5e9 + 6 * 12e-6)
+    assert allreduce_time_s(1e9, 1, link) == 0.0

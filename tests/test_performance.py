@@ -1,0 +1,179 @@
+"""Performance model: hand-checked roofline values and invariants."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.catalog.models import resolve_model
+from mlrig.errors import MlrigError
+from mlrig.estimators import efficiency as eff
+from mlrig.estimators.performance import (
+    cpu_decode_tok_s,
+    decode_step,
+    estimate_performance,
+    max_concurrency_for_latency,
+    serving_curve,
+    speculative_speedup,
+)
+from mlrig.estimators.training_speed import (
+    checkpoint_bytes,
+    chinchilla_tokens,
+    data_parallel_comm_s,
+    pipeline_bubble,
+    train_flops_per_token,
+    young_daly_interval_s,
+)
+from mlrig.workload import Plan
+
+
+def plan(**kw: object) -> Plan:
+    w: dict[str, object] = {
+        "precision": "bf16",
+        "engine": "vllm",
+        "batch_size": 1,
+        "prompt_tokens": 512,
+        "output_tokens": 128,
+    }
+    h: dict[str, object] = {"gpu": "rtx-4090"}
+    for k, v in kw.items():
+        (h if k in ("gpu", "count", "tensor_parallel", "interconnect") else w)[k] = v
+    return Plan.model_validate({"model": "llama-3-8b", "workload": w, "hardware": h})
+
+
+ARCH = resolve_model("llama-3-8b")
+
+
+def test_hand_checked_8b_bf16_decode_on_1008_gb_s() -> None:
+    # Llama-3-8B: 8,030,261,248 params, input embedding 128256 x 4096 = 525,336,576 not streamed.
+    # bf16 weights read per token: 7,504,924,672 x 2 B = 15.0098 GB; KV at 576 tokens held:
+    # 32 layers x 2 x 8 heads x 128 x 2 B x 576 = 0.0755 GB. vLLM on GDDR: 82 % of 1008 GB/s.
+    gpu = resolve_gpu("rtx-4090")
+    assert gpu.memory_bandwidth_gb_s == 1008
+    bytes_per_tok = 7_504_924_672 * 2 + 32 * 2 * 8 * 128 * 2 * 576
+    t = bytes_per_tok / (0.82 * 1008e9) + 32 * 25e-6 + 1.0e-3
+    assert eff.BW_EFF["vllm"]["gddr"] == 0.82
+    perf = estimate_performance(ARCH, plan(), gpu, None)
+    assert perf.decode_tok_s == pytest.approx(1 / t, rel=0.01)  # ~49.9 tok/s
+    assert perf.bound == "memory-bandwidth"
+    assert "GB per token" in (perf.explanation or "")
+    assert perf.error_band["decode_tok_s"] > 0
+
+
+def test_prefill_compute_bound_and_ttft() -> None:
+    perf = estimate_performance(ARCH, plan(prompt_tokens=4096), resolve_gpu("h100-sxm-80gb"), None)
+    assert perf.prefill_tok_s is not None and perf.ttft_ms is not None
+    # 2 x 7.5e9 FLOPs per token at 55 % of 989 TFLOPS -> at most ~36k tok/s
+    assert 10_000 < perf.prefill_tok_s < 40_000
+    assert perf.ttft_ms == pytest.approx(4096 / perf.prefill_tok_s * 1e3, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "slow,fast", [("rtx-3060-12gb", "rtx-3090"), ("rtx-3090", "rtx-4090"), ("a100-pcie-80gb", "h100-sxm-80gb")]
+)
+def test_more_bandwidth_never_slower_decode(slow: str, fast: str) -> None:
+    a = estimate_performance(ARCH, plan(gpu=slow), resolve_gpu(slow), None).decode_tok_s
+    b = estimate_performance(ARCH, plan(gpu=fast), resolve_gpu(fast), None).decode_tok_s
+    assert a is not None and b is not None and b >= a
+
+
+def test_more_batch_never_lower_throughput() -> None:
+    gpu = resolve_gpu("h100-sxm-80gb")
+    last = 0.0
+    for b in (1, 2, 4, 8, 16, 32, 64, 128):
+        thr = b / decode_step(ARCH, plan(gpu="h100-sxm-80gb", batch_size=b), gpu, b, 1024).seconds
+        assert thr >= last
+        last = thr
+
+
+@pytest.mark.parametrize("q", ["fp8", "int8", "q8_0", "q4_k_m", "q4_0", "awq"])
+def test_quantisation_never_slows_decode_at_batch_1(q: str) -> None:
+    gpu = resolve_gpu("rtx-4090")
+    eng = "llama.cpp" if q.startswith("q") else "vllm"
+    base = estimate_performance(ARCH, plan(engine=eng), gpu, None).decode_tok_s
+    quant = estimate_performance(ARCH, plan(engine=eng, precision=q), gpu, None).decode_tok_s
+    assert base is not None and quant is not None and quant > base
+
+
+def test_tp_on_nvlink_faster_than_pcie() -> None:
+    arch = resolve_model("llama-3-70b")
+    gpu = resolve_gpu("h100-sxm-80gb")
+    nv = estimate_performance(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="nvlink"), gpu, None)
+    pc = estimate_performance(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="pcie4"), gpu, None)
+    assert nv.decode_tok_s is not None and pc.decode_tok_s is not None
+    assert nv.decode_tok_s > pc.decode_tok_s
+
+
+def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
+    gpu = resolve_gpu("rtx-3090")
+    one = estimate_performance(ARCH, plan(gpu="rtx-3090", engine="llama.cpp", precision="q4_k_m"), gpu, None)
+    two = estimate_performance(ARCH, plan(gpu="rtx-3090", engine="llama.cpp", precision="q4_k_m", count=2), gpu, None)
+    assert one.decode_tok_s is not None and two.decode_tok_s is not None
+    assert two.decode_tok_s <= one.decode_tok_s
+
+
+def test_moe_reads_only_active_experts() -> None:
+    moe = resolve_model("mixtral-8x7b")
+    gpu = resolve_gpu("h100-sxm-80gb")
+    p = Plan.model_validate(
+        {"model": "mixtral-8x7b", "workload": {"precision": "bf16", "engine": "vllm"}, "hardware": {"gpu": gpu.id}}
+    )
+    t = decode_step(moe, p, gpu, 1, 512)
+    total_bytes_t = moe.params().total * 2 / (gpu.memory_bandwidth_gb_s * 1e9 * 0.8)
+    assert t.memory_s < 0.5 * total_bytes_t  # ~13B of 47B params read
+
+
+def test_speculative_speedup_leviathan() -> None:
+    # alpha = 0.8, k = 4: (1 - 0.8^5) / 0.2 = 3.3616 tokens per step; draft 5 % of target cost.
+    assert speculative_speedup(4, 0.8, 0.05) == pytest.approx(3.3616 / 1.2, rel=1e-4)
+    assert speculative_speedup(0, 0.5, 0.1) == pytest.approx(1.0)
+    with pytest.raises(MlrigError):
+        speculative_speedup(3, 1.5, 0.1)
+
+
+def test_serving_curve_and_latency_target() -> None:
+    gpu = resolve_gpu("h100-sxm-80gb")
+    p = plan(gpu=gpu.id, prompt_tokens=1000, output_tokens=200)
+    pts = serving_curve(ARCH, p, gpu, [1, 8, 64], kv_capacity_tokens=400_000)
+    assert pts[0].throughput_tok_s < pts[1].throughput_tok_s < pts[2].throughput_tok_s
+    assert pts[0].tok_s_per_user > pts[2].tok_s_per_user
+    n = max_concurrency_for_latency(ARCH, p, gpu, 30.0, kv_capacity_tokens=400_000)
+    assert 1 <= n <= 400_000 // 1200
+    assert serving_curve(ARCH, p, gpu, [n], 400_000)[0].tok_s_per_user >= 30.0
+
+
+def test_cpu_decode_and_offload_bound() -> None:
+    # 8B Q4_K_M (4.58 GiB) on 76.8 GB/s dual-channel DDR5 at 65 %: ~10 tok/s
+    assert 8 < cpu_decode_tok_s(ARCH, "q4_k_m") < 12
+
+
+def test_training_flops_and_helpers() -> None:
+    model, hw = train_flops_per_token(7e9, 32, 4096, 2048, recompute=True)
+    assert model == pytest.approx(6 * 7e9 + 12 * 32 * 4096 * 2048)
+    assert hw == pytest.approx(model + 2 * 7e9 + 4 * 32 * 4096 * 2048)
+    assert chinchilla_tokens(70e9) == pytest.approx(1.4e12)
+    assert checkpoint_bytes(7e9) == pytest.approx(7e9 * 14)
+    assert young_daly_interval_s(60.0, 24 * 3600.0) == pytest.approx((2 * 60 * 86400) ** 0.5)
+    assert pipeline_bubble(4, 12) == pytest.approx(3 / 15)
+    assert data_parallel_comm_s(1e9, 8, 50.0, 5.0, overlap=0.0) == pytest.approx(2 * 7 / 8 * 0.02 + 14 * 5e-6)
+
+
+def test_training_performance_fields() -> None:
+    gpu = resolve_gpu("h100-sxm-80gb")
+    p = Plan.model_validate(
+        {
+            "model": "llama-3-8b",
+            "workload": {"task": "pretrain", "batch_size": 4},
+            "training": {"seq_len": 4096, "tokens_to_train": 1e12},
+            "hardware": {"gpu": gpu.id, "count": 8},
+        }
+    )
+    perf = estimate_performance(ARCH, p, gpu, None)
+    assert perf.train_tokens_per_s and perf.mfu and perf.time_to_train_s and perf.step_time_s
+    assert 0.3 < perf.mfu < 0.65
+    assert perf.time_to_train_s == pytest.approx(1e12 / perf.train_tokens_per_s)
+
+
+def test_bad_engine_is_one_line_error() -> None:
+    with pytest.raises(MlrigError, match="unknown engine"):
+        estimate_performance(ARCH, plan(engine="warp-drive"), resolve_gpu("rtx-4090"), None)
