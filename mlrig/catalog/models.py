@@ -8,10 +8,18 @@ architecture, following the module shapes of the Hugging Face `transformers` imp
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
+
+from mlrig.errors import AmbiguousNameError, MlrigError, UnknownNameError, closest
+
+if TYPE_CHECKING:
+    from mlrig.workload import ModelRef
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class ModelArch(BaseModel):
 
     id: str = "custom"
     hf_id: str | None = None
+    catalog_id: str | None = None  # built-in catalog file stem, e.g. "meta-llama--Meta-Llama-3.1-8B"
     name: str | None = None
     architecture: str = "custom"
     model_type: str = "custom"
@@ -74,6 +83,7 @@ class ModelArch(BaseModel):
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     norms_per_layer: int = Field(2, ge=0, le=16)
     qk_norm: bool = False
+    attention_sinks: bool = False  # gpt-oss: one learned sink logit per head per layer
     learned_position_embeddings: int = Field(0, ge=0, description="rows of a learned position table")
 
     # Mixture of experts
@@ -105,6 +115,8 @@ class ModelArch(BaseModel):
     weight_bytes: int | None = Field(None, ge=0, description="exact bytes of the weights file(s)")
     weight_format: str | None = None  # e.g. "bf16", "Q4_K_M", "mxfp4"
     weight_bytes_by_dtype: dict[str, int] = Field(default_factory=dict)
+    params_in_file: int | None = Field(None, ge=0, description="exact element count in the weights file(s)")
+    quant_method: str | None = None  # published checkpoint quantization (config quantization_config)
     source: str = "user-supplied architecture"
     notes: list[str] = Field(default_factory=list)
 
@@ -184,3 +196,176 @@ class ModelArch(BaseModel):
         elif self.num_sliding_layers:
             held += self.num_sliding_layers
         return per_layer * held
+
+
+# ---- the built-in catalog and name resolution ------------------------------------------------
+
+_STRIP_TOKENS = {"instruct", "it", "chat", "hf"}
+# Names that would otherwise be ambiguous or miss: resolved to the newest matching entry.
+_ALIASES: dict[str, str] = {
+    "mistral-7b": "mistral-7b-v0.3",
+    "mistral-nemo": "mistral-nemo-base-2407",
+    "mistral-nemo-2407": "mistral-nemo-base-2407",
+    "mistral-small-24b": "mistral-small-24b-2501",
+    "mixtral-8x7b": "mixtral-8x7b-v0.1",
+    "mixtral-8x22b": "mixtral-8x22b-v0.1",
+    "falcon-7b": "falcon-7b",
+    "phi-3-mini": "phi-3-mini-4k",
+    "phi-3-medium": "phi-3-medium-4k",
+    "gpt2-small": "gpt2",
+    "bert-base": "bert-base-uncased",
+    "bert-large": "bert-large-uncased",
+}
+
+
+def validation_message(exc: ValueError) -> str:
+    """The first problem of a pydantic ValidationError as one line ('field: message')."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        errs = errors()
+        if errs:
+            e = errs[0]
+            loc = ".".join(str(x) for x in e.get("loc", ()))
+            msg = str(e.get("msg", "")).removeprefix("Value error, ")
+            return f"{loc}: {msg}" if loc else msg
+    return str(exc).splitlines()[0]
+
+
+def short_name(name: str) -> str:
+    """Friendly id: lower case, no org, no 'meta-' prefix, no instruct/it/chat/hf tokens.
+
+    'meta-llama/Meta-Llama-3.1-8B-Instruct' -> 'llama-3.1-8b'; 'google/gemma-2-9b-it' -> 'gemma-2-9b'.
+    """
+    s = name.strip().lower().rsplit("/", 1)[-1]
+    if "--" in s:
+        s = s.split("--", 1)[1]
+    s = s.removeprefix("meta-")
+    tokens = [t for t in s.split("-") if t and t not in _STRIP_TOKENS]
+    return "-".join(tokens) or s
+
+
+def _catalog_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+def _parse_hf_repo(text: str) -> tuple[str, list[str]]:
+    """'google-t5/t5-base (alias t5-base)' -> ('google-t5/t5-base', ['t5-base'])."""
+    hf_id = text.split()[0]
+    extra = re.findall(r"(?:alias|formerly|identical to)\s+([\w./-]+?)\)?(?=[\s)]|$)", text)
+    return hf_id, [e.rstrip(")") for e in extra]
+
+
+@lru_cache(maxsize=1)
+def _catalog_entries() -> tuple[tuple[ModelArch, frozenset[str]], ...]:
+    import json
+
+    from mlrig.catalog.model_files import arch_from_hf_config
+
+    out = []
+    for path in sorted(_catalog_dir().glob("*.json")):
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+        hf_id, aliases = _parse_hf_repo(cfg["_hf_repo"])
+        arch = arch_from_hf_config(cfg, model_id=short_name(hf_id), hf_id=hf_id,
+                                   source=f"{cfg['_source']} (catalog {path.name})")
+        arch.catalog_id = cfg["_model_id"]
+        arch.name = hf_id
+        keys = {arch.id}
+        for n in [hf_id, arch.catalog_id, *aliases]:
+            n = n.lower()
+            keys |= {n, n.rsplit("/", 1)[-1], n.split("--", 1)[-1]}
+        out.append((arch, frozenset(keys)))
+    ids = [a.id for a, _ in out]
+    assert len(set(ids)) == len(ids), f"duplicate short ids in the model catalog: {ids}"
+    return tuple(out)
+
+
+def _catalog() -> tuple[ModelArch, ...]:
+    return tuple(a for a, _ in _catalog_entries())
+
+
+def load_model_catalog() -> list[ModelArch]:
+    """All built-in models (copies: callers may modify them)."""
+    return [a.model_copy(deep=True) for a in _catalog()]
+
+
+def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
+    """Catalog match by exact key, then by friendly short name; (arch, note about the match)."""
+    entries = _catalog_entries()
+    cat = [a for a, _ in entries]
+    q = name.strip().lower()
+    exact = [a for a, keys in entries if q in keys]
+    if len(exact) == 1:
+        return exact[0], None
+    if len(exact) > 1:
+        raise AmbiguousNameError("model", name, [a.id for a in exact])
+    short = short_name(q)
+    short = _ALIASES.get(short, short)
+    matches = [a for a in cat if a.id == short]
+    if not matches:  # org/name where the org differs from ours (mirrors, re-uploads)
+        return None, None
+    if len(matches) > 1:
+        raise AmbiguousNameError("model", name, [a.id for a in matches])
+    a = matches[0]
+    note = None
+    keys = next(k for e, k in entries if e is a)
+    if q.rsplit("/", 1)[-1] not in keys:
+        note = f"{name!r} resolved to catalog entry {a.id} ({a.hf_id}): same architecture"
+    return a, note
+
+
+def resolve_model(name_or_path: str) -> ModelArch:
+    """A model by path (config.json, model dir, .safetensors, .gguf), catalog name or HF id.
+
+    Catalog names match case-insensitively: catalog id ('meta-llama--Meta-Llama-3.1-8B'), HF id
+    with or without org ('meta-llama/Llama-3.1-8B'), or friendly short names ('llama-3.1-8b',
+    'qwen2.5-7b-instruct' -> base architecture). An unknown 'org/name' is fetched from the
+    Hugging Face Hub (config only, never code) when that is possible.
+    """
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise MlrigError("model name is empty; give a catalog name (see `mlrig models`), HF id or path")
+    name = name_or_path.strip()
+    p = Path(name).expanduser()
+    if p.exists():
+        from mlrig.catalog.model_files import load_model_path
+
+        return load_model_path(p)
+    arch, note = _lookup(name)
+    if arch is not None:
+        arch = arch.model_copy(deep=True)
+        if note:
+            arch.notes.append(note)
+        return arch
+    if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name):
+        from mlrig.catalog.hub import fetch_hf_config
+
+        return fetch_hf_config(name)
+    if any(s in name for s in ("/", "\\", ".json", ".gguf", ".safetensors")):
+        raise MlrigError(f"model file {name!r} does not exist; check the path")
+    cands = closest(short_name(name), [a.id for a in _catalog()])
+    raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
+                           "or an explicit architecture")
+
+
+def arch_from_ref(ref: ModelRef) -> ModelArch:
+    """A ModelArch from a plan's explicit architecture; notes when the stated `params` disagree."""
+    if not ref.is_explicit:
+        assert ref.name is not None
+        return resolve_model(ref.name)
+    try:
+        arch = ModelArch(
+            id=ref.name or "custom", name=ref.name, hidden_size=ref.hidden_size, num_layers=ref.num_layers,
+            num_heads=ref.num_heads, num_kv_heads=ref.num_kv_heads, head_dim=ref.head_dim,
+            intermediate_size=ref.intermediate_size, mlp=ref.mlp, vocab_size=ref.vocab_size,
+            tie_word_embeddings=ref.tie_word_embeddings, num_experts=ref.num_experts,
+            experts_per_token=ref.experts_per_token, source="explicit architecture in the plan",
+        )
+    except ValueError as exc:
+        raise MlrigError(f"explicit model architecture is inconsistent: {validation_message(exc)}") from None
+    if ref.params is not None:
+        derived = arch.total_params
+        stated = ref.params if ref.params > 1e4 else ref.params * 1e9  # accept 8.03 (billions) too
+        arch.params_stated = round(stated)
+        if abs(derived - stated) > 0.02 * stated:
+            arch.notes.append(f"stated params {stated / 1e9:.3g}B differ from the {derived / 1e9:.3g}B "
+                              "derived from the architecture by > 2%; estimates use the derived count")
+    return arch

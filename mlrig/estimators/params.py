@@ -49,6 +49,8 @@ def _attention_params(m: ModelArch) -> int:
         n += h
     if m.qk_norm:
         n += 2 * m.dim_head
+    if m.attention_sinks:  # gpt-oss GptOssAttention.sinks: one logit per query head
+        n += m.num_heads
     return n
 
 
@@ -83,8 +85,13 @@ def param_breakdown(m: ModelArch) -> ParamBreakdown:
             shared = _mlp_params(h, shared_inter, gated, m.expert_bias)
         experts_shared = (router + shared) * m.num_moe_layers
 
-    norms_per_layer = m.norms_per_layer + (1 if m.kind == "encoder-decoder" else 0)
-    norms = norm_size * (norms_per_layer * layers + (2 if m.kind == "encoder-decoder" else 1))
+    if m.kind == "encoder-decoder":
+        # T5Block: encoder layers hold 2 norms, decoder layers a third (cross-attention), and
+        # encoder and decoder stacks each end with a final norm (transformers T5Stack).
+        norm_count = m.norms_per_layer * m.num_encoder_layers + (m.norms_per_layer + 1) * m.num_layers + 2
+    else:
+        norm_count = m.norms_per_layer * layers + 1
+    norms = norm_size * norm_count
 
     return ParamBreakdown(
         embedding=embedding,

@@ -1,0 +1,135 @@
+"""`mlrig models` (list the built-in model catalog) and `mlrig inspect` (what a file/name resolves to)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from mlrig.catalog.models import ModelArch
+
+
+def _attention(a: ModelArch) -> str:
+    if a.is_mla:
+        kind = "MLA"
+    elif a.kv_heads == 1:
+        kind = "MQA"
+    elif a.kv_heads < a.num_heads:
+        kind = "GQA"
+    else:
+        kind = "MHA"
+    if a.num_sliding_layers:
+        kind += f" +SWA {a.sliding_window} ({a.num_sliding_layers}/{a.num_layers})"
+    return kind
+
+
+def _family(a: ModelArch) -> str:
+    """'qwen3_moe' -> 'qwen', 'gemma3_text' -> 'gemma', 'gpt_oss' -> 'gpt-oss', 'gpt2' -> 'gpt2'."""
+    import re
+
+    if a.model_type in ("gpt2", "t5"):
+        return a.model_type
+    if a.model_type == "gpt_oss":
+        return "gpt-oss"
+    return re.sub(r"[\d_].*$", "", a.model_type) or a.model_type
+
+
+def _row(a: ModelArch) -> dict[str, Any]:
+    p = a.params()
+    return {
+        "id": a.id, "hf_id": a.hf_id, "catalog_id": a.catalog_id, "family": _family(a),
+        "model_type": a.model_type, "params": p.total, "active_params": p.active,
+        "params_stated": a.params_stated, "layers": a.total_layers, "hidden_size": a.hidden_size,
+        "attention": _attention(a), "context_tokens": a.max_position_embeddings, "torch_dtype": a.torch_dtype,
+        "quant_method": a.quant_method, "source": a.source,
+    }
+
+
+def models_cmd(
+    search: Annotated[str | None, typer.Option("--search", "-s", help="substring of id / HF id")] = None,
+    family: Annotated[str | None, typer.Option(
+        "--family", "-f", help="family or model_type prefix: llama, qwen, qwen3, gemma2...")] = None,
+    max_params: Annotated[float | None, typer.Option("--max-params", help="total params, billions")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON list on stdout")] = False,
+) -> None:
+    """List the built-in model catalog (params are exact counts derived from each published config)."""
+    from mlrig.catalog.models import load_model_catalog
+    from mlrig.commands._common import console, print_json
+    from mlrig.errors import require_positive
+
+    require_positive("--max-params", max_params)
+    rows = [_row(a) for a in load_model_catalog()]
+    if search:
+        s = search.lower()
+        rows = [r for r in rows if s in r["id"] or s in (r["hf_id"] or "").lower()]
+    if family:
+        f = family.lower()
+        rows = [r for r in rows if r["family"] == f or r["model_type"].startswith(f)]
+    if max_params is not None:
+        rows = [r for r in rows if r["params"] <= max_params * 1e9]
+    rows.sort(key=lambda r: (r["family"], r["params"]))
+    if as_json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"mlrig model catalog ({len(rows)} models; params = exact counts from config)")
+    for col, just in (("id", "left"), ("HF id", "left"), ("params (B)", "right"), ("active (B)", "right"),
+                      ("layers", "right"), ("attention", "left"), ("context", "right")):
+        t.add_column(col, justify=just, no_wrap=col in ("id", "HF id"))  # type: ignore[arg-type]
+    for r in rows:
+        active = f"{r['active_params'] / 1e9:.2f}" if r["active_params"] != r["params"] else ""
+        ctx = f"{r['context_tokens']:,}" if r["context_tokens"] else "-"
+        t.add_row(r["id"], r["hf_id"] or "", f"{r['params'] / 1e9:.2f}", active, str(r["layers"]),
+                  r["attention"], ctx)
+    console().print(t)
+
+
+def inspect_cmd(
+    target: Annotated[str, typer.Argument(
+        help="config.json, model folder, .safetensors, .gguf, or a model name")],
+    as_json: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
+) -> None:
+    """Show what mlrig reads from a model file or name: architecture, exact params, bytes per dtype."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.commands._common import console, print_json
+
+    a = resolve_model(target)
+    p = a.params()
+    if as_json:
+        print_json({"arch": a, "params": p.total, "active_params": p.active,
+                    "breakdown": p.__dict__, "attention": _attention(a)})
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{a.hf_id or a.id}", show_header=False)
+    t.add_column("field")
+    t.add_column("value")
+    t.add_row("source", a.source)
+    t.add_row("model_type / kind", f"{a.model_type} / {a.kind}")
+    t.add_row("layers / hidden / heads / kv / head_dim",
+              f"{a.total_layers} / {a.hidden_size} / {a.num_heads} / {a.kv_heads} / {a.dim_head}")
+    t.add_row("attention", _attention(a))
+    if a.is_moe:
+        t.add_row("experts", f"{a.num_experts} (top-{a.experts_per_token}, {a.num_shared_experts} shared)")
+    t.add_row("params (derived)", f"{p.total:,} ({p.total / 1e9:.3f} B)")
+    if a.is_moe:
+        t.add_row("active params", f"{p.active:,} ({p.active / 1e9:.3f} B)")
+    if a.params_stated:
+        t.add_row("params (published)", f"{a.params_stated:,}")
+    if a.params_in_file is not None:
+        t.add_row("elements in file", f"{a.params_in_file:,}")
+    if a.weight_bytes is not None:
+        t.add_row("weight bytes", f"{a.weight_bytes:,} ({a.weight_bytes / 2**30:.2f} GiB), {a.weight_format}")
+        for k, v in sorted(a.weight_bytes_by_dtype.items(), key=lambda kv: -kv[1]):
+            t.add_row(f"  {k}", f"{v:,} bytes")
+    t.add_row("context", f"{a.max_position_embeddings:,}" if a.max_position_embeddings else "-")
+    for n in a.notes:
+        t.add_row("note", n)
+    console().print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("models")(models_cmd)
+    app.command("inspect")(inspect_cmd)

@@ -1,0 +1,132 @@
+"""Parameter counts of every catalog model vs the catalog's derived count and the published figure."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mlrig.catalog.model_files import arch_from_hf_config
+from mlrig.catalog.models import ModelArch
+
+CATALOG = sorted((Path(__file__).resolve().parent.parent / "mlrig" / "data" / "models").glob("*.json"))
+
+
+def _load(path: Path) -> tuple[dict, ModelArch]:
+    cfg = json.loads(path.read_text())
+    arch = arch_from_hf_config(cfg, model_id=cfg["_model_id"], hf_id=cfg["_hf_repo"], source=cfg["_source"])
+    return cfg, arch
+
+
+def _sig_digits(num: str) -> int:
+    digits = num.replace(".", "").lstrip("0")
+    return len(digits if "." in num else digits.rstrip("0"))
+
+
+def stated_total(text: str) -> tuple[float | None, bool]:
+    """(published total, precise?): a comma-separated exact count, a parenthesised '(1.23B)', else the
+    first 'NNN B/M'. Precise = exact count or >= 3 significant digits (trailing integer zeros don't count)."""
+    m = re.search(r"\d{1,3}(?:,\d{3}){2,}", text)
+    if m:
+        return float(m.group(0).replace(",", "")), True
+    m = re.search(r"\((\d+(?:\.\d+)?)([BM])\)", text) or re.search(r"(?<![x\d.])(\d+(?:\.\d+)?)([BM])", text)
+    if m is None:  # "8x22B": a nominal mixture size, no total stated
+        return None, False
+    value = float(m.group(1)) * (1e9 if m.group(2) == "B" else 1e6)
+    return value, _sig_digits(m.group(1)) >= 3
+
+
+def test_catalog_has_all_shared_configs() -> None:
+    assert len(CATALOG) >= 59
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.stem)
+def test_params_match_catalog_exactly(path: Path) -> None:
+    cfg, arch = _load(path)
+    cat = cfg["_catalog"]
+    p = arch.params()
+    assert p.total == cat["param_count_computed"]
+    if "param_count_active_computed" in cat:
+        assert p.active == cat["param_count_active_computed"]
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.stem)
+def test_params_near_published(path: Path) -> None:
+    cfg, arch = _load(path)
+    stated, precise = stated_total(cfg["_official_params"])
+    total = arch.total_params
+    if stated is None:
+        assert re.match(r"\d+x\d+B", cfg["_official_params"])
+    elif precise:
+        assert total == pytest.approx(stated, rel=0.005), cfg["_official_params"]
+    else:  # nominal sizes in names ("7B", "70B") are rounded
+        assert total == pytest.approx(stated, rel=0.15), cfg["_official_params"]
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=lambda p: p.stem)
+def test_kv_layout_matches_catalog(path: Path) -> None:
+    cfg, arch = _load(path)
+    cat = cfg["_catalog"]
+    sw = cat.get("sliding_window")
+    assert arch.num_sliding_layers == (sw["layers_sliding"] if isinstance(sw, dict) else 0)
+    kv = cat.get("kv_cache")
+    if kv and "kv_values_per_token_per_layer" in kv:
+        full = arch.kv_values_per_token(0) / arch.num_layers
+        assert full == kv["kv_values_per_token_per_layer"]
+
+
+@pytest.mark.parametrize(("stem", "stated_active", "tol"), [
+    ("deepseek-ai--DeepSeek-V3", 37e9, 0.02),  # README: 37B activated
+    ("Qwen--Qwen3-235B-A22B", 22e9, 0.01),  # model name / report: 22B activated
+])
+def test_moe_active_params(stem: str, stated_active: float, tol: float) -> None:
+    _, arch = _load(next(p for p in CATALOG if p.stem == stem))
+    assert arch.active_params == pytest.approx(stated_active, rel=tol)
+
+
+@pytest.mark.parametrize(("stem", "stated_active"),
+                         [("openai--gpt-oss-120b", 5.1e9), ("openai--gpt-oss-20b", 3.6e9)])
+def test_gpt_oss_active_excludes_input_embedding(stem: str, stated_active: float) -> None:
+    """openai/gpt-oss README: 5.1B / 3.6B active; those figures leave out the embedding table."""
+    _, arch = _load(next(p for p in CATALOG if p.stem == stem))
+    p = arch.params()
+    assert p.active - arch.vocab_size * arch.hidden_size == pytest.approx(stated_active, rel=0.01)
+
+
+def test_hand_checked_llama31_8b() -> None:
+    """Llama-3.1-8B by hand: 2*V*H + L*(attn + mlp + 2H) + H = 8,030,261,248 (Meta's count)."""
+    _, a = _load(next(p for p in CATALOG if p.stem == "meta-llama--Meta-Llama-3.1-8B"))
+    h, L, V, i, kvd = 4096, 32, 128256, 14336, 8 * 128
+    attn = h * h * 2 + 2 * h * kvd
+    assert a.total_params == 2 * V * h + L * (attn + 3 * h * i + 2 * h) + h == 8_030_261_248
+
+
+def test_deepseek_mtp_noted_and_excluded() -> None:
+    _, a = _load(next(p for p in CATALOG if p.stem == "deepseek-ai--DeepSeek-V3"))
+    assert a.total_params == pytest.approx(671e9, rel=0.001)
+    assert any("MTP" in n for n in a.notes)
+    assert a.is_mla and a.kv_values_per_token(4096) == 61 * 576
+
+
+def test_family_traps() -> None:
+    by = {p.stem: _load(p)[1] for p in CATALOG}
+    assert by["Qwen--Qwen2.5-7B"].qkv_bias and by["Qwen--Qwen2.5-7B"].num_sliding_layers == 0
+    assert by["Qwen--Qwen3-8B"].qk_norm and not by["Qwen--Qwen3-8B"].qkv_bias
+    assert by["tiiuae--falcon-7b-instruct"].kv_heads == 1  # MQA despite 71 heads
+    assert by["google--gemma-2-9b-it"].dim_head == 256  # not 3584/16
+    assert by["google--gemma-3-4b-it"].vocab_size == 262_208  # transformers default
+    assert by["google--gemma-3-27b-it"].num_sliding_layers == 52
+    assert by["mistralai--Mistral-7B-v0.1"].num_sliding_layers == 32
+    assert by["mistralai--Mistral-7B-Instruct-v0.3"].sliding_window is None
+    assert by["google-bert--bert-base-uncased"].kind == "encoder"
+    assert by["google-t5--t5-base"].num_encoder_layers == 12
+    assert by["openai--gpt-oss-20b"].quant_method == "mxfp4"
+    assert by["meta-llama--Llama-3.2-1B-Instruct"].tie_word_embeddings
+
+
+def test_published_exact_counts_become_params_stated() -> None:
+    by = {p.stem: _load(p)[1] for p in CATALOG}
+    assert by["openai-community--gpt2"].params_stated == 124_439_808
+    assert by["meta-llama--Meta-Llama-3.1-8B"].params_stated is None  # only "8B"
