@@ -113,6 +113,24 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
     return data
 
 
+def default_engine(precision: str, gpu: GPU) -> str:
+    """The engine a user most likely runs when they name none: llama.cpp for GGUF formats and on Apple
+    (Metal), else Hugging Face transformers (`from_pretrained` + `generate`). One place, so memory and
+    speed always assume the same engine."""
+    from mlrig.estimators.performance import format_family, norm_precision
+
+    gguf = format_family(precision) in ("kquant", "legacy") or norm_precision(precision) == "q8_0"
+    return "llama.cpp" if gguf or gpu.hardware_class == "apple" else "transformers"
+
+
+def with_default_engine(p: Plan, gpu: GPU) -> Plan:
+    """The plan with `workload.engine` filled in when the user named none (inference only)."""
+    if p.workload.task != "inference" or p.workload.engine is not None:
+        return p
+    engine = default_engine(p.workload.precision, gpu)
+    return p.model_copy(update={"workload": p.workload.model_copy(update={"engine": engine})})
+
+
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
              gpu_overrides: dict[str, Any] | None = None) -> PlanResult:
     """Memory and speed for one plan. Raises MlrigError on bad input.
@@ -126,12 +144,16 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.performance import estimate_performance
 
+    notes = list(arch.notes)
+    if p.workload.task == "inference" and p.workload.engine is None:
+        p = with_default_engine(p, gpu)
+        notes.append(f"no engine given: assumed {p.workload.engine} "
+                     "(pass --engine vllm, llama.cpp, sglang, ... to change)")
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
-    notes = list(arch.notes)
     return PlanResult(
         id=p.id,
         fits=memory.fits,
@@ -164,6 +186,7 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
+    p = with_default_engine(p, gpu)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
         "max_context_tokens": max_context_tokens(arch, p, gpu),

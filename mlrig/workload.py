@@ -20,7 +20,7 @@ Offload = Literal["none", "optimizer", "params"]
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    @field_validator("*", mode="after")
+    @field_validator("*", mode="before")
     @classmethod
     def _finite(cls, v: object) -> object:
         if isinstance(v, float) and not math.isfinite(v):

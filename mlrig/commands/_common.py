@@ -70,7 +70,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     lora_rank: int | None = None, optimizer: str | None = None, seq_len: int | None = None,
                     checkpointing: bool | None = None, zero: int | None = None, offload: str | None = None,
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
-                    nodes: int | None = None, tokens: float | None = None) -> dict[str, object]:
+                    nodes: int | None = None, tokens: float | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"

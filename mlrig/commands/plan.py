@@ -124,7 +124,15 @@ def plan_cmd(
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
     from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
-    from mlrig.planner import evaluate, limits, load_plan_file, parse_plan, plan_from_fields
+    from mlrig.planner import (
+        evaluate,
+        limits,
+        load_plan_file,
+        parse_plan,
+        plan_from_fields,
+        resolve_arch,
+        resolve_hardware,
+    )
 
     base = load_plan_file(file) if file else None
     if model is None and base is None:
@@ -140,8 +148,9 @@ def plan_cmd(
     if machine is not None:
         overrides = _local_overrides(machine)
     plan = parse_plan(data)
-    result = evaluate(plan, gpu_overrides=overrides)
-    lims = limits(plan) if show_limits and result.error is None else None
+    arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
     if as_json:
         out = result.model_dump(mode="json")
         if lims is not None:

@@ -1,0 +1,201 @@
+"""Memory estimator: published anchor figures, hand-checked KV cache, invariants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlrig.catalog.gpus import GPU, resolve_gpu
+from mlrig.catalog.models import ModelArch, resolve_model
+from mlrig.errors import MlrigError
+from mlrig.estimators.memory import (
+    estimate_memory,
+    kv_bytes_per_token,
+    max_batch_size,
+    max_context_tokens,
+    min_gpus,
+    weights_per_gpu_bytes,
+)
+from mlrig.units import GiB
+from mlrig.workload import Plan
+
+LLAMA1_65B = ModelArch(id="llama-65b", hidden_size=8192, num_layers=80, num_heads=64, intermediate_size=22016,
+                       vocab_size=32000)
+
+
+def plan(model: str = "llama-3.1-8b", *, task: str = "inference", hw: dict[str, Any] | None = None,
+         training: dict[str, Any] | None = None, **workload: Any) -> Plan:
+    data: dict[str, Any] = {"model": model, "workload": {"task": task, **workload}, "hardware": hw or {}}
+    if training is not None:
+        data["training"] = training
+    return Plan.model_validate(data)
+
+
+def gpu(name: str = "rtx-4090") -> GPU:
+    return resolve_gpu(name)
+
+
+def test_full_adam_7b_is_16_bytes_per_param() -> None:
+    arch = resolve_model("llama-2-7b")
+    p = plan("llama-2-7b", task="finetune", training={"optimizer": "adamw"})
+    est = estimate_memory(arch, p, gpu("h100-sxm-80gb"))
+    b = est.breakdown
+    states_gb = (b.weights_gib + b.gradients_gib + b.optimizer_gib) * GiB / 1e9
+    assert states_gb == pytest.approx(16 * arch.total_params / 1e9, rel=0.01)
+    assert 105 < states_gb < 115  # "a 7B model needs ~112 GB before activations"
+    assert not est.fits
+
+
+def test_3b_full_finetune_does_not_fit_a_3090() -> None:
+    arch = resolve_model("llama-3.2-3b")
+    est = estimate_memory(arch, plan("llama-3.2-3b", task="finetune", batch_size=1, context_tokens=512),
+                          gpu("rtx-3090"))
+    b = est.breakdown
+    assert 45 < (b.weights_gib + b.gradients_gib + b.optimizer_gib) * GiB / 1e9 < 55
+    assert not est.fits
+
+
+def test_qlora_65b_fits_one_48gb_gpu() -> None:
+    """QLoRA paper abstract: finetune a 65B model on a single 48 GB GPU."""
+    p = plan(task="finetune", batch_size=1, context_tokens=512,
+             training={"method": "qlora", "optimizer": "paged-adamw", "gradient_checkpointing": True})
+    est = estimate_memory(LLAMA1_65B, p, gpu("rtx-a6000"))
+    assert est.fits
+    assert est.breakdown.per_gpu_gib > 30  # and not trivially
+    full = plan(task="finetune", batch_size=1, context_tokens=512, training={"method": "lora"})
+    assert not estimate_memory(LLAMA1_65B, full, gpu("rtx-a6000")).fits
+
+
+def test_rtx_4090_fits_exactly_what_3090_fits() -> None:
+    for model in ("llama-3.1-8b", "qwen2.5-14b", "llama-3.2-3b"):
+        arch = resolve_model(model)
+        for precision in ("bf16", "q8_0", "q4_k_m", "nf4"):
+            for batch in (1, 4):
+                for ctx in (2048, 8192, 32768):
+                    p = plan(model, precision=precision, batch_size=batch, context_tokens=ctx, engine="llama.cpp")
+                    a = estimate_memory(arch, p, gpu("rtx-3090")).fits
+                    assert a == estimate_memory(arch, p, gpu("rtx-4090")).fits, (model, precision, batch, ctx)
+
+
+def test_kv_cache_llama31_8b_8192_tokens_bf16_is_one_gib() -> None:
+    arch = resolve_model("llama-3.1-8b")  # 32 layers x 2 x 8 kv heads x 128 x 2 B = 128 KiB/token
+    assert kv_bytes_per_token(arch, 8192, "bf16") * 8192 == GiB
+    est = estimate_memory(arch, plan(context_tokens=8192, engine="transformers"), gpu("h100-sxm-80gb"))
+    assert est.breakdown.kv_cache_gib == pytest.approx(1.0)
+
+
+def test_kv_tp_split_and_replication() -> None:
+    arch = resolve_model("llama-3.1-8b")  # 8 KV heads
+    one = kv_bytes_per_token(arch, 4096, "bf16")
+    assert kv_bytes_per_token(arch, 4096, "bf16", tp=8) == one / 8
+    assert kv_bytes_per_token(arch, 4096, "bf16", tp=16) == one / 8  # heads replicated beyond 8
+
+
+def test_mla_kv_deepseek_v3() -> None:
+    arch = resolve_model("deepseek-v3")
+    assert arch.kv_values_per_token(4096) == 576 * 61
+    assert kv_bytes_per_token(arch, 4096, "bf16", tp=8) == 576 * 61 * 2  # latent replicated per rank
+
+
+def test_sliding_window_mistral_v01_holds_4096() -> None:
+    arch = resolve_model("mistralai/Mistral-7B-v0.1")
+    at_32k = kv_bytes_per_token(arch, 32768, "fp16") * 32768
+    assert at_32k == pytest.approx(kv_bytes_per_token(arch, 4096, "fp16") * 4096)
+
+
+def test_vllm_capacity_example() -> None:
+    """Llama-3.1-8B bf16 on an H100 (79.19 GiB reported), gpu_memory_utilization 0.95:
+    pool = 75.23 - 14.96 weights - ~1.9 activation - 0.25 non-torch ~= 58.1 GiB, at
+    128 KiB/token in blocks of 16 -> ~476k tokens (vLLM v0.19 logged 476,016)."""
+    h100 = gpu("h100-sxm-80gb").model_copy(update={"memory_gib": 79.19})
+    est = estimate_memory(resolve_model("llama-3.1-8b"),
+                          plan(engine="vllm", gpu_memory_utilization=0.95, context_tokens=8192, batch_size=32), h100)
+    assert est.kv_cache_capacity_tokens is not None
+    assert est.kv_cache_capacity_tokens % 16 == 0
+    assert est.kv_cache_capacity_tokens == pytest.approx(476_016, rel=0.01)
+    assert est.breakdown.per_gpu_gib == pytest.approx(0.95 * 79.19, rel=1e-3)  # whole reservation
+    assert est.fits and est.batch_fits
+    assert est.max_concurrent_sequences == pytest.approx(est.kv_cache_capacity_tokens / 8192)  # ~58
+    crowded = estimate_memory(resolve_model("llama-3.1-8b"), plan(engine="vllm", gpu_memory_utilization=0.95,
+                                                                  context_tokens=8192, batch_size=64), h100)
+    assert crowded.fits and not crowded.batch_fits  # starts, but 64 x 8192 tokens queue
+
+
+def test_vllm_refuses_when_weights_do_not_fit() -> None:
+    est = estimate_memory(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b", engine="vllm"), gpu("h100-sxm-80gb"))
+    assert not est.fits
+    assert est.kv_cache_capacity_tokens == 0
+
+
+def test_bad_input_is_a_one_line_error() -> None:
+    with pytest.raises(MlrigError):
+        estimate_memory(resolve_model("llama-3.1-8b"), plan(precision="q9"), gpu())
+    with pytest.raises(MlrigError):
+        estimate_memory(resolve_model("llama-3.1-8b"), plan(task="finetune", training={"optimizer": "magic"}), gpu())
+
+
+def test_inverse_questions() -> None:
+    arch = resolve_model("llama-3.1-8b")
+    p = plan(precision="q4_k_m", engine="llama.cpp", context_tokens=8192)
+    b = max_batch_size(arch, p, gpu())
+    assert b >= 1
+    p_b = plan(precision="q4_k_m", engine="llama.cpp", context_tokens=8192, batch_size=b)
+    assert estimate_memory(arch, p_b, gpu()).fits
+    p_b1 = plan(precision="q4_k_m", engine="llama.cpp", context_tokens=8192, batch_size=b + 1)
+    assert not estimate_memory(arch, p_b1, gpu()).fits
+    ctx = max_context_tokens(arch, p, gpu())
+    assert 8192 < ctx < 1_000_000
+    assert max_batch_size(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b"), gpu()) == 0
+    n = min_gpus(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b", engine="vllm"), gpu("h100-sxm-80gb"))
+    assert n == 2
+    assert min_gpus(resolve_model("llama-3.1-405b"), plan("llama-3.1-405b"), gpu("rtx-4090"), max_gpus=8) is None
+
+
+# ---- invariants -------------------------------------------------------------------------
+MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistralai/Mistral-7B-v0.1", "gpt-oss-20b", "llama-3.2-3b"]
+ENGINES = [None, "vllm", "llama.cpp", "transformers", "sglang"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(ENGINES), st.integers(1, 64), st.integers(1, 64),
+       st.integers(256, 65536))
+def test_more_batch_or_context_never_less(model: str, engine: str | None, b1: int, b2: int, ctx: int) -> None:
+    arch = resolve_model(model)
+    lo, hi = sorted((b1, b2))
+    g = gpu("h100-sxm-80gb")
+
+    def used(batch: int, c: int) -> tuple[float, bool]:
+        e = estimate_memory(arch, plan(model, engine=engine, batch_size=batch, context_tokens=c), g)
+        return e.breakdown.per_gpu_gib, e.fits and e.batch_fits
+
+    assert used(lo, ctx)[0] <= used(hi, ctx)[0] + 1e-9
+    assert used(lo, ctx)[1] >= used(hi, ctx)[1]
+    assert used(lo, ctx)[0] <= used(lo, ctx * 2)[0] + 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from([1, 2, 4, 8]), st.integers(1, 8), st.integers(256, 8192))
+def test_training_batch_and_zero3(model: str, n: int, batch: int, seq: int) -> None:
+    arch = resolve_model(model)
+    g = gpu("h100-sxm-80gb")
+
+    def per_gpu(count: int, b: int) -> float:
+        p = plan(model, task="finetune", batch_size=b, context_tokens=seq, hw={"count": count},
+                 training={"zero_stage": 3, "seq_len": seq})
+        return estimate_memory(arch, p, g).breakdown.per_gpu_gib
+
+    assert per_gpu(n * 2, batch) <= per_gpu(n, batch) + 1e-9
+    assert per_gpu(n, batch) <= per_gpu(n, batch + 1) + 1e-9
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from([1, 2, 4]))
+def test_more_tp_never_more_weights_and_fewer_bits_never_more(model: str, tp: int) -> None:
+    arch = resolve_model(model)
+    assert weights_per_gpu_bytes(arch, "bf16", tp * 2, 1) <= weights_per_gpu_bytes(arch, "bf16", tp, 1)
+    for four, eight, sixteen in (("q4_k_m", "q8_0", "bf16"), ("int4", "int8", "fp16"), ("nf4", "int8", "bf16")):
+        w4, w8, w16 = (weights_per_gpu_bytes(arch, p, tp, 1) for p in (four, eight, sixteen))
+        assert w4 <= w8 <= w16
