@@ -1,0 +1,27 @@
+"""Shared test set-up: no network, and the shared data folder beside the checkout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MLRIG_HOME", str(Path(__file__).resolve().parent / ".mlrig-home-unused"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep user config and history out of the real home directory."""
+    monkeypatch.setenv("MLRIG_HOME", str(tmp_path / "mlrig-home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared is not beside this checkout")
+    return SHARED
