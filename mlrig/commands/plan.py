@@ -78,8 +78,9 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         band = perf.error_band
         def pm(metric: str) -> str:
             return f" (±{band[metric] * 100:.0f}%)" if metric in band else ""
+        label = "Speed" if result.fits else "Speed if it fit"
         if task == "inference":
-            con.print(f"Speed: prefill {fmt_num(perf.prefill_tok_s)} tok/s{pm('prefill_tok_s')}, "
+            con.print(f"{label}: prefill {fmt_num(perf.prefill_tok_s)} tok/s{pm('prefill_tok_s')}, "
                       f"TTFT {fmt_num(perf.ttft_ms)} ms · decode {fmt_num(perf.decode_tok_s)} tok/s per "
                       f"sequence{pm('decode_tok_s')}, TPOT {fmt_num(perf.tpot_ms)} ms · throughput "
                       f"{fmt_num(perf.throughput_tok_s)} tok/s")
@@ -87,7 +88,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             mfu = f", MFU {perf.mfu * 100:.0f}%" if perf.mfu is not None else ""
             ttt = (f", time to train {perf.time_to_train_s / 3600:,.1f} h"
                    if perf.time_to_train_s is not None else "")
-            con.print(f"Speed: {fmt_num(perf.train_tokens_per_s)} tokens/s"
+            con.print(f"{label}: {fmt_num(perf.train_tokens_per_s)} tokens/s"
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
         if perf.explanation:
             con.print(f"[dim]{perf.explanation}[/]")

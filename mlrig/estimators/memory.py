@@ -229,13 +229,15 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
             notes.append(f"KV pool holds {capacity_tokens} tokens, less than one {ctx}-token sequence")
         if fits and not batch_fits:
             notes.append(f"only ~{concurrency:.1f} sequences of {ctx} tokens fit at once; the rest queue")
-        used = reserved
-        kv_b = pool
-        ovh = non_torch
-        bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=_gib(kv_b),
-                             activations_gib=_gib(act), overhead_gib=_gib(ovh),
+        # The engine takes its whole reservation when it starts; when it cannot start, report what it
+        # would need. Headroom is measured against the reservation: spare KV room beyond one sequence.
+        fixed = weights + act + non_torch
+        used = reserved if weights_ok else fixed
+        headroom = reserved - fixed - ctx * kv_tok
+        bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=_gib(pool),
+                             activations_gib=_gib(act), overhead_gib=_gib(non_torch),
                              host_ram_gib=_gib(_load_host_bytes(weights)),
-                             gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4),
+                             gpu_capacity_gib=cap_gib, headroom_gib=_gib(headroom),
                              notes=notes)
         return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits,
                               engine=engine, batch_fits=batch_fits, max_concurrent_sequences=concurrency,

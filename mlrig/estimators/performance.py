@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from mlrig import quant
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.results import Performance
@@ -39,87 +40,13 @@ if TYPE_CHECKING:
 # dual-channel DDR5-4800 is 76.8 GB/s peak (JEDEC JESD79-5); desktop STREAM results ~60 GB/s.
 DEFAULT_HOST_BW_GB_S = 76.8
 
-# ---- precision helpers (mlrig.quant when present; a minimal fallback otherwise) ---------------
-_FALLBACK_BPW = {  # bits per weight incl. block scales (llama.cpp ggml-quants block layouts)
-    "fp32": 32.0,
-    "f32": 32.0,
-    "bf16": 16.0,
-    "fp16": 16.0,
-    "f16": 16.0,
-    "fp8": 8.0,
-    "int8": 8.0,
-    "q8_0": 8.5,
-    "q6_k": 6.5625,
-    "q5_k_m": 5.69,
-    "q5_k_s": 5.54,
-    "q5_0": 5.5,
-    "q5_1": 6.0,
-    "q4_k_m": 4.89,
-    "q4_k_s": 4.58,
-    "q4_0": 4.5,
-    "q4_1": 5.0,
-    "q3_k_m": 3.91,
-    "q2_k": 3.0,
-    "nf4": 4.127,
-    "int4": 4.25,
-    "awq": 4.25,
-    "gptq": 4.25,
-    "mxfp4": 4.25,
-    "nvfp4": 4.5,
-    "exl2": 4.25,
-}
-_FALLBACK_KV = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "f16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "q8_0": 1.0625,
-    "q4_0": 0.5625,
-    "int4": 0.5,
-}
-
-
 def norm_precision(p: str) -> str:
     return p.strip().lower().replace("-", "_").replace("float16", "fp16").replace("bfloat16", "bf16")
 
 
-def bits_per_weight(precision: str) -> float:
-    try:
-        from mlrig import quant
-
-        return float(quant.bits_per_weight(precision))
-    except ImportError:
-        p = norm_precision(precision)
-        if p not in _FALLBACK_BPW:
-            raise MlrigError(
-                f"unknown precision {precision!r}; use bf16, fp8, int8, q8_0, q4_k_m, q4_0, awq ..."
-            ) from None
-        return _FALLBACK_BPW[p]
-
-
-def kv_bytes_per_element(precision: str) -> float:
-    try:
-        from mlrig import quant
-
-        return float(quant.kv_bytes_per_element(precision))
-    except ImportError:
-        return _FALLBACK_KV.get(norm_precision(precision), 2.0)
-
-
 def model_weight_bytes(arch: ModelArch, precision: str) -> float:
-    """Bytes of all weights at `precision`: a weights file's exact size when known, else mlrig.quant."""
-    if arch.weight_bytes and (
-        arch.weight_format is None or norm_precision(arch.weight_format) == norm_precision(precision)
-    ):
-        return float(arch.weight_bytes)
-    try:
-        from mlrig import quant
-
-        return float(quant.weight_bytes(arch, precision))
-    except ImportError:
-        return arch.params().total * bits_per_weight(precision) / 8.0
+    """Bytes of all weights at `precision` (a weights file's exact size when it matches; see mlrig.quant)."""
+    return float(quant.weight_bytes(arch, precision))
 
 
 def format_family(precision: str) -> str:
@@ -138,7 +65,7 @@ def format_family(precision: str) -> str:
     return "gpu4"
 
 
-def compute_dtype(precision: str, engine: str) -> str:
+def gemm_dtype(precision: str, engine: str) -> str:
     """The tensor-core dtype GEMMs run in: fp8 / int8 (W8A8) where the engine supports it, else fp16."""
     p = norm_precision(precision)
     if p == "fp8" and engine in ("vllm", "sglang", "trt-llm"):
@@ -262,7 +189,7 @@ def attention_flops(arch: ModelArch, new_tokens: int, context: int, causal: bool
 
 def kv_bytes(arch: ModelArch, context: int, kv_precision: str) -> float:
     """KV cache bytes of one sequence holding `context` tokens."""
-    return arch.kv_values_per_token(context) * context * kv_bytes_per_element(kv_precision)
+    return arch.kv_values_per_token(context) * context * quant.kv_bytes_per_element(kv_precision)
 
 
 def decode_cost(arch: ModelArch, precision: str, kv_precision: str, batch: int, context: int) -> PassCost:
@@ -325,7 +252,7 @@ def pass_time(
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
     memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
-    dtype = compute_dtype(precision, engine)
+    dtype = gemm_dtype(precision, engine)
     peak = peak_tflops(gpu, dtype, engine)
     compute_s = 0.0
     if peak:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mlrig import quant
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators import performance as perf
 
@@ -60,7 +61,7 @@ def sweep(
     # ---- per model x precision / batch / context (scalar helpers, small loops) ----
     wbytes = np.array([[perf.model_weight_bytes(a, p) for p in precisions] for a in archs])  # M,P
     kvb = np.array(
-        [perf.kv_bytes_per_element("fp16" if perf.format_family(p) != "f16" else p) for p in precisions]
+        [quant.kv_bytes_per_element("fp16" if perf.format_family(p) != "f16" else p) for p in precisions]
     )  # P
     kv_per_tok = np.array([[a.kv_values_per_token(int(x)) for x in contexts] for a in archs])  # M,C
     mm = np.array([perf.matmul_params(a) for a in archs])  # M
@@ -84,7 +85,7 @@ def sweep(
     peak = np.zeros((len(gpus), P))
     for i, (g, m) in enumerate(zip(gpus, mcls, strict=True)):
         for j, p in enumerate(precisions):
-            dt = perf.compute_dtype(p, eng)
+            dt = perf.gemm_dtype(p, eng)
             pk = perf.peak_tflops(g, dt, eng) or 0.0
             ce = eff.COMPUTE_EFF[eng][m] * (
                 eff.QUANT_PREFILL_EFF if perf.format_family(p) != "f16" and dt == "fp16" else 1.0
