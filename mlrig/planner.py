@@ -123,12 +123,28 @@ def default_engine(precision: str, gpu: GPU) -> str:
     return "llama.cpp" if gguf or gpu.hardware_class == "apple" else "transformers"
 
 
-def with_default_engine(p: Plan, gpu: GPU) -> Plan:
-    """The plan with `workload.engine` filled in when the user named none (inference only)."""
-    if p.workload.task != "inference" or p.workload.engine is not None:
-        return p
-    engine = default_engine(p.workload.precision, gpu)
-    return p.model_copy(update={"workload": p.workload.model_copy(update={"engine": engine})})
+def with_defaults(p: Plan, gpu: GPU) -> tuple[Plan, list[str]]:
+    """Fill what an inference user usually leaves implicit, and say so in notes:
+    - the engine (see `default_engine`);
+    - how several GPUs in one node share the model when no parallelism is given: llama.cpp splits
+      layers across them (its default `--split-mode layer`), serving engines use tensor parallelism
+      (vLLM `--tensor-parallel-size N`). Training keeps data parallelism (+ ZeRO) as given."""
+    notes: list[str] = []
+    if p.workload.task != "inference":
+        return p, notes
+    w, hw = p.workload, p.hardware
+    if w.engine is None:
+        w = w.model_copy(update={"engine": default_engine(w.precision, gpu)})
+        notes.append(f"no engine given: assumed {w.engine} (pass --engine vllm, llama.cpp, sglang, ... to change)")
+    if hw.count > 1 and hw.nodes == 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1:
+        assert w.engine is not None
+        if w.engine.lower().startswith(("llama", "ollama")):
+            hw = hw.model_copy(update={"pipeline_parallel": hw.count})
+            notes.append(f"llama.cpp splits layers over the {hw.count} GPUs (pipeline); pass --tp to split rows")
+        else:
+            hw = hw.model_copy(update={"tensor_parallel": hw.count})
+            notes.append(f"{w.engine}: tensor parallelism over the {hw.count} GPUs assumed (pass --tp/--pp to change)")
+    return p.model_copy(update={"workload": w, "hardware": hw}), notes
 
 
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
@@ -144,11 +160,8 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.performance import estimate_performance
 
-    notes = list(arch.notes)
-    if p.workload.task == "inference" and p.workload.engine is None:
-        p = with_default_engine(p, gpu)
-        notes.append(f"no engine given: assumed {p.workload.engine} "
-                     "(pass --engine vllm, llama.cpp, sglang, ... to change)")
+    p, notes = with_defaults(p, gpu)
+    notes = [*arch.notes, *notes]
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)
@@ -186,7 +199,7 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
-    p = with_default_engine(p, gpu)
+    p, _ = with_defaults(p, gpu)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
         "max_context_tokens": max_context_tokens(arch, p, gpu),

@@ -1,8 +1,13 @@
-"""`mlrig fit MODEL`: one GPU, or a table across the catalog — which GPUs fit this workload, how fast."""
+"""`mlrig fit`: the fit question from three sides.
+
+- `mlrig fit MODEL`            every GPU in the catalog for this workload
+- `mlrig fit MODEL --gpu G`    every precision on that GPU (which quant, how much context is left)
+- `mlrig fit --gpu G`          every catalog model: the best precision that fits, largest models first
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,59 +21,152 @@ from mlrig.commands._common import (
     MethodOpt,
     PrecisionOpt,
     TaskOpt,
+    TpOpt,
     fmt_num,
     workload_fields,
 )
 
+if TYPE_CHECKING:
+    from mlrig.results import PlanResult
+
+# Highest quality first: the formats users pick between when something does not fit
+# (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
+PRECISION_LADDER = ("bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
+
+
+SHORT_BOUND = {"memory-bandwidth": "bandwidth", "interconnect": "links"}
+
+
+def _speed(r: PlanResult, training: bool) -> float | None:
+    p = r.performance
+    if p is None or not r.fits:
+        return None
+    return p.train_tokens_per_s if training else p.decode_tok_s
+
 
 def fit_cmd(
-    model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")],
+    model: Annotated[str | None, typer.Argument(
+        help="catalog id, HF id, config.json, model dir, .gguf, .safetensors; omit to scan the catalog")] = None,
     gpu: GpuOpt = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, engine: EngineOpt = None, batch: BatchOpt = None,
-    context: ContextOpt = None, method: MethodOpt = None, count: CountOpt = None,
+    context: ContextOpt = None, method: MethodOpt = None, count: CountOpt = None, tp: TpOpt = None,
     vendor: Annotated[str | None, typer.Option("--vendor", help="only this vendor (NVIDIA, AMD, Apple...)")] = None,
-    fits_only: Annotated[bool, typer.Option("--fits-only", help="hide GPUs that do not fit")] = False,
+    fits_only: Annotated[bool, typer.Option("--fits-only", help="hide rows that do not fit")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Which GPUs fit MODEL for this workload, with the memory needed, headroom and decode speed."""
-    from mlrig.catalog.gpus import load_gpus, resolve_gpu
-    from mlrig.commands._common import print_json
+    """Which GPUs fit a model, which precision fits a GPU, or which models fit a GPU — with speed."""
+    from mlrig.errors import MlrigError
+
+    fields = workload_fields(task=task, engine=engine, batch=batch, context=context, method=method,
+                             count=count, tp=tp)
+    fields.pop("precision")  # each view sets its own
+    if model is None and gpu is None:
+        raise MlrigError("give a MODEL, a --gpu, or both (e.g. mlrig fit --gpu 'RTX 3090' --context 8192)")
+    if gpu is None:
+        assert model is not None
+        rows, title = _across_gpus(model, vendor, precision, fields)
+    elif model is not None:
+        rows, title = _across_precisions(model, gpu, precision, fields)
+    else:
+        rows, title = _across_models(gpu, precision, fields)
+    if fits_only:
+        rows = [r for r in rows if r["result"].fits]
+    if as_json:
+        from mlrig.commands._common import print_json
+
+        print_json([{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
+                    for r in rows])
+        return
+    varies = {"model": model is None, "GPU": gpu is None, "precision": not (model is None or gpu is None)}
+    if model is None and precision is None:
+        varies["precision"] = True
+    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
+            varies=varies)
+
+
+def _row(result: PlanResult, precision: str, lims: dict[str, int | None] | None = None) -> dict[str, Any]:
+    return {"result": result, "precision": precision, "limits": lims}
+
+
+def _across_gpus(model: str, vendor: str | None, precision: str | None,
+                 fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    from mlrig.catalog.gpus import load_gpus
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch
 
-    fields = workload_fields(task=task, precision=precision, engine=engine, batch=batch, context=context,
-                             method=method, count=count)
-    gpus = [resolve_gpu(gpu)] if gpu else load_gpus()
-    if vendor:
-        gpus = [g for g in gpus if g.vendor.lower() == vendor.lower()]
-    first = parse_plan(plan_from_fields(model, gpu=gpus[0].id if gpus else "rtx-4090", **fields))
+    gpus = [g for g in load_gpus() if not vendor or g.vendor.lower() == vendor.lower()]
+    prec = precision or "bf16"
+    first = parse_plan(plan_from_fields(model, gpu=gpus[0].id if gpus else "rtx-4090", precision=prec, **fields))
     arch = resolve_arch(first)
-    results = []
-    for g in gpus:
-        r = evaluate(plan_from_fields(model, gpu=g.id, **fields), arch=arch, gpu=g)
-        if fits_only and not r.fits:
-            continue
-        results.append(r)
-    results.sort(key=lambda r: (not r.fits, -(r.performance.decode_tok_s or r.performance.train_tokens_per_s or 0)
-                                if r.performance else 0))
-    if as_json:
-        print_json(results)
-        return
+    rows = [_row(evaluate(plan_from_fields(model, gpu=g.id, precision=prec, **fields), arch=arch, gpu=g), prec)
+            for g in gpus]
+    training = first.workload.task != "inference"
+    rows.sort(key=lambda r: (not r["result"].fits, -(_speed(r["result"], training) or 0.0)))
+    return rows, f"{arch.hf_id or arch.id} · {prec} · {first.workload.task} on every GPU"
+
+
+def _across_precisions(model: str, gpu: str, precision: str | None,
+                       fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    from mlrig.planner import evaluate, limits, parse_plan, plan_from_fields, resolve_arch, resolve_hardware
+
+    ladder = [precision] if precision else list(PRECISION_LADDER)
+    first = parse_plan(plan_from_fields(model, gpu=gpu, precision=ladder[0], **fields))
+    arch, spec = resolve_arch(first), resolve_hardware(first)
+    rows = []
+    for prec in ladder:
+        p = parse_plan(plan_from_fields(model, gpu=gpu, precision=prec, **fields))
+        rows.append(_row(evaluate(p, arch=arch, gpu=spec), prec, limits(p, arch=arch, gpu=spec)))
+    return rows, f"{arch.hf_id or arch.id} on {spec.name}: every precision"
+
+
+def _across_models(gpu: str, precision: str | None,
+                   fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """For each decoder in the catalog, the highest-quality precision that fits (largest models first)."""
+    from mlrig.catalog.models import load_model_catalog
+    from mlrig.planner import evaluate, limits, parse_plan, plan_from_fields, resolve_hardware
+
+    ladder = [precision] if precision else list(PRECISION_LADDER)
+    archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
+    spec = resolve_hardware(parse_plan(plan_from_fields("custom", gpu=gpu, **fields)))
+    rows = []
+    for arch in archs:
+        last = None
+        for prec in ladder:
+            p = parse_plan(plan_from_fields(arch.id, gpu=gpu, precision=prec, **fields))
+            last = _row(evaluate(p, arch=arch, gpu=spec), prec)
+            if last["result"].fits:
+                last["limits"] = limits(p, arch=arch, gpu=spec)
+                break
+        if last is not None:
+            rows.append(last)
+    return rows, f"catalog models on {spec.name}: the best precision that fits"
+
+
+def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict[str, bool]) -> None:
+    """One row per result; columns that are the same in every row live in the title instead."""
     from rich.console import Console
     from rich.table import Table
 
-    training = first.workload.task != "inference"
-    t = Table(title=f"{arch.hf_id or arch.id} · {first.workload.precision} · {first.workload.task}"
-              f" (GiB = 2^30 bytes)")
-    for col, just in [("GPU", "left"), ("fits", "center"), ("needs GiB/GPU", "right"), ("capacity GiB", "right"),
-                      ("headroom GiB", "right"), ("train tok/s" if training else "decode tok/s", "right"),
-                      ("bound", "left")]:
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in results:
-        m, p = r.memory, r.performance
-        speed = (p.train_tokens_per_s if training else p.decode_tok_s) if p and r.fits else None
-        t.add_row(r.gpu or "?", "[green]✔[/]" if r.fits else "[red]✘[/]",
-                  f"{m.per_gpu_gib:.1f}" if m else "—", f"{m.gpu_capacity_gib:.1f}" if m else "—",
-                  f"{m.headroom_gib:+.1f}" if m else "—", fmt_num(speed), (p.bound or "") if p and r.fits else "")
+    t = Table(title=f"{title} (GiB = 2^30 bytes)")
+    cols = [(c, j) for c, j in [("model", "left"), ("GPU", "left"), ("precision", "left")] if varies[c]]
+    cols += [("fits", "center"), ("GiB/GPU", "right"), ("headroom", "right")]
+    if any(r["limits"] for r in rows):
+        cols.append(("max ctx", "right"))
+    cols += [("train tok/s" if training else "tok/s", "right"), ("bound", "left")]
+    for col, just in cols:
+        t.add_column(col, justify=just, no_wrap=True,  # type: ignore[arg-type]
+                     max_width=24 if col in ("model", "GPU") else None, overflow="ellipsis")
+    for r in rows:
+        res: PlanResult = r["result"]
+        m, p, lims = res.memory, res.performance, r["limits"]
+        ctx = lims.get("max_context_tokens") if lims and res.fits else None
+        named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"]}
+        named["fits"] = "[green]✔[/]" if res.fits else "[red]✘[/]"
+        named["GiB/GPU"] = f"{m.per_gpu_gib:.1f}" if m else "—"
+        named["headroom"] = f"{m.headroom_gib:+.1f}" if m else "—"
+        named["max ctx"] = f"{ctx:,}" if ctx else "—"
+        named["tok/s"] = named["train tok/s"] = fmt_num(_speed(res, training))
+        named["bound"] = SHORT_BOUND.get(p.bound or "", p.bound or "") if p and res.fits else ""
+        t.add_row(*(named[c] for c, _ in cols))
     Console().print(t)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -40,6 +41,7 @@ def gpus_cmd(
     min_memory: Annotated[float | None, typer.Option(
         "--min-memory", help="only entries with at least this much usable memory, GiB")] = None,
     search: Annotated[str | None, typer.Option("--search", help="substring of id, name or alias")] = None,
+    wide: Annotated[bool, typer.Option("--wide", "-w", help="more columns: name, class, FP16, NVLink, date")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
 ) -> None:
     """List accelerators: memory (GiB), bandwidth (GB/s), DENSE tensor TFLOPS, power and source."""
@@ -66,16 +68,24 @@ def gpus_cmd(
         return "-" if v is None else f"{v:,.{nd}f}"
 
     t = Table(title=f"{len(gpus)} accelerators (dense tensor rates, FP32 accumulate; memory in GiB)")
-    for col, justify in (("id", "left"), ("name", "left"), ("class", "left"), ("mem GiB", "right"),
-                         ("usable GiB", "right"), ("BW GB/s", "right"), ("BF16 TF", "right"),
-                         ("FP16 TF", "right"), ("FP8 TF", "right"), ("TDP W", "right"),
-                         ("NVLink GB/s/dir", "right"), ("source date", "left")):
-        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    cols: list[tuple[str, str, Callable[[GPU], str]]] = [
+        ("id", "left", lambda g: g.id),
+        ("mem GiB", "right", lambda g: f(g.memory_gib, 1)),
+        ("BW GB/s", "right", lambda g: f(g.memory_bandwidth_gb_s, 0)),
+        ("BF16 TF", "right", lambda g: f(g.bf16_tflops_dense)),
+        ("FP8 TF", "right", lambda g: f(g.fp8_tflops_dense)),
+        ("TDP W", "right", lambda g: f(g.tdp_w, 0)),
+    ]
+    if wide:
+        cols[1:1] = [("name", "left", lambda g: g.name), ("class", "left", lambda g: g.hardware_class)]
+        cols += [("usable GiB", "right", lambda g: f(g.usable_memory_gib, 2) if g.usable_memory_gib else ""),
+                 ("FP16 TF", "right", lambda g: f(g.fp16_tflops_dense)),
+                 ("NVLink GB/s/dir", "right", lambda g: f(g.nvlink_gb_s, 1) if g.nvlink_gb_s else ""),
+                 ("source date", "left", lambda g: g.source_date)]
+    for col, justify, _ in cols:
+        t.add_column(col, justify=justify, no_wrap=col == "id")  # type: ignore[arg-type]
     for g in gpus:
-        t.add_row(g.id, g.name, g.hardware_class, f(g.memory_gib, 2),
-                  f(g.usable_memory_gib, 2) if g.usable_memory_gib else "", f(g.memory_bandwidth_gb_s, 0),
-                  f(g.bf16_tflops_dense), f(g.fp16_tflops_dense), f(g.fp8_tflops_dense), f(g.tdp_w, 0),
-                  f(g.nvlink_gb_s, 1) if g.nvlink_gb_s else "", g.source_date)
+        t.add_row(*(cell(g) for _, _, cell in cols))
     Console().print(t)
     if not gpus:
         Console().print("no accelerator matches these filters; try `mlrig gpus` without filters")
