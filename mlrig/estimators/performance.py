@@ -20,10 +20,11 @@ The efficiency factors (mlrig/estimators/efficiency.py) are per engine family an
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from mlrig import quant
 from mlrig.errors import MlrigError
@@ -281,6 +282,8 @@ def pass_time(
 
 # ---- public API ------------------------------------------------------------------------------------
 class ServingPoint(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # serving sweeps only: `mlrig plan` never builds it
+
     concurrency: int
     throughput_tok_s: float  # generated tokens/s, all sequences
     tok_s_per_user: float
@@ -408,8 +411,14 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     s = _setup(arch, plan, gpu)
     per_tok_gb = (decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx).bytes) / 1e9
     eff_bw = eff.BW_EFF[s.engine][gpu_memory_class(gpu)]
+    tp, pp = plan.hardware.tensor_parallel, plan.hardware.pipeline_parallel
+    split = ""
+    if tp > 1:
+        split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
+    elif pp > 1:
+        split = f" (layers split over {pp} GPUs that run one after another)"
     expl = (
-        f"decode reads {per_tok_gb:.2f} GB per token; at {eff_bw:.0%} of {gpu.memory_bandwidth_gb_s:g} GB/s "
+        f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%} of {gpu.memory_bandwidth_gb_s:g} GB/s "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
@@ -442,32 +451,53 @@ def serving_curve(
     """Continuous batching (Yu et al. 2022 "Orca"; vLLM, Kwon et al. 2023): `c` sequences decode
     together; each step is one roofline pass. With chunked prefill (Agrawal et al. 2024,
     "Sarathi-Serve") a new request's prompt is spread over steps; its cost is amortised here as
-    prompt/output extra tokens per step per sequence. Beyond the KV capacity, sequences queue."""
+    prompt/output extra tokens per step per sequence. Beyond the KV capacity, sequences queue.
+
+    `c` is a closed loop of users, each sending its next request when the last one finishes.
+    `tpot_ms` is the step time a running request sees; `tok_s_per_user` is aggregate / c, so it
+    includes any time spent queued for a KV slot; `ttft_ms` is one prefill plus one step, plus the
+    mean wait for a KV slot when more users than slots are active ((c - slots) / slots request
+    durations)."""
     w = plan.workload
     ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
+    share = w.prompt_tokens / max(1, w.output_tokens)  # prompt tokens per generated token
+    pre = prefill_pass(arch, plan, gpu, 1, max(1, w.prompt_tokens))
+    slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
             raise MlrigError(f"concurrency must be > 0, got {c}")
-        fits = kv_capacity_tokens is None or c * w.context <= kv_capacity_tokens
-        running = c if fits or kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
+        fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
+        running = c if slots is None or fits else slots
         dec = decode_step(arch, plan, gpu, running, ctx)
-        share = w.prompt_tokens / max(1, w.output_tokens)  # prompt tokens per generated token
-        pre = prefill_pass(arch, plan, gpu, 1, max(1, w.prompt_tokens))
         step_s = dec.seconds + running * share * pre.seconds / max(1, w.prompt_tokens)
         thr = running / step_s
+        request_s = pre.seconds + max(1, w.output_tokens) * step_s
+        queue_s = (c - running) / running * request_s
         out.append(
             ServingPoint(
                 concurrency=c,
                 throughput_tok_s=thr,
                 tok_s_per_user=thr / c,
-                tpot_ms=step_s * 1e3 * c / running,
-                ttft_ms=pre.seconds * 1e3 + step_s * 1e3,
+                tpot_ms=step_s * 1e3,
+                ttft_ms=(pre.seconds + step_s + queue_s) * 1e3,
                 bound=dec.bound,
                 fits=fits,
             )
         )
     return out
+
+
+def _largest_true(pred: Callable[[int], bool], limit: int) -> int:
+    """Largest n in [1, limit] with pred(n), for a predicate true up to some n and false after (0 if none)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def max_concurrency_for_latency(
@@ -477,19 +507,57 @@ def max_concurrency_for_latency(
     min_tok_s_per_user: float,
     kv_capacity_tokens: int | None = None,
     limit: int = 4096,
+    max_ttft_ms: float | None = None,
 ) -> int:
-    """Largest concurrency whose per-user decode speed stays >= `min_tok_s_per_user` (0 if none)."""
+    """Largest concurrency whose per-user decode speed stays >= `min_tok_s_per_user` (and TTFT
+    <= `max_ttft_ms` when given) with every sequence's KV in the cache (0 if none). Per-user speed
+    falls and TTFT rises with concurrency on the `serving_curve` model, so a bisection finds it."""
     if min_tok_s_per_user <= 0:
         raise MlrigError("min_tok_s_per_user must be > 0")
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        p = serving_curve(arch, plan, gpu, [mid], kv_capacity_tokens)[0]
-        if p.tok_s_per_user >= min_tok_s_per_user and p.fits:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    if max_ttft_ms is not None and max_ttft_ms <= 0:
+        raise MlrigError("max_ttft_ms must be > 0")
+
+    def ok(c: int) -> bool:
+        p = serving_curve(arch, plan, gpu, [c], kv_capacity_tokens)[0]
+        return p.fits and p.tok_s_per_user >= min_tok_s_per_user and (max_ttft_ms is None or p.ttft_ms <= max_ttft_ms)
+
+    return _largest_true(ok, limit)
+
+
+class ConcurrencyLimits(BaseModel):
+    """The largest concurrency allowed by each limit separately, and the one that binds."""
+
+    model_config = ConfigDict(defer_build=True)  # serving only: not built at start-up
+
+    max_concurrency: int
+    binding_limit: str  # "tok/s per user" | "TTFT" | "KV cache capacity" | "search limit"
+    by_tok_s_per_user: int
+    by_ttft: int | None = None
+    by_kv_capacity: int | None = None  # sequences of `context` tokens the KV cache holds
+
+
+def concurrency_limits(
+    arch: ModelArch,
+    plan: Plan,
+    gpu: GPU,
+    min_tok_s_per_user: float,
+    kv_capacity_tokens: int | None = None,
+    max_ttft_ms: float | None = None,
+    limit: int = 4096,
+) -> ConcurrencyLimits:
+    """`max_concurrency_for_latency`, split by limit so a report can name the one that binds (the
+    smallest; ties go to the latency target, since buying memory would not help)."""
+    speed = max_concurrency_for_latency(arch, plan, gpu, min_tok_s_per_user, None, limit)
+    ttft = None
+    if max_ttft_ms is not None:
+        ttft = _largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, limit)
+    kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, plan.workload.context)
+    candidates = [("tok/s per user", speed), ("TTFT", ttft), ("KV cache capacity", kv)]
+    name, best = min(((n, v) for n, v in candidates if v is not None), key=lambda nv: nv[1])
+    if best >= limit:
+        name = "search limit"
+    return ConcurrencyLimits(max_concurrency=best, binding_limit=name, by_tok_s_per_user=speed,
+                             by_ttft=ttft, by_kv_capacity=kv)
 
 
 def speculative_speedup(k: int, acceptance_rate: float, draft_cost_ratio: float) -> float:
@@ -503,6 +571,44 @@ def speculative_speedup(k: int, acceptance_rate: float, draft_cost_ratio: float)
     a = acceptance_rate
     tokens = float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
     return tokens / (k * draft_cost_ratio + 1.0)
+
+
+def draft_cost_ratio(target: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU) -> float:
+    """Cost of one draft decode pass relative to one target pass, as the ratio of bytes each reads
+    per token at batch 1 (weights + KV at the mean context): decode is memory-bound there."""
+    s = _setup(target, plan, gpu)
+    ctx = max(1, plan.workload.prompt_tokens + plan.workload.output_tokens // 2)
+    t = decode_cost(target, s.precision, s.kv_precision, 1, ctx).bytes
+    d = decode_cost(draft, s.precision, s.kv_precision, 1, ctx).bytes
+    return d / t if t > 0 else 0.0
+
+
+def verify_cost_ratio(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int) -> float:
+    """Time of the target's verify pass (k + 1 tokens for each of `batch` sequences) relative to a
+    plain decode step, from the roofline. ~1 while memory-bound (Leviathan et al.'s assumption);
+    it grows towards k + 1 once the batch makes decode compute-bound, which is why speculative
+    decoding buys little at high concurrency."""
+    s = _setup(arch, plan, gpu)
+    ctx = max(1, plan.workload.prompt_tokens + plan.workload.output_tokens // 2)
+    step = decode_step(arch, plan, gpu, batch, ctx)
+    one = decode_cost(arch, s.precision, s.kv_precision, batch, ctx)
+    tokens = batch * (k + 1)
+    weights = model_weight_bytes(arch, s.precision) * read_fraction(arch, tokens)
+    cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0)
+    verify = pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
+                       hidden=arch.hidden_size, tokens_in_pass=tokens, decode=True, serial_gpus=s.serial)
+    return verify.seconds / step.seconds
+
+
+def speculative_speedup_at_batch(
+    arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int, acceptance_rate: float, draft_ratio: float
+) -> float:
+    """Leviathan et al. 2023's speed-up with the verify pass priced by the roofline at `batch`
+    concurrent sequences: tokens per step / (k c + v), v = `verify_cost_ratio` (v = 1 gives
+    `speculative_speedup`). Can fall below 1: speculation then costs throughput."""
+    base = speculative_speedup(k, acceptance_rate, draft_ratio)  # validates the arguments
+    v = verify_cost_ratio(arch, plan, gpu, batch, k)
+    return base * (k * draft_ratio + 1.0) / (k * draft_ratio + v)
 
 
 def cpu_decode_tok_s(arch: ModelArch, precision: str, host_bw_gb_s: float = DEFAULT_HOST_BW_GB_S) -> float:

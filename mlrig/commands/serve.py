@@ -1,0 +1,249 @@
+"""`mlrig serve`: how many concurrent users one setup serves at a per-user speed, and what
+speculative decoding buys — the throughput/latency curve over concurrency up to the KV capacity."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mlrig.commands._common import (
+    ContextOpt,
+    CountOpt,
+    EngineOpt,
+    GpuMemUtilOpt,
+    GpuOpt,
+    JsonOpt,
+    KvPrecisionOpt,
+    OutputOpt,
+    PrecisionOpt,
+    PromptOpt,
+    TpOpt,
+    fmt_num,
+    workload_fields,
+)
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
+    from mlrig.workload import Plan
+
+DEFAULT_ENGINE = "vllm"  # serving means continuous batching; vLLM is the common choice
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 256
+MAX_CONCURRENCY = 1_000_000
+
+MinTokSOpt = Annotated[float, typer.Option("--min-tok-s", help="per-user decode speed to hold (tok/s)")]
+MaxTtftOpt = Annotated[float | None, typer.Option("--max-ttft-ms", help="time-to-first-token limit (ms)")]
+ConcurrencyOpt = Annotated[str | None, typer.Option(
+    "--concurrency", help="concurrencies to tabulate, e.g. 1,2,4,8 (default: powers of 2 up to the KV capacity)")]
+DraftOpt = Annotated[str | None, typer.Option("--draft-model", help="draft model for speculative decoding")]
+SpecKOpt = Annotated[int, typer.Option("--spec-k", help="draft tokens proposed per target step")]
+AcceptanceOpt = Annotated[float, typer.Option("--acceptance", help="per-token acceptance rate α in [0, 1)")]
+
+
+def parse_concurrency(text: str) -> list[int]:
+    """'1,2,4' → [1, 2, 4] (sorted, unique); anything else is a one-line MlrigError."""
+    from mlrig.errors import MlrigError
+
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            n = int(part)
+        except ValueError:
+            raise MlrigError(f"--concurrency takes whole numbers separated by commas, e.g. 1,2,4,8; "
+                             f"got {part!r}") from None
+        if not 1 <= n <= MAX_CONCURRENCY:
+            raise MlrigError(f"--concurrency values must be between 1 and {MAX_CONCURRENCY:,}, got {n}")
+        values.append(n)
+    return sorted(set(values))
+
+
+def default_concurrency(kv_sequences: int | None, answer: int) -> list[int]:
+    """Powers of two up to the KV capacity (in sequences), plus the capacity and the answer."""
+    top = kv_sequences if kv_sequences is not None else max(64, 2 * answer)
+    top = max(1, min(top, 4096))
+    points = {1 << i for i in range(13) if 1 << i <= top}
+    points.add(top)
+    if answer > 0:
+        points.add(min(answer, top))
+    return sorted(points)
+
+
+def check_inputs(min_tok_s: float, max_ttft_ms: float | None, spec_k: int, acceptance: float) -> None:
+    from mlrig.errors import MlrigError
+
+    if not min_tok_s > 0:
+        raise MlrigError(f"--min-tok-s must be > 0 tok/s per user, got {min_tok_s:g}")
+    if max_ttft_ms is not None and not max_ttft_ms > 0:
+        raise MlrigError(f"--max-ttft-ms must be > 0, got {max_ttft_ms:g}")
+    if spec_k < 1:
+        raise MlrigError(f"--spec-k must be >= 1 draft token per step, got {spec_k}")
+    if not 0.0 <= acceptance < 1.0:
+        raise MlrigError(f"--acceptance must be in [0, 1) (a rate, e.g. 0.7), got {acceptance:g}")
+
+
+def speculative_report(arch: ModelArch, draft_name: str, plan: Plan, gpu: GPU, k: int, acceptance: float,
+                       at_concurrency: int) -> dict[str, Any]:
+    """Expected speed-up at batch 1 (Leviathan et al. 2023, draft cost from bytes read per token)
+    and with the verify pass priced by the roofline at `at_concurrency` sequences."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.estimators.performance import (
+        draft_cost_ratio,
+        model_weight_bytes,
+        speculative_speedup,
+        speculative_speedup_at_batch,
+    )
+
+    draft = resolve_model(draft_name)
+    ratio = draft_cost_ratio(arch, draft, plan, gpu)
+    at = max(1, at_concurrency)
+    tokens_per_step = float(k + 1) if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
+    return {
+        "draft_model": draft.hf_id or draft.id,
+        "k": k,
+        "acceptance_rate": acceptance,
+        "draft_cost_ratio": ratio,
+        "tokens_per_target_step": tokens_per_step,
+        "speedup_batch_1": speculative_speedup(k, acceptance, ratio),
+        "at_concurrency": at,
+        "speedup_at_concurrency": speculative_speedup_at_batch(arch, plan, gpu, at, k, acceptance, ratio),
+        "draft_weights_gib": model_weight_bytes(draft, plan.workload.precision) / 2**30,
+    }
+
+
+def serve_cmd(
+    model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf ...")],
+    gpu: GpuOpt = None,
+    count: CountOpt = None,
+    tp: TpOpt = None,
+    precision: PrecisionOpt = None,
+    kv_precision: KvPrecisionOpt = None,
+    engine: EngineOpt = None,
+    prompt: PromptOpt = DEFAULT_PROMPT_TOKENS,
+    output: OutputOpt = DEFAULT_OUTPUT_TOKENS,
+    context: ContextOpt = None,
+    gpu_memory_utilization: GpuMemUtilOpt = None,
+    min_tok_s: MinTokSOpt = 20.0,
+    max_ttft_ms: MaxTtftOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    draft_model: DraftOpt = None,
+    spec_k: SpecKOpt = 4,
+    acceptance: AcceptanceOpt = 0.7,
+    as_json: JsonOpt = False,
+) -> None:
+    """How many concurrent users at ≥ N tok/s each? Throughput/latency over concurrency, KV capacity,
+    the binding limit, and the speed-up from speculative decoding (--draft-model)."""
+    from mlrig.commands._common import print_json
+    from mlrig.estimators.performance import concurrency_limits, serving_curve
+    from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware
+
+    check_inputs(min_tok_s, max_ttft_ms, spec_k, acceptance)
+    wanted = parse_concurrency(concurrency) if concurrency is not None else None
+    fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
+                             engine=engine or DEFAULT_ENGINE, prompt=prompt, output=output, context=context,
+                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count)
+    plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
+    arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    ctx = plan.workload.context
+    kv_tokens = result.kv_cache_capacity_tokens
+    out: dict[str, Any] = {
+        "model": result.model, "gpu": result.gpu, "gpu_count": plan.hardware.total_gpus,
+        "engine": plan.workload.engine, "precision": plan.workload.precision, "fits": bool(result.fits),
+        "context_tokens": ctx, "kv_cache_capacity_tokens": kv_tokens,
+        "kv_capacity_sequences": None if kv_tokens is None else kv_tokens // ctx,
+        "min_tok_s_per_user": min_tok_s, "max_ttft_ms": max_ttft_ms,
+        "decode_error_band": 0.0, "curve": [], "max_concurrency": 0, "binding_limit": None,
+        "limits": None, "speculative": None,
+    }
+    if result.performance is not None:
+        out["decode_error_band"] = result.performance.error_band.get("decode_tok_s", 0.0)
+    if not result.fits:
+        out["binding_limit"] = "memory"
+        if as_json:
+            print_json(out)
+        else:
+            _print_no_fit(out, result.memory.per_gpu_gib if result.memory else None,
+                          result.memory.gpu_capacity_gib if result.memory else None)
+        return
+    lims = concurrency_limits(arch, plan, gpu_spec, min_tok_s, kv_tokens, max_ttft_ms)
+    points = wanted or default_concurrency(out["kv_capacity_sequences"], lims.max_concurrency)
+    curve = serving_curve(arch, plan, gpu_spec, points, kv_tokens)
+    out.update(curve=[p.model_dump() for p in curve], max_concurrency=lims.max_concurrency,
+               binding_limit=lims.binding_limit, limits=lims.model_dump())
+    if draft_model is not None:
+        out["speculative"] = speculative_report(arch, draft_model, plan, gpu_spec, spec_k, acceptance,
+                                                lims.max_concurrency)
+    if as_json:
+        print_json(out)
+    else:
+        _render(out)
+
+
+def _print_no_fit(out: dict[str, Any], need_gib: float | None, have_gib: float | None) -> None:
+    from mlrig.commands._common import console
+
+    need = f": needs {need_gib:.2f} GiB of {have_gib:.2f} GiB per GPU" if need_gib and have_gib else ""
+    console().print(f"[red]✘[/] {out['model']} ({out['precision']}) does not fit on {out['gpu_count']} × "
+                    f"{out['gpu']} with {out['engine']}{need}, KV cache room for "
+                    f"{out['kv_cache_capacity_tokens'] or 0:,} tokens (one sequence is {out['context_tokens']:,}); "
+                    "try more GPUs (--count N --tp N) or a smaller --precision")
+
+
+def _answer_line(out: dict[str, Any]) -> str:
+    """'largest concurrency meeting ≥ 20 tok/s per user: 37 (KV cache holds 48 sequences of 768 tokens)'."""
+    target = f"≥ {out['min_tok_s_per_user']:g} tok/s per user"
+    if out["max_ttft_ms"] is not None:
+        target += f" and TTFT ≤ {out['max_ttft_ms']:g} ms"
+    kv = (f"KV cache holds {out['kv_capacity_sequences']:,} sequences of {out['context_tokens']:,} tokens"
+          if out["kv_capacity_sequences"] is not None else "KV capacity not modelled for this engine")
+    binding = {"tok/s per user": "the per-user speed target binds", "TTFT": "the TTFT target binds",
+               "KV cache capacity": "KV cache capacity binds: more memory or a smaller KV dtype would help",
+               "search limit": "above 4,096 the search stops"}[out["binding_limit"]]
+    if out["max_concurrency"] == 0:
+        one = out["curve"][0] if out["curve"] and out["curve"][0]["concurrency"] == 1 else None
+        alone = f" (a single user gets {one['tok_s_per_user']:.1f} tok/s)" if one else ""
+        return (f"[red]no concurrency meets {target}[/]{alone}; {kv}; try more GPUs (--tp), "
+                "a lower --precision or a lower target")
+    return f"largest concurrency meeting {target}: [bold]{out['max_concurrency']:,}[/] ({kv}); {binding}"
+
+
+def _render(out: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from mlrig.commands._common import console
+
+    con = console()
+    band = out["decode_error_band"]
+    con.print(f"[bold]{out['model']}[/] · {out['precision']} · {out['engine']} on {out['gpu_count']} × "
+              f"{out['gpu']} · {out['context_tokens']:,} tokens per sequence")
+    table = Table(title=f"Serving curve (continuous batching; ± = decode p90 error {band:.0%})",
+                  header_style="bold")
+    for col in ("users", "total tok/s", "tok/s/user", "TPOT ms", "TTFT ms", "KV fits?", "bound"):
+        table.add_column(col, justify="left" if col == "bound" else "right", no_wrap=True)
+    for p in out["curve"]:
+        per_user = p["tok_s_per_user"]
+        mark = "" if per_user >= out["min_tok_s_per_user"] else "[dim]"
+        table.add_row(f"{p['concurrency']:,}", fmt_num(p["throughput_tok_s"]),
+                      f"{mark}{fmt_num(per_user)}±{fmt_num(per_user * band)}",
+                      fmt_num(p["tpot_ms"]), fmt_num(p["ttft_ms"]), "yes" if p["fits"] else "[red]no[/] queue",
+                      p["bound"].replace("memory-bandwidth", "memory"))
+    con.print(table)
+    con.print(_answer_line(out))
+    spec = out["speculative"]
+    if spec is not None:
+        con.print(f"speculative decoding with {spec['draft_model']} (k={spec['k']}, α={spec['acceptance_rate']:g}, "
+                  f"draft costs {spec['draft_cost_ratio']:.2f} of a target step): "
+                  f"[bold]{spec['speedup_batch_1']:.2f}×[/] at batch 1 "
+                  f"({spec['tokens_per_target_step']:.2f} tokens per target step)" + (
+                      f"; shrinks to {spec['speedup_at_concurrency']:.2f}× at concurrency "
+                      f"{spec['at_concurrency']:,} as the verify pass turns compute-bound"
+                      if spec["at_concurrency"] > 1 else "; it shrinks at high concurrency (compute-bound)"))
+        con.print(f"[yellow]note:[/] the draft's {spec['draft_weights_gib']:.2f} GiB of weights and its KV "
+                  "cache come out of the KV pool above (not deducted here)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)

@@ -1,0 +1,201 @@
+"""`mlrig serve` (serving curve, concurrency limits, speculative decoding) and `mlrig compare`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.catalog.models import resolve_model
+from mlrig.cli import app
+from mlrig.commands.serve import default_concurrency, parse_concurrency
+from mlrig.errors import MlrigError
+from mlrig.estimators.performance import (
+    concurrency_limits,
+    serving_curve,
+    speculative_speedup,
+    speculative_speedup_at_batch,
+    verify_cost_ratio,
+)
+from mlrig.planner import evaluate
+from mlrig.workload import Plan
+
+ARCH = resolve_model("llama-3.1-8b")
+L40S = resolve_gpu("L40S")
+
+
+def serve_plan(**workload: object) -> Plan:
+    w: dict[str, object] = {"engine": "vllm", "prompt_tokens": 512, "output_tokens": 256, **workload}
+    return Plan.model_validate({"model": "llama-3.1-8b", "workload": w, "hardware": {"gpu": L40S.id}})
+
+
+def kv_capacity(p: Plan) -> int:
+    cap = evaluate(p, arch=ARCH, gpu=L40S).kv_cache_capacity_tokens
+    assert cap is not None and cap > 0
+    return cap
+
+
+def invoke(*args: str) -> Any:
+    r = CliRunner().invoke(app, list(args))
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+# ---- estimators --------------------------------------------------------------------------------
+
+def test_speculative_speedup_hand_check() -> None:
+    # k = 4, α = 0.7, free draft: (1 - 0.7^5) / (1 - 0.7) = (1 - 0.16807) / 0.3 = 2.7731 tokens per step
+    assert speculative_speedup(4, 0.7, 0.0) == pytest.approx(2.7731, abs=1e-4)
+    # a draft costing 10 % of a target step: 2.7731 / (4 x 0.1 + 1)
+    assert speculative_speedup(4, 0.7, 0.1) == pytest.approx(2.7731 / 1.4, abs=1e-4)
+
+
+def test_serving_curve_monotone_up_to_kv_capacity() -> None:
+    p = serve_plan()
+    cap = kv_capacity(p)
+    seqs = cap // p.workload.context
+    cs = sorted({1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, seqs // 2, seqs - 1, seqs})
+    pts = serving_curve(ARCH, p, L40S, cs, cap)
+    assert all(pt.fits for pt in pts)
+    for a, b in pairwise(pts):
+        assert b.throughput_tok_s >= a.throughput_tok_s
+        assert b.tok_s_per_user <= a.tok_s_per_user
+        assert b.ttft_ms >= a.ttft_ms
+    # past the KV capacity requests queue: no more throughput, and TTFT jumps by the wait for a slot
+    over = serving_curve(ARCH, p, L40S, [seqs, 2 * seqs], cap)
+    assert not over[1].fits
+    assert over[1].throughput_tok_s == pytest.approx(over[0].throughput_tok_s)
+    assert over[1].tok_s_per_user == pytest.approx(over[0].tok_s_per_user / 2)
+    assert over[1].ttft_ms > 10 * over[0].ttft_ms
+
+
+def test_max_concurrency_speed_bound() -> None:
+    p = serve_plan()
+    cap = kv_capacity(p)
+    lim = concurrency_limits(ARCH, p, L40S, 20.0, cap)
+    n = lim.max_concurrency
+    assert lim.binding_limit == "tok/s per user"
+    assert 1 <= n <= cap // p.workload.context
+    at, above = serving_curve(ARCH, p, L40S, [n, n + 1], cap)
+    assert at.fits and at.tok_s_per_user >= 20.0
+    assert above.tok_s_per_user < 20.0
+
+
+def test_max_concurrency_kv_bound() -> None:
+    # half the memory reserved and a lax speed target: the KV cache runs out first
+    p = serve_plan(gpu_memory_utilization=0.5)
+    cap = kv_capacity(p)
+    lim = concurrency_limits(ARCH, p, L40S, 5.0, cap)
+    assert lim.binding_limit == "KV cache capacity"
+    assert lim.max_concurrency == cap // p.workload.context == lim.by_kv_capacity
+    assert lim.by_tok_s_per_user > lim.max_concurrency
+    assert not serving_curve(ARCH, p, L40S, [lim.max_concurrency + 1], cap)[0].fits
+
+
+def test_max_concurrency_ttft_bound() -> None:
+    p = serve_plan()
+    cap = kv_capacity(p)
+    ttft_1 = serving_curve(ARCH, p, L40S, [1], cap)[0].ttft_ms
+    lim = concurrency_limits(ARCH, p, L40S, 1.0, cap, max_ttft_ms=ttft_1 * 1.05)
+    assert lim.binding_limit == "TTFT"
+    assert lim.by_ttft is not None and lim.max_concurrency == lim.by_ttft < lim.by_tok_s_per_user
+    assert serving_curve(ARCH, p, L40S, [lim.max_concurrency], cap)[0].ttft_ms <= ttft_1 * 1.05
+
+
+def test_speculation_shrinks_at_high_concurrency() -> None:
+    p = serve_plan()
+    assert verify_cost_ratio(ARCH, p, L40S, 1, 4) == pytest.approx(1.0, abs=0.1)  # memory-bound
+    assert verify_cost_ratio(ARCH, p, L40S, 256, 4) > 1.5
+    low = speculative_speedup_at_batch(ARCH, p, L40S, 1, 4, 0.7, 0.1)
+    high = speculative_speedup_at_batch(ARCH, p, L40S, 256, 4, 0.7, 0.1)
+    assert low == pytest.approx(speculative_speedup(4, 0.7, 0.1), rel=0.1)
+    assert high < low
+
+
+def test_concurrency_list_parsing() -> None:
+    assert parse_concurrency("8, 1,2,2") == [1, 2, 8]
+    for bad in ("", "1,,2", "0", "-4", "2.5", "a"):
+        with pytest.raises(MlrigError):
+            parse_concurrency(bad)
+    assert default_concurrency(48, 37) == [1, 2, 4, 8, 16, 32, 37, 48]
+
+
+# ---- CLI ---------------------------------------------------------------------------------------
+
+def test_serve_json_shape() -> None:
+    d = invoke("serve", "llama-3.1-8b", "--gpu", "L40S", "--draft-model", "llama-3.2-1b", "--json")
+    assert set(d) >= {"model", "gpu", "engine", "kv_cache_capacity_tokens", "curve", "max_concurrency",
+                      "binding_limit", "speculative", "fits"}
+    assert d["engine"] == "vllm" and d["gpu"] == "l40s" and d["fits"] is True
+    seqs = d["kv_cache_capacity_tokens"] // 768
+    assert d["curve"][-1]["concurrency"] == seqs  # tabulated up to the KV capacity
+    assert {pt["concurrency"] for pt in d["curve"]} >= {1, d["max_concurrency"]}
+    assert set(d["curve"][0]) == {"concurrency", "throughput_tok_s", "tok_s_per_user", "tpot_ms", "ttft_ms",
+                                  "bound", "fits"}
+    assert 1 <= d["max_concurrency"] <= seqs
+    spec = d["speculative"]
+    assert 0 < spec["draft_cost_ratio"] < 0.3  # 1B draft reads a fraction of what 8B reads
+    assert spec["speedup_batch_1"] == pytest.approx(
+        speculative_speedup(4, 0.7, spec["draft_cost_ratio"]))
+    assert spec["speedup_at_concurrency"] <= spec["speedup_batch_1"]
+
+
+def test_serve_human_answer_line() -> None:
+    r = CliRunner().invoke(app, ["serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "20"])
+    assert r.exit_code == 0, r.output
+    assert "largest concurrency meeting ≥ 20 tok/s per user" in " ".join(r.stdout.split())
+    assert "KV cache holds" in r.stdout
+
+
+def test_serve_does_not_fit_is_one_line() -> None:
+    d = invoke("serve", "llama-3.1-70b", "--gpu", "L40S", "--json")
+    assert d["fits"] is False and d["curve"] == [] and d["max_concurrency"] == 0
+    r = CliRunner().invoke(app, ["serve", "llama-3.1-70b", "--gpu", "L40S"], env={"COLUMNS": "400"})
+    assert r.exit_code == 0
+    assert len(r.stdout.strip().splitlines()) == 1 and "does not fit" in r.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--min-tok-s", "0"], "--min-tok-s"),
+    (["--min-tok-s", "-5"], "--min-tok-s"),
+    (["--acceptance", "1"], "--acceptance"),
+    (["--acceptance", "-0.1"], "--acceptance"),
+    (["--spec-k", "0"], "--spec-k"),
+    (["--concurrency", "1,two,4"], "--concurrency"),
+    (["--concurrency", "0"], "--concurrency"),
+])
+def test_serve_bad_input_exit_2_one_line(args: list[str], needle: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "mlrig.cli", "serve", "llama-3.1-8b", "--gpu", "L40S", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_compare_two_gpus_json() -> None:
+    rows = invoke("compare", "llama-3.1-8b", "--gpu", "RTX 3090", "--gpu", "RTX 4090", "--json")
+    assert [r["variant"] for r in rows] == ["RTX 3090", "RTX 4090"]
+    assert [r["result"]["gpu"] for r in rows] == ["rtx-3090", "rtx-4090"]
+    for r in rows:
+        res = r["result"]
+        assert res["fits"] is True and res["error"] is None
+        assert res["memory"]["gpu_capacity_gib"] == pytest.approx(24.0, abs=0.05)
+        assert res["performance"]["decode_tok_s"] > 0
+    # same model and memory, but the 4090 has more bandwidth (1008 vs 936 GB/s): decodes faster
+    assert rows[0]["result"]["memory"]["per_gpu_gib"] == pytest.approx(rows[1]["result"]["memory"]["per_gpu_gib"])
+    assert rows[1]["result"]["performance"]["decode_tok_s"] > rows[0]["result"]["performance"]["decode_tok_s"]
+
+
+def test_serve_target_out_of_reach_says_so() -> None:
+    r = CliRunner().invoke(app, ["serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "500"],
+                           env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert "no concurrency meets ≥ 500 tok/s per user" in r.stdout
+    d = invoke("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "500", "--json")
+    assert d["max_concurrency"] == 0 and d["binding_limit"] == "tok/s per user"
