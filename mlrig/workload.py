@@ -99,6 +99,8 @@ class HardwareSpec(_Strict):
     pipeline_parallel: int = Field(1, gt=0, le=1024)
     interconnect: str | None = None
     host_ram_gib: float | None = Field(None, gt=0)
+    host_memory_bandwidth_gb_s: float | None = Field(
+        None, gt=0, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
 
     @property
     def total_gpus(self) -> int:

@@ -50,7 +50,8 @@ class WorkloadUsage(BaseModel):
     hours_per_run: float | None = Field(None, gt=0, le=10000)
     tokens_per_run: float | None = Field(None, gt=0)
     reference_gpu: str = "a100-sxm-80gb"
-    min_tok_s: float | None = Field(None, ge=0)
+    min_tok_s: float | None = Field(None, ge=0, description="per-stream decode tok/s")
+    min_throughput_tok_s: float | None = Field(None, ge=0, description="aggregate tok/s over the batch")
 
 
 class Workload(BaseModel):
@@ -66,6 +67,7 @@ class Workload(BaseModel):
 class Constraints(BaseModel):
     budget_usd: float | None = Field(None, ge=0, description="caps the purchase price of buy options")
     local_only: bool = False
+    cloud_only: bool = False
     max_power_w: float | None = Field(None, gt=0)
     max_gpus: int | None = Field(None, ge=1)
     no_used: bool = False
@@ -121,6 +123,7 @@ class RankedOption(BaseModel):
     cost_per_month_usd: float
     total_cost_usd: float
     busy_hours_per_month: float
+    running_usd_per_month: float = Field(0.0, description="buy: energy + upkeep per month; rent: the bill")
     fits: bool
     feasible: bool
     excluded_reason: str | None = None
@@ -168,6 +171,8 @@ def enumerate_candidates(
             return None
 
     for key, p in book.gpus.items():
+        if c.cloud_only:
+            break
         if not p.buyable or (c.no_used and p.condition == "used"):
             continue
         g = gpu_of(p.gpu, key)
@@ -217,6 +222,8 @@ def enumerate_candidates(
                 )
             )
     for key, s in book.systems.items():
+        if c.cloud_only:
+            break
         g = gpu_of(s.gpu, key)
         if g is None or (c.max_power_w is not None and s.power_w > c.max_power_w):
             continue
@@ -267,11 +274,48 @@ def enumerate_candidates(
 # ------------------------------------------------------------------------------------------- evaluation
 
 
-def _variants(n: int) -> list[dict[str, int]]:
-    """Ways to use n GPUs: data parallel (replicas), tensor parallel, pipeline/layer split."""
+HOURS_PER_MONTH = 24.0 * DAYS_PER_MONTH  # 730 h: the most one machine can be busy in a month
+BOARD = {1: "x16 slot", 2: "x8/x8 board"}
+TIGHT_FIT = 0.97  # < 3 % headroom: within the memory estimator's own error band (docs/DOMAIN.md §2)
+SLOW_DECODE_TOK_S = 10.0  # below ~10 tok/s chat output trails reading speed (~5 words/s ≈ 7 tok/s)
+
+
+def _variants(n: int, task: str) -> list[dict[str, int]]:
+    """Ways to use n GPUs: training adds data parallelism (the plan as given, + ZeRO recipes); one
+    inference job splits the model by tensor or pipeline (layer) parallelism."""
     if n == 1:
         return [{}]
-    return [{}, {"tensor_parallel": n}, {"pipeline_parallel": n}]
+    split: list[dict[str, int]] = [{"tensor_parallel": n}, {"pipeline_parallel": n}]
+    return split if task == "inference" else [{}, *split]
+
+
+def _recipes(workload: Workload, n: int) -> list[dict[str, Any]]:
+    """Memory-saving training recipes tried when the user pinned none (first = plan as given).
+
+    - LoRA/QLoRA: bitsandbytes paged 8-bit AdamW, the QLoRA paper's recipe for a 65B model on one
+      48 GB GPU (Dettmers et al. 2023, "QLoRA", sec. 3 "Paged Optimizers").
+    - n > 1 data parallel: FSDP full shard = ZeRO stage 3 (Rajbhandari et al. 2020), as in
+      Answer.AI's FSDP+QLoRA (2024-03-06) for 70B on two 24 GB cards.
+    CPU offload is not tried automatically: the planner's training speed does not charge for it.
+    """
+    if workload.task == "inference":
+        return [{}]
+    t = workload.plan.get("training") or {}
+    out: list[dict[str, Any]] = [{}]
+    paged = t.get("method") in ("lora", "qlora") and "optimizer" not in t
+    if paged:
+        out.append({"optimizer": "paged-adamw-8bit"})
+    if n > 1 and "zero_stage" not in t:
+        out.append({"zero_stage": 3})
+        if paged:
+            out.append({"zero_stage": 3, "optimizer": "paged-adamw-8bit"})
+    return out
+
+
+def _recipe_label(r: dict[str, Any]) -> str:
+    return ", ".join(
+        "FSDP (ZeRO-3)" if k == "zero_stage" else str(v) if k == "optimizer" else f"{k}={v}" for k, v in r.items()
+    )
 
 
 def _speed(r: PlanResult, task: str) -> float:
@@ -283,26 +327,37 @@ def _speed(r: PlanResult, task: str) -> float:
 
 
 def evaluate_on(workload: Workload, gpu: GPU, n: int, evaluate: Evaluate) -> tuple[PlanResult | None, str, str | None]:
-    """Best fitting parallel layout of `workload` on n× gpu: (result, layout, error)."""
+    """Best fitting layout of `workload` on n× gpu: (result, layout, error).
+
+    Tries each parallel layout (`_variants`) with each training recipe (`_recipes`); the first
+    (plan as given, data parallel) wins ties, so a recipe is only chosen when it fits or is faster.
+    """
     best: tuple[PlanResult, str] | None = None
     error = None
-    for v in _variants(n):
-        plan = copy.deepcopy(workload.plan)
-        plan["hardware"] = {
-            **{k: x for k, x in plan.get("hardware", {}).items() if k == "host_ram_gib"},
-            "gpu": gpu.id,
-            "count": n,
-            **v,
-        }
-        try:
-            r = evaluate(plan, gpu)
-        except MlrigError as exc:
-            error = str(exc)
-            continue
-        layout = ", ".join(f"{k}={x}" for k, x in v.items()) or ("single GPU" if n == 1 else "data parallel")
-        key = (bool(r.fits), _speed(r, workload.task))
-        if best is None or key > (bool(best[0].fits), _speed(best[0], workload.task)):
-            best = (r, layout)
+    for recipe in _recipes(workload, n):
+        for v in _variants(n, workload.task):
+            if recipe.get("zero_stage") and v:  # FSDP shards over data-parallel ranks only
+                continue
+            plan = copy.deepcopy(workload.plan)
+            if recipe.get("optimizer") or "zero_stage" in recipe:
+                plan["training"] = {**(plan.get("training") or {}), **recipe}
+            plan["hardware"] = {
+                **{k: x for k, x in plan.get("hardware", {}).items() if k == "host_ram_gib"},
+                "gpu": gpu.id,
+                "count": n,
+                **v,
+            }
+            try:
+                r = evaluate(plan, gpu)
+            except MlrigError as exc:
+                error = str(exc)
+                continue
+            layout = ", ".join(f"{k}={x}" for k, x in v.items()) or ("single GPU" if n == 1 else "data parallel")
+            if recipe:
+                layout += f", {_recipe_label(recipe)}"
+            key = (bool(r.fits), _speed(r, workload.task))
+            if best is None or key > (bool(best[0].fits), _speed(best[0], workload.task)):
+                best = (r, layout)
     if best is None:
         return None, "", error
     return best[0], best[1], None
@@ -344,6 +399,8 @@ def recommend(
     if not workloads:
         raise MlrigError("no workloads given; pass --model ... (or --plan FILE) with --task and usage flags")
     c = constraints or Constraints()
+    if c.local_only and c.cloud_only:
+        raise MlrigError("--local-only and --cloud-only exclude each other; give at most one")
     if evaluate is None:
         from mlrig.planner import evaluate as planner_evaluate
 
@@ -406,6 +463,8 @@ def recommend(
                 busy += (u.hours_per_day or 0.0) * DAYS_PER_MONTH
                 if u.min_tok_s is not None and (o.decode_tok_s or 0.0) < u.min_tok_s:
                     o.meets_min_tok_s = False
+                if u.min_throughput_tok_s is not None and (o.throughput_tok_s or 0.0) < u.min_throughput_tok_s:
+                    o.meets_min_tok_s = False
             else:
                 hours = u.hours_per_run
                 tokens = u.tokens_per_run or (w.plan.get("training") or {}).get("tokens_to_train")
@@ -430,6 +489,7 @@ def recommend(
             )
             per_month, total = lc.cost_per_month_usd, lc.total_usd
             hourly = lc.cost_per_busy_hour_usd or 0.0
+            running = lc.energy_usd_per_month + lc.upkeep_usd_per_month
         else:
             cs = CloudSpec(
                 name=cand.name,
@@ -439,6 +499,7 @@ def recommend(
             )
             cc = cloud_cost(cs, usage)
             per_month, total = cc.cost_per_month_usd, cc.total_usd
+            running = per_month
             hourly = cand.usd_per_hour * (1 + (book.assumptions.spot_interruption_overhead if cand.spot else 0.0))
         for o in outcomes:
             if o.hours_per_run is not None and o.fits:
@@ -456,7 +517,21 @@ def recommend(
             )
         elif not all(o.meets_min_tok_s for o in outcomes):
             bad = next(o for o in outcomes if not o.meets_min_tok_s)
-            reason = f"{bad.label}: {bad.decode_tok_s or 0:.1f} tok/s is below the minimum asked"
+            u = next(u for o2, u in zip(outcomes, usages, strict=True) if o2 is bad)
+            if u.min_tok_s is not None and (bad.decode_tok_s or 0.0) < u.min_tok_s:
+                reason = (
+                    f"{bad.label}: {bad.decode_tok_s or 0:.1f} tok/s per stream is below the"
+                    f" {u.min_tok_s:g} asked (--min-tok-s)"
+                )
+            else:
+                reason = (
+                    f"{bad.label}: {bad.throughput_tok_s or 0:,.0f} tok/s aggregate is below the"
+                    f" {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput)"
+                )
+        elif cand.kind == "buy" and busy > HOURS_PER_MONTH + 1e-6:
+            reason = (
+                f"too slow: needs {busy:,.0f} busy h/month at this usage; one machine has {HOURS_PER_MONTH:.0f}"
+            )
         elif cand.kind == "buy" and c.budget_usd is not None and cand.upfront_usd > c.budget_usd:
             reason = f"costs ${cand.upfront_usd:,.0f} up front, over the ${c.budget_usd:,.0f} budget"
         sources = []
@@ -477,6 +552,7 @@ def recommend(
                 cost_per_month_usd=per_month,
                 total_cost_usd=total,
                 busy_hours_per_month=busy,
+                running_usd_per_month=running,
                 fits=fits,
                 feasible=reason is None,
                 excluded_reason=reason,
@@ -605,11 +681,28 @@ def _explain(
         if same:
             cheap = min(same, key=lambda p: p.upfront_usd)
             ratio = o.upfront_usd / max(cheap.upfront_usd, 1.0)
-            faster = o.speed_score / cheap.speed_score if cheap.speed_score > 0 else math.inf
-            o.reasons.append(
-                f"VRAM is the constraint: {cheap.name} fits the same models"
-                f" ({cheap.total_gpu_memory_gib:.0f} GiB) at {1 / ratio:.0%} of the price;"
-                f" this option is {faster:.1f}× its speed"
+            rel = _speed_ratios(o, cheap)
+            per = "; ".join(f"{label} {x:.1f}×" for label, x in rel)
+            if any(x > 1.05 for _, x in rel):
+                o.reasons.append(
+                    f"VRAM is the constraint: {cheap.name} has the same {cheap.total_gpu_memory_gib:.0f} GiB"
+                    f" for {1 / ratio:.0%} of the price; {ratio:.1f}× the money buys this speed relative to it: {per}"
+                )
+            else:
+                o.reasons.append(
+                    f"dominated: {cheap.name} has the same {cheap.total_gpu_memory_gib:.0f} GiB for"
+                    f" {1 / ratio:.0%} of the price and is as fast or faster (this option: {per})"
+                )
+    for w in o.workloads:
+        if w.fits and w.per_gpu_gib is not None and w.capacity_gib and w.per_gpu_gib > TIGHT_FIT * w.capacity_gib:
+            o.warnings.append(
+                f"{w.label}: tight fit ({w.per_gpu_gib:.1f} of {w.capacity_gib:.1f} GiB per GPU); a longer"
+                " sequence, bigger batch or another process on the GPU will not fit"
+            )
+        if w.task == "inference" and w.fits and w.decode_tok_s is not None and w.decode_tok_s < SLOW_DECODE_TOK_S:
+            o.warnings.append(
+                f"{w.label}: {w.decode_tok_s:.1f} tok/s per stream is slower than reading speed"
+                f" (~{SLOW_DECODE_TOK_S:.0f} tok/s); fine for batch jobs, sluggish for chat - set --min-tok-s"
             )
     arch = (g.architecture or "").lower()
     if any(a in arch for a in OLD_ARCH):
@@ -647,8 +740,27 @@ def _explain(
             f" {book.assumptions.spot_interruption_overhead:.0%} extra hours"
         )
     if o.kind == "buy" and o.category in ("gpu", "multi-gpu", "workstation", "datacenter"):
-        report = check_build(proposed_build(g, cand.gpus), resolve=lambda _name: g)
+        b = proposed_build(g, cand.gpus)
+        assert b.psu is not None and b.cpu is not None
+        o.reasons.append(
+            f"build: {b.psu.watts:.0f} W {b.psu.standard} PSU (GPU transients), {b.ram_gib:.0f} GiB RAM"
+            f" (≥ 1.5× the {g.memory_gib * cand.gpus:.0f} GB VRAM), {b.cpu.name} ({b.cpu.cores} cores,"
+            f" {b.cpu.pcie_lanes} lanes), {BOARD.get(cand.gpus, 'HEDT board')}"
+            " - check it with `mlrig build check`"
+        )
+        report = check_build(b, resolve=lambda _name: g)
         o.build_findings = [x for x in report.findings if x.severity in ("error", "warning")]
+
+
+def _speed_ratios(o: RankedOption, other: RankedOption) -> list[tuple[str, float]]:
+    """Per workload: this option's speed / the other's (train tokens/s or decode tok/s)."""
+    out = []
+    for a, b in zip(o.workloads, other.workloads, strict=True):
+        sa = (a.train_tokens_per_s if a.task != "inference" else a.decode_tok_s) or 0.0
+        sb = (b.train_tokens_per_s if b.task != "inference" else b.decode_tok_s) or 0.0
+        if sa > 0 and sb > 0:
+            out.append((a.label, sa / sb))
+    return out
 
 
 def proposed_build(g: GPU, n: int) -> Build:
@@ -687,6 +799,16 @@ def _summary(feasible: list[RankedOption], ranked: list[RankedOption], c: Constr
         f"best for objective '{c.objective}': {best.name} - ${best.total_cost_usd:,.0f} over {c.years:g} years"
         f" (${best.cost_per_month_usd:,.0f}/month, ${best.upfront_usd:,.0f} up front)"
     ]
+    step = next(
+        (o for o in sorted(feasible, key=lambda o: o.total_cost_usd) if o.pareto and o.speed_score > best.speed_score),
+        None,
+    )
+    if step is not None and best.speed_score > 0 and c.objective == "tco" and step.speed_score > 1.2 * best.speed_score:
+        extra = step.total_cost_usd - best.total_cost_usd
+        lines.append(
+            f"step up: {step.name} is {step.speed_score / best.speed_score:.1f}× as fast for"
+            f" ${extra:,.0f} more over {c.years:g} years (+{extra / max(best.total_cost_usd, 1.0):.0%})"
+        )
     buy = next((o for o in feasible if o.kind == "buy"), None)
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:
@@ -695,6 +817,16 @@ def _summary(feasible: list[RankedOption], ranked: list[RankedOption], c: Constr
             f"best buy {buy.name} ${buy.total_cost_usd:,.0f} vs best rent {rent.name}"
             f" ${rent.total_cost_usd:,.0f} over {c.years:g} years: {cheaper} is cheaper at this usage"
         )
+        saving = rent.cost_per_month_usd - buy.running_usd_per_month
+        if saving > 0:
+            months = buy.upfront_usd / saving
+            lines.append(
+                f"payback: {buy.name} costs ${buy.upfront_usd:,.0f}; renting {rent.name} would cost"
+                f" ${rent.cost_per_month_usd:,.0f}/month vs ${buy.running_usd_per_month:,.0f}/month to run it,"
+                f" so buying pays for itself after {months:,.1f} months ({months / 12:.1f} years, resale ignored)"
+            )
+        else:
+            lines.append(f"payback: never - renting {rent.name} costs less per month than powering {buy.name}")
     front = [o.name for o in feasible if o.pareto]
     lines.append(f"Pareto front (cost vs speed): {', '.join(front[:6])}")
     return lines

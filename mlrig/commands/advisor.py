@@ -19,7 +19,12 @@ WORKLOAD_FLAGS = {
     "--context": ("workload", "context_tokens", int),
     "--method": ("training", "method", str),
     "--seq-len": ("training", "seq_len", int),
+    "--optimizer": ("training", "optimizer", str),
+    "--zero-stage": ("training", "zero_stage", int),
+    "--offload": ("training", "offload", str),
+    "--lora-rank": ("training", "lora_rank", int),
     "--min-tok-s": ("usage", "min_tok_s", float),
+    "--min-throughput": ("usage", "min_throughput_tok_s", float),
     "--hours-per-day": ("usage", "hours_per_day", float),
     "--runs-per-week": ("usage", "runs_per_week", float),
     "--hours-per-run": ("usage", "hours_per_run", float),
@@ -115,6 +120,7 @@ def _run_recommend(
     plan: list[Path] | None,
     budget: float | None,
     local_only: bool,
+    cloud_only: bool,
     max_power: float | None,
     max_gpus: int | None,
     no_used: bool,
@@ -134,6 +140,7 @@ def _run_recommend(
         c = Constraints(
             budget_usd=budget,
             local_only=local_only,
+            cloud_only=cloud_only,
             max_power_w=max_power,
             max_gpus=max_gpus,
             no_used=no_used,
@@ -150,6 +157,7 @@ def _run_recommend(
 
 Budget = Annotated[float | None, typer.Option("--budget", help="most you will pay up front, USD")]
 LocalOnly = Annotated[bool, typer.Option("--local-only", help="buy only, no cloud")]
+CloudOnly = Annotated[bool, typer.Option("--cloud-only", help="rent only, nothing to buy")]
 MaxPower = Annotated[float | None, typer.Option("--max-power", help="wall power limit for a local box, W")]
 MaxGpus = Annotated[int | None, typer.Option("--max-gpus", help="at most N GPUs")]
 NoUsed = Annotated[bool, typer.Option("--no-used", help="new hardware only")]
@@ -164,6 +172,7 @@ def recommend_cmd(
     plan: PlanOpt = None,
     budget: Budget = None,
     local_only: LocalOnly = False,
+    cloud_only: CloudOnly = False,
     max_power: MaxPower = None,
     max_gpus: MaxGpus = None,
     no_used: NoUsed = False,
@@ -181,7 +190,7 @@ def recommend_cmd(
     from mlrig.commands._common import print_json
 
     rec, book = _run_recommend(
-        ctx, plan, budget, local_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
+        ctx, plan, budget, local_only, cloud_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
     )
     if report is not None:
         _write_report(rec, book, report, "html" if report.suffix.lower() in (".html", ".htm") else "md")
@@ -189,9 +198,12 @@ def recommend_cmd(
         print_json(rec)
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     con = Console()
+    if not con.is_terminal:  # piped: rich would wrap option names at 80 columns
+        con = Console(width=160)
     t = Table(title=f"options for {', '.join(rec.workloads)} · objective {rec.objective} · {rec.years:g} years")
     for col in ("#", "option", "kind", "GPU mem GiB", "upfront $", "$/month", "total $", "speed", "Pareto"):
         t.add_column(col, justify="left" if col in ("option", "kind") else "right")
@@ -213,12 +225,19 @@ def recommend_cmd(
     for o in [o for o in rec.options if o.feasible][:3]:
         con.print(f"[bold]{o.name}[/]")
         for r in o.reasons:
-            con.print(f"   {r}")
+            con.print(f"   {escape(r)}")
         for w in o.warnings + [f"build {f.severity}: {f.what} → {f.fix}" for f in o.build_findings]:
-            con.print(f"   [yellow]⚠ {w}[/]")
+            con.print(f"   [yellow]⚠ {escape(w)}[/]")
     excluded = [o for o in rec.options if not o.feasible]
     if excluded:
-        con.print(f"excluded {len(excluded)} options, e.g. {excluded[0].name}: {excluded[0].excluded_reason}")
+        con.print(f"excluded {len(excluded)} options; the cheapest of each kind and why:")
+        seen: set[str] = set()
+        for o in sorted(excluded, key=lambda o: o.upfront_usd if o.kind == "buy" else o.cost_per_month_usd):
+            fam = o.gpu if o.category not in ("apple", "cloud") else o.category
+            if fam in seen or len(seen) >= 8:
+                continue
+            seen.add(fam)
+            con.print(f"   ✗ {escape(o.name)}: {escape(o.excluded_reason or '')}")
     for p in rec.prices_used:
         con.print(f"prices: {p}", style="dim")
     for w in rec.warnings:
@@ -242,6 +261,7 @@ def report_cmd(
     plan: PlanOpt = None,
     budget: Budget = None,
     local_only: LocalOnly = False,
+    cloud_only: CloudOnly = False,
     max_power: MaxPower = None,
     max_gpus: MaxGpus = None,
     no_used: NoUsed = False,
@@ -259,7 +279,7 @@ def report_cmd(
     if fmt not in ("md", "html"):
         raise MlrigError(f"--format must be md or html, got {fmt!r}")
     rec, book = _run_recommend(
-        ctx, plan, budget, local_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
+        ctx, plan, budget, local_only, cloud_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
     )
     if output is not None:
         _write_report(rec, book, output, fmt)
@@ -462,17 +482,20 @@ def build_check_cmd(
         print_json(report)
     else:
         from rich.console import Console
+        from rich.markup import escape
 
         con = Console()
+        if not con.is_terminal:
+            con = Console(width=160)
         con.print(
-            f"[bold]{report.name}[/]: {', '.join(report.gpus)}, {report.total_vram_gib:.0f} GiB VRAM;"
+            f"[bold]{escape(report.name)}[/]: {', '.join(report.gpus)}, {report.total_vram_gib:.0f} GiB VRAM;"
             f" sustained {report.sustained_w:.0f} W, transient ~{report.transient_w:.0f} W, PSU {report.psu_w:.0f} W"
         )
         colors = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
         for f in report.findings:
-            con.print(f"[{colors[f.severity]}]{f.severity:7}[/] {f.check:8} {f.what}")
+            con.print(f"[{colors[f.severity]}]{f.severity:7}[/] {f.check:8} {escape(f.what)}")
             if f.severity != "ok":
-                con.print(f"{'':17}why: {f.why}\n{'':17}do:  {f.fix}")
+                con.print(f"{'':17}why: {escape(f.why)}\n{'':17}do:  {escape(f.fix)}")
     if not report.ok:
         raise typer.Exit(1)
 

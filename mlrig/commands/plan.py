@@ -144,10 +144,10 @@ def plan_cmd(
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens)
-    data = plan_from_fields(model, base=base, gpu=gpu, **fields)
     overrides = None
     if machine is not None:
-        overrides = _local_overrides(machine)
+        gpu, overrides, fields["host_memory_bandwidth_gb_s"] = _local_machine(machine, gpu)
+    data = plan_from_fields(model, base=base, gpu=gpu, **fields)
     plan = parse_plan(data)
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
     result = evaluate(plan, arch=arch, gpu=gpu_spec)
@@ -161,20 +161,30 @@ def plan_cmd(
         render_result(result, plan.model_dump(mode="json"), lims)
 
 
-def _local_overrides(machine: str) -> dict[str, Any]:
-    """Measured GPU figures from the latest `mlrig probe`, to replace datasheet ones."""
+def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None]:
+    """This machine's measured figures from the latest `mlrig probe`: the GPU it has (unless --gpu
+    names one), GPU fields measured there (bandwidth, matmul TFLOPS) and the host's STREAM triad
+    bandwidth (for CPU-offloaded layers). Measured rates are achieved, not peak, so the speed model's
+    efficiency factors on top make the estimate conservative."""
+    from mlrig.catalog.gpus import resolve_gpu
     from mlrig.errors import MlrigError
+    from mlrig.probe import latest_profile, profile_to_gpu_overrides
 
     if machine != "local":
         raise MlrigError(f"--machine takes 'local' (this machine's last probe), got {machine!r}")
-    try:
-        from mlrig.probe import latest_profile, profile_to_gpu_overrides
-    except ImportError:
-        raise MlrigError("probing is not available in this install; run without --machine") from None
     profile = latest_profile()
     if profile is None:
         raise MlrigError("no measurements of this machine yet; run `mlrig probe` first")
-    return dict(profile_to_gpu_overrides(profile))
+    local = next((g for g in profile.gpus if g.catalog_id), None)
+    overrides: dict[str, Any] = {}
+    if gpu is None:
+        if local is None:
+            raise MlrigError("the last probe found no GPU the catalog knows; pass --gpu NAME as well")
+        gpu = local.catalog_id
+        overrides = dict(profile_to_gpu_overrides(profile, local.index))
+    elif local is not None and resolve_gpu(gpu).id == local.catalog_id:
+        overrides = dict(profile_to_gpu_overrides(profile, local.index))
+    return gpu, overrides, profile.host_memory_bandwidth_gb_s
 
 
 def register(app: typer.Typer) -> None:

@@ -354,17 +354,22 @@ def decode_step(
         serial_gpus=s.serial,
     )
     if offload_fraction > 0:
-        extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine)
+        extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, gpu,
+                              plan.hardware.host_memory_bandwidth_gb_s)
         return PassTime(t.seconds + extra, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, "offload")
     return t
 
 
-def _offload_time(offloaded_bytes: float, engine: str) -> float:
-    """Offloaded weights: llama.cpp runs those layers on the CPU at host memory bandwidth (-ngl);
-    other engines (accelerate / vLLM cpu-offload) stream them over PCIe 4.0 x16 each pass."""
+def _offload_time(offloaded_bytes: float, engine: str, gpu: GPU, host_bw_gb_s: float | None) -> float:
+    """Offloaded weights: llama.cpp runs those layers on the CPU at host memory bandwidth (-ngl;
+    measured by `mlrig probe` when known, else dual-channel DDR5-4800); other engines (accelerate,
+    vLLM cpu-offload) stream them over the card's PCIe link (x16 of its generation) every pass."""
     if engine.startswith("llama.cpp"):
-        return offloaded_bytes / (DEFAULT_HOST_BW_GB_S * 1e9 * eff.BW_EFF[engine]["host"])
-    return offloaded_bytes / (31.5e9 * 0.8)
+        return offloaded_bytes / ((host_bw_gb_s or DEFAULT_HOST_BW_GB_S) * 1e9 * eff.BW_EFF[engine]["host"])
+    from mlrig.catalog.interconnects import resolve_interconnect
+
+    pcie = resolve_interconnect(f"pcie{gpu.pcie_gen if gpu.pcie_gen in (3, 4, 5) else 4}-x16")
+    return offloaded_bytes / (pcie.bandwidth_gb_s * 1e9 * 0.8)
 
 
 def prefill_pass(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, prompt: int) -> PassTime:
@@ -401,7 +406,8 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     dec = decode_step(arch, plan, gpu, b, mid_ctx, off)
     if off > 0:
         s = _setup(arch, plan, gpu)
-        pre_s = pre.seconds + _offload_time(model_weight_bytes(arch, w.precision) * off, s.engine)
+        pre_s = pre.seconds + _offload_time(model_weight_bytes(arch, w.precision) * off, s.engine, gpu,
+                                            plan.hardware.host_memory_bandwidth_gb_s)
     else:
         pre_s = pre.seconds
     decode_tok_s = 1.0 / dec.seconds
