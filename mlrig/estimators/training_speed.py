@@ -68,29 +68,88 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     tok_s_gpu = train_tokens_per_s_per_gpu(n_eff, arch.num_layers, arch.hidden_size, seq, peak, mclass, recompute)
     if tr.method == "qlora":
         tok_s_gpu *= 0.7  # de-quantising 4-bit weights in every fwd/bwd GEMM (PEFT docs: QLoRA ~30% slower)
-    gpus = plan.hardware.total_gpus
-    total = tok_s_gpu * gpus
+    hw = plan.hardware
+    gpus = hw.total_gpus
     gbt = tr.global_batch_tokens or seq * w.batch_size * gpus
-    step_s = gbt / total
+    compute_s = gbt / (tok_s_gpu * gpus)
+    trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
+    shard = hw.tensor_parallel * hw.pipeline_parallel
+    comm_s = data_parallel_comm_s(2.0 * trainable / shard, hw.data_parallel, *_dp_link(plan, gpu),
+                                  zero_stage=tr.zero_stage, overlap=DP_OVERLAP)
+    offload_s = _offload_s(plan, gpu, trainable / shard, pb.total / shard)
+    step_s = compute_s + comm_s + offload_s
+    total = gbt / step_s
     model, _ = train_flops_per_token(n, arch.num_layers, arch.hidden_size, seq, recompute)
     mfu = total * model / (gpus * peak * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
+    parts = {"compute": compute_s, "interconnect": comm_s, "offload": offload_s}
+    bound = max(parts, key=lambda k: parts[k])
     expl = (
         f"{model / 1e9:.1f} GFLOP per token (6N + attention) at {mfu:.0%} MFU of {peak:g} TFLOPS "
-        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s: compute bound"
+        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s; per step {compute_s:.2f} s compute"
+        + (f" + {comm_s:.2f} s gradient sync not hidden" if comm_s > 0 else "")
+        + (f" + {offload_s:.2f} s offload traffic" if offload_s > 0 else "")
+        + f": {bound} bound"
     )
     return Performance(
         train_tokens_per_s=total,
         step_time_s=step_s,
         mfu=mfu,
         time_to_train_s=ttt,
-        bound="compute",
+        bound=bound,
         explanation=expl,
         error_band={"train_tokens_per_s": TRAIN_ERROR_BAND},
     )
 
 
 TRAIN_ERROR_BAND = 0.15
+
+# Fraction of the data-parallel gradient sync hidden behind the backward pass. PyTorch DDP and FSDP
+# bucket gradients and all-reduce them while backward continues (Li et al. 2020, "PyTorch
+# Distributed", sec. 3.2.3, reports most of the communication overlapped); not fitted - the
+# calibration runs (MosaicML, 1600 Gb/s RoCE) are compute bound either way.
+DP_OVERLAP = 0.7
+# CPU Adam reads and writes fp32 master weights, two moments and the gradient: ~16 B read +
+# 12 B written per parameter per step, at host memory bandwidth (Ren et al. 2021, ZeRO-Offload).
+CPU_ADAM_BYTES_PER_PARAM = 28.0
+HOST_BW_GB_S_DEFAULT = 76.8  # dual-channel DDR5-4800 peak (JEDEC), as in the inference offload path
+
+
+def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
+    """LoRA adapters' parameters (see memory.lora_params): what is trained, synchronised and stepped."""
+    from mlrig.estimators.memory import lora_params
+
+    return float(lora_params(arch, rank, targets))
+
+
+def _dp_link(plan: Plan, gpu: GPU) -> tuple[float, float]:
+    """(GB/s per direction, latency us) of the data-parallel links: the plan's interconnect, else
+    NVLink / the card's PCIe within a node and InfiniBand NDR across nodes (catalog defaults)."""
+    from mlrig.catalog.interconnects import default_link, resolve_interconnect
+
+    hw = plan.hardware
+    link = (resolve_interconnect(hw.interconnect) if hw.interconnect
+            else default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes))
+    return link.bandwidth_gb_s, link.latency_us
+
+
+def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
+    """Per-step time for ZeRO-Offload / ZeRO-Infinity traffic (Ren et al. 2021; Rajbhandari et al.
+    2021), not overlapped (conservative): optimizer offload sends bf16 gradients to the host and
+    bf16 parameters back (4 B/param over PCIe) and runs Adam on the CPU at host bandwidth; parameter
+    offload also streams the bf16 weights in for forward and backward (4 B/param more)."""
+    tr = plan.training
+    assert tr is not None
+    if tr.offload == "none":
+        return 0.0
+    from mlrig.catalog.interconnects import resolve_interconnect
+
+    pcie = resolve_interconnect(f"pcie{gpu.pcie_gen if gpu.pcie_gen in (3, 4, 5) else 4}-x16").bandwidth_gb_s
+    host_bw = plan.hardware.host_memory_bandwidth_gb_s or HOST_BW_GB_S_DEFAULT
+    t = 4.0 * trainable / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
+    if tr.offload == "params":
+        t += 4.0 * params / (pcie * 1e9)
+    return t
 
 
 def chinchilla_tokens(params: float) -> float:
