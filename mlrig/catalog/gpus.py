@@ -87,6 +87,12 @@ _NOISE = frozenset({
 _SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4": "pcie", "pcie5": "pcie"}
 
 
+# Compiled once: the index tokenises every spelling in the catalog (~600) on the first lookup.
+_CORES_RE = re.compile(r"(\d+)\s*-?\s*core")
+_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
+_PUNCT_RE = re.compile(r"[^a-z0-9.]+")
+
+
 def _tokens(name: str) -> tuple[str, ...]:
     """Normalise a GPU name to identity tokens.
 
@@ -94,9 +100,10 @@ def _tokens(name: str) -> tuple[str, ...]:
     SXM4/SXM5 -> sxm; vendor and filler words dropped.
     """
     s = name.lower()
-    s = re.sub(r"(\d+)\s*-?\s*core", r"\1c", s)
-    s = re.sub(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b", r"\1gb", s)
-    s = re.sub(r"[^a-z0-9.]+", " ", s)
+    if "core" in s:
+        s = _CORES_RE.sub(r"\1c", s)
+    s = _SIZE_RE.sub(r"\1gb", s)
+    s = _PUNCT_RE.sub(" ", s)
     out = []
     for t in s.split():
         t = t.strip(".")

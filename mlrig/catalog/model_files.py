@@ -19,7 +19,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mlrig.catalog.models import ModelArch, validation_message
 from mlrig.errors import MlrigError
@@ -422,6 +422,8 @@ _MAX_ELEMENTS = 2**50
 class SafetensorsInfo(BaseModel):
     """What one safetensors file (or a sharded set) holds: exact element counts and bytes per dtype."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use: a config.json never needs it
+
     paths: list[str]
     num_tensors: int = Field(ge=0)
     params: int = Field(ge=0, description="stored elements (packed quantized tensors count as stored)")
@@ -576,6 +578,7 @@ _GGUF_MAX_DIMS = 4  # GGML_MAX_DIMS
 
 
 class GGUFTensor(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # GGUF files only
     name: str
     shape: list[int]
     ggml_type: str
@@ -586,6 +589,8 @@ class GGUFTensor(BaseModel):
 
 class GGUFInfo(BaseModel):
     """The header of a GGUF file: architecture metadata and exact per-tensor sizes."""
+
+    model_config = ConfigDict(defer_build=True)  # GGUF files only
 
     path: str
     version: int

@@ -1,0 +1,60 @@
+"""The precomputed model index (mlrig/data/models_index.json) must match its sources.
+
+`mlrig plan` reads the index instead of parsing every catalog config; these tests make sure the
+index is exactly what scripts/build_model_index.py builds from mlrig/data/models/*.json, and
+that resolving through it gives the same architectures as parsing the configs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from mlrig.catalog.models import _catalog_entries, _index_path, catalog_from_configs, resolve_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _build_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_model_index", ROOT / "scripts/build_model_index.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_shipped_index_is_what_the_script_builds() -> None:
+    shipped = _index_path().read_text(encoding="utf-8")
+    assert shipped == _build_script().build_text(), (
+        "mlrig/data/models_index.json is stale: run python scripts/build_model_index.py")
+
+
+def test_index_round_trips_to_the_archs_parsed_from_configs() -> None:
+    from_configs = catalog_from_configs()
+    from_index = _catalog_entries()
+    assert len(from_index) == len(from_configs) == len(list((ROOT / "mlrig/data/models").glob("*.json")))
+    for (a, ka), (b, kb) in zip(from_index, from_configs, strict=True):
+        assert a == b, a.id
+        assert ka == kb, a.id
+
+
+def test_resolving_a_catalog_model_parses_no_config() -> None:
+    """The point of the index: a catalog name resolves without mlrig.catalog.model_files."""
+    import subprocess
+
+    code = ("import sys; from mlrig.catalog.models import resolve_model; a = resolve_model('llama-3.1-8b'); "
+            "print(a.hf_id, 'mlrig.catalog.model_files' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [resolve_model("llama-3.1-8b").hf_id, "False"]
+
+
+def test_check_mode_reports_a_stale_index(tmp_path: Path) -> None:
+    import subprocess
+
+    stale = tmp_path / "models_index.json"
+    stale.write_text("{}\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/build_model_index.py"), "--check", "--out", str(stale)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "stale" in proc.stderr
