@@ -123,8 +123,10 @@ def default_engine(precision: str, gpu: GPU) -> str:
     return "llama.cpp" if gguf or gpu.hardware_class == "apple" else "transformers"
 
 
-def with_defaults(p: Plan, gpu: GPU) -> tuple[Plan, list[str]]:
+def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Plan, list[str]]:
     """Fill what an inference user usually leaves implicit, and say so in notes:
+    - the precision, when none was given and the checkpoint ships quantised (a GGUF file's type,
+      gpt-oss's MXFP4, DeepSeek-V3's FP8): the weights as they are;
     - the engine (see `default_engine`);
     - how several GPUs in one node share the model when no parallelism is given: llama.cpp splits
       layers across them (its default `--split-mode layer`), serving engines use tensor parallelism
@@ -133,6 +135,14 @@ def with_defaults(p: Plan, gpu: GPU) -> tuple[Plan, list[str]]:
     if p.workload.task != "inference":
         return p, notes
     w, hw = p.workload, p.hardware
+    shipped = arch and (arch.weight_format or arch.quant_method)
+    if "precision" not in w.model_fields_set and arch is not None and shipped:
+        from mlrig import quant
+
+        native = quant.native_precision(arch)
+        if native != w.precision:
+            w = w.model_copy(update={"precision": native})
+            notes.append(f"no precision given: the weights as shipped ({native}); pass --precision to change")
     if w.engine is None:
         w = w.model_copy(update={"engine": default_engine(w.precision, gpu)})
         notes.append(f"no engine given: assumed {w.engine} (pass --engine vllm, llama.cpp, sglang, ... to change)")
@@ -160,7 +170,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.performance import estimate_performance
 
-    p, notes = with_defaults(p, gpu)
+    p, notes = with_defaults(p, gpu, arch)
     notes = [*arch.notes, *notes]
     try:
         memory = estimate_memory(arch, p, gpu)
@@ -172,6 +182,8 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         fits=memory.fits,
         model=arch.hf_id or arch.id,
         gpu=gpu.id,
+        precision=p.workload.precision,
+        engine=p.workload.engine if p.workload.task == "inference" else None,
         memory=memory.breakdown,
         kv_cache_capacity_tokens=memory.kv_cache_capacity_tokens,
         performance=performance,
@@ -199,7 +211,7 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
-    p, _ = with_defaults(p, gpu)
+    p, _ = with_defaults(p, gpu, arch)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
         "max_context_tokens": max_context_tokens(arch, p, gpu),

@@ -40,6 +40,8 @@ class PlanResult(BaseModel):
     fits: bool | None = None
     model: str | None = None
     gpu: str | None = None
+    precision: str | None = None  # as evaluated (defaults filled in: see notes)
+    engine: str | None = None
     memory: MemoryBreakdown | None = None
     kv_cache_capacity_tokens: int | None = None
     performance: Performance | None = None

@@ -119,3 +119,13 @@ def test_api_plan() -> None:
 
     r = mlrig.plan("llama-3.1-8b", gpu="RTX 4090", precision="q4_k_m")
     assert r.fits and r.memory is not None and r.memory.weights_gib < 6
+
+
+def test_quantised_checkpoints_default_to_their_shipped_format() -> None:
+    shipped = evaluate({"model": "gpt-oss-20b", "hardware": {"gpu": "RTX 4090"}})
+    assert shipped.precision == "mxfp4" and shipped.fits
+    assert any("as shipped" in n for n in shipped.notes)
+    bf16 = evaluate({"model": "gpt-oss-20b", "workload": {"precision": "bf16"}, "hardware": {"gpu": "RTX 4090"}})
+    assert bf16.precision == "bf16" and not bf16.fits  # 21B at 16 bits is ~39 GiB
+    plain = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}})
+    assert plain.precision == "bf16" and plain.engine == "transformers"

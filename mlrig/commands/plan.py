@@ -51,7 +51,8 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     hw = plan.get("hardware", {})
     n_gpus = int(hw.get("count", 1)) * int(hw.get("nodes", 1))
     task = wl.get("task", "inference")
-    head = (f"[bold]{result.model}[/] · {wl.get('precision', 'bf16')} · {task}"
+    engine = f" ({result.engine})" if result.engine else ""
+    head = (f"[bold]{result.model}[/] · {result.precision} · {task}{engine}"
             f" on {n_gpus} × {result.gpu}")
     con.print(head)
     if mem is None:
