@@ -51,6 +51,7 @@ def models_cmd(
     family: Annotated[str | None, typer.Option(
         "--family", "-f", help="family or model_type prefix: llama, qwen, qwen3, gemma2...")] = None,
     max_params: Annotated[float | None, typer.Option("--max-params", help="total params, billions")] = None,
+    wide: Annotated[bool, typer.Option("--wide", "-w", help="also the Hugging Face repo id")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON list on stdout")] = False,
 ) -> None:
     """List the built-in model catalog (params are exact counts derived from each published config)."""
@@ -75,14 +76,19 @@ def models_cmd(
     from rich.table import Table
 
     t = Table(title=f"mlrig model catalog ({len(rows)} models; params = exact counts from config)")
-    for col, just in (("id", "left"), ("HF id", "left"), ("params (B)", "right"), ("active (B)", "right"),
-                      ("layers", "right"), ("attention", "left"), ("context", "right")):
+    cols = [("id", "left"), ("HF id", "left"), ("params (B)", "right"), ("active (B)", "right"),
+            ("layers", "right"), ("attention", "left"), ("context", "right")]
+    if not wide:
+        cols.pop(1)
+    for col, just in cols:
         t.add_column(col, justify=just, no_wrap=col in ("id", "HF id"))  # type: ignore[arg-type]
     for r in rows:
         active = f"{r['active_params'] / 1e9:.2f}" if r["active_params"] != r["params"] else ""
         ctx = f"{r['context_tokens']:,}" if r["context_tokens"] else "-"
-        t.add_row(r["id"], r["hf_id"] or "", f"{r['params'] / 1e9:.2f}", active, str(r["layers"]),
-                  r["attention"], ctx)
+        cells = [r["id"], r["hf_id"] or "", f"{r['params'] / 1e9:.2f}", active, str(r["layers"]), r["attention"], ctx]
+        if not wide:
+            cells.pop(1)
+        t.add_row(*cells)
     console().print(t)
 
 
