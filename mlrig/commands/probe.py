@@ -86,6 +86,10 @@ def probe_cmd(
         if not rows:
             print("no probes saved yet; run `mlrig probe`", file=sys.stderr)
         return
+    from mlrig.errors import MlrigError
+
+    if not dir.is_dir():
+        raise MlrigError(f"--dir {dir} is not a directory; give an existing directory on the disk to test")
     prog, step = _stderr_progress()
     with prog:
         profile = probe(dir, quick=quick, progress=step)
