@@ -125,6 +125,7 @@ def normalise_precision(precision: str) -> str:
 
 
 def scheme(precision: str) -> Scheme:
+    """The storage scheme of a precision (any spelling `normalise_precision` accepts)."""
     return SCHEMES[normalise_precision(precision)]
 
 
@@ -230,14 +231,24 @@ def weight_bits_by_component(arch: ModelArch, precision: str) -> dict[str, float
         "embedding": p.embedding * s.embed_bpw,
         "lm_head": p.lm_head * s.head_bpw,
         "norms": p.norms * s.norm_bpw,
+        # vision towers, gates and other extras stay 16-bit in quantised checkpoints
         "other": p.other * (16.0 if s.linear_bpw < 16 else s.linear_bpw),
     }
 
 
+def _requested(precision: str | None) -> str | None:
+    """`precision`, or None where it asks for the checkpoint's own format ("", "auto", "native")."""
+    if precision is None or precision.strip().lower() in ("", "auto", "native"):
+        return None
+    return precision
+
+
 def _matches_file(arch: ModelArch, precision: str | None) -> bool:
+    """Whether the architecture's exact file bytes are those of `precision`."""
     if arch.weight_bytes is None:
         return False
-    if precision is None or precision.strip().lower() in ("", "auto", "native"):
+    precision = _requested(precision)
+    if precision is None:
         return True
     fmt = arch.weight_format or arch.quant_method
     if fmt is None:
@@ -268,7 +279,5 @@ def weight_bytes(arch: ModelArch, precision: str | None = None) -> int:
     if _matches_file(arch, precision):
         assert arch.weight_bytes is not None
         return arch.weight_bytes
-    if precision is None or precision.strip().lower() in ("", "auto", "native"):
-        precision = native_precision(arch)
-    bits = sum(weight_bits_by_component(arch, precision).values())
+    bits = sum(weight_bits_by_component(arch, _requested(precision) or native_precision(arch)).values())
     return round(bits / 8)

@@ -189,11 +189,24 @@ def test_report_markdown_and_html() -> None:
         ["cost", "--buy", "rtx 9999", "--hours-per-month", "10"],
         ["cost", "--hours-per-month", "10", "--rent", "nope"],
         ["report", "--format", "pdf", "--model", "llama-3.1-8b"],
+        ["recommend", "--model", "llama-3.1-8b", "--years", "0"],
+        ["cost", "--hours-per-month", "10", "--years", "0"],
+        ["cost", "--hours-per-month", "10", "--pue", "0.5"],
     ],
 )
 def test_cli_bad_input_exits_2(args: list[str]) -> None:
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) <= 1, res.output
+
+
+def test_cli_cost_table_shows_per_run_columns_only_with_a_run_length() -> None:
+    base = ["cost", "--buy", "rtx-3090-used", "--rent", "runpod-rtx-3090"]
+    monthly = CliRunner().invoke(app, [*base, "--hours-per-month", "60"])
+    per_run = CliRunner().invoke(app, [*base, "--runs-per-week", "2", "--hours-per-run", "3"])
+    assert monthly.exit_code == 0 and per_run.exit_code == 0, monthly.output + per_run.output
+    assert "$/run" not in monthly.output and "break-even" in monthly.output
+    assert per_run.output.count("$/run") == 2
 
 
 def test_cli_cost_json() -> None:

@@ -6,6 +6,7 @@ from mlrig.catalog.interconnects import (
     allreduce_time_s,
     default_link,
     load_interconnects,
+    pcie_x16_link,
     resolve_interconnect,
 )
 from mlrig.errors import MlrigError
@@ -31,3 +32,9 @@ def test_default_link_and_ring_allreduce() -> None:
     # 1 GB over 4 ranks: 2*3/4 GB at 31.5 GB/s + 6 x 12 us
     assert allreduce_time_s(1e9, 4, link) == pytest.approx(1.5e9 / 31.5e9 + 6 * 12e-6)
     assert allreduce_time_s(1e9, 1, link) == 0.0
+
+
+@pytest.mark.parametrize("gen,link_id", [(3, "pcie3-x16"), (4, "pcie4-x16"), (5, "pcie5-x16"),
+                                         (None, "pcie4-x16"), (2, "pcie4-x16"), (6, "pcie4-x16")])
+def test_pcie_x16_link_falls_back_to_gen4(gen: int | None, link_id: str) -> None:
+    assert pcie_x16_link(gen).id == link_id

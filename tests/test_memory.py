@@ -14,6 +14,7 @@ from mlrig.errors import MlrigError
 from mlrig.estimators.memory import (
     estimate_memory,
     kv_bytes_per_token,
+    largest_true,
     max_batch_size,
     max_context_tokens,
     min_gpus,
@@ -199,3 +200,16 @@ def test_more_tp_never_more_weights_and_fewer_bits_never_more(model: str, tp: in
     for four, eight, sixteen in (("q4_k_m", "q8_0", "bf16"), ("int4", "int8", "fp16"), ("nf4", "int8", "bf16")):
         w4, w8, w16 = (weights_per_gpu_bytes(arch, p, tp, 1) for p in (four, eight, sixteen))
         assert w4 <= w8 <= w16
+
+
+@pytest.mark.parametrize("threshold,lo,hi,expected", [(37, 1, 100, 37), (0, 1, 100, 0), (500, 1, 100, 100),
+                                                      (1, 1, 1, 1), (5, 5, 9, 5)])
+def test_largest_true_bisection(threshold: int, lo: int, hi: int, expected: int) -> None:
+    calls: list[int] = []
+
+    def pred(n: int) -> bool:
+        calls.append(n)
+        return n <= threshold
+
+    assert largest_true(pred, lo, hi) == expected
+    assert len(calls) <= 2 + (hi - lo).bit_length()  # a bisection, not a scan

@@ -114,6 +114,15 @@ def test_eval_all_good_exits_zero(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["error"] is None
 
 
+def test_eval_unwritable_output_is_a_user_error(tmp_path: Path) -> None:
+    """An MlrigError (not an OSError traceback): mlrig.cli.main prints it as one line and exits 2."""
+    cases = tmp_path / "c.jsonl"
+    cases.write_text(json.dumps({"model": "qwen2.5-7b", "hardware": {"gpu": "A100-SXM4-80GB"}}) + "\n")
+    res = runner.invoke(app, ["eval", str(cases), "-o", str(tmp_path / "missing" / "out.jsonl")])
+    assert isinstance(res.exception, MlrigError) and res.exception.exit_code == 2
+    assert "cannot write results" in str(res.exception) and "\n" not in str(res.exception)
+
+
 def test_api_plan() -> None:
     import mlrig
 

@@ -6,6 +6,7 @@ import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.catalog.models import resolve_model
+from mlrig.errors import MlrigError
 from mlrig.estimators.performance import decode_step, kv_bytes, model_weight_bytes, prefill_pass
 from mlrig.estimators.sweep import RUNTIME_OVERHEAD_BYTES, sweep
 from mlrig.workload import Plan
@@ -34,3 +35,12 @@ def test_sweep_matches_scalar_path() -> None:
         kvp = p if p == "bf16" else "fp16"  # KV default: fp16 for quantised weights
         mem = model_weight_bytes(a, p) / t + b * kv_bytes(a, c, kvp) / t + RUNTIME_OVERHEAD_BYTES
         assert res.memory_per_gpu_bytes[i, j, k, m, n, o] == pytest.approx(mem, rel=1e-9)
+
+
+@pytest.mark.parametrize("axis", ["precisions", "tps", "contexts"])
+def test_empty_or_zero_axis_is_a_one_line_error(axis: str) -> None:
+    args = {"archs": [resolve_model("llama-3-8b")], "gpus": [resolve_gpu("rtx-4090")], "precisions": ["bf16"],
+            "batches": [1], "contexts": [512], "tps": [1]}
+    args[axis] = [] if axis == "precisions" else [0]
+    with pytest.raises(MlrigError, match=axis):
+        sweep(**args)  # type: ignore[arg-type]

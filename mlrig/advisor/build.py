@@ -38,6 +38,9 @@ AMPERE_TRANSIENT_FACTOR = 1.7  # 350 W × 1.7 ≈ 600 W for an RTX 3090 (seed: o
 OTHER_TRANSIENT_FACTOR = 1.4  # estimate for Ada/Blackwell/datacentre cards
 ATX3_EXCURSION_CREDIT = 1.6  # ATX 3.x: 160% of rated power for 10 ms
 REST_OF_SYSTEM_W = 75.0  # board, RAM, drives, fans (estimate)
+# Board power assumed when the catalog lists no TDP (estimate: a PCIe workstation/datacentre card, e.g.
+# A100 PCIe and RTX A6000 are 300 W per NVIDIA data sheets). In the catalog only Apple SoCs lack a TDP.
+UNKNOWN_GPU_TDP_W = 300.0
 CORES_PER_GPU = 4
 # Founders Edition / reference card lengths in mm (NVIDIA product pages; partner cards are often longer).
 REFERENCE_LENGTH_MM = {
@@ -207,7 +210,7 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         f.append(Finding(severity=sev, check=check, what=what, why=why, fix=fix))
 
     # ---- power
-    gpu_w = [(g, b.power_limit_w or g.tdp_w or 300.0) for b, g in units]
+    gpu_w = [(g, b.power_limit_w or g.tdp_w or UNKNOWN_GPU_TDP_W) for b, g in units]
     sustained = sum(w for _, w in gpu_w) + build.cpu.tdp_w + REST_OF_SYSTEM_W
     transient = sum(w * transient_factor(g) for g, w in gpu_w) + build.cpu.tdp_w + REST_OF_SYSTEM_W
     atx3 = build.psu.standard.upper().replace(" ", "").startswith("ATX3")

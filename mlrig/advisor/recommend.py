@@ -15,7 +15,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mlrig.advisor.build import Build, BuildGpu, Cooling, Cpu, Finding, Motherboard, Psu, Slot, check_build
+from mlrig.advisor.build import (
+    UNKNOWN_GPU_TDP_W,
+    Build,
+    BuildGpu,
+    Cooling,
+    Cpu,
+    Finding,
+    Motherboard,
+    Psu,
+    Slot,
+    check_build,
+)
 from mlrig.advisor.cost import (
     WEEKS_PER_MONTH,
     CloudSpec,
@@ -185,7 +196,7 @@ def enumerate_candidates(
             plat = _platform_for(book, n)
             if plat is None:
                 continue
-            tdp = g.tdp_w or 300.0
+            tdp = g.tdp_w or UNKNOWN_GPU_TDP_W
             peak = n * tdp + a.system_overhead_w
             if c.max_power_w is not None and peak > c.max_power_w:
                 continue
@@ -744,7 +755,7 @@ def _explain(
         assert b.psu is not None and b.cpu is not None
         o.reasons.append(
             f"build: {b.psu.watts:.0f} W {b.psu.standard} PSU (GPU transients), {b.ram_gib:.0f} GiB RAM"
-            f" (≥ 1.5× the {g.memory_gib * cand.gpus:.0f} GB VRAM), {b.cpu.name} ({b.cpu.cores} cores,"
+            f" (≥ 1.5× the {g.memory_gib * cand.gpus:.0f} GiB VRAM), {b.cpu.name} ({b.cpu.cores} cores,"
             f" {b.cpu.pcie_lanes} lanes), {BOARD.get(cand.gpus, 'HEDT board')}"
             " - check it with `mlrig build check`"
         )
@@ -764,10 +775,15 @@ def _speed_ratios(o: RankedOption, other: RankedOption) -> list[tuple[str, float
 
 
 def proposed_build(g: GPU, n: int) -> Build:
-    """The machine we would build for n× g: ATX 3.1 PSU sized for transients, RAM ≥ 2× VRAM, x8/x8 or HEDT."""
+    """The machine we would build for n× g: ATX 3.1 PSU sized for transients, RAM ≥ 1.5× VRAM, x8/x8 or HEDT.
+
+    CPUs per AMD product pages: Ryzen 9 7900X 12 cores, 170 W, 24 usable PCIe 5.0 lanes; Threadripper 7960X
+    24 cores, 350 W, 88 usable lanes. RAM: at least the VRAM (osmarks.net seed, see mlrig.advisor.build) plus
+    50% for loading and offload (an estimate), rounded up to a power of two, 64 GiB at the least.
+    """
     from mlrig.advisor.build import recommended_psu_w
 
-    tdp = g.tdp_w or 300.0
+    tdp = g.tdp_w or UNKNOWN_GPU_TDP_W
     ws = n > 2
     cpu = Cpu(
         name="Threadripper 7960X" if ws else "Ryzen 9 7900X",

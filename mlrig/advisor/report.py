@@ -37,7 +37,7 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
     local = LocalSpec(
         name=buy.name,
         items=[PurchaseItem(name=buy.name, price_usd=buy.upfront_usd, annual_decline=a.resale_decline_new_per_year)],
-        power_w=_power(buy, a),
+        power_w=_power(buy, a, rec.constraints.gpu_power_fraction),
         upkeep_fraction_per_year=a.upkeep_fraction_per_year,
     )
     cloud = CloudSpec(
@@ -49,7 +49,9 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
     usage = Usage(
         hours_per_month=rent.busy_hours_per_month,
         years=rec.years,
-        usd_per_kwh=rec.constraints.usd_per_kwh or a.electricity_usd_per_kwh,
+        usd_per_kwh=(
+            rec.constraints.usd_per_kwh if rec.constraints.usd_per_kwh is not None else a.electricity_usd_per_kwh
+        ),
     )
     return BusinessCase(
         buy=buy.name,
@@ -60,14 +62,17 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
     )
 
 
-def _power(o: RankedOption, a: Any) -> float:
+def _power(o: RankedOption, a: Any, gpu_power_fraction: float) -> float:
+    """Busy wall power of a buy option, as recommend prices it: GPUs × TDP × draw fraction + rest of system."""
+    from mlrig.advisor.build import UNKNOWN_GPU_TDP_W
     from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.errors import MlrigError
 
     try:
-        tdp = resolve_gpu(o.gpu).tdp_w or 300.0
-    except Exception:  # an unknown id only weakens the chart, never the report
-        tdp = 300.0
-    return o.gpus * tdp * 0.8 + a.system_overhead_w
+        tdp = resolve_gpu(o.gpu).tdp_w or UNKNOWN_GPU_TDP_W
+    except MlrigError:  # an unknown id only weakens the chart, never the report
+        tdp = UNKNOWN_GPU_TDP_W
+    return o.gpus * tdp * gpu_power_fraction + a.system_overhead_w
 
 
 def render_markdown(rec: Recommendation, case: BusinessCase | None = None, top: int = 10) -> str:

@@ -8,6 +8,8 @@ quote 2:4-sparse figures, which we never use).
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -75,8 +77,6 @@ class GPU(BaseModel):
 # ---------------------------------------------------------------------------------------------
 # Loading and name resolution
 # ---------------------------------------------------------------------------------------------
-import re  # noqa: E402
-from functools import lru_cache  # noqa: E402
 
 # Words that carry no identity ("NVIDIA GeForce RTX 4090" == "RTX 4090").
 _NOISE = frozenset({

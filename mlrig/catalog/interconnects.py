@@ -62,6 +62,12 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
                 "bandwidth_gb_s": nvlink_gb_s,
             }
         )
+    return pcie_x16_link(pcie_gen)
+
+
+def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
+    """The card's PCIe link at x16. A generation outside the catalog's 3-5 (or unknown) is taken
+    as PCIe 4.0, the generation of most cards sold 2020-2024 (an assumption, not a measurement)."""
     gen = pcie_gen if pcie_gen in (3, 4, 5) else 4
     return resolve_interconnect(f"pcie{gen}-x16")
 

@@ -88,11 +88,12 @@ def parse_workload_args(args: list[str]) -> list[Any]:
     out = []
     for g in groups:
         label = f"{g['plan']['model']['name']} {g['plan'].get('workload', {}).get('task', 'inference')}"
-        out.append(Workload(label=label, plan=g["plan"], usage=_usage(WorkloadUsage, g["usage"])))
+        out.append(Workload(label=label, plan=g["plan"], usage=_validated(WorkloadUsage, g["usage"], "usage ")))
     return out
 
 
-def _usage(model: Any, data: dict[str, Any]) -> Any:
+def _validated(model: Any, data: dict[str, Any], what: str = "") -> Any:
+    """`model.model_validate(data)`; a ValidationError becomes a one-line MlrigError naming the field."""
     from pydantic import ValidationError
 
     from mlrig.errors import MlrigError
@@ -101,7 +102,7 @@ def _usage(model: Any, data: dict[str, Any]) -> Any:
         return model.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise MlrigError(f"usage {'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})") from None
+        raise MlrigError(f"{what}{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})") from None
 
 
 def plan_file_workload(path: Path) -> Any:
@@ -112,46 +113,31 @@ def plan_file_workload(path: Path) -> Any:
     data = load_plan_file(path)
     usage = data.pop("usage", {}) or {}
     data.pop("hardware", None)
-    return Workload(label=data.get("id") or path.stem, plan=data, usage=_usage(WorkloadUsage, usage))
+    return Workload(label=data.get("id") or path.stem, plan=data, usage=_validated(WorkloadUsage, usage, "usage "))
 
 
-def _run_recommend(
-    ctx: typer.Context,
-    plan: list[Path] | None,
-    budget: float | None,
-    local_only: bool,
-    cloud_only: bool,
-    max_power: float | None,
-    max_gpus: int | None,
-    no_used: bool,
-    years: float,
-    objective: str,
-    kwh_price: float | None,
-    prices: list[Path] | None,
-) -> tuple[Any, Any]:
-    from pydantic import ValidationError
-
+def _run_recommend(ctx: typer.Context) -> tuple[Any, Any]:
+    """Recommend for the options recommend and report share (read from `ctx.params`) and the workload flags."""
     from mlrig.advisor.prices import load_prices
     from mlrig.advisor.recommend import Constraints, recommend
-    from mlrig.errors import MlrigError
 
-    workloads = [plan_file_workload(p) for p in plan or []] + parse_workload_args(list(ctx.args))
-    try:
-        c = Constraints(
-            budget_usd=budget,
-            local_only=local_only,
-            cloud_only=cloud_only,
-            max_power_w=max_power,
-            max_gpus=max_gpus,
-            no_used=no_used,
-            years=years,
-            objective=objective,
-            usd_per_kwh=kwh_price,
-        )
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise MlrigError(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})") from None
-    book = load_prices(prices)
+    o = ctx.params
+    workloads = [plan_file_workload(p) for p in o["plan"] or []] + parse_workload_args(list(ctx.args))
+    c = _validated(
+        Constraints,
+        {
+            "budget_usd": o["budget"],
+            "local_only": o["local_only"],
+            "cloud_only": o["cloud_only"],
+            "max_power_w": o["max_power"],
+            "max_gpus": o["max_gpus"],
+            "no_used": o["no_used"],
+            "years": o["years"],
+            "objective": o["objective"],
+            "usd_per_kwh": o["kwh_price"],
+        },
+    )
+    book = load_prices(o["prices"])
     return recommend(workloads, book, c), book
 
 
@@ -164,7 +150,7 @@ NoUsed = Annotated[bool, typer.Option("--no-used", help="new hardware only")]
 Years = Annotated[float, typer.Option("--years", help="ownership horizon, years")]
 ObjectiveOpt = Annotated[str, typer.Option("--objective", help="tco | time | usd-per-mtok")]
 Kwh = Annotated[float | None, typer.Option("--kwh-price", help="electricity USD/kWh")]
-PlanOpt = Annotated[list[Path] | None, typer.Option("--plan", help="plan file (repeatable); [usage] table optional")]
+PlanOpt = Annotated[list[Path] | None, typer.Option("--plan", help=r"plan file (repeatable); \[usage] table optional")]
 
 
 def recommend_cmd(
@@ -184,14 +170,14 @@ def recommend_cmd(
     report: Annotated[Path | None, typer.Option("--report", help="also write a .md/.html report")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """What to buy or rent. Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m
+    """What to buy or rent, ranked by total cost, time or $/Mtok.
+
+    Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m
     --min-tok-s 15 --hours-per-day 8` and `--model M --method qlora --runs-per-week 2 --hours-per-run 3`
     (each --model starts a workload; hours per run are on --reference-gpu, default A100 80GB)."""
     from mlrig.commands._common import print_json
 
-    rec, book = _run_recommend(
-        ctx, plan, budget, local_only, cloud_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
-    )
+    rec, book = _run_recommend(ctx)
     if report is not None:
         _write_report(rec, book, report, "html" if report.suffix.lower() in (".html", ".htm") else "md")
     if as_json:
@@ -205,23 +191,23 @@ def recommend_cmd(
     if not con.is_terminal:  # piped: rich would wrap option names at 80 columns
         con = Console(width=160)
     t = Table(title=f"options for {', '.join(rec.workloads)} · objective {rec.objective} · {rec.years:g} years")
-    for col in ("#", "option", "kind", "GPU mem GiB", "upfront $", "$/month", "total $", "speed", "Pareto"):
-        t.add_column(col, justify="left" if col in ("option", "kind") else "right")
+    t.caption = "★ on the cost-vs-speed Pareto front"
+    for col in ("#", "option", "kind", "GPU mem\nGiB", "upfront\n$", "$/month", "total $", "speed"):
+        t.add_column(col, justify="left" if col in ("option", "kind") else "right", overflow="fold")
     for o in [o for o in rec.options if o.feasible][:top]:
         t.add_row(
             str(o.rank),
-            o.name,
+            escape(o.name) + (" ★" if o.pareto else ""),
             o.kind,
             f"{o.total_gpu_memory_gib:.0f}",
             f"{o.upfront_usd:,.0f}",
             f"{o.cost_per_month_usd:,.0f}",
             f"{o.total_cost_usd:,.0f}",
             f"{o.speed_score:.2f}",
-            "★" if o.pareto else "",
         )
     con.print(t)
     for s in rec.summary:
-        con.print(f"• {s}")
+        con.print(f"• {escape(s)}")
     for o in [o for o in rec.options if o.feasible][:3]:
         con.print(f"[bold]{o.name}[/]")
         for r in o.reasons:
@@ -278,9 +264,7 @@ def report_cmd(
 
     if fmt not in ("md", "html"):
         raise MlrigError(f"--format must be md or html, got {fmt!r}")
-    rec, book = _run_recommend(
-        ctx, plan, budget, local_only, cloud_only, max_power, max_gpus, no_used, years, objective, kwh_price, prices
-    )
+    rec, book = _run_recommend(ctx)
     if output is not None:
         _write_report(rec, book, output, fmt)
         return
@@ -295,7 +279,9 @@ def cost_cmd(
     rent: Annotated[list[str] | None, typer.Option("--rent", help="cloud price key (repeatable)")] = None,
     spot: Annotated[bool, typer.Option("--spot", help="also price spot where listed")] = False,
     hours_per_month: Annotated[float | None, typer.Option("--hours-per-month", help="busy GPU hours")] = None,
-    runs_per_week: Annotated[float | None, typer.Option("--runs-per-week")] = None,
+    runs_per_week: Annotated[
+        float | None, typer.Option("--runs-per-week", help="fine-tuning runs per week (with --hours-per-run)")
+    ] = None,
     hours_per_run: Annotated[
         float | None, typer.Option("--hours-per-run", help="hours per run on the cloud GPU")
     ] = None,
@@ -310,6 +296,7 @@ def cost_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Total cost of ownership, local vs cloud: per month, break-even hours, cost per run, $/Mtok, sensitivity."""
+    from mlrig.advisor.build import UNKNOWN_GPU_TDP_W
     from mlrig.advisor.cost import WEEKS_PER_MONTH, CloudSpec, LocalSpec, PurchaseItem, Usage, compare_tco
     from mlrig.advisor.cost import usd_per_million_tokens as per_mtok
     from mlrig.advisor.prices import load_prices
@@ -369,7 +356,7 @@ def cost_cmd(
             PurchaseItem(name=f"{count}× {g.id}", price_usd=unit * count, annual_decline=decline),
             PurchaseItem(name=plat[0][1], price_usd=plat[0][0], annual_decline=a.resale_decline_new_per_year),
         ]
-        power = count * (g.tdp_w or 300.0) * utilization + a.system_overhead_w
+        power = count * (g.tdp_w or UNKNOWN_GPU_TDP_W) * utilization + a.system_overhead_w
         sources = (
             [f"{entry.key}: {entry.source} ({entry.date}, {entry.verification})"]
             if entry
@@ -402,11 +389,14 @@ def cost_cmd(
                     interruption_overhead=a.spot_interruption_overhead,
                 )
             )
-    usage = Usage(
-        hours_per_month=hours_per_month,
-        years=years,
-        usd_per_kwh=kwh_price if kwh_price is not None else a.electricity_usd_per_kwh,
-        pue=pue if pue is not None else a.pue_home,
+    usage = _validated(
+        Usage,
+        {
+            "hours_per_month": hours_per_month,
+            "years": years,
+            "usd_per_kwh": kwh_price if kwh_price is not None else a.electricity_usd_per_kwh,
+            "pue": pue if pue is not None else a.pue_home,
+        },
     )
     res = compare_tco(local, clouds, usage, hours_per_run=hours_per_run)
     res.prices_used = book.used_summary() + sources
@@ -435,22 +425,25 @@ def cost_cmd(
         f" (${lc.total_usd:,.0f} total)"
     )
     t = Table(title=f"{hours_per_month:,.0f} busy h/month over {years:g} years")
-    for col in ("cloud", "$/h", "$/month", "break-even h/month", "payback months", "$/run cloud", "$/run local"):
-        t.add_column(col, justify="left" if col == "cloud" else "right")
+    columns = ["cloud", "$/h", "$/month", "break-even\nh/month", "payback\nmonths"]
+    if hours_per_run is not None:  # cost per run is only known when the run length is
+        columns += ["$/run\ncloud", "$/run\nlocal"]
+    for col in columns:
+        t.add_column(col, justify="left" if col == "cloud" else "right", no_wrap=col != "cloud")
 
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
 
     for cmp in sorted(res.comparisons, key=lambda x: x.cloud.cost_per_month_usd):
-        t.add_row(
-            cmp.cloud.name,
+        cells = [
             f(cmp.cloud.usd_per_hour),
             f(cmp.cloud.cost_per_month_usd),
             f(cmp.break_even_hours_per_month),
             f(cmp.payback_months),
             f(cmp.cost_per_run_usd),
             f(cmp.local_cost_per_run_usd),
-        )
+        ]
+        t.add_row(cmp.cloud.name, *cells[: len(columns) - 1])
     con.print(t)
     con.print(res.verdict)
     if tokens_per_s:

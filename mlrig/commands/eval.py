@@ -14,7 +14,9 @@ def eval_cmd(
     cases: Annotated[Path, typer.Argument(help="JSON Lines file, one plan per line ('-' for stdin)")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="write results here instead of stdout")] = None,
 ) -> None:
-    """Evaluate plans in batch. Bad lines yield an `error` result; the rest are still evaluated.
+    """Evaluate plans in batch (JSON Lines in, one result per line out).
+
+    Bad lines yield an `error` result; the rest are still evaluated.
     Exit status 0 when every line was evaluated, 1 when any had an error."""
     import json
     import sys
@@ -29,7 +31,10 @@ def eval_cmd(
         raise MlrigError(f"cases file {str(cases)!r} not found; give a .jsonl file with one plan per line")
     else:
         lines = cases.open(encoding="utf-8", errors="replace")
-    sink = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        sink = out.open("w", encoding="utf-8") if out else sys.stdout
+    except OSError as exc:
+        raise MlrigError(f"cannot write results to {str(out)!r}: {exc.strerror}; pick a writable path") from None
     any_error = False
     try:
         for lineno, line in enumerate(lines, 1):

@@ -133,8 +133,10 @@ def serve_cmd(
     acceptance: AcceptanceOpt = 0.7,
     as_json: JsonOpt = False,
 ) -> None:
-    """How many concurrent users at ≥ N tok/s each? Throughput/latency over concurrency, KV capacity,
-    the binding limit, and the speed-up from speculative decoding (--draft-model)."""
+    """How many concurrent users at ≥ N tok/s each?
+
+    Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from
+    speculative decoding (--draft-model)."""
     from mlrig.commands._common import print_json
     from mlrig.estimators.performance import concurrency_limits, serving_curve
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware

@@ -73,7 +73,7 @@ BW_EFF: dict[str, dict[str, float]] = {
 # 2. Fraction of the peak dense tensor rate reached by prefill GEMMs (16-bit weights).
 #    llama.cpp uses cuBLAS with FP16 accumulation for F16 GEMMs, so on GeForce cards the
 #    reference peak is the FP16-accumulate rate (2x the FP32-accumulate figure the catalog holds;
-#    see `peak_prefill_tflops`). Rows: F16 pp512/pp1024 of RTX 3090 XD-0085, RTX 4080 XD-0103
+#    see `performance.peak_tflops`). Rows: F16 pp512/pp1024 of RTX 3090 XD-0085, RTX 4080 XD-0103
 #    (~50 % of FP16-acc peak), RTX 6000 Ada XD-0334, RTX A6000 XD-0502, A40 XD-0460 (~30-40 %),
 #    A100 PCIe XD-0376 (~40 %), H100 PCIe XD-0544 (~23 %: llama.cpp's mma.sync kernels do not use
 #    Hopper's wgmma path). Apple (Metal): M1/M2 F16 pp512 rows A4167-00xx against the GPU's FP16
@@ -113,7 +113,8 @@ LAYER_OVERHEAD_S: dict[str, float] = {
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
 # rows leave 60-85 us per token over 32 layers after the GEMM term (RTX 3090, A6000, A40, A100,
-# H100 PCIe): ~2 us per token-layer; scaled by hidden size / 4096.
+# H100 PCIe): ~2 us per token-layer; scaled by hidden size / PREFILL_REF_HIDDEN.
+PREFILL_REF_HIDDEN = 4096  # hidden size of Llama-3-8B, the model of the rows above
 PREFILL_TOKEN_LAYER_S: dict[str, float] = {
     "llama.cpp": 0.5e-6,
     "llama.cpp-2024": 2.0e-6,

@@ -9,6 +9,7 @@ GiB (2^30 bytes). Each term's docstring names its source; the handful of constan
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -123,6 +124,7 @@ def _mlp_width(arch: ModelArch) -> int:
 
 
 def _context_overhead(gpu: GPU) -> float:
+    """Memory outside the framework's allocator: the CUDA context (or Metal's, on Apple)."""
     return CAL.metal_context_bytes if gpu.vendor.lower() == "apple" else CAL.cuda_context_bytes
 
 
@@ -139,6 +141,7 @@ def _load_host_bytes(weights_per_gpu: float) -> float:
 
 
 def _gib(x: float) -> float:
+    """Bytes -> GiB, rounded to 4 decimals for reports."""
     return round(x / GiB, 4)
 
 
@@ -146,7 +149,7 @@ def _gib(x: float) -> float:
 # inference
 # ---------------------------------------------------------------------------------------------
 
-def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, max_model_len: int, last_stage: bool) -> float:
+def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool) -> float:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
@@ -195,22 +198,22 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     concurrency: float | None = None
 
     if engine in ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi"):
-        act = _vllm_activation_bytes(arch, gpu, ctx, last_stage=True)
+        act = _vllm_activation_bytes(arch, gpu, last_stage=True)
         non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
-            util = w.gpu_memory_utilization or 0.9
+            util = w.gpu_memory_utilization or 0.9  # vLLM default --gpu-memory-utilization
             reserved = util * cap
             pool = reserved - weights - act - non_torch
             notes.append(f"vLLM reserves gpu_memory_utilization={util:g} x {cap_gib:.2f} GiB; KV pool = "
                          "reservation - weights - profiled activation peak - non-torch memory")
         elif engine == "sglang":
-            frac = w.gpu_memory_utilization or 0.88
+            frac = w.gpu_memory_utilization or 0.88  # SGLang --mem-fraction-static default at TP 1 (server_args.py)
             reserved = frac * cap
             pool = reserved - weights - non_torch
             notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
                          "activations use the rest")
         else:
-            frac = w.gpu_memory_utilization or 0.9
+            frac = w.gpu_memory_utilization or 0.9  # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
             free = cap - weights - act - overhead
             pool = frac * free
             reserved = weights + act + overhead + pool
@@ -265,7 +268,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         kv = kv_tok * ctx * batch
         act = _prefill_activation_bytes(arch, batch * max(1, w.prompt_tokens), w.flash_attention,
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
-        act += batch * arch.vocab_size * 4 * 2
+        act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
     used = weights + kv + act + overhead
     fits = used <= cap
     if kv_tok > 0:
@@ -326,6 +329,12 @@ def optimizer_cost(optimizer: str, precision: str) -> OptimizerCost:
     if "in-bwd" in o or "inbwd" in o:
         grads = 0.0
     return OptimizerCost(state_bytes=master + states, grad_bytes=grads, name=o)
+
+
+def _float_precision(precision: str) -> str:
+    """The precision itself when it is a float format (fp32/bf16/fp16), else bf16: what full
+    training or a LoRA base runs at when the given precision cannot be trained."""
+    return precision if quant.compute_dtype(precision) in ("fp32", "bf16", "fp16") else "bf16"
 
 
 def _is_known(precision: str) -> bool:
@@ -402,14 +411,13 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     shard = tp * pp
 
     if method == "full":
-        base_prec = precision if quant.compute_dtype(precision) in ("fp32", "bf16", "fp16") else "bf16"
+        base_prec = _float_precision(precision)
         if base_prec != precision:
             notes.append(f"full training of {precision} weights is not possible; assumed bf16 weights")
         weights = quant.weight_bytes(arch, base_prec) / shard
         trainable = n_total / shard
     else:
-        base_prec = "nf4" if method == "qlora" else (
-            precision if quant.compute_dtype(precision) in ("bf16", "fp16", "fp32") else "bf16")
+        base_prec = "nf4" if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp)
         trainable = lora_params(arch, t.lora_rank, t.lora_targets) / shard
         weights += trainable * 2  # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state)
@@ -433,7 +441,8 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         optim = 0.0
         if method == "full":  # ZeRO-Offload keeps fp32 gradients with the optimizer on the host
             host += grads * (dp if z >= 2 else 1) * 2
-            grads = grads * 0.0 if z >= 2 else grads
+            if z >= 2:
+                grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
         host += weights * (dp if z >= 3 else 1)
@@ -448,7 +457,8 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     # (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1); without it every layer's activations.
     ckpt = layers * el * seq * b * arch.hidden_size + layer_act
     act = ckpt if t.gradient_checkpointing else layers * layer_act
-    # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021)
+    # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
+    # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
     if pp > 1:
         act *= min(pp, 4)
     logits = 0.0
@@ -517,9 +527,9 @@ def _ok(arch: ModelArch, plan: Plan, gpu: GPU) -> bool:
     return e.fits and e.batch_fits
 
 
-def _largest(pred: object, lo: int, hi: int) -> int:
-    """Largest n in [lo, hi] with pred(n) true, for a monotone pred (bisection); lo-1 if none."""
-    assert callable(pred)
+def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+    """Largest n in [lo, hi] with pred(n) true, for a pred true up to some n and false after
+    (bisection); lo - 1 if none."""
     if not pred(lo):
         return lo - 1
     while lo < hi:
@@ -533,7 +543,7 @@ def _largest(pred: object, lo: int, hi: int) -> int:
 
 def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000) -> int:
     """Largest batch (concurrent sequences / micro-batch) that fits; 0 if none."""
-    return max(0, _largest(lambda n: _ok(arch, _with(plan, workload__batch_size=n), gpu), 1, limit))
+    return max(0, largest_true(lambda n: _ok(arch, _with(plan, workload__batch_size=n), gpu), 1, limit))
 
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
@@ -541,12 +551,12 @@ def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_00
     if plan.workload.task != "inference" and plan.training is not None:
         def fits_t(n: int) -> bool:
             return _ok(arch, _with(plan, training__seq_len=n, workload__context_tokens=n), gpu)
-        return max(0, _largest(fits_t, 1, limit))
+        return max(0, largest_true(fits_t, 1, limit))
 
     def fits(n: int) -> bool:
         return _ok(arch, _with(plan, workload__context_tokens=n,
                                workload__prompt_tokens=min(plan.workload.prompt_tokens, n)), gpu)
-    return max(0, _largest(fits, 1, limit))
+    return max(0, largest_true(fits, 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:

@@ -20,7 +20,6 @@ The efficiency factors (mlrig/estimators/efficiency.py) are per engine family an
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators.memory import largest_true
 from mlrig.results import Performance
 
 if TYPE_CHECKING:
@@ -41,7 +41,15 @@ if TYPE_CHECKING:
 # dual-channel DDR5-4800 is 76.8 GB/s peak (JEDEC JESD79-5); desktop STREAM results ~60 GB/s.
 DEFAULT_HOST_BW_GB_S = 76.8
 
+# Offloaded weights streamed host -> GPU reach ~80 % of the PCIe link's per-direction peak
+# (128b/130b encoding and TLP headers; pinned-memory copies in NVIDIA's `bandwidthTest` sample).
+# A typical figure, not fitted on the calibration data.
+PCIE_COPY_EFF = 0.8
+
+
 def norm_precision(p: str) -> str:
+    """Lower-case precision spelling for the format-family tests below (no validation: see
+    `mlrig.quant.normalise_precision` for that)."""
     return p.strip().lower().replace("-", "_").replace("float16", "fp16").replace("bfloat16", "bf16")
 
 
@@ -74,6 +82,12 @@ def gemm_dtype(precision: str, engine: str) -> str:
     if p in ("fp32", "f32"):
         return "fp32"
     return "fp16"
+
+
+def default_kv_precision(precision: str) -> str:
+    """KV-cache dtype when none is given: 16-bit weights keep their own dtype; quantised weights
+    run with an fp16 cache (vLLM `kv_cache_dtype="auto"`, llama.cpp f16 `--cache-type-k/v`)."""
+    return "fp16" if format_family(precision) != "f16" else precision
 
 
 # ---- engine and hardware keys -----------------------------------------------------------------
@@ -114,6 +128,7 @@ def engine_family(engine: str | None, precision: str, gpu: GPU) -> str:
 
 
 def gpu_memory_class(gpu: GPU) -> str:
+    """The GPU's memory class for the efficiency tables (efficiency.memory_class)."""
     return eff.memory_class(gpu.hardware_class, gpu.memory_type)
 
 
@@ -165,6 +180,12 @@ def read_fraction(arch: ModelArch, tokens_in_pass: int) -> float:
     return max(0.0, read) / total
 
 
+def lm_head_params(arch: ModelArch) -> float:
+    """Parameters of the output projection: the untied head, else the tied embedding, else 0."""
+    pb = arch.params()
+    return float(pb.lm_head if pb.lm_head else (pb.embedding if arch.tie_word_embeddings else 0))
+
+
 def matmul_params(arch: ModelArch) -> float:
     """Parameters in per-token GEMMs: active params minus the input embedding lookup."""
     pb = arch.params()
@@ -207,8 +228,7 @@ def prefill_cost(
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence). Without flash attention engines compute the full s x s scores
     and write/read them in fp32 (4 bytes x 2) per head per layer."""
-    pb = arch.params()
-    head = float(pb.lm_head if pb.lm_head else (pb.embedding if arch.tie_word_embeddings else 0))
+    head = lm_head_params(arch)
     body = matmul_params(arch) - head
     flops = batch * (2.0 * body * prompt + 2.0 * head + attention_flops(arch, prompt, prompt, causal=flash_attention))
     w = model_weight_bytes(arch, precision) * read_fraction(arch, batch * prompt)
@@ -263,7 +283,7 @@ def pass_time(
         compute_s = cost.flops / (ce * peak * 1e12) / tp
     overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (eff.STEP_OVERHEAD_S[engine] if decode else 0.0)
     if not decode:
-        overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / 4096 / tp
+        overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN / tp
     comm_s = 0.0
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s
@@ -306,7 +326,7 @@ class _Setup:
 def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     w = plan.workload
     engine = engine_family(w.engine, w.precision, gpu)
-    kvp = w.kv_cache_precision or ("fp16" if format_family(w.precision) != "f16" else w.precision)
+    kvp = w.kv_cache_precision or default_kv_precision(w.precision)
     hw = plan.hardware
     tp = hw.tensor_parallel
     serial = 1
@@ -314,16 +334,19 @@ def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
         serial = hw.count  # llama.cpp --split-mode layer (default)
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
-    link = None
-    if tp > 1 or serial > 1:
-        from mlrig.catalog.interconnects import default_link, resolve_interconnect
-
-        link = (
-            resolve_interconnect(hw.interconnect)
-            if hw.interconnect
-            else default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes)
-        )
+    link = plan_link(plan, gpu) if tp > 1 or serial > 1 else None
     return _Setup(engine, w.precision, kvp, tp, serial, link)
+
+
+def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
+    """The link between the plan's GPUs: its named interconnect, else the catalog default
+    (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""
+    from mlrig.catalog.interconnects import default_link, resolve_interconnect
+
+    hw = plan.hardware
+    if hw.interconnect:
+        return resolve_interconnect(hw.interconnect)
+    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes)
 
 
 def _offload_fraction(memory: Any) -> float:
@@ -335,24 +358,21 @@ def _offload_fraction(memory: Any) -> float:
     return min(1.0, max(0.0, over / b.weights_gib)) if b.weights_gib > 0 else 0.0
 
 
+def _timed(cost: PassCost, arch: ModelArch, gpu: GPU, s: _Setup, tokens_in_pass: int, decode: bool) -> PassTime:
+    """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
+    return pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
+                     hidden=arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
+                     serial_gpus=s.serial)
+
+
 def decode_step(
     arch: ModelArch, plan: Plan, gpu: GPU, batch: int, context: int, offload_fraction: float = 0.0
 ) -> PassTime:
+    """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
+    served from host memory (see `_offload_time`)."""
     s = _setup(arch, plan, gpu)
     cost = decode_cost(arch, s.precision, s.kv_precision, batch, context)
-    t = pass_time(
-        cost,
-        gpu,
-        s.engine,
-        s.precision,
-        layers=arch.num_layers,
-        tp=s.tp,
-        link=s.link,
-        hidden=arch.hidden_size,
-        tokens_in_pass=batch,
-        decode=True,
-        serial_gpus=s.serial,
-    )
+    t = _timed(cost, arch, gpu, s, batch, decode=True)
     if offload_fraction > 0:
         extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, gpu,
                               plan.hardware.host_memory_bandwidth_gb_s)
@@ -366,28 +386,16 @@ def _offload_time(offloaded_bytes: float, engine: str, gpu: GPU, host_bw_gb_s: f
     vLLM cpu-offload) stream them over the card's PCIe link (x16 of its generation) every pass."""
     if engine.startswith("llama.cpp"):
         return offloaded_bytes / ((host_bw_gb_s or DEFAULT_HOST_BW_GB_S) * 1e9 * eff.BW_EFF[engine]["host"])
-    from mlrig.catalog.interconnects import resolve_interconnect
+    from mlrig.catalog.interconnects import pcie_x16_link
 
-    pcie = resolve_interconnect(f"pcie{gpu.pcie_gen if gpu.pcie_gen in (3, 4, 5) else 4}-x16")
-    return offloaded_bytes / (pcie.bandwidth_gb_s * 1e9 * 0.8)
+    return offloaded_bytes / (pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s * 1e9 * PCIE_COPY_EFF)
 
 
 def prefill_pass(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, prompt: int) -> PassTime:
+    """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split."""
     s = _setup(arch, plan, gpu)
     cost = prefill_cost(arch, s.precision, s.kv_precision, batch, prompt, plan.workload.flash_attention)
-    return pass_time(
-        cost,
-        gpu,
-        s.engine,
-        s.precision,
-        layers=arch.num_layers,
-        tp=s.tp,
-        link=s.link,
-        hidden=arch.hidden_size,
-        tokens_in_pass=batch * prompt,
-        decode=False,
-        serial_gpus=s.serial,
-    )
+    return _timed(cost, arch, gpu, s, batch * prompt, decode=False)
 
 
 def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
@@ -404,8 +412,8 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     pre = prefill_pass(arch, plan, gpu, b, prompt)
     mid_ctx = max(1, prompt + w.output_tokens // 2)
     dec = decode_step(arch, plan, gpu, b, mid_ctx, off)
+    s = _setup(arch, plan, gpu)
     if off > 0:
-        s = _setup(arch, plan, gpu)
         pre_s = pre.seconds + _offload_time(model_weight_bytes(arch, w.precision) * off, s.engine, gpu,
                                             plan.hardware.host_memory_bandwidth_gb_s)
     else:
@@ -414,7 +422,6 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     gen_s = w.output_tokens * dec.seconds
     total_s = pre_s + gen_s
     throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
-    s = _setup(arch, plan, gpu)
     per_tok_gb = (decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx).bytes) / 1e9
     eff_bw = eff.BW_EFF[s.engine][gpu_memory_class(gpu)]
     tp, pp = plan.hardware.tensor_parallel, plan.hardware.pipeline_parallel
@@ -494,18 +501,6 @@ def serving_curve(
     return out
 
 
-def _largest_true(pred: Callable[[int], bool], limit: int) -> int:
-    """Largest n in [1, limit] with pred(n), for a predicate true up to some n and false after (0 if none)."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def max_concurrency_for_latency(
     arch: ModelArch,
     plan: Plan,
@@ -527,7 +522,7 @@ def max_concurrency_for_latency(
         p = serving_curve(arch, plan, gpu, [c], kv_capacity_tokens)[0]
         return p.fits and p.tok_s_per_user >= min_tok_s_per_user and (max_ttft_ms is None or p.ttft_ms <= max_ttft_ms)
 
-    return _largest_true(ok, limit)
+    return largest_true(ok, 1, limit)
 
 
 class ConcurrencyLimits(BaseModel):
@@ -556,7 +551,7 @@ def concurrency_limits(
     speed = max_concurrency_for_latency(arch, plan, gpu, min_tok_s_per_user, None, limit)
     ttft = None
     if max_ttft_ms is not None:
-        ttft = _largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, limit)
+        ttft = largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, 1, limit)
     kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, plan.workload.context)
     candidates = [("tok/s per user", speed), ("TTFT", ttft), ("KV cache capacity", kv)]
     name, best = min(((n, v) for n, v in candidates if v is not None), key=lambda nv: nv[1])
@@ -601,9 +596,7 @@ def verify_cost_ratio(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int)
     tokens = batch * (k + 1)
     weights = model_weight_bytes(arch, s.precision) * read_fraction(arch, tokens)
     cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0)
-    verify = pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
-                       hidden=arch.hidden_size, tokens_in_pass=tokens, decode=True, serial_gpus=s.serial)
-    return verify.seconds / step.seconds
+    return _timed(cost, arch, gpu, s, tokens, decode=True).seconds / step.seconds
 
 
 def speculative_speedup_at_batch(

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlrig import quant
+from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators import performance as perf
+from mlrig.units import GiB
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
 
-RUNTIME_OVERHEAD_BYTES = 1024**3
+RUNTIME_OVERHEAD_BYTES = 1 * GiB  # CUDA context + allocator slack per GPU (module docstring)
 
 
 @dataclass
@@ -48,10 +50,20 @@ def sweep(
     tps: list[int],
     engine: str = "vllm",
 ) -> SweepResult:
+    """Memory per GPU, fit, decode / throughput / prefill tokens/s for every combination of the
+    inputs at one engine (the scalar roofline of `performance.py`, vectorised; module docstring)."""
     import numpy as np
 
     from mlrig.catalog.interconnects import default_link
 
+    axes = {"models": archs, "gpus": gpus, "precisions": precisions, "batches": batches, "contexts": contexts,
+            "tps": tps}
+    for name, values in axes.items():
+        if not values:
+            raise MlrigError(f"sweep needs at least one value in {name}; give a non-empty list")
+    for name, ints in (("batches", batches), ("contexts", contexts), ("tps", tps)):
+        if min(ints) < 1:
+            raise MlrigError(f"sweep {name} must be >= 1, got {min(ints)}; drop the zero or negative values")
     eng = perf.engine_family(engine, precisions[0], gpus[0])
     M, P, B, C = len(archs), len(precisions), len(batches), len(contexts)
     b = np.asarray(batches, dtype=np.float64)
@@ -61,7 +73,7 @@ def sweep(
     # ---- per model x precision / batch / context (scalar helpers, small loops) ----
     wbytes = np.array([[perf.model_weight_bytes(a, p) for p in precisions] for a in archs])  # M,P
     kvb = np.array(
-        [quant.kv_bytes_per_element("fp16" if perf.format_family(p) != "f16" else p) for p in precisions]
+        [quant.kv_bytes_per_element(perf.default_kv_precision(p)) for p in precisions]
     )  # P
     kv_per_tok = np.array([[a.kv_values_per_token(int(x)) for x in contexts] for a in archs])  # M,C
     mm = np.array([perf.matmul_params(a) for a in archs])  # M
@@ -73,9 +85,7 @@ def sweep(
     )  # M,B,C
     att_dec = np.array([[perf.attention_flops(a, 1, int(x)) for x in contexts] for a in archs])  # M,C
     att_pre = np.array([[perf.attention_flops(a, int(x), int(x)) for x in contexts] for a in archs])  # M,C
-    heads = np.array(
-        [float(a.params().lm_head or (a.params().embedding if a.tie_word_embeddings else 0)) for a in archs]
-    )
+    heads = np.array([perf.lm_head_params(a) for a in archs])  # M
 
     # ---- per GPU / precision ----
     mcls = [perf.gpu_memory_class(g) for g in gpus]
@@ -92,7 +102,7 @@ def sweep(
             )
             peak[i, j] = pk * 1e12 * ce
     peak = np.where(peak > 0, peak, np.inf)
-    cap = np.array([g.capacity_gib * 1024**3 for g in gpus])
+    cap = np.array([g.capacity_gib * GiB for g in gpus])
     links = [[default_link(g.pcie_gen, g.nvlink_gb_s, int(x)) for x in tps] for g in gpus]
     lat = np.array([[lk.latency_us * 1e-6 for lk in row] for row in links])  # G,T
     lbw = np.array([[lk.bandwidth_gb_s * 1e9 for lk in row] for row in links])  # G,T
@@ -138,7 +148,7 @@ def sweep(
     pcomp_s = pflops / peak[GP] / t[Tx]
     pover = (
         layers[Mx] * eff.LAYER_OVERHEAD_S[eng]
-        + b[Bx] * c[Cx] * layers[Mx] * eff.PREFILL_TOKEN_LAYER_S[eng] * hidden[Mx] / 4096 / t[Tx]
+        + b[Bx] * c[Cx] * layers[Mx] * eff.PREFILL_TOKEN_LAYER_S[eng] * hidden[Mx] / eff.PREFILL_REF_HIDDEN / t[Tx]
     )
     pre_s = np.maximum(pcomp_s, pmem_s) + pover + comm(b[Bx] * c[Cx])
 

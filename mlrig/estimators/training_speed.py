@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 def train_flops_per_token(
     params: float, layers: int, d_model: int, seq_len: int, recompute: bool = False
 ) -> tuple[float, float]:
-    """(model FLOPs, hardware FLOPs) per trained token."""
+    """(model FLOPs, hardware FLOPs) per trained token: 6N + 12 L d s, plus the recomputed
+    forward 2N + 4 L d s with activation checkpointing (formulas in the module docstring)."""
     attn_fwd = 4.0 * layers * d_model * seq_len
     model = 6.0 * params + 3.0 * attn_fwd
     hw = model + (2.0 * params + attn_fwd if recompute else 0.0)
@@ -49,6 +50,8 @@ def train_tokens_per_s_per_gpu(
 
 
 def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
+    """Training throughput, step time and MFU of the plan: calibrated MFU x dense peak for the
+    compute, plus the data-parallel gradient sync not hidden and any ZeRO-Offload traffic."""
     from mlrig.estimators.performance import gpu_memory_class
 
     tr = plan.training
@@ -102,6 +105,7 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     )
 
 
+# Covers the p90 of |pred/meas - 1| of tokens_per_s_per_gpu in `mlrig.validation.speed` (0.13).
 TRAIN_ERROR_BAND = 0.15
 
 # Fraction of the data-parallel gradient sync hidden behind the backward pass. PyTorch DDP and FSDP
@@ -112,7 +116,6 @@ DP_OVERLAP = 0.7
 # CPU Adam reads and writes fp32 master weights, two moments and the gradient: ~16 B read +
 # 12 B written per parameter per step, at host memory bandwidth (Ren et al. 2021, ZeRO-Offload).
 CPU_ADAM_BYTES_PER_PARAM = 28.0
-HOST_BW_GB_S_DEFAULT = 76.8  # dual-channel DDR5-4800 peak (JEDEC), as in the inference offload path
 
 
 def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
@@ -123,13 +126,10 @@ def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
 
 
 def _dp_link(plan: Plan, gpu: GPU) -> tuple[float, float]:
-    """(GB/s per direction, latency us) of the data-parallel links: the plan's interconnect, else
-    NVLink / the card's PCIe within a node and InfiniBand NDR across nodes (catalog defaults)."""
-    from mlrig.catalog.interconnects import default_link, resolve_interconnect
+    """(GB/s per direction, latency us) of the data-parallel links (`performance.plan_link`)."""
+    from mlrig.estimators.performance import plan_link
 
-    hw = plan.hardware
-    link = (resolve_interconnect(hw.interconnect) if hw.interconnect
-            else default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes))
+    link = plan_link(plan, gpu)
     return link.bandwidth_gb_s, link.latency_us
 
 
@@ -142,10 +142,11 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
     assert tr is not None
     if tr.offload == "none":
         return 0.0
-    from mlrig.catalog.interconnects import resolve_interconnect
+    from mlrig.catalog.interconnects import pcie_x16_link
+    from mlrig.estimators.performance import DEFAULT_HOST_BW_GB_S
 
-    pcie = resolve_interconnect(f"pcie{gpu.pcie_gen if gpu.pcie_gen in (3, 4, 5) else 4}-x16").bandwidth_gb_s
-    host_bw = plan.hardware.host_memory_bandwidth_gb_s or HOST_BW_GB_S_DEFAULT
+    pcie = pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s
+    host_bw = plan.hardware.host_memory_bandwidth_gb_s or DEFAULT_HOST_BW_GB_S
     t = 4.0 * trainable / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
     if tr.offload == "params":
         t += 4.0 * params / (pcie * 1e9)
@@ -167,6 +168,7 @@ def data_pipeline_need_gb_s(samples_per_s: float, bytes_per_sample: float) -> fl
 
 
 def data_pipeline_ok(samples_per_s: float, bytes_per_sample: float, storage_gb_s: float) -> bool:
+    """Whether storage at `storage_gb_s` (10^9 B/s) keeps up with the input pipeline."""
     return data_pipeline_need_gb_s(samples_per_s, bytes_per_sample) <= storage_gb_s
 
 
@@ -180,6 +182,7 @@ def checkpoint_bytes(params: float, optimizer: str = "adamw", weight_bytes: floa
 
 
 def checkpoint_write_s(ckpt_bytes: float, storage_gb_s: float) -> float:
+    """Seconds to write a checkpoint at the storage's sequential write rate (10^9 B/s)."""
     if storage_gb_s <= 0:
         raise MlrigError("storage bandwidth must be > 0 GB/s")
     return ckpt_bytes / (storage_gb_s * 1e9)
@@ -193,7 +196,8 @@ def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
 
 def data_parallel_comm_s(
-    grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0, overlap: float = 0.7
+    grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0,
+    overlap: float = DP_OVERLAP,
 ) -> float:
     """Exposed gradient-sync time per step. DDP/ZeRO-1/2: ring all-reduce 2(N-1)/N x bytes; ZeRO-3 /
     FSDP full shard: reduce-scatter of grads + all-gather of params in fwd and bwd = 3(N-1)/N x

@@ -5,6 +5,7 @@ Each group reports the median and 90th percentile of |predicted / measured - 1| 
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ class ValidationGroup(BaseModel):
 
 
 def summarise(name: str, rows: list[ValidationRow], threshold_median: float | None = None) -> ValidationGroup:
+    """Median and p90 of the rows' relative errors (NaN for an empty group)."""
     errs = np.array([r.rel_error for r in rows]) if rows else np.array([np.nan])
     return ValidationGroup(name=name, n=len(rows), median_error=float(np.median(errs)),
                            p90_error=float(np.percentile(errs, 90)), threshold_median=threshold_median,
@@ -58,3 +60,9 @@ def calibration_dir() -> Path:
     from mlrig.errors import MlrigError
 
     raise MlrigError("calibration data not found; set MLRIG_CALIBRATION_DIR to ../shared/data/calibration")
+
+
+def read_calibration_csv(name: str) -> list[dict[str, str]]:
+    """The rows of one calibration CSV (`name` inside `calibration_dir()`)."""
+    with (calibration_dir() / name).open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))

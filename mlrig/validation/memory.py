@@ -13,7 +13,6 @@ the catalogs, or that lack a sequence length, are context only and skipped.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import defaultdict
 from typing import Any
@@ -23,15 +22,10 @@ from mlrig.catalog.models import ModelArch, resolve_model
 from mlrig.errors import AmbiguousNameError, MlrigError
 from mlrig.estimators.memory import estimate_memory, weights_per_gpu_bytes
 from mlrig.units import GiB
-from mlrig.validation import ValidationGroup, ValidationRow, calibration_dir, summarise
+from mlrig.validation import ValidationGroup, ValidationRow, read_calibration_csv, summarise
 from mlrig.workload import Plan
 
 THRESHOLDS = {"weights": 0.02, "vllm_kv_tokens": 0.05, "inference_peak": 0.10, "finetune_peak": 0.15}
-
-
-def _read(name: str) -> list[dict[str, str]]:
-    with open(calibration_dir() / name, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 def _model(name: str) -> ModelArch | None:
@@ -86,7 +80,7 @@ def _vllm_plan(r: dict[str, str]) -> Plan:
 
 
 def _inference_groups() -> list[ValidationGroup]:
-    rows = [r for r in _read("inference_memory.csv") if r["engine"].lower().startswith("vllm")]
+    rows = [r for r in read_calibration_csv("inference_memory.csv") if r["engine"].lower().startswith("vllm")]
     groups: dict[str, list[ValidationRow]] = defaultdict(list)
     by_cfg: dict[tuple[str, ...], dict[str, float]] = defaultdict(dict)
     cfg: tuple[str, ...]
@@ -167,7 +161,7 @@ def _finetune_plan(r: dict[str, str]) -> dict[str, Any] | None:
 
 def _finetune_group() -> ValidationGroup:
     rows: list[ValidationRow] = []
-    for r in _read("finetune_memory.csv"):
+    for r in read_calibration_csv("finetune_memory.csv"):
         if r["metric"] != "peak_gpu_mem_gb":
             continue
         spec = _finetune_plan(r)

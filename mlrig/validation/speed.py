@@ -8,15 +8,13 @@ own settings only (model, quant, engine, hardware, GPU count, batch, prompt/gen 
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import defaultdict
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlrig.errors import AmbiguousNameError, MlrigError, UnknownNameError
-from mlrig.validation import ValidationGroup, ValidationRow, calibration_dir, summarise
+from mlrig.validation import ValidationGroup, ValidationRow, calibration_dir, read_calibration_csv, summarise
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -77,13 +75,11 @@ _QUANT = {"Q4_K_M": "q4_k_m", "F16": "fp16", "FP16": "fp16", "Q4_0": "q4_0", "FP
 
 @cache
 def model_for(name: str) -> ModelArch | None:
-    from mlrig.catalog.models import ModelArch
+    from mlrig.catalog.models import ModelArch, resolve_model
 
     try:
-        from mlrig.catalog.models import resolve_model
-
         return resolve_model(name)
-    except (ImportError, MlrigError):
+    except MlrigError:
         pass
     if name in _HAND_ARCHS:
         return ModelArch(id=name, source="validation hand-built from HF config.json", **_HAND_ARCHS[name])
@@ -199,11 +195,6 @@ def predict_training(row: dict[str, str]) -> float | None:
     )
 
 
-def _read(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
 def _hw_group(hardware: str) -> str:
     gpu = gpu_for(hardware)
     return gpu.hardware_class if gpu else "unmapped"
@@ -211,11 +202,10 @@ def _hw_group(hardware: str) -> str:
 
 def run() -> list[ValidationGroup]:
     """Validation groups: per metric overall (with thresholds), and per engine x hardware class."""
-    d = calibration_dir()
     by_metric: dict[str, list[ValidationRow]] = defaultdict(list)
     by_group: dict[str, list[ValidationRow]] = defaultdict(list)
     skipped = anomalies = 0
-    for row in _read(d / "inference_speed.csv"):
+    for row in read_calibration_csv("inference_speed.csv"):
         if "ANOMALY" in row["source_note"]:
             anomalies += 1
             continue
@@ -237,7 +227,7 @@ def run() -> list[ValidationGroup]:
         by_group[
             f"{row['metric']} / {_engine(row['engine'], row['source_note'])} / {_hw_group(row['hardware'])}"
         ].append(vr)
-    for row in _read(d / "training_speed.csv"):
+    for row in read_calibration_csv("training_speed.csv"):
         if row["metric"] != "tokens_per_s_per_gpu":
             continue
         pred = predict_training(row)
