@@ -131,14 +131,22 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     - how several GPUs in one node share the model when no parallelism is given: llama.cpp splits
       layers across them (its default `--split-mode layer`), serving engines use tensor parallelism
       (vLLM `--tensor-parallel-size N`). Training keeps data parallelism (+ ZeRO) as given."""
+    from mlrig import quant
+
     notes: list[str] = []
+    precision_given = "precision" in p.workload.model_fields_set
+    # One spelling per precision from here on ("float16" -> "fp16", "Q4_K_M" -> "q4_k_m"), so every
+    # estimator classifies the same format the same way.
+    w = p.workload.model_copy(update={
+        "precision": quant.normalise_precision(p.workload.precision),
+        "kv_cache_precision": (quant.normalise_precision(p.workload.kv_cache_precision)
+                               if p.workload.kv_cache_precision else None)})
+    p = p.model_copy(update={"workload": w})
     if p.workload.task != "inference":
         return p, notes
-    w, hw = p.workload, p.hardware
+    hw = p.hardware
     shipped = arch and (arch.weight_format or arch.quant_method)
-    if "precision" not in w.model_fields_set and arch is not None and shipped:
-        from mlrig import quant
-
+    if not precision_given and arch is not None and shipped:
         native = quant.native_precision(arch)
         if native != w.precision:
             w = w.model_copy(update={"precision": native})

@@ -138,3 +138,12 @@ def test_quantised_checkpoints_default_to_their_shipped_format() -> None:
     assert bf16.precision == "bf16" and not bf16.fits  # 21B at 16 bits is ~39 GiB
     plain = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}})
     assert plain.precision == "bf16" and plain.engine == "transformers"
+
+
+def test_precision_spellings_are_one_format() -> None:
+    """'float16', 'half' and 'fp16' are the same weights, the same KV cache and the same speed."""
+    results = [evaluate({"model": "llama-3.1-8b", "workload": {"precision": p}, "hardware": {"gpu": "RTX 4090"}})
+               for p in ("fp16", "float16", "half")]
+    assert {r.precision for r in results} == {"fp16"}
+    assert len({(r.memory.per_gpu_gib, r.performance.decode_tok_s) for r in results  # type: ignore[union-attr]
+                }) == 1
