@@ -32,20 +32,22 @@ if TYPE_CHECKING:
     from mlrig.catalog.models import ModelArch
 
 # ggml block types: bits per weight = 8 * block bytes / block weights (ggml-common.h).
-GGML_BPW: dict[str, float] = {
-    "F32": 32.0,
-    "F16": 16.0,
-    "BF16": 16.0,
-    "Q8_0": 8 * 34 / 32,
-    "Q5_0": 8 * 22 / 32,
-    "Q4_0": 8 * 18 / 32,
-    "Q6_K": 8 * 210 / 256,
-    "Q5_K": 8 * 176 / 256,
-    "Q4_K": 8 * 144 / 256,
-    "Q3_K": 8 * 110 / 256,
-    "Q2_K": 8 * 84 / 256,
-    "IQ4_XS": 8 * 136 / 256,
+# ggml_type -> (name, elements per block, bytes per block): ggml/src/ggml-common.h block structs
+# and gguf-py gguf/constants.py GGML_QUANT_SIZES (checked against the installed gguf in tests).
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 40), 10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292), 16: ("IQ2_XXS", 256, 66), 17: ("IQ2_XS", 256, 74), 18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50), 20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", 256, 110), 22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8),
+    28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
 }
+# general.file_type -> name: llama.h `llama_ftype` / gguf-py LlamaFileType
+
+# Bits per weight of each ggml type, incl. its block scales: 8 x bytes per block / elements per block.
+GGML_BPW: dict[str, float] = {name: 8 * nbytes / block for name, block, nbytes in GGML_TYPES.values()}
 
 NF4_BPW = 4 + 32 / 64  # fp32 absmax per 64 weights (QLoRA paper, sec. 3)
 NF4_DQ_BPW = 4 + 8 / 64 + 32 / (64 * 256)  # double quant: 8-bit absmax + fp32 per 256 blocks

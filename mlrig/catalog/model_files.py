@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mlrig.catalog.models import ModelArch, validation_message
 from mlrig.errors import MlrigError
+from mlrig.quant import GGML_TYPES
 
 _MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few KiB; refuse anything huge
 _SIZE_CAP = 10_000_000  # generic cap for hidden/intermediate sizes
@@ -547,19 +548,6 @@ def merge_safetensors(infos: list[SafetensorsInfo]) -> SafetensorsInfo:
 # GGUF
 # ---------------------------------------------------------------------------------------------
 
-# ggml_type -> (name, elements per block, bytes per block): ggml/src/ggml-common.h block structs
-# and gguf-py gguf/constants.py GGML_QUANT_SIZES (checked against the installed gguf in tests).
-GGML_TYPES: dict[int, tuple[str, int, int]] = {
-    0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20), 6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 40), 10: ("Q2_K", 256, 84),
-    11: ("Q3_K", 256, 110), 12: ("Q4_K", 256, 144), 13: ("Q5_K", 256, 176), 14: ("Q6_K", 256, 210),
-    15: ("Q8_K", 256, 292), 16: ("IQ2_XXS", 256, 66), 17: ("IQ2_XS", 256, 74), 18: ("IQ3_XXS", 256, 98),
-    19: ("IQ1_S", 256, 50), 20: ("IQ4_NL", 32, 18), 21: ("IQ3_S", 256, 110), 22: ("IQ2_S", 256, 82),
-    23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2), 26: ("I32", 1, 4), 27: ("I64", 1, 8),
-    28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54),
-    35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17),
-}
-# general.file_type -> name: llama.h `llama_ftype` / gguf-py LlamaFileType
 GGUF_FILE_TYPES: dict[int, str] = {
     0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
     12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
@@ -709,7 +697,7 @@ def read_gguf(path: str | Path) -> GGUFInfo:
     Layout: magic 'GGUF', u32 version, u64 tensor count, u64 metadata count, metadata key/values,
     tensor infos (name, u32 n_dims, u64 dims, u32 ggml type, u64 offset), padding to
     `general.alignment` (default 32), tensor data. Tensor bytes = ceil(elements / block) x block
-    bytes for the ggml type (GGML_TYPES above).
+    bytes for the ggml type (mlrig.quant.GGML_TYPES).
     """
     p = Path(path)
     try:

@@ -173,12 +173,12 @@ def data_pipeline_ok(samples_per_s: float, bytes_per_sample: float, storage_gb_s
 
 
 def checkpoint_bytes(params: float, optimizer: str = "adamw", weight_bytes: float = 2.0) -> float:
-    """Weights (bf16: 2 B) + fp32 master copy and Adam moments (4 + 4 + 4 B per param; ZeRO
-    paper, Rajbhandari et al. 2020, sec. 3.1: 16 B/param for mixed-precision Adam incl. weights)."""
-    opt = {"adamw": 12.0, "adam": 12.0, "adamw-8bit": 6.0, "sgd": 8.0, "adafactor": 4.5, "bf16-adamw": 4.0}
-    if optimizer not in opt:
-        raise MlrigError(f"unknown optimizer {optimizer!r}; use one of {', '.join(opt)}")
-    return params * (weight_bytes + opt[optimizer])
+    """Weights plus the optimizer state a resumable checkpoint holds: the same per-parameter state
+    bytes as in GPU memory (`memory.optimizer_cost`; mixed-precision AdamW: fp32 master + two
+    moments = 12 B, so 2 + 12 = 14 B/param with bf16 weights; ZeRO paper, Rajbhandari et al. 2020)."""
+    from mlrig.estimators.memory import optimizer_cost
+
+    return params * (weight_bytes + optimizer_cost(optimizer, "bf16").state_bytes)
 
 
 def checkpoint_write_s(ckpt_bytes: float, storage_gb_s: float) -> float:
