@@ -1,34 +1,67 @@
-"""The `mlrig` command line. Heavy modules are imported inside commands, so `--help` is instant."""
+"""The `mlrig` command line. Heavy modules are imported inside commands, so `--help` is instant.
+
+Each module in `mlrig/commands/` defines `register(app)`. `main()` registers only the module that
+owns the command on the command line (`COMMAND_MODULES`): building typer's parameter objects for all
+of the ~17 commands costs about 60 ms that `mlrig plan` should not pay (`benchmarks/startup.py`).
+`--help`, no command, or an unknown name registers them all, so help and "no such command" errors
+(with click's suggestions) are unchanged. `mlrig.cli.app` is the full application, for tests.
+"""
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
-app = typer.Typer(
-    name="mlrig",
-    help="Will it fit, how fast, what to buy: plan GPU memory, speed and cost for ML workloads.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+# Top-level command name -> the module under mlrig/commands/ that registers it.
+# tests/test_cli.py checks this map against what the modules actually register.
+COMMAND_MODULES: dict[str, str] = {
+    "build": "advisor", "cost": "advisor", "recommend": "advisor", "report": "advisor",
+    "compare": "compare",
+    "eval": "eval",
+    "fit": "fit",
+    "gpus": "gpus",
+    "inspect": "models", "models": "models",
+    "plan": "plan",
+    "diagnose": "probe", "monitor": "probe", "probe": "probe",
+    "serve": "serve",
+    "validate": "validate",
+}
 
 
-def _register_commands() -> None:
+def build_app(command: str | None = None) -> typer.Typer:
+    """The CLI with the module owning `command` registered, or every command when it is None/unknown."""
     import importlib
-    import pkgutil
 
-    import mlrig.commands as pkg
+    application = typer.Typer(
+        name="mlrig",
+        help="Will it fit, how fast, what to buy: plan GPU memory, speed and cost for ML workloads.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
 
-    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"mlrig.commands.{mod.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(app)
+    # An explicit callback keeps `mlrig` a command group even when only one command is registered
+    # (typer otherwise promotes a lone command to the root, and `mlrig plan X` would parse "plan" as X).
+    @application.callback()
+    def _root() -> None:
+        pass
+
+    wanted = COMMAND_MODULES.get(command or "")
+    names = [wanted] if wanted else sorted(set(COMMAND_MODULES.values()))
+    for name in names:
+        importlib.import_module(f"mlrig.commands.{name}").register(application)
+    return application
 
 
-_register_commands()
+def __getattr__(name: str) -> Any:
+    """`from mlrig.cli import app` gives the full application (built on first use, then cached)."""
+    if name == "app":
+        application = build_app()
+        globals()["app"] = application
+        return application
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -38,8 +71,9 @@ def main() -> None:
     """
     from mlrig.errors import MlrigError
 
+    command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        app()
+        build_app(command)()
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -6,7 +6,6 @@ This is the one place that wires catalogs → estimators. It holds no formulas o
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,8 @@ def parse_plan(data: Plan | dict[str, Any]) -> Plan:
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:
     """Read a plan from TOML or JSON (by extension; TOML otherwise)."""
+    import tomllib  # only plan files need it; kept off the start-up path of `mlrig plan MODEL`
+
     p = Path(path)
     if not p.is_file():
         raise MlrigError(f"plan file {str(p)!r} not found; give the path to a .toml or .json plan")

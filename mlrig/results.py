@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 
 class MemoryBreakdown(BaseModel):
@@ -16,7 +16,7 @@ class MemoryBreakdown(BaseModel):
     host_ram_gib: float = 0.0
     gpu_capacity_gib: float
     headroom_gib: float = 0.0  # capacity - per_gpu (negative: does not fit)
-    notes: list[str] = Field(default_factory=list)  # assumptions and uncertainty, in words
+    notes: list[str] = []  # assumptions and uncertainty, in words
 
 
 class Performance(BaseModel):
@@ -31,7 +31,7 @@ class Performance(BaseModel):
     time_to_train_s: float | None = None
     bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
     explanation: str | None = None  # one line: what the figure is made of
-    error_band: dict[str, float] = Field(default_factory=dict)  # metric -> relative p90 error from validation
+    error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
 
 
 class PlanResult(BaseModel):
@@ -45,4 +45,4 @@ class PlanResult(BaseModel):
     memory: MemoryBreakdown | None = None
     kv_cache_capacity_tokens: int | None = None
     performance: Performance | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []

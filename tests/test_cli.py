@@ -43,3 +43,40 @@ def test_plan_human_output() -> None:
     r = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "--precision", "q4_k_m")
     assert r.returncode == 0, r.stderr
     assert "fits" in r.stdout and "GiB" in r.stdout
+
+
+def test_command_map_matches_what_modules_register() -> None:
+    """`main()` registers only the module COMMAND_MODULES names; a command missing from the map (or
+    mapped to the wrong module) would fall back to the full app or vanish, so check both directions."""
+    import pkgutil
+
+    import typer
+
+    import mlrig.commands as pkg
+    from mlrig.cli import COMMAND_MODULES, build_app
+
+    seen: dict[str, str] = {}
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        module = __import__(f"mlrig.commands.{mod.name}", fromlist=["register"])
+        if not hasattr(module, "register"):
+            continue
+        probe = typer.Typer()
+        module.register(probe)
+        names = [c.name for c in probe.registered_commands] + [g.name for g in probe.registered_groups]
+        for name in names:
+            assert name is not None
+            seen[name] = mod.name
+    assert seen == COMMAND_MODULES
+    one = build_app("plan")
+    assert [c.name for c in one.registered_commands] == ["plan"]
+
+
+def test_lazily_built_app_still_parses_subcommands() -> None:
+    """With one command registered, `mlrig plan MODEL` must still treat `plan` as the command."""
+    r = mlrig("plan", "llama-3.1-8b", "--gpu", "4090", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["fits"] is True
+    r = mlrig("build", "check", "--help")
+    assert r.returncode == 0 and "Check BUILD" in r.stdout
+    r = mlrig("plann", "x")
+    assert r.returncode == 2 and "Did you mean 'plan'" in r.stderr

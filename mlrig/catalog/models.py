@@ -114,11 +114,11 @@ class ModelArch(BaseModel):
     # Known from a weights file header (safetensors / GGUF): exact bytes and format, else None
     weight_bytes: int | None = Field(None, ge=0, description="exact bytes of the weights file(s)")
     weight_format: str | None = None  # e.g. "bf16", "Q4_K_M", "mxfp4"
-    weight_bytes_by_dtype: dict[str, int] = Field(default_factory=dict)
+    weight_bytes_by_dtype: dict[str, int] = {}
     params_in_file: int | None = Field(None, ge=0, description="exact element count in the weights file(s)")
     quant_method: str | None = None  # published checkpoint quantization (config quantization_config)
     source: str = "user-supplied architecture"
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> ModelArch:
