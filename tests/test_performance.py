@@ -11,6 +11,7 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import (
     ERROR_BAND,
     cpu_decode_tok_s,
+    decode_kv_read_factor,
     decode_step,
     default_kv_precision,
     estimate_performance,
@@ -105,6 +106,26 @@ def test_tp_on_nvlink_faster_than_pcie() -> None:
     pc = estimate_performance(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="pcie4"), gpu, None)
     assert nv.decode_tok_s is not None and pc.decode_tok_s is not None
     assert nv.decode_tok_s > pc.decode_tok_s
+
+
+def test_pre_xqa_trt_llm_reads_gqa_cache_once_per_query_head() -> None:
+    """TensorRT-LLM < v0.8 ("trt-llm-2023"): GQA decode reads each KV head once per query head, so
+    its KV bytes scale with the group size (8 for Llama-3-70B's 64/8 heads); MHA models and the
+    current engine are unaffected; long-context batched decode then slows, batch 1 short context
+    barely."""
+    big = resolve_model("llama-3-70b")
+    mha = resolve_model("llama-2-7b")
+    assert decode_kv_read_factor(big, "trt-llm-2023") == 8.0
+    assert decode_kv_read_factor(big, "trt-llm") == 1.0
+    assert decode_kv_read_factor(mha, "trt-llm-2023") == 1.0
+    gpu = resolve_gpu("h100-sxm-80gb")
+    kw = {"gpu": gpu.id, "count": 4, "tensor_parallel": 4, "precision": "fp8"}
+    old = decode_step(big, plan(engine="trt-llm-2023", **kw), gpu, 256, 2048).seconds
+    new = decode_step(big, plan(engine="trt-llm", **kw), gpu, 256, 2048).seconds
+    assert 2.0 < old / new < 8.0
+    old1 = decode_step(big, plan(engine="trt-llm-2023", **kw), gpu, 1, 128).seconds
+    new1 = decode_step(big, plan(engine="trt-llm", **kw), gpu, 1, 128).seconds
+    assert old1 / new1 < 1.1
 
 
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:

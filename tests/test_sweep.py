@@ -12,11 +12,12 @@ from mlrig.estimators.sweep import RUNTIME_OVERHEAD_BYTES, sweep
 from mlrig.workload import Plan
 
 
-def test_sweep_matches_scalar_path() -> None:
+@pytest.mark.parametrize("engine", ["vllm", "trt-llm-2023"])  # the latter re-reads the GQA cache per query head
+def test_sweep_matches_scalar_path(engine: str) -> None:
     archs = [resolve_model("llama-3-8b"), resolve_model("mixtral-8x7b")]
     gpus = [resolve_gpu("rtx-4090"), resolve_gpu("h100-sxm-80gb")]
     precs, batches, ctxs, tps = ["bf16", "fp8", "awq"], [1, 16], [512, 8192], [1, 2]
-    res = sweep(archs, gpus, precs, batches, ctxs, tps, engine="vllm")
+    res = sweep(archs, gpus, precs, batches, ctxs, tps, engine=engine)
     assert res.size == 2 * 2 * 3 * 2 * 2 * 2
     for (i, a), (j, g), (k, p), (m, b), (n, c), (o, t) in itertools.product(
         enumerate(archs), enumerate(gpus), enumerate(precs), enumerate(batches), enumerate(ctxs), enumerate(tps)
@@ -24,7 +25,7 @@ def test_sweep_matches_scalar_path() -> None:
         plan = Plan.model_validate(
             {
                 "model": a.id,
-                "workload": {"precision": p, "engine": "vllm", "batch_size": b},
+                "workload": {"precision": p, "engine": engine, "batch_size": b},
                 "hardware": {"gpu": g.id, "count": t, "tensor_parallel": t},
             }
         )

@@ -24,6 +24,7 @@ ENGINES = (
     "vllm",
     "sglang",
     "trt-llm",
+    "trt-llm-2023",
     "transformers",
     "exllamav2",
     "mlc",
@@ -65,6 +66,7 @@ BW_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "sglang": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "trt-llm": {"gddr": 0.85, "hbm": 0.82, "unified": 0.75, "host": 0.60},
+    "trt-llm-2023": {"gddr": 0.85, "hbm": 0.82, "unified": 0.75, "host": 0.60},
     "transformers": {"gddr": 0.60, "hbm": 0.55, "unified": 0.55, "host": 0.50},  # eager PyTorch: no graphs
     "exllamav2": {"gddr": 0.82, "hbm": 0.75, "unified": 0.70, "host": 0.60},
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
@@ -85,6 +87,7 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "trt-llm": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
+    "trt-llm-2023": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
     "transformers": {"gddr": 0.40, "hbm": 0.40, "unified": 0.35, "host": 0.30},
     "exllamav2": {"gddr": 0.45, "hbm": 0.40, "unified": 0.40, "host": 0.30},
     "mlc": {"gddr": 0.45, "hbm": 0.40, "unified": 0.50, "host": 0.30},
@@ -105,6 +108,7 @@ LAYER_OVERHEAD_S: dict[str, float] = {
     "vllm": 25e-6,
     "sglang": 25e-6,
     "trt-llm": 20e-6,
+    "trt-llm-2023": 20e-6,
     "transformers": 150e-6,
     "exllamav2": 40e-6,
     "mlc": 40e-6,
@@ -122,6 +126,7 @@ PREFILL_TOKEN_LAYER_S: dict[str, float] = {
     "vllm": 0.3e-6,
     "sglang": 0.3e-6,
     "trt-llm": 0.2e-6,
+    "trt-llm-2023": 0.2e-6,
     "transformers": 1.0e-6,
     "exllamav2": 0.8e-6,
     "mlc": 0.8e-6,
@@ -136,10 +141,22 @@ STEP_OVERHEAD_S: dict[str, float] = {
     "vllm": 1.0e-3,
     "sglang": 0.8e-3,
     "trt-llm": 0.5e-3,
+    "trt-llm-2023": 0.5e-3,
     "transformers": 2.0e-3,
     "exllamav2": 0.5e-3,
     "mlc": 0.5e-3,
 }
+
+# Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
+#    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
+#    for all the query heads of its group. TensorRT-LLM before v0.8 ("trt-llm-2023", the v0.5/v0.6.1
+#    TRT061-* tables) ran GQA decode through its multi-head kernel, which reads a KV head once per
+#    query head: the KV bytes of a step are multiplied by num_heads / num_kv_heads (8 for Llama-2-70B,
+#    29 for Falcon-180B, 1 for the MHA GPT-J and Llama-2-7B). Source: TensorRT-LLM's XQA blog
+#    (docs/source/blogs/XQA-kernel.md, Jan 2024): XQA "reduc[es] data loading" for MQA/GQA generation
+#    and gives 1.9-2.4x Llama-70B throughput at ISL/OSL 128/2048. The full group factor is an upper
+#    bound (L2 hits between query heads of a group are ignored).
+KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 
 # Weight-format families: de-quantisation work in the mat-vec lowers the bandwidth reached.
 #   f16: fp32/bf16/fp16 (no de-quantisation); q8: q8_0 / int8 / fp8; legacy: q4_0, q4_1, q5_0,

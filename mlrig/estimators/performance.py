@@ -77,7 +77,7 @@ def format_family(precision: str) -> str:
 def gemm_dtype(precision: str, engine: str) -> str:
     """The tensor-core dtype GEMMs run in: fp8 / int8 (W8A8) where the engine supports it, else fp16."""
     p = norm_precision(precision)
-    if p == "fp8" and engine in ("vllm", "sglang", "trt-llm"):
+    if p == "fp8" and engine in ("vllm", "sglang", "trt-llm", "trt-llm-2023"):
         return "fp8"
     if p in ("fp32", "f32"):
         return "fp32"
@@ -104,7 +104,7 @@ def engine_family(engine: str | None, precision: str, gpu: GPU) -> str:
             )
             else "vllm"
         )
-    if e in ("llama.cpp-2024", "llama.cpp-metal"):
+    if e in ("llama.cpp-2024", "llama.cpp-metal", "trt-llm-2023"):  # dated builds, see efficiency.py
         return e
     if e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "gguf"):
         return "llama.cpp-metal" if (gpu.hardware_class == "apple" or "metal" in e) else "llama.cpp"
@@ -214,10 +214,21 @@ def kv_bytes(arch: ModelArch, context: int, kv_precision: str) -> float:
     return arch.kv_values_per_token(context) * context * quant.kv_bytes_per_element(kv_precision)
 
 
-def decode_cost(arch: ModelArch, precision: str, kv_precision: str, batch: int, context: int) -> PassCost:
-    """One decode step: `batch` sequences each add one token at `context` tokens held."""
+def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
+    """How many times a decode step reads each cached KV byte: 1, or the GQA group size for engines
+    whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`)."""
+    if engine in eff.KV_READ_PER_QUERY_HEAD and not arch.is_mla and arch.num_kv_heads:
+        return arch.num_heads / arch.num_kv_heads
+    return 1.0
+
+
+def decode_cost(
+    arch: ModelArch, precision: str, kv_precision: str, batch: int, context: int, kv_read_factor: float = 1.0
+) -> PassCost:
+    """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
+    read `kv_read_factor` times (`decode_kv_read_factor`)."""
     w = model_weight_bytes(arch, precision) * read_fraction(arch, batch)
-    kv = batch * kv_bytes(arch, context, kv_precision)
+    kv = batch * kv_bytes(arch, context, kv_precision) * kv_read_factor
     flops = batch * (2.0 * matmul_params(arch) + attention_flops(arch, 1, context))
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0)
 
@@ -371,7 +382,7 @@ def decode_step(
     """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
     served from host memory (see `_offload_time`)."""
     s = _setup(arch, plan, gpu)
-    cost = decode_cost(arch, s.precision, s.kv_precision, batch, context)
+    cost = decode_cost(arch, s.precision, s.kv_precision, batch, context, decode_kv_read_factor(arch, s.engine))
     t = _timed(cost, arch, gpu, s, batch, decode=True)
     if offload_fraction > 0:
         extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, gpu,
@@ -422,7 +433,8 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     gen_s = w.output_tokens * dec.seconds
     total_s = pre_s + gen_s
     throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
-    per_tok_gb = (decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx).bytes) / 1e9
+    per_tok_gb = decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx,
+                             decode_kv_read_factor(arch, s.engine)).bytes / 1e9
     eff_bw = eff.BW_EFF[s.engine][gpu_memory_class(gpu)]
     tp, pp = plan.hardware.tensor_parallel, plan.hardware.pipeline_parallel
     split = ""
@@ -454,7 +466,7 @@ ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.56,
     "ttft_ms": 0.40,
-    "throughput_tok_s": 0.74,
+    "throughput_tok_s": 0.22,
 }
 
 
@@ -592,7 +604,7 @@ def verify_cost_ratio(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int)
     s = _setup(arch, plan, gpu)
     ctx = max(1, plan.workload.prompt_tokens + plan.workload.output_tokens // 2)
     step = decode_step(arch, plan, gpu, batch, ctx)
-    one = decode_cost(arch, s.precision, s.kv_precision, batch, ctx)
+    one = decode_cost(arch, s.precision, s.kv_precision, batch, ctx, decode_kv_read_factor(arch, s.engine))
     tokens = batch * (k + 1)
     weights = model_weight_bytes(arch, s.precision) * read_fraction(arch, tokens)
     cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0)

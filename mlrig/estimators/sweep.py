@@ -77,6 +77,7 @@ def sweep(
     )  # P
     kv_per_tok = np.array([[a.kv_values_per_token(int(x)) for x in contexts] for a in archs])  # M,C
     mm = np.array([perf.matmul_params(a) for a in archs])  # M
+    kv_reads = np.array([perf.decode_kv_read_factor(a, eng) for a in archs])  # M
     layers = np.array([a.num_layers for a in archs], dtype=np.float64)
     hidden = np.array([a.hidden_size for a in archs], dtype=np.float64)
     read_dec = np.array([[perf.read_fraction(a, int(x)) for x in batches] for a in archs])  # M,B
@@ -135,7 +136,7 @@ def sweep(
 
     # decode step
     w_read = wbytes[MP] * read_dec[MB]
-    mem_s = (w_read / (bw[Gx] * fmt[Px]) + b[Bx] * kv_seq / bw[Gx]) / t[Tx]
+    mem_s = (w_read / (bw[Gx] * fmt[Px]) + b[Bx] * kv_seq * kv_reads[Mx] / bw[Gx]) / t[Tx]
     flops = b[Bx] * (2.0 * mm[Mx] + att_dec[MC])
     comp_s = flops / peak[GP] / t[Tx]
     over = layers[Mx] * eff.LAYER_OVERHEAD_S[eng] + eff.STEP_OVERHEAD_S[eng]

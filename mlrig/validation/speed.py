@@ -114,12 +114,14 @@ def gpu_for(hardware: str) -> GPU | None:
 
 
 def _engine(e: str, note: str = "") -> str:
-    """Engine family of a row; llama.cpp CUDA builds before ~b3000 (mid-2024) lack CUDA graphs."""
+    """Engine family of a row; llama.cpp CUDA builds before ~b3000 (mid-2024) lack CUDA graphs;
+    TensorRT-LLM before v0.8 lacks the XQA GQA decode kernel (efficiency.KV_READ_PER_QUERY_HEAD)."""
     e = e.lower()
     if "metal" in e:
         return "llama.cpp-metal"
     if "tensorrt" in e:
-        return "trt-llm"
+        m = re.search(r"v0\.(\d+)", e)
+        return "trt-llm-2023" if m and int(m.group(1)) < 8 else "trt-llm"  # XQA arrived in v0.8
     m = re.search(r"build \w+ \((\d+)\)", note)
     if m and int(m.group(1)) < 3000:
         return "llama.cpp-2024"
@@ -140,14 +142,19 @@ def predict_inference(row: dict[str, str]) -> float | None:
         return None
     engine = _engine(row["engine"], row["source_note"])
     n = max(1, _f(row["num_gpus"]))
-    tp = n if engine == "trt-llm" else 1
+    tp = n if engine.startswith("trt-llm") else 1
     batch, prompt, gen = max(1, _f(row["batch_size"])), _f(row["prompt_tokens"]), _f(row["gen_tokens"])
     fa = "flash-attn off" not in row["source_note"]
+    precision = _QUANT.get(row["quant"], row["quant"].lower())
+    # TensorRT-LLM's FP8 engines in its performance tables are built with `--enable_fp8
+    # --fp8_kv_cache` (docs/source/performance.md, "Benchmarking per Model"): FP8 KV cache too.
+    kv_precision = "fp8" if engine.startswith("trt-llm") and precision == "fp8" else None
     plan = Plan.model_validate(
         {
             "model": {"name": row["model"]},
             "workload": {
-                "precision": _QUANT.get(row["quant"], row["quant"].lower()),
+                "precision": precision,
+                "kv_cache_precision": kv_precision,
                 "engine": engine,
                 "batch_size": batch,
                 "prompt_tokens": prompt,
