@@ -15,8 +15,10 @@ from mlrig.estimators.performance import (
     decode_step,
     default_kv_precision,
     estimate_performance,
+    llama_cpp_pipeline_speedup,
     lm_head_params,
     max_concurrency_for_latency,
+    prefill_pass,
     serving_curve,
     speculative_speedup,
 )
@@ -134,6 +136,24 @@ def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
     two = estimate_performance(ARCH, plan(gpu="rtx-3090", engine="llama.cpp", precision="q4_k_m", count=2), gpu, None)
     assert one.decode_tok_s is not None and two.decode_tok_s is not None
     assert two.decode_tok_s <= one.decode_tok_s
+
+
+def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
+    """llama.cpp PR #6017: micro-batches of 512 tokens overlap across the split's GPUs. One micro-batch
+    gains nothing; 4096 tokens on 4 GPUs ideally gain 16/7 (4 micro-batches of a 2048 batch), of
+    which half is credited (efficiency.LLAMA_CPP_PIPELINE_EFF)."""
+    assert llama_cpp_pipeline_speedup(512, 4) == 1.0
+    assert llama_cpp_pipeline_speedup(4096, 1) == 1.0
+    assert llama_cpp_pipeline_speedup(4096, 4) == pytest.approx(1 + eff.LLAMA_CPP_PIPELINE_EFF * (16 / 7 - 1))
+    assert llama_cpp_pipeline_speedup(1024, 4) < llama_cpp_pipeline_speedup(4096, 4)
+    gpu = resolve_gpu("rtx-3090")
+    kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "f16"}
+    one = prefill_pass(ARCH, plan(**kw), gpu, 1, 4096).seconds
+    four = prefill_pass(ARCH, plan(count=4, **kw), gpu, 1, 4096).seconds
+    assert one / four == pytest.approx(llama_cpp_pipeline_speedup(4096, 4), rel=0.05)
+    short_one = prefill_pass(ARCH, plan(**kw), gpu, 1, 512).seconds
+    short_four = prefill_pass(ARCH, plan(count=4, **kw), gpu, 1, 512).seconds
+    assert short_four >= short_one
 
 
 def test_moe_reads_only_active_experts() -> None:

@@ -158,6 +158,14 @@ STEP_OVERHEAD_S: dict[str, float] = {
 #    bound (L2 hits between query heads of a group are ignored).
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 
+# Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
+#    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
+#    model: Llama-3-8B on 4 GPUs reaches 80-95 % of the ideal at pp4096 (RTX 3090 XD-0045 vs XD-0086,
+#    A100 PCIe XD-0354 vs XD-0378, RTX 6000 Ada, A40, H100 PCIe), Llama-3-70B Q4_K_M only 0-40 %
+#    (A40 XD-0444 vs XD-0468, A100 SXM4 XD-0402, RTX A6000). 0.5 lies between them; the prefill
+#    error band carries the disagreement.
+LLAMA_CPP_PIPELINE_EFF = 0.5
+
 # Weight-format families: de-quantisation work in the mat-vec lowers the bandwidth reached.
 #   f16: fp32/bf16/fp16 (no de-quantisation); q8: q8_0 / int8 / fp8; legacy: q4_0, q4_1, q5_0,
 #   q5_1 (one scale per block of 32, cheap); kquant: q2_k..q6_k, iq* (super-blocks with 6-bit
