@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mlrig.planner import evaluate
 
 
@@ -43,3 +45,25 @@ def test_nvlink_bridge_beats_x8_pcie_for_data_parallel() -> None:
         assert r.performance is not None and r.performance.train_tokens_per_s
         return r.performance.train_tokens_per_s
     assert run("nvlink-3090-bridge") > run("pcie4-x8")
+
+
+def test_fp8_spellings_train_at_the_fp8_rate_and_qlora_is_slower_than_lora() -> None:
+    """Precision aliases reach the FP8 tensor rate; QLoRA pays QLORA_SPEED_FACTOR for de-quantising."""
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.catalog.models import resolve_model
+    from mlrig.estimators.training_speed import QLORA_SPEED_FACTOR, estimate_training
+    from mlrig.workload import Plan
+
+    arch, gpu = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm-80gb")
+
+    def tok_s(precision: str, method: str = "full") -> float:
+        plan = Plan.model_validate({"model": "llama-3-8b",
+                                    "workload": {"task": "finetune", "precision": precision, "batch_size": 8},
+                                    "training": {"method": method, "seq_len": 2048},
+                                    "hardware": {"gpu": gpu.id}})
+        t = estimate_training(arch, plan, gpu).train_tokens_per_s
+        assert t is not None
+        return t
+
+    assert tok_s("e4m3") == tok_s("fp8") > tok_s("bf16")
+    assert tok_s("bf16", "qlora") == pytest.approx(QLORA_SPEED_FACTOR * tok_s("bf16", "lora"))
