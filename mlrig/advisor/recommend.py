@@ -659,12 +659,18 @@ def _explain(
     book: PriceBook,
     workloads: list[Workload],
 ) -> None:
-    """Plain-language reasons grounded in the numbers, and the seeds' traps as warnings."""
+    """Plain-language reasons grounded in the numbers, and the seeds' traps as warnings. Speeds carry
+    the validation error band (performance.ERROR_BAND, training_speed.TRAIN_ERROR_BAND)."""
+    from mlrig.estimators.performance import ERROR_BAND
+    from mlrig.estimators.training_speed import TRAIN_ERROR_BAND
+
     for w in o.workloads:
         if w.per_gpu_gib is not None and w.capacity_gib is not None:
             verb = "fits" if w.fits else "does NOT fit"
-            speed = (f", {w.decode_tok_s:.0f} tok/s decode" if w.decode_tok_s else "") + (
-                f", {w.hours_per_run:.1f} h/run" if w.hours_per_run and w.task != "inference" else ""
+            speed = (f", {w.decode_tok_s:.0f} tok/s decode (±{ERROR_BAND['decode_tok_s']:.0%})"
+                     if w.decode_tok_s else "") + (
+                f", {w.hours_per_run:.1f} h/run (±{TRAIN_ERROR_BAND:.0%})"
+                if w.hours_per_run and w.task != "inference" else ""
             )
             o.reasons.append(
                 f"{w.label}: {verb} ({w.per_gpu_gib:.1f} of {w.capacity_gib:.1f} GiB per GPU, {w.parallel}){speed}"
