@@ -177,6 +177,23 @@ def test_report_markdown_and_html() -> None:
     )
 
 
+def test_business_case_prices_the_box_recommend_priced() -> None:
+    """The report's buy-vs-rent case uses recommend's own items (a used GPU at the used resale
+    decline, the new platform at the new one) and busy power, not one new-hardware lump."""
+    from mlrig.advisor.report import business_case
+
+    r = rec([QLORA8])
+    buy = next(o for o in r.options if o.feasible and o.kind == "buy")
+    assert sum(i.price_usd for i in buy.purchase_items) == pytest.approx(buy.upfront_usd)
+    case = business_case(r, BOOK)
+    assert case is not None and case.buy == buy.name
+    used = next((o for o in r.options if o.kind == "buy" and "(used)" in o.name), None)
+    assert used is not None
+    declines = {i.annual_decline for i in used.purchase_items}
+    assert declines == {BOOK.assumptions.resale_decline_used_per_year, BOOK.assumptions.resale_decline_new_per_year}
+    assert sum(i.price_usd for i in used.purchase_items) == pytest.approx(used.upfront_usd)
+
+
 @pytest.mark.parametrize(
     "args",
     [

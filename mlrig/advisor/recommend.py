@@ -145,6 +145,10 @@ class RankedOption(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     build_findings: list[Finding] = Field(default_factory=list)
     price_sources: list[str] = Field(default_factory=list)
+    # buy options: what is bought (each with its resale decline: used GPUs lose value slower) and the
+    # busy wall power, exactly as priced here, so the report's business case prices the same box
+    purchase_items: list[PurchaseItem] = Field(default_factory=list)
+    busy_power_w: float | None = None
 
 
 class Recommendation(BaseModel):
@@ -569,6 +573,8 @@ def recommend(
                 excluded_reason=reason,
                 workloads=outcomes,
                 price_sources=sources,
+                purchase_items=cand.items if cand.kind == "buy" else [],
+                busy_power_w=cand.busy_power_w if cand.kind == "buy" else None,
             )
         )
 

@@ -34,10 +34,15 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
     from mlrig.advisor.cost import PurchaseItem
 
     a = book.assumptions
+    # The box exactly as recommend priced it (used GPUs at the used resale decline); the fallbacks
+    # only serve Recommendation JSON written before these fields existed.
+    items = buy.purchase_items or [
+        PurchaseItem(name=buy.name, price_usd=buy.upfront_usd, annual_decline=a.resale_decline_new_per_year)]
+    power_w = buy.busy_power_w if buy.busy_power_w is not None else _power(buy, a, rec.constraints.gpu_power_fraction)
     local = LocalSpec(
         name=buy.name,
-        items=[PurchaseItem(name=buy.name, price_usd=buy.upfront_usd, annual_decline=a.resale_decline_new_per_year)],
-        power_w=_power(buy, a, rec.constraints.gpu_power_fraction),
+        items=items,
+        power_w=power_w,
         upkeep_fraction_per_year=a.upkeep_fraction_per_year,
     )
     cloud = CloudSpec(
