@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.catalog.models import resolve_model
 from mlrig.cli import app
-from mlrig.commands.serve import default_concurrency, parse_concurrency
+from mlrig.commands.serve import default_concurrency, kv_capacity_with_draft, parse_concurrency
 from mlrig.errors import MlrigError
 from mlrig.estimators.performance import (
     concurrency_limits,
@@ -28,6 +28,12 @@ from mlrig.workload import Plan
 
 ARCH = resolve_model("llama-3.1-8b")
 L40S = resolve_gpu("L40S")
+# Llama-3.2-1B by hand (config.json: vocab 128256, hidden 2048, 16 layers, MLP 8192, 32 heads, 8 KV heads of
+# 64, tied embeddings): embedding 262,668,288 + 16 x (q 4,194,304 + k,v 2 x 1,048,576 + o 4,194,304
+# + MLP 3 x 16,777,216 + norms 4,096) + final norm 2,048 = 1,235,814,400 params, x 2 bytes in bf16.
+DRAFT_WEIGHT_BYTES = 1_235_814_400 * 2
+DRAFT_KV_PER_TOKEN = 16 * 2 * 8 * 64 * 2  # layers x (K, V) x KV heads x head dim x bf16 = 32 KiB
+TARGET_KV_PER_TOKEN = 32 * 2 * 8 * 128 * 2  # Llama-3.1-8B: 128 KiB
 
 
 def serve_plan(**workload: object) -> Plan:
@@ -199,3 +205,70 @@ def test_serve_target_out_of_reach_says_so() -> None:
     assert "no concurrency meets ≥ 500 tok/s per user" in r.stdout
     d = invoke("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "500", "--json")
     assert d["max_concurrency"] == 0 and d["binding_limit"] == "tok/s per user"
+
+
+# ---- speculative decoding: the draft's memory comes out of the KV pool ---------------------------
+
+def test_kv_capacity_with_draft_hand_check() -> None:
+    # pool 1000 x 100 B = 100,000 B; less 10,100 B of draft weights = 89,900 B; each token now 100 + 25 B
+    assert kv_capacity_with_draft(1000, 100.0, 10_100.0, 25.0) == 719  # 89,900 / 125 = 719.2
+    assert kv_capacity_with_draft(1000, 100.0, 10_100.0, 25.0, block_tokens=16) == 704  # 44 blocks of 2,000 B
+    assert kv_capacity_with_draft(1000, 100.0, 10_000.0, 25.0, block_tokens=16) == 720  # exactly 45 blocks
+    assert kv_capacity_with_draft(1000, 100.0, 0.0, 0.0) == 1000  # a free draft changes nothing
+    assert kv_capacity_with_draft(1000, 100.0, 100_001.0, 25.0) == 0  # weights alone overflow the pool
+
+
+def test_draft_subtracted_from_kv_capacity() -> None:
+    # half the memory reserved and a lax speed target, so the KV cache binds and the draft lowers concurrency
+    args = ("serve", "llama-3.1-8b", "--gpu", "L40S", "--gpu-memory-utilization", "0.5", "--min-tok-s", "5",
+            "--json")
+    alone = invoke(*args)
+    spec = invoke(*args, "--draft-model", "llama-3.2-1b")
+    before, after = alone["kv_cache_capacity_tokens"], spec["kv_cache_capacity_tokens"]
+    assert alone["kv_capacity_tokens_without_draft"] == before == spec["kv_capacity_tokens_without_draft"]
+    assert 0 < after < before
+    assert spec["kv_capacity_sequences"] < alone["kv_capacity_sequences"]
+    assert alone["binding_limit"] == spec["binding_limit"] == "KV cache capacity"
+    assert spec["max_concurrency"] == after // 768 < alone["max_concurrency"] == before // 768
+    s = spec["speculative"]
+    assert s["draft_weights_gib"] * 2**30 == pytest.approx(DRAFT_WEIGHT_BYTES, rel=1e-6)
+    assert s["draft_kv_bytes_per_token"] == DRAFT_KV_PER_TOKEN and s["draft_tensor_parallel"] == 1
+    # the target KV given up pays for the draft's weights and the draft KV of every token still held,
+    # to within one 16-token vLLM block of (target + draft) KV
+    freed = (before - after) * TARGET_KV_PER_TOKEN
+    draft_bytes = DRAFT_WEIGHT_BYTES + after * DRAFT_KV_PER_TOKEN
+    assert 0 <= freed - draft_bytes < 16 * (TARGET_KV_PER_TOKEN + DRAFT_KV_PER_TOKEN)
+    assert after % 16 == 0
+
+
+def test_draft_split_by_tensor_parallelism() -> None:
+    # `--count 4` alone means TP 4 for vLLM, for the speed model as well as for memory
+    implicit = invoke("serve", "llama-3.1-70b", "--gpu", "H100 SXM", "--count", "4", "--draft-model", "llama-3.2-1b",
+                      "--json")
+    explicit = invoke("serve", "llama-3.1-70b", "--gpu", "H100 SXM", "--count", "4", "--tp", "4",
+                      "--draft-model", "llama-3.2-1b", "--json")
+    assert implicit == explicit
+    s = explicit["speculative"]
+    assert s["draft_tensor_parallel"] == 4
+    assert s["draft_weights_gib"] * 2**30 == pytest.approx(DRAFT_WEIGHT_BYTES / 4, rel=1e-6)
+    assert s["draft_kv_bytes_per_token"] == DRAFT_KV_PER_TOKEN / 4  # 8 KV heads, 2 per GPU
+    assert explicit["kv_cache_capacity_tokens"] < explicit["kv_capacity_tokens_without_draft"]
+
+
+def test_draft_that_leaves_no_room_does_not_fit() -> None:
+    # an 8B draft (15 GiB) beside an 8B target on a 24 GB card: no KV room left for one sequence
+    args = ["serve", "llama-3.1-8b", "--gpu", "RTX 4090", "--draft-model", "llama-3.1-8b"]
+    d = invoke(*args, "--json")
+    assert d["fits"] is False and d["max_concurrency"] == 0 and d["binding_limit"] == "memory"
+    assert d["kv_cache_capacity_tokens"] < 768 < d["kv_capacity_tokens_without_draft"]
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert len(r.stdout.strip().splitlines()) == 1 and "with the draft" in r.stdout
+
+
+def test_draft_note_states_the_assumption() -> None:
+    r = CliRunner().invoke(app, ["serve", "llama-3.1-8b", "--gpu", "L40S", "--draft-model", "llama-3.2-1b"],
+                           env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert "not deducted" not in r.stdout
+    assert "split like the target, TP 1" in r.stdout and "taken from the KV pool" in r.stdout

@@ -3,6 +3,7 @@ speculative decoding buys — the throughput/latency curve over concurrency up t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from mlrig.workload import Plan
 
 DEFAULT_ENGINE = "vllm"  # serving means continuous batching; vLLM is the common choice
+# Engines whose KV pool is paged in blocks of VLLM_BLOCK_TOKENS (as in estimators/memory.py `_inference`);
+# the others (llama.cpp, transformers) count KV room in single tokens.
+PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
 MAX_CONCURRENCY = 1_000_000
@@ -84,11 +88,53 @@ def check_inputs(min_tok_s: float, max_ttft_ms: float | None, spec_k: int, accep
         raise MlrigError(f"--acceptance must be in [0, 1) (a rate, e.g. 0.7), got {acceptance:g}")
 
 
-def speculative_report(arch: ModelArch, draft_name: str, plan: Plan, gpu: GPU, k: int, acceptance: float,
-                       at_concurrency: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DraftMemory:
+    """What a speculative-decoding draft model takes from the target's KV pool, per GPU."""
+
+    weights_bytes: float  # draft weights on one GPU
+    kv_bytes_per_token: float  # draft KV per token on one GPU
+    kv_capacity_tokens: int  # target tokens (each with its draft KV) left in the pool
+
+
+def kv_capacity_with_draft(capacity_tokens: int, target_kv_bytes_per_token: float, draft_weights_bytes: float,
+                           draft_kv_bytes_per_token: float, block_tokens: int = 1) -> int:
+    """Target KV tokens left once a draft shares the pool: the pool (taken as the bytes the target's KV
+    fills at `capacity_tokens`, so at most one block below the engine's) loses the draft's weights, and
+    every token held then needs the draft's KV beside the target's (vLLM V1 puts the draft's attention
+    layers in the same paged pool, so a block holds both). Rounded down to whole blocks."""
+    pool = capacity_tokens * target_kv_bytes_per_token - draft_weights_bytes
+    per_block = block_tokens * (target_kv_bytes_per_token + draft_kv_bytes_per_token)
+    if pool <= 0 or per_block <= 0:
+        return 0
+    return int(pool // per_block) * block_tokens
+
+
+def draft_memory(draft: ModelArch, arch: ModelArch, plan: Plan, capacity_tokens: int) -> DraftMemory:
+    """Draft weights at the plan's precision and its KV at the plan's KV dtype and context, split like
+    the target: the same TP (vLLM's default `draft_tensor_parallel_size`) and, for llama.cpp's layer split,
+    the same pipeline split. The draft's activations are not added: assumed to fit under the target's profiled
+    peak, since the draft runs after the target's forward pass."""
+    from mlrig import quant
+    from mlrig.estimators.memory import VLLM_BLOCK_TOKENS, kv_bytes_per_token, weights_per_gpu_bytes
+
+    w, hw = plan.workload, plan.hardware
+    tp, pp = hw.tensor_parallel, hw.pipeline_parallel
+    kv_prec = w.kv_cache_precision or quant.default_kv_precision(w.precision)
+    weights = weights_per_gpu_bytes(draft, w.precision, tp, pp)
+    draft_kv = kv_bytes_per_token(draft, w.context, kv_prec, tp, pp)
+    target_kv = kv_bytes_per_token(arch, w.context, kv_prec, tp, pp)
+    engine = (w.engine or "transformers").lower().replace("_", "-")
+    block = VLLM_BLOCK_TOKENS if engine in PAGED_ENGINES else 1
+    left = kv_capacity_with_draft(capacity_tokens, target_kv, weights, draft_kv, block)
+    return DraftMemory(weights_bytes=weights, kv_bytes_per_token=draft_kv, kv_capacity_tokens=left)
+
+
+def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, k: int, acceptance: float,
+                       at_concurrency: int, mem: DraftMemory | None) -> dict[str, Any]:
     """Expected speed-up at batch 1 (Leviathan et al. 2023, draft cost from bytes read per token)
-    and with the verify pass priced by the roofline at `at_concurrency` sequences."""
-    from mlrig.catalog.models import resolve_model
+    and with the verify pass priced by the roofline at `at_concurrency` sequences, plus what the
+    draft takes from the KV pool (`mem`; None where the engine's KV capacity is not modelled)."""
     from mlrig.estimators.performance import (
         draft_cost_ratio,
         model_weight_bytes,
@@ -96,7 +142,6 @@ def speculative_report(arch: ModelArch, draft_name: str, plan: Plan, gpu: GPU, k
         speculative_speedup_at_batch,
     )
 
-    draft = resolve_model(draft_name)
     ratio = draft_cost_ratio(arch, draft, plan, gpu)
     at = max(1, at_concurrency)
     tokens_per_step = float(k + 1) if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
@@ -109,7 +154,10 @@ def speculative_report(arch: ModelArch, draft_name: str, plan: Plan, gpu: GPU, k
         "speedup_batch_1": speculative_speedup(k, acceptance, ratio),
         "at_concurrency": at,
         "speedup_at_concurrency": speculative_speedup_at_batch(arch, plan, gpu, at, k, acceptance, ratio),
-        "draft_weights_gib": model_weight_bytes(draft, plan.workload.precision) / 2**30,
+        "draft_weights_total_gib": model_weight_bytes(draft, plan.workload.precision) / 2**30,
+        "draft_tensor_parallel": plan.hardware.tensor_parallel,
+        "draft_weights_gib": None if mem is None else mem.weights_bytes / 2**30,  # per GPU
+        "draft_kv_bytes_per_token": None if mem is None else mem.kv_bytes_per_token,  # per GPU
     }
 
 
@@ -135,11 +183,12 @@ def serve_cmd(
 ) -> None:
     """How many concurrent users at ≥ N tok/s each?
 
-    Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from
-    speculative decoding (--draft-model)."""
+    Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from speculative
+    decoding (--draft-model; the draft's weights and KV cache come out of the target's KV pool)."""
+    from mlrig.catalog.models import resolve_model
     from mlrig.commands._common import print_json
     from mlrig.estimators.performance import concurrency_limits, serving_curve
-    from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware
+    from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware, with_defaults
 
     check_inputs(min_tok_s, max_ttft_ms, spec_k, acceptance)
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
@@ -148,24 +197,35 @@ def serve_cmd(
                              gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count)
     plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
+    # The speed model gets the plan the memory model sees: `--count 4` alone means TP 4 for vLLM.
+    plan, _ = with_defaults(plan, gpu_spec, arch)
+    draft = resolve_model(draft_model) if draft_model is not None else None
     result = evaluate(plan, arch=arch, gpu=gpu_spec)
     ctx = plan.workload.context
-    kv_tokens = result.kv_cache_capacity_tokens
+    kv_without_draft = result.kv_cache_capacity_tokens
+    mem = None
+    if draft is not None and kv_without_draft is not None:
+        mem = draft_memory(draft, arch, plan, kv_without_draft)
+    kv_tokens = kv_without_draft if mem is None else mem.kv_capacity_tokens
+    fits = bool(result.fits) and (mem is None or mem.kv_capacity_tokens >= ctx)
     out: dict[str, Any] = {
         "model": result.model, "gpu": result.gpu, "gpu_count": plan.hardware.total_gpus,
-        "engine": plan.workload.engine, "precision": plan.workload.precision, "fits": bool(result.fits),
+        "engine": plan.workload.engine, "precision": plan.workload.precision, "fits": fits,
         "context_tokens": ctx, "kv_cache_capacity_tokens": kv_tokens,
         "kv_capacity_sequences": None if kv_tokens is None else kv_tokens // ctx,
+        "kv_capacity_tokens_without_draft": kv_without_draft,
         "min_tok_s_per_user": min_tok_s, "max_ttft_ms": max_ttft_ms,
         "decode_error_band": 0.0, "curve": [], "max_concurrency": 0, "binding_limit": None,
         "limits": None, "speculative": None,
     }
     if result.performance is not None:
         out["decode_error_band"] = result.performance.error_band.get("decode_tok_s", 0.0)
-    if not result.fits:
+    if not fits:
         out["binding_limit"] = "memory"
         if as_json:
             print_json(out)
+        elif result.fits and draft is not None and mem is not None:
+            _print_no_room_for_draft(out, draft.hf_id or draft.id, mem)
         else:
             _print_no_fit(out, result.memory.per_gpu_gib if result.memory else None,
                           result.memory.gpu_capacity_gib if result.memory else None)
@@ -175,9 +235,9 @@ def serve_cmd(
     curve = serving_curve(arch, plan, gpu_spec, points, kv_tokens)
     out.update(curve=[p.model_dump() for p in curve], max_concurrency=lims.max_concurrency,
                binding_limit=lims.binding_limit, limits=lims.model_dump())
-    if draft_model is not None:
-        out["speculative"] = speculative_report(arch, draft_model, plan, gpu_spec, spec_k, acceptance,
-                                                lims.max_concurrency)
+    if draft is not None:
+        out["speculative"] = speculative_report(arch, draft, plan, gpu_spec, spec_k, acceptance,
+                                                lims.max_concurrency, mem)
     if as_json:
         print_json(out)
     else:
@@ -192,6 +252,16 @@ def _print_no_fit(out: dict[str, Any], need_gib: float | None, have_gib: float |
                     f"{out['gpu']} with {out['engine']}{need}, KV cache room for "
                     f"{out['kv_cache_capacity_tokens'] or 0:,} tokens (one sequence is {out['context_tokens']:,}); "
                     "try more GPUs (--count N --tp N) or a smaller --precision")
+
+
+def _print_no_room_for_draft(out: dict[str, Any], draft_name: str, mem: DraftMemory) -> None:
+    from mlrig.commands._common import console
+
+    console().print(f"[red]✘[/] {out['model']} fits on {out['gpu_count']} × {out['gpu']} alone "
+                    f"({out['kv_capacity_tokens_without_draft']:,} KV tokens), but with the draft {draft_name} "
+                    f"({mem.weights_bytes / 2**30:.2f} GiB of weights per GPU and its own KV cache) the pool holds "
+                    f"{mem.kv_capacity_tokens:,} tokens, less than one {out['context_tokens']:,}-token sequence; "
+                    "try a smaller draft, more GPUs (--count N --tp N) or a smaller --precision")
 
 
 def _answer_line(out: dict[str, Any]) -> str:
@@ -243,8 +313,23 @@ def _render(out: dict[str, Any]) -> None:
                       f"; shrinks to {spec['speedup_at_concurrency']:.2f}× at concurrency "
                       f"{spec['at_concurrency']:,} as the verify pass turns compute-bound"
                       if spec["at_concurrency"] > 1 else "; it shrinks at high concurrency (compute-bound)"))
-        con.print(f"[yellow]note:[/] the draft's {spec['draft_weights_gib']:.2f} GiB of weights and its KV "
-                  "cache come out of the KV pool above (not deducted here)")
+        con.print(_draft_memory_line(out))
+
+
+def _draft_memory_line(out: dict[str, Any]) -> str:
+    """Where the draft's memory went: out of the KV pool, at the target's TP (vLLM's default)."""
+    spec = out["speculative"]
+    if spec["draft_weights_gib"] is None:
+        return (f"[yellow]note:[/] the draft's {spec['draft_weights_total_gib']:.2f} GiB of weights and its KV "
+                "cache also need room; KV capacity is not modelled for this engine, so not deducted")
+    before, after = out["kv_capacity_tokens_without_draft"], out["kv_cache_capacity_tokens"]
+    ctx = out["context_tokens"]
+    why = " (vLLM's default draft_tensor_parallel_size)" if str(out["engine"]).lower() == "vllm" else ""
+    return (f"[yellow]note:[/] draft assumed split like the target, TP {spec['draft_tensor_parallel']}{why}: "
+            f"its {spec['draft_weights_gib']:.2f} GiB of weights per GPU and "
+            f"{spec['draft_kv_bytes_per_token'] / 1024:.3g} KiB of KV per token are taken from the KV pool above "
+            f"({before:,} → {after:,} tokens, {before // ctx:,} → {after // ctx:,} sequences); the curve's speeds "
+            "are without speculation")
 
 
 def register(app: typer.Typer) -> None:
