@@ -127,6 +127,25 @@ CSV_META: dict[str, dict[str, Any]] = {
     "Jetson AGX Orin 64GB": dict(id="jetson-agx-orin-64gb", aliases=["NVIDIA Jetson AGX Orin", "Orin"]),
 }
 
+# Figures the reference table leaves blank but that have a documented derivation: `set` replaces
+# fields of the CSV-built entry, `source` is appended to the row's source, and `verification` / `note`
+# go in front of the row's own (whose note may still say "not entered": the override supersedes it).
+CSV_OVERRIDES: dict[str, dict[str, Any]] = {
+    "arc-a770-16gb": dict(
+        set=dict(fp16_tflops_dense=137.6, bf16_tflops_dense=137.6, int8_tops_dense=275.3),
+        source="https://www.intel.com/content/www/us/en/developer/articles/technical/"
+        "introduction-to-the-xe-hpg-architecture.html",
+        verification="XMX figures DERIVED in the catalog build (Intel per-engine XMX rates x Intel's rated "
+        "2.1 GHz graphics clock; Intel quotes no A770 TOPS)",
+        note="CATALOG OVERRIDE (scripts/build_gpu_catalog.py): XMX dense rates DERIVED = 32 Xe-cores x 16 XMX "
+        "engines (512, Intel spec) x 128 FP16/BF16 ops/clk per engine (256 INT8; Intel 'Introduction to the "
+        "Xe-HPG Architecture') x 2.1 GHz Intel graphics clock = 137.6 TFLOPS FP16/BF16, 275.3 TOPS INT8 - the "
+        "same basis as Intel's own Arc B580 figure (233 INT8 TOPS = 160 XMX x 512 x 2.85 GHz). Intel documents "
+        "one XMX rate per input type (FP16/BF16 products accumulate in FP32). fp32_tflops (19.7) stays at the "
+        "2.4 GHz spec-database clock (17.2 at 2.1 GHz). The table note below predates this derivation.",
+    ),
+}
+
 # NVML memory.total (nvidia-smi "MiB"), where the shipped value is well known from public
 # nvidia-smi output; overrides the rule in `reported_gib`. CUDA/frameworks see ~0.3-0.5 GiB less
 # (vLLM logs "total memory 79.18 GiB" on an H100 80GB HBM3, ../shared/data/calibration/
@@ -151,7 +170,44 @@ NVML_MIB: dict[str, int] = {
 
 # Apple chips: (GPU core bins -> memory configs in GB), bandwidth per bin (GB/s) where it differs.
 # FP16 SIMD rate per GPU core (TFLOPS) where Apple quoted the chip's TFLOPS (M1 family: 2.6 TF/8 cores;
-# M2 family: 3.6 TF/10 cores, 13.6 TF/38 cores); M3/M4: Apple publishes none -> left blank.
+# M2 family: 3.6 TF/10 cores, 13.6 TF/38 cores). M3/M4: Apple publishes no TFLOPS, so the rate is
+# DERIVED as cores x 128 FP32 ALUs x 2 FLOP (FMA) x GPU clock (`clock`, one of APPLE_CLOCKS: the top GPU
+# DVFS state that `powermetrics` lists; Apple publishes no GPU clock either). Apple GPUs have no matrix
+# units and run FP16 at the FP32 rate, so fp32_tflops == fp16_tflops_dense for every Apple entry
+# (M1/M2 as well: 2.6 TF = 8 x 128 x 2 x 1.278 GHz), and bf16 is left blank.
+APPLE_CLOCKS: dict[str, tuple[float, str, str]] = {
+    # key: (GHz, where the clock comes from, URL)
+    "m3": (
+        1.338,
+        "1.338 GHz = top GPU DVFS state in `powermetrics` on M3 MacBook Airs (Mac15,13 in applegpuinfo#15; "
+        "a Mac15,12 log in a public repo shows the same 13-state table, 338..1338 MHz)",
+        "https://github.com/philipturner/applegpuinfo/issues/15",
+    ),
+    "m3x": (
+        1.380,
+        "1.380 GHz = top GPU DVFS state in `powermetrics` on M3 Pro and M3 Max (applegpuinfo#4, the maintainer "
+        "checking an M3 Max log: '1.398 GHz -> 1.380 GHz'; an M3 Pro log in a public repo ends at 1380 MHz); "
+        "hmc-tech.com lists 1398 MHz (+1.3 %)",
+        "https://github.com/philipturner/applegpuinfo/issues/4",
+    ),
+    "m3-ultra": (
+        1.380,
+        "1.380 GHz ASSUMED = the M3 Max clock (M3 Ultra is two M3 Max dies; no M3 Ultra log seen)",
+        "https://github.com/philipturner/applegpuinfo/issues/4",
+    ),
+    "m4": (
+        1.578,
+        "1.578 GHz = top GPU DVFS state (P15, 1055 mV) in `powermetrics`/IOReport logs of M4 (AGXAcceleratorG16G) "
+        "and a loaded M4 Max Mac Studio in public repos; hmc-tech.com lists 1578 MHz for the 8-core M4 (other "
+        "pages of it give 1470 = state P14, and 1678 for M4 Max)",
+        "https://hmc-tech.com/gpu/apple-8-core-m4-fl-vs-apple-24-core-m1-max",
+    ),
+    "m4-pro": (
+        1.578,
+        "1.578 GHz ASSUMED = the M4 / M4 Max top DVFS state (no M4 Pro log seen)",
+        "https://hmc-tech.com/gpu/apple-8-core-m4-fl-vs-apple-24-core-m1-max",
+    ),
+}
 APPLE: dict[str, dict[str, Any]] = {
     "Apple M1": dict(bins={7: [8, 16], 8: [8, 16]}, tf_per_core=2.6 / 8),
     "Apple M1 Pro": dict(bins={14: [16, 32], 16: [16, 32]}, tf_per_core=10.4 / 32),
@@ -161,13 +217,13 @@ APPLE: dict[str, dict[str, Any]] = {
     "Apple M2 Pro": dict(bins={16: [16, 32], 19: [16, 32]}, tf_per_core=13.6 / 38),
     "Apple M2 Max": dict(bins={30: [32, 64, 96], 38: [32, 64, 96]}, tf_per_core=13.6 / 38),
     "Apple M2 Ultra": dict(bins={60: [64, 128, 192], 76: [64, 128, 192]}, tf_per_core=13.6 / 38),
-    "Apple M3": dict(bins={8: [8, 16, 24], 10: [8, 16, 24]}),
-    "Apple M3 Pro": dict(bins={14: [18, 36], 18: [18, 36]}),
-    "Apple M3 Max": dict(bins={30: [36, 96], 40: [48, 64, 128]}, bw={30: 300.0, 40: 400.0}),
-    "Apple M3 Ultra": dict(bins={60: [96, 256], 80: [96, 256, 512]}),
-    "Apple M4": dict(bins={8: [16, 24], 10: [16, 24, 32]}),
-    "Apple M4 Pro": dict(bins={16: [24, 48, 64], 20: [24, 48, 64]}),
-    "Apple M4 Max": dict(bins={32: [36], 40: [48, 64, 128]}, bw={32: 410.0, 40: 546.0}),
+    "Apple M3": dict(bins={8: [8, 16, 24], 10: [8, 16, 24]}, clock="m3"),
+    "Apple M3 Pro": dict(bins={14: [18, 36], 18: [18, 36]}, clock="m3x"),
+    "Apple M3 Max": dict(bins={30: [36, 96], 40: [48, 64, 128]}, bw={30: 300.0, 40: 400.0}, clock="m3x"),
+    "Apple M3 Ultra": dict(bins={60: [96, 256], 80: [96, 256, 512]}, clock="m3-ultra"),
+    "Apple M4": dict(bins={8: [16, 24], 10: [16, 24, 32]}, clock="m4"),
+    "Apple M4 Pro": dict(bins={16: [24, 48, 64], 20: [24, 48, 64]}, clock="m4-pro"),
+    "Apple M4 Max": dict(bins={32: [36], 40: [48, 64, 128]}, bw={32: 410.0, 40: 546.0}, clock="m4"),
 }
 
 NVIDIA_DS = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
@@ -397,16 +453,27 @@ EXTRAS: list[dict[str, Any]] = [
         memory_type="GDDR6 ECC (160-bit)",
         memory_bandwidth_gb_s=360,
         fp32_tflops=26.7,
+        fp16_tflops_dense=106.9,
+        bf16_tflops_dense=106.9,
+        fp8_tflops_dense=213.8,
         tdp_w=130,
         pcie_gen=4,
         pcie_lanes=16,
         form_factor="1-slot, active",
         slots=1,
         launch_price_usd=1250,
-        source="https://www.nvidia.com/en-us/design-visualization/rtx-4000/",
-        verification="partial",
-        notes="Tensor rates left blank: NVIDIA's 327.6 TFLOPS headline does not reconcile with 48 SM at "
-        "2.175 GHz (would be ~107 FP16 dense). Not re-read in-session.",
+        source="https://www.nvidia.com/en-us/design-visualization/rtx-4000/ ; "
+        "https://images.nvidia.com/aem-dam/en-zz/Solutions/technologies/NVIDIA-ADA-GPU-PROVIZ-Architecture-Whitepaper_1.1.pdf",
+        verification="derived (SM count x Ada pro per-SM tensor rate x boost clock; NVIDIA's datasheet tensor "
+        "figure does not reconcile and is not used)",
+        notes="DERIVED: 48 SM (192 4th-gen Tensor Cores, datasheet) x 1024 dense FP16 FLOP/clk/SM with FP32 "
+        "accumulate (pro Ada runs it at full rate: RTX 6000 Ada 364.2 = 142 SM x 1024 x 2.505 GHz, Ada pro "
+        "whitepaper) x 2.175 GHz boost (NVIDIA's 26.7 TFLOPS FP32 = 6,144 cores x 2 x 2.175 GHz) = 106.9 "
+        "TFLOPS FP16/BF16, FP8 213.8. The datasheet's 'Tensor Performance 327.6 TFLOPS' (FP8 with sparsity) "
+        "is NOT used: /4 it would give 81.9 FP16 dense, implying a 1.67 GHz tensor clock, whereas the other "
+        "Ada pro headlines equal SMs x 4096 x boost (RTX 5000 Ada 1,044.4 = 100 x 4096 x 2.55 GHz, RTX 6000 "
+        "Ada 1,457 = 142 x 4096 x 2.505 GHz) and 48 x 4096 x 2.175 GHz = 427.6 - one digit from 327.6, most "
+        "likely a typo. Datasheet text not re-read in-session.",
     ),
     dict(
         id="rtx-5000-ada",
@@ -618,39 +685,44 @@ def from_csv_row(r: dict[str, str]) -> list[dict[str, Any]]:
         ) + notes
     name = meta.get("name") or display_name(r["name"], r["vendor"])
     aliases = list(meta.get("aliases", []))
-    return [
-        dict(
-            id=gid,
-            name=name,
-            vendor="Intel" if r["vendor"].startswith("Intel") else r["vendor"],
-            hardware_class=hw_class(r["name"], r["vendor"]),
-            architecture=r["architecture"] or None,
-            release_year=int(r["release_year"]) if r["release_year"] else None,
-            aliases=aliases,
-            nominal_gb=nominal,
-            memory_gib=gib,
-            memory_type=r["memory_type"] or None,
-            memory_bandwidth_gb_s=scaled("memory_bandwidth_gb_s"),
-            fp32_tflops=scaled("fp32_tflops"),
-            fp16_tflops_dense=scaled("fp16_tensor_tflops_dense"),
-            bf16_tflops_dense=scaled("bf16_tensor_tflops_dense"),
-            fp8_tflops_dense=scaled("fp8_tensor_tflops_dense"),
-            int8_tops_dense=scaled("int8_tensor_tops_dense"),
-            tdp_w=scaled("tdp_w"),
-            pcie_gen=int(num(r["pcie_gen"]) or 0) or None,
-            pcie_lanes=int(num(r["pcie_lanes"]) or 0) or None,
-            nvlink=None if r["nvlink"].lower().startswith("no") else r["nvlink"],
-            nvlink_gb_s=meta.get("nvlink_gb_s"),
-            form_factor=r["form_factor"] or None,
-            slots=slots_of(r["form_factor"]),
-            launch_price_usd=num(r["launch_price_usd"]),
-            devices_per_board=per if per > 1 else None,
-            source=r["source_url"],
-            source_date=CSV_DATE,
-            verification=f"{r['verification']} ({r['figure_basis']}; cross-check: {r['secondary_source']})",
-            notes=notes + f" [from {REF_MD}]",
-        )
-    ]
+    entry = dict(
+        id=gid,
+        name=name,
+        vendor="Intel" if r["vendor"].startswith("Intel") else r["vendor"],
+        hardware_class=hw_class(r["name"], r["vendor"]),
+        architecture=r["architecture"] or None,
+        release_year=int(r["release_year"]) if r["release_year"] else None,
+        aliases=aliases,
+        nominal_gb=nominal,
+        memory_gib=gib,
+        memory_type=r["memory_type"] or None,
+        memory_bandwidth_gb_s=scaled("memory_bandwidth_gb_s"),
+        fp32_tflops=scaled("fp32_tflops"),
+        fp16_tflops_dense=scaled("fp16_tensor_tflops_dense"),
+        bf16_tflops_dense=scaled("bf16_tensor_tflops_dense"),
+        fp8_tflops_dense=scaled("fp8_tensor_tflops_dense"),
+        int8_tops_dense=scaled("int8_tensor_tops_dense"),
+        tdp_w=scaled("tdp_w"),
+        pcie_gen=int(num(r["pcie_gen"]) or 0) or None,
+        pcie_lanes=int(num(r["pcie_lanes"]) or 0) or None,
+        nvlink=None if r["nvlink"].lower().startswith("no") else r["nvlink"],
+        nvlink_gb_s=meta.get("nvlink_gb_s"),
+        form_factor=r["form_factor"] or None,
+        slots=slots_of(r["form_factor"]),
+        launch_price_usd=num(r["launch_price_usd"]),
+        devices_per_board=per if per > 1 else None,
+        source=r["source_url"],
+        source_date=CSV_DATE,
+        verification=f"{r['verification']} ({r['figure_basis']}; cross-check: {r['secondary_source']})",
+        notes=notes + f" [from {REF_MD}]",
+    )
+    ov = CSV_OVERRIDES.get(gid)
+    if ov is not None:
+        entry.update(ov["set"])
+        entry["source"] = f"{entry['source']} ; {ov['source']}"
+        entry["verification"] = f"{ov['verification']}; table: {entry['verification']}"
+        entry["notes"] = f"{ov['note']} {entry['notes']}"
+    return [entry]
 
 
 def apple_entries(r: dict[str, str]) -> list[dict[str, Any]]:
@@ -662,21 +734,35 @@ def apple_entries(r: dict[str, str]) -> list[dict[str, Any]]:
     chip = r["name"]
     spec = APPLE[chip]
     top_bin = max(spec["bins"])
+    clock = APPLE_CLOCKS[spec["clock"]] if "clock" in spec else None
+    source = r["source_url"] if clock is None else f"{r['source_url']} ; GPU clock: {clock[2]}"
+    verification = f"{r['verification']} (memory configs / bin bandwidths: Apple tech specs)"
+    if clock is not None:
+        verification += "; compute DERIVED (cores x 128 ALUs x 2 x GPU clock; neither is an Apple TFLOPS figure)"
     out: list[dict[str, Any]] = []
     for cores, mems in spec["bins"].items():
         bw = spec.get("bw", {}).get(cores, float(r["memory_bandwidth_gb_s"]))
-        tf = round(spec["tf_per_core"] * cores, 2) if "tf_per_core" in spec else None
+        tf: float | None = None
+        if "tf_per_core" in spec:
+            tf = round(spec["tf_per_core"] * cores, 2)
+            tf_note = (
+                "FP32/FP16 SIMD rate derived from Apple's quoted chip TFLOPS scaled by GPU cores "
+                "(no matrix units; FP16 runs at the FP32 rate)."
+            )
+        elif clock is not None:
+            tf = round(cores * 128 * 2 * clock[0] / 1000, 2)
+            tf_note = (
+                f"FP32/FP16 SIMD rate DERIVED: {cores} GPU cores x 128 FP32 ALUs x 2 FLOP (FMA) x {clock[0]:.3f} GHz "
+                f"= {tf} TFLOPS (Apple publishes no TFLOPS for this family; no matrix units, FP16 runs at the "
+                f"FP32 rate, so fp16_tflops_dense = fp32_tflops as for M1/M2). GPU clock: {clock[1]}."
+            )
+        else:
+            tf_note = "Apple publishes no GPU TFLOPS for this family; compute left blank."
         for mem in mems:
             slug = chip.lower().replace(" ", "-")
             aliases = [f"{chip} {cores}-core GPU {mem}GB", f"{chip} {mem}GB {cores}-core"]
             if cores == top_bin:
                 aliases.append(f"{chip} {mem}GB")
-            tf_note = (
-                "FP32/FP16 SIMD rate derived from Apple's quoted chip TFLOPS scaled by GPU cores "
-                "(no matrix units; FP16 runs at the FP32 rate)."
-                if tf
-                else "Apple publishes no GPU TFLOPS for this family; compute left blank."
-            )
             out.append(
                 dict(
                     id=f"{slug}-{cores}c-{mem}gb",
@@ -694,9 +780,9 @@ def apple_entries(r: dict[str, str]) -> list[dict[str, Any]]:
                     fp32_tflops=tf,
                     fp16_tflops_dense=tf,
                     form_factor=r["form_factor"],
-                    source=r["source_url"],
+                    source=source,
                     source_date=CSV_DATE,
-                    verification=f"{r['verification']} (memory configs / bin bandwidths: Apple tech specs)",
+                    verification=verification,
                     notes=(
                         f"{tf_note} usable_memory_gib = Metal recommendedMaxWorkingSetSize default "
                         f"({'3/4' if mem >= 64 else '2/3'} of RAM; raise with sysctl iogpu.wired_limit_mb). "

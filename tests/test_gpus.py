@@ -112,6 +112,55 @@ def test_per_device_boards_and_apple_working_set() -> None:
     assert m.capacity_gib == m.usable_memory_gib
 
 
+def test_llm_platforms_have_compute_figures() -> None:
+    """Prefill needs a compute rate: Apple M3/M4 (every bin), RTX 4000 Ada and Arc A770 carry one."""
+    apple = [g for g in load_gpus() if g.vendor == "Apple"]
+    assert len(apple) >= 60
+    m3_m4 = [g for g in apple if g.id.startswith(("apple-m3", "apple-m4"))]
+    assert len(m3_m4) == 35
+    for g in apple:
+        # no matrix units: FP16 runs at the FP32 SIMD rate, carried in fp16_tflops_dense (as M1/M2)
+        assert g.fp32_tflops and g.fp16_tflops_dense == g.fp32_tflops, g.id
+        assert g.bf16_tflops_dense is None, g.id
+    for g in m3_m4:
+        assert "DERIVED" in (g.notes or "") and "GPU clock" in g.source, g.id
+    for gid in ("rtx-4000-ada", "arc-a770-16gb"):
+        g = by_id(gid)
+        assert g.fp16_tflops_dense and g.bf16_tflops_dense == g.fp16_tflops_dense, gid
+        assert g.tensor_tflops("fp16") == g.fp16_tflops_dense
+
+
+def test_derived_compute_figures_hand_checked() -> None:
+    # RTX 4000 Ada: 48 SM x 1024 dense FP16 FLOP/clk/SM (pro Ada, FP32 accumulate at full rate) x 2.175 GHz
+    # boost; NVIDIA's own 26.7 TFLOPS FP32 = 6144 x 2 x 2.175 GHz. Not the datasheet's 327.6 (FP8 sparse).
+    r4000 = by_id("rtx-4000-ada")
+    assert r4000.fp16_tflops_dense == pytest.approx(48 * 1024 * 2.175e9 / 1e12, abs=0.05)
+    assert r4000.fp16_tflops_dense == pytest.approx(106.9)
+    assert r4000.fp8_tflops_dense == pytest.approx(2 * 106.9)
+    assert r4000.fp32_tflops == pytest.approx(6144 * 2 * 2.175e9 / 1e12, abs=0.05)
+    # same per-SM-per-clock rate as its in-catalog siblings (RTX 5000 Ada: 100 SM at 2.55 GHz)
+    assert by_id("rtx-5000-ada").fp16_tflops_dense == pytest.approx(100 * 1024 * 2.55e9 / 1e12, abs=0.05)
+    # Arc A770: 512 XMX engines x 128 FP16 ops/clk x 2.1 GHz Intel graphics clock; INT8 twice that
+    a770 = by_id("arc-a770-16gb")
+    assert a770.fp16_tflops_dense == pytest.approx(512 * 128 * 2.1e9 / 1e12, abs=0.05)
+    assert a770.int8_tops_dense == pytest.approx(512 * 256 * 2.1e9 / 1e12, abs=0.06)
+    # Apple: cores x 128 ALUs x 2 FLOP x top GPU DVFS clock (M3 1.338, M3 Pro/Max 1.380, M4 family 1.578 GHz)
+    for gid, cores, ghz in [
+        ("apple-m3-10c-16gb", 10, 1.338),
+        ("apple-m3-pro-18c-36gb", 18, 1.380),
+        ("apple-m3-max-40c-48gb", 40, 1.380),
+        ("apple-m3-max-30c-96gb", 30, 1.380),
+        ("apple-m4-10c-32gb", 10, 1.578),
+        ("apple-m4-pro-20c-64gb", 20, 1.578),
+        ("apple-m4-max-40c-128gb", 40, 1.578),
+    ]:
+        assert by_id(gid).fp32_tflops == pytest.approx(cores * 128 * 2 * ghz / 1e3, abs=0.006), gid
+    assert resolve_gpu("Apple M3 Max 40-core GPU 48GB").fp16_tflops_dense == pytest.approx(14.13)
+    # the bins of one chip scale with the core count, memory size does not matter
+    assert by_id("apple-m4-max-32c-36gb").fp32_tflops == pytest.approx(16.16 * 32 / 40, abs=0.01)
+    assert by_id("apple-m3-8c-8gb").fp32_tflops == by_id("apple-m3-8c-24gb").fp32_tflops
+
+
 def test_json_regenerates_from_csv(shared_dir: Path) -> None:
     spec = importlib.util.spec_from_file_location("build_gpu_catalog", ROOT / "scripts/build_gpu_catalog.py")
     assert spec and spec.loader
