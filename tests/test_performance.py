@@ -236,3 +236,14 @@ def test_lm_head_params_untied_tied_and_encoder() -> None:
 )
 def test_default_kv_precision(precision: str, kv: str) -> None:
     assert default_kv_precision(precision) == kv
+
+
+def test_intel_arc_under_llama_cpp_is_capped_at_the_vector_rate() -> None:
+    """V10879-0015/0017: llama.cpp's Vulkan prefill on Arc reaches ~60-75% of the FP32 *vector* rate,
+    so the XMX figure (7x higher on the A770) is not the ceiling there; other engines keep XMX."""
+    from mlrig.estimators.performance import peak_tflops
+
+    arc = resolve_gpu("arc-a770-16gb")
+    assert arc.fp16_tflops_dense and arc.fp32_tflops and arc.fp16_tflops_dense > 5 * arc.fp32_tflops
+    assert peak_tflops(arc, "fp16", "llama.cpp") == arc.fp32_tflops
+    assert peak_tflops(arc, "fp16", "vllm") == arc.fp16_tflops_dense
