@@ -3,7 +3,9 @@
 The goal (issue): `mlrig plan` starts in <= 300 ms over `python -c pass`. Each command runs in a
 fresh subprocess (so nothing is cached in-process); we report the median of N runs, because the
 first runs and background noise skew the mean. Then `-X importtime` shows which modules cost the
-most self time, the place to look for the next lazy import.
+most self time, the place to look for the next lazy import. The "floor" line imports typer and
+pydantic and builds one model: what any CLI on these two libraries pays before its own code, so
+`plan` minus the floor is mlrig's own share.
 
 An installed package has its bytecode compiled (pip writes .pyc files), so by default the runs
 drop PYTHONDONTWRITEBYTECODE and the warm-up run writes mlrig's own __pycache__ (git-ignored);
@@ -28,6 +30,9 @@ PY = sys.executable
 CLI = [PY, "-c", "import sys; from mlrig.cli import main; sys.argv[0] = 'mlrig'; sys.exit(main())"]
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [PY, "-c", "pass"],
+    # the floor under any typer + pydantic CLI: both imported, one model built (not mlrig's own cost)
+    "typer + pydantic + 1 model (floor)": [PY, "-c", "import typer\nfrom pydantic import BaseModel\n"
+                                           "class M(BaseModel):\n    x: int = 1\nM(x=2).model_dump_json()"],
     "mlrig --help": [*CLI, "--help"],
     "mlrig plan llama-3.1-8b --gpu 4090 --json": [*CLI, "plan", "llama-3.1-8b", "--gpu", "4090", "--json"],
     "mlrig plan llama-3.1-8b --gpu 4090 (table)": [*CLI, "plan", "llama-3.1-8b", "--gpu", "4090"],
