@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from mlrig.workload import Plan
 
 DEFAULT_ENGINE = "vllm"  # serving means continuous batching; vLLM is the common choice
-# Engines whose KV pool is paged in blocks of VLLM_BLOCK_TOKENS (as in estimators/memory.py `_inference`);
-# the others (llama.cpp, transformers) count KV room in single tokens.
-PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
 MAX_CONCURRENCY = 1_000_000
@@ -116,7 +113,7 @@ def draft_memory(draft: ModelArch, arch: ModelArch, plan: Plan, capacity_tokens:
     the same pipeline split. The draft's activations are not added: assumed to fit under the target's profiled
     peak, since the draft runs after the target's forward pass."""
     from mlrig import quant
-    from mlrig.estimators.memory import VLLM_BLOCK_TOKENS, kv_bytes_per_token, weights_per_gpu_bytes
+    from mlrig.estimators.memory import PAGED_ENGINES, VLLM_BLOCK_TOKENS, kv_bytes_per_token, weights_per_gpu_bytes
 
     w, hw = plan.workload, plan.hardware
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
@@ -125,7 +122,7 @@ def draft_memory(draft: ModelArch, arch: ModelArch, plan: Plan, capacity_tokens:
     draft_kv = kv_bytes_per_token(draft, w.context, kv_prec, tp, pp)
     target_kv = kv_bytes_per_token(arch, w.context, kv_prec, tp, pp)
     engine = (w.engine or "transformers").lower().replace("_", "-")
-    block = VLLM_BLOCK_TOKENS if engine in PAGED_ENGINES else 1
+    block = VLLM_BLOCK_TOKENS if engine in PAGED_ENGINES else 1  # others count KV room in single tokens
     left = kv_capacity_with_draft(capacity_tokens, target_kv, weights, draft_kv, block)
     return DraftMemory(weights_bytes=weights, kv_bytes_per_token=draft_kv, kv_capacity_tokens=left)
 

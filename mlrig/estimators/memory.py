@@ -56,6 +56,8 @@ class Calibration:
 CAL = Calibration()
 
 VLLM_BLOCK_TOKENS = 16  # vLLM default --block-size (vllm/config CacheConfig)
+# Serving engines that pre-allocate a paged KV pool (in VLLM_BLOCK_TOKENS blocks) after profiling.
+PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
 LLAMA_CPP_UBATCH = 512  # llama.cpp default n_ubatch (common/common.h)
 
 
@@ -197,7 +199,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     capacity_tokens: int | None = None
     concurrency: float | None = None
 
-    if engine in ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi"):
+    if engine in PAGED_ENGINES:
         act = _vllm_activation_bytes(arch, gpu, last_stage=True)
         non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
