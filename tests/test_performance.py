@@ -247,3 +247,11 @@ def test_intel_arc_under_llama_cpp_is_capped_at_the_vector_rate() -> None:
     assert arc.fp16_tflops_dense and arc.fp32_tflops and arc.fp16_tflops_dense > 5 * arc.fp32_tflops
     assert peak_tflops(arc, "fp16", "llama.cpp") == arc.fp32_tflops
     assert peak_tflops(arc, "fp16", "vllm") == arc.fp16_tflops_dense
+
+
+def test_every_engine_family_has_every_factor() -> None:
+    """A family missing from one table would be a KeyError at plan time, not a one-line error."""
+    tables = (eff.BW_EFF, eff.COMPUTE_EFF, eff.LAYER_OVERHEAD_S, eff.PREFILL_TOKEN_LAYER_S, eff.STEP_OVERHEAD_S)
+    for table in tables:
+        assert set(table) == set(eff.ENGINES)
+    assert eff.BW_EFF["trt-llm-2023"] == eff.BW_EFF["trt-llm"]

@@ -66,7 +66,6 @@ BW_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "sglang": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "trt-llm": {"gddr": 0.85, "hbm": 0.82, "unified": 0.75, "host": 0.60},
-    "trt-llm-2023": {"gddr": 0.85, "hbm": 0.82, "unified": 0.75, "host": 0.60},
     "transformers": {"gddr": 0.60, "hbm": 0.55, "unified": 0.55, "host": 0.50},  # eager PyTorch: no graphs
     "exllamav2": {"gddr": 0.82, "hbm": 0.75, "unified": 0.70, "host": 0.60},
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
@@ -87,7 +86,6 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "trt-llm": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
-    "trt-llm-2023": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
     "transformers": {"gddr": 0.40, "hbm": 0.40, "unified": 0.35, "host": 0.30},
     "exllamav2": {"gddr": 0.45, "hbm": 0.40, "unified": 0.40, "host": 0.30},
     "mlc": {"gddr": 0.45, "hbm": 0.40, "unified": 0.50, "host": 0.30},
@@ -108,7 +106,6 @@ LAYER_OVERHEAD_S: dict[str, float] = {
     "vllm": 25e-6,
     "sglang": 25e-6,
     "trt-llm": 20e-6,
-    "trt-llm-2023": 20e-6,
     "transformers": 150e-6,
     "exllamav2": 40e-6,
     "mlc": 40e-6,
@@ -126,7 +123,6 @@ PREFILL_TOKEN_LAYER_S: dict[str, float] = {
     "vllm": 0.3e-6,
     "sglang": 0.3e-6,
     "trt-llm": 0.2e-6,
-    "trt-llm-2023": 0.2e-6,
     "transformers": 1.0e-6,
     "exllamav2": 0.8e-6,
     "mlc": 0.8e-6,
@@ -141,11 +137,18 @@ STEP_OVERHEAD_S: dict[str, float] = {
     "vllm": 1.0e-3,
     "sglang": 0.8e-3,
     "trt-llm": 0.5e-3,
-    "trt-llm-2023": 0.5e-3,
     "transformers": 2.0e-3,
     "exllamav2": 0.5e-3,
     "mlc": 0.5e-3,
 }
+
+# TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
+# (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
+BW_EFF["trt-llm-2023"] = BW_EFF["trt-llm"]
+COMPUTE_EFF["trt-llm-2023"] = COMPUTE_EFF["trt-llm"]
+LAYER_OVERHEAD_S["trt-llm-2023"] = LAYER_OVERHEAD_S["trt-llm"]
+PREFILL_TOKEN_LAYER_S["trt-llm-2023"] = PREFILL_TOKEN_LAYER_S["trt-llm"]
+STEP_OVERHEAD_S["trt-llm-2023"] = STEP_OVERHEAD_S["trt-llm"]
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
