@@ -249,6 +249,22 @@ def test_intel_arc_under_llama_cpp_is_capped_at_the_vector_rate() -> None:
     assert peak_tflops(arc, "fp16", "vllm") == arc.fp16_tflops_dense
 
 
+def test_intel_arc_decode_bandwidth_is_capped_but_not_gaudi() -> None:
+    """V10879-0016/0018: Arc cards stream weights at ~36-59 % of peak; the cap applies to GDDR Arc
+    only, for every engine, and leaves NVIDIA GDDR and Intel's HBM Gaudi on the engine's table."""
+    from mlrig.estimators.performance import bandwidth_efficiency
+
+    for engine in ("llama.cpp", "vllm"):
+        assert bandwidth_efficiency(resolve_gpu("arc-b580"), engine) == eff.INTEL_GDDR_BW_EFF_CAP
+        assert bandwidth_efficiency(resolve_gpu("rtx-4090"), engine) == eff.BW_EFF[engine]["gddr"]
+        assert bandwidth_efficiency(resolve_gpu("gaudi2"), engine) == eff.BW_EFF[engine]["hbm"]
+    # hand check: Llama-2-7B Q4_0 (3.56 GiB + KV) on the A770's 560 GB/s at <= 50 % -> <= 73 tok/s
+    a770 = Plan.model_validate({"model": "llama-2-7b", "hardware": {"gpu": "arc-a770-16gb"}, "workload": {
+        "precision": "q4_0", "engine": "llama.cpp", "batch_size": 1, "prompt_tokens": 0, "output_tokens": 128}})
+    decode = estimate_performance(resolve_model("llama-2-7b"), a770, resolve_gpu("arc-a770-16gb")).decode_tok_s
+    assert 52.56 < decode <= 560e9 * 0.50 / (3.56 * 2**30)  # above the Vulkan row, below the cap's ceiling
+
+
 def test_every_engine_family_has_every_factor() -> None:
     """A family missing from one table would be a KeyError at plan time, not a one-line error."""
     tables = (eff.BW_EFF, eff.COMPUTE_EFF, eff.LAYER_OVERHEAD_S, eff.PREFILL_TOKEN_LAYER_S, eff.STEP_OVERHEAD_S)

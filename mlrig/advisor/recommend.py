@@ -666,14 +666,16 @@ def _explain(
     workloads: list[Workload],
 ) -> None:
     """Plain-language reasons grounded in the numbers, and the seeds' traps as warnings. Speeds carry
-    the validation error band (performance.ERROR_BAND, training_speed.TRAIN_ERROR_BAND)."""
-    from mlrig.estimators.performance import ERROR_BAND
+    the validation error band (performance.error_band, training_speed.TRAIN_ERROR_BAND)."""
+    from mlrig.estimators.performance import error_band
     from mlrig.estimators.training_speed import TRAIN_ERROR_BAND
+
+    decode_band = error_band(g)["decode_tok_s"]
 
     for w in o.workloads:
         if w.per_gpu_gib is not None and w.capacity_gib is not None:
             verb = "fits" if w.fits else "does NOT fit"
-            speed = (f", {w.decode_tok_s:.0f} tok/s decode (±{ERROR_BAND['decode_tok_s']:.0%})"
+            speed = (f", {w.decode_tok_s:.0f} tok/s decode (±{decode_band:.0%})"
                      if w.decode_tok_s else "") + (
                 f", {w.hours_per_run:.1f} h/run (±{TRAIN_ERROR_BAND:.0%})"
                 if w.hours_per_run and w.task != "inference" else ""

@@ -71,6 +71,15 @@ BW_EFF: dict[str, dict[str, float]] = {
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
 }
 
+# 1b. Intel Arc (GDDR) cards reach far less of their peak bandwidth than NVIDIA or AMD GDDR cards:
+#    llama.cpp Vulkan tg128 of Llama-2-7B Q4_0 gives 36 % on the Arc A770 (V10879-0016) and 59 %
+#    on the Arc B580 (V10879-0018). No single class factor fits both (the cards differ 1.6x);
+#    0.50 splits the miss evenly (A770 +24 %, B580 -24 % in `mlrig validate`). It applies to
+#    every engine on Arc (no calibration rows exist for other engines on Intel GPUs); Gaudi (HBM)
+#    is not capped: no rows. A hardware-class factor fitted on two rows from one source, so
+#    Arc speed estimates carry a note that they are rough.
+INTEL_GDDR_BW_EFF_CAP = 0.50
+
 # 2. Fraction of the peak dense tensor rate reached by prefill GEMMs (16-bit weights).
 #    llama.cpp uses cuBLAS with FP16 accumulation for F16 GEMMs, so on GeForce cards the
 #    reference peak is the FP16-accumulate rate (2x the FP32-accumulate figure the catalog holds;

@@ -137,6 +137,18 @@ def gpu_memory_class(gpu: GPU) -> str:
     return eff.memory_class(gpu.hardware_class, gpu.memory_type)
 
 
+def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
+    """Fraction of peak DRAM bandwidth the engine's decode kernels reach on this GPU.
+
+    efficiency.BW_EFF by engine family and memory class, capped on Intel Arc cards
+    (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on the llama.cpp Vulkan scoreboard rows)."""
+    mclass = gpu_memory_class(gpu)
+    fraction = eff.BW_EFF[engine][mclass]
+    if gpu.hardware_class == "intel" and mclass == "gddr":
+        fraction = min(fraction, eff.INTEL_GDDR_BW_EFF_CAP)
+    return fraction
+
+
 def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     """Dense tensor peak for the GEMM dtype. llama.cpp's cuBLAS path accumulates in FP16, which
     GeForce cards run at twice their FP32-accumulate rate (NVIDIA Ampere/Ada/Blackwell GeForce
@@ -290,7 +302,7 @@ def pass_time(
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
     unchanged by the split except for (n-1) hidden-state hand-offs."""
     mclass = gpu_memory_class(gpu)
-    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.BW_EFF[engine][mclass]
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
     fam = format_family(precision)
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
@@ -464,7 +476,7 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
     per_tok_gb = decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx,
                              decode_kv_read_factor(arch, s.engine)).bytes / 1e9
-    eff_bw = eff.BW_EFF[s.engine][gpu_memory_class(gpu)]
+    eff_bw = bandwidth_efficiency(gpu, s.engine)
     tp, pp = plan.hardware.tensor_parallel, plan.hardware.pipeline_parallel
     split = ""
     if tp > 1:
@@ -486,7 +498,7 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
         throughput_tok_s=throughput,
         bound=dec.bound,
         explanation=expl,
-        error_band=dict(ERROR_BAND),
+        error_band=error_band(gpu),
     )
 
 
@@ -497,6 +509,16 @@ ERROR_BAND: dict[str, float] = {
     "ttft_ms": 0.40,
     "throughput_tok_s": 0.22,
 }
+# Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
+INTEL_GDDR_DECODE_BAND = 0.25
+
+
+def error_band(gpu: GPU) -> dict[str, float]:
+    """The ± band of each speed figure: ERROR_BAND, widened where the GPU's own class validates worse."""
+    band = dict(ERROR_BAND)
+    if gpu.hardware_class == "intel" and gpu_memory_class(gpu) == "gddr":
+        band["decode_tok_s"] = max(band["decode_tok_s"], INTEL_GDDR_DECODE_BAND)
+    return band
 
 
 def serving_curve(

@@ -90,7 +90,7 @@ def sweep(
 
     # ---- per GPU / precision ----
     mcls = [perf.gpu_memory_class(g) for g in gpus]
-    bw = np.array([g.memory_bandwidth_gb_s * 1e9 * eff.BW_EFF[eng][m] for g, m in zip(gpus, mcls, strict=True)])
+    bw = np.array([g.memory_bandwidth_gb_s * 1e9 * perf.bandwidth_efficiency(g, eng) for g in gpus])
     fmt_table = eff.FORMAT_DECODE_EFF.get(eng, eff.FORMAT_DECODE_EFF["default"])
     fmt = np.array([fmt_table[perf.format_family(p)] for p in precisions])  # P
     peak = np.zeros((len(gpus), P))

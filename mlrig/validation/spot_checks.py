@@ -3,8 +3,9 @@
 The efficiency factors (mlrig/estimators/efficiency.py) are fitted only on
 ../shared/data/calibration (llama.cpp and 2023 TensorRT-LLM tables). The rows of
 mlrig/data/spot_checks.csv are other published measurements (vLLM, SGLang, TensorRT-LLM 1.x, MLC,
-ExLlamaV2, HF transformers / eager PyTorch), kept aside to see how well the model generalises:
-they are NEVER used to fit anything. Each row states its source, date and exact configuration.
+ExLlamaV2, HF transformers / eager PyTorch, and llama.cpp's SYCL backend on Intel Arc, where the
+calibration has only Vulkan rows), kept aside to see how well the model generalises: they are
+NEVER used to fit anything. Each row states its source, date and exact configuration.
 
 Run: `python -m mlrig.validation.spot_checks` (table of measured vs predicted, then median / p90 of
 |pred/meas - 1| per engine family).
@@ -180,10 +181,12 @@ def run(path: Path | None = None) -> SpotCheckReport:
 
 def main() -> None:
     report = run()
-    head = f"{'id':6s} {'engine (as published)':34s} {'model':12s} {'GPU':14s} {'config':22s} {'metric':17s}"
+    mw = max(len("model"), *(len(c.model) for c in report.checks))
+    gw = max(len("GPU"), *(len(c.gpu) for c in report.checks))
+    head = f"{'id':6s} {'engine (as published)':34s} {'model':{mw}s} {'GPU':{gw}s} {'config':22s} {'metric':17s}"
     print(f"{head} {'measured':>9s} {'predicted':>9s} {'ratio':>6s}")
     for c in report.checks:
-        print(f"{c.id:6s} {c.engine_name[:34]:34s} {c.model:12s} {c.gpu:14s} {c.config:22s} {c.metric:17s}"
+        print(f"{c.id:6s} {c.engine_name[:34]:34s} {c.model:{mw}s} {c.gpu:{gw}s} {c.config:22s} {c.metric:17s}"
               f" {c.measured:9.2f} {c.predicted:9.2f} {c.ratio:6.2f}")
     print()
     print("|pred/meas - 1| per engine family (ratio > 1: mlrig predicts more than measured;"
