@@ -272,3 +272,21 @@ def test_draft_note_states_the_assumption() -> None:
     assert r.exit_code == 0, r.output
     assert "not deducted" not in r.stdout
     assert "split like the target, TP 1" in r.stdout and "taken from the KV pool" in r.stdout
+
+
+def test_compare_reports_a_bad_variant_and_runs_the_rest() -> None:
+    r = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu", "RTX 9999",
+                                 "--precision", "q4_k_m", "--json"])
+    assert r.exit_code == 1, r.output
+    rows = json.loads(r.stdout)
+    assert [row["variant"] for row in rows] == ["RTX 4090", "RTX 9999"]  # the fixed precision is not repeated
+    assert rows[0]["result"]["error"] is None and rows[0]["result"]["performance"]["decode_tok_s"] > 0
+    assert "unknown GPU 'RTX 9999'" in rows[1]["result"]["error"]
+    assert "RTX 4090" in rows[1]["result"]["error"]  # the closest names
+
+
+def test_compare_unknown_model_is_one_line_exit_2() -> None:
+    argv = ["compare", "no-such-model", "--gpu", "4090", "--gpu", "3090"]
+    r = subprocess.run([sys.executable, "-m", "mlrig.cli", *argv], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "unknown model" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -40,16 +40,21 @@ def compare_cmd(
     count: CountOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one column per variant."""
-    from mlrig.commands._common import console, print_json
+    """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant.
+
+    A variant that cannot be evaluated (a misspelt GPU, a precision the engine lacks) is reported
+    in its row and the others still run; the exit status is then 1, as `mlrig eval`'s."""
+    from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
-    from mlrig.planner import evaluate, plan_from_fields
+    from mlrig.planner import evaluate_case, plan_from_fields
 
     gpus: list[str | None] = list(gpu) if gpu else [None]
     precs: list[str | None] = list(precision) if precision else [None]
     engines: list[str | None] = list(engine) if engine else [None]
     if len(gpus) * len(precs) * len(engines) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions or engines at once")
+    # label a row by what varies; what is fixed goes in the title
+    varying = [len(gpus) > 1 or not gpu, len(precs) > 1, len(engines) > 1]
     rows: list[dict[str, Any]] = []
     for g in gpus:
         for q in precs:
@@ -67,32 +72,71 @@ def compare_cmd(
                     count=count,
                 )
                 fields["gpu"] = g
-                res = evaluate(plan_from_fields(model, None, **fields))
-                label = " / ".join(x for x in (g, q, e) if x) or "default"
+                res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
+                parts = [x for x, v in zip((g, q, e), varying, strict=True) if x and v]
+                label = " / ".join(parts) or " / ".join(x for x in (g, q, e) if x) or "default"
                 rows.append(
                     {"variant": label, "gpu": g, "precision": q, "engine": e, "result": res.model_dump(mode="json")}
                 )
+    failed = sum(1 for r in rows if r["result"].get("error"))
+    if failed == len(rows) and len({r["result"]["error"] for r in rows}) == 1:
+        raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
     if as_json:
         print_json(rows)
-        return
+    else:
+        _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v])
+    if failed:
+        raise typer.Exit(1)
+
+
+def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{model}: side by side")
-    for col in ("variant", "GiB/GPU", "fits", "decode tok/s", "prefill tok/s", "TTFT ms", "bound"):
-        table.add_column(col, justify="left" if col in ("variant", "bound") else "right")
+    from mlrig.commands._common import console
+
+    title = " · ".join([model, *(x[0] for x in fixed)])
+    show_engine = len({r["engine"] for r in rows}) == 1  # engines that vary are in the variant label
+    table = Table(title=f"{title}: side by side", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)  # fits 80 columns
+    cols = ["variant", *(["engine"] if show_engine else []), "GiB\n/GPU", "fits", "decode\ntok/s",
+            "prefill\ntok/s", "TTFT\nms", "bound"]
+    for col in cols:
+        text = col in ("variant", "engine", "bound")
+        table.add_column(col, justify="left" if text else "right", no_wrap=True)
+    bands: dict[str, float] = {}
+    errors: list[str] = []
     for r in rows:
         res = r["result"]
+        if res.get("error"):
+            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]", "—", "—", "—", "—")
+            errors.append(f"[red]{r['variant']}:[/] {res['error']}")
+            continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
+        for metric, band in (perf.get("error_band") or {}).items():
+            bands[metric] = max(bands.get(metric, 0.0), band)
         table.add_row(
             r["variant"],
+            *([res.get("engine") or "—"] if show_engine else []),
             fmt_num(mem.get("per_gpu_gib"), 2),
-            "yes" if res.get("fits") else "no",
+            "yes" if res.get("fits") else "[red]no[/]",
             fmt_num(perf.get("decode_tok_s")),
             fmt_num(perf.get("prefill_tok_s")),
             fmt_num(perf.get("ttft_ms")),
-            perf.get("bound") or "—",
+            BOUND_SHORT.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
-    console().print(table)
+    names = {"decode_tok_s": "decode", "prefill_tok_s": "prefill", "ttft_ms": "TTFT"}
+    if bands:
+        table.caption = "validation bands (p90): " + ", ".join(
+            f"{names[m]} ±{b:.0%}" for m, b in bands.items() if m in names)
+    con = console()
+    con.print(table)
+    for line in errors:
+        con.print(line)
+
+
+# "memory-bandwidth" does not fit an 80-column table's last column
+BOUND_SHORT = {"memory-bandwidth": "bandwidth"}
 
 
 def register(app: typer.Typer) -> None:
