@@ -91,3 +91,21 @@ def fmt_num(x: float | None, digits: int = 1) -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{x:,.{digits}f}"
+
+
+# Bound names short enough for a table's last column ("memory-bandwidth" does not fit 80 columns).
+SHORT_BOUND = {"memory-bandwidth": "bandwidth", "interconnect": "links"}
+BAND_NAMES = {"decode_tok_s": "decode", "prefill_tok_s": "prefill", "ttft_ms": "TTFT",
+              "train_tokens_per_s": "training"}
+
+
+def band_caption(bands: list[dict[str, float]]) -> str | None:
+    """One line for a table of speeds: the widest validation band (p90 error) of each metric shown."""
+    widest: dict[str, float] = {}
+    for band in bands:
+        for metric, value in band.items():
+            if metric in BAND_NAMES:
+                widest[metric] = max(widest.get(metric, 0.0), value)
+    if not widest:
+        return None
+    return "validation bands (p90): " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%}" for m, v in widest.items())

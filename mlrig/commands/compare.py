@@ -93,7 +93,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     from rich import box
     from rich.table import Table
 
-    from mlrig.commands._common import console
+    from mlrig.commands._common import SHORT_BOUND, band_caption, console
 
     title = " · ".join([model, *(x[0] for x in fixed)])
     show_engine = len({r["engine"] for r in rows}) == 1  # engines that vary are in the variant label
@@ -104,7 +104,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     for col in cols:
         text = col in ("variant", "engine", "bound")
         table.add_column(col, justify="left" if text else "right", no_wrap=True)
-    bands: dict[str, float] = {}
+    bands: list[dict[str, float]] = []
     errors: list[str] = []
     for r in rows:
         res = r["result"]
@@ -113,8 +113,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             errors.append(f"[red]{r['variant']}:[/] {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
-        for metric, band in (perf.get("error_band") or {}).items():
-            bands[metric] = max(bands.get(metric, 0.0), band)
+        bands.append(perf.get("error_band") or {})
         table.add_row(
             r["variant"],
             *([res.get("engine") or "—"] if show_engine else []),
@@ -123,20 +122,14 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             fmt_num(perf.get("decode_tok_s")),
             fmt_num(perf.get("prefill_tok_s")),
             fmt_num(perf.get("ttft_ms")),
-            BOUND_SHORT.get(perf.get("bound") or "", perf.get("bound") or "—"),
+            SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
-    names = {"decode_tok_s": "decode", "prefill_tok_s": "prefill", "ttft_ms": "TTFT"}
-    if bands:
-        table.caption = "validation bands (p90): " + ", ".join(
-            f"{names[m]} ±{b:.0%}" for m, b in bands.items() if m in names)
+    table.caption = band_caption(bands)
     con = console()
     con.print(table)
     for line in errors:
         con.print(line)
 
-
-# "memory-bandwidth" does not fit an 80-column table's last column
-BOUND_SHORT = {"memory-bandwidth": "bandwidth"}
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mlrig.commands._common import (
+    SHORT_BOUND,
     BatchOpt,
     ContextOpt,
     CountOpt,
@@ -22,6 +23,7 @@ from mlrig.commands._common import (
     PrecisionOpt,
     TaskOpt,
     TpOpt,
+    band_caption,
     fmt_num,
     workload_fields,
 )
@@ -32,9 +34,6 @@ if TYPE_CHECKING:
 # Highest quality first: the formats users pick between when something does not fit
 # (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
 PRECISION_LADDER = ("bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
-
-
-SHORT_BOUND = {"memory-bandwidth": "bandwidth", "interconnect": "links"}
 
 
 def _speed(r: PlanResult, training: bool) -> float | None:
@@ -167,6 +166,12 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
         named["tok/s"] = named["train tok/s"] = fmt_num(_speed(res, training))
         named["bound"] = SHORT_BOUND.get(p.bound or "", p.bound or "") if p and res.fits else ""
         t.add_row(*(named[c] for c, _ in cols))
+    metric = "train_tokens_per_s" if training else "decode_tok_s"
+    shown = [{metric: r["result"].performance.error_band[metric]} for r in rows
+             if r["result"].fits and r["result"].performance and metric in r["result"].performance.error_band]
+    caption = band_caption(shown)
+    if caption:
+        t.caption = caption + ("" if training else "; tok/s: decode per sequence")
     Console().print(t)
 
 
