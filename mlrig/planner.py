@@ -184,6 +184,11 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)
+        training = None
+        if p.workload.task != "inference":
+            from mlrig.estimators.training_speed import estimate_training_run
+
+            training = estimate_training_run(arch, p, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
     return PlanResult(
@@ -196,6 +201,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         memory=memory.breakdown,
         kv_cache_capacity_tokens=memory.kv_cache_capacity_tokens,
         performance=performance,
+        training=training,
         notes=notes,
     )
 

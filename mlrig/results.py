@@ -27,11 +27,29 @@ class Performance(BaseModel):
     throughput_tok_s: float | None = None
     train_tokens_per_s: float | None = None
     step_time_s: float | None = None
-    mfu: float | None = None
+    mfu: float | None = None  # model FLOPs utilisation, a fraction
+    hfu: float | None = None  # hardware FLOPs utilisation: counts recomputed FLOPs too
     time_to_train_s: float | None = None
     bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
     explanation: str | None = None  # one line: what the figure is made of
     error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
+
+
+class TrainingRun(BaseModel):
+    """What a training run needs besides step time: data, checkpoints and failures (training tasks)."""
+
+    compute_optimal_tokens: float | None = None  # pre-training: ~20 tokens per parameter (Chinchilla)
+    tokens_to_train: float | None = None
+    data_bytes_per_token: float  # pre-tokenised ids (uint16 / uint32)
+    data_read_mb_s: float  # MB = 10^6 bytes: what the input pipeline must sustain at this speed
+    storage_gb_s: float  # assumed or given sequential throughput of the data / checkpoint storage
+    data_pipeline_ok: bool
+    checkpoint_gib: float  # a resumable checkpoint: trainable weights + optimizer states
+    checkpoint_write_s: float
+    mtbf_hours: float  # mean time between job interruptions on this many GPUs
+    checkpoint_interval_s: float  # Young/Daly optimum
+    checkpoint_overhead: float  # fraction of run time spent writing checkpoints and redoing lost work
+    notes: list[str] = []
 
 
 class PlanResult(BaseModel):
@@ -45,4 +63,5 @@ class PlanResult(BaseModel):
     memory: MemoryBreakdown | None = None
     kv_cache_capacity_tokens: int | None = None
     performance: Performance | None = None
+    training: TrainingRun | None = None  # finetune / pretrain only
     notes: list[str] = []

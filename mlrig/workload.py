@@ -89,6 +89,8 @@ class TrainingSpec(_Strict):
     zero_stage: int = Field(0, ge=0, le=3)
     offload: Offload = "none"
     tokens_to_train: float | None = Field(None, gt=0)
+    data_bytes_per_token: float | None = Field(
+        None, gt=0, le=1e6, description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
 
 
 class HardwareSpec(_Strict):
@@ -101,6 +103,10 @@ class HardwareSpec(_Strict):
     host_ram_gib: float | None = Field(None, gt=0)
     host_memory_bandwidth_gb_s: float | None = Field(
         None, gt=0, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
+    storage_gb_s: float | None = Field(
+        None, gt=0, le=1e6, description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
+    mtbf_hours: float | None = Field(
+        None, gt=0, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
 
     @property
     def total_gpus(self) -> int:

@@ -39,6 +39,19 @@ def test_plan_json_contract() -> None:
     assert d["fits"] is True
 
 
+def test_plan_training_run_json_and_table() -> None:
+    args = ("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--count", "8", "--task", "pretrain", "--tokens", "1e11")
+    d = json.loads(mlrig(*args, "--json", "--storage-gb-s", "5", "--mtbf-h", "200").stdout)
+    run = d["training"]
+    assert run["storage_gb_s"] == 5.0 and run["mtbf_hours"] == 200.0 and run["tokens_to_train"] == 1e11
+    assert run["checkpoint_interval_s"] == pytest.approx((2 * run["checkpoint_write_s"] * 200 * 3600) ** 0.5)
+    assert d["performance"]["hfu"] >= d["performance"]["mfu"]
+    table = mlrig(*args).stdout
+    assert "compute-optimal" in table and "Checkpoints:" in table and "Young/Daly" in table
+    inference = json.loads(mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--json").stdout)
+    assert inference["training"] is None
+
+
 def test_plan_human_output() -> None:
     r = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "--precision", "q4_k_m")
     assert r.returncode == 0, r.stderr

@@ -11,6 +11,7 @@ from mlrig.cli import app
 from mlrig.probe.history import save_profile
 from mlrig.probe.models import (
     CpuInfo,
+    DiskBench,
     GpuInfo,
     GpuMeasurement,
     MachineProfile,
@@ -21,7 +22,7 @@ from mlrig.probe.models import (
 runner = CliRunner()
 
 
-def _save(triad_gb_s: float, gpu: GpuInfo | None = None) -> None:
+def _save(triad_gb_s: float, gpu: GpuInfo | None = None, disk: DiskBench | None = None) -> None:
     save_profile(MachineProfile(
         created_at="2026-11-22T00:00:00Z", hostname=socket.gethostname(), os="Linux", python="3.11",
         cpu=CpuInfo(model="test", logical_cpus=2, source="test"),
@@ -29,6 +30,7 @@ def _save(triad_gb_s: float, gpu: GpuInfo | None = None) -> None:
         gpus=[gpu] if gpu else [],
         stream=StreamResult(copy_gb_s=triad_gb_s, scale_gb_s=triad_gb_s, add_gb_s=triad_gb_s,
                             triad_gb_s=triad_gb_s, array_bytes=2**27, threads=2, method="test"),
+        disk_bench=disk,
     ))
 
 
@@ -63,3 +65,15 @@ def test_local_gpu_and_its_measured_bandwidth() -> None:
     # half the datasheet's 936 GB/s measured: decode (bandwidth bound) about halves
     ratio = local["performance"]["decode_tok_s"] / sheet["performance"]["decode_tok_s"]
     assert 0.4 < ratio < 0.7
+
+
+def test_measured_disk_sets_the_checkpoint_write_time() -> None:
+    disk = DiskBench(directory="/tmp", file_bytes=2**30, seq_write_mb_s=500.0, seq_read_mb_s=900.0,
+                     rand_read_4k_iops=1e4, rand_read_4k_mb_s=40.0, direct_io=True)
+    _save(triad_gb_s=40.0, disk=disk)
+    args = ("llama-3.1-8b", "--gpu", "RTX 4090", "--method", "lora")
+    local = _plan(*args, "--machine", "local")["training"]
+    assert local["storage_gb_s"] == 0.5  # the probe's sequential write, MB/s -> GB/s
+    given = _plan(*args, "--machine", "local", "--storage-gb-s", "4")["training"]  # a flag beats the probe
+    assert given["storage_gb_s"] == 4.0
+    assert local["checkpoint_write_s"] == given["checkpoint_write_s"] * 8

@@ -23,13 +23,17 @@ from mlrig.estimators.performance import (
     speculative_speedup,
 )
 from mlrig.estimators.training_speed import (
+    GPU_HOURS_PER_INTERRUPTION,
     checkpoint_bytes,
     chinchilla_tokens,
     data_parallel_comm_s,
+    estimate_training_run,
     pipeline_bubble,
+    tokenised_bytes_per_token,
     train_flops_per_token,
     young_daly_interval_s,
 )
+from mlrig.results import Performance
 from mlrig.workload import Plan
 
 
@@ -216,6 +220,56 @@ def test_training_performance_fields() -> None:
     assert perf.train_tokens_per_s and perf.mfu and perf.time_to_train_s and perf.step_time_s
     assert 0.3 < perf.mfu < 0.65
     assert perf.time_to_train_s == pytest.approx(1e12 / perf.train_tokens_per_s)
+
+
+def _pretrain(count: int, **hardware: object) -> tuple[Plan, Performance]:
+    gpu = resolve_gpu("h100-sxm-80gb")
+    p = Plan.model_validate({
+        "model": "llama-3-8b", "workload": {"task": "pretrain", "batch_size": 4},
+        "training": {"seq_len": 4096, "tokens_to_train": 1e12},
+        "hardware": {"gpu": gpu.id, "count": count, **hardware}})
+    return p, estimate_performance(ARCH, p, gpu, None)
+
+
+def test_hfu_counts_the_recomputed_forward() -> None:
+    p, perf = _pretrain(8)
+    assert p.training and p.training.gradient_checkpointing
+    model, hw = train_flops_per_token(ARCH.params().active, ARCH.num_layers, ARCH.hidden_size, 4096, recompute=True)
+    assert perf.hfu == pytest.approx(perf.mfu * hw / model)
+    q = p.model_copy(update={"training": p.training.model_copy(update={"gradient_checkpointing": False})})
+    assert estimate_performance(ARCH, q, resolve_gpu("h100-sxm-80gb"), None).hfu == pytest.approx(
+        estimate_performance(ARCH, q, resolve_gpu("h100-sxm-80gb"), None).mfu)
+
+
+def test_training_run_hand_checked() -> None:
+    """Llama-3-8B full AdamW on 8 H100s, storage 2.5 GB/s, MTBF 100 h: checkpoint 14 B/param, written
+    in bytes / 2.5e9 s; Young/Daly interval sqrt(2 C M); tokenised data at 4 B/token (128k vocab)."""
+    p, perf = _pretrain(8, storage_gb_s=2.5, mtbf_hours=100.0)
+    run = estimate_training_run(ARCH, p, perf)
+    n = ARCH.params().total
+    assert run.checkpoint_gib == pytest.approx(n * 14 / 2**30)
+    assert run.checkpoint_write_s == pytest.approx(n * 14 / 2.5e9)
+    assert run.checkpoint_interval_s == pytest.approx((2 * run.checkpoint_write_s * 100 * 3600) ** 0.5)
+    assert run.checkpoint_overhead == pytest.approx((2 * run.checkpoint_write_s / (100 * 3600)) ** 0.5)
+    assert run.data_bytes_per_token == 4.0 and tokenised_bytes_per_token(32_000) == 2.0
+    assert run.data_read_mb_s == pytest.approx(perf.train_tokens_per_s * 4 / 1e6)
+    assert run.compute_optimal_tokens == pytest.approx(20 * n) and run.data_pipeline_ok
+    assert run.notes == []  # nothing assumed: storage and MTBF were given
+
+
+def test_more_gpus_fail_more_often_and_checkpoint_more_often() -> None:
+    runs = [estimate_training_run(ARCH, *_pretrain(n)) for n in (1, 8, 64)]
+    assert runs[0].mtbf_hours == pytest.approx(GPU_HOURS_PER_INTERRUPTION)  # Llama 3: ~50,700 GPU-hours
+    assert runs[0].mtbf_hours > runs[1].mtbf_hours > runs[2].mtbf_hours
+    assert runs[0].checkpoint_interval_s > runs[1].checkpoint_interval_s > runs[2].checkpoint_interval_s
+    assert any("MTBF" in note for note in runs[1].notes) and any("storage assumed" in n for n in runs[1].notes)
+
+
+def test_slow_storage_makes_the_run_data_bound() -> None:
+    p, perf = _pretrain(8, storage_gb_s=0.001)
+    p = p.model_copy(update={"training": p.training.model_copy(update={"data_bytes_per_token": 1000.0})})
+    run = estimate_training_run(ARCH, p, perf)  # ~60k tok/s x 1 kB (e.g. image patches) >> 1 MB/s
+    assert not run.data_pipeline_ok and any("data bound" in note for note in run.notes)
 
 
 def test_bad_engine_is_one_line_error() -> None:

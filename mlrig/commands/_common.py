@@ -60,6 +60,12 @@ OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimi
 TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
 TokensOpt = Annotated[float | None, typer.Option("--tokens", help="tokens to train (time-to-train)")]
+StorageOpt = Annotated[float | None, typer.Option(
+    "--storage-gb-s", help="storage throughput for data and checkpoints, GB/s (training; default 2)")]
+MtbfOpt = Annotated[float | None, typer.Option(
+    "--mtbf-h", help="mean hours between job interruptions (training; default: Llama 3's rate per GPU)")]
+DataBytesOpt = Annotated[float | None, typer.Option(
+    "--data-bytes-per-token", help="bytes of training data per token (default: tokenised ids, 2 or 4)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
 
 
@@ -70,7 +76,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     lora_rank: int | None = None, optimizer: str | None = None, seq_len: int | None = None,
                     checkpointing: bool | None = None, zero: int | None = None, offload: str | None = None,
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
-                    nodes: int | None = None, tokens: float | None = None) -> dict[str, Any]:
+                    nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
+                    mtbf_h: float | None = None, data_bytes_per_token: float | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -80,7 +87,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "gpu_memory_utilization": gpu_memory_utilization, "method": method, "lora_rank": lora_rank,
         "optimizer": optimizer, "seq_len": seq_len, "gradient_checkpointing": checkpointing,
         "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
-        "count": count, "nodes": nodes, "tokens_to_train": tokens,
+        "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
+        "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token,
     }
 
 

@@ -12,6 +12,7 @@ from mlrig.commands._common import (
     CkptOpt,
     ContextOpt,
     CountOpt,
+    DataBytesOpt,
     EngineOpt,
     GpuMemUtilOpt,
     GpuOpt,
@@ -19,6 +20,7 @@ from mlrig.commands._common import (
     KvPrecisionOpt,
     LoraRankOpt,
     MethodOpt,
+    MtbfOpt,
     NodesOpt,
     OffloadOpt,
     OptimizerOpt,
@@ -27,6 +29,7 @@ from mlrig.commands._common import (
     PrecisionOpt,
     PromptOpt,
     SeqLenOpt,
+    StorageOpt,
     TaskOpt,
     TokensOpt,
     TpOpt,
@@ -36,7 +39,7 @@ from mlrig.commands._common import (
 )
 
 if TYPE_CHECKING:
-    from mlrig.results import PlanResult
+    from mlrig.results import PlanResult, TrainingRun
 
 
 def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
@@ -88,12 +91,16 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
                       f"{fmt_num(perf.throughput_tok_s)} tok/s")
         else:
             mfu = f", MFU {perf.mfu * 100:.0f}%" if perf.mfu is not None else ""
+            if perf.hfu is not None and perf.mfu is not None and perf.hfu > perf.mfu + 0.005:
+                mfu += f" (HFU {perf.hfu * 100:.0f}% with recompute)"
             ttt = (f", time to train {perf.time_to_train_s / 3600:,.1f} h"
                    if perf.time_to_train_s is not None else "")
             con.print(f"{label}: {fmt_num(perf.train_tokens_per_s)} tokens/s"
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
         if perf.explanation:
             con.print(f"[dim]{perf.explanation}[/]")
+    if result.training is not None:
+        _render_training_run(con, result.training)
     if lims:
         parts = []
         if lims.get("max_batch_size") is not None:
@@ -102,8 +109,40 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
         parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
         con.print("Limits: " + "; ".join(parts))
-    for note in [*mem.notes, *result.notes]:
+    for note in [*mem.notes, *result.notes, *(result.training.notes if result.training else [])]:
         con.print(f"[yellow]note:[/] {note}")
+
+
+def _render_training_run(con: Any, run: TrainingRun) -> None:
+    """Data, checkpoint and failure arithmetic of a training run, two or three lines."""
+    if run.compute_optimal_tokens is not None:
+        planned = f"{_count(run.tokens_to_train)} tokens planned; " if run.tokens_to_train else ""
+        con.print(f"Run: {planned}compute-optimal ~{_count(run.compute_optimal_tokens)} tokens "
+                  "(Chinchilla, 20 per parameter)")
+    verdict = "ok" if run.data_pipeline_ok else "[red]too slow: data bound[/]"
+    con.print(f"Data: reads {run.data_read_mb_s:,.2f} MB/s of training data ({run.data_bytes_per_token:g} B/token) "
+              f"from storage at {run.storage_gb_s:g} GB/s: {verdict}")
+    cost = f"~{run.checkpoint_overhead:.1%}" if run.checkpoint_overhead >= 0.001 else "< 0.1%"
+    con.print(f"Checkpoints: {run.checkpoint_gib:,.1f} GiB (trainable weights + optimizer states), "
+              f"{fmt_num(run.checkpoint_write_s)} s to write; MTBF {run.mtbf_hours:,.0f} h -> "
+              f"every {_duration(run.checkpoint_interval_s)} (Young/Daly), {cost} of run time")
+
+
+def _count(n: float) -> str:
+    """Token counts as people say them: 160B, 1.2T, 500M."""
+    for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def _duration(seconds: float) -> str:
+    """A human span: minutes below two hours, hours below two days, else days."""
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def plan_cmd(
@@ -118,6 +157,7 @@ def plan_cmd(
     lora_rank: LoraRankOpt = None, optimizer: OptimizerOpt = None, seq_len: SeqLenOpt = None,
     checkpointing: CkptOpt = None, zero: ZeroOpt = None, offload: OffloadOpt = None, tp: TpOpt = None,
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
+    storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None, data_bytes_per_token: DataBytesOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -145,10 +185,13 @@ def plan_cmd(
                              gpu_memory_utilization=gpu_memory_utilization, method=method,
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
-                             count=count, nodes=nodes, tokens=tokens)
+                             count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
+                             data_bytes_per_token=data_bytes_per_token)
     overrides = None
     if machine is not None:
-        gpu, overrides, fields["host_memory_bandwidth_gb_s"] = _local_machine(machine, gpu)
+        gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)
+        if fields["storage_gb_s"] is None:
+            fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
     plan = parse_plan(data)
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
@@ -163,10 +206,11 @@ def plan_cmd(
         render_result(result, plan.model_dump(mode="json"), lims)
 
 
-def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None]:
+def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
     """This machine's measured figures from the latest `mlrig probe`: the GPU it has (unless --gpu
-    names one), GPU fields measured there (bandwidth, matmul TFLOPS) and the host's STREAM triad
-    bandwidth (for CPU-offloaded layers). Measured rates are achieved, not peak, so the speed model's
+    names one), GPU fields measured there (bandwidth, matmul TFLOPS), the host's STREAM triad
+    bandwidth (for CPU-offloaded layers) and the disk's sequential write rate in GB/s (checkpoints).
+    Measured rates are achieved, not peak, so the speed model's
     efficiency factors on top make the estimate conservative."""
     from mlrig.catalog.gpus import resolve_gpu
     from mlrig.errors import MlrigError
@@ -186,7 +230,8 @@ def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str,
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
     elif local is not None and resolve_gpu(gpu).id == local.catalog_id:
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
-    return gpu, overrides, profile.host_memory_bandwidth_gb_s
+    disk = profile.disk_bench.seq_write_mb_s / 1e3 if profile.disk_bench else None
+    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk
 
 
 def register(app: typer.Typer) -> None:

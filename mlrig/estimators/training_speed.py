@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.results import Performance
+from mlrig.results import Performance, TrainingRun
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -84,8 +84,9 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     offload_s = _offload_s(plan, gpu, trainable / shard, pb.total / shard)
     step_s = compute_s + comm_s + offload_s
     total = gbt / step_s
-    model, _ = train_flops_per_token(n, arch.num_layers, arch.hidden_size, seq, recompute)
+    model, hardware = train_flops_per_token(n, arch.num_layers, arch.hidden_size, seq, recompute)
     mfu = total * model / (gpus * peak * 1e12)
+    hfu = total * hardware / (gpus * peak * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
     parts = {"compute": compute_s, "interconnect": comm_s, "offload": offload_s}
     bound = max(parts, key=lambda k: parts[k])
@@ -100,6 +101,7 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
         train_tokens_per_s=total,
         step_time_s=step_s,
         mfu=mfu,
+        hfu=hfu,
         time_to_train_s=ttt,
         bound=bound,
         explanation=expl,
@@ -159,6 +161,70 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
     if tr.offload == "params":
         t += 4.0 * params / (pcie * 1e9)
     return t
+
+
+# Job interruptions. Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", sec. 3.3.4): 419
+# unexpected interruptions in a 54-day snapshot of pre-training on 16,384 H100s, i.e. one per
+# 54 x 24 x 16,384 / 419 ~ 50,700 GPU-hours; a synchronous job stops when any of its GPUs fails.
+GPU_HOURS_PER_INTERRUPTION = 54 * 24 * 16_384 / 419
+# Storage assumed when none is given or measured: 2 GB/s, a PCIe 4.0 NVMe SSD's sustained write
+# (their 5-7 GB/s headline is into an SLC cache); network file systems may be slower or faster.
+DEFAULT_STORAGE_GB_S = 2.0
+
+
+def tokenised_bytes_per_token(vocab_size: int) -> float:
+    """Bytes per token of pre-tokenised training data: the smallest unsigned integer holding every id
+    (nanoGPT's prepare.py writes uint16 for GPT-2's 50,257 ids; Megatron-LM's indexed datasets pick
+    uint16 below 65,500 ids, else int32)."""
+    return 2.0 if vocab_size <= 65_536 else 4.0
+
+
+def estimate_training_run(arch: ModelArch, plan: Plan, perf: Performance) -> TrainingRun:
+    """Data, checkpoints and failures for the plan's training run, at the speed in `perf`.
+
+    Data: tokens/s x bytes per token against the storage's throughput. Checkpoint: the trainable
+    weights plus their optimizer states (`checkpoint_bytes`), written at the storage's rate.
+    Interval: Young/Daly for the job's MTBF, whose expected cost (writing plus redoing the work
+    lost at a failure) is about sqrt(2 x write time / MTBF) of the run (Daly 2006, first order). The
+    time to restart a job after a failure (scheduling, loading the checkpoint) is not included."""
+    tr, hw = plan.training, plan.hardware
+    assert tr is not None and perf.train_tokens_per_s is not None
+    notes: list[str] = []
+    bytes_per_token = tr.data_bytes_per_token or tokenised_bytes_per_token(arch.vocab_size)
+    storage = hw.storage_gb_s
+    if storage is None:
+        storage = DEFAULT_STORAGE_GB_S
+        notes.append(f"storage assumed {storage:g} GB/s (an NVMe SSD's sustained write); pass --storage-gb-s, "
+                     "or --machine local after `mlrig probe`")
+    need_gb_s = data_pipeline_need_gb_s(perf.train_tokens_per_s, bytes_per_token)
+    ok = need_gb_s <= storage
+    if not ok:
+        notes.append(f"the input pipeline needs {need_gb_s:.2f} GB/s, more than the storage's {storage:g} GB/s: "
+                     "training would be data bound (cache the dataset in RAM or use faster storage)")
+    trainable = arch.params().total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
+    ckpt = checkpoint_bytes(trainable, tr.optimizer)
+    write_s = checkpoint_write_s(ckpt, storage)
+    mtbf_h = hw.mtbf_hours or GPU_HOURS_PER_INTERRUPTION / hw.total_gpus
+    if hw.mtbf_hours is None:
+        notes.append(f"MTBF {mtbf_h:,.0f} h = Llama 3's one interruption per {GPU_HOURS_PER_INTERRUPTION:,.0f} "
+                     f"GPU-hours over {hw.total_gpus} GPU(s); pass --mtbf-h for your own")
+    interval_s = young_daly_interval_s(write_s, mtbf_h * 3600.0)
+    if perf.time_to_train_s is not None and interval_s >= perf.time_to_train_s:
+        notes.append("the optimal checkpoint interval is longer than the run: a checkpoint at the end suffices")
+    return TrainingRun(
+        compute_optimal_tokens=chinchilla_tokens(arch.params().total) if plan.workload.task == "pretrain" else None,
+        tokens_to_train=tr.tokens_to_train,
+        data_bytes_per_token=bytes_per_token,
+        data_read_mb_s=need_gb_s * 1e3,
+        storage_gb_s=storage,
+        data_pipeline_ok=ok,
+        checkpoint_gib=ckpt / 2**30,
+        checkpoint_write_s=write_s,
+        mtbf_hours=mtbf_h,
+        checkpoint_interval_s=interval_s,
+        checkpoint_overhead=math.sqrt(2.0 * write_s / (mtbf_h * 3600.0)),
+        notes=notes,
+    )
 
 
 def chinchilla_tokens(params: float) -> float:
