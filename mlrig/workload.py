@@ -72,6 +72,8 @@ class WorkloadSpec(_Strict):
     context_tokens: int | None = Field(None, gt=0, le=100_000_000)
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1.0)
     flash_attention: bool = True
+    gpu_layers: int | None = Field(
+        None, ge=0, le=100_000, description="llama.cpp -ngl: layers on the GPU(s); the rest run on the CPU")
 
     @property
     def context(self) -> int:

@@ -195,6 +195,36 @@ def test_cpu_decode_and_offload_bound() -> None:
     assert 8 < cpu_decode_tok_s(ARCH, "q4_k_m") < 12
 
 
+def _ngl(layers: int | None, engine: str = "llama.cpp") -> tuple[object, Performance]:
+    from mlrig.estimators.memory import estimate_memory
+
+    arch = resolve_model("llama-3.1-70b")
+    gpu = resolve_gpu("rtx-4090")
+    p = Plan.model_validate({"model": "llama-3.1-70b", "hardware": {"gpu": gpu.id}, "workload": {
+        "precision": "q4_k_m", "engine": engine, "gpu_layers": layers, "prompt_tokens": 512, "output_tokens": 128}})
+    mem = estimate_memory(arch, p, gpu)
+    return mem, estimate_performance(arch, p, gpu, mem)
+
+
+def test_llama_cpp_partial_offload_ngl() -> None:
+    """-ngl N: N/L of the weights and KV on the GPU, the rest in host RAM and run by the CPU."""
+    (all_mem, _), (half_mem, half), (cpu_mem, cpu), (_, quarter) = (
+        _ngl(None), _ngl(40), _ngl(0), _ngl(20))
+    assert _ngl(80)[0].breakdown == all_mem.breakdown and _ngl(99)[0].offload_fraction == 0.0  # -ngl 99: all
+    assert half_mem.offload_fraction == 0.5 and half_mem.fits and not all_mem.fits
+    assert half_mem.breakdown.weights_gib == pytest.approx(all_mem.breakdown.weights_gib / 2)
+    assert half_mem.breakdown.host_ram_gib > all_mem.breakdown.weights_gib / 2
+    assert cpu_mem.breakdown.weights_gib == 0.0 and cpu_mem.breakdown.host_ram_gib > all_mem.breakdown.weights_gib
+    # more layers on the GPU never decodes slower; all on the CPU is host-bandwidth bound (~40 GB at ~50 GB/s)
+    assert cpu.decode_tok_s < quarter.decode_tok_s < half.decode_tok_s
+    assert 0.8 < cpu.decode_tok_s < 1.6 and cpu.bound == "offload"
+
+
+def test_ngl_needs_llama_cpp() -> None:
+    with pytest.raises(MlrigError, match=r"llama\.cpp"):
+        _ngl(20, engine="vllm")
+
+
 def test_training_flops_and_helpers() -> None:
     model, hw = train_flops_per_token(7e9, 32, 4096, 2048, recompute=True)
     assert model == pytest.approx(6 * 7e9 + 12 * 32 * 4096 * 2048)

@@ -60,6 +60,8 @@ OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimi
 TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
 TokensOpt = Annotated[float | None, typer.Option("--tokens", help="tokens to train (time-to-train)")]
+GpuLayersOpt = Annotated[int | None, typer.Option(
+    "--gpu-layers", "--ngl", help="llama.cpp -ngl: layers on the GPU, the rest on the CPU (default: all)")]
 StorageOpt = Annotated[float | None, typer.Option(
     "--storage-gb-s", help="storage throughput for data and checkpoints, GB/s (training; default 2)")]
 MtbfOpt = Annotated[float | None, typer.Option(
@@ -77,7 +79,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     checkpointing: bool | None = None, zero: int | None = None, offload: str | None = None,
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
                     nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
-                    mtbf_h: float | None = None, data_bytes_per_token: float | None = None) -> dict[str, Any]:
+                    mtbf_h: float | None = None, data_bytes_per_token: float | None = None,
+                    gpu_layers: int | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -88,7 +91,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "optimizer": optimizer, "seq_len": seq_len, "gradient_checkpointing": checkpointing,
         "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
         "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
-        "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token,
+        "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token, "gpu_layers": gpu_layers,
     }
 
 

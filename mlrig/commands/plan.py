@@ -14,6 +14,7 @@ from mlrig.commands._common import (
     CountOpt,
     DataBytesOpt,
     EngineOpt,
+    GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
     JsonOpt,
@@ -157,7 +158,8 @@ def plan_cmd(
     lora_rank: LoraRankOpt = None, optimizer: OptimizerOpt = None, seq_len: SeqLenOpt = None,
     checkpointing: CkptOpt = None, zero: ZeroOpt = None, offload: OffloadOpt = None, tp: TpOpt = None,
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
-    storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None, data_bytes_per_token: DataBytesOpt = None,
+    gpu_layers: GpuLayersOpt = None, storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None,
+    data_bytes_per_token: DataBytesOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -186,7 +188,7 @@ def plan_cmd(
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
-                             data_bytes_per_token=data_bytes_per_token)
+                             data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers)
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)

@@ -73,6 +73,8 @@ class MemoryEstimate(BaseModel):
     gpus: int = 1
     allocated_gib: float | None = Field(None, description="live tensors only (what torch.cuda peak "
                                         "statistics report): no CUDA context, no allocator slack")
+    offload_fraction: float = Field(0.0, description="share of the weights (and KV) held and run on the "
+                                    "CPU by choice (llama.cpp -ngl below the layer count)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,6 +189,17 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     if w.engine is None:
         notes.append("no engine given: assumed HF transformers-like (weights + KV for the batch "
                      "+ prefill activations)")
+    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio")
+    cpu_share = 0.0
+    if w.gpu_layers is not None and w.gpu_layers < arch.num_layers:
+        if not llama_cpp:
+            raise MlrigError("gpu_layers (-ngl) is llama.cpp's partial offload; add --engine llama.cpp, "
+                             "or drop --gpu-layers")
+        # llama.cpp -ngl N keeps N repeating layers' weights and KV on the GPU(s); the CPU holds and
+        # runs the rest from host RAM (llama.cpp docs; the KV cache follows its layer by default).
+        cpu_share = 1.0 - w.gpu_layers / arch.num_layers
+        notes.append(f"-ngl {w.gpu_layers}: {w.gpu_layers} of {arch.num_layers} layers on the GPU; "
+                     f"{cpu_share:.0%} of weights and KV in host RAM, run by the CPU")
     ctx = w.context
     batch = w.batch_size
     kv_prec = _kv_precision(plan)
@@ -249,7 +262,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                               kv_bytes_per_token=kv_tok, weights_total_gib=_gib(quant.weight_bytes(arch, w.precision)),
                               gpus=tp * pp)
 
-    if engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio"):
+    if llama_cpp:
         # llama.cpp allocates the KV cache for all n_ctx tokens up front (f16 by default;
         # --parallel slots share n_ctx), and a compute buffer sized for one n_ubatch=512 micro-
         # batch: fp32 logits (n_ubatch x vocab x 4) + per-token intermediates; without flash
@@ -271,18 +284,22 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         act = _prefill_activation_bytes(arch, batch * max(1, w.prompt_tokens), w.flash_attention,
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
         act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
+    host = _load_host_bytes(weights)
+    if cpu_share:
+        host += cpu_share * (weights + kv)
+        weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     fits = used <= cap
     if kv_tok > 0:
         capacity_tokens = max(0, int((cap - weights - act - overhead) // kv_tok))
         concurrency = capacity_tokens / ctx
     bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=_gib(kv),
-                         activations_gib=_gib(act), overhead_gib=_gib(overhead),
-                         host_ram_gib=_gib(_load_host_bytes(weights)),
+                         activations_gib=_gib(act), overhead_gib=_gib(overhead), host_ram_gib=_gib(host),
                          gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4), notes=notes)
     return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits, engine=engine,
                           batch_fits=fits, max_concurrent_sequences=concurrency, kv_bytes_per_token=kv_tok,
-                          weights_total_gib=_gib(quant.weight_bytes(arch, w.precision)), gpus=tp * pp)
+                          weights_total_gib=_gib(quant.weight_bytes(arch, w.precision)), gpus=tp * pp,
+                          offload_fraction=cpu_share)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -384,8 +384,13 @@ def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
 
 
 def _offload_fraction(memory: Any) -> float:
-    """Fraction of weights that do not fit in VRAM (0 when it fits or is unknown)."""
-    if memory is None or getattr(memory, "fits", True):
+    """Fraction of weights run from host memory: what -ngl leaves on the CPU, else what does not fit
+    in VRAM (spilled as llama.cpp users do by lowering -ngl); 0 when it fits or is unknown."""
+    if memory is None:
+        return 0.0
+    if getattr(memory, "offload_fraction", 0.0) > 0:
+        return float(memory.offload_fraction)
+    if getattr(memory, "fits", True):
         return 0.0
     b = memory.breakdown
     over = b.per_gpu_gib - b.gpu_capacity_gib
