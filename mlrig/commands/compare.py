@@ -131,6 +131,5 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         con.print(line)
 
 
-
 def register(app: typer.Typer) -> None:
     app.command("compare")(compare_cmd)

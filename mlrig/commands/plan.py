@@ -133,7 +133,8 @@ def _count(n: float) -> str:
     """Token counts as people say them: 160B, 1.2T, 500M."""
     for div, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if n >= div:
-            return f"{n / div:.3g}{unit}"
+            v = n / div
+            return f"{v:,.0f}{unit}" if v >= 100 else f"{v:.3g}{unit}"
     return f"{n:.0f}"
 
 

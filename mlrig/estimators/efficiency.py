@@ -77,7 +77,7 @@ BW_EFF: dict[str, dict[str, float]] = {
 #    0.50 splits the miss evenly (A770 +24 %, B580 -24 % in `mlrig validate`). It applies to
 #    every engine on Arc (no calibration rows exist for other engines on Intel GPUs); Gaudi (HBM)
 #    is not capped: no rows. A hardware-class factor fitted on two rows from one source, so
-#    Arc speed estimates carry a note that they are rough.
+#    Arc decode figures carry a wider band (performance.INTEL_GDDR_DECODE_BAND, +-25 %).
 INTEL_GDDR_BW_EFF_CAP = 0.50
 
 # 2. Fraction of the peak dense tensor rate reached by prefill GEMMs (16-bit weights).

@@ -285,8 +285,8 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
         act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
     host = _load_host_bytes(weights)
-    if cpu_share:
-        host += cpu_share * (weights + kv)
+    if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
+        host += cpu_share * (weights + kv) * tp * pp
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     fits = used <= cap
