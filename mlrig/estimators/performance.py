@@ -137,16 +137,18 @@ def gpu_memory_class(gpu: GPU) -> str:
     return eff.memory_class(gpu.hardware_class, gpu.memory_type)
 
 
+def is_intel_arc(gpu: GPU) -> bool:
+    """Intel's GDDR cards (Arc): the class behind efficiency.INTEL_GDDR_BW_EFF_CAP; not Gaudi (HBM)."""
+    return gpu.hardware_class == "intel" and gpu_memory_class(gpu) == "gddr"
+
+
 def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
     """Fraction of peak DRAM bandwidth the engine's decode kernels reach on this GPU.
 
     efficiency.BW_EFF by engine family and memory class, capped on Intel Arc cards
     (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on the llama.cpp Vulkan scoreboard rows)."""
-    mclass = gpu_memory_class(gpu)
-    fraction = eff.BW_EFF[engine][mclass]
-    if gpu.hardware_class == "intel" and mclass == "gddr":
-        fraction = min(fraction, eff.INTEL_GDDR_BW_EFF_CAP)
-    return fraction
+    fraction = eff.BW_EFF[engine][gpu_memory_class(gpu)]
+    return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if is_intel_arc(gpu) else fraction
 
 
 def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
@@ -521,7 +523,7 @@ INTEL_GDDR_DECODE_BAND = 0.25
 def error_band(gpu: GPU) -> dict[str, float]:
     """The ± band of each speed figure: ERROR_BAND, widened where the GPU's own class validates worse."""
     band = dict(ERROR_BAND)
-    if gpu.hardware_class == "intel" and gpu_memory_class(gpu) == "gddr":
+    if is_intel_arc(gpu):
         band["decode_tok_s"] = max(band["decode_tok_s"], INTEL_GDDR_DECODE_BAND)
     return band
 
