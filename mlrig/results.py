@@ -1,4 +1,4 @@
-"""Results, as in ../shared/docs/PLAN-FORMAT.md. GiB = 2^30 bytes; a figure that does not apply is None."""
+"""Results, as in docs/PLAN-FORMAT.md. GiB = 2^30 bytes; a figure that does not apply is None."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The workload description: a plan, as in ../shared/docs/PLAN-FORMAT.md (TOML, JSON or flags).
+"""The workload description: a plan, as in docs/PLAN-FORMAT.md (TOML, JSON or flags).
 
 A plan names a model (catalog id, HF id, file path, or explicit architecture), a workload
 (inference / finetune / pretrain with precision, batch, context), optional training settings and

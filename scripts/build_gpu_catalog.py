@@ -3,8 +3,8 @@
     python scripts/build_gpu_catalog.py [--csv PATH] [--out PATH]
 
 Inputs
-  * ../shared/data/reference/accelerators_reference.csv (see its .md): dense tensor rates with FP32
-    accumulate, never 2:4-sparse; GeForce FP16/BF16/FP8 with FP32 accumulate at half the
+  * scripts/data/accelerators_reference.csv (see its .md): dense tensor rates with FP32 accumulate,
+    never 2:4-sparse; GeForce FP16/BF16/FP8 with FP32 accumulate at half the
     FP16-accumulate rate. Rows keep the table's source URL and verification grade.
   * EXTRAS below: commonly asked-about accelerators the table lacks, each with its own source.
 
@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CSV = ROOT.parent / "shared" / "data" / "reference" / "accelerators_reference.csv"
+DEFAULT_CSV = ROOT / "scripts" / "data" / "accelerators_reference.csv"
 DEFAULT_OUT = ROOT / "mlrig" / "data" / "gpus.json"
 CSV_DATE = "2026-11-22"  # date the reference table was retrieved (file date; the table carries none)
 TODAY = "2026-11-22"
-REF_MD = "../shared/data/reference/accelerators_reference.md"
+REF_MD = "scripts/data/accelerators_reference.md"
 
 # ---------------------------------------------------------------------------------------------
 # Per-row metadata for the CSV: id, display name, class, NVML/marketing aliases, NVLink per direction.
@@ -148,7 +148,7 @@ CSV_OVERRIDES: dict[str, dict[str, Any]] = {
 
 # NVML memory.total (nvidia-smi "MiB"), where the shipped value is well known from public
 # nvidia-smi output; overrides the rule in `reported_gib`. CUDA/frameworks see ~0.3-0.5 GiB less
-# (vLLM logs "total memory 79.18 GiB" on an H100 80GB HBM3, ../shared/data/calibration/
+# (vLLM logs "total memory 79.18 GiB" on an H100 80GB HBM3, mlrig/data/calibration/
 # inference_memory.csv): that CUDA-context cost belongs to the memory estimator, not the catalog.
 NVML_MIB: dict[str, int] = {
     "rtx-4090": 24564,

@@ -1,4 +1,4 @@
-"""Shared test set-up: no network, and the shared data folder beside the checkout."""
+"""Test set-up: no network, user config and history kept in a temporary home."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("MLRIG_HOME", str(Path(__file__).resolve().parent / ".mlrig-home-unused"))
 
@@ -21,7 +21,6 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip("../shared is not beside this checkout")
-    return SHARED
+def reference_csv() -> Path:
+    """The accelerator reference table the GPU catalog is built from (scripts/data/)."""
+    return ROOT / "scripts" / "data" / "accelerators_reference.csv"

@@ -85,9 +85,9 @@ def test_datacenter_dense_not_sparse() -> None:
     assert resolve_gpu("MI300X").bf16_tflops_dense == pytest.approx(1307.4)  # AMD 2,614.9 is sparse
 
 
-def test_geforce_fp32_accumulate_is_half_fp16_accumulate(shared_dir: Path) -> None:
+def test_geforce_fp32_accumulate_is_half_fp16_accumulate(reference_csv: Path) -> None:
     """GeForce FP16/BF16 with FP32 accumulate run at half the FP16-accumulate rate (reference .md)."""
-    rows = list(csv.DictReader((shared_dir / "data/reference/accelerators_reference.csv").open()))
+    rows = list(csv.DictReader(reference_csv.open()))
     checked = 0
     for r in rows:
         if not r["name"].startswith("GeForce") or not r["fp16_tensor_fp16acc_tflops_dense"]:
@@ -161,12 +161,12 @@ def test_derived_compute_figures_hand_checked() -> None:
     assert by_id("apple-m3-8c-8gb").fp32_tflops == by_id("apple-m3-8c-24gb").fp32_tflops
 
 
-def test_json_regenerates_from_csv(shared_dir: Path) -> None:
+def test_json_regenerates_from_csv(reference_csv: Path) -> None:
     spec = importlib.util.spec_from_file_location("build_gpu_catalog", ROOT / "scripts/build_gpu_catalog.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    built = mod.build(shared_dir / "data/reference/accelerators_reference.csv")
+    built = mod.build(reference_csv)
     shipped = json.loads((ROOT / "mlrig/data/gpus.json").read_text())
     assert built == shipped, "mlrig/data/gpus.json is stale: run scripts/build_gpu_catalog.py"
 

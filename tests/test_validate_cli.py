@@ -8,16 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from mlrig.commands.validate import split_group
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_validate(*args: str) -> str:
-    if not (ROOT.parent / "shared" / "data" / "calibration").is_dir() and "MLRIG_CALIBRATION_DIR" not in os.environ:
-        pytest.skip("../shared is not beside this checkout")
     env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
     r = subprocess.run([sys.executable, "-m", "mlrig.cli", "validate", *args], capture_output=True, text=True,
                        timeout=300, env=env, cwd=ROOT)

@@ -1,6 +1,6 @@
 """Accelerator catalog: memory, bandwidth and dense tensor rates, each entry with its source.
 
-Data lives in `mlrig/data/gpus.json` (built from ../shared/data/reference/accelerators_reference.csv
+Data lives in `mlrig/data/gpus.json` (built from scripts/data/accelerators_reference.csv
 plus the cards users ask about that it lacks). Figures are *dense* tensor rates with FP32
 accumulate (GeForce cards run FP16/BF16/FP8 at half rate with FP32 accumulate; vendors often
 quote 2:4-sparse figures, which we never use).

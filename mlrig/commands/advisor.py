@@ -209,7 +209,7 @@ def recommend_cmd(
     for s in rec.summary:
         con.print(f"• {escape(s)}")
     for o in [o for o in rec.options if o.feasible][:3]:
-        con.print(f"[bold]{o.name}[/]")
+        con.print(f"[bold]{escape(o.name)}[/]")
         for r in o.reasons:
             con.print(f"   {escape(r)}")
         for w in o.warnings + [f"build {f.severity}: {f.what} → {f.fix}" for f in o.build_findings]:
@@ -225,9 +225,9 @@ def recommend_cmd(
             seen.add(fam)
             con.print(f"   ✗ {escape(o.name)}: {escape(o.excluded_reason or '')}")
     for p in rec.prices_used:
-        con.print(f"prices: {p}", style="dim")
+        con.print(f"prices: {p}", style="dim", markup=False)
     for w in rec.warnings:
-        con.print(f"[yellow]warning:[/] {w}")
+        con.print(f"[yellow]warning:[/] {escape(w)}")
 
 
 def _write_report(rec: Any, book: Any, path: Path, fmt: str) -> None:
@@ -415,6 +415,7 @@ def cost_cmd(
         print_json(out)
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     con = Console()
@@ -451,11 +452,11 @@ def cost_cmd(
             f"$/Mtok at {tokens_per_s:g} tok/s: local {f(per_mtok(lc.cost_per_busy_hour_usd or 0, tokens_per_s))}"
         )
     for line in res.assumptions:
-        con.print(f"assumption: {line}", style="dim")
+        con.print(f"assumption: {line}", style="dim", markup=False)
     for p in res.prices_used:
-        con.print(f"prices: {p}", style="dim")
+        con.print(f"prices: {p}", style="dim", markup=False)
     for w in res.warnings:
-        con.print(f"[yellow]warning:[/] {w}")
+        con.print(f"[yellow]warning:[/] {escape(w)}")
 
 
 build_app = typer.Typer(

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
     """A person's view: verdict, memory breakdown, speed with its explanation, limits, notes."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     # Colours come from our markup; rich's automatic highlighter compiles ~30 regexes (~5 ms of start-up).
@@ -99,7 +100,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             con.print(f"{label}: {fmt_num(perf.train_tokens_per_s)} tokens/s"
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
         if perf.explanation:
-            con.print(f"[dim]{perf.explanation}[/]")
+            con.print(f"[dim]{escape(perf.explanation)}[/]")
     if result.training is not None:
         _render_training_run(con, result.training)
     if lims:
@@ -111,7 +112,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
         con.print("Limits: " + "; ".join(parts))
     for note in [*mem.notes, *result.notes, *(result.training.notes if result.training else [])]:
-        con.print(f"[yellow]note:[/] {note}")
+        con.print(f"[yellow]note:[/] {escape(note)}")
 
 
 def _render_training_run(con: Any, run: TrainingRun) -> None:

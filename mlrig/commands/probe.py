@@ -59,7 +59,7 @@ def _render_profile(p: Any) -> None:
                                 f"({'O_DIRECT' if b.direct_io else 'page cache possible'})")
     con.print(t)
     for n in p.notes + (p.disk_bench.notes if p.disk_bench else []):
-        con.print(f"note: {n}")
+        con.print(f"note: {n}", markup=False)
 
 
 def probe_cmd(
@@ -116,17 +116,19 @@ def diagnose_cmd(
     if json_out:
         print_json(report)
     else:
+        from rich.markup import escape
+
         con = _err_console()
         for n in report.notes:
-            con.print(f"note: {n}")
+            con.print(f"note: {n}", markup=False)
         s = report.summary
         con.print(f"{s.n_samples} samples over {s.duration_s:.1f} s; job CPU {s.tree_cpu_percent_mean:.0f}% of "
                   f"a core, machine CPU {s.cpu_percent_mean:.0f}%, iowait "
                   f"{s.iowait_percent_mean if s.iowait_percent_mean is not None else float('nan'):.0f}%")
         for f in report.findings:
-            con.print(f"[bold]{f.kind}[/bold] ({f.severity}): {f.summary}")
+            con.print(f"[bold]{f.kind}[/bold] ({f.severity}): {escape(f.summary)}")
             for r in f.remedies:
-                con.print(f"  - {r}")
+                con.print(f"  - {r}", markup=False)
         for path in report.files:
             con.print(f"wrote {path}")
     if report.exit_status:

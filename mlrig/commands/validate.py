@@ -82,7 +82,7 @@ def validate_cmd(
     rows: Annotated[bool, typer.Option("--rows", help="also print every row's prediction and measurement")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Run the calibration rows in ../shared/data/calibration through the estimators."""
+    """Run the published measurements packaged with mlrig (docs/ACCURACY.md) through the estimators."""
     from mlrig.errors import MlrigError
 
     if suite not in ("memory", "speed", "all"):

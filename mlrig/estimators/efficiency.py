@@ -1,7 +1,7 @@
 """Calibrated efficiency factors of the performance model: few, physical, documented.
 
 Every factor here is a fraction of a vendor peak (memory bandwidth, dense tensor rate) or a fixed
-time, fitted by hand on ../shared/data/calibration only (inference_speed.csv, training_speed.csv)
+time, fitted by hand on mlrig/data/calibration only (inference_speed.csv, training_speed.csv)
 and checked by `mlrig.validation.speed`. There is NO factor per individual GPU or per model: the
 keys are engine families, hardware classes and weight-format families. The calibration rows that
 justify each value are named next to it (row ids of the CSVs).

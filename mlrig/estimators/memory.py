@@ -2,7 +2,7 @@
 
 `estimate_memory(arch, plan, gpu)` is a pure function of typed inputs. Figures are per GPU in
 GiB (2^30 bytes). Each term's docstring names its source; the handful of constants fitted on
-../shared/data/calibration are in `Calibration` below, each with the rows that justify it
+mlrig/data/calibration are in `Calibration` below, each with the rows that justify it
 (see mlrig/validation/memory.py for the errors they give).
 """
 

@@ -65,10 +65,8 @@ class PsutilHostSampler:
     """Live host readings; `pid` (optional) is the root of the job's process tree."""
 
     def __init__(self, pid: int | None = None) -> None:
-        try:
-            import psutil
-        except ImportError as exc:
-            raise MlrigError("psutil is not installed; run: pip install 'mlrig[probe]'") from exc
+        import psutil  # a core dependency
+
         self._ps = psutil
         self.pid = pid
         self._t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""Checking estimates against published measurements (../shared/data/calibration/).
+"""Checking estimates against published measurements (the packaged mlrig/data/calibration/).
 
 Each group reports the median and 90th percentile of |predicted / measured - 1| over its rows.
 """
@@ -47,22 +47,28 @@ def summarise(name: str, rows: list[ValidationRow], threshold_median: float | No
 
 
 def calibration_dir() -> Path:
-    """Where the calibration CSVs are: $MLRIG_CALIBRATION_DIR, else ../shared/data/calibration
-    beside the checkout (the project's layout)."""
-    env = os.environ.get("MLRIG_CALIBRATION_DIR")
-    if env:
-        return Path(env)
-    starts = [Path(__file__).resolve(), Path.cwd().resolve() / "x"]
-    for parent in (p for start in starts for p in start.parents):
-        cand = parent / "shared" / "data" / "calibration"
-        if cand.is_dir():
-            return cand
+    """Where the calibration files are: $MLRIG_CALIBRATION_DIR when set (a folder of the same files,
+    e.g. a newer copy), else the copy packaged with mlrig (mlrig/data/calibration/)."""
     from mlrig.errors import MlrigError
 
-    raise MlrigError("calibration data not found; set MLRIG_CALIBRATION_DIR to ../shared/data/calibration")
+    env = os.environ.get("MLRIG_CALIBRATION_DIR")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_dir():
+            raise MlrigError(f"MLRIG_CALIBRATION_DIR={env!r} is not a folder; unset it to use the packaged "
+                             "calibration data, or point it at a folder of calibration files")
+        return path
+    return Path(__file__).resolve().parent.parent / "data" / "calibration"
 
 
 def read_calibration_csv(name: str) -> list[dict[str, str]]:
     """The rows of one calibration CSV (`name` inside `calibration_dir()`)."""
-    with (calibration_dir() / name).open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    from mlrig.errors import MlrigError
+
+    path = calibration_dir() / name
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise MlrigError(f"cannot read calibration file {str(path)!r} ({exc}); "
+                         "unset MLRIG_CALIBRATION_DIR or reinstall mlrig") from None

@@ -14,7 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from mlrig.errors import AmbiguousNameError, MlrigError, UnknownNameError
-from mlrig.validation import ValidationGroup, ValidationRow, calibration_dir, read_calibration_csv, summarise
+from mlrig.validation import ValidationGroup, ValidationRow, read_calibration_csv, summarise
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -22,13 +22,6 @@ if TYPE_CHECKING:
 
 THRESHOLDS = {"decode_tok_s": 0.10, "prefill_tok_s": 0.20, "tokens_per_s_per_gpu": 0.15}
 
-# Calibration spellings -> published configs (model_configs/) used when resolve_model lacks them.
-_MODEL_FILES = {
-    "llama-3-8b": "meta-llama--Meta-Llama-3-8B-Instruct.json",
-    "llama-3-70b": "meta-llama--Meta-Llama-3-70B.json",
-    "llama-2-7b": "meta-llama--Llama-2-7b-hf.json",
-    "llama-2-70b": "meta-llama--Llama-2-70b-hf.json",
-}
 # Two calibration models absent from model_configs, from their published HF config.json:
 # EleutherAI/gpt-j-6b (n_embd 4096, n_layer 28, n_head 16, rotary_dim 64, n_inner 16384, vocab 50400)
 # tiiuae/falcon-180B (hidden 14848, 80 layers, 232 heads, 8 KV groups, MLP 4x hidden, vocab 65024).
@@ -83,13 +76,7 @@ def model_for(name: str) -> ModelArch | None:
         pass
     if name in _HAND_ARCHS:
         return ModelArch(id=name, source="validation hand-built from HF config.json", **_HAND_ARCHS[name])
-    fname = _MODEL_FILES.get(name)
-    if fname is None:
-        return None
-    from mlrig.catalog.model_files import arch_from_config_file
-
-    path = calibration_dir().parent / "model_configs" / fname
-    return arch_from_config_file(path, model_id=name) if path.exists() else None
+    return None
 
 
 @cache

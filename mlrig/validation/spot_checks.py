@@ -1,7 +1,7 @@
 """Generalisation spot checks: published speed figures for engines the speed model is NOT fitted on.
 
 The efficiency factors (mlrig/estimators/efficiency.py) are fitted only on
-../shared/data/calibration (llama.cpp and 2023 TensorRT-LLM tables). The rows of
+mlrig/data/calibration (llama.cpp and 2023 TensorRT-LLM tables). The rows of
 mlrig/data/spot_checks.csv are other published measurements (vLLM, SGLang, TensorRT-LLM 1.x, MLC,
 ExLlamaV2, HF transformers / eager PyTorch, and llama.cpp's SYCL backend on Intel Arc, where the
 calibration has only Vulkan rows), kept aside to see how well the model generalises: they are
