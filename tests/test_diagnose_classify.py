@@ -93,7 +93,12 @@ def test_cpu_only_all_cores_is_cpu_bound_not_single() -> None:
 
 
 def test_cpu_only_iowait_is_io_bound() -> None:
-    assert kinds(run_of(host([20, 5], tree=15, iowait=40))) == {"io-bound"}
+    assert kinds(run_of(host([20, 5], tree=15, iowait=40, io_b_s=2e6))) == {"io-bound"}
+
+
+def test_other_processes_iowait_is_not_the_jobs() -> None:
+    """A sleeping job on a machine where something else hammers the disk: the iowait is not its own."""
+    assert kinds(run_of(host([20, 5], tree=0.5, iowait=40, io_b_s=0.0))) == {"idle"}
 
 
 def test_io_bound_without_visible_iowait_uses_throughput() -> None:

@@ -12,16 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlrig.catalog.model_files import (
-    GGML_TYPES,
-    GGUF_FILE_TYPES,
-    load_model_path,
-    read_gguf,
-    read_safetensors_header,
-    read_safetensors_index,
-)
 from mlrig.catalog.models import resolve_model
+from mlrig.catalog.readers import load_model_path
+from mlrig.catalog.readers.gguf import GGUF_FILE_TYPES, read_gguf
+from mlrig.catalog.readers.safetensors import read_safetensors_header, read_safetensors_index
 from mlrig.errors import MlrigError
+from mlrig.quant import GGML_TYPES
 
 TINY_CFG = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
             "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "torch_dtype": "bfloat16"}

@@ -41,11 +41,11 @@ def test_index_round_trips_to_the_archs_parsed_from_configs() -> None:
 
 
 def test_resolving_a_catalog_model_parses_no_config() -> None:
-    """The point of the index: a catalog name resolves without mlrig.catalog.model_files."""
+    """The point of the index: a catalog name resolves without the config reader (mlrig.catalog.readers)."""
     import subprocess
 
     code = ("import sys; from mlrig.catalog.models import resolve_model; a = resolve_model('llama-3.1-8b'); "
-            "print(a.hf_id, 'mlrig.catalog.model_files' in sys.modules)")
+            "print(a.hf_id, 'mlrig.catalog.readers.hf_config' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [resolve_model("llama-3.1-8b").hf_id, "False"]
 

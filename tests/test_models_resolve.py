@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mlrig.catalog import models as cm
-from mlrig.catalog.model_files import arch_from_hf_config
 from mlrig.catalog.models import load_model_catalog, resolve_model
+from mlrig.catalog.readers.hf_config import arch_from_hf_config
 from mlrig.errors import AmbiguousNameError, MlrigError, UnknownNameError
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mlrig.catalog.model_files import arch_from_hf_config
 from mlrig.catalog.models import ModelArch
+from mlrig.catalog.readers.hf_config import arch_from_hf_config
 
 CATALOG = sorted((Path(__file__).resolve().parent.parent / "mlrig" / "data" / "models").glob("*.json"))
 

@@ -40,7 +40,7 @@ def fetch_hf_config(repo_id: str) -> ModelArch:
                              "check the id (or log in for gated repos)") from None
         raise _unreachable(repo_id, name) from None
 
-    from mlrig.catalog.model_files import arch_from_config_file
+    from mlrig.catalog.readers.hf_config import arch_from_config_file
 
     arch = arch_from_config_file(Path(path), model_id=repo_id, hf_id=repo_id)
     arch.source = f"https://huggingface.co/{repo_id}/blob/main/config.json"
@@ -56,7 +56,7 @@ def fetch_hf_config(repo_id: str) -> ModelArch:
 
 def _apply_safetensors_metadata(arch: ModelArch, meta: Any) -> None:
     """Sum exact tensor bytes per dtype from huggingface_hub's SafetensorsRepoMetadata."""
-    from mlrig.catalog.model_files import SAFETENSORS_DTYPE_BYTES
+    from mlrig.catalog.readers.safetensors import SAFETENSORS_DTYPE_BYTES
 
     by_dtype: dict[str, int] = {}
     params = 0

@@ -1,6 +1,6 @@
 """Model architectures: the normalised description every estimator works from.
 
-A `ModelArch` is built from a Hugging Face `config.json` (see `model_files.py`), from the
+A `ModelArch` is built from a Hugging Face `config.json` (see `mlrig/catalog/readers/`), from the
 built-in catalog (`mlrig/data/models/*.json`, copies of published configs with their sources),
 from a safetensors/GGUF header, or from explicit fields. Parameter counts are derived from the
 architecture, following the module shapes of the Hugging Face `transformers` implementations.
@@ -162,8 +162,8 @@ class ModelArch(BaseModel):
         return self.num_layers + self.num_encoder_layers
 
     def params(self) -> ParamBreakdown:
-        """Parameter counts per component; see `mlrig.estimators.params.param_breakdown`."""
-        from mlrig.estimators.params import param_breakdown
+        """Parameter counts per component; see `mlrig.catalog.params.param_breakdown`."""
+        from mlrig.catalog.params import param_breakdown
 
         return param_breakdown(self)
 
@@ -272,7 +272,7 @@ def catalog_from_configs(folder: Path | None = None) -> CatalogEntries:
     """
     import json
 
-    from mlrig.catalog.model_files import arch_from_hf_config
+    from mlrig.catalog.readers.hf_config import arch_from_hf_config
 
     out = []
     for path in sorted((folder or _catalog_dir()).glob("*.json")):
@@ -358,7 +358,7 @@ def resolve_model(name_or_path: str) -> ModelArch:
     name = name_or_path.strip()
     p = Path(name).expanduser()
     if p.exists():
-        from mlrig.catalog.model_files import load_model_path
+        from mlrig.catalog.readers import load_model_path
 
         return load_model_path(p)
     arch, note = _lookup(name)

@@ -50,6 +50,11 @@ IO_MB_S_BUSY = 5.0
 """The job moving >= 5 MB/s (10^6 B/s) to/from storage while using little CPU is I/O-bound — the
 fallback where iowait is not visible, e.g. inside VMs (heuristic)."""
 
+JOB_IO_MIN_MB_S = 1.0
+"""Machine-wide iowait is the job's only when the job itself moves at least this much data (10^6 B/s);
+otherwise another process is waiting on the disk (heuristic: a sleeping job on a machine where others
+write heavily was once blamed for their iowait)."""
+
 CPU_LOW_PERCENT = 50.0
 """'Little CPU' for the I/O rule: the job's tree below half a core (heuristic)."""
 
@@ -139,7 +144,7 @@ def _io_finding(s: Summary, has_tree: bool) -> Finding | None:
     iowait = s.iowait_percent_mean or 0.0
     cpu = s.tree_cpu_percent_mean if has_tree else s.cpu_percent_mean * s.logical_cpus
     io_mb_s = s.proc_io_mb_s_mean if has_tree else s.disk_read_mb_s_mean + s.disk_write_mb_s_mean
-    high_wait = iowait >= IOWAIT_HIGH_PERCENT
+    high_wait = iowait >= IOWAIT_HIGH_PERCENT and (not has_tree or io_mb_s >= JOB_IO_MIN_MB_S)
     busy_disk = io_mb_s >= IO_MB_S_BUSY and cpu < CPU_LOW_PERCENT
     if not (high_wait or busy_disk):
         return None
@@ -152,7 +157,8 @@ def _io_finding(s: Summary, has_tree: bool) -> Finding | None:
         remedies=["faster storage (NVMe)", "cache the data set in RAM or local SSD",
                   "sharded sequential formats (WebDataset, TFRecord) instead of many small files",
                   "more loader workers / prefetch to overlap I/O"],
-        rule=f"iowait >= {IOWAIT_HIGH_PERCENT:.0f}% or (job I/O >= {IO_MB_S_BUSY:.0f} MB/s and CPU < "
+        rule=f"iowait >= {IOWAIT_HIGH_PERCENT:.0f}% with the job moving data, or (job I/O >= {IO_MB_S_BUSY:.0f} MB/s "
+             f"and CPU < "
              f"{CPU_LOW_PERCENT:.0f}% of a core); DOMAIN.md §5 'high disk I/O wait' + heuristic",
     )
 
