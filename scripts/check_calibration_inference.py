@@ -21,9 +21,10 @@ from pathlib import Path
 
 CAL_DIR = Path(__file__).resolve().parent.parent / "mlrig" / "data" / "calibration"
 
-REQUIRED = {"id": str, "plan": dict, "metric": str, "value": (int, float), "unit": str, "source_url": str,
-            "source_date": str, "software": str, "source_note": str, "split": str}
-OPTIONAL = {"memory_measure": str, "anomaly": bool}
+REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "id": str, "plan": dict, "metric": str, "value": (int, float), "unit": str, "source_url": str, "source_date": str,
+    "software": str, "source_note": str, "split": str}
+OPTIONAL: dict[str, type] = {"memory_measure": str, "anomaly": bool}
 
 # PLAN-FORMAT: the starting contract plus "Keys published runs need".
 PLAN_KEYS = {
