@@ -90,28 +90,19 @@ def load_config(plan: Plan, arch: ModelArch) -> tuple[dict[str, Any], str]:
     return data, source
 
 
-def _period(cfg: dict[str, Any], total: int) -> tuple[int, int]:
-    """(leading layers that differ, period of the repeating layer pattern)."""
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-    lead = int(text.get("first_k_dense_replace") or 0)
-    kinds = text.get("layer_types")
+def layer_plan(layer_kinds: list[str], lead: int, total: int) -> list[int]:
+    """The stack depths to trace: [total] (direct) or two shorter ones to extend linearly.
+
+    `layer_kinds` is the per-layer pattern (transformers' `config.layer_types`, or empty), `lead`
+    the leading layers that differ (DeepSeek's `first_k_dense_replace`). Each stack holds `lead`
+    layers plus whole periods of the pattern, at least two layers per step."""
     period = 1
-    if isinstance(kinds, list) and len(kinds) == total:
-        body = kinds[lead:]
-        for p in range(1, len(body) + 1):
-            if all(body[i] == body[i % p] for i in range(len(body))):
-                period = p
-                break
-    step = text.get("decoder_sparse_step")
-    if isinstance(step, int) and step > 1:
-        period = max(period, step)
-    return lead, period
-
-
-def layer_plan(cfg: dict[str, Any], total: int) -> list[int]:
-    """The stack depths to trace: [total] (direct) or two shorter ones to extend linearly."""
-    lead, period = _period(cfg, total)
-    per = period * max(1, -(-2 // period))  # at least 2 layers per stack step
+    body = layer_kinds[lead:] if len(layer_kinds) == total else []
+    for p in range(1, len(body) + 1):
+        if all(body[i] == body[i % p] for i in range(len(body))):
+            period = p
+            break
+    per = period * max(1, -(-2 // period))
     first, second = lead + per, lead + 2 * per
     if second >= total:
         return [total]
@@ -155,8 +146,12 @@ def combine(runs: list[Any], total: int) -> tuple[dict[str, tuple[float, dict[st
         p1, c1, _ = g1.get(name, (p2, c2, 0.0))
         cats = {k: _extend(c1.get(k, 0.0), c2.get(k, 0.0), l1, l2, total) for k in set(c1) | set(c2)}
         out[name] = (_extend(p1, p2, l1, l2, total), {k: v for k, v in cats.items() if v > 0})
-    reserved = _extend(float(r1.reserved), float(r2.reserved), l1, l2, total)
-    return out, reserved
+    # the allocator's slack (reserved - peak allocated) is extended, not reserved itself: the two
+    # stacks' peaks can sit in different regions from the full model's
+    peak1, peak2 = (max(v[0] for v in g.values()) for g in (g1, g2))
+    slack2 = float(r2.reserved) - peak2
+    slack = max(slack2, _extend(float(r1.reserved) - peak1, slack2, l1, l2, total))
+    return out, max(v[0] for v in out.values()) + slack
 
 
 def _report_from_runs(runs: list[Any], total: int, recipe: Recipe, model: str, source: str,
@@ -223,13 +218,14 @@ def trace_plan(plan: Plan, arch: ModelArch, gpu: GPU | None, *, optimizer_impl: 
         except (OSError, ValueError):
             pass  # a damaged cache entry: trace again
     require_torch()
-    from mlrig.trace.engine import hf_config, layer_count, run_trace
+    from mlrig.trace.engine import hf_config, layer_count, layer_pattern, run_trace
 
     started = time.perf_counter()
-    total = layers if layers is not None else layer_count(hf_config(cfg))
+    config = hf_config(cfg)
+    total = layers if layers is not None else layer_count(config)
     if total <= 0:
         raise MlrigError(f"config {source} names no decoder layers (num_hidden_layers)")
-    depths = [total] if (direct or layers is not None) else layer_plan(cfg, total)
+    depths = [total] if (direct or layers is not None) else layer_plan(*layer_pattern(config), total)
     runs = [run_trace(cfg, recipe, d) for d in depths]
     rep = _report_from_runs(runs, total, recipe, model, source, time.perf_counter() - started)
     if use_cache:

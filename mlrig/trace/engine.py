@@ -34,6 +34,25 @@ def layer_count(config: Any) -> int:
     return int(getattr(text, "num_hidden_layers", 0) or 0)
 
 
+def layer_pattern(config: Any) -> tuple[list[str], int]:
+    """(per-layer kinds, leading layers that differ) of the decoder stack: attention type per layer
+    (`layer_types`: sliding / full, ...) combined with dense-vs-MoE MLPs (`first_k_dense_replace`,
+    `mlp_only_layers`, `decoder_sparse_step`)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    n = layer_count(config)
+    kinds = [str(k) for k in (getattr(text, "layer_types", None) or [""] * n)][:n]
+    kinds += [""] * (n - len(kinds))
+    lead = int(getattr(text, "first_k_dense_replace", 0) or 0)
+    dense = set(getattr(text, "mlp_only_layers", None) or [])
+    step = getattr(text, "decoder_sparse_step", None)
+    experts = max(int(getattr(text, k, 0) or 0) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
+    for i in range(n):
+        moe = (experts > 0 and i >= lead and i not in dense
+               and (not isinstance(step, int) or step <= 1 or (i + 1) % step == 0))
+        kinds[i] += "/moe" if moe else "/dense"
+    return kinds, min(lead, n)
+
+
 def hf_config(cfg: dict[str, Any], layers: int | None = None) -> Any:
     """A transformers config object from a config.json dict; `layers` truncates the decoder stack
     (and every per-layer list in the config with it)."""
@@ -119,12 +138,24 @@ def _as_on_gpu() -> Iterator[None]:
     tlog.setLevel(logging.ERROR)
     for k in saved:
         setattr(masking_utils, k, patches[k])
+    swap = torch.utils.swap_tensors
+
+    def swap_or_set(t1: torch.Tensor, t2: torch.Tensor) -> None:
+        # `Module.to`/`_apply` swaps FakeTensor parameters, which fails while FakeTensorMode holds weak
+        # references to them; `param.data =` gives the same storage change
+        try:
+            swap(t1, t2)
+        except RuntimeError:
+            t1.data = t2.data
+
+    torch.utils.swap_tensors = swap_or_set
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             yield
         finally:
             tlog.setLevel(old)
+            torch.utils.swap_tensors = swap
             for k, v in saved.items():
                 setattr(masking_utils, k, v)
 
@@ -283,18 +314,31 @@ def run_trace(cfg: dict[str, Any], recipe: Recipe, layers: int | None = None) ->
     with _as_on_gpu(), fake, torch.device("cpu"):
         try:
             model = cls._from_config(config, dtype=dtype, attn_implementation=attn)
-        except (ValueError, ImportError, NotImplementedError) as exc:
+        except ValueError as exc:
+            if attn != "sdpa" or "does not support an attention implementation" not in str(exc):
+                raise MlrigError(f"transformers could not build {cls.__name__} from this config: {exc}") from None
+            # no SDPA path (Gemma 2's logit softcapping, gpt-oss's sinks): transformers' eager attention
+            model = cls._from_config(config, dtype=dtype, attn_implementation="eager")
+            notes.append(f"{cls.__name__} has no SDPA attention in transformers: traced with its eager attention "
+                         "(the S x S scores); a flash-attention-2 install would use less")
+        except (ImportError, NotImplementedError) as exc:
             raise MlrigError(f"transformers could not build {cls.__name__} from this config: {exc}") from None
+        if recipe.weights_dtype == "fp32" and any("moe" in k for k in layer_pattern(model.config)[0]) \
+                and any(type(m).__name__.endswith("Experts") for m in model.modules()):
+            raise MlrigError("transformers' MoE experts (grouped_mm) need 16-bit weights, so mixed precision with "
+                             "fp32 master weights cannot run them; trace --optimizer adamw-bf16 (pure bf16) or LoRA")
         n_layers = layer_count(model.config)
         tr.region("setup")
         with tr:
-            for t in [*model.parameters(), *model.buffers()]:
-                tr.see(t, "parameters")
+            # the model as loaded and prepared: its build here (fake init of every weight, then
+            # quantisation / LoRA wrapping) is not how from_pretrained fills a GPU, so it is not replayed
+            tr.paused = True
             if recipe.task == "train":
                 trainable = _prepare_training(model, recipe, tr, notes)
             else:
                 model.eval()
                 trainable = 0
+            tr.paused = False
             for t in [*model.parameters(), *model.buffers()]:
                 tr.see(t, "parameters")
             params = sum(p.numel() for p in model.parameters())
@@ -324,6 +368,23 @@ def run_trace(cfg: dict[str, Any], recipe: Recipe, layers: int | None = None) ->
                     notes=notes)
 
 
+def _move_adapter_in_place(self: Any, adapter_name: str, device: Any = None) -> None:
+    """PEFT's `_move_adapter_to_device_of_base_layer` for fake tensors: the same dtype cast, done with
+    `param.data =` (`Module.to` swaps FakeTensor parameters, which fails while FakeTensorMode holds
+    weak references to them). One device here, so no move."""
+    weight = getattr(self.get_base_layer(), "weight", None)
+    dtype = weight.dtype if weight is not None and weight.dtype.is_floating_point else None
+    if dtype is None:
+        return
+    for name in (*self.adapter_layer_names, *self.other_param_names):
+        layer = getattr(self, name, None)
+        if isinstance(layer, torch.nn.ModuleDict | torch.nn.ParameterDict) and adapter_name in layer:
+            item = layer[adapter_name]
+            for p in (item.parameters() if isinstance(item, torch.nn.Module) else [item]):
+                if p.dtype.is_floating_point and p.dtype != dtype:
+                    p.data = p.data.to(dtype)
+
+
 def _prepare_training(model: Any, recipe: Recipe, tr: Tracker, notes: list[str]) -> int:
     model.train()
     if recipe.method == "qlora":
@@ -336,14 +397,18 @@ def _prepare_training(model: Any, recipe: Recipe, tr: Tracker, notes: list[str])
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     if recipe.method in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
+        from peft.tuners.tuners_utils import BaseTunerLayer
 
         targets = _lora_targets(model, recipe.lora_targets)
         lcfg = LoraConfig(r=recipe.lora_rank, lora_alpha=2 * recipe.lora_rank, lora_dropout=0.0,
                           target_modules=targets, task_type=None)
-        peft_model = get_peft_model(model, lcfg)  # adapters in fp32 (autocast_adapter_dtype=True)
+        saved = BaseTunerLayer._move_adapter_to_device_of_base_layer
+        BaseTunerLayer._move_adapter_to_device_of_base_layer = _move_adapter_in_place  # type: ignore[method-assign]
+        try:
+            peft_model = get_peft_model(model, lcfg)  # adapters end in fp32 (autocast_adapter_dtype=True)
+        finally:
+            BaseTunerLayer._move_adapter_to_device_of_base_layer = saved  # type: ignore[method-assign]
         model.__dict__["_mlrig_peft"] = peft_model
-        for t in [*model.parameters(), *model.buffers()]:
-            tr.see(t, "parameters")
     if recipe.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if recipe.method == "full":
