@@ -62,6 +62,15 @@ def run_trace_for_plan(plan_data: dict[str, Any], *, optimizer_impl: str | None,
     return result, rep
 
 
+def exact_trace(plan: Any, arch: Any, gpu: Any) -> TraceReport:
+    """`mlrig plan --exact`: the trace of a parsed plan, with the defaults the planner fills in."""
+    from mlrig.planner import with_defaults
+    from mlrig.trace.api import trace_plan
+
+    defaulted, _ = with_defaults(plan, gpu, arch)
+    return trace_plan(defaulted, arch, gpu)
+
+
 def render_trace(rep: TraceReport) -> None:
     """A person's view: the three peak figures, phases, categories, recipe, formula beside it."""
     from rich.console import Console

@@ -224,7 +224,8 @@ def _quantise_linears(model: Any, compute_dtype: torch.dtype) -> int:
     return count
 
 
-_TARGET_NAMES = {"q": ("q_proj", "query", "q"), "k": ("k_proj", "key", "k"), "v": ("v_proj", "value", "v"),
+_TARGET_NAMES = {"q": ("q_proj", "query", "q", "q_b_proj"), "k": ("k_proj", "key", "k", "kv_a_proj_with_mqa"),
+                 "v": ("v_proj", "value", "v", "kv_b_proj"),
                  "o": ("o_proj", "out_proj", "dense", "o"), "gate": ("gate_proj", "w1"), "up": ("up_proj", "w3"),
                  "down": ("down_proj", "w2")}
 
@@ -460,9 +461,20 @@ def _train_steps(model: Any, recipe: Recipe, tr: Tracker, state: dict[str, Any])
             opt.step()
         for o in (in_bwd.values() if in_bwd else [opt]):
             for st in o.state.values():
-                tr.label_all(list(st.values()), "optimizer_state")
+                for k, v in st.items():
+                    # non-fused, non-capturable torch optimizers keep `step` on the host
+                    host = k == "step" and recipe.optimizer_impl != "fused"
+                    tr.label_all(v, "host" if host else "optimizer_state")
         tr.region(f"{tag}:zero_grad")
         opt.zero_grad(set_to_none=True)
+
+
+def _label_cache(tr: Tracker, cache: Any) -> None:
+    for layer in getattr(cache, "layers", []):
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor):
+                tr.see(t, "kv_cache")
 
 
 def _generate(model: Any, recipe: Recipe, tr: Tracker, state: dict[str, Any], notes: list[str]) -> None:
@@ -486,11 +498,13 @@ def _generate(model: Any, recipe: Recipe, tr: Tracker, state: dict[str, Any], no
         ids = torch.randint(0, vocab, (b, p))
         cache = DynamicCache(config=model.config)
         out = model(input_ids=ids, past_key_values=cache, **kw)
+        _label_cache(tr, cache)
         tr.region("p:sample")
         scores = out.logits[:, -1, :].to(copy=True, dtype=torch.float32)
         nxt = scores.argmax(dim=-1, keepdim=True)
         del out, scores, nxt, cache
         # the cache at context - 1 tokens, built without recording, then registered as resident
+        state["phase"] = "setup"
         tr.paused = True
         cache = DynamicCache(config=model.config)
         model(input_ids=torch.randint(0, vocab, (b, recipe.context - 1)), past_key_values=cache, **kw)
@@ -498,21 +512,13 @@ def _generate(model: Any, recipe: Recipe, tr: Tracker, state: dict[str, Any], no
         tr.region("d:decode.setup")
         for t in [*model.parameters(), *model.buffers()]:
             tr.see(t, "parameters")
-        for layer in getattr(cache, "layers", []):
-            for name in ("keys", "values"):
-                t = getattr(layer, name, None)
-                if isinstance(t, torch.Tensor):
-                    tr.see(t, "kv_cache")
+        _label_cache(tr, cache)
         state.update(phase="forward", tag="d", fwd="decode")
         tr.region("d:decode.body")
         one = torch.randint(0, vocab, (b, 1))
         pos = torch.full((b, 1), recipe.context - 1, dtype=torch.long)
         out = model(input_ids=one, past_key_values=cache, position_ids=pos, **kw)
-        for layer in getattr(cache, "layers", []):
-            for name in ("keys", "values"):
-                t = getattr(layer, name, None)
-                if isinstance(t, torch.Tensor):
-                    tr.see(t, "kv_cache")
+        _label_cache(tr, cache)
         tr.region("d:sample")
         scores = out.logits[:, -1, :].to(copy=True, dtype=torch.float32)
         nxt = scores.argmax(dim=-1, keepdim=True)

@@ -192,6 +192,8 @@ def analyse(tr: Tracker, end_of: dict[str, str] | None = None) -> tuple[list[Reg
                                   by_category={k: v for k, v in live_cat.items() if v})
             peaks.append(cur_peak)
             continue
+        if tr.labels.get(h) == "host":  # lives in host memory on a real run (optimizer step counters)
+            continue
         if s >= 0:
             block = alloc.malloc(h, s)
             cat = category(h)
