@@ -14,9 +14,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from mlrig.trace.allocator import round_size  # noqa: E402
-from mlrig.trace.engine import run_trace  # noqa: E402
-from mlrig.trace.recipe import Recipe  # noqa: E402
+from mlrig.trace.allocator import round_size
+from mlrig.trace.engine import run_trace
+from mlrig.trace.recipe import Recipe
 
 MODELS = Path(__file__).resolve().parents[1] / "mlrig" / "data" / "models"
 TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
@@ -32,7 +32,8 @@ def _phase(run, name):
 
 @pytest.fixture(scope="module")
 def tiny_foreach():
-    return run_trace(TINY, Recipe(task="train", weights_dtype="bf16", optimizer_impl="foreach", seq_len=64, batch_size=2))
+    recipe = Recipe(task="train", weights_dtype="bf16", optimizer_impl="foreach", seq_len=64, batch_size=2)
+    return run_trace(TINY, recipe)
 
 
 def test_exact_bytes_of_a_bf16_adamw_step(tiny_foreach):

@@ -199,7 +199,8 @@ class FakeLinear4bit(torch.nn.Linear):
         blocks = -(-n // 64)
         self.register_buffer("absmax", torch.empty(blocks, dtype=torch.uint8))
         self.register_buffer("absmax2", torch.empty(-(-blocks // 256), dtype=torch.float32))
-        self.bias = torch.nn.Parameter(torch.empty(out_features, dtype=compute_dtype)) if bias else None
+        self.bias = (torch.nn.Parameter(torch.empty(out_features, dtype=compute_dtype))  # type: ignore[assignment]
+                     if bias else None)
         self.compute_dtype = compute_dtype
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -290,11 +291,12 @@ def _hooks(model: Any, tr: Tracker, state: dict[str, Any]) -> list[Any]:
 
 
 def _optimizer(recipe: Recipe, params: list[torch.nn.Parameter]) -> Any:
-    impl = {"foreach": {"foreach": True}, "fused": {"fused": True}, "forloop": {"foreach": False}}[recipe.optimizer_impl]
+    foreach = recipe.optimizer_impl == "foreach"
+    fused = True if recipe.optimizer_impl == "fused" else None
     if recipe.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=1e-5, **impl)
+        return torch.optim.AdamW(params, lr=1e-5, foreach=foreach, fused=fused)
     if recipe.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **impl)
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach, fused=fused)
     from transformers.optimization import Adafactor
 
     return Adafactor(params, lr=1e-3, relative_step=False, scale_parameter=False)

@@ -180,7 +180,7 @@ class SdpaRouter:
         need_lse = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
         res = torch.ops.aten._scaled_dot_product_efficient_attention(
             q, k, v, bias, need_lse, dropout_p, bool(is_causal) and attn_mask is None, scale=scale)
-        return res[0]  # type: ignore[no-any-return]
+        return res[0]
 
 
 __all__ = ["SdpaRouter", "install_cuda_autocast_lists"]

@@ -67,7 +67,8 @@ class Recipe(BaseModel):
                 w += f"; LoRA rank {self.lora_rank} fp32 adapters on {','.join(self.lora_targets)} (PEFT)"
             out.append(w)
             out.append(f"autocast {self.autocast} (CUDA op lists)" if self.autocast else "no autocast")
-            opt = f"{self.optimizer} ({self.optimizer_impl}" if self.optimizer != "adafactor" else "adafactor (transformers"
+            opt = (f"{self.optimizer} ({self.optimizer_impl}" if self.optimizer != "adafactor"
+                   else "adafactor (transformers")
             out.append(opt + (", step fused into backward)" if self.optimizer_in_backward else ")"))
             out.append("gradient checkpointing (non-reentrant)" if self.gradient_checkpointing
                        else "no gradient checkpointing")
@@ -95,7 +96,7 @@ def recipe_from_plan(plan: Plan, *, optimizer_impl: OptimizerImpl | None = None,
             raise MlrigError(f"trace runs 16/32-bit inference; {w.precision} weights need their engine's kernels "
                              "(use `mlrig plan` without --exact for quantised inference)")
         prompt = max(1, w.prompt_tokens)
-        return Recipe(task="inference", weights_dtype=compute, attention=attn,  # type: ignore[arg-type]
+        return Recipe(task="inference", weights_dtype=compute, attention=attn,
                       batch_size=w.batch_size, seq_len=prompt, context=max(prompt + 1, w.context))
     t = plan.training
     assert t is not None
@@ -133,7 +134,7 @@ def recipe_from_plan(plan: Plan, *, optimizer_impl: OptimizerImpl | None = None,
         weights = "fp32" if compute == "fp32" else half
         autocast = None if compute == "fp32" else half
     seq = t.seq_len or w.context
-    return Recipe(task="train", method=t.method, weights_dtype=weights, autocast=autocast,  # type: ignore[arg-type]
+    return Recipe(task="train", method=t.method, weights_dtype=weights, autocast=autocast,
                   optimizer=name, optimizer_impl=optimizer_impl or "fused",
                   optimizer_in_backward="in-bwd" in o or "inbwd" in o, attention=attn,
                   gradient_checkpointing=t.gradient_checkpointing, lora_rank=t.lora_rank,
@@ -145,7 +146,7 @@ def cache_key(config: dict[str, object], recipe: Recipe, layers: int | None) -> 
     """A stable hash of (model config, recipe, trace version, package versions)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("torch", "transformers", "peft"):
         try:
             versions[pkg] = version(pkg)

@@ -81,7 +81,8 @@ class Tracker(TorchDispatchMode):
             self.sizes.append(nbytes)
             weakref.finalize(st, self._free, key, handle)
             if self.debug:
-                self.origin[handle] = f"{self._op} {tuple(t.shape)} {t.dtype} @{self.regions[-1] if self.regions else ''}"
+                where = self.regions[-1] if self.regions else ""
+                self.origin[handle] = f"{self._op} {tuple(t.shape)} {t.dtype} @{where}"
         else:
             handle = entry[0]
         if label is not None:
