@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "plan": "plan",
     "diagnose": "probe", "monitor": "probe", "probe": "probe",
     "serve": "serve",
+    "trace": "trace",
     "validate": "validate",
 }
 

@@ -167,6 +167,8 @@ def plan_cmd(
     show_limits: Annotated[bool, typer.Option(
         "--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
     as_json: JsonOpt = False,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
 ) -> None:
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
     from mlrig.commands._common import print_json
@@ -201,13 +203,22 @@ def plan_cmd(
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
     result = evaluate(plan, arch=arch, gpu=gpu_spec)
     lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
+    trace = None
+    if exact:
+        from mlrig.commands.trace import exact_trace, render_trace
+
+        trace = exact_trace(plan, arch, gpu_spec)
     if as_json:
         out = result.model_dump(mode="json")
         if lims is not None:
             out["limits"] = lims
+        if trace is not None:
+            out["trace"] = trace.model_dump(mode="json")
         print_json(out)
     else:
         render_result(result, plan.model_dump(mode="json"), lims)
+        if trace is not None:
+            render_trace(trace)
 
 
 def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
