@@ -54,7 +54,7 @@ def cache_dir() -> Path:
 def load_config(plan: Plan, arch: ModelArch) -> tuple[dict[str, Any], str]:
     """The model's config.json as a dict, and where it came from: the built-in catalog copy, a
     local config.json / model folder, or the Hub (config only; never code)."""
-    from mlrig.catalog.model_files import read_json_file
+    from mlrig.catalog.readers.hf_config import read_json_file
 
     if plan.model.is_explicit:
         raise MlrigError("trace builds the model from its config.json: give a catalog name, an HF id or a "
