@@ -121,3 +121,56 @@ def test_user_catalog_errors_name_the_file(text: str, match: str) -> None:
     with pytest.raises(MlrigError, match=match) as e:
         resolve_gpu("rtx 4090")
     assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+# ---- issue 14 §2: the GPUs people name, and entries that misled ---------------------------------
+
+ISSUE_14_GPUS = [
+    "H20", "A800", "H800", "L20", "L2", "H100 96GB", "B300", "GB200", "GB300", "MI325X", "MI355X", "RX 7900 XT",
+    "RTX 4060", "RTX 3060 Laptop", "RTX 4090 Laptop", "RTX 5060 Ti 16GB", "RTX 5060", "RTX 5070", "RTX 5070 Ti",
+    "RTX 5080", "RTX 5090", "RTX PRO 6000 Blackwell", "RTX PRO 6000 Server", "Ryzen AI Max+ 395",
+    "M3 Ultra 512GB", "M4 Max 128GB", "M4 Pro 48GB", "M5 32GB", "Jetson AGX Orin", "Jetson Thor", "TPU v4",
+    "TPU v5e", "cpu",
+]
+
+
+def test_issue_14_gpus_resolve_with_sources() -> None:
+    for name in ISSUE_14_GPUS:
+        g = resolve_gpu(name)
+        assert g.source and g.source_date and g.verification, name
+
+
+def test_derived_geforce_rates_follow_the_documented_ratios() -> None:
+    # Blackwell GeForce: FP16 (FP32 acc) = AI TOPS / 16 (RTX 5090: 3352 -> 209.5), FP4 dense = AI TOPS / 2
+    r5070 = resolve_gpu("RTX 5070")
+    assert r5070.bf16_tflops_dense == pytest.approx(988 / 16, abs=0.05)
+    assert r5070.fp4_tflops_dense == pytest.approx(988 / 2)
+    # Ada GeForce: FP16 (FP32 acc) = AI TOPS / 8 (RTX 4090: 1321 -> 165.2)
+    assert resolve_gpu("RTX 4060").fp16_tflops_dense == pytest.approx(242 / 8, abs=0.06)
+    # a laptop 4090 is a 16 GB AD103, far from the desktop card
+    assert resolve_gpu("RTX 4090 Laptop").memory_gib < 17 < resolve_gpu("RTX 4090").memory_gib
+
+
+def test_misleading_entries_fixed() -> None:
+    spark = resolve_gpu("DGX Spark")
+    assert spark.bf16_tflops_dense is not None and spark.fp4_tflops_dense == 500  # 1 PFLOP FP4 is sparse
+    assert resolve_gpu("MI300X").nvlink_gb_s == 448  # Infinity Fabric: 896 GB/s aggregate, per direction
+    from mlrig.catalog.interconnects import default_link
+
+    a100 = resolve_gpu("A100 PCIe 80GB")
+    assert default_link(a100.pcie_gen, a100.nvlink_gb_s, 2, 1, a100.nvlink_max_gpus).kind == "nvlink"
+    assert default_link(a100.pcie_gen, a100.nvlink_gb_s, 4, 1, a100.nvlink_max_gpus).kind == "pcie"  # pairs only
+    sxm = resolve_gpu("A100 SXM 80GB")
+    assert default_link(sxm.pcie_gen, sxm.nvlink_gb_s, 8, 1, sxm.nvlink_max_gpus).kind == "nvlink"
+
+
+def test_cpu_only_host_plans_on_ddr_with_llama_cpp() -> None:
+    res = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "cpu"}})
+    assert res.gpu == "cpu-ddr5-2ch" and res.engine == "llama.cpp" and res.fits
+    assert any("host RAM" in n for n in res.notes)
+    assert res.performance is not None
+    # decode is bound by DDR: ~4.9 GB of Q4_K_M weights per token at <= 89.6 GB/s peak
+    assert res.performance.decode_tok_s < 89.6 / 4.5
+    epyc = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"},
+                     "hardware": {"gpu": "EPYC 9654"}})
+    assert epyc.performance is not None and epyc.performance.decode_tok_s > 3 * res.performance.decode_tok_s

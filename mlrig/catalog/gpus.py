@@ -54,6 +54,9 @@ class GPU(BaseModel):
     pcie_lanes: int | None = None
     nvlink: str | None = None  # e.g. "NVLink 4, 900 GB/s total" or None
     nvlink_gb_s: float | None = None  # per-direction GPU-to-GPU bandwidth where NVLink exists
+    # bridged PCIe cards link only pairs (A100/H100 PCIe, RTX 3090, A6000) or fours (H200 NVL): beyond this
+    # many GPUs the tensor-parallel ring crosses PCIe. None: every GPU of the node is on the fabric (SXM/OAM).
+    nvlink_max_gpus: int | None = Field(None, ge=2)
     form_factor: str | None = None
     slots: float | None = None
     launch_price_usd: float | None = None
