@@ -125,6 +125,8 @@ def default_engine(precision: str, gpu: GPU) -> str:
         return "exllamav2"
     if norm_precision(precision).startswith(("q4f16", "q3f16")):
         return "mlc"
+    if gpu.hardware_class == "tpu":
+        return "vllm"  # vLLM's TPU backend (JAX/XLA); eager PyTorch does not run on a TPU
     return "llama.cpp" if gguf or gpu.hardware_class in ("apple", "cpu") else "transformers"
 
 

@@ -33,6 +33,8 @@ Storage costs are those of the real on-disk / in-memory formats, scales and zero
   layers, scales included (the converter's `-b`); the head is quantised at `-hb` (default 6 bits)
   and the embedding stays fp16. Any stated rate is a precision: `exl2-4.65` (also `exl2_4.65`,
   `4.65bpw-exl2`); SCHEMES holds the common rates and `scheme()` adds others on first use.
+* MLX (ml-explore mlx `mlx.nn.quantize`, defaults group_size=64): each group of 64 stores an fp16
+  scale and an fp16 bias -> bits + 0.5 bpw (mlx-4bit = 4.5); mlx-lm quantises embeddings and head too.
 * llama.cpp i-quants (ggml-common.h block structs): IQ1_S 50 B/256 (1.5625 bpw), IQ1_M 56/256 (1.75),
   IQ2_XXS 66/256 (2.0625), IQ2_XS 74/256 (2.3125), IQ2_S 82/256 (2.5625), IQ3_XXS 98/256 (3.0625),
   IQ3_S 110/256 (3.4375), IQ4_XS 136/256 (4.25), IQ4_NL 18/32 (4.5). The file types are mixes
@@ -166,6 +168,10 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
     Scheme("q4f16_2", MLC_Q4_BPW, 16, 16, 16, "fp16", description="MLC-LLM int4 group 32, fp16 embedding/head"),
     Scheme("q3f16_1", MLC_Q3_BPW, MLC_Q3_BPW, MLC_Q3_BPW, 16, "fp16", description="MLC-LLM int3 group 40"),
     *(_exl2(r) for r in EXL2_RATES),
+    # MLX (mlx.nn.quantize defaults): group 64 with an fp16 scale and an fp16 bias -> bits + 32/64;
+    # mlx-lm quantises the embedding and the head too
+    *(Scheme(f"mlx-{b}bit", b + 0.5, b + 0.5, b + 0.5, 16, "fp16",
+             description=f"MLX {b}-bit, group 64 (fp16 scale + bias)") for b in (3, 4, 6, 8)),
 ]}
 
 _ALIASES: dict[str, str] = {
@@ -180,6 +186,9 @@ _ALIASES: dict[str, str] = {
     "nv-fp4": "nvfp4", "fp4": "nvfp4", "mx-fp8": "mxfp8", "mxfp8_e4m3": "mxfp8",
     "q4f16_0": "q4f16_1", "q4bf16_1": "q4f16_1", "q4bf16_0": "q4f16_1", "q3f16_0": "q3f16_1",
     "q0f16": "fp16", "q0bf16": "bf16", "q0f32": "fp32", "mlc-q4": "q4f16_1",
+    # unsloth "dynamic" GGUF quants (UD-Q4_K_XL, ...): the _M/_L mixes with more tensors upcast; closest mix
+    "q2_k_xl": "q2_k", "q3_k_xl": "q3_k_m", "q4_k_xl": "q4_k_l", "q5_k_xl": "q5_k_l", "q6_k_xl": "q6_k_l",
+    "q8_k_xl": "q8_0", "mlx-4bit-dwq": "mlx-4bit",
 }
 
 # "exl2-4.65", "exl2_4.65", "exl2:4.65", "exl2-4.65bpw", "4.65bpw-exl2", "4.65bpw" (exllamav2 branch names)
