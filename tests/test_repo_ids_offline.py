@@ -92,3 +92,29 @@ def test_no_network_is_blamed_on_the_network_not_the_id(tmp_path: Path, monkeypa
     with pytest.raises(MlrigError, match="could not be reached .*unreachable") as e:
         resolve_model("someone/not-cached")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(("name", "gid"), [
+    ("llama-4-scout", "llama-4-scout-17b-16e"), ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick-17b-128e"),
+    ("moonshotai/Kimi-K2-Instruct", "kimi-k2"), ("zai-org/GLM-4.5-Air", "glm-4.5-air"), ("qwen3-coder", "qwen3-coder-480b-a35b"),
+    ("Qwen/Qwen2-7B-Instruct", "qwen2-7b"), ("allenai/OLMo-2-1124-13B", "olmo-2-1124-13b"),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", "deepseek-v2-lite"), ("microsoft/Phi-3.5-mini-instruct", "phi-3.5-mini"),
+    ("CohereForAI/aya-23-8B", "aya-23-8b"), ("THUDM/chatglm3-6b", "chatglm3-6b"), ("Qwen/Qwen1.5-MoE-A2.7B", "qwen1.5-moe-a2.7b"),
+])
+def test_new_families_resolve(name: str, gid: str) -> None:
+    assert resolve_model(name).id == gid
+
+
+def test_new_dialects_count_like_their_reports() -> None:
+    """Stated totals: Llama 4 Maverick 400B (17B active), Kimi K2 ~1T (32B active), Qwen1.5-MoE 14.3B / 2.7B,
+    DeepSeek-V2-Lite 15.7B (DeepSeek-V2 paper)."""
+    mav = resolve_model("llama-4-maverick")
+    assert mav.total_params == pytest.approx(400e9, rel=0.01) and mav.active_params == pytest.approx(17e9, rel=0.03)
+    assert mav.first_dense_layers == 24  # every 2nd layer is MoE
+    kimi = resolve_model("kimi-k2")
+    assert kimi.is_mla and kimi.num_experts == 384 and kimi.active_params == pytest.approx(32e9, rel=0.05)
+    qmoe = resolve_model("qwen1.5-moe")
+    assert qmoe.total_params == pytest.approx(14.3e9, rel=0.01) and qmoe.active_params == pytest.approx(2.7e9, rel=0.01)
+    assert resolve_model("deepseek-v2-lite").total_params == pytest.approx(15.7e9, rel=0.005)
+    scout = resolve_model("llama-4-scout")
+    assert scout.num_sliding_layers == 36 and scout.sliding_window == 8192  # chunked attention, 3 of 4 layers

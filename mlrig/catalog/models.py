@@ -215,6 +215,15 @@ _ALIASES: dict[str, str] = {
     "gpt2-small": "gpt2",
     "bert-base": "bert-base-uncased",
     "bert-large": "bert-large-uncased",
+    "llama-4-scout": "llama-4-scout-17b-16e",
+    "llama-4-maverick": "llama-4-maverick-17b-128e",
+    "qwen3-coder-480b": "qwen3-coder-480b-a35b",
+    "qwen3-coder": "qwen3-coder-480b-a35b",
+    "olmo-2-7b": "olmo-2-1124-7b",
+    "olmo-2-13b": "olmo-2-1124-13b",
+    "olmo-2-32b": "olmo-2-0325-32b",
+    "qwen1.5-moe": "qwen1.5-moe-a2.7b",
+    "glm-4.6": "glm-4.5",
 }
 
 
