@@ -161,7 +161,8 @@ EXTRAS_2026: list[dict[str, Any]] = [
     dict(
         id="rtx-pro-6000-blackwell-server", name="NVIDIA RTX PRO 6000 Blackwell Server Edition", vendor="NVIDIA",
         hardware_class="workstation", architecture="Blackwell (GB202)", release_year=2025,
-        aliases=["NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Server", "RTX PRO 6000 Blackwell Server"],
+        aliases=["NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Server",
+                 "RTX PRO 6000 Blackwell Server"],
         nominal_gb=96, memory_type="GDDR7 ECC (512-bit)", memory_bandwidth_gb_s=1597, fp32_tflops=120,
         fp16_tflops_dense=503.8, bf16_tflops_dense=503.8, fp8_tflops_dense=1007.6, fp4_tflops_dense=2015,
         tdp_w=600, pcie_gen=5, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,

@@ -128,7 +128,7 @@ def test_exl2_at_any_stated_rate(spelling: str) -> None:
 def test_exl2_unlisted_rate_and_errors() -> None:
     assert quant.normalise_precision("exl2-3.7") == "exl2-3.7"  # not in the table: added on first use
     assert "exl2-3.7" in quant.SCHEMES
-    with pytest.raises(MlrigError, match="exl2-4.65"):
+    with pytest.raises(MlrigError, match=r"exl2-4\.65"):
         quant.normalise_precision("exl2")
     with pytest.raises(MlrigError, match="outside"):
         quant.normalise_precision("exl2-40")

@@ -395,7 +395,8 @@ def _repo_format(name: str) -> tuple[str, str | None, str] | None:
         if suffix == "-gguf":
             qm = _GGUF_QUANT_RE.search(qualifier) if qualifier else None
             if qualifier and not qm:
-                raise MlrigError(f"{name!r}: cannot read a GGUF quant from {qualifier!r}; write e.g. {org}/{rest}:Q4_K_M")
+                raise MlrigError(f"{name!r}: cannot read a GGUF quant from {qualifier!r}; "
+                                 f"write e.g. {org}/{rest}:Q4_K_M")
             return base, quant.normalise_precision(qm.group(1).lower().removeprefix("ud-") if qm else "q4_k_m"), \
                 "GGUF repo" + ("" if qm else " (no quant named: assumed Q4_K_M; add :Q5_K_M etc. to choose)")
         if suffix == "-exl2":

@@ -160,45 +160,6 @@ def _count_sliding(c: _Cfg, layers: int, model_type: str) -> tuple[int | None, i
     if model_type in ("gemma3", "gemma3_text"):  # layer i is global iff (i+1) % pattern == 0
         pattern = c.get_int("sliding_window_pattern", default=6, cap=_LAYER_CAP)
         return window, layers - layers // pattern, None
-    if model_type == "glm4_moe":
-        # Glm4MoeForCausalLM (transformers): GQA attention with q/k/v bias (attention_bias), optional per-head
-        # q/k RMSNorm (use_qk_norm), first_k_dense_replace dense layers, then MoE layers of n_routed_experts +
-        # n_shared_experts (moe_intermediate_size each) with a sigmoid router and per-expert score bias.
-        fields.update(qkv_bias=c.get_bool("attention_bias", True), o_bias=False,
-                      qk_norm=c.get_bool("use_qk_norm", False),
-                      num_experts=c.get_int("n_routed_experts", cap=_HEAD_CAP),
-                      experts_per_token=c.get_int("num_experts_per_tok", cap=_HEAD_CAP),
-                      moe_intermediate_size=c.get_int("moe_intermediate_size"),
-                      num_shared_experts=c.get_int("n_shared_experts", default=0, minimum=0, cap=_HEAD_CAP),
-                      first_dense_layers=c.get_int("first_k_dense_replace", default=0, minimum=0, cap=layers),
-                      router_bias=True)
-        mtp = c.get_int("num_nextn_predict_layers", default=0, minimum=0, cap=_LAYER_CAP)
-        if mtp:
-            notes.append(f"{mtp} multi-token-prediction (MTP) layer(s) ship in the checkpoint but are not counted")
-    if model_type == "olmo2":
-        # Olmo2Attention: RMSNorm over the whole q and k projections (q_norm: heads x head_dim, k_norm:
-        # kv_heads x head_dim); the block norms come after attention and MLP (2 per layer, no input norm).
-        hd = head_dim or hidden // heads
-        other += layers * (heads + (kv or heads)) * hd
-        notes.append("OLMo 2: q/k RMSNorm over the full projections (counted), norms after each sub-block")
-    if model_type in ("cohere", "cohere2"):
-        # CohereDecoderLayer: one input LayerNorm (weight only, no bias) feeding attention and MLP in parallel;
-        # tied embeddings by default; Command R+ adds per-head q/k LayerNorms (use_qk_norm).
-        fields.update(norms_per_layer=1, tie_word_embeddings=c.get_bool("tie_word_embeddings", True))
-        if c.get_bool("use_qk_norm", False):
-            hd = head_dim or hidden // heads
-            other += layers * (heads + (kv or heads)) * hd
-            notes.append("Command R+: per-head q/k LayerNorm weights counted")
-    if model_type in ("chatglm", "glm"):
-        # ChatGLMModel (THUDM chatglm3 / glm-4-9b remote code, mirrored by transformers' GlmForCausalLM):
-        # fused QKV with bias (add_qkv_bias), multi_query_group_num KV groups of kv_channels, SwiGLU MLP
-        # of ffn_hidden_size, RMSNorm, untied output_layer over padded_vocab_size.
-        hd = c.get_int("kv_channels", default=hidden // heads, cap=_HEAD_CAP)
-        groups = c.get_int("multi_query_group_num", default=heads, cap=_HEAD_CAP) \
-            if c.get_bool("multi_query_attention", True) else heads
-        fields.update(head_dim=hd, num_kv_heads=groups, qkv_bias=c.get_bool("add_qkv_bias", True), o_bias=False,
-                      intermediate_size=c.get_int("ffn_hidden_size"), mlp="gated",
-                      tie_word_embeddings=c.get_bool("tie_word_embeddings", False))
     if model_type == "cohere2":  # Command R7B / A: 3 sliding layers then 1 global (sliding_window_pattern 4)
         pattern = c.get_int("sliding_window_pattern", default=4, cap=_LAYER_CAP)
         return window, layers - layers // pattern, None
@@ -322,12 +283,15 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
                       shared_expert_intermediate_size=fields["intermediate_size"], first_dense_layers=dense,
                       intermediate_size=inter_mlp)
         if dense:
-            notes.append(f"{dense} of {layers} layers use a dense MLP of {inter_mlp} (interleave_moe_layer_step {step})")
+            notes.append(f"{dense} of {layers} layers use a dense MLP of {inter_mlp} "
+                         f"(interleave_moe_layer_step {step})")
         chunk = c.opt_int("attention_chunk_size", cap=1_000_000_000)
         if chunk:
             # no_rope_layers: every 4th layer is a global NoPE layer, the others attend within chunks
             nope = c.d.get("no_rope_layers")
-            local = sum(1 for x in nope if x) if isinstance(nope, list) and len(nope) == layers else layers - layers // 4
+            # (a 1 in no_rope_layers marks a RoPE layer, which attends within its chunk)
+            local = (sum(1 for x in nope if x) if isinstance(nope, list) and len(nope) == layers
+                     else layers - layers // 4)
             fields.update(sliding_window=chunk, num_sliding_layers=local)
             notes.append(f"chunked attention ({chunk} tokens) on {local} of {layers} layers: their KV cache holds at "
                          "most one chunk (modelled as a window)")
