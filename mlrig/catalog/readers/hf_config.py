@@ -140,6 +140,38 @@ def _siglip_vision_params(v: _Cfg, text_hidden: int) -> int:
     return embed + layers * per_layer + 2 * h + h * text_hidden + h
 
 
+def _qwen_vl_vision_params(model_type: str, v: _Cfg, text_hidden: int) -> int:
+    """Vision tower + patch merger(s) of Qwen2.5-VL / Qwen3-VL (transformers Qwen2_5_VisionTransformer-
+    PretrainedModel, Qwen3VLVisionModel).
+
+    Qwen2.5-VL: Conv3d patch embedding (no bias), blocks of RMSNorm x2, fused qkv and proj with bias, gated
+    MLP (gate/up/down with bias); merger = RMSNorm + Linear(4h, 4h) + Linear(4h, out) with biases.
+    Qwen3-VL: Conv3d with bias, learned position table (num_position_embeddings), blocks of LayerNorm x2
+    (weight + bias), qkv/proj with bias, plain MLP fc1/fc2 with bias; a merger (LayerNorm(h) + the two
+    Linears) plus one deepstack merger per deepstack_visual_indexes entry (LayerNorm over 4h)."""
+    h = v.get_int("hidden_size", "embed_dim")
+    inter = v.get_int("intermediate_size", default=4 * h)
+    depth = v.get_int("depth", "num_hidden_layers", cap=_LAYER_CAP)
+    patch = v.get_int("patch_size", "spatial_patch_size", default=14, cap=1000)
+    tps = v.get_int("temporal_patch_size", default=2, cap=64)
+    chans = v.get_int("in_channels", "in_chans", default=3, cap=64)
+    merge = v.get_int("spatial_merge_size", default=2, cap=64)
+    out = v.get_int("out_hidden_size", default=text_hidden)
+    m = h * merge * merge
+    linears = (4 * h * h + 4 * h)  # qkv + proj with biases
+    if model_type == "qwen2_5_vl":
+        block = 2 * h + linears + 3 * h * inter + 2 * inter + h
+        merger = h + (m * m + m) + (m * out + out)
+        return chans * tps * patch * patch * h + depth * block + merger
+    block = 4 * h + linears + 2 * h * inter + inter + h
+    merger_core = (m * m + m) + (m * out + out)
+    deepstack = v.d.get("deepstack_visual_indexes") or []
+    n_deep = len(deepstack) if isinstance(deepstack, list) else 0
+    pos = v.get_int("num_position_embeddings", default=0, minimum=0, cap=10_000_000)
+    return (chans * tps * patch * patch * h + h + pos * h + depth * block
+            + (2 * h + merger_core) + n_deep * (2 * m + merger_core))
+
+
 def _count_sliding(c: _Cfg, layers: int, model_type: str) -> tuple[int | None, int, str | None]:
     """(window, number of windowed layers, note) for the family's local-attention layout."""
     window = c.opt_int("sliding_window", cap=1_000_000_000)
@@ -424,6 +456,14 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
                       mlp="gated" if proj.startswith("gated") else "plain",
                       head_dim=c.get_int("d_kv", default=64, cap=_HEAD_CAP))
         other += 2 * buckets * heads  # relative_attention_bias in the first encoder and decoder block
+    if model_type in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):
+        vision = top.sub("vision_config")
+        if vision is None:
+            notes.append("vision_config absent: the vision tower is not counted")
+        else:
+            vparams = _qwen_vl_vision_params(model_type, vision, hidden)
+            other += vparams
+            notes.append(f"includes the vision tower + patch merger(s) ({vparams / 1e6:.0f}M params)")
     if model_type == "gemma3":
         vision = top.sub("vision_config")
         if vision is None:
