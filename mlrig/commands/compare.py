@@ -10,6 +10,7 @@ from mlrig.commands._common import (
     BatchOpt,
     ContextOpt,
     CountOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     OutputOpt,
@@ -38,6 +39,7 @@ def compare_cmd(
     context: ContextOpt = None,
     tp: TpOpt = None,
     count: CountOpt = None,
+    gpu_spec_text: GpuSpecOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant.
@@ -70,6 +72,7 @@ def compare_cmd(
                     context=context,
                     tp=tp,
                     count=count,
+                    gpu_spec=gpu_spec_text,
                 )
                 fields["gpu"] = g
                 res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`

@@ -37,7 +37,7 @@ def filter_gpus(gpus: list[GPU], vendor: str | None = None, hw_class: str | None
 def gpus_cmd(
     vendor: Annotated[str | None, typer.Option("--vendor", help="NVIDIA, AMD, Intel, Apple")] = None,
     hw_class: Annotated[str | None, typer.Option(
-        "--class", help="geforce | workstation | datacenter | apple | amd | intel | other")] = None,
+        "--class", help="geforce | workstation | datacenter | apple | amd | intel | tpu | cpu | other")] = None,
     min_memory: Annotated[float | None, typer.Option(
         "--min-memory", help="only entries with at least this much usable memory, GiB")] = None,
     search: Annotated[str | None, typer.Option("--search", help="substring of id, name or alias")] = None,

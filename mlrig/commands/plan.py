@@ -17,6 +17,7 @@ from mlrig.commands._common import (
     GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     LoraRankOpt,
@@ -152,6 +153,7 @@ def plan_cmd(
     model: Annotated[str | None, typer.Argument(
         help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
     gpu: GpuOpt = None,
+    spec: GpuSpecOpt = None,
     file: Annotated[Path | None, typer.Option(
         "--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
@@ -192,7 +194,8 @@ def plan_cmd(
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
-                             data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers)
+                             data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers,
+                             gpu_spec=spec)
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)

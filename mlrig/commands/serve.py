@@ -14,6 +14,7 @@ from mlrig.commands._common import (
     EngineOpt,
     GpuMemUtilOpt,
     GpuOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     OutputOpt,
@@ -161,6 +162,7 @@ def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, 
 def serve_cmd(
     model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf ...")],
     gpu: GpuOpt = None,
+    gpu_spec_text: GpuSpecOpt = None,
     count: CountOpt = None,
     tp: TpOpt = None,
     precision: PrecisionOpt = None,
@@ -191,7 +193,8 @@ def serve_cmd(
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine or DEFAULT_ENGINE, prompt=prompt, output=output, context=context,
-                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count)
+                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count,
+                             gpu_spec=gpu_spec_text)
     plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
     # The speed model gets the plan the memory model sees: `--count 4` alone means TP 4 for vLLM.
