@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, str] = {
     "diagnose": "probe", "monitor": "probe", "probe": "probe",
     "serve": "serve",
     "validate": "validate",
+    "web": "web",
 }
 
 
