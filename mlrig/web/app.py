@@ -159,13 +159,23 @@ def error_field(exc: MlrigError) -> str | None:
     if isinstance(exc, UnknownNameError | AmbiguousNameError):
         return "gpu" if exc.kind.lower() == "gpu" else exc.kind.lower().replace(" ", "_")
     msg = str(exc)
-    m = re.match(r"invalid (?:plan|input): (?:\w+\.)?(\w+)", msg)
-    if m:
-        return _PLAN_TO_QUERY.get(m.group(1), m.group(1))
+    if msg.startswith(("invalid plan: ", "invalid input: ")):
+        fields = _plan_fields()
+        for word in re.findall(r"[a-z_]+", msg.split(": ", 1)[1]):
+            if word in fields:
+                return _PLAN_TO_QUERY.get(word, word)
+        return None
     m = re.search(r"--([a-z][a-z0-9-]*)", msg)
     if m:
         return m.group(1).replace("-", "_")
-    return None
+    m = re.match(r"(?:usage )?(?:\w+\.)*(\w+): ", msg)  # advisor models: 'years: Input should be ...'
+    return m.group(1) if m else None
+
+
+def _plan_fields() -> set[str]:
+    from mlrig.workload import HardwareSpec, ModelRef, TrainingSpec, WorkloadSpec
+
+    return {f for spec in (WorkloadSpec, TrainingSpec, HardwareSpec, ModelRef) for f in spec.model_fields}
 
 
 def validation_error(errors: list[Any]) -> tuple[str, str | None]:

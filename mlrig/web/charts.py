@@ -266,6 +266,7 @@ def xy(title: str, series: Sequence[Series], x: Axis | None = None, y: Axis | No
             out.append(f'<line x1="{left}" y1="{my:.1f}" x2="{left + w}" y2="{my:.1f}" stroke="#000" '
                        f'stroke-dasharray="5 3" data-name="{escape(m.label)}" data-value="{m.value:.6g}"/>'
                        f'<text x="{left + w - 4}" y="{my - 4:.1f}" text-anchor="end">{escape(m.label)}</text>')
+    placed: list[tuple[float, float]] = []  # point labels drawn so far: skip one that would overlap
     for i, s in enumerate(series):
         c = s.colour or PALETTE[i % len(PALETTE)]
         pts = [(a, b) for a, b in s.points if math.isfinite(a) and math.isfinite(b)]
@@ -280,8 +281,11 @@ def xy(title: str, series: Sequence[Series], x: Axis | None = None, y: Axis | No
                 out.append(f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="5" fill="{c}" stroke="#fff" '
                            f'data-name="{escape(s.name)}" data-x="{a:.6g}" data-y="{b:.6g}">'
                            f"<title>{escape(lbl or s.name)}: {fmt_tick(a)}, {fmt_tick(b)}</title></circle>")
-                if lbl and len(pts) <= 12:
-                    out.append(f'<text x="{px(a) + 7:.1f}" y="{py(b) - 6:.1f}" font-size="11">{escape(lbl)}</text>')
+                lx, ly = px(a) + 7, py(b) - 6
+                if lbl and len(pts) <= 12 and all(abs(ly - y0) > 13 or abs(lx - x0) > 7 * len(lbl)
+                                                  for x0, y0 in placed):
+                    placed.append((lx, ly))
+                    out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11">{escape(lbl)}</text>')
     for i, s in enumerate(series):
         c = s.colour or PALETTE[i % len(PALETTE)]
         lx, ly = left + (i % 3) * (w / 3), height + 4 + 18 * (i // 3)

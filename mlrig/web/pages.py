@@ -311,8 +311,10 @@ def serve_charts(out: dict[str, Any]) -> list[str]:
         marks.append(charts.Mark("x", out["max_concurrency"], f"max {out['max_concurrency']:,} users"))
     per_user = charts.xy("Per-user decode speed over concurrency", [
         charts.Series("tok/s per user", users),
-        charts.Series(f"−{band:.0%} (p90 band)", [(x, y * (1 - band)) for x, y in users], dashed=True),
-        charts.Series(f"+{band:.0%}", [(x, y * (1 + band)) for x, y in users], dashed=True)],
+        charts.Series(f"−{band:.0%} (p90 band)", [(x, y * (1 - band)) for x, y in users], dashed=True,
+                      colour=charts.PALETTE[5]),
+        charts.Series(f"+{band:.0%}", [(x, y * (1 + band)) for x, y in users], dashed=True,
+                      colour=charts.PALETTE[5])],
         x_label="concurrent users", y_label="tok/s per user", log_x=log_x, marks=marks)
     total = charts.xy("Total throughput over concurrency", [
         charts.Series("total tok/s", [(float(p["concurrency"]), p["throughput_tok_s"]) for p in curve])],
@@ -342,6 +344,8 @@ def cost_chart(res: dict[str, Any], curve: dict[str, list[float]]) -> str:
               for name, ys in curve.items() if name != "hours"]
     be = []
     for c in res["comparisons"]:
+        if c["cloud"]["name"] not in curve:
+            continue
         h = c["break_even_hours_per_month"]
         if h is not None and hours[0] <= h <= hours[-1]:
             y = _interp(hours, curve["local"], h)
@@ -350,8 +354,8 @@ def cost_chart(res: dict[str, Any], curve: dict[str, list[float]]) -> str:
         series.append(charts.Series("break-even", [(h, y) for h, y, _ in be], kind="points",
                                     labels=[lbl for _, _, lbl in be], colour="#000000"))
     marks = [charts.Mark("x", res["usage"]["hours_per_month"], f"your use: {res['usage']['hours_per_month']:,.0f} h")]
-    return charts.xy("Cost per month: buy vs rent", series, x_label="busy GPU hours per month",
-                     y_label="USD per month", marks=marks, height=360)
+    return charts.xy("Cost per month: buy vs the cheapest rentals (all in the table)", series,
+                     x_label="busy GPU hours per month", y_label="USD per month", marks=marks, height=360)
 
 
 def _interp(xs: list[float], ys: list[float], x: float) -> float:

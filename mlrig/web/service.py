@@ -161,23 +161,26 @@ def cost(q: CostQuery) -> dict[str, Any]:
     return cost_json(cost_result(**q.kwargs()), q.tokens_per_s)
 
 
-def cost_curve(q: CostQuery, points: int = 25) -> dict[str, Any]:
-    """Monthly cost of owning and of each rental over busy hours per month, for the chart: `mlrig cost` run
-    at `points` usages from 0 to twice the largest of the given usage and the break-even points (≤ 730 h,
-    a month). Returns {"hours": [...], "local": [...], "<cloud>": [...]}."""
+def cost_curve(q: CostQuery, points: int = 25, clouds: int = 4) -> dict[str, Any]:
+    """Monthly cost of owning and of the `clouds` cheapest rentals (by $/h) over busy hours per month, for
+    the chart: `mlrig cost` run at `points` usages from 0 to a little past the largest of the given usage and
+    those rentals' break-even points (at most 730 h, a month). Returns {"hours": [...], "local": [...],
+    "<cloud>": [...]}."""
     from mlrig.commands.advisor import cost_result
 
     base = cost_result(**q.kwargs())
-    marks = [c.break_even_hours_per_month for c in base.comparisons if c.break_even_hours_per_month is not None]
-    top = min(730.0, max(10.0, 1.5 * max([base.usage.hours_per_month, *marks])))
+    shown = sorted(base.comparisons, key=lambda c: c.cloud.usd_per_hour)[:clouds]
+    names = {c.cloud.name for c in shown}
+    marks = [c.break_even_hours_per_month for c in shown if c.break_even_hours_per_month is not None]
+    top = min(730.0, max(10.0, 1.3 * max([base.usage.hours_per_month, *marks])))
     hours = [top * i / (points - 1) for i in range(points)]
     series: dict[str, list[float]] = {"local": []}
     for h in hours:
-        args = q.kwargs() | {"hours_per_month": h, "runs_per_week": None}
-        r = cost_result(**args)
+        r = cost_result(**(q.kwargs() | {"hours_per_month": h, "runs_per_week": None}))
         series["local"].append(r.local.cost_per_month_usd)
         for c in r.comparisons:
-            series.setdefault(c.cloud.name, []).append(c.cloud.cost_per_month_usd)
+            if c.cloud.name in names:
+                series.setdefault(c.cloud.name, []).append(c.cloud.cost_per_month_usd)
     return {"hours": hours, **series}
 
 
@@ -240,7 +243,8 @@ def arch_from_upload(config: bytes | None, config_name: str | None, weights: byt
         if len(weights) > MAX_WEIGHTS_HEADER_BYTES:
             raise FieldError("weights", f"the weights upload is {len(weights):,} bytes; send only its header "
                                         f"(at most {MAX_WEIGHTS_HEADER_BYTES // 2**20} MiB; the page does this)")
-        kind = "gguf" if weights[:4] == b"GGUF" else "safetensors" if len(weights) >= 8 else None
+        # GGUF starts with its magic; safetensors with a u64 header length and then the JSON header's "{"
+        kind = "gguf" if weights[:4] == b"GGUF" else "safetensors" if weights[8:9] == b"{" else None
         if kind is None:
             raise FieldError("weights", "the weights file is neither GGUF nor safetensors")
         if kind == "safetensors" and config is None:
@@ -258,7 +262,7 @@ def arch_from_upload(config: bytes | None, config_name: str | None, weights: byt
         if config is not None:
             target.write_bytes(config)
         if weights is not None:
-            target = folder / ("model.gguf" if kind == "gguf" else "model.safetensors")
+            target = folder / (f"{stem}.gguf" if kind == "gguf" else "model.safetensors")
             shown[str(target)] = weights_name or target.name
             with target.open("wb") as f:
                 f.write(weights)
