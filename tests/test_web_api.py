@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("multipart")
 
-from fastapi.testclient import TestClient  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from mlrig.web import create_app  # noqa: E402
+from mlrig.web import create_app
 
 BASE = "http://127.0.0.1:8765"
 CATALOG = Path(__file__).resolve().parents[1] / "mlrig" / "data" / "models"
@@ -315,7 +315,8 @@ def test_openapi_schema_names_the_cli_result_models(client: TestClient) -> None:
 def test_pages_render_and_show_errors_in_page(client: TestClient) -> None:
     for url in ("/", "/plan", "/compare", "/serve", "/recommend", "/cost", "/diagnose"):
         r = client.get(url)
-        assert r.status_code == 200 and "<form" in r.text or url == "/", url
+        assert r.status_code == 200, url
+        assert "<form" in r.text or url == "/", url
     r = client.get("/plan?model=llama-9000&gpu=RTX+4090")
     assert r.status_code == 400 and 'role="alert"' in r.text and "llama-9000" in r.text
     r = client.get("/serve?model=llama-3.1-8b&min_tok_s=abc")

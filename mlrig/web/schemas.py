@@ -48,7 +48,8 @@ class WorkloadQuery(_Query):
 class PlanFields(WorkloadQuery):
     """`mlrig plan`'s flags but the model."""
 
-    gpu: Str | None = Field(None, description="--gpu: 'RTX 4090', 'H100 SXM', ... (see /api/gpus)")
+    gpu: Str | None = Field(None, description="--gpu: 'RTX 4090', 'H100 SXM', ... (see /api/gpus)",
+                            examples=["RTX 4090"])
     gpu_memory_utilization: float | None = Field(None, description="--gpu-memory-utilization (vLLM), (0, 1]")
     method: Literal["full", "lora", "qlora"] | None = Field(None, description="--method (training)")
     lora_rank: int | None = None
@@ -74,7 +75,8 @@ class PlanFields(WorkloadQuery):
 class PlanQuery(PlanFields):
     """`mlrig plan MODEL --gpu G ...`: the flags of the command, one query parameter each."""
 
-    model: Str = Field(description="catalog name or HF id of a catalog model (see /api/models)", min_length=1)
+    model: Str = Field(description="catalog name or HF id of a catalog model (see /api/models)", min_length=1,
+                       examples=["llama-3.1-8b"])
 
 
 class PlanUploadQuery(PlanFields):
@@ -86,8 +88,9 @@ class PlanUploadQuery(PlanFields):
 class CompareQuery(_Query):
     """`mlrig compare MODEL --gpu A --gpu B --precision ...`: repeat gpu / precision / engine."""
 
-    model: Str = Field(min_length=1)
-    gpu: NameList = Field(default_factory=list, max_length=64, description="GPUs to compare (repeat)")
+    model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
+    gpu: NameList = Field(default_factory=list, max_length=64, description="GPUs to compare (repeat)",
+                          examples=[["RTX 4090", "RTX 3090"]])
     precision: NameList = Field(default_factory=list, max_length=64, description="precisions (repeat)")
     engine: NameList = Field(default_factory=list, max_length=64, description="engines (repeat)")
     task: Literal["inference", "finetune", "pretrain"] | None = None
@@ -106,8 +109,8 @@ class CompareQuery(_Query):
 class ServeQuery(_Query):
     """`mlrig serve MODEL ...`: the serving curve over concurrency."""
 
-    model: Str = Field(min_length=1)
-    gpu: Str | None = None
+    model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
+    gpu: Str | None = Field(None, examples=["L40S"])
     count: int | None = None
     tp: int | None = None
     precision: Str | None = None
@@ -128,7 +131,7 @@ class ServeQuery(_Query):
 class RecommendQuery(_Query):
     """`mlrig recommend --model M [workload flags] [constraints]`: one workload."""
 
-    model: Str = Field(min_length=1)
+    model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
     task: Literal["inference", "finetune", "pretrain"] | None = None
     precision: Str | None = None
     engine: Str | None = None
