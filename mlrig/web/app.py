@@ -113,7 +113,7 @@ class Guard:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                extra = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+                extra = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
                          (b"x-frame-options", b"DENY"), (b"content-security-policy", CSP.encode())]
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)

@@ -1,6 +1,6 @@
 """The HTML pages: one form each (GET, so the URL holds the state and can be shared), the answer as
-tables, and a chart drawn on the server (`charts`). No JavaScript is needed; `static/upload.js` only
-trims a large model file to its header before uploading it."""
+tables, and a chart drawn on the server (`charts`). No JavaScript is needed; `static/app.js` only
+leaves blank fields out of shared URLs and trims a large model file to its header before uploading it."""
 
 from __future__ import annotations
 
@@ -145,6 +145,8 @@ def add_page_routes(app: FastAPI) -> None:
     @app.get("/plan", response_class=HTMLResponse, include_in_schema=False)
     async def plan_page(request: Request) -> Response:
         values = form_values(request)
+        for key in ("config", "weights", "weights_size"):  # the upload's fields, when the GET button was used
+            values.pop(key, None)
         ctx: dict[str, Any] = {"v": values, **catalog_lists()}
         if "model" not in values:
             return render(request, "plan", **ctx)

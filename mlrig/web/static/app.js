@@ -1,6 +1,21 @@
-// mlrig web: send only the header of a large model file (the server reads nothing else).
-// Without JavaScript the form still works: the whole file is sent, up to the server's size cap.
+// mlrig web, progressive enhancement only: every page works without this script.
+// 1. GET forms leave out blank fields, so a shared URL holds only what was set.
+// 2. The plan page sends only the header of a large model file (the server reads nothing else);
+//    without JavaScript the whole file is sent, up to the server's size cap.
 "use strict";
+(function () {
+  for (const f of document.querySelectorAll("form[method=get]")) {
+    f.addEventListener("submit", function (ev) {
+      if (ev.submitter && ev.submitter.getAttribute("formmethod") === "post") return;
+      for (const el of f.querySelectorAll("input, select")) {
+        if (el.name && !el.disabled && (el.type === "file" || el.type === "hidden" || el.value === "")) {
+          el.disabled = true; // not submitted
+          setTimeout(function () { el.disabled = false; }, 0);
+        }
+      }
+    });
+  }
+})();
 (function () {
   const form = document.getElementById("plan-form");
   const button = document.getElementById("upload-button");
