@@ -234,12 +234,12 @@ def _api_routes(app: FastAPI) -> None:
     hub = bool(app.state.allow_hub)
 
     @app.get("/api/plan", tags=["plan"], responses={200: {"model": PlanResponse}, **ERRORS})
-    async def api_plan(q: Annotated[PlanQuery, Query()]) -> Response:
+    def api_plan(q: Annotated[PlanQuery, Query()]) -> Response:
         """`mlrig plan MODEL --gpu G ... --json`: memory, speed, limits for one workload."""
         return json_response(service.plan(q, allow_hub=hub))
 
     @app.post("/api/plan", tags=["plan"], responses={200: {"model": PlanResponse}, **ERRORS})
-    async def api_plan_file(plan: dict[str, Any]) -> Response:
+    def api_plan_file(plan: dict[str, Any]) -> Response:
         """`mlrig plan --file PLAN.json --json`: a plan in the PLAN-FORMAT.md shape as the JSON body."""
         return json_response(service.plan_body(plan, allow_hub=hub))
 
@@ -256,37 +256,37 @@ def _api_routes(app: FastAPI) -> None:
         return json_response(service.plan_upload(q, arch))
 
     @app.get("/api/compare", tags=["compare"], responses={200: {"model": list[CompareRow]}, **ERRORS})
-    async def api_compare(q: Annotated[CompareQuery, Query()]) -> Response:
+    def api_compare(q: Annotated[CompareQuery, Query()]) -> Response:
         """`mlrig compare MODEL --gpu A --gpu B ... --json`."""
         return json_response(service.compare(q, allow_hub=hub))
 
     @app.get("/api/serve", tags=["serve"], responses={200: {"model": ServeResponse}, **ERRORS})
-    async def api_serve(q: Annotated[ServeQuery, Query()]) -> Response:
+    def api_serve(q: Annotated[ServeQuery, Query()]) -> Response:
         """`mlrig serve MODEL ... --json`: throughput and per-user speed over concurrency."""
         return json_response(service.serve(q, allow_hub=hub))
 
     @app.get("/api/recommend", tags=["recommend"], responses={200: {"model": RecommendResponse}, **ERRORS})
-    async def api_recommend(q: Annotated[RecommendQuery, Query()]) -> Response:
+    def api_recommend(q: Annotated[RecommendQuery, Query()]) -> Response:
         """`mlrig recommend --model M ... --json`: what to buy or rent."""
         return json_response(service.recommend(q, allow_hub=hub))
 
     @app.get("/api/cost", tags=["cost"], responses={200: {"model": CostResponse}, **ERRORS})
-    async def api_cost(q: Annotated[CostQuery, Query()]) -> Response:
+    def api_cost(q: Annotated[CostQuery, Query()]) -> Response:
         """`mlrig cost ... --json`: buy vs rent."""
         return json_response(service.cost(q))
 
     @app.get("/api/fit", tags=["fit"], responses={200: {"model": list[FitRow]}, **ERRORS})
-    async def api_fit(q: Annotated[FitQuery, Query()]) -> Response:
+    def api_fit(q: Annotated[FitQuery, Query()]) -> Response:
         """`mlrig fit [MODEL] [--gpu G] ... --json`."""
         return json_response(service.fit(q, allow_hub=hub))
 
     @app.get("/api/gpus", tags=["catalog"], responses={200: {"model": list[dict[str, Any]]}, **ERRORS})
-    async def api_gpus(q: Annotated[GpusQuery, Query()]) -> Response:
+    def api_gpus(q: Annotated[GpusQuery, Query()]) -> Response:
         """`mlrig gpus --json`: the accelerator catalog."""
         return json_response(service.gpus(q))
 
     @app.get("/api/models", tags=["catalog"], responses={200: {"model": list[dict[str, Any]]}, **ERRORS})
-    async def api_models(q: Annotated[ModelsQuery, Query()]) -> Response:
+    def api_models(q: Annotated[ModelsQuery, Query()]) -> Response:
         """`mlrig models --json`: the model catalog."""
         return json_response(service.models(q))
 

@@ -139,11 +139,11 @@ def add_page_routes(app: FastAPI) -> None:
     hub = bool(app.state.allow_hub)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def index(request: Request) -> Response:
+    def index(request: Request) -> Response:
         return render(request, "index")
 
     @app.get("/plan", response_class=HTMLResponse, include_in_schema=False)
-    async def plan_page(request: Request) -> Response:
+    def plan_page(request: Request) -> Response:
         values = form_values(request)
         for key in ("config", "weights", "weights_size"):  # the upload's fields, when the GET button was used
             values.pop(key, None)
@@ -186,7 +186,7 @@ def add_page_routes(app: FastAPI) -> None:
         return render(request, "plan", **ctx)
 
     @app.get("/compare", response_class=HTMLResponse, include_in_schema=False)
-    async def compare_page(request: Request) -> Response:
+    def compare_page(request: Request) -> Response:
         values = form_values(request, lists=("gpu", "precision", "engine"))
         ctx: dict[str, Any] = {"v": values, **catalog_lists()}
         if "model" not in values:
@@ -215,7 +215,7 @@ def add_page_routes(app: FastAPI) -> None:
         return render(request, "compare", **ctx)
 
     @app.get("/serve", response_class=HTMLResponse, include_in_schema=False)
-    async def serve_page(request: Request) -> Response:
+    def serve_page(request: Request) -> Response:
         values = form_values(request)
         ctx: dict[str, Any] = {"v": values, **catalog_lists()}
         if "model" not in values:
@@ -231,7 +231,7 @@ def add_page_routes(app: FastAPI) -> None:
         return render(request, "serve", **ctx)
 
     @app.get("/recommend", response_class=HTMLResponse, include_in_schema=False)
-    async def recommend_page(request: Request) -> Response:
+    def recommend_page(request: Request) -> Response:
         values = form_values(request)
         ctx: dict[str, Any] = {"v": values, **catalog_lists()}
         if "model" not in values:
@@ -249,7 +249,7 @@ def add_page_routes(app: FastAPI) -> None:
         return render(request, "recommend", **ctx)
 
     @app.get("/cost", response_class=HTMLResponse, include_in_schema=False)
-    async def cost_page(request: Request) -> Response:
+    def cost_page(request: Request) -> Response:
         values = form_values(request, lists=("rent",))
         ctx: dict[str, Any] = {"v": values, **catalog_lists()}
         if not values:
@@ -266,7 +266,7 @@ def add_page_routes(app: FastAPI) -> None:
         return render(request, "cost", **ctx)
 
     @app.get("/diagnose", response_class=HTMLResponse, include_in_schema=False)
-    async def diagnose_page(request: Request) -> Response:
+    def diagnose_page(request: Request) -> Response:
         return render(request, "diagnose")
 
     @app.post("/diagnose", response_class=HTMLResponse, include_in_schema=False)
@@ -368,7 +368,11 @@ def _interp(xs: list[float], ys: list[float], x: float) -> float:
     return ys[-1]
 
 
-UNITS = [("_percent", "%"), ("_gib", "GiB"), ("_mb_s", "MB/s"), ("_gb_s", "GB/s"), ("_w", "W"), ("_c", "°C"),
+def series_pts(series: list[charts.Series]) -> list[tuple[str, list[float]]]:
+    return [(s.name, [y for _, y in s.points]) for s in series]
+
+
+UNITS = [("_gib", "GiB"), ("_mb_s", "MB/s"), ("_gb_s", "GB/s"), ("_w", "W"), ("_c", "°C"),
          ("_mhz", "MHz")]
 
 
@@ -378,14 +382,15 @@ def timeline_charts(tl: dict[str, Any] | None) -> list[str]:
         return []
     groups: dict[str, dict[str, list[tuple[float, float]]]] = {}
     for name, ys in tl["series"].items():
-        unit = next((u for suffix, u in UNITS if name.endswith(suffix)), "count")
+        unit = "%" if "_percent" in name else next((u for suffix, u in UNITS if name.endswith(suffix)), "count")
         pts = service.thin(tl["t_s"], ys)
         if pts:
             groups.setdefault(unit, {})[name] = pts
     out = []
     for unit, cols in groups.items():
         series = [charts.Series(n, p) for n, p in list(cols.items())[:8]]
-        y = charts.Axis(0.0, 100.0) if unit == "%" else None
+        top = max((v for _, pts in series_pts(series) for v in pts), default=0.0)
+        y = charts.axis_for([0.0, max(100.0, top)], pad=0.02) if unit == "%" else None
         out.append(charts.xy(f"Timeline: {unit}", series, y=y, x_label="time, s", y_label=unit, height=260))
     return out
 
