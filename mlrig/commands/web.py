@@ -10,7 +10,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def web_cmd(
-    host: Annotated[str, typer.Option("--host", help="address to listen on (default: this machine only)")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        "--host", help="address to listen on (default: this machine only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port")] = 8765,
     open_browser: Annotated[bool, typer.Option("--open", help="open the page in the default browser")] = False,
     allow_host: Annotated[list[str] | None, typer.Option(

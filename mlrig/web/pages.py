@@ -296,7 +296,8 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
              for label, key, unit in SPEED_ROWS if perf.get(key) is not None]
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
-    return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1), "speed": speed, "validation": validation, "roof": roof,
+    return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
+            "speed": speed, "validation": validation, "roof": roof,
             "memory_chart": memory_chart(result), "roofline_chart": roofline_chart(roof),
             "fits_on": [r for r in fits if r["fits"]][:15], "fits_count": sum(r["fits"] for r in fits),
             "gpus_tried": len(fits), "training": perf.get("train_tokens_per_s") is not None}
