@@ -323,3 +323,45 @@ def test_pages_render_and_show_errors_in_page(client: TestClient) -> None:
     assert r.status_code == 400 and "min_tok_s" in r.text
     r = client.get("/plan?model=llama-3.1-8b&gpu=RTX+4090&precision=q4_k_m&batch=&context=")  # blanks = defaults
     assert r.status_code == 200 and 'data-chart="stacked-bar"' in r.text
+
+
+def test_plan_page_renders_bands_and_any_validation_object(client: TestClient,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The result may carry a top-level `validation` object per figure: shown as given, whatever its fields."""
+    import mlrig.web.service
+
+    real = mlrig.web.service.plan
+
+    def with_validation(q: Any, **kw: Any) -> dict[str, Any]:
+        out = real(q, **kw)
+        out["validation"] = {"decode_tok_s": {"rows": 304, "median_error": 0.068, "p90_error": 0.2,
+                                              "scope": "llama.cpp CUDA"},
+                             "ttft_ms": "not validated"}
+        return out
+
+    monkeypatch.setattr(mlrig.web.service, "plan", with_validation)
+    r = client.get("/plan?model=llama-3.1-8b&gpu=RTX+4090&precision=q4_k_m")
+    assert r.status_code == 200
+    html = r.text
+    cli = cli_json("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "q4_k_m")
+    assert f"±{cli['performance']['error_band']['decode_tok_s'] * 100:.0f}%" in html
+    assert "rows: 304; median_error: 0.068; p90_error: 0.2; scope: llama.cpp CUDA" in html
+    assert "not validated" in html and 'id="validation"' in html
+
+
+def test_diagnose_page_shows_a_report(client: TestClient) -> None:
+    from mlrig.diagnose.models import DiagnoseReport, Finding, Summary
+
+    summary = Summary(duration_s=60, n_samples=60, logical_cpus=8, cpu_percent_mean=12.5, cpu_percent_max_core_mean=99,
+                      tree_cpu_percent_mean=100, tree_cpu_percent_max_worker_mean=0, n_procs_max=1,
+                      iowait_percent_mean=None, disk_read_mb_s_mean=0, disk_write_mb_s_mean=0, proc_io_mb_s_mean=0,
+                      ram_used_gib_max=3, ram_total_gib=32, swap_mb_s_mean=0)
+    finding = Finding(kind="input-pipeline", severity="critical", summary="GPU 0 waits on the data loader <script>",
+                      remedies=["more DataLoader workers"], rule="util < 50 % while one core is saturated")
+    report = DiagnoseReport(command=["python", "train.py"], interval_s=1.0, summary=summary, findings=[finding])
+    r = client.post("/diagnose", files={"file": ("report.json", report.model_dump_json().encode())})
+    assert r.status_code == 200
+    assert "input-pipeline" in r.text and "more DataLoader workers" in r.text
+    assert "&lt;script&gt;" in r.text and "<script>" not in r.text.split("</head>")[1]  # escaped
+    r = client.post("/diagnose", files={"file": ("x.csv", b"nope,1\n")})
+    assert r.status_code == 400 and 'role="alert"' in r.text and "t_s" in r.text

@@ -324,7 +324,13 @@ def serve_charts(out: dict[str, Any]) -> list[str]:
         charts.Series("total tok/s", [(float(p["concurrency"]), p["throughput_tok_s"]) for p in curve])],
         x_label="concurrent users", y_label="tok/s", log_x=log_x,
         marks=marks[1:])
-    return [per_user, total]
+    out_charts = [per_user, total]
+    if out.get("max_ttft_ms"):
+        out_charts.append(charts.xy("Time to first token over concurrency", [
+            charts.Series("TTFT", [(float(p["concurrency"]), p["ttft_ms"]) for p in curve])],
+            x_label="concurrent users", y_label="ms", log_x=log_x,
+            marks=[charts.Mark("y", out["max_ttft_ms"], f"target {out['max_ttft_ms']:g} ms"), *marks[1:]]))
+    return out_charts
 
 
 def pareto_chart(options: list[dict[str, Any]]) -> str | None:
