@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "serve": "serve",
     "trace": "trace",
     "validate": "validate",
+    "web": "web",
 }
 
 

@@ -118,11 +118,16 @@ def plan_file_workload(path: Path) -> Any:
 
 def _run_recommend(ctx: typer.Context) -> tuple[Any, Any]:
     """Recommend for the options recommend and report share (read from `ctx.params`) and the workload flags."""
+    return run_recommend(ctx.params, list(ctx.args))
+
+
+def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
+    """(Recommendation, price book) for recommend's options `o` (parameter names of `recommend_cmd`) and
+    the workload flags `args` (`--model M --precision q4_k_m ...`). `mlrig recommend --json` prints the first."""
     from mlrig.advisor.prices import load_prices
     from mlrig.advisor.recommend import Constraints, recommend
 
-    o = ctx.params
-    workloads = [plan_file_workload(p) for p in o["plan"] or []] + parse_workload_args(list(ctx.args))
+    workloads = [plan_file_workload(p) for p in o["plan"] or []] + parse_workload_args(args)
     c = _validated(
         Constraints,
         {
@@ -296,12 +301,72 @@ def cost_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     """Total cost of ownership, local vs cloud: per month, break-even hours, cost per run, $/Mtok, sensitivity."""
+    from mlrig.advisor.cost import usd_per_million_tokens as per_mtok
+    from mlrig.commands._common import print_json
+
+    res = cost_result(buy=buy, count=count, price=price, rent=rent, spot=spot, hours_per_month=hours_per_month,
+                      runs_per_week=runs_per_week, hours_per_run=hours_per_run, local_slowdown=local_slowdown,
+                      utilization=utilization, measured_w=measured_w, years=years, kwh_price=kwh_price, pue=pue,
+                      tokens_per_s=tokens_per_s, prices=prices)
+    hours_per_month = res.usage.hours_per_month
+    if as_json:
+        print_json(cost_json(res, tokens_per_s))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = Console()
+    lc = res.local
+    con.print(
+        f"[bold]{lc.name}[/]: ${lc.upfront_usd:,.0f} up front, energy ${lc.energy_usd_per_month:,.0f}/month,"
+        f" resale after {years:g} y ${lc.resale_usd:,.0f} → ${lc.cost_per_month_usd:,.0f}/month"
+        f" (${lc.total_usd:,.0f} total)"
+    )
+    t = Table(title=f"{hours_per_month:,.0f} busy h/month over {years:g} years")
+    columns = ["cloud", "$/h", "$/month", "break-even\nh/month", "payback\nmonths"]
+    if hours_per_run is not None:  # cost per run is only known when the run length is
+        columns += ["$/run\ncloud", "$/run\nlocal"]
+    for col in columns:
+        t.add_column(col, justify="left" if col == "cloud" else "right", no_wrap=col != "cloud")
+
+    def f(x: float | None) -> str:
+        return "—" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+
+    for cmp in sorted(res.comparisons, key=lambda x: x.cloud.cost_per_month_usd):
+        cells = [
+            f(cmp.cloud.usd_per_hour),
+            f(cmp.cloud.cost_per_month_usd),
+            f(cmp.break_even_hours_per_month),
+            f(cmp.payback_months),
+            f(cmp.cost_per_run_usd),
+            f(cmp.local_cost_per_run_usd),
+        ]
+        t.add_row(cmp.cloud.name, *cells[: len(columns) - 1])
+    con.print(t)
+    con.print(res.verdict)
+    if tokens_per_s:
+        con.print(
+            f"$/Mtok at {tokens_per_s:g} tok/s: local {f(per_mtok(lc.cost_per_busy_hour_usd or 0, tokens_per_s))}"
+        )
+    for line in res.assumptions:
+        con.print(f"assumption: {line}", style="dim", markup=False)
+    for p in res.prices_used:
+        con.print(f"prices: {p}", style="dim", markup=False)
+    for w in res.warnings:
+        con.print(f"[yellow]warning:[/] {escape(w)}")
+
+
+def cost_result(*, buy: str | None = None, count: int = 1, price: float | None = None, rent: list[str] | None = None,
+                spot: bool = False, hours_per_month: float | None = None, runs_per_week: float | None = None,
+                hours_per_run: float | None = None, local_slowdown: float = 1.0, utilization: float = 0.8,
+                measured_w: float | None = None, years: float = 3.0, kwh_price: float | None = None,
+                pue: float | None = None, tokens_per_s: float | None = None, prices: list[Path] | None = None) -> Any:
+    """The TcoResult `mlrig cost` computes (arguments as its flags); raises MlrigError on bad input."""
     from mlrig.advisor.build import UNKNOWN_GPU_TDP_W
     from mlrig.advisor.cost import WEEKS_PER_MONTH, CloudSpec, LocalSpec, PurchaseItem, Usage, compare_tco
-    from mlrig.advisor.cost import usd_per_million_tokens as per_mtok
     from mlrig.advisor.prices import load_prices
     from mlrig.catalog.gpus import resolve_gpu
-    from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError, require_positive
 
     for name, v in (("--count", count), ("--local-slowdown", local_slowdown), ("--utilization", utilization)):
@@ -405,58 +470,20 @@ def cost_cmd(
         res.warnings.append(f"estimated prices (re-check): {', '.join(est)}")
     res.assumptions.append(f"resale source: {a.resale_source}")
     res.assumptions.append(f"electricity source: {a.electricity_source}")
-    if as_json:
-        out = res.model_dump(mode="json")
-        if tokens_per_s:
-            out["usd_per_mtok"] = {
-                "local": per_mtok(res.local.cost_per_busy_hour_usd or 0.0, tokens_per_s),
-                **{c.cloud.name: per_mtok(c.cloud.usd_per_hour, tokens_per_s) for c in res.comparisons},
-            }
-        print_json(out)
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    return res
 
-    con = Console()
-    lc = res.local
-    con.print(
-        f"[bold]{lc.name}[/]: ${lc.upfront_usd:,.0f} up front, energy ${lc.energy_usd_per_month:,.0f}/month,"
-        f" resale after {years:g} y ${lc.resale_usd:,.0f} → ${lc.cost_per_month_usd:,.0f}/month"
-        f" (${lc.total_usd:,.0f} total)"
-    )
-    t = Table(title=f"{hours_per_month:,.0f} busy h/month over {years:g} years")
-    columns = ["cloud", "$/h", "$/month", "break-even\nh/month", "payback\nmonths"]
-    if hours_per_run is not None:  # cost per run is only known when the run length is
-        columns += ["$/run\ncloud", "$/run\nlocal"]
-    for col in columns:
-        t.add_column(col, justify="left" if col == "cloud" else "right", no_wrap=col != "cloud")
 
-    def f(x: float | None) -> str:
-        return "—" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
+def cost_json(res: Any, tokens_per_s: float | None) -> dict[str, Any]:
+    """`mlrig cost --json`: the TcoResult, plus $/Mtok per option when a served rate is given."""
+    from mlrig.advisor.cost import usd_per_million_tokens as per_mtok
 
-    for cmp in sorted(res.comparisons, key=lambda x: x.cloud.cost_per_month_usd):
-        cells = [
-            f(cmp.cloud.usd_per_hour),
-            f(cmp.cloud.cost_per_month_usd),
-            f(cmp.break_even_hours_per_month),
-            f(cmp.payback_months),
-            f(cmp.cost_per_run_usd),
-            f(cmp.local_cost_per_run_usd),
-        ]
-        t.add_row(cmp.cloud.name, *cells[: len(columns) - 1])
-    con.print(t)
-    con.print(res.verdict)
+    out: dict[str, Any] = res.model_dump(mode="json")
     if tokens_per_s:
-        con.print(
-            f"$/Mtok at {tokens_per_s:g} tok/s: local {f(per_mtok(lc.cost_per_busy_hour_usd or 0, tokens_per_s))}"
-        )
-    for line in res.assumptions:
-        con.print(f"assumption: {line}", style="dim", markup=False)
-    for p in res.prices_used:
-        con.print(f"prices: {p}", style="dim", markup=False)
-    for w in res.warnings:
-        con.print(f"[yellow]warning:[/] {escape(w)}")
+        out["usd_per_mtok"] = {
+            "local": per_mtok(res.local.cost_per_busy_hour_usd or 0.0, tokens_per_s),
+            **{c.cloud.name: per_mtok(c.cloud.usd_per_hour, tokens_per_s) for c in res.comparisons},
+        }
+    return out
 
 
 build_app = typer.Typer(

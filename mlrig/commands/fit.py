@@ -56,6 +56,27 @@ def fit_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Which GPUs fit a model, which precision fits a GPU, or which models fit a GPU — with speed."""
+    rows, title = fit_rows(model, gpu, task=task, precision=precision, engine=engine, batch=batch, context=context,
+                           method=method, count=count, tp=tp, vendor=vendor, fits_only=fits_only,
+                           gpu_spec_text=gpu_spec_text)
+    if as_json:
+        from mlrig.commands._common import print_json
+
+        print_json(fit_json(rows))
+        return
+    one_gpu = gpu is not None or gpu_spec_text is not None
+    varies = {"model": model is None, "GPU": not one_gpu, "precision": not (model is None or not one_gpu)}
+    if model is None and precision is None:
+        varies["precision"] = True
+    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
+            varies=varies)
+
+
+def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, precision: str | None = None,
+             engine: str | None = None, batch: int | None = None, context: int | None = None,
+             method: str | None = None, count: int | None = None, tp: int | None = None, vendor: str | None = None,
+             fits_only: bool = False, gpu_spec_text: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The rows `mlrig fit` shows (arguments as its flags) and their title; raises MlrigError on bad input."""
     from mlrig.errors import MlrigError
 
     fields = workload_fields(task=task, engine=engine, batch=batch, context=context, method=method,
@@ -72,18 +93,13 @@ def fit_cmd(
         rows, title = _across_models(gpu, precision, fields)
     if fits_only:
         rows = [r for r in rows if r["result"].fits]
-    if as_json:
-        from mlrig.commands._common import print_json
+    return rows, title
 
-        print_json([{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
-                    for r in rows])
-        return
-    one_gpu = gpu is not None or gpu_spec_text is not None
-    varies = {"model": model is None, "GPU": not one_gpu, "precision": not (model is None or not one_gpu)}
-    if model is None and precision is None:
-        varies["precision"] = True
-    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
-            varies=varies)
+
+def fit_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`mlrig fit --json`: each row's PlanResult with the precision tried and its limits."""
+    return [{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
+            for r in rows]
 
 
 def _row(result: PlanResult, precision: str, lims: dict[str, int | None] | None = None) -> dict[str, Any]:

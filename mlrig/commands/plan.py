@@ -41,7 +41,9 @@ from mlrig.commands._common import (
 )
 
 if TYPE_CHECKING:
+    from mlrig.catalog.models import ModelArch
     from mlrig.results import PlanResult, TrainingRun
+    from mlrig.workload import Plan
 
 
 def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
@@ -175,15 +177,7 @@ def plan_cmd(
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
     from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
-    from mlrig.planner import (
-        evaluate,
-        limits,
-        load_plan_file,
-        parse_plan,
-        plan_from_fields,
-        resolve_arch,
-        resolve_hardware,
-    )
+    from mlrig.planner import load_plan_file, plan_from_fields
 
     base = load_plan_file(file) if file else None
     if model is None and base is None:
@@ -202,19 +196,15 @@ def plan_cmd(
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
-    plan = parse_plan(data)
-    arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
-    result = evaluate(plan, arch=arch, gpu=gpu_spec)
-    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
+    result, plan, lims = plan_outputs(data, overrides, show_limits)
     trace = None
     if exact:
         from mlrig.commands.trace import exact_trace, render_trace
+        from mlrig.planner import resolve_arch, resolve_hardware
 
-        trace = exact_trace(plan, arch, gpu_spec)
+        trace = exact_trace(plan, resolve_arch(plan), resolve_hardware(plan, overrides))
     if as_json:
-        out = result.model_dump(mode="json")
-        if lims is not None:
-            out["limits"] = lims
+        out = plan_json(result, lims)
         if trace is not None:
             out["trace"] = trace.model_dump(mode="json")
         print_json(out)
@@ -222,6 +212,27 @@ def plan_cmd(
         render_result(result, plan.model_dump(mode="json"), lims)
         if trace is not None:
             render_trace(trace)
+
+
+def plan_outputs(data: dict[str, Any], overrides: dict[str, Any] | None = None, show_limits: bool = True,
+                 arch: ModelArch | None = None) -> tuple[PlanResult, Plan, dict[str, int | None] | None]:
+    """What `mlrig plan` computes for a plan dict: the result, the parsed plan, and the limits (None when
+    not asked). `arch` may be given pre-resolved (an uploaded model file in `mlrig web`)."""
+    from mlrig.planner import evaluate, limits, parse_plan, resolve_arch, resolve_hardware
+
+    plan = parse_plan(data)
+    arch, gpu_spec = arch or resolve_arch(plan), resolve_hardware(plan, overrides)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
+    return result, plan, lims
+
+
+def plan_json(result: PlanResult, lims: dict[str, int | None] | None) -> dict[str, Any]:
+    """`mlrig plan --json`: the result (PLAN-FORMAT.md) with the limits under "limits" when computed."""
+    out = result.model_dump(mode="json")
+    if lims is not None:
+        out["limits"] = lims
+    return out
 
 
 def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
