@@ -295,6 +295,8 @@ def test_business_case_prices_the_box_recommend_priced() -> None:
         (["cost", "--hours-per-month", "10", "--pue", "0.5"], "--pue"),
         (["cost", "--buy", "RTX 4070", "--hours-per-month", "10"], "no price for rtx-4070"),
         (["report", "--format", "pdf", "--model", "llama-3.1-8b"], "--format"),
+        (["recommend", "--model", "no-such-model-anywhere", "--local-only"], "no-such-model-anywhere"),
+        (["recommend", "--model", "llama-3.1-8b", "--precision", "q9_z", "--local-only"], "q9_z"),
     ],
 )
 def test_cli_bad_input_exits_2(args: list[str], needle: str) -> None:

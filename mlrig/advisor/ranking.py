@@ -54,7 +54,8 @@ class WorkloadOutcome(BaseModel):
             if self.decode_range_tok_s:
                 band = f" ±{(self.decode_range_tok_s[1] / self.decode_tok_s - 1):.0%}"
             ttft = f", TTFT {self.ttft_s:.1f} s" if self.ttft_s is not None else ""
-            return f"{self.decode_tok_s:.0f} tok/s{band}{ttft}"
+            rate = f"{self.decode_tok_s:.1f}" if self.decode_tok_s < 10 else f"{self.decode_tok_s:.0f}"
+            return f"{rate} tok/s{band}{ttft}"
         if self.hours_per_run is not None:
             lo, hi = self.hours_per_run_range or (self.hours_per_run, self.hours_per_run)
             tag = "" if self.speed_validated else ", unvalidated"

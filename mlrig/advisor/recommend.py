@@ -231,6 +231,11 @@ def recommend(
                     for i, (w, u) in enumerate(zip(workloads, usages, strict=True))]
         ranked.append(_price_option(cand, g, outcomes, usages, c, book, kwh, on_hours, today))
 
+    for i, w in enumerate(workloads):  # an error every option shares is the input's, not the options'
+        outs = [o.workloads[i] for o in ranked]
+        failed = [x.note or "" for x in outs if (x.note or "").startswith("could not be evaluated")]
+        if failed and not any(x.per_gpu_gib is not None for x in outs):
+            raise MlrigError(f"{w.label}: {failed[0].removeprefix('could not be evaluated: ')}")
     if c.objective != "time":
         ranked = _drop_bigger_rentals(ranked)
     score(ranked)
@@ -255,7 +260,8 @@ def recommend(
     borderline = [o for o in ranked if not o.feasible and o.fits and "borderline" in (o.excluded_reason or "")]
     return Recommendation(
         objective=c.objective, years=c.years, constraints=c, workloads=[w.label for w in workloads],
-        options=ranked, summary=summary(feasible, c.objective, c.years) + _api_lines(quotes, feasible),
+        options=ranked, summary=summary(feasible, c.objective, c.years) + _budget_line(ranked, c)
+        + _api_lines(quotes, feasible),
         uncertainty=uncertainty(feasible, c.objective, borderline), api_quotes=quotes,
         assumptions=[
             *assumptions,
@@ -434,6 +440,18 @@ def _excluded_reason(cand: Candidate, outcomes: list[WorkloadOutcome], usages: l
     if cand.kind == "buy" and c.budget_usd is not None and cand.upfront_usd > c.budget_usd:
         return f"costs ${cand.upfront_usd:,.0f} up front, over the ${c.budget_usd:,.0f} budget"
     return None
+
+
+def _budget_line(ranked: list[RankedOption], c: Constraints) -> list[str]:
+    """When the budget rules out every purchase, say what the cheapest purchase that would do costs."""
+    if c.budget_usd is None or c.cloud_only or any(o.feasible and o.kind == "buy" for o in ranked):
+        return []
+    over = [o for o in ranked if o.kind == "buy" and o.fits and "budget" in (o.excluded_reason or "")]
+    if not over:
+        return []
+    cheap = min(over, key=lambda o: o.upfront_usd)
+    return [f"nothing to buy within the ${c.budget_usd:,.0f} budget: the cheapest machine that does the job,"
+            f" {cheap.name}, costs ${cheap.upfront_usd:,.0f} ({cheap.speed}); --have-pc if you own a PC for the card"]
 
 
 def _api_quotes(workloads: list[Workload], book: PriceBook, feasible: list[RankedOption]) -> dict[str, list[ApiQuote]]:

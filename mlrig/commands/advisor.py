@@ -64,11 +64,17 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def parse_workload_args(args: list[str]) -> list[Any]:
-    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one."""
+USAGE_FLAGS = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() if sec == "usage"}
+
+
+def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list[Any]:
+    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. Workload
+    flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
+    `--plan chat.toml --min-tok-s 8`; without plans that is an error."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
     from mlrig.errors import MlrigError
 
+    common: dict[str, dict[str, Any]] = {"plan": {}, "usage": {}}
     groups: list[dict[str, dict[str, Any]]] = []
     i = 0
     while i < len(args):
@@ -86,26 +92,32 @@ def parse_workload_args(args: list[str]) -> list[Any]:
         if flag == "--model":
             groups.append({"plan": {"model": {"name": value}}, "usage": {}})
             continue
-        if not groups:
+        if not groups and not plans:
             raise MlrigError(f"{flag} given before --model; put workload flags after the --model they describe")
         section, field, conv = WORKLOAD_FLAGS[flag]
         try:
             v = conv(value)
         except ValueError:
             raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
+        target = groups[-1] if groups else common
         if section == "usage":
-            groups[-1]["usage"][field] = v
+            target["usage"][field] = v
         else:
-            groups[-1]["plan"].setdefault(section, {})[field] = v
+            target["plan"].setdefault(section, {})[field] = v
             if section == "training":
-                groups[-1]["plan"].setdefault("workload", {}).setdefault("task", "finetune")
+                target["plan"].setdefault("workload", {}).setdefault("task", "finetune")
     out = []
+    for w in plans or []:
+        plan = {**w.plan, **{k: {**(w.plan.get(k) or {}), **v} for k, v in common["plan"].items()}}
+        validate_plan(plan, w.label)
+        usage = _validated(WorkloadUsage, {**w.usage.model_dump(exclude_unset=True), **common["usage"]},
+                           "usage ", flags=USAGE_FLAGS)
+        out.append(Workload(label=w.label, plan=plan, usage=usage))
     for g in groups:
         validate_plan(g["plan"], f"--model {g['plan']['model']['name']}")
         label = f"{g['plan']['model']['name']} {g['plan'].get('workload', {}).get('task', 'inference')}"
-        usage_flags = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() if sec == "usage"}
         out.append(Workload(label=label, plan=g["plan"], usage=_validated(WorkloadUsage, g["usage"], "usage ",
-                                                                           flags=usage_flags)))
+                                                                           flags=USAGE_FLAGS)))
     return out
 
 
@@ -171,7 +183,7 @@ def _run_recommend(ctx: typer.Context) -> tuple[Any, Any]:
     from mlrig.advisor.recommend import Constraints, recommend
 
     o = ctx.params
-    workloads = [plan_file_workload(p) for p in o["plan"] or []] + parse_workload_args(list(ctx.args))
+    workloads = parse_workload_args(list(ctx.args), [plan_file_workload(p) for p in o["plan"] or []])
     c = _validated(
         Constraints,
         {

@@ -71,7 +71,7 @@ def cost_cmd(
             raise MlrigError(f"{name} {h:g} is more than a month has ({HOURS_PER_MONTH:.0f} h)")
     from mlrig.commands.advisor import plan_file_workload
 
-    workloads = [plan_file_workload(p) for p in plan or []] + parse_workload_args(list(ctx.args))
+    workloads = parse_workload_args(list(ctx.args), [plan_file_workload(p) for p in plan or []])
     if len(workloads) > 1:
         raise MlrigError("cost compares one workload; give one --model (use `mlrig recommend` for several)")
     work = workloads[0] if workloads else None
