@@ -201,6 +201,10 @@ def test_a_box_cannot_be_busy_more_than_730_hours_a_month() -> None:
     slow = [o for o in r.options if "too slow" in (o.excluded_reason or "")]
     assert slow and all(o.busy_hours_per_month > 730 for o in slow)
     assert all(o.busy_hours_per_month <= 730.5 for o in r.options if o.feasible)
+    cloud = rec([heavy], cloud_only=True)  # renting is billed for every hour, side by side past 730
+    busy = [o for o in cloud.options if o.feasible and o.busy_hours_per_month > 730 and "(spot)" not in o.name]
+    assert busy and all(o.cost_per_month_usd == pytest.approx(o.busy_hours_per_month * (o.usd_per_hour or 0))
+                        for o in busy)
 
 
 def test_stale_prices_are_flagged_in_the_answer() -> None:

@@ -202,62 +202,71 @@ def gate(workload: Workload, gpu: GPU, allow_old: bool, any_vendor: bool = False
     return None
 
 
+Request = tuple[Workload, GPU, Setup]
+
+
 def best_fit(workload: Workload, gpu: GPU, setup: Setup, evaluate: Evaluate) -> Fit:
-    """Try the plan as given and each recipe on `setup`; keep the fitting one with the highest speed
-    (ties: fewest changes). When none fits, evaluate the changes that alter the job (QLoRA instead of
-    full/LoRA, a shorter context, 4-bit weights) and name the first that fits as a hint - the job asked
-    stays unmet."""
-    fit = _try_recipes(workload, gpu, setup, evaluate)
-    if fit.result is not None and not fit.result.fits:
-        fit.hint = _hint(workload, gpu, setup, evaluate)
-    return fit
+    """`best_fits` for one request."""
+    return best_fits([(workload, gpu, setup)], evaluate)[0]
 
 
-def _try_recipes(workload: Workload, gpu: GPU, setup: Setup, evaluate: Evaluate) -> Fit:
-    trials = recipes(workload, setup)
-    plans = []
-    for _, over in trials:
-        plan = copy.deepcopy(workload.plan)
-        if over:
-            plan["training"] = {**(plan.get("training") or {}), **over}
-        plans.append((_with_hardware(plan, gpu, setup), gpu))
-    best: tuple[tuple[bool, float, int], PlanResult, str] | None = None
-    error = None
-    for i, ((label, _), r) in enumerate(zip(trials, evaluate_batch(plans, evaluate), strict=True)):
-        if isinstance(r, str):
-            error = error or r
+def best_fits(requests: Sequence[Request], evaluate: Evaluate) -> list[Fit]:
+    """For each (workload, gpu, setup): try the plan as given and each recipe; keep the fitting one with
+    the highest speed (ties: fewest changes). When none fits, evaluate the changes that alter the job
+    (QLoRA instead of full/LoRA, a shorter context, 4-bit weights) and name the first that fits as a hint -
+    the job asked stays unmet. All trials go through one `evaluate_batch` call (two with hints)."""
+    fits = _try_recipes(requests, evaluate)
+    misses = [i for i, f in enumerate(fits) if f.result is not None and not f.result.fits]
+    alts = [(i, label, alt) for i in misses for label, alt in _alternatives(requests[i][0])]
+    alt_fits = _try_recipes([(alt, requests[i][1], requests[i][2]) for i, _, alt in alts], evaluate)
+    for (i, label, _), f in zip(alts, alt_fits, strict=True):
+        if fits[i].hint is None and f.result is not None and f.result.fits and f.result.memory is not None:
+            how = f" + {f.recipe}" if f.recipe else ""
+            fits[i].hint = (f"would fit with {label}{how} ({f.result.memory.per_gpu_gib:.1f} of"
+                            f" {f.result.memory.gpu_capacity_gib:.1f} GiB per GPU)")
+    return fits
+
+
+def _try_recipes(requests: Sequence[Request], evaluate: Evaluate) -> list[Fit]:
+    trials: list[tuple[int, int, str]] = []  # (request, recipe index, label)
+    plans: list[tuple[dict[str, Any], GPU]] = []
+    for r, (workload, gpu, setup) in enumerate(requests):
+        for k, (label, over) in enumerate(recipes(workload, setup)):
+            plan = copy.deepcopy(workload.plan)
+            if over:
+                plan["training"] = {**(plan.get("training") or {}), **over}
+            trials.append((r, k, label))
+            plans.append((_with_hardware(plan, gpu, setup), gpu))
+    best: dict[int, tuple[tuple[bool, float, int], PlanResult, str]] = {}
+    errors: dict[int, str] = {}
+    for (r, k, label), res in zip(trials, evaluate_batch(plans, evaluate), strict=True):
+        if isinstance(res, str):
+            errors.setdefault(r, res)
             continue
-        key = (bool(r.fits), _speed(r, workload.task), -i)
-        if best is None or key > best[0]:
-            best = (key, r, label)
-    if best is None:
-        return Fit(error=error)
-    return Fit(result=best[1], recipe=best[2])
+        key = (bool(res.fits), _speed(res, requests[r][0].task), -k)
+        if r not in best or key > best[r][0]:
+            best[r] = (key, res, label)
+    return [Fit(result=best[r][1], recipe=best[r][2]) if r in best else Fit(error=errors.get(r))
+            for r in range(len(requests))]
 
 
-def _hint(workload: Workload, gpu: GPU, setup: Setup, evaluate: Evaluate) -> str | None:
-    """The first job-changing alternative that fits, with its per-GPU memory, or None."""
-    alternatives: list[tuple[str, dict[str, Any]]] = []
+def _alternatives(workload: Workload) -> list[tuple[str, Workload]]:
+    """Job-changing alternatives, nearest first: a shorter context, 4-bit weights, QLoRA."""
+    out: list[tuple[str, dict[str, Any]]] = []
     w = dict(workload.plan.get("workload") or {})
     if workload.task == "inference":
         ctx = w.get("context_tokens")
         for c in (32768, 16384, 8192, 4096):
             if ctx and c < ctx:
-                alternatives.append((f"a {c:,}-token context", {"workload": {**w, "context_tokens": c}}))
+                out.append((f"a {c:,}-token context", {"workload": {**w, "context_tokens": c}}))
         if str(w.get("precision", "bf16")).lower() in ("bf16", "fp16", "float16", "bfloat16", "fp32"):
-            alternatives.append(("Q4_K_M weights", {"workload": {**w, "precision": "q4_k_m"}}))
+            out.append(("Q4_K_M weights", {"workload": {**w, "precision": "q4_k_m"}}))
     else:
         t = workload.training
         if t.get("method", "full") != "qlora":
-            alternatives.append((f"QLoRA instead of {t.get('method', 'full')}", {"training": {**t, "method": "qlora"}}))
-    for label, change in alternatives:
-        alt = Workload(label=workload.label, plan={**copy.deepcopy(workload.plan), **change}, usage=workload.usage)
-        f = _try_recipes(alt, gpu, setup, evaluate)
-        if f.result is not None and f.result.fits and f.result.memory is not None:
-            how = f" + {f.recipe}" if f.recipe else ""
-            return (f"would fit with {label}{how} ({f.result.memory.per_gpu_gib:.1f} of"
-                    f" {f.result.memory.gpu_capacity_gib:.1f} GiB per GPU)")
-    return None
+            out.append((f"QLoRA instead of {t.get('method', 'full')}", {"training": {**t, "method": "qlora"}}))
+    return [(label, Workload(label=workload.label, plan={**copy.deepcopy(workload.plan), **change},
+                             usage=workload.usage)) for label, change in out]
 
 
 def speed_band(result: PlanResult, gpu: GPU, task: str, method: str = "full") -> tuple[float, float, bool]:

@@ -35,10 +35,12 @@ from mlrig.advisor.evaluation import (
     WEEKS_PER_MONTH,
     Evaluate,
     Fit,
+    Request,
     Setup,
     Workload,
     WorkloadUsage,
     best_fit,
+    best_fits,
     gate,
     planner_evaluate,
     speed_band,
@@ -222,12 +224,19 @@ def recommend(
 
     kwh = c.usd_per_kwh if c.usd_per_kwh is not None else book.assumptions.electricity_usd_per_kwh
     on_hours = c.on_hours_per_month if c.on_hours_per_month is not None else book.assumptions.powered_on_hours_per_month
-    cache: dict[tuple[int, str, int, float | None, bool], Fit] = {}
+    # one evaluation pass over every distinct (workload, GPU, count, host RAM) the options need
+    keys: dict[FitKey, Request] = {}
+    for cand, g in cands:
+        for i, w in enumerate(workloads):
+            if gate(w, g, c.allow_old, c.any_vendor) is None:
+                keys.setdefault(_fit_key(i, cand, g), (w, g, Setup(count=cand.gpus, host_ram_gib=cand.host_ram_gib,
+                                                                     unified=cand.unified)))
+    fits = dict(zip(keys, best_fits(list(keys.values()), evaluate), strict=True))
     ranked: list[RankedOption] = []
     gpus: dict[str, GPU] = {}
     for cand, g in cands:
         gpus[g.id] = g
-        outcomes = [_outcome(i, w, u, tokens[i], cand, g, c, evaluate, cache)
+        outcomes = [_outcome(w, u, tokens[i], cand, g, c, fits.get(_fit_key(i, cand, g)))
                     for i, (w, u) in enumerate(zip(workloads, usages, strict=True))]
         ranked.append(_price_option(cand, g, outcomes, usages, c, book, kwh, on_hours, today))
 
@@ -290,20 +299,21 @@ def _keys(o: RankedOption) -> list[str]:
     return [s.split(":", 1)[0] for s in o.price_sources]
 
 
-def _outcome(i: int, w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidate, g: GPU,
-             c: Constraints, evaluate: Evaluate, cache: dict[tuple[int, str, int, float | None, bool], Fit]
-             ) -> WorkloadOutcome:
+FitKey = tuple[int, str, int, float | None, bool]
+
+
+def _fit_key(i: int, cand: Candidate, g: GPU) -> FitKey:
+    return (i, g.id, cand.gpus, cand.host_ram_gib, cand.unified)
+
+
+def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidate, g: GPU, c: Constraints,
+             fit: Fit | None) -> WorkloadOutcome:
     """One workload on one option: the planner's figures, its speed band, and whether it meets the floors."""
     o = WorkloadOutcome(label=w.label, task=w.task, fits=False)
     blocked = gate(w, g, c.allow_old, c.any_vendor)
-    if blocked:
+    if blocked or fit is None:
         o.note = blocked
         return o
-    key = (i, g.id, cand.gpus, cand.host_ram_gib, cand.unified)
-    if key not in cache:
-        cache[key] = best_fit(w, g, Setup(count=cand.gpus, host_ram_gib=cand.host_ram_gib, unified=cand.unified),
-                              evaluate)
-    fit = cache[key]
     r = fit.result
     if r is None:
         o.note = f"could not be evaluated: {fit.error}"
@@ -379,7 +389,9 @@ def _price_option(cand: Candidate, g: GPU, outcomes: list[WorkloadOutcome], usag
                                       upkeep_fraction_per_year=a.upkeep_fraction_per_year), usage)
             return (lc.cost_per_month_usd, lc.total_usd, lc.energy_usd_per_month + lc.upkeep_usd_per_month,
                     lc.cost_per_busy_hour_usd or 0.0)
+        # renting is not limited to one machine's 730 h: beyond them, instances run side by side
         cc = cloud_cost(CloudSpec(name=cand.name, usd_per_hour=cand.usd_per_hour, spot=cand.spot,
+                                  slowdown=max(1.0, busy / HOURS_PER_MONTH),
                                   interruption_overhead=a.spot_interruption_overhead), usage)
         hourly = cand.usd_per_hour * (1 + (a.spot_interruption_overhead if cand.spot else 0.0))
         return cc.cost_per_month_usd, cc.total_usd, cc.cost_per_month_usd, hourly
