@@ -160,16 +160,14 @@ def enumerate_candidates(
     own = own or Ownership()
     out: list[tuple[Candidate, GPU]] = []
     warnings: list[str] = []
-    pending = 0
 
     def gpu_of(name: str, key: str, catalog_pending: bool) -> GPU | None:
-        nonlocal pending
+        """The catalog GPU a price entry names; entries for GPUs the catalog does not list yet
+        (`catalog_pending`) are skipped quietly here and listed by `mlrig prices`."""
         try:
             return resolve(name)
         except MlrigError as exc:
-            if catalog_pending:
-                pending += 1
-            else:
+            if not catalog_pending:
                 warnings.append(f"price entry {key}: {exc}; skipped")
             return None
 
@@ -221,7 +219,7 @@ def enumerate_candidates(
                         category="cloud", gpu_id=g.id, gpus=n, usd_per_hour=rate, spot=spot,
                         marketplace=cl.marketplace, price_keys=[key], host_ram_gib=cl.ram_gib_per_gpu * n,
                         unified=is_unified(g)), g))
-    return out, warnings  # entries for GPUs the catalog lacks yet (`pending`) are listed by `mlrig prices`
+    return out, warnings
 
 
 def _buy_gpus(book: PriceBook, flt: OptionFilter, own: Ownership, key: str, g: GPU, n: int) -> Candidate | None:

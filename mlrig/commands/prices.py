@@ -22,7 +22,7 @@ def prices_cmd(
     """List the price book: each price with its date, age and source; entries older than 6 months flagged."""
     import datetime as dt
 
-    from mlrig.advisor.prices import coverage, load_prices, price_rows
+    from mlrig.advisor.prices import coverage, load_prices, price_rows, resolved_entries
     from mlrig.catalog.gpus import gpu_ids, resolve_gpu
     from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
@@ -32,6 +32,11 @@ def prices_cmd(
     book = load_prices(prices)
     today = dt.date.today()
     rows = [r for r in price_rows(book, today, section) if r.stale or not stale]
+    known = resolved_entries(book, resolve_gpu)
+    for r in rows:
+        e = book.entry(r.key)
+        if getattr(e, "catalog_pending", False) and r.key not in known and r.section != "unpriced":
+            r.item += " - GPU not in this catalog yet: not used until it is"
     cov = coverage(book, gpu_ids(), resolve_gpu)
     if as_json:
         print_json({"as_of": today.isoformat(), "stale_after_days": book.assumptions.stale_after_days,
