@@ -151,6 +151,10 @@ def test_have_and_have_pc_price_only_what_must_be_bought() -> None:
     card = BOOK.gpus["rtx-3090-used"].price_usd
     assert pair.feasible and pair.upfront_usd == pytest.approx(card + pair.purchase_items[1].price_usd)
     assert r.options[0].name == pair.name  # cheaper than buying both cards
+    small = rec([Workload(label="8b chat", plan={"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}})],
+                local_only=True, have=["RTX 3090"])
+    assert small.options[0].name == "your 1× rtx-3090" and small.summary[0].startswith("you already have")
+    assert not any("your PC" in o.name for o in small.options)  # the PC's slot holds the 3090 already
     pc = rec([QLORA8], local_only=True, have_pc=True, max_gpus=1)
     one = next(o for o in pc.options if o.name == "1× rtx-3090 (used) + your PC")
     assert one.upfront_usd == card and one.build is None and any("your PC" in n for n in one.notes)

@@ -240,7 +240,10 @@ def _buy_gpus(book: PriceBook, flt: OptionFilter, own: Ownership, key: str, g: G
     keys = [key]
     notes: list[str] = []
     build = None
-    holds = max(have, 1) if (own.pc or have) else 0
+    # the owned PC takes max(owned cards, 1) GPUs; its slots are taken by the cards already in it, so another
+    # kind of card needs its own platform (swapping them out would hinge on selling them, which is not priced)
+    occupied = sum(own.gpus.values()) - have
+    holds = max(have, 1) if (own.pc or have) and not occupied else 0
     if n <= holds:
         ram: float | None = own.pc_ram_gib
         plat_name = "your PC"

@@ -191,7 +191,7 @@ def explain(o: RankedOption, all_opts: list[RankedOption], g: GPU, ref_4090_usd:
 def _same_vram(o: RankedOption, all_opts: list[RankedOption]) -> None:
     if not (o.feasible and o.kind == "buy"):
         return
-    same = [p for p in all_opts if p.feasible and p.kind == "buy" and p is not o
+    same = [p for p in all_opts if p.feasible and p.kind == "buy" and p is not o and p.category != "owned"
             and abs(p.total_gpu_memory_gib - o.total_gpu_memory_gib) < 1.0 and p.upfront_usd < o.upfront_usd]
     if not same:
         return
@@ -254,7 +254,11 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
     if not feasible:
         return ["no option meets every constraint (see excluded_reason on each option)"]
     best = feasible[0]
-    lines = [f"best for objective '{objective}': {best.name} - {best.speed} - ${best.total_cost_usd:,.0f} over"
+    mine = next((o for o in feasible if o.category == "owned"), None)
+    lines = [] if mine is None else [
+        f"you already have what this needs: {mine.name} ({mine.speed}) for ${mine.cost_per_month_usd:,.0f}/month"
+        " in power and upkeep; anything below is bought for speed or headroom"]
+    lines += [f"best for objective '{objective}': {best.name} - {best.speed} - ${best.total_cost_usd:,.0f} over"
              f" {years:g} years (${best.cost_per_month_usd:,.0f}/month, ${best.upfront_usd:,.0f} up front)"]
     faster = next((o for o in sorted(feasible, key=lambda o: o.total_cost_usd)
                    if o.pareto and o.speed_score > 1.2 * best.speed_score), None)

@@ -296,7 +296,8 @@ def _print_recommendation(rec: Any, top: int, sources: bool) -> None:
         t.add_column(col, justify="left" if col in ("option", "kind", "speed") else "right", overflow="fold")
     shown = [o for o in rec.options if o.feasible][:top]
     for o in shown:
-        t.add_row(str(o.rank), escape(o.name) + (" ★" if o.pareto else ""), o.kind, f"{o.total_gpu_memory_gib:.0f}",
+        kind = "owned" if o.category == "owned" else o.kind
+        t.add_row(str(o.rank), escape(o.name) + (" ★" if o.pareto else ""), kind, f"{o.total_gpu_memory_gib:.0f}",
                   f"{o.upfront_usd:,.0f}", f"{o.cost_per_month_usd:,.0f}", f"{o.total_cost_usd:,.0f}", escape(o.speed))
     con.print(t)
     for s in rec.summary:
