@@ -101,7 +101,7 @@ def test_serve_never_5xx(client: Any, q: dict[str, Any]) -> None:
     "buy": st.one_of(st.none(), st.sampled_from(GPUS[:20]), st.sampled_from(["rtx-3090-used", "nope"])),
     "count": _mix(st.integers(1, 4), st.integers(-1, 99)), "price": FLOATS,
     "hours_per_month": st.integers(0, 9).flatmap(lambda k: st.floats(0, 730) if k < 8 else FLOATS),
-    "years": FLOATS, "kwh_price": FLOATS, "utilization": FLOATS, "local_slowdown": FLOATS,
+    "years": FLOATS, "kwh_price": FLOATS, "utilization": FLOATS,
     "tokens_per_s": FLOATS, "spot": st.one_of(st.none(), st.booleans())}))
 @settings(max_examples=30, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 def test_cost_never_5xx(client: Any, q: dict[str, Any]) -> None:

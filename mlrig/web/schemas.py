@@ -159,6 +159,13 @@ class RecommendQuery(_Query):
     years: float = 3.0
     objective: Literal["tco", "time", "usd-per-mtok"] = "tco"
     kwh_price: float | None = None
+    allow_old: bool = Field(False, description="include Kepler/Maxwell/Pascal datacentre cards")
+    any_vendor: bool = Field(False, description="include AMD/Intel GPUs for fine-tuning")
+    gpu: NameList = Field(default_factory=list, max_length=64, description="only these GPUs (repeat)")
+    have: NameList = Field(default_factory=list, max_length=16, description="cards you own (repeat)")
+    have_pc: bool = Field(False, description="you own a PC that takes one GPU")
+    pc_ram: float = Field(32.0, description="RAM of the PC you own, GiB")
+    on_hours_per_month: float | None = None
 
     WORKLOAD_FLAGS: ClassVar[tuple[str, ...]] = (
         "task", "precision", "engine", "batch", "context", "method", "seq_len", "optimizer", "zero_stage",
@@ -178,7 +185,10 @@ class RecommendQuery(_Query):
         """recommend_cmd's parameters (no plan files, no extra price files)."""
         return {"plan": None, "budget": self.budget, "local_only": self.local_only, "cloud_only": self.cloud_only,
                 "max_power": self.max_power, "max_gpus": self.max_gpus, "no_used": self.no_used,
-                "years": self.years, "objective": self.objective, "kwh_price": self.kwh_price, "prices": None}
+                "years": self.years, "objective": self.objective, "kwh_price": self.kwh_price,
+                "allow_old": self.allow_old, "any_vendor": self.any_vendor, "gpu": self.gpu or None,
+                "have": self.have or None, "have_pc": self.have_pc, "pc_ram": self.pc_ram,
+                "on_hours_per_month": self.on_hours_per_month, "prices": None}
 
 
 class CostQuery(_Query):
@@ -192,7 +202,6 @@ class CostQuery(_Query):
     hours_per_month: float | None = None
     runs_per_week: float | None = None
     hours_per_run: float | None = None
-    local_slowdown: float = 1.0
     utilization: float = 0.8
     measured_w: float | None = None
     years: float = 3.0

@@ -156,9 +156,9 @@ def recommend(q: RecommendQuery, *, allow_hub: bool = False) -> dict[str, Any]:
 
 def cost(q: CostQuery) -> dict[str, Any]:
     """`mlrig cost ... --json`."""
-    from mlrig.commands.advisor import cost_json, cost_result
+    from mlrig.commands.cost import cost_json, cost_report
 
-    return cost_json(cost_result(**q.kwargs()), q.tokens_per_s)
+    return cost_json(cost_report(**q.kwargs(), sources=True))  # --json always carries the sources
 
 
 def cost_curve(q: CostQuery, points: int = 25, clouds: int = 4) -> dict[str, Any]:
@@ -166,9 +166,9 @@ def cost_curve(q: CostQuery, points: int = 25, clouds: int = 4) -> dict[str, Any
     the chart: `mlrig cost` run at `points` usages from 0 to a little past the largest of the given usage and
     those rentals' break-even points (at most 730 h, a month). Returns {"hours": [...], "local": [...],
     "<cloud>": [...]}."""
-    from mlrig.commands.advisor import cost_result
+    from mlrig.commands.cost import cost_report
 
-    base = cost_result(**q.kwargs())
+    base = cost_report(**q.kwargs()).res
     shown = sorted(base.comparisons, key=lambda c: c.cloud.usd_per_hour)[:clouds]
     names = {c.cloud.name for c in shown}
     marks = [c.break_even_hours_per_month for c in shown if c.break_even_hours_per_month is not None]
@@ -176,7 +176,7 @@ def cost_curve(q: CostQuery, points: int = 25, clouds: int = 4) -> dict[str, Any
     hours = [top * i / (points - 1) for i in range(points)]
     series: dict[str, list[float]] = {"local": []}
     for h in hours:
-        r = cost_result(**(q.kwargs() | {"hours_per_month": h, "runs_per_week": None}))
+        r = cost_report(**(q.kwargs() | {"hours_per_month": h, "runs_per_week": None})).res
         series["local"].append(r.local.cost_per_month_usd)
         for c in r.comparisons:
             if c.cloud.name in names:
