@@ -52,18 +52,18 @@ def main() -> None:
         if c.predicted is None:
             refused[(c.error or "?")[:110]] += 1
             continue
-        key = (c.scope, c.split) if a.by == "scope" else (c.scope, _source(c.id), c.split)
+        key: tuple[str, ...] = (c.scope, c.split) if a.by == "scope" else (c.scope, _source(c.id), c.split)
         groups[key].append(c)
     print(f"{'scope':44s} {'source' if a.by == 'source' else '':14s} {'split':7s} {'n':>4s} "
           f"{'med|e|':>7s} {'p90|e|':>7s} {'signed':>8s}")
     all_err: list[float] = []
-    for key, cs in sorted(groups.items()):
+    for gkey, cs in sorted(groups.items()):
         errs = sorted(c.rel_error for c in cs)
         all_err += errs
         signed = statistics.median((c.predicted or 0) / c.measured - 1 for c in cs)
         p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
-        src = key[1] if a.by == "source" else ""
-        print(f"{key[0][:44]:44s} {src[:14]:14s} {key[-1]:7s} {len(cs):4d} "
+        src = gkey[1] if a.by == "source" else ""
+        print(f"{gkey[0][:44]:44s} {src[:14]:14s} {gkey[-1]:7s} {len(cs):4d} "
               f"{statistics.median(errs):7.1%} {p90:7.1%} {signed:+8.1%}")
     if all_err:
         print(f"\nall: {len(all_err)} rows predicted, median |e| {statistics.median(all_err):.1%}; "
