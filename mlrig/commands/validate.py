@@ -78,6 +78,7 @@ def validate_cmd(
     write: Annotated[bool, typer.Option(
         "--write", help="store the scope records where `mlrig plan` reads them (for maintainers)")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="exit 1 when any scope misses its target")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="the scope table as Markdown (docs/ACCURACY.md)")] = False,
 ) -> None:
     """Run the published measurements packaged with mlrig through the planner, exactly as `mlrig plan`
     runs, and show the error of each scope (figure x engine x memory class) against its target.
@@ -112,6 +113,19 @@ def validate_cmd(
         if rows:
             out["rows"] = [c.model_dump() for c in shown]
         print_json(out)
+        return
+    if markdown:
+        from mlrig.validation.runner import target
+
+        typer.echo("| figure | engine | memory | rows | median | p90 | target | held-out rows (median) | result |")
+        typer.echo("|---|---|---|---|---|---|---|---|---|")
+        for r in records:
+            tg = target(r.figure, r.engine)
+            held = f"{r.holdout_rows} ({_pct(r.holdout_median_error)})" if r.holdout_rows else ""
+            typer.echo(f"| {FIGURE_LABELS.get(r.figure, r.figure)} | {r.engine} | {r.memory_class} | {r.rows} | "
+                       f"{_pct(r.median_error)} | {_pct(r.p90_error)} | "
+                       f"{f'{_pct(tg[0])} / {_pct(tg[1])}' if tg else ''} | {held} | {verdict(r)} |")
+        typer.echo(f"\n{len(shown) - len(refused)} rows predicted, {len(refused)} not expressible yet.")
         return
     from rich.console import Console
 
