@@ -78,7 +78,8 @@ def validate_cmd(
     write: Annotated[bool, typer.Option(
         "--write", help="store the scope records where `mlrig plan` reads them (for maintainers)")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="exit 1 when any scope misses its target")] = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="the scope table as Markdown (docs/ACCURACY.md)")] = False,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="the scope table as Markdown (docs/ACCURACY.md)")] = False,
 ) -> None:
     """Run the published measurements packaged with mlrig through the planner, exactly as `mlrig plan`
     runs, and show the error of each scope (figure x engine x memory class) against its target.
