@@ -3,6 +3,10 @@ calibration rows: mlrig/data/calibration/spot_checks.jsonl, `"split": "holdout"`
 
     python scripts/convert_spot_checks.py
 
+Rows from sources in the project's reserved list (kept for independent testing: mlc-ai/llm-perf-bench,
+turboderp/exllamav2 tables, ...) are not used; six such rows (MLC and ExLlamaV2 on RTX 4090/3090 Ti)
+were removed from the table on 2026-11-23.
+
 Mapping: the engine as published -> mlrig's engine name (its version kept in `software`);
 `e2e_output_tok_s` (generate() wall time: output / (prefill + output x step)) is the result's
 `throughput_tok_s` at batch 1; the serving rows at --max-concurrency 4 are four concurrent users.
