@@ -122,10 +122,10 @@ def validate_cmd(
         typer.echo("|---|---|---|---|---|---|---|---|---|")
         for r in records:
             tg = target(r.figure, r.engine)
-            held = f"{r.holdout_rows} ({_pct(r.holdout_median_error)})" if r.holdout_rows else ""
+            held_cell = f"{r.holdout_rows} ({_pct(r.holdout_median_error)})" if r.holdout_rows else ""
             typer.echo(f"| {FIGURE_LABELS.get(r.figure, r.figure)} | {r.engine} | {r.memory_class} | {r.rows} | "
                        f"{_pct(r.median_error)} | {_pct(r.p90_error)} | "
-                       f"{f'{_pct(tg[0])} / {_pct(tg[1])}' if tg else ''} | {held} | {verdict(r)} |")
+                       f"{f'{_pct(tg[0])} / {_pct(tg[1])}' if tg else ''} | {held_cell} | {verdict(r)} |")
         typer.echo(f"\n{len(shown) - len(refused)} rows predicted, {len(refused)} not expressible yet.")
         return
     from rich.console import Console
