@@ -282,7 +282,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     if model_type in ("llama", "mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "gemma",
                       "gemma2", "gemma3", "gemma3_text", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4",
                       "olmo2", "cohere", "cohere2", "glm4_moe", "glm4", "qwen2_moe", "qwen3_vl", "qwen3_vl_moe",
-                      "qwen2_5_vl"):
+                      "qwen2_5_vl", "granite"):
         fields["intermediate_size"] = inter if inter is not None else c.get_int("intermediate_size")
     if model_type in ("qwen2", "qwen2_moe", "qwen2_5_vl"):
         fields["qkv_bias"] = True  # Qwen2Attention: q/k/v biased, o not (no config key)
@@ -433,6 +433,29 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         if tie:
             notes.append("lm_head tied to the embedding (FalconConfig default); the published checkpoint "
                          "also stores lm_head.weight, so the files hold ~vocab x hidden more")
+    if model_type == "internlm":
+        # InternLMForCausalLM (internlm/internlm-*b remote code, modeling_internlm.py): the Llama block with
+        # q/k/v/o biases switched by the config's `bias` (true for InternLM-7B, false for InternLM-20B)
+        bias = c.get_bool("bias", True)
+        fields.update(intermediate_size=c.get_int("intermediate_size"), qkv_bias=bias, o_bias=bias)
+    if model_type == "gpt_neox":
+        # GPTNeoXLayer (transformers): input and post-attention LayerNorms (with bias), fused QKV and dense with
+        # biases (attention_bias, default true), plain GELU MLP h -> intermediate -> h with biases, parallel
+        # residual (use_parallel_residual: same parameters), untied embed_out without bias.
+        bias = c.get_bool("attention_bias", True)
+        fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm", norms_per_layer=2,
+                      qkv_bias=bias, o_bias=bias, mlp_bias=True)
+    if model_type in ("phi", "phi-msft", "gptj"):
+        # PhiForCausalLM / the older phi-msft remote code and GPTJForCausalLM: attention and MLP in parallel
+        # after ONE LayerNorm per layer, plain GELU MLP (fc1/fc2) with biases, a final LayerNorm, and an
+        # lm_head WITH a bias (vocab_size extra parameters, counted in other). Phi's q/k/v/dense carry biases;
+        # GPT-J's q/k/v/out_proj do not. n_inner null means 4 x hidden.
+        bias = model_type != "gptj"
+        fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm", norms_per_layer=1,
+                      qkv_bias=bias, o_bias=bias, mlp_bias=True)
+        if not tie:
+            other += vocab
+            notes.append("lm_head has a bias (vocab_size parameters, counted)")
     if model_type == "gpt2":
         fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm",
                       qkv_bias=True, o_bias=True, mlp_bias=True,
