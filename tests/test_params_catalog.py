@@ -166,3 +166,13 @@ def test_gpt_neox_and_internlm_blocks() -> None:
     assert not ilm.qkv_bias  # 'bias': false in the 20B config
     h, i = 5120, 13824
     assert ilm.total_params == 2 * 103168 * h + 60 * (4 * h * h + 3 * h * i + 2 * h) + h
+
+
+def test_qwen_v1_block() -> None:
+    """modeling_qwen.py: c_attn h -> 3h with bias, c_proj h -> h, w1/w2 h -> ff, c_proj ff -> h with
+    ff = intermediate_size / 2 (Qwen-7B: 22016 / 2 = 11008), two RMSNorms per layer, untied head."""
+    _, arch = _load(CATALOG[[p.stem for p in CATALOG].index("Qwen--Qwen-7B-Chat")])
+    h, ff, v = 4096, 11008, 151936
+    layer = (3 * h * h + 3 * h) + h * h + 3 * h * ff + 2 * h
+    assert arch.total_params == 2 * v * h + 32 * layer + h
+    assert 7.6e9 < arch.total_params < 7.8e9  # Qwen report: 7.7B

@@ -438,6 +438,13 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         # q/k/v/o biases switched by the config's `bias` (true for InternLM-7B, false for InternLM-20B)
         bias = c.get_bool("bias", True)
         fields.update(intermediate_size=c.get_int("intermediate_size"), qkv_bias=bias, o_bias=bias)
+    if model_type == "qwen":
+        # QWenLMHeadModel (Qwen/Qwen-* remote code, modeling_qwen.py): fused c_attn h -> 3h WITH bias, c_proj
+        # without (no_bias); SwiGLU MLP w1/w2 of intermediate_size // 2 each and c_proj back (the config states
+        # twice the MLP width); heads of kv_channels; RMSNorm ln_1/ln_2/ln_f; untied lm_head.
+        fields.update(intermediate_size=c.get_int("intermediate_size") // 2, qkv_bias=True, o_bias=False,
+                      head_dim=c.get_int("kv_channels", default=hidden // heads, cap=_HEAD_CAP))
+        notes.append("Qwen (v1): the MLP is intermediate_size / 2 wide (w1, w2, c_proj), as modeling_qwen.py builds it")
     if model_type == "gpt_neox":
         # GPTNeoXLayer (transformers): input and post-attention LayerNorms (with bias), fused QKV and dense with
         # biases (attention_bias, default true), plain GELU MLP h -> intermediate -> h with biases, parallel
