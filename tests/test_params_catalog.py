@@ -90,6 +90,7 @@ def test_kv_layout_matches_catalog(path: Path) -> None:
 
 @pytest.mark.parametrize(("stem", "stated_active", "tol"), [
     ("deepseek-ai--DeepSeek-V3", 37e9, 0.02),  # README: 37B activated
+    ("deepseek-ai--DeepSeek-V2", 21e9, 0.02),  # paper abstract: 21B activated (236B total)
     ("Qwen--Qwen3-235B-A22B", 22e9, 0.01),  # model name / report: 22B activated
 ])
 def test_moe_active_params(stem: str, stated_active: float, tol: float) -> None:
