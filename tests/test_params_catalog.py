@@ -177,3 +177,12 @@ def test_qwen_v1_block() -> None:
     layer = (3 * h * h + 3 * h) + h * h + 3 * h * ff + 2 * h
     assert arch.total_params == 2 * v * h + 32 * layer + h
     assert 7.6e9 < arch.total_params < 7.8e9  # Qwen report: 7.7B
+
+
+def test_mistral_small_31_counts_the_pixtral_tower() -> None:
+    """2503/2506 = the 2501 text model + Pixtral tower + projector; the vision part equals a meta-device
+    Mistral3ForConditionalGeneration of transformers' default (Mistral-Small-3.1) config: 403,305,472 + 35,652,608."""
+    _, small3 = _load(CATALOG[[p.stem for p in CATALOG].index("mistralai--Mistral-Small-3.1-24B-Instruct-2503")])
+    _, small = _load(CATALOG[[p.stem for p in CATALOG].index("mistralai--Mistral-Small-24B-Instruct-2501")])
+    assert small3.other_params == 403_305_472 + 35_652_608
+    assert small3.total_params - small.total_params == small3.other_params
