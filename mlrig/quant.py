@@ -214,9 +214,10 @@ _ALIASES: dict[str, str] = {
     # unsloth "dynamic" GGUF quants (UD-Q4_K_XL, ...): the _M/_L mixes with more tensors upcast; closest mix
     "q2_k_xl": "q2_k", "q3_k_xl": "q3_k_m", "q4_k_xl": "q4_k_l", "q5_k_xl": "q5_k_l", "q6_k_xl": "q6_k_l",
     "q8_k_xl": "q8_0", "mlx-4bit-dwq": "mlx-4bit",
-    # PyTorch Lightning `precision=` names (and torch AMP spellings)
+    # PyTorch Lightning `precision=` names (and torch AMP spellings). Not "bf16-true": Lightning's true half
+    # precision also keeps the optimizer states in bf16, which is precision bf16 with optimizer adamw-bf16 here
     "16-mixed": "fp16-mixed", "bf16-amp": "bf16-mixed", "bf16_amp": "bf16-mixed", "amp-bf16": "bf16-mixed",
-    "fp16-amp": "fp16-mixed", "amp": "fp16-mixed", "bf16-true": "bf16", "16-true": "fp16", "32-true": "fp32",
+    "fp16-amp": "fp16-mixed", "amp": "fp16-mixed", "32-true": "fp32",
     **{f"mlx-{b}bit-g64": f"mlx-{b}bit" for b in MLX_BITS},
 }
 
