@@ -190,8 +190,7 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
     Scheme("q4f16_2", MLC_Q4_BPW, 16, 16, 16, "fp16", description="MLC-LLM int4 group 32, fp16 embedding/head"),
     Scheme("q3f16_1", MLC_Q3_BPW, MLC_Q3_BPW, MLC_Q3_BPW, 16, "fp16", description="MLC-LLM int3 group 40"),
     *(_exl2(r) for r in EXL2_RATES),
-    # MLX (mlx.nn.quantize defaults): group 64 with an fp16 scale and an fp16 bias -> bits + 32/64;
-    # mlx-lm quantises the embedding and the head too
+    # MLX at its default group of 64 (-g32 / -g128 are added on first use by normalise_precision)
     *(_mlx(b, 64) for b in MLX_BITS),
     Scheme("bf16-mixed", 32, 32, 32, 32, "bf16", master_in_weights=True,
            description="AMP: fp32 weights and master, bf16 autocast compute (Lightning bf16-mixed)"),
@@ -217,7 +216,7 @@ _ALIASES: dict[str, str] = {
     # PyTorch Lightning `precision=` names (and torch AMP spellings). Not "bf16-true": Lightning's true half
     # precision also keeps the optimizer states in bf16, which is precision bf16 with optimizer adamw-bf16 here
     "16-mixed": "fp16-mixed", "bf16-amp": "bf16-mixed", "bf16_amp": "bf16-mixed", "amp-bf16": "bf16-mixed",
-    "fp16-amp": "fp16-mixed", "amp": "fp16-mixed", "32-true": "fp32",
+    "fp16-amp": "fp16-mixed", "32-true": "fp32",
     **{f"mlx-{b}bit-g64": f"mlx-{b}bit" for b in MLX_BITS},
 }
 
