@@ -492,11 +492,11 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "intel-data-center-gpu-max-series-overview.html",
         verification="derived (engine counts and clocks from Intel's 'Data Center GPU Max Series Technical "
         "Overview' (ID 766085, updated 2024-04-08: 8 vector + 8 XMX engines per Xe-core, 512-bit vector, 4096-bit "
-        "matrix engines) and the Max 1100 SKU: 56 Xe-cores, 1.55 GHz max, 48 GB HBM2e at 1228.8 GB/s, 300 W, "
-        "PCIe 5.0 x16, as copied by glennklockwood.com/garden/processors/pvc and Tom's Hardware (2023-04); read "
-        "2026-11-23). DERIVED: FP32 = 448 x 16 lanes x 2 x 1.55 GHz = 22.2 TFLOPS; XMX BF16/FP16 = 448 x 512 "
-        "ops/clk x 1.55 GHz = 355.5 TFLOPS (the per-engine rate that reproduces Intel's 832 TFLOPS for the "
-        "Max 1550: 1024 x 512 x 1.6 GHz = 839); INT8 = 2x",
+        "matrix engines); Max 1100 = 56 Xe-cores, 48 GB, 300 W (geektopia.es 2023-04-11 after Tom's Hardware; "
+        "glennklockwood.com/garden/processors/pvc lists the SKU), read 2026-11-23; 1.55 GHz max clock, "
+        "1228.8 GB/s and PCIe 5.0 x16 from Intel's ark page as known to the builder, not re-read). DERIVED: "
+        "FP32 = 448 x 16 lanes x 2 x 1.55 GHz = 22.2 TFLOPS; XMX BF16/FP16 = 448 x 512 ops/clk x 1.55 GHz = 355.5 "
+        "TFLOPS (512 ops/clk per 4096-bit engine at 16-bit inputs); INT8 = 2x",
         notes="One Ponte Vecchio stack (the Max 1550 has two). XPU backend in PyTorch (torch.xpu).",
     ),
     dict(
