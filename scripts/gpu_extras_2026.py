@@ -473,7 +473,8 @@ EXTRAS_2026: list[dict[str, Any]] = [
         source="https://technical.city/en/video/Iris-Xe-Graphics-96EU-vs-Arc-Pro-B60",
         verification="derived (read 2026-11-23 from secondary copies of Intel's table: technical.city and "
         "hmc-tech.com 'Intel Arc Pro B60': 20 Xe2-cores / 2560 lanes, 2.4 GHz, 24 GB GDDR6 192-bit 19 Gbps = "
-        "456 GB/s, PCIe 5.0 x8, 200 W; hmc-tech lists 196.61 INT8 / 98.3 BF16 tensor TOPS); XMX rates DERIVED on the basis Intel uses "
+        "456 GB/s, PCIe 5.0 x8, 200 W; hmc-tech lists 196.61 INT8 / 98.3 BF16 tensor TOPS); XMX rates DERIVED on "
+        "the basis Intel uses "
         "for the Arc B580 (233 INT8 TOPS = 160 XMX x 512 ops/clk x 2.85 GHz): 160 x 512 x 2.4 GHz = 196.6 INT8 "
         "TOPS, FP16/BF16 half = 98.3; FP32 = 2560 x 2 x 2.4 GHz = 12.3",
         notes="The B580's die (BMG-G21) with 24 GB and a 120-200 W board power range (partner boards differ); "

@@ -311,7 +311,8 @@ def test_cli_table_and_bad_class() -> None:
 
 def test_gpus_named_by_calibration_rows_match_their_specs() -> None:
     b60 = resolve_gpu("Intel Arc Pro B60")
-    assert b60.int8_tops_dense == pytest.approx(160 * 512 * 2.4e9 / 1e12, abs=0.1)  # 160 XMX x 512 ops x 2.4 GHz (hmc-tech.com lists 196.61)
+    # 160 XMX engines x 512 ops/clk x 2.4 GHz (hmc-tech.com lists 196.61 INT8 TOPS)
+    assert b60.int8_tops_dense == pytest.approx(160 * 512 * 2.4e9 / 1e12, abs=0.1)
     assert b60.memory_bandwidth_gb_s == 19 * 192 / 8  # 19 Gbps x 192-bit
     assert 23.5 < b60.memory_gib <= 24
     pvc = resolve_gpu("Intel Data Center GPU Max 1100")
