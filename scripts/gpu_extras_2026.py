@@ -511,12 +511,13 @@ EXTRAS_2026: list[dict[str, Any]] = [
         nvlink_gb_s=150.0, form_factor="SXM3 module (DGX-2, HGX-2)",
         source="https://www.nvidia.com/en-us/data-center/dgx-2/",
         verification="partial (NVIDIA DGX-2 datasheet as known to the builder, not re-read in-session: 16 x Tesla "
-        "V100 32GB SXM3, '2 petaFLOPS' tensor = 125 TFLOPS per GPU, NVSwitch at 300 GB/s per GPU (bidirectional); "
-        "memory bandwidth and FP32 taken from the V100 32GB datasheet figures (900 GB/s, 15.7 TFLOPS), which the "
-        "SXM3 part's 350 W / ~1.6 GHz boost can only meet or exceed)",
-        notes="The DGX-2 / HGX-2 V100: same GV100 and 32 GB HBM2 as the SXM2 32GB part, 350 W, NVSwitch-connected "
-        "(all 16 GPUs at full NVLink bandwidth). Compute within ~5 % of the SXM2 part (boost 1597 vs 1530 MHz would "
-        "give 130.8 tensor TFLOPS). Volta: FP16 tensor cores only (no BF16/TF32/INT8 tensor).",
+        "V100 32GB SXM3, '2 petaFLOPS' tensor = 125 TFLOPS per GPU, NVSwitch at 300 GB/s per GPU (bidirectional), "
+        "350 W modules; cross-check read 2026-11-23: sysrqmts.com's copy of the TechPowerUp 'Tesla V100 SXM3 32 GB' "
+        "entry: GV100, 5120 lanes, boost 1530 MHz, HBM2 4096-bit at 876 MHz = 897 GB/s, FP32 15.67 TFLOPS (it "
+        "lists 250 W TDP, which contradicts the DGX-2 figure))",
+        notes="The DGX-2 / HGX-2 V100: same GV100, clocks and 32 GB HBM2 as the SXM2 32GB part (so the same "
+        "compute and bandwidth), a higher power limit, NVSwitch-connected (all 16 GPUs at full NVLink bandwidth). "
+        "Volta: FP16 tensor cores only (no BF16/TF32/INT8 tensor).",
     ),
 ]
 
