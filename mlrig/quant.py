@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 from mlrig.errors import MlrigError
 
 if TYPE_CHECKING:
-    from mlrig.catalog.models import ModelArch
+    from mlrig.catalog.arch import ModelArch
 
 # ggml block types: bits per weight = 8 * block bytes / block weights (ggml-common.h).
 # ggml_type -> (name, elements per block, bytes per block): ggml/src/ggml-common.h block structs

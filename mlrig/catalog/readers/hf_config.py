@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mlrig.catalog.models import ModelArch, validation_message
+from mlrig.catalog.arch import ModelArch, validation_message
 from mlrig.errors import MlrigError
 
 _MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few KiB; refuse anything huge
