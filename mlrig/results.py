@@ -24,7 +24,9 @@ class Performance(BaseModel):
     decode_tok_s: float | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
-    throughput_tok_s: float | None = None
+    throughput_tok_s: float | None = None  # output tokens/s, all sequences
+    total_throughput_tok_s: float | None = None  # prompt + output tokens/s (serving loads)
+    requests_per_s: float | None = None  # completed requests/s (serving loads)
     train_tokens_per_s: float | None = None
     step_time_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation, a fraction

@@ -28,6 +28,11 @@ ENGINES = (
     "transformers",
     "exllamav2",
     "mlc",
+    "lmdeploy",
+    "tgi",
+    "mlx",
+    "gpt-fast",
+    "tinychat",
 )
 
 # Memory classes: what limits a mat-vec's achievable bandwidth is the memory system, not the brand.
@@ -161,6 +166,23 @@ LAYER_OVERHEAD_S["trt-llm-2023"] = LAYER_OVERHEAD_S["trt-llm"]
 PREFILL_TOKEN_LAYER_S["trt-llm-2023"] = PREFILL_TOKEN_LAYER_S["trt-llm"]
 STEP_OVERHEAD_S["trt-llm-2023"] = STEP_OVERHEAD_S["trt-llm"]
 
+# Engines added for the calibration rows' vocabulary (issue 10). Each starts from the engine it is
+# built like and keeps that engine's factors unless named rows say otherwise (below, after fitting):
+# - LMDeploy (TurboMind: C++/CUDA, persistent batch, its own GEMM tuning) and TGI (Rust router,
+#   flash/paged attention kernels shared with vLLM, CUDA graphs for decode) are serving engines:
+#   LMDeploy starts from TensorRT-LLM's factors, TGI from vLLM's.
+# - gpt-fast (torch.compile mode="reduce-overhead": one CUDA graph per decode step, Triton int4/int8
+#   mat-vecs) and TinyChat (AWQ's W4A16 kernels, fused attention, eager PyTorch launch) are
+#   single-batch engines: gpt-fast starts from vLLM's kernels/overheads, TinyChat from ExLlamaV2's.
+# - MLX (mlx-lm, Apple silicon only) starts from llama.cpp Metal's factors.
+for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm"), ("tinychat", "exllamav2"),
+                    ("mlx", "llama.cpp-metal")):
+    BW_EFF[_new] = dict(BW_EFF[_base])
+    COMPUTE_EFF[_new] = dict(COMPUTE_EFF[_base])
+    LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
+    PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
+    STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
 #    for all the query heads of its group. TensorRT-LLM before v0.8 ("trt-llm-2023", the v0.5/v0.6.1
@@ -192,6 +214,9 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
     "default": {"f16": 1.0, "q8": 0.92, "legacy": 0.95, "kquant": 1.0, "gpu4": 0.85, "fp4": 0.85},
     "llama.cpp-metal": {"f16": 1.0, "q8": 0.92, "legacy": 0.90, "kquant": 0.65, "gpu4": 0.80, "fp4": 0.80},
 }
+
+# MLX's quantised mat-vecs (affine 4/8-bit, group 64) stream like llama.cpp's legacy formats on CUDA.
+FORMAT_DECODE_EFF["mlx"] = FORMAT_DECODE_EFF["default"]
 
 # Prefill with quantised weights: llama.cpp de-quantises on the fly inside its MMQ (int8 tensor
 # core) or de-quantise+cuBLAS path; measured Q4_K_M/F16 prefill ratio on the same card is

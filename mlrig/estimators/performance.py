@@ -96,40 +96,71 @@ def default_kv_precision(precision: str) -> str:
 
 
 # ---- engine and hardware keys -----------------------------------------------------------------
-def engine_family(engine: str | None, precision: str, gpu: GPU) -> str:
-    """Normalise an engine name; default llama.cpp for GGUF formats and Apple, else vLLM."""
+ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
+                "gpt-fast, tinychat")
+
+
+def engine_family(engine: str | None, precision: str, gpu: GPU, version: str | None = None) -> str:
+    """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
+    tables' family key; with no engine, `planner.default_engine`'s rule. Engines that cannot run on
+    the hardware are refused (MLX is Apple-only; the CUDA serving engines do not run on Apple GPUs)."""
+    from mlrig.estimators import engines
+
     e = (engine or "").lower().replace(" ", "").replace("_", "-")
     if not e:
         e = (
             "llama.cpp"
             if (
                 format_family(precision) in ("kquant", "legacy")
-                or gpu.hardware_class == "apple"
+                or gpu.hardware_class in ("apple", "cpu")
                 or norm_precision(precision) == "q8_0"
             )
             else "vllm"
         )
-    if e in ("llama.cpp-2024", "llama.cpp-metal", "trt-llm-2023"):  # dated builds, see efficiency.py
+    if e in ("llama.cpp-2024", "trt-llm-2023"):
+        # The efficiency tables' keys for old releases, still accepted from internal callers
+        # (mlrig.validation.speed); users give --engine-version instead (engines.py).
         return e
-    if e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "gguf"):
-        return "llama.cpp-metal" if (gpu.hardware_class == "apple" or "metal" in e) else "llama.cpp"
+    apple = gpu.hardware_class == "apple"
+    if e.startswith("mlx"):
+        if not apple:
+            raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
+        return "mlx"
+    if e == "llama.cpp-metal" or (e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "lm-studio",
+                                                                  "gguf", "llamafile")):
+        if apple or "metal" in e:
+            return "llama.cpp-metal"
+        return "llama.cpp" if engines.llama_cpp_has_graphs(version) else "llama.cpp-2024"
     for key, fam in (
         ("vllm", "vllm"),
         ("sglang", "sglang"),
         ("tensorrt", "trt-llm"),
         ("trt", "trt-llm"),
+        ("lmdeploy", "lmdeploy"),
+        ("turbomind", "lmdeploy"),
+        ("tgi", "tgi"),
+        ("text-generation-inference", "tgi"),
         ("transformers", "transformers"),
         ("hf", "transformers"),
         ("pytorch", "transformers"),
         ("exllama", "exllamav2"),
         ("tabby", "exllamav2"),
         ("mlc", "mlc"),
+        ("gpt-fast", "gpt-fast"),
+        ("gptfast", "gpt-fast"),
+        ("torchao", "gpt-fast"),
+        ("tinychat", "tinychat"),
     ):
         if e.startswith(key):
+            if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
+                raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "
+                                 "use --engine llama.cpp or mlx")
+            if fam == "trt-llm" and gpu.hardware_class in ("amd", "apple", "intel", "cpu", "tpu"):
+                raise MlrigError(f"TensorRT-LLM runs on NVIDIA GPUs only, not on {gpu.name}; use --engine vllm")
+            if fam == "trt-llm" and engines.trt_llm_pre_xqa(version):
+                return "trt-llm-2023"
             return fam
-    raise MlrigError(
-        f"unknown engine {engine!r}; use one of vllm, sglang, trt-llm, llama.cpp, transformers, exllamav2, mlc"
-    )
+    raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
 
 
 def gpu_memory_class(gpu: GPU) -> str:
@@ -361,7 +392,7 @@ class _Setup:
 
 def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     w = plan.workload
-    engine = engine_family(w.engine, w.precision, gpu)
+    engine = engine_family(w.engine, w.precision, gpu, w.engine_version)
     kvp = w.kv_cache_precision or default_kv_precision(w.precision)
     hw = plan.hardware
     tp = hw.tensor_parallel
@@ -465,6 +496,8 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
 
         return estimate_training(arch, plan, gpu)
     w = plan.workload
+    if w.load != "static":
+        return _serving_performance(arch, plan, gpu, memory)
     b = w.batch_size
     off = _offload_fraction(memory)
     prompt = max(1, w.prompt_tokens)
@@ -504,6 +537,56 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
         tpot_ms=dec.seconds * 1e3,
         throughput_tok_s=throughput,
         bound=dec.bound,
+        explanation=expl,
+        error_band=error_band(gpu),
+    )
+
+
+def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None) -> Performance:
+    """A serving load (`workload.load` = concurrency | offline | rate) through `serving.load_point`:
+    throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/serving.py)."""
+    from mlrig.estimators import serving
+
+    w = plan.workload
+    s = _setup(arch, plan, gpu)
+    from mlrig.estimators.engines import vllm_v1
+
+    v1 = vllm_v1(w.engine_version)
+    cap = serving.batch_cap(plan, s.engine, gpu, v1)
+    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
+    kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
+    paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
+    slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
+    if w.load == "offline":
+        users = w.num_requests or w.batch_size
+        limit = min(x for x in (cap, slots, users) if x is not None)
+        if users <= limit:  # one wave: every request starts together, as a static batch
+            return estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
+                update={"load": "static", "batch_size": users})}), gpu, memory).model_copy(
+                update={"requests_per_s": None})
+        pt = serving.load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
+    elif w.load == "rate":
+        pt = serving.load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+    else:
+        pt = serving.load_point(arch, plan, gpu, users=w.batch_size, slots=slots, cap=cap, budget=budget)
+    single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
+    total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
+    capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
+    expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
+            f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
+            f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
+            f"({s.engine})")
+    if pt.saturated:
+        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
+    return Performance(
+        prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
+        decode_tok_s=1.0 / single.seconds,
+        ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
+        tpot_ms=pt.step_s * 1e3,
+        throughput_tok_s=pt.throughput_tok_s,
+        total_throughput_tok_s=total,
+        requests_per_s=pt.requests_per_s,
+        bound=pt.bound,
         explanation=expl,
         error_band=error_band(gpu),
     )

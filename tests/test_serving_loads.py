@@ -1,0 +1,127 @@
+"""Serving loads, engine vocabulary and engine releases (issue 10, inference half)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.errors import MlrigError
+from mlrig.estimators import engines
+from mlrig.estimators.performance import decode_step, engine_family, prefill_pass
+from mlrig.planner import evaluate, parse_plan
+
+
+def _plan(**w: object) -> dict[str, object]:
+    wl: dict[str, object] = {"precision": "fp16", "engine": "vllm", "prompt_tokens": 512, "output_tokens": 256}
+    wl.update(w)
+    return {"model": "llama-3-8b", "workload": wl, "hardware": {"gpu": "a100-sxm-80gb"}}
+
+
+# ---- plan keys ----------------------------------------------------------------------------------
+def test_serving_keys_are_plan_keys_with_ranges() -> None:
+    p = parse_plan(_plan(load="offline", num_requests=1000, max_num_seqs=256, max_num_batched_tokens=8192,
+                         max_model_len=4096, engine_version="0.6.4"))
+    assert p.workload.load == "offline" and p.workload.max_num_seqs == 256
+    with pytest.raises(MlrigError, match="max_num_seqs"):
+        parse_plan(_plan(max_num_seqs=0))
+    with pytest.raises(MlrigError, match="request_rate"):
+        parse_plan(_plan(load="rate"))
+    with pytest.raises(MlrigError, match="request_rate"):
+        parse_plan(_plan(load="concurrency", request_rate=2.0))
+    with pytest.raises(MlrigError, match="load"):
+        parse_plan(_plan(load="burst"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0.6.4", engines.Version(release=(0, 6, 4))),
+    ("v0.8", engines.Version(release=(0, 8))),
+    ("mlx-lm 0.20.4", engines.Version(release=(0, 20, 4))),
+    ("4.38", engines.Version(release=(4, 38))),
+    ("b3000", engines.Version(build=3000)),
+    ("2024-06", engines.Version(month=(2024, 6))),
+    ("15499eb", None),
+    ("", None),
+])
+def test_versions_parse(text: str, expected: engines.Version | None) -> None:
+    assert engines.parse_version(text) == expected
+
+
+def test_release_behaviours() -> None:
+    assert not engines.llama_cpp_has_graphs("b2824") and engines.llama_cpp_has_graphs("b3500")
+    assert not engines.llama_cpp_has_graphs("2023-11") and engines.llama_cpp_has_graphs("2024-12")
+    assert engines.llama_cpp_has_graphs(None)  # current release by default
+    assert not engines.vllm_v1("0.6.4") and engines.vllm_v1("0.10.1.1") and engines.vllm_v1(None)
+    assert engines.transformers_full_logits("4.38") and not engines.transformers_full_logits("4.45.0")
+    assert engines.trt_llm_pre_xqa("0.7.1") and not engines.trt_llm_pre_xqa("0.8.0")
+
+
+# ---- engines ------------------------------------------------------------------------------------
+def test_engine_vocabulary_and_refusals() -> None:
+    cuda, mac = resolve_gpu("rtx-4090"), resolve_gpu("Apple M2 Max 38-core GPU 96GB")
+    assert engine_family("ollama", "q4_k_m", cuda) == "llama.cpp"
+    assert engine_family("ollama", "q4_k_m", mac) == "llama.cpp-metal"
+    assert engine_family("llama.cpp", "q4_k_m", cuda, "b2800") == "llama.cpp-2024"
+    assert engine_family("trt-llm", "fp16", cuda, "0.6.1") == "trt-llm-2023"
+    for name in ("lmdeploy", "tgi", "gpt-fast", "tinychat"):
+        assert engine_family(name, "fp16", cuda) == name
+    assert engine_family("mlx-lm", "int4", mac) == "mlx"
+    with pytest.raises(MlrigError, match="Apple silicon only"):
+        engine_family("mlx", "int4", cuda)
+    with pytest.raises(MlrigError, match="does not run on"):
+        engine_family("vllm", "fp16", mac)
+
+
+def test_pre_graph_llama_cpp_is_slower_per_layer() -> None:
+    """Launching every kernel (no CUDA graph) costs per layer: old builds decode slower, same bytes."""
+    new = evaluate(_plan(engine="llama.cpp", precision="q4_k_m") | {"hardware": {"gpu": "rtx-4090"}})
+    old = evaluate(_plan(engine="llama.cpp", precision="q4_k_m", engine_version="b2800")
+                   | {"hardware": {"gpu": "rtx-4090"}})
+    assert new.performance and old.performance
+    assert old.performance.decode_tok_s < new.performance.decode_tok_s  # type: ignore[operator]
+
+
+# ---- serving loads ------------------------------------------------------------------------------
+def test_concurrency_load_hand_check() -> None:
+    """n users, iteration = decode step of n + n x P/O prompt tokens at the prompt's cost per token."""
+    data = _plan(load="concurrency", batch_size=32)
+    r = evaluate(data)
+    assert r.performance is not None
+    p, gpu = parse_plan(data), resolve_gpu("a100-sxm-80gb")
+    from mlrig.planner import resolve_arch
+    arch = resolve_arch(p)
+    step = decode_step(arch, p, gpu, 32, 512 + 128).seconds + 32 * (512 / 256) * (
+        prefill_pass(arch, p, gpu, 1, 512).seconds / 512)
+    assert r.performance.tpot_ms == pytest.approx(step * 1e3, rel=1e-6)
+    assert r.performance.throughput_tok_s == pytest.approx(32 / step, rel=1e-6)
+    assert r.performance.requests_per_s == pytest.approx(32 / step / 256, rel=1e-6)
+    assert r.performance.total_throughput_tok_s == pytest.approx(32 / step * 768 / 256, rel=1e-6)
+
+
+def test_ttft_grows_with_users_and_includes_queueing() -> None:
+    ttfts = []
+    for users in (1, 25, 100, 400):
+        perf = evaluate(_plan(load="concurrency", batch_size=users)).performance
+        assert perf is not None and perf.ttft_ms is not None
+        ttfts.append(perf.ttft_ms)
+    assert ttfts == sorted(ttfts) and ttfts[-1] > 2 * ttfts[0]
+    # beyond the engine's batch cap (vLLM V1 on an 80 GB card: 1024) users wait for a slot
+    capped = evaluate(_plan(load="concurrency", batch_size=400, max_num_seqs=100)).performance
+    assert capped is not None and capped.ttft_ms is not None and capped.ttft_ms > 2 * ttfts[-1]
+
+
+def test_offline_runs_at_the_batch_cap() -> None:
+    small = evaluate(_plan(load="offline", num_requests=1000, max_num_seqs=16)).performance
+    big = evaluate(_plan(load="offline", num_requests=1000, max_num_seqs=256)).performance
+    one = evaluate(_plan(load="offline", num_requests=1)).performance
+    assert small and big and one
+    assert big.throughput_tok_s > 2 * small.throughput_tok_s > 8 * one.throughput_tok_s  # type: ignore[operator]
+
+
+def test_rate_load_serves_the_rate_until_saturated() -> None:
+    low = evaluate(_plan(load="rate", request_rate=1.0)).performance
+    assert low and low.requests_per_s == pytest.approx(1.0)
+    assert low.throughput_tok_s == pytest.approx(256.0)
+    flood = evaluate(_plan(load="rate", request_rate=1e5)).performance
+    assert flood and flood.requests_per_s is not None and flood.requests_per_s < 1e5
+    assert flood.ttft_ms is None  # queues grow without bound: no steady-state TTFT
+    assert "queues grow" in (flood.explanation or "")
