@@ -125,3 +125,29 @@ def test_rate_load_serves_the_rate_until_saturated() -> None:
     assert flood and flood.requests_per_s is not None and flood.requests_per_s < 1e5
     assert flood.ttft_ms is None  # queues grow without bound: no steady-state TTFT
     assert "queues grow" in (flood.explanation or "")
+
+
+# ---- multi-GPU decode ---------------------------------------------------------------------------
+def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
+    """2 all-reduces per layer, each a barrier (efficiency.ALLREDUCE_SYNC_S): on PCIe a 70B's decode
+    gains little from more GPUs, and the sync term is exactly 2 x layers x the barrier."""
+    from mlrig.estimators import efficiency as eff
+    from mlrig.planner import resolve_arch
+
+    def step(count: int, link: str) -> float:
+        data = {"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                "hardware": {"gpu": "a100-sxm-80gb", "count": count, "tensor_parallel": count,
+                             "interconnect": link}}
+        p = parse_plan(data)
+        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).comm_s
+
+    arch = resolve_arch(parse_plan({"model": "llama-3-70b"}))
+    floor = 2 * arch.num_layers * eff.ALLREDUCE_SYNC_S["pcie"]
+    assert step(4, "pcie4-x16") > floor
+    assert step(4, "pcie4-x16") > 3 * step(4, "nvlink3")
+    r2 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 2, "interconnect": "pcie4-x16"}})
+    r8 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16"}})
+    assert r2.performance and r8.performance
+    assert r8.performance.decode_tok_s < 2.0 * r2.performance.decode_tok_s  # type: ignore[operator]

@@ -194,6 +194,25 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
 #    bound (L2 hits between query heads of a group are ignored).
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 
+# Tensor-parallel synchronisation: every one of the 2 all-reduces per layer (Megatron-LM) is also a
+#    barrier. Besides the ring's wire time and per-step link latency (interconnects.allreduce_time_s)
+#    it costs the collective kernel's launch and hand-shake and the wait for the slowest rank
+#    (GPUs drift apart within a layer), a fixed time per all-reduce that does not shrink with the
+#    model. Seconds per all-reduce, by link kind:
+#    - NVLink: small. gpt-fast (torch.compile, NCCL over NVSwitch) decodes Llama-2-7B at 328 tok/s
+#      on 8 A100s (GPTFAST-0011: 3.0 ms per token for 64 all-reduces) and 70B at 62.5 tok/s
+#      (GPTFAST-0014), which leaves at most ~20 us per all-reduce including the ring latency of
+#      interconnects.allreduce_time_s; LMDeploy 0.1 Llama-2-70B on 4 x A100 SXM4 (29-31 ms,
+#      LMDEPLOY-0124..0136) leaves ~30 us. 10 us of barrier on top of the ring's latency.
+#    - PCIe (NCCL through the host bridge; no P2P on many boards): vLLM 0.10 Qwen2-7B on two
+#      "A100 80GB" (form factor not stated, Kubernetes pods) is no faster at TP 2 than TP 1 (TPOT
+#      13.0 ms DLVLLM-0010 vs 13.4 ms DLVLLM-0050, 10 requests), ~6 ms over 28 x 2 all-reduces:
+#      ~100 us each if those cards talk over PCIe (the rows resolve to SXM, so they stay under-
+#      predicted at TP 2). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
+#      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
+#    - network (across nodes): the PCIe figure plus a NIC hop.
+ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
+
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
 #    model: Llama-3-8B on 4 GPUs reaches 80-95 % of the ideal at pp4096 (RTX 3090 XD-0045 vs XD-0086,

@@ -355,7 +355,8 @@ def pass_time(
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s
 
-        comm_s = 2 * layers * allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link)
+        comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link)
+                               + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
@@ -596,7 +597,7 @@ def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.46,
-    "ttft_ms": 0.40,
+    "ttft_ms": 0.36,
     "throughput_tok_s": 0.22,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.

@@ -107,6 +107,8 @@ def sweep(
     links = [[default_link(g.pcie_gen, g.nvlink_gb_s, int(x), 1, g.nvlink_max_gpus) for x in tps] for g in gpus]
     lat = np.array([[lk.latency_us * 1e-6 for lk in row] for row in links])  # G,T
     lbw = np.array([[lk.bandwidth_gb_s * 1e9 for lk in row] for row in links])  # G,T
+    sync = np.array([[eff.ALLREDUCE_SYNC_S.get(lk.kind, eff.ALLREDUCE_SYNC_S["pcie"]) for lk in row]
+                     for row in links])  # G,T: per all-reduce barrier (performance.pass_time)
 
     # ---- broadcast: axes (M, G, P, B, C, T) ----
     Mx = (slice(None), None, None, None, None, None)
@@ -131,7 +133,8 @@ def sweep(
 
     def comm(tokens: Any) -> Any:
         n_bytes = 2.0 * hidden[Mx] * tokens
-        per = steps * lat[GT] + np.where(ranks > 1, steps / ranks, 0.0) * n_bytes / lbw[GT]
+        per = (steps * lat[GT] + np.where(ranks > 1, steps / ranks, 0.0) * n_bytes / lbw[GT]
+               + np.where(ranks > 1, sync[GT], 0.0))
         return 2.0 * layers[Mx] * per
 
     # decode step
