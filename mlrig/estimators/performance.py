@@ -615,40 +615,35 @@ def error_band(gpu: GPU) -> dict[str, float]:
 def serving_curve(
     arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
 ) -> list[ServingPoint]:
-    """Continuous batching (Yu et al. 2022 "Orca"; vLLM, Kwon et al. 2023): `c` sequences decode
-    together; each step is one roofline pass. With chunked prefill (Agrawal et al. 2024,
-    "Sarathi-Serve") a new request's prompt is spread over steps; its cost is amortised here as
-    prompt/output extra tokens per step per sequence. Beyond the KV capacity, sequences queue.
+    """Continuous batching at each concurrency `c` (a closed loop of c users): the same steady state
+    as `mlrig plan --load concurrency` (`serving.load_point`; Orca / vLLM / Sarathi-Serve, see
+    mlrig/estimators/serving.py). Beyond the KV capacity or the engine's batch cap, users queue for
+    a slot. `tpot_ms` is the iteration time a running request sees; `tok_s_per_user` is aggregate / c,
+    so it includes time spent queued; `ttft_ms` includes waiting for the iteration, the prefill
+    queue and a free slot."""
+    from mlrig.estimators import serving
+    from mlrig.estimators.engines import vllm_v1
 
-    `c` is a closed loop of users, each sending its next request when the last one finishes.
-    `tpot_ms` is the step time a running request sees; `tok_s_per_user` is aggregate / c, so it
-    includes any time spent queued for a KV slot; `ttft_ms` is one prefill plus one step, plus the
-    mean wait for a KV slot when more users than slots are active ((c - slots) / slots request
-    durations)."""
     w = plan.workload
-    ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
-    share = w.prompt_tokens / max(1, w.output_tokens)  # prompt tokens per generated token
-    pre = prefill_pass(arch, plan, gpu, 1, max(1, w.prompt_tokens))
+    s = _setup(arch, plan, gpu)
+    v1 = vllm_v1(w.engine_version)
+    cap = serving.batch_cap(plan, s.engine, gpu, v1)
+    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
     slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
             raise MlrigError(f"concurrency must be > 0, got {c}")
         fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
-        running = c if slots is None or fits else slots
-        dec = decode_step(arch, plan, gpu, running, ctx)
-        step_s = dec.seconds + running * share * pre.seconds / max(1, w.prompt_tokens)
-        thr = running / step_s
-        request_s = pre.seconds + max(1, w.output_tokens) * step_s
-        queue_s = (c - running) / running * request_s
+        pt = serving.load_point(arch, plan, gpu, users=c, slots=slots, cap=cap, budget=budget)
         out.append(
             ServingPoint(
                 concurrency=c,
-                throughput_tok_s=thr,
-                tok_s_per_user=thr / c,
-                tpot_ms=step_s * 1e3,
-                ttft_ms=(pre.seconds + step_s + queue_s) * 1e3,
-                bound=dec.bound,
+                throughput_tok_s=pt.throughput_tok_s,
+                tok_s_per_user=pt.throughput_tok_s / c,
+                tpot_ms=pt.step_s * 1e3,
+                ttft_ms=pt.ttft_s * 1e3,
+                bound=pt.bound,
                 fits=fits,
             )
         )
