@@ -189,7 +189,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     if w.engine is None:
         notes.append("no engine given: assumed HF transformers-like (weights + KV for the batch "
                      "+ prefill activations)")
-    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio")
+    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
     cpu_share = 0.0
     if w.gpu_layers is not None and w.gpu_layers < arch.num_layers:
         if not llama_cpp:
@@ -275,7 +275,8 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch; "
                      f"KV {kv_prec}; compute buffer for n_ubatch={LLAMA_CPP_UBATCH}")
     else:
-        if engine not in ("transformers", "hf", "pytorch", "torch", "mlx", "exllamav2", "exl2"):
+        if engine not in ("transformers", "hf", "pytorch", "torch", "mlx", "mlx-lm", "exllamav2", "exl2",
+                          "gpt-fast", "tinychat"):
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
         # HF generate: the KV cache grows to batch x context; the prefill of batch x prompt tokens
         # is the activation peak (logits only for the last position since transformers 4.45,
