@@ -202,9 +202,28 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     return p.model_copy(update={"workload": w, "hardware": hw}), notes
 
 
+def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
+    """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF formats
+    only llama.cpp; Apple llama.cpp and MLX; 16-bit, FP8 and GPU 4-bit formats the serving engines and
+    transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
+    from mlrig.estimators.performance import format_family
+
+    fam = format_family(precision)
+    if gpu.hardware_class == "apple":
+        names = ["llama.cpp", "mlx"]
+    elif gpu.hardware_class == "cpu" or fam in ("kquant", "legacy"):
+        names = ["llama.cpp"]
+    else:
+        names = ["vllm", "sglang", "trt-llm", "transformers"] + (["llama.cpp"] if fam in ("f16", "q8") else [])
+        if gpu.hardware_class not in ("geforce", "workstation", "datacenter"):
+            names.remove("trt-llm")
+    return [n for n in names if not chosen.lower().startswith(n.split(".")[0])]
+
+
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
-             gpu_overrides: dict[str, Any] | None = None) -> PlanResult:
+             gpu_overrides: dict[str, Any] | None = None, alternatives: bool = False) -> PlanResult:
     """Memory and speed for one plan. Raises MlrigError on bad input.
+    `alternatives`: also the other engines' decode/prefill (`alternative_engines`; `mlrig plan`).
 
     `arch`/`gpu` may be passed pre-resolved (sweeps over many GPUs resolve once);
     `gpu_overrides` replaces datasheet figures with measured ones (`mlrig plan --machine local`).
@@ -227,6 +246,19 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
             training = estimate_training_run(arch, p, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
+    if alternatives and p.workload.task == "inference" and p.workload.load == "static" and p.workload.engine:
+        others: dict[str, dict[str, float]] = {}
+        for name in alternative_engines(p.workload.precision, gpu, p.workload.engine):
+            q = p.model_copy(update={"workload": p.workload.model_copy(update={"engine": name,
+                                                                               "engine_version": None})})
+            try:
+                perf = estimate_performance(arch, q, gpu, estimate_memory(arch, q, gpu))
+            except MlrigError:
+                continue  # an engine that refuses this setup is left out
+            if perf.decode_tok_s and perf.prefill_tok_s:
+                others[name] = {"decode_tok_s": round(perf.decode_tok_s, 2),
+                                "prefill_tok_s": round(perf.prefill_tok_s, 1)}
+        performance = performance.model_copy(update={"other_engines": others})
     return PlanResult(
         id=p.id,
         fits=memory.fits,

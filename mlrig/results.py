@@ -35,6 +35,9 @@ class Performance(BaseModel):
     bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
     explanation: str | None = None  # one line: what the figure is made of
     error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
+    # `mlrig plan` only: other engines that run these weights here, {"vllm": {"decode_tok_s": ..,
+    # "prefill_tok_s": ..}}, same plan otherwise (docs/PLAN-FORMAT.md)
+    other_engines: dict[str, dict[str, float]] = {}
 
 
 class TrainingRun(BaseModel):

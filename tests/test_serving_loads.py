@@ -151,3 +151,16 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
                    "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16"}})
     assert r2.performance and r8.performance
     assert r8.performance.decode_tok_s < 2.0 * r2.performance.decode_tok_s  # type: ignore[operator]
+
+
+def test_plan_shows_other_engines_side_by_side() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}, alternatives=True)
+    assert r.engine == "vllm" and r.performance is not None
+    others = r.performance.other_engines
+    assert "vllm" not in others and {"sglang", "transformers", "llama.cpp"} <= set(others)
+    # eager transformers decodes slower than vLLM's graphs on the same weights
+    assert others["transformers"]["decode_tok_s"] < r.performance.decode_tok_s  # type: ignore[operator]
+    gguf = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"},
+                     "hardware": {"gpu": "RTX 4090"}}, alternatives=True)
+    assert gguf.performance is not None and gguf.performance.other_engines == {}  # only llama.cpp runs GGUF
+    assert evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}).performance.other_engines == {}  # type: ignore[union-attr]

@@ -110,8 +110,15 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
                    if perf.time_to_train_s is not None else "")
             con.print(f"{label}: {fmt_num(perf.train_tokens_per_s)} tokens/s"
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
+        if perf.requests_per_s is not None:
+            con.print(f"Serving: {fmt_num(perf.requests_per_s, 2)} requests/s, "
+                      f"{fmt_num(perf.total_throughput_tok_s)} prompt + output tok/s")
         if perf.explanation:
             con.print(f"[dim]{escape(perf.explanation)}[/]")
+        if perf.other_engines:
+            con.print("Other engines (decode / prefill tok/s): " + " · ".join(
+                f"{name} {fmt_num(v['decode_tok_s'])} / {fmt_num(v['prefill_tok_s'])}"
+                for name, v in perf.other_engines.items()))
     if result.training is not None:
         _render_training_run(con, result.training)
     if lims:
@@ -236,7 +243,7 @@ def plan_outputs(data: dict[str, Any], overrides: dict[str, Any] | None = None, 
 
     plan = parse_plan(data)
     arch, gpu_spec = arch or resolve_arch(plan), resolve_hardware(plan, overrides)
-    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec, alternatives=True)
     lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
     return result, plan, lims
 
