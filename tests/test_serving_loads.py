@@ -164,3 +164,24 @@ def test_plan_shows_other_engines_side_by_side() -> None:
                      "hardware": {"gpu": "RTX 4090"}}, alternatives=True)
     assert gguf.performance is not None and gguf.performance.other_engines == {}  # only llama.cpp runs GGUF
     assert evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}).performance.other_engines == {}  # type: ignore[union-attr]
+
+
+# ---- releases in memory -------------------------------------------------------------------------
+def test_old_transformers_holds_logits_for_every_prompt_token() -> None:
+    """30k-token prompt, Llama-3.2-1B (vocab 128256): bf16 logits + fp32 upcast = 30000 x 128256 x 6 B
+    = 21.5 GiB more before transformers 4.45 than after."""
+    def peak(version: str) -> float:
+        r = evaluate({"model": "llama-3.2-1b", "workload": {"engine": "transformers", "engine_version": version,
+                      "prompt_tokens": 30000, "output_tokens": 10}, "hardware": {"gpu": "h100-sxm-80gb"}})
+        assert r.memory is not None
+        return r.memory.activations_gib
+    assert peak("4.38") - peak("4.46") == pytest.approx(30000 * 128256 * 6 / 2**30, rel=0.01)
+
+
+def test_vllm_v0_profile_run_shrinks_the_kv_pool_at_long_max_model_len() -> None:
+    def kv(version: str) -> int:
+        r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "engine_version": version,
+                      "max_model_len": 32768, "prompt_tokens": 512}, "hardware": {"gpu": "RTX 4090"}})
+        assert r.kv_cache_capacity_tokens is not None
+        return r.kv_cache_capacity_tokens
+    assert kv("0.6.4") < 0.8 * kv("0.10.1")

@@ -153,14 +153,27 @@ def _gib(x: float) -> float:
 # inference
 # ---------------------------------------------------------------------------------------------
 
-def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool) -> float:
+def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None) -> float:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
-    with >= 70 GiB, 2048 / 256 otherwise (OpenAI server)."""
+    with >= 70 GiB, 2048 / 256 otherwise (OpenAI server).
+    vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
+    max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
+    pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
+    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both."""
+    from mlrig.estimators.engines import vllm_v1
+
     big = gpu.memory_gib >= 70
     tokens = 8192 if big else 2048
     seqs = 1024 if big else 256
+    if plan is not None:
+        w = plan.workload
+        if not vllm_v1(w.engine_version):
+            tokens = max(w.max_model_len or w.context, 2048)
+            seqs = 256
+        tokens = w.max_num_batched_tokens or tokens
+        seqs = w.max_num_seqs or seqs
     per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch)) * 2
     act = tokens * per_token
     if last_stage:
@@ -213,7 +226,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     concurrency: float | None = None
 
     if engine in PAGED_ENGINES:
-        act = _vllm_activation_bytes(arch, gpu, last_stage=True)
+        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None)
         non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             util = w.gpu_memory_utilization or 0.9  # vLLM default --gpu-memory-utilization
@@ -285,6 +298,15 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         act = _prefill_activation_bytes(arch, batch * max(1, w.prompt_tokens), w.flash_attention,
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
         act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
+        from mlrig.estimators.engines import transformers_full_logits
+
+        if engine in ("transformers", "hf", "pytorch", "torch") and transformers_full_logits(w.engine_version):
+            # transformers < 4.45: the prefill's forward returns logits for every prompt position
+            # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
+            # forward: prompt x vocab x (2 + 4) bytes per sequence.
+            act += batch * max(1, w.prompt_tokens) * arch.vocab_size * 6.0 / pp
+            notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
+                         f"{w.prompt_tokens} prompt tokens in the prefill")
     host = _load_host_bytes(weights)
     if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
         host += cpu_share * (weights + kv) * tp * pp
