@@ -235,18 +235,23 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.performance import estimate_performance
 
     p, notes = with_defaults(p, gpu, arch)
-    notes = [*arch.notes, *gpu.resolution_notes, *notes]
+    notes = [*arch.notes, *gpu.resolution_notes, *notes, *check_setup(arch, p)]
     try:
         memory = estimate_memory(arch, p, gpu)
-        performance = estimate_performance(arch, p, gpu, memory)
+        refusal = engine_refusal(p, memory)
+        if refusal:
+            notes.append(refusal)
+        performance = None if refusal else estimate_performance(arch, p, gpu, memory)
         training = None
         if p.workload.task != "inference":
             from mlrig.estimators.training_speed import estimate_training_run
 
+            assert performance is not None  # only inference engines refuse
             training = estimate_training_run(arch, p, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
-    if alternatives and p.workload.task == "inference" and p.workload.load == "static" and p.workload.engine:
+    if (alternatives and performance is not None and p.workload.task == "inference"
+            and p.workload.load == "static" and p.workload.engine):
         others: dict[str, dict[str, float]] = {}
         for name in alternative_engines(p.workload.precision, gpu, p.workload.engine):
             q = p.model_copy(update={"workload": p.workload.model_copy(update={"engine": name,
@@ -272,6 +277,68 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         training=training,
         notes=notes,
     )
+
+
+def check_setup(arch: ModelArch, p: Plan) -> list[str]:
+    """Refuse what the model or the engine cannot do, in one line naming the limit (MlrigError);
+    return warnings for what is allowed but risky.
+    - A context above the model's maximum (`max_position_embeddings`, after any rope scaling its
+      config declares) is an error, or with `allow_long_context` a warning naming the rope scaling
+      factor needed; learned position tables (GPT-2, OPT) cannot be extended at all.
+    - Tensor parallelism splits attention heads across GPUs: the query heads must divide by TP, and
+      the KV heads must divide by TP or TP by them (vLLM replicates KV heads when TP > KV heads;
+      Megatron-LM's and vLLM's own checks)."""
+    notes: list[str] = []
+    w, hw = p.workload, p.hardware
+    # Inference only: fine-tuning past the trained length is how long-context models are made
+    # (MLPerf's Llama-2-70B LoRA trains at 8192 on a 4096-token model).
+    # The last generated token is never fed back, so it needs no position of its own.
+    held = w.context_tokens or (w.prompt_tokens + max(0, w.output_tokens - 1))
+    ctx = max(held, w.max_model_len or 0) if w.task == "inference" else 0
+    limit = arch.max_position_embeddings
+    if limit and ctx > limit:
+        name = arch.hf_id or arch.id
+        if arch.learned_position_embeddings:
+            raise MlrigError(f"context {ctx:,} tokens exceeds {name}'s maximum of {limit:,}: its position table is "
+                             "learned and cannot be stretched; lower --context/--prompt/--output")
+        factor = ctx / limit
+        if not w.allow_long_context:
+            raise MlrigError(f"context {ctx:,} tokens exceeds {name}'s maximum of {limit:,} "
+                             "(max_position_embeddings); lower it, or pass --allow-long-context "
+                             f"(needs rope scaling x{factor:.3g}, e.g. YaRN)")
+        notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
+                     f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
+    tp = hw.tensor_parallel
+    if tp > 1:
+        heads, kv = arch.num_heads, arch.num_kv_heads or arch.num_heads
+        if heads % tp or (kv % tp if kv >= tp else tp % kv):
+            ok = [t for t in range(1, min(heads, 64) + 1)
+                  if heads % t == 0 and (kv % t == 0 if kv >= t else t % kv == 0)]
+            raise MlrigError(f"tensor_parallel {tp} does not divide {arch.hf_id or arch.id}'s {heads} attention "
+                             f"heads / {kv} KV heads; use one of {', '.join(map(str, ok[:8]))}")
+    return notes
+
+
+def engine_refusal(p: Plan, memory: Any) -> str | None:
+    """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
+    size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
+    when the pool cannot hold one max_model_len sequence ("ValueError: ... max seq len ... is larger
+    than the maximum number of tokens that can be stored in KV cache"). Such a setup gets no speed."""
+    from mlrig.estimators.memory import PAGED_ENGINES
+
+    if p.workload.task != "inference" or getattr(memory, "engine", "") not in PAGED_ENGINES:
+        return None
+    cap = memory.kv_cache_capacity_tokens or 0
+    need = max(p.workload.context, p.workload.max_model_len or 0)
+    if not memory.fits or cap < need:
+        if memory.breakdown.weights_gib + memory.breakdown.activations_gib + memory.breakdown.overhead_gib > \
+                memory.breakdown.gpu_capacity_gib * (p.workload.gpu_memory_utilization or 0.9):
+            why = "weights + profiled activations exceed its memory reservation"
+        else:
+            why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
+        return (f"{p.workload.engine} would refuse to start: {why}; no speed is given. Lower the context / "
+                "--max-model-len, raise --gpu-memory-utilization, or add GPUs")
+    return None
 
 
 def evaluate_case(obj: Any) -> PlanResult:

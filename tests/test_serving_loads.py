@@ -185,3 +185,36 @@ def test_vllm_v0_profile_run_shrinks_the_kv_pool_at_long_max_model_len() -> None
         assert r.kv_cache_capacity_tokens is not None
         return r.kv_cache_capacity_tokens
     assert kv("0.6.4") < 0.8 * kv("0.10.1")
+
+
+# ---- honest refusals ----------------------------------------------------------------------------
+def test_context_above_the_model_maximum_is_refused_or_warned() -> None:
+    with pytest.raises(MlrigError, match=r"maximum of 1,024.*learned"):
+        evaluate({"model": "gpt2", "workload": {"context_tokens": 8192}, "hardware": {"gpu": "RTX 4090"}})
+    with pytest.raises(MlrigError, match=r"maximum of 4,096.*--allow-long-context.*x2"):
+        evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"context_tokens": 8192},
+                  "hardware": {"gpu": "RTX 4090"}})
+    ok = evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"context_tokens": 8192,
+                   "allow_long_context": True}, "hardware": {"gpu": "RTX 4090"}})
+    assert any("rope scaling x2" in n for n in ok.notes)
+    # a 4096-token prompt and its first token fit a 4096-position model
+    evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"prompt_tokens": 4096, "output_tokens": 1},
+              "hardware": {"gpu": "RTX 4090"}})
+
+
+def test_tp_must_divide_the_heads() -> None:
+    # Llama-3-70B: 64 heads, 8 KV heads. TP 3 divides neither; TP 16 replicates KV heads (allowed).
+    with pytest.raises(MlrigError, match=r"does not divide.*64 attention heads / 8 KV heads; use one of 1, 2, 4, 8"):
+        evaluate({"model": "llama-3-70b", "hardware": {"gpu": "h100-sxm-80gb", "count": 3, "tensor_parallel": 3}})
+    r = evaluate({"model": "llama-3-70b", "hardware": {"gpu": "h100-sxm-80gb", "count": 16, "tensor_parallel": 16}})
+    assert r.error is None
+
+
+def test_a_vllm_setup_that_would_not_start_gets_no_speed() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "max_model_len": 131072},
+                  "hardware": {"gpu": "RTX 4090"}})
+    assert r.performance is None and r.fits is not None
+    assert any("would refuse to start" in n and "131,072" in n for n in r.notes)
+    big = evaluate({"model": "llama-3-70b", "workload": {"engine": "vllm", "precision": "bf16"},
+                    "hardware": {"gpu": "RTX 4090"}})
+    assert big.performance is None and any("exceed its memory reservation" in n for n in big.notes)
