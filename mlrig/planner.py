@@ -362,8 +362,11 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
+    ctx_max = max_context_tokens(arch, p, gpu)
+    if arch.max_position_embeddings and not p.workload.allow_long_context and p.workload.task == "inference":
+        ctx_max = min(ctx_max, arch.max_position_embeddings)  # the model's own limit (check_setup)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
-        "max_context_tokens": max_context_tokens(arch, p, gpu),
+        "max_context_tokens": ctx_max,
         "min_gpus": min_gpus(arch, p, gpu),
     }

@@ -218,3 +218,16 @@ def test_a_vllm_setup_that_would_not_start_gets_no_speed() -> None:
     big = evaluate({"model": "llama-3-70b", "workload": {"engine": "vllm", "precision": "bf16"},
                     "hardware": {"gpu": "RTX 4090"}})
     assert big.performance is None and any("exceed its memory reservation" in n for n in big.notes)
+
+
+def test_largest_context_is_capped_at_the_model_maximum() -> None:
+    from mlrig.planner import limits
+    assert limits({"model": "gpt2", "hardware": {"gpu": "RTX 4090"}})["max_context_tokens"] == 1024
+
+
+def test_spilled_llama_cpp_layers_count_in_host_ram() -> None:
+    fits = evaluate({"model": "llama-3-70b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "h100-sxm-80gb"}})
+    spill = evaluate({"model": "llama-3-70b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "RTX 4090"}})
+    assert fits.memory and spill.memory and not spill.fits
+    # ~40 GiB of Q4_K_M weights on a 24 GiB card: well over 10 GiB of layers live in host RAM
+    assert spill.memory.host_ram_gib > fits.memory.host_ram_gib + 10

@@ -313,6 +313,13 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     fits = used <= cap
+    if llama_cpp and not fits and not cpu_share and weights > 0:
+        # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
+        # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
+        spill = min(1.0, (used - cap) / weights)
+        host += spill * (weights + kv) * tp * pp
+        notes.append(f"does not fit in VRAM: ~{spill:.0%} of layers would run from host RAM "
+                     f"(-ngl {int(arch.num_layers * (1 - spill))}); host RAM counts them")
     if kv_tok > 0:
         capacity_tokens = max(0, int((cap - weights - act - overhead) // kv_tok))
         concurrency = capacity_tokens / ctx
