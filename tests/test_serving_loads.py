@@ -231,3 +231,14 @@ def test_spilled_llama_cpp_layers_count_in_host_ram() -> None:
     assert fits.memory and spill.memory and not spill.fits
     # ~40 GiB of Q4_K_M weights on a 24 GiB card: well over 10 GiB of layers live in host RAM
     assert spill.memory.host_ram_gib > fits.memory.host_ram_gib + 10
+
+
+def test_old_vllm_pays_host_time_per_sequence_new_vllm_overlaps_it() -> None:
+    """vLLM < 0.12 serialises ~100 us of host work per running sequence per step (DLVLLM-* rows);
+    async scheduling (0.12+, the default release) hides it behind the GPU."""
+    from mlrig.estimators import efficiency as eff
+
+    old = evaluate(_plan(load="concurrency", batch_size=128, engine_version="0.10.1")).performance
+    new = evaluate(_plan(load="concurrency", batch_size=128)).performance
+    assert old and new and old.tpot_ms and new.tpot_ms
+    assert old.tpot_ms - new.tpot_ms == pytest.approx(128 * eff.SEQ_STEP_OVERHEAD_S["vllm"] * 1e3, rel=0.05)

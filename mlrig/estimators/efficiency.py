@@ -158,6 +158,17 @@ STEP_OVERHEAD_S: dict[str, float] = {
     "mlc": 0.5e-3,
 }
 
+# Host-side time per running sequence per decode iteration (scheduling, block tables, sampling,
+# detokenising and streaming each sequence's output): it grows with the batch, unlike the per-step
+# figure above. vLLM (Python scheduler and output processing): its offline runs on one A100 80GB at
+# 50-232 running sequences (DLVLLM-0076/0078/0080/0082/0086) leave 96-110 us per sequence per step
+# above the roofline; at 10-20 sequences the same rows leave more (fixed costs). Engines with a C++
+# batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
+# users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
+# performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
+# scheduler since 0.4) and TGI: no rows, 0.
+SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
+
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
 BW_EFF["trt-llm-2023"] = BW_EFF["trt-llm"]

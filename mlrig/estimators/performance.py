@@ -329,11 +329,13 @@ def pass_time(
     tokens_in_pass: int = 1,
     decode: bool = True,
     serial_gpus: int = 1,
+    seq_step_s: float = 0.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
-    unchanged by the split except for (n-1) hidden-state hand-offs."""
+    unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
+    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
     mclass = gpu_memory_class(gpu)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
     fam = format_family(precision)
@@ -348,7 +350,8 @@ def pass_time(
         if fam != "f16" and dtype == "fp16":
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
-    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (eff.STEP_OVERHEAD_S[engine] if decode else 0.0)
+    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
+        eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
     if not decode:
         overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN / tp
     comm_s = 0.0
@@ -389,6 +392,19 @@ class _Setup:
     tp: int
     serial: int
     link: Interconnect | None
+    seq_step_s: float = 0.0
+
+
+def host_seq_step_s(engine: str, version: str | None) -> float:
+    """Host time per running sequence per decode step left exposed (efficiency.SEQ_STEP_OVERHEAD_S).
+    vLLM from 0.12 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
+    vllm-project/vllm PR #27614, Q4 2025 roadmap "Async Scheduling on by default"), hiding this host
+    time (so does the current release assumed when none is given); earlier releases serialise it."""
+    from mlrig.estimators.engines import before
+
+    if engine == "vllm" and not before(version, (0, 12)):
+        return 0.0
+    return eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
 
 
 def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
@@ -403,7 +419,7 @@ def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = plan_link(plan, gpu) if tp > 1 or serial > 1 else None
-    return _Setup(engine, w.precision, kvp, tp, serial, link)
+    return _Setup(engine, w.precision, kvp, tp, serial, link, host_seq_step_s(engine, w.engine_version))
 
 
 def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
@@ -435,7 +451,7 @@ def _timed(cost: PassCost, arch: ModelArch, gpu: GPU, s: _Setup, tokens_in_pass:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
                      hidden=arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial)
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s)
 
 
 def decode_step(
@@ -562,9 +578,13 @@ def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
         users = w.num_requests or w.batch_size
         limit = min(x for x in (cap, slots, users) if x is not None)
         if users <= limit:  # one wave: every request starts together, as a static batch
-            return estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
-                update={"load": "static", "batch_size": users})}), gpu, memory).model_copy(
-                update={"requests_per_s": None})
+            perf = estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
+                update={"load": "static", "batch_size": users})}), gpu, memory)
+            thr = perf.throughput_tok_s or 0.0
+            out_tok = max(1, w.output_tokens)
+            return perf.model_copy(update={
+                "requests_per_s": thr / out_tok,
+                "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = serving.load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
     elif w.load == "rate":
         pt = serving.load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)

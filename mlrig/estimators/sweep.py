@@ -142,7 +142,7 @@ def sweep(
     mem_s = (w_read / (bw[Gx] * fmt[Px]) + b[Bx] * kv_seq * kv_reads[Mx] / bw[Gx]) / t[Tx]
     flops = b[Bx] * (2.0 * mm[Mx] + att_dec[MC])
     comp_s = flops / peak[GP] / t[Tx]
-    over = layers[Mx] * eff.LAYER_OVERHEAD_S[eng] + eff.STEP_OVERHEAD_S[eng]
+    over = layers[Mx] * eff.LAYER_OVERHEAD_S[eng] + eff.STEP_OVERHEAD_S[eng] + b[Bx] * perf.host_seq_step_s(eng, None)
     dec_s = np.maximum(comp_s, mem_s) + over + comm(b[Bx])
 
     # prefill of `context` tokens per sequence
