@@ -242,3 +242,19 @@ def test_old_vllm_pays_host_time_per_sequence_new_vllm_overlaps_it() -> None:
     new = evaluate(_plan(load="concurrency", batch_size=128)).performance
     assert old and new and old.tpot_ms and new.tpot_ms
     assert old.tpot_ms - new.tpot_ms == pytest.approx(128 * eff.SEQ_STEP_OVERHEAD_S["vllm"] * 1e3, rel=0.05)
+
+
+def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
+    """16 users with fixed lengths and no request count stay in step: without chunked prefill (TRT-LLM
+    here) every first token comes after the 16 prompts' batched prefill (LMDeploy profile_generation:
+    Llama-2-7B, 16 x 2048 tokens, TTFT 2.9 s vs 0.14 s alone, LMDEPLOY-0014 / -0007)."""
+    from mlrig.planner import resolve_arch
+
+    data = _plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048, output_tokens=128)
+    r = evaluate(data)
+    p = parse_plan(data)
+    wave = prefill_pass(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 16, 2048).seconds
+    assert r.performance and r.performance.ttft_ms == pytest.approx(wave * 1e3, rel=1e-6)
+    spread = evaluate(_plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048,
+                            output_tokens=128, num_requests=1600)).performance
+    assert spread and spread.ttft_ms is not None and spread.ttft_ms < 0.5 * r.performance.ttft_ms

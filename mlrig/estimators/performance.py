@@ -589,7 +589,10 @@ def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     elif w.load == "rate":
         pt = serving.load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
-        pt = serving.load_point(arch, plan, gpu, users=w.batch_size, slots=slots, cap=cap, budget=budget)
+        users = w.batch_size
+        wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
+        pt = serving.load_point(arch, plan, gpu, users=users, slots=slots, cap=cap, budget=budget,
+                                wave_weight=wave)
     single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
     total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
     capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""

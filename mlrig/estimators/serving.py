@@ -23,6 +23,10 @@ iteration that samples its first token:
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
 - requests beyond the running cap wait for a slot: (users - n) / n request durations.
+A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
+(`wave_ttft_s`). With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
+request sees the wave (LMDeploy's profile_generation rows); with `num_requests` N > users only the
+first users / N of the requests do, the rest arrive into the steady state.
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time; a rate run (Poisson arrivals) runs as many
 sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
@@ -107,8 +111,21 @@ def _iteration(arch: ModelArch, plan: Plan, gpu: GPU, n: int, prefill_s_per_toke
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
+def wave_ttft_s(arch: ModelArch, plan: Plan, gpu: GPU, m: int, budget: int | None) -> float:
+    """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
+    lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
+    batch and every first token comes at its end; with chunked prefill (FCFS, `budget` tokens per
+    iteration) the i-th prompt is done after i prompts' work, (m + 1) / 2 on average."""
+    from mlrig.estimators.performance import prefill_pass
+
+    prompt = max(1, plan.workload.prompt_tokens)
+    batch_s = prefill_pass(arch, plan, gpu, m, prompt).seconds
+    return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
+
+
 def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = None, rate: float | None = None,
-               slots: int | None = None, cap: int | None = None, budget: int | None = None) -> LoadPoint:
+               slots: int | None = None, cap: int | None = None, budget: int | None = None,
+               wave_weight: float = 0.0) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
@@ -161,5 +178,12 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
     queue = step / 2.0 + wait_prefill + slot_wait
     if saturated:
         queue = math.inf
+    ttft = queue + own
+    if wave_weight > 0 and not saturated:
+        # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
+        # into the steady state above; the wave's later members past the cap also wait for slots.
+        wave = wave_ttft_s(arch, plan, gpu, n, budget) + slot_wait
+        ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
+        queue = ttft - own
     return LoadPoint(running=n, step_s=step, throughput_tok_s=throughput, requests_per_s=lam,
-                     ttft_s=queue + own, queue_s=queue, bound=bound, saturated=saturated)
+                     ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
