@@ -55,6 +55,7 @@ class Calibration:
 
 CAL = Calibration()
 
+MLX_PREFILL_STEP = 2048  # mlx_lm.generate.generate_step(prefill_step_size=2048)
 VLLM_BLOCK_TOKENS = 16  # vLLM default --block-size (vllm/config CacheConfig)
 # Serving engines that pre-allocate a paged KV pool (in VLLM_BLOCK_TOKENS blocks) after profiling.
 PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
@@ -295,7 +296,11 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         # is the activation peak (logits only for the last position since transformers 4.45,
         # fp32: batch x vocab x 4).
         kv = kv_tok * ctx * batch
-        act = _prefill_activation_bytes(arch, batch * max(1, w.prompt_tokens), w.flash_attention,
+        # mlx-lm prefills in steps of `prefill_step_size` tokens (mlx_lm generate_step: 2048 in current
+        # releases), so its activation peak is one step's, not the whole prompt's.
+        step_tokens = min(max(1, w.prompt_tokens), MLX_PREFILL_STEP) if engine.startswith("mlx") else \
+            max(1, w.prompt_tokens)
+        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention,
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
         act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
         from mlrig.estimators.engines import transformers_full_logits
