@@ -252,6 +252,12 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
 # 0.65 above). Bandwidth 0.85 of peak, the 4-bit family at 1.0, 40 us per layer (MLX compiles
 # each layer's element-wise ops into fused kernels; Metal llama.cpp 90 us).
 BW_EFF["mlx"] = {**BW_EFF["mlx"], "unified": 0.85}
+# TinyChat prefill on GDDR (fitted): its FP16 path (cuBLAS, FP32 accumulate) prefills Llama-2-7B /
+# Llama-3-8B on an RTX 4090 at 8.8-10.2k tok/s (TINYCHAT-0024..0029, -0036..0041): ~0.85-0.9 of the
+# 165 TFLOPS FP32-accumulate peak; TinyChat 2.0's W4A16 GEMMs (FP16 accumulate, 2x peak on GeForce,
+# performance.pass_time) reach 15-17k tok/s (TINYCHAT-0030..0035, -0042..0047): ~0.75 of 330 TFLOPS,
+# i.e. 0.85 x QUANT_PREFILL_EFF. TinyChat 1.x (TINYCHAT-0080..0084) is slower: not separated.
+COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "gddr": 0.85}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 

@@ -344,6 +344,8 @@ def pass_time(
     memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
     dtype = gemm_dtype(precision, engine)
     peak = peak_tflops(gpu, dtype, engine)
+    if peak and engine == "tinychat" and fam != "f16" and gpu.hardware_class == "geforce":
+        peak *= 2.0  # TinyChat 2.0's W4A16 GEMMs accumulate in FP16 (its README), 2x on GeForce (see peak_tflops)
     compute_s = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
