@@ -258,3 +258,12 @@ def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
     spread = evaluate(_plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048,
                             output_tokens=128, num_requests=1600)).performance
     assert spread and spread.ttft_ms is not None and spread.ttft_ms < 0.5 * r.performance.ttft_ms
+
+
+def test_offline_without_a_request_count_is_max_throughput() -> None:
+    """'Maximum achievable throughput' tables state no batch: the engine runs at its cap."""
+    implicit = evaluate(_plan(engine="trt-llm", load="offline")).performance
+    capped = evaluate(_plan(engine="trt-llm", load="offline", num_requests=100_000, max_num_seqs=256)).performance
+    assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s)
+    one = evaluate(_plan(engine="trt-llm", load="offline", batch_size=1)).performance
+    assert one and one.throughput_tok_s < 0.1 * implicit.throughput_tok_s  # type: ignore[operator]

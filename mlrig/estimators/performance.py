@@ -577,7 +577,11 @@ def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
     slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
     if w.load == "offline":
-        users = w.num_requests or w.batch_size
+        # An offline run with no request count is a max-throughput run: enough requests to keep the
+        # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
+        given = "batch_size" in w.model_fields_set
+        users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
+                                                                if (cap or slots) else w.batch_size))
         limit = min(x for x in (cap, slots, users) if x is not None)
         if users <= limit:  # one wave: every request starts together, as a static batch
             perf = estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
