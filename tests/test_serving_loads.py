@@ -264,6 +264,6 @@ def test_offline_without_a_request_count_is_max_throughput() -> None:
     """'Maximum achievable throughput' tables state no batch: the engine runs at its cap."""
     implicit = evaluate(_plan(engine="trt-llm", load="offline")).performance
     capped = evaluate(_plan(engine="trt-llm", load="offline", num_requests=100_000, max_num_seqs=256)).performance
-    assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s)
+    assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s, rel=0.05)
     one = evaluate(_plan(engine="trt-llm", load="offline", batch_size=1)).performance
     assert one and one.throughput_tok_s < 0.1 * implicit.throughput_tok_s  # type: ignore[operator]
