@@ -267,3 +267,14 @@ def test_offline_without_a_request_count_is_max_throughput() -> None:
     assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s, rel=0.05)
     one = evaluate(_plan(engine="trt-llm", load="offline", batch_size=1)).performance
     assert one and one.throughput_tok_s < 0.1 * implicit.throughput_tok_s  # type: ignore[operator]
+
+
+def test_eager_transformers_pays_per_quantised_linear() -> None:
+    from mlrig.estimators import efficiency as eff
+
+    def over(precision: str) -> float:
+        data = _plan(engine="transformers", precision=precision)
+        p = parse_plan(data)
+        from mlrig.planner import resolve_arch
+        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).overhead_s
+    assert over("gptq") - over("fp16") == pytest.approx(32 * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S)

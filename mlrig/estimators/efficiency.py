@@ -127,6 +127,13 @@ LAYER_OVERHEAD_S: dict[str, float] = {
     "mlc": 40e-6,
 }
 
+# HF transformers with quantised weights (GPTQ through AutoGPTQ / Optimum, int8 bitsandbytes): each
+# quantised linear is a Python module launching its own de-quantise + GEMM kernels. Llama-2-13B GPTQ
+# 4-bit decodes at 19-35 tok/s on an A100 (OPTGPTQ-0004..0006, -0052..0054; fp16 at 27-33 tok/s,
+# OPTGPTQ-0002/0051) where its 7 GB read alone would allow ~150: ~0.45 ms per layer more than fp16,
+# ~65 us per quantised linear.
+TRANSFORMERS_QUANT_LINEAR_S = 65e-6
+
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
 # rows leave 60-85 us per token over 32 layers after the GEMM term (RTX 3090, A6000, A40, A100,

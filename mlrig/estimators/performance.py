@@ -354,6 +354,10 @@ def pass_time(
         compute_s = cost.flops / (ce * peak * 1e12) / tp
     overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
         eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
+    if engine == "transformers" and fam in ("gpu4", "q8"):
+        # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
+        # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
+        overhead_s += layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
     if not decode:
         overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN / tp
     comm_s = 0.0
