@@ -278,3 +278,13 @@ def test_eager_transformers_pays_per_quantised_linear() -> None:
         from mlrig.planner import resolve_arch
         return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).overhead_s
     assert over("gptq") - over("fp16") == pytest.approx(32 * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S)
+
+
+def test_engines_without_continuous_batching_serve_one_request_at_a_time() -> None:
+    solo = evaluate(_plan(engine="transformers", load="concurrency", batch_size=1)).performance
+    eight = evaluate(_plan(engine="transformers", load="concurrency", batch_size=8)).performance
+    slots = evaluate(_plan(engine="transformers", load="concurrency", batch_size=8, max_num_seqs=8)).performance
+    assert solo and eight and slots and eight.ttft_ms and solo.ttft_ms
+    assert eight.throughput_tok_s == pytest.approx(solo.throughput_tok_s)  # one runs, seven wait
+    assert eight.ttft_ms > 5 * solo.ttft_ms
+    assert slots.throughput_tok_s > 4 * solo.throughput_tok_s  # type: ignore[operator]

@@ -52,10 +52,14 @@ if TYPE_CHECKING:
 # - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2+; v0.1's
 #   profile_throughput ran at the concurrency given);
 # - TGI: --max-concurrent-requests 128; SGLang: no fixed cap (sized from the KV pool).
-# Engines without continuous batching (transformers generate, llama.cpp's server with one slot)
-# run one static batch.
+# Engines without continuous batching serve one request at a time unless told otherwise: HF
+# transformers `generate`, gpt-fast, TinyChat and mlx-lm's server; llama.cpp's server runs
+# `--parallel` slots (give it as max_num_seqs), 1 assumed. Under a concurrency / rate load the
+# other users wait for the slot (serving.load_point's slot wait).
 DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
     "vllm": 256, "trt-llm": 256, "trt-llm-2023": 256, "lmdeploy": 128, "tgi": 128, "sglang": None,
+    "transformers": 1, "gpt-fast": 1, "tinychat": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
+    "llama.cpp-metal": 1,
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
 BIG_GPU_GIB = 70.0
