@@ -241,6 +241,13 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         refusal = engine_refusal(p, memory)
         if refusal:
             notes.append(refusal)
+        elif (p.workload.task == "inference" and (p.workload.engine or "").lower() == "vllm"
+              and p.workload.max_model_len is None and arch.max_position_embeddings
+              and memory.kv_cache_capacity_tokens is not None
+              and memory.kv_cache_capacity_tokens < arch.max_position_embeddings):
+            notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
+                         f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
+                         f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
         performance = None if refusal else estimate_performance(arch, p, gpu, memory)
         training = None
         if p.workload.task != "inference":

@@ -288,3 +288,9 @@ def test_engines_without_continuous_batching_serve_one_request_at_a_time() -> No
     assert eight.throughput_tok_s == pytest.approx(solo.throughput_tok_s)  # one runs, seven wait
     assert eight.ttft_ms > 5 * solo.ttft_ms
     assert slots.throughput_tok_s > 4 * solo.throughput_tok_s  # type: ignore[operator]
+
+
+def test_vllm_default_max_model_len_that_does_not_fit_is_named() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm"}, "hardware": {"gpu": "RTX 4090"}})
+    assert r.performance is not None and r.kv_cache_capacity_tokens is not None
+    assert any(f"--max-model-len {r.kv_cache_capacity_tokens} or less" in n for n in r.notes)
