@@ -294,3 +294,13 @@ def test_vllm_default_max_model_len_that_does_not_fit_is_named() -> None:
     r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm"}, "hardware": {"gpu": "RTX 4090"}})
     assert r.performance is not None and r.kv_cache_capacity_tokens is not None
     assert any(f"--max-model-len {r.kv_cache_capacity_tokens} or less" in n for n in r.notes)
+
+
+def test_offloaded_layers_are_checked_against_the_host_ram_present() -> None:
+    plan = {"model": "llama-3-70b", "workload": {"precision": "q4_k_m", "engine": "llama.cpp", "gpu_layers": 40},
+            "hardware": {"gpu": "RTX 4090"}}
+    roomy = evaluate({**plan, "hardware": {"gpu": "RTX 4090", "host_ram_gib": 128}})
+    tight = evaluate({**plan, "hardware": {"gpu": "RTX 4090", "host_ram_gib": 8}})
+    assert roomy.memory and tight.memory and roomy.memory.host_ram_gib > 15
+    assert not tight.fits and any("GiB of host RAM; only 8 GiB" in n for n in tight.memory.notes)
+    assert roomy.fits is not False or roomy.memory.per_gpu_gib > roomy.memory.gpu_capacity_gib

@@ -213,7 +213,8 @@ def plan_cmd(
                              allow_long_context=allow_long_context)
     overrides = None
     if machine is not None:
-        gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)
+        gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)
+        fields["host_ram_gib"] = ram_gib  # offload's host RAM is checked against what this machine has
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
@@ -256,10 +257,12 @@ def plan_json(result: PlanResult, lims: dict[str, int | None] | None) -> dict[st
     return out
 
 
-def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
+def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None,
+                                                           float]:
     """This machine's measured figures from the latest `mlrig probe`: the GPU it has (unless --gpu
     names one), GPU fields measured there (bandwidth, matmul TFLOPS), the host's STREAM triad
-    bandwidth (for CPU-offloaded layers) and the disk's sequential write rate in GB/s (checkpoints).
+    bandwidth (for CPU-offloaded layers), the disk's sequential write rate in GB/s (checkpoints) and
+    the host RAM present (GiB, checked against what offloaded layers need).
     Measured rates are achieved, not peak, so the speed model's
     efficiency factors on top make the estimate conservative."""
     from mlrig.catalog.gpus import resolve_gpu
@@ -281,7 +284,7 @@ def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str,
     elif local is not None and resolve_gpu(gpu).id == local.catalog_id:
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
     disk = profile.disk_bench.seq_write_mb_s / 1e3 if profile.disk_bench else None
-    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk
+    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk, profile.memory.total_gib
 
 
 def register(app: typer.Typer) -> None:

@@ -325,6 +325,9 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         host += spill * (weights + kv) * tp * pp
         notes.append(f"does not fit in VRAM: ~{spill:.0%} of layers would run from host RAM "
                      f"(-ngl {int(arch.num_layers * (1 - spill))}); host RAM counts them")
+    if hw.host_ram_gib is not None and host > hw.host_ram_gib * GiB:
+        fits = False  # offloaded layers (or loading) need more host RAM than the machine has
+        notes.append(f"needs {_gib(host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB present/given")
     if kv_tok > 0:
         capacity_tokens = max(0, int((cap - weights - act - overhead) // kv_tok))
         concurrency = capacity_tokens / ctx
