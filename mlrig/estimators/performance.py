@@ -102,7 +102,8 @@ ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, t
 
 def engine_family(engine: str | None, precision: str, gpu: GPU, version: str | None = None) -> str:
     """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
-    tables' family key; with no engine, `planner.default_engine`'s rule. Engines that cannot run on
+    tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
+    names one: `planner.default_engine` has the full rule). Engines that cannot run on
     the hardware are refused (MLX is Apple-only; the CUDA serving engines do not run on Apple GPUs)."""
     from mlrig.estimators import engines
 
