@@ -114,20 +114,39 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
     return data
 
 
-def default_engine(precision: str, gpu: GPU) -> str:
-    """The engine a user most likely runs when they name none: llama.cpp for GGUF formats and on Apple
-    (Metal), else Hugging Face transformers (`from_pretrained` + `generate`). One place, so memory and
-    speed always assume the same engine."""
+def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
+    """The engine a user of this setup most likely runs when they name none (issue 10; one place,
+    so memory and speed always assume the same engine):
+    - llama.cpp for GGUF formats, Apple silicon (Metal), CPU-only hosts, partial offload (-ngl), and
+      consumer AMD / Intel cards (its ROCm/Vulkan/SYCL builds are what those users run);
+    - ExLlamaV2 for EXL2 weights, MLC for its q4f16 formats;
+    - vLLM otherwise: datacentre cards, TPUs (its JAX backend), several GPUs, batched or serving
+      loads, and HF checkpoints (16-bit, GPTQ, AWQ, FP8) on NVIDIA cards. Eager HF transformers
+      is never the default: on published runs it was 37-56 % slower on decode than what users run."""
     from mlrig.estimators.performance import format_family, norm_precision
 
-    gguf = format_family(precision) in ("kquant", "legacy") or norm_precision(precision) == "q8_0"
-    if norm_precision(precision).startswith("exl2"):
+    p = norm_precision(precision)
+    gguf = format_family(precision) in ("kquant", "legacy") or p == "q8_0"
+    if p.startswith("exl2"):
         return "exllamav2"
-    if norm_precision(precision).startswith(("q4f16", "q3f16")):
+    if p.startswith(("q4f16", "q3f16")):
         return "mlc"
     if gpu.hardware_class == "tpu":
-        return "vllm"  # vLLM's TPU backend (JAX/XLA); eager PyTorch does not run on a TPU
-    return "llama.cpp" if gguf or gpu.hardware_class in ("apple", "cpu") else "transformers"
+        return "vllm"
+    offload = plan is not None and plan.workload.gpu_layers is not None
+    if gguf or offload or gpu.hardware_class in ("apple", "cpu"):
+        return "llama.cpp"
+    batched = plan is not None and (plan.workload.batch_size > 1 or plan.workload.load != "static"
+                                    or plan.hardware.total_gpus > 1)
+    if gpu.hardware_class in ("amd", "intel") and gpu_memory_class_of(gpu) != "hbm" and not batched:
+        return "llama.cpp"
+    return "vllm"
+
+
+def gpu_memory_class_of(gpu: GPU) -> str:
+    from mlrig.estimators.efficiency import memory_class
+
+    return memory_class(gpu.hardware_class, gpu.memory_type)
 
 
 def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Plan, list[str]]:
@@ -159,8 +178,19 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             w = w.model_copy(update={"precision": native})
             notes.append(f"no precision given: the weights as shipped ({native}); pass --precision to change")
     if w.engine is None:
-        w = w.model_copy(update={"engine": default_engine(w.precision, gpu)})
-        notes.append(f"no engine given: assumed {w.engine} (pass --engine vllm, llama.cpp, sglang, ... to change)")
+        w = w.model_copy(update={"engine": default_engine(w.precision, gpu, p)})
+        why = ("what users of this setup most likely run" if w.engine != "vllm"
+               else "the serving engine datacentre, multi-GPU, batched and HF-checkpoint users run")
+        notes.append(f"no engine given: assumed {w.engine}, {why} (pass --engine vllm, llama.cpp, sglang, "
+                     "transformers, ... to change)")
+    if w.engine_version is None:
+        from mlrig.estimators.engines import CURRENT
+
+        fam = w.engine.lower() if w.engine else ""
+        current = next((v for k, v in CURRENT.items() if fam.startswith(k.split(".")[0])), None)
+        if current:
+            notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
+                         "pass --engine-version for older behaviour")
     if hw.count > 1 and hw.nodes == 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1:
         assert w.engine is not None
         if w.engine.lower().startswith(("llama", "ollama")):
@@ -172,9 +202,28 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     return p.model_copy(update={"workload": w, "hardware": hw}), notes
 
 
+def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
+    """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF formats
+    only llama.cpp; Apple llama.cpp and MLX; 16-bit, FP8 and GPU 4-bit formats the serving engines and
+    transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
+    from mlrig.estimators.performance import format_family
+
+    fam = format_family(precision)
+    if gpu.hardware_class == "apple":
+        names = ["llama.cpp", "mlx"]
+    elif gpu.hardware_class == "cpu" or fam in ("kquant", "legacy"):
+        names = ["llama.cpp"]
+    else:
+        names = ["vllm", "sglang", "trt-llm", "transformers"] + (["llama.cpp"] if fam in ("f16", "q8") else [])
+        if gpu.hardware_class not in ("geforce", "workstation", "datacenter"):
+            names.remove("trt-llm")
+    return [n for n in names if not chosen.lower().startswith(n.split(".")[0])]
+
+
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
-             gpu_overrides: dict[str, Any] | None = None) -> PlanResult:
+             gpu_overrides: dict[str, Any] | None = None, alternatives: bool = False) -> PlanResult:
     """Memory and speed for one plan. Raises MlrigError on bad input.
+    `alternatives`: also the other engines' decode/prefill (`alternative_engines`; `mlrig plan`).
 
     `arch`/`gpu` may be passed pre-resolved (sweeps over many GPUs resolve once);
     `gpu_overrides` replaces datasheet figures with measured ones (`mlrig plan --machine local`).
@@ -186,17 +235,42 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.performance import estimate_performance
 
     p, notes = with_defaults(p, gpu, arch)
-    notes = [*arch.notes, *gpu.resolution_notes, *notes]
+    notes = [*arch.notes, *gpu.resolution_notes, *notes, *check_setup(arch, p)]
     try:
         memory = estimate_memory(arch, p, gpu)
-        performance = estimate_performance(arch, p, gpu, memory)
+        refusal = engine_refusal(p, memory)
+        if refusal:
+            notes.append(refusal)
+        elif (p.workload.task == "inference" and (p.workload.engine or "").lower() == "vllm"
+              and p.workload.max_model_len is None and arch.max_position_embeddings
+              and memory.kv_cache_capacity_tokens is not None
+              and memory.kv_cache_capacity_tokens < arch.max_position_embeddings):
+            notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
+                         f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
+                         f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
+        performance = None if refusal else estimate_performance(arch, p, gpu, memory)
         training = None
         if p.workload.task != "inference":
             from mlrig.estimators.training_speed import estimate_training_run
 
+            assert performance is not None  # only inference engines refuse
             training = estimate_training_run(arch, p, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
+    if (alternatives and performance is not None and p.workload.task == "inference"
+            and p.workload.load == "static" and p.workload.engine):
+        others: dict[str, dict[str, float]] = {}
+        for name in alternative_engines(p.workload.precision, gpu, p.workload.engine):
+            q = p.model_copy(update={"workload": p.workload.model_copy(update={"engine": name,
+                                                                               "engine_version": None})})
+            try:
+                perf = estimate_performance(arch, q, gpu, estimate_memory(arch, q, gpu))
+            except MlrigError:
+                continue  # an engine that refuses this setup is left out
+            if perf.decode_tok_s and perf.prefill_tok_s:
+                others[name] = {"decode_tok_s": round(perf.decode_tok_s, 2),
+                                "prefill_tok_s": round(perf.prefill_tok_s, 1)}
+        performance = performance.model_copy(update={"other_engines": others})
     result = PlanResult(
         id=p.id,
         fits=memory.fits,
@@ -234,6 +308,68 @@ def attach_validation(result: PlanResult, plan: Plan, gpu: GPU) -> None:
             perf.error_band[figure] = round(max(band, v.nearest_p90_error), 3)
 
 
+def check_setup(arch: ModelArch, p: Plan) -> list[str]:
+    """Refuse what the model or the engine cannot do, in one line naming the limit (MlrigError);
+    return warnings for what is allowed but risky.
+    - A context above the model's maximum (`max_position_embeddings`, after any rope scaling its
+      config declares) is an error, or with `allow_long_context` a warning naming the rope scaling
+      factor needed; learned position tables (GPT-2, OPT) cannot be extended at all.
+    - Tensor parallelism splits attention heads across GPUs: the query heads must divide by TP, and
+      the KV heads must divide by TP or TP by them (vLLM replicates KV heads when TP > KV heads;
+      Megatron-LM's and vLLM's own checks)."""
+    notes: list[str] = []
+    w, hw = p.workload, p.hardware
+    # Inference only: fine-tuning past the trained length is how long-context models are made
+    # (MLPerf's Llama-2-70B LoRA trains at 8192 on a 4096-token model).
+    # The last generated token is never fed back, so it needs no position of its own.
+    held = w.context_tokens or (w.prompt_tokens + max(0, w.output_tokens - 1))
+    ctx = max(held, w.max_model_len or 0) if w.task == "inference" else 0
+    limit = arch.max_position_embeddings
+    if limit and ctx > limit:
+        name = arch.hf_id or arch.id
+        if arch.learned_position_embeddings:
+            raise MlrigError(f"context {ctx:,} tokens exceeds {name}'s maximum of {limit:,}: its position table is "
+                             "learned and cannot be stretched; lower --context/--prompt/--output")
+        factor = ctx / limit
+        if not w.allow_long_context:
+            raise MlrigError(f"context {ctx:,} tokens exceeds {name}'s maximum of {limit:,} "
+                             "(max_position_embeddings); lower it, or pass --allow-long-context "
+                             f"(needs rope scaling x{factor:.3g}, e.g. YaRN)")
+        notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
+                     f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
+    tp = hw.tensor_parallel
+    if tp > 1:
+        heads, kv = arch.num_heads, arch.num_kv_heads or arch.num_heads
+        if heads % tp or (kv % tp if kv >= tp else tp % kv):
+            ok = [t for t in range(1, min(heads, 64) + 1)
+                  if heads % t == 0 and (kv % t == 0 if kv >= t else t % kv == 0)]
+            raise MlrigError(f"tensor_parallel {tp} does not divide {arch.hf_id or arch.id}'s {heads} attention "
+                             f"heads / {kv} KV heads; use one of {', '.join(map(str, ok[:8]))}")
+    return notes
+
+
+def engine_refusal(p: Plan, memory: Any) -> str | None:
+    """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
+    size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
+    when the pool cannot hold one max_model_len sequence ("ValueError: ... max seq len ... is larger
+    than the maximum number of tokens that can be stored in KV cache"). Such a setup gets no speed."""
+    from mlrig.estimators.memory import PAGED_ENGINES
+
+    if p.workload.task != "inference" or getattr(memory, "engine", "") not in PAGED_ENGINES:
+        return None
+    cap = memory.kv_cache_capacity_tokens or 0
+    need = max(p.workload.context, p.workload.max_model_len or 0)
+    if not memory.fits or cap < need:
+        if memory.breakdown.weights_gib + memory.breakdown.activations_gib + memory.breakdown.overhead_gib > \
+                memory.breakdown.gpu_capacity_gib * (p.workload.gpu_memory_utilization or 0.9):
+            why = "weights + profiled activations exceed its memory reservation"
+        else:
+            why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
+        return (f"{p.workload.engine} would refuse to start: {why}; no speed is given. Lower the context / "
+                "--max-model-len, raise --gpu-memory-utilization, or add GPUs")
+    return None
+
+
 def evaluate_case(obj: Any) -> PlanResult:
     """Like `evaluate`, but never raises: a bad case comes back with `error` set (for batch runs)."""
     case_id = obj.get("id") if isinstance(obj, dict) else None
@@ -255,8 +391,11 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
+    ctx_max = max_context_tokens(arch, p, gpu)
+    if arch.max_position_embeddings and not p.workload.allow_long_context and p.workload.task == "inference":
+        ctx_max = min(ctx_max, arch.max_position_embeddings)  # the model's own limit (check_setup)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
-        "max_context_tokens": max_context_tokens(arch, p, gpu),
+        "max_context_tokens": ctx_max,
         "min_gpus": min_gpus(arch, p, gpu),
     }

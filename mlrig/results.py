@@ -24,7 +24,9 @@ class Performance(BaseModel):
     decode_tok_s: float | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
-    throughput_tok_s: float | None = None
+    throughput_tok_s: float | None = None  # output tokens/s, all sequences
+    total_throughput_tok_s: float | None = None  # prompt + output tokens/s (serving loads)
+    requests_per_s: float | None = None  # completed requests/s (serving loads)
     train_tokens_per_s: float | None = None
     step_time_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation, a fraction
@@ -33,6 +35,9 @@ class Performance(BaseModel):
     bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
     explanation: str | None = None  # one line: what the figure is made of
     error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
+    # `mlrig plan` only: other engines that run these weights here, {"vllm": {"decode_tok_s": ..,
+    # "prefill_tok_s": ..}}, same plan otherwise (docs/PLAN-FORMAT.md)
+    other_engines: dict[str, dict[str, float]] = {}
 
 
 class TrainingRun(BaseModel):

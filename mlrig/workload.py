@@ -17,6 +17,7 @@ from mlrig.catalog.gpus import GpuSpec
 Task = Literal["inference", "finetune", "pretrain"]
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
+Load = Literal["static", "concurrency", "offline", "rate"]
 
 
 class _Strict(BaseModel):
@@ -76,6 +77,30 @@ class WorkloadSpec(_Strict):
     flash_attention: bool = True
     gpu_layers: int | None = Field(
         None, ge=0, le=100_000, description="llama.cpp -ngl: layers on the GPU(s); the rest run on the CPU")
+    # Serving loads and engine caps (docs/PLAN-FORMAT.md "Keys published runs need").
+    load: Load = Field(
+        "static", description="static: one batch of batch_size sequences; concurrency: batch_size users in a "
+        "closed loop; offline: num_requests all at once; rate: Poisson arrivals at request_rate req/s")
+    request_rate: float | None = Field(None, gt=0, le=1e6, description="requests/s, for load = 'rate'")
+    num_requests: int | None = Field(None, gt=0, le=1_000_000_000, description="requests of an offline / rate run")
+    max_num_seqs: int | None = Field(
+        None, gt=0, le=1_000_000, description="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")
+    max_num_batched_tokens: int | None = Field(
+        None, gt=0, le=100_000_000, description="engine's tokens per step (vLLM --max-num-batched-tokens)")
+    max_model_len: int | None = Field(
+        None, gt=0, le=100_000_000, description="engine's context cap (vLLM --max-model-len)")
+    engine_version: str | None = Field(
+        None, min_length=1, max_length=120, description="engine release or build: '0.6.4', 'b3000', '4.38', '2024-06'")
+    allow_long_context: bool = Field(
+        False, description="accept a context above the model's maximum (rope scaling), with a warning")
+
+    @model_validator(mode="after")
+    def _load_needs(self) -> WorkloadSpec:
+        if self.load == "rate" and self.request_rate is None:
+            raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
+        if self.request_rate is not None and self.load != "rate":
+            raise ValueError(f"workload.request_rate applies to load = 'rate' (got load = {self.load!r})")
+        return self
 
     @property
     def context(self) -> int:

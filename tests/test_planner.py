@@ -76,7 +76,7 @@ def test_evaluate_case_never_raises() -> None:
 
 def test_evaluate_llama_8b_on_4090() -> None:
     r = evaluate({"id": "x", "model": "meta-llama/Llama-3.1-8B", "workload": {"precision": "bf16",
-                  "context_tokens": 8192}, "hardware": {"gpu": "RTX 4090"}})
+                  "context_tokens": 8192, "engine": "transformers"}, "hardware": {"gpu": "RTX 4090"}})
     assert r.error is None and r.memory is not None
     # 8.03e9 bf16 params = 14.96 GiB of weights; 8192 tokens of bf16 KV = 1.0 GiB
     assert r.memory.weights_gib == pytest.approx(14.96, rel=0.02)
@@ -137,7 +137,13 @@ def test_quantised_checkpoints_default_to_their_shipped_format() -> None:
     bf16 = evaluate({"model": "gpt-oss-20b", "workload": {"precision": "bf16"}, "hardware": {"gpu": "RTX 4090"}})
     assert bf16.precision == "bf16" and not bf16.fits  # 21B at 16 bits is ~39 GiB
     plain = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}})
-    assert plain.precision == "bf16" and plain.engine == "transformers"
+    assert plain.precision == "bf16" and plain.engine == "vllm"  # HF checkpoint on NVIDIA: vLLM by default
+    gguf = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "RTX 4090"}})
+    assert gguf.engine == "llama.cpp"
+    mac = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "Apple M2 Max 30-core GPU 32GB"}})
+    assert mac.engine == "llama.cpp"
+    assert any("no engine given: assumed vllm" in n for n in plain.notes)
+    assert any("current release" in n for n in plain.notes)
 
 
 def test_precision_spellings_are_one_format() -> None:

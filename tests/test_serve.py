@@ -194,7 +194,7 @@ def test_compare_two_gpus_json() -> None:
         assert res["memory"]["gpu_capacity_gib"] == pytest.approx(24.0, abs=0.05)
         assert res["performance"]["decode_tok_s"] > 0
     # same model and memory, but the 4090 has more bandwidth (1008 vs 936 GB/s): decodes faster
-    assert rows[0]["result"]["memory"]["per_gpu_gib"] == pytest.approx(rows[1]["result"]["memory"]["per_gpu_gib"])
+    assert rows[0]["result"]["memory"]["weights_gib"] == pytest.approx(rows[1]["result"]["memory"]["weights_gib"])
     assert rows[1]["result"]["performance"]["decode_tok_s"] > rows[0]["result"]["performance"]["decode_tok_s"]
 
 

@@ -46,7 +46,8 @@ PrecisionOpt = Annotated[str | None, typer.Option(
     "--precision", "-q", help="bf16 fp16 fp8 int8 int4 q8_0 q6_k q5_k_m q4_k_m q4_0 nf4 awq gptq mxfp4 ...")]
 KvPrecisionOpt = Annotated[str | None, typer.Option("--kv-precision", help="KV-cache dtype (default: compute dtype)")]
 EngineOpt = Annotated[str | None, typer.Option(
-    "--engine", "-e", help="vllm | sglang | trt-llm | llama.cpp | transformers | exllamav2 | mlc")]
+    "--engine", "-e", help="vllm | sglang | trt-llm | lmdeploy | tgi | llama.cpp | ollama | mlx | transformers | "
+    "exllamav2 | mlc | gpt-fast | tinychat")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
 PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens")]
 OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens")]
@@ -72,6 +73,20 @@ MtbfOpt = Annotated[float | None, typer.Option(
     "--mtbf-h", help="mean hours between job interruptions (training; default: Llama 3's rate per GPU)")]
 DataBytesOpt = Annotated[float | None, typer.Option(
     "--data-bytes-per-token", help="bytes of training data per token (default: tokenised ids, 2 or 4)")]
+LoadOpt = Annotated[str | None, typer.Option(
+    "--load", help="static (one batch) | concurrency (--batch users, closed loop) | offline (--num-requests at once) "
+    "| rate (--request-rate req/s)")]
+RequestRateOpt = Annotated[float | None, typer.Option("--request-rate", help="requests/s, for --load rate")]
+NumRequestsOpt = Annotated[int | None, typer.Option("--num-requests", help="requests of an offline / rate run")]
+MaxNumSeqsOpt = Annotated[int | None, typer.Option(
+    "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
+MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
+    "--max-num-batched-tokens", help="engine's tokens per iteration (chunked prefill budget)")]
+MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="engine's context cap (vLLM)")]
+EngineVersionOpt = Annotated[str | None, typer.Option(
+    "--engine-version", help="engine release or build: 0.6.4, b3000, 4.38, 2024-06 (default: current)")]
+LongContextOpt = Annotated[bool | None, typer.Option(
+    "--allow-long-context", help="accept a context above the model's maximum (needs rope scaling)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
 
 
@@ -84,7 +99,11 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
                     nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
                     mtbf_h: float | None = None, data_bytes_per_token: float | None = None,
-                    gpu_layers: int | None = None, gpu_spec: str | None = None) -> dict[str, Any]:
+                    gpu_layers: int | None = None, gpu_spec: str | None = None, load: str | None = None,
+                    request_rate: float | None = None, num_requests: int | None = None,
+                    max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+                    max_model_len: int | None = None, engine_version: str | None = None,
+                    allow_long_context: bool | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -96,7 +115,10 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
         "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
         "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token, "gpu_layers": gpu_layers,
-        "gpu_spec": gpu_spec,
+        "gpu_spec": gpu_spec, "load": load, "request_rate": request_rate, "num_requests": num_requests,
+        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
+        "max_model_len": max_model_len, "engine_version": engine_version,
+        "allow_long_context": allow_long_context,
     }
 
 

@@ -148,6 +148,10 @@ def _across_models(gpu: str | None, precision: str | None,
     rows = []
     for arch in archs:
         last = None
+        p0 = parse_plan(plan_from_fields(arch.id, gpu=gpu, **fields))
+        if arch.max_position_embeddings and p0.workload.task == "inference" and (
+                p0.workload.context_tokens or 0) > arch.max_position_embeddings and not p0.workload.allow_long_context:
+            continue  # a model that cannot hold this context is no candidate (plan refuses it)
         for prec in ladder:
             p = parse_plan(plan_from_fields(arch.id, gpu=gpu, precision=prec, **fields))
             last = _row(evaluate(p, arch=arch, gpu=spec), prec)

@@ -14,22 +14,30 @@ from mlrig.commands._common import (
     CountOpt,
     DataBytesOpt,
     EngineOpt,
+    EngineVersionOpt,
     GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
+    LoadOpt,
+    LongContextOpt,
     LoraRankOpt,
+    MaxBatchedTokensOpt,
+    MaxModelLenOpt,
+    MaxNumSeqsOpt,
     MethodOpt,
     MtbfOpt,
     NodesOpt,
+    NumRequestsOpt,
     OffloadOpt,
     OptimizerOpt,
     OutputOpt,
     PpOpt,
     PrecisionOpt,
     PromptOpt,
+    RequestRateOpt,
     SeqLenOpt,
     StorageOpt,
     TaskOpt,
@@ -102,8 +110,15 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
                    if perf.time_to_train_s is not None else "")
             con.print(f"{label}: {fmt_num(perf.train_tokens_per_s)} tokens/s"
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
+        if perf.requests_per_s is not None:
+            con.print(f"Serving: {fmt_num(perf.requests_per_s, 2)} requests/s, "
+                      f"{fmt_num(perf.total_throughput_tok_s)} prompt + output tok/s")
         if perf.explanation:
             con.print(f"[dim]{escape(perf.explanation)}[/]")
+        if perf.other_engines:
+            con.print("Other engines (decode / prefill tok/s): " + " · ".join(
+                f"{name} {fmt_num(v['decode_tok_s'])} / {fmt_num(v['prefill_tok_s'])}"
+                for name, v in perf.other_engines.items()))
     line = validation_line(result, task)
     if line:
         con.print(f"[dim]{escape(line)}[/]")
@@ -186,7 +201,10 @@ def plan_cmd(
     checkpointing: CkptOpt = None, zero: ZeroOpt = None, offload: OffloadOpt = None, tp: TpOpt = None,
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
     gpu_layers: GpuLayersOpt = None, storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None,
-    data_bytes_per_token: DataBytesOpt = None,
+    data_bytes_per_token: DataBytesOpt = None, load: LoadOpt = None, request_rate: RequestRateOpt = None,
+    num_requests: NumRequestsOpt = None, max_num_seqs: MaxNumSeqsOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None, max_model_len: MaxModelLenOpt = None,
+    engine_version: EngineVersionOpt = None, allow_long_context: LongContextOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -210,10 +228,14 @@ def plan_cmd(
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
                              data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers,
-                             gpu_spec=spec)
+                             gpu_spec=spec, load=load, request_rate=request_rate, num_requests=num_requests,
+                             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                             max_model_len=max_model_len, engine_version=engine_version,
+                             allow_long_context=allow_long_context)
     overrides = None
     if machine is not None:
-        gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)
+        gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)
+        fields["host_ram_gib"] = ram_gib  # offload's host RAM is checked against what this machine has
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
@@ -243,7 +265,7 @@ def plan_outputs(data: dict[str, Any], overrides: dict[str, Any] | None = None, 
 
     plan = parse_plan(data)
     arch, gpu_spec = arch or resolve_arch(plan), resolve_hardware(plan, overrides)
-    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec, alternatives=True)
     lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
     return result, plan, lims
 
@@ -256,10 +278,12 @@ def plan_json(result: PlanResult, lims: dict[str, int | None] | None) -> dict[st
     return out
 
 
-def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
+def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None,
+                                                           float]:
     """This machine's measured figures from the latest `mlrig probe`: the GPU it has (unless --gpu
     names one), GPU fields measured there (bandwidth, matmul TFLOPS), the host's STREAM triad
-    bandwidth (for CPU-offloaded layers) and the disk's sequential write rate in GB/s (checkpoints).
+    bandwidth (for CPU-offloaded layers), the disk's sequential write rate in GB/s (checkpoints) and
+    the host RAM present (GiB, checked against what offloaded layers need).
     Measured rates are achieved, not peak, so the speed model's
     efficiency factors on top make the estimate conservative."""
     from mlrig.catalog.gpus import resolve_gpu
@@ -281,7 +305,7 @@ def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str,
     elif local is not None and resolve_gpu(gpu).id == local.catalog_id:
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
     disk = profile.disk_bench.seq_write_mb_s / 1e3 if profile.disk_bench else None
-    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk
+    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk, profile.memory.total_gib
 
 
 def register(app: typer.Typer) -> None:

@@ -12,11 +12,15 @@ from mlrig.commands._common import (
     ContextOpt,
     CountOpt,
     EngineOpt,
+    EngineVersionOpt,
     GpuMemUtilOpt,
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
+    MaxBatchedTokensOpt,
+    MaxModelLenOpt,
+    MaxNumSeqsOpt,
     OutputOpt,
     PrecisionOpt,
     PromptOpt,
@@ -178,6 +182,10 @@ def serve_cmd(
     draft_model: DraftOpt = None,
     spec_k: SpecKOpt = 4,
     acceptance: AcceptanceOpt = 0.7,
+    engine_version: EngineVersionOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    max_num_batched_tokens: MaxBatchedTokensOpt = None,
+    max_model_len: MaxModelLenOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """How many concurrent users at ≥ N tok/s each?
@@ -190,7 +198,8 @@ def serve_cmd(
                        engine=engine, prompt=prompt, output=output, context=context,
                        gpu_memory_utilization=gpu_memory_utilization, min_tok_s=min_tok_s, max_ttft_ms=max_ttft_ms,
                        concurrency=concurrency, draft_model=draft_model, spec_k=spec_k, acceptance=acceptance,
-                       gpu_spec_text=gpu_spec_text)
+                       gpu_spec_text=gpu_spec_text, engine_version=engine_version, max_num_seqs=max_num_seqs,
+                       max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
     out = res.out
     if as_json:
         print_json(out)
@@ -219,7 +228,9 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
                  prompt: int | None = DEFAULT_PROMPT_TOKENS, output: int | None = DEFAULT_OUTPUT_TOKENS,
                  context: int | None = None, gpu_memory_utilization: float | None = None, min_tok_s: float = 20.0,
                  max_ttft_ms: float | None = None, concurrency: str | None = None, draft_model: str | None = None,
-                 spec_k: int = 4, acceptance: float = 0.7, gpu_spec_text: str | None = None) -> ServeReport:
+                 spec_k: int = 4, acceptance: float = 0.7, gpu_spec_text: str | None = None,
+                 engine_version: str | None = None, max_num_seqs: int | None = None,
+                 max_num_batched_tokens: int | None = None, max_model_len: int | None = None) -> ServeReport:
     """What `mlrig serve` computes (arguments as its flags); raises MlrigError on bad input."""
     from mlrig.catalog.models import resolve_model
     from mlrig.estimators.performance import concurrency_limits, serving_curve
@@ -230,7 +241,8 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine or DEFAULT_ENGINE, prompt=prompt, output=output, context=context,
                              gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count,
-                             gpu_spec=gpu_spec_text)
+                             gpu_spec=gpu_spec_text, engine_version=engine_version, max_num_seqs=max_num_seqs,
+                             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
     plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
     # The speed model gets the plan the memory model sees: `--count 4` alone means TP 4 for vLLM.

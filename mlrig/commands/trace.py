@@ -134,7 +134,10 @@ def trace_cmd(
     base = load_plan_file(file) if file else None
     if model is None and base is None:
         raise MlrigError("give a MODEL (e.g. mlrig trace llama-3.2-1b --task finetune) or --file PLAN.toml")
-    fields = workload_fields(task=task, precision=precision, engine=engine, batch=batch, prompt=prompt,
+    # trace replays HF transformers; with no engine named that is the engine (not plan's default).
+    fields = workload_fields(task=task, precision=precision, engine=engine or ("transformers" if (
+                                 task or "inference") == "inference" and not (base or {}).get("workload", {}).get(
+                                 "engine") else None), batch=batch, prompt=prompt,
                              output=output, context=context, method=method, lora_rank=lora_rank,
                              optimizer=optimizer, seq_len=seq_len, checkpointing=checkpointing)
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)

@@ -28,6 +28,11 @@ ENGINES = (
     "transformers",
     "exllamav2",
     "mlc",
+    "lmdeploy",
+    "tgi",
+    "mlx",
+    "gpt-fast",
+    "tinychat",
 )
 
 # Memory classes: what limits a mat-vec's achievable bandwidth is the memory system, not the brand.
@@ -97,7 +102,8 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "trt-llm": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
-    "transformers": {"gddr": 0.40, "hbm": 0.40, "unified": 0.35, "host": 0.30},
+    "transformers": {"gddr": 0.40, "hbm": 0.50, "unified": 0.35, "host": 0.30},  # hbm: OPTGPTQ-0031/0035/
+    # 0039/0043/0047 (Llama-2-13B fp16 prefill of 512 tokens on an A100 SXM4 at batch 1-16: 43-52 % of peak)
     "exllamav2": {"gddr": 0.45, "hbm": 0.40, "unified": 0.40, "host": 0.30},
     "mlc": {"gddr": 0.45, "hbm": 0.40, "unified": 0.50, "host": 0.30},
 }
@@ -121,6 +127,13 @@ LAYER_OVERHEAD_S: dict[str, float] = {
     "exllamav2": 40e-6,
     "mlc": 40e-6,
 }
+
+# HF transformers with quantised weights (GPTQ through AutoGPTQ / Optimum, int8 bitsandbytes): each
+# quantised linear is a Python module launching its own de-quantise + GEMM kernels. Llama-2-13B GPTQ
+# 4-bit decodes at 19-35 tok/s on an A100 (OPTGPTQ-0004..0006, -0052..0054; fp16 at 27-33 tok/s,
+# OPTGPTQ-0002/0051) where its 7 GB read alone would allow ~150: ~0.45 ms per layer more than fp16,
+# ~65 us per quantised linear.
+TRANSFORMERS_QUANT_LINEAR_S = 65e-6
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
@@ -153,6 +166,17 @@ STEP_OVERHEAD_S: dict[str, float] = {
     "mlc": 0.5e-3,
 }
 
+# Host-side time per running sequence per decode iteration (scheduling, block tables, sampling,
+# detokenising and streaming each sequence's output): it grows with the batch, unlike the per-step
+# figure above. vLLM (Python scheduler and output processing): its offline runs on one A100 80GB at
+# 50-232 running sequences (DLVLLM-0076/0078/0080/0082/0086) leave 96-110 us per sequence per step
+# above the roofline; at 10-20 sequences the same rows leave more (fixed costs). Engines with a C++
+# batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
+# users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
+# performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
+# scheduler since 0.4) and TGI: no rows, 0.
+SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
+
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
 BW_EFF["trt-llm-2023"] = BW_EFF["trt-llm"]
@@ -160,6 +184,23 @@ COMPUTE_EFF["trt-llm-2023"] = COMPUTE_EFF["trt-llm"]
 LAYER_OVERHEAD_S["trt-llm-2023"] = LAYER_OVERHEAD_S["trt-llm"]
 PREFILL_TOKEN_LAYER_S["trt-llm-2023"] = PREFILL_TOKEN_LAYER_S["trt-llm"]
 STEP_OVERHEAD_S["trt-llm-2023"] = STEP_OVERHEAD_S["trt-llm"]
+
+# Engines added for the calibration rows' vocabulary (issue 10). Each starts from the engine it is
+# built like and keeps that engine's factors unless named rows say otherwise (below, after fitting):
+# - LMDeploy (TurboMind: C++/CUDA, persistent batch, its own GEMM tuning) and TGI (Rust router,
+#   flash/paged attention kernels shared with vLLM, CUDA graphs for decode) are serving engines:
+#   LMDeploy starts from TensorRT-LLM's factors, TGI from vLLM's.
+# - gpt-fast (torch.compile mode="reduce-overhead": one CUDA graph per decode step, Triton int4/int8
+#   mat-vecs) and TinyChat (AWQ's W4A16 kernels, fused attention, eager PyTorch launch) are
+#   single-batch engines: gpt-fast starts from vLLM's kernels/overheads, TinyChat from ExLlamaV2's.
+# - MLX (mlx-lm, Apple silicon only) starts from llama.cpp Metal's factors.
+for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm"), ("tinychat", "exllamav2"),
+                    ("mlx", "llama.cpp-metal")):
+    BW_EFF[_new] = dict(BW_EFF[_base])
+    COMPUTE_EFF[_new] = dict(COMPUTE_EFF[_base])
+    LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
+    PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
+    STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
@@ -171,6 +212,25 @@ STEP_OVERHEAD_S["trt-llm-2023"] = STEP_OVERHEAD_S["trt-llm"]
 #    and gives 1.9-2.4x Llama-70B throughput at ISL/OSL 128/2048. The full group factor is an upper
 #    bound (L2 hits between query heads of a group are ignored).
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
+
+# Tensor-parallel synchronisation: every one of the 2 all-reduces per layer (Megatron-LM) is also a
+#    barrier. Besides the ring's wire time and per-step link latency (interconnects.allreduce_time_s)
+#    it costs the collective kernel's launch and hand-shake and the wait for the slowest rank
+#    (GPUs drift apart within a layer), a fixed time per all-reduce that does not shrink with the
+#    model. Seconds per all-reduce, by link kind:
+#    - NVLink: small. gpt-fast (torch.compile, NCCL over NVSwitch) decodes Llama-2-7B at 328 tok/s
+#      on 8 A100s (GPTFAST-0011: 3.0 ms per token for 64 all-reduces) and 70B at 62.5 tok/s
+#      (GPTFAST-0014), which leaves at most ~20 us per all-reduce including the ring latency of
+#      interconnects.allreduce_time_s; LMDeploy 0.1 Llama-2-70B on 4 x A100 SXM4 (29-31 ms,
+#      LMDEPLOY-0124..0136) leaves ~30 us. 10 us of barrier on top of the ring's latency.
+#    - PCIe (NCCL through the host bridge; no P2P on many boards): vLLM 0.10 Qwen2-7B on two
+#      "A100 80GB" (form factor not stated, Kubernetes pods) is no faster at TP 2 than TP 1 (TPOT
+#      13.0 ms DLVLLM-0010 vs 13.4 ms DLVLLM-0050, 10 requests), ~6 ms over 28 x 2 all-reduces:
+#      ~100 us each if those cards talk over PCIe (the rows resolve to SXM, so they stay under-
+#      predicted at TP 2). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
+#      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
+#    - network (across nodes): the PCIe figure plus a NIC hop.
+ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
@@ -192,6 +252,22 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
     "default": {"f16": 1.0, "q8": 0.92, "legacy": 0.95, "kquant": 1.0, "gpu4": 0.85, "fp4": 0.85},
     "llama.cpp-metal": {"f16": 1.0, "q8": 0.92, "legacy": 0.90, "kquant": 0.65, "gpu4": 0.80, "fp4": 0.80},
 }
+
+# MLX (fitted on the rows after starting from llama.cpp Metal): mlx-lm 0.20 decodes Llama-3.3-70B
+# 4-bit (group 64, 39.2 GB read per token) at 9.35 tok/s on an M3 Max 40-core (400 GB/s) at short
+# context (MLXCHIGKIM-0002..0012): ~90 % of the bandwidth figure once 80 layers of launch overhead
+# are counted, and the affine 4-bit de-quantisation costs nothing visible (unlike Metal k-quants,
+# 0.65 above). Bandwidth 0.85 of peak, the 4-bit family at 1.0, 40 us per layer (MLX compiles
+# each layer's element-wise ops into fused kernels; Metal llama.cpp 90 us).
+BW_EFF["mlx"] = {**BW_EFF["mlx"], "unified": 0.85}
+# TinyChat prefill on GDDR (fitted): its FP16 path (cuBLAS, FP32 accumulate) prefills Llama-2-7B /
+# Llama-3-8B on an RTX 4090 at 8.8-10.2k tok/s (TINYCHAT-0024..0029, -0036..0041): ~0.85-0.9 of the
+# 165 TFLOPS FP32-accumulate peak; TinyChat 2.0's W4A16 GEMMs (FP16 accumulate, 2x peak on GeForce,
+# performance.pass_time) reach 15-17k tok/s (TINYCHAT-0030..0035, -0042..0047): ~0.75 of 330 TFLOPS,
+# i.e. 0.85 x QUANT_PREFILL_EFF. TinyChat 1.x (TINYCHAT-0080..0084) is slower: not separated.
+COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "gddr": 0.85}
+LAYER_OVERHEAD_S["mlx"] = 40e-6
+FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 
 # Prefill with quantised weights: llama.cpp de-quantises on the fly inside its MMQ (int8 tensor
 # core) or de-quantise+cuBLAS path; measured Q4_K_M/F16 prefill ratio on the same card is

@@ -55,6 +55,7 @@ class Calibration:
 
 CAL = Calibration()
 
+MLX_PREFILL_STEP = 2048  # mlx_lm.generate.generate_step(prefill_step_size=2048)
 VLLM_BLOCK_TOKENS = 16  # vLLM default --block-size (vllm/config CacheConfig)
 # Serving engines that pre-allocate a paged KV pool (in VLLM_BLOCK_TOKENS blocks) after profiling.
 PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
@@ -153,14 +154,27 @@ def _gib(x: float) -> float:
 # inference
 # ---------------------------------------------------------------------------------------------
 
-def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool) -> float:
+def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None) -> float:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
-    with >= 70 GiB, 2048 / 256 otherwise (OpenAI server)."""
+    with >= 70 GiB, 2048 / 256 otherwise (OpenAI server).
+    vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
+    max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
+    pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
+    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both."""
+    from mlrig.estimators.engines import vllm_v1
+
     big = gpu.memory_gib >= 70
     tokens = 8192 if big else 2048
     seqs = 1024 if big else 256
+    if plan is not None:
+        w = plan.workload
+        if not vllm_v1(w.engine_version):
+            tokens = max(w.max_model_len or w.context, 2048)
+            seqs = 256
+        tokens = w.max_num_batched_tokens or tokens
+        seqs = w.max_num_seqs or seqs
     per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch)) * 2
     act = tokens * per_token
     if last_stage:
@@ -189,7 +203,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     if w.engine is None:
         notes.append("no engine given: assumed HF transformers-like (weights + KV for the batch "
                      "+ prefill activations)")
-    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio")
+    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
     cpu_share = 0.0
     if w.gpu_layers is not None and w.gpu_layers < arch.num_layers:
         if not llama_cpp:
@@ -213,7 +227,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     concurrency: float | None = None
 
     if engine in PAGED_ENGINES:
-        act = _vllm_activation_bytes(arch, gpu, last_stage=True)
+        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None)
         non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             util = w.gpu_memory_utilization or 0.9  # vLLM default --gpu-memory-utilization
@@ -275,21 +289,45 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch; "
                      f"KV {kv_prec}; compute buffer for n_ubatch={LLAMA_CPP_UBATCH}")
     else:
-        if engine not in ("transformers", "hf", "pytorch", "torch", "mlx", "exllamav2", "exl2"):
+        if engine not in ("transformers", "hf", "pytorch", "torch", "mlx", "mlx-lm", "exllamav2", "exl2",
+                          "gpt-fast", "tinychat"):
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
         # HF generate: the KV cache grows to batch x context; the prefill of batch x prompt tokens
         # is the activation peak (logits only for the last position since transformers 4.45,
         # fp32: batch x vocab x 4).
         kv = kv_tok * ctx * batch
-        act = _prefill_activation_bytes(arch, batch * max(1, w.prompt_tokens), w.flash_attention,
+        # mlx-lm prefills in steps of `prefill_step_size` tokens (mlx_lm generate_step: 2048 in current
+        # releases), so its activation peak is one step's, not the whole prompt's.
+        step_tokens = min(max(1, w.prompt_tokens), MLX_PREFILL_STEP) if engine.startswith("mlx") else \
+            max(1, w.prompt_tokens)
+        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention,
                                         heads_gpu * batch, max(1, w.prompt_tokens)) / pp
         act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
+        from mlrig.estimators.engines import transformers_full_logits
+
+        if engine in ("transformers", "hf", "pytorch", "torch") and transformers_full_logits(w.engine_version):
+            # transformers < 4.45: the prefill's forward returns logits for every prompt position
+            # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
+            # forward: prompt x vocab x (2 + 4) bytes per sequence.
+            act += batch * max(1, w.prompt_tokens) * arch.vocab_size * 6.0 / pp
+            notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
+                         f"{w.prompt_tokens} prompt tokens in the prefill")
     host = _load_host_bytes(weights)
     if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
         host += cpu_share * (weights + kv) * tp * pp
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     fits = used <= cap
+    if llama_cpp and not fits and not cpu_share and weights > 0:
+        # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
+        # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
+        spill = min(1.0, (used - cap) / weights)
+        host += spill * (weights + kv) * tp * pp
+        notes.append(f"does not fit in VRAM: ~{spill:.0%} of layers would run from host RAM "
+                     f"(-ngl {int(arch.num_layers * (1 - spill))}); host RAM counts them")
+    if hw.host_ram_gib is not None and host > hw.host_ram_gib * GiB:
+        fits = False  # offloaded layers (or loading) need more host RAM than the machine has
+        notes.append(f"needs {_gib(host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB present/given")
     if kv_tok > 0:
         capacity_tokens = max(0, int((cap - weights - act - overhead) // kv_tok))
         concurrency = capacity_tokens / ctx

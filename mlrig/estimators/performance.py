@@ -96,40 +96,72 @@ def default_kv_precision(precision: str) -> str:
 
 
 # ---- engine and hardware keys -----------------------------------------------------------------
-def engine_family(engine: str | None, precision: str, gpu: GPU) -> str:
-    """Normalise an engine name; default llama.cpp for GGUF formats and Apple, else vLLM."""
+ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
+                "gpt-fast, tinychat")
+
+
+def engine_family(engine: str | None, precision: str, gpu: GPU, version: str | None = None) -> str:
+    """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
+    tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
+    names one: `planner.default_engine` has the full rule). Engines that cannot run on
+    the hardware are refused (MLX is Apple-only; the CUDA serving engines do not run on Apple GPUs)."""
+    from mlrig.estimators import engines
+
     e = (engine or "").lower().replace(" ", "").replace("_", "-")
     if not e:
         e = (
             "llama.cpp"
             if (
                 format_family(precision) in ("kquant", "legacy")
-                or gpu.hardware_class == "apple"
+                or gpu.hardware_class in ("apple", "cpu")
                 or norm_precision(precision) == "q8_0"
             )
             else "vllm"
         )
-    if e in ("llama.cpp-2024", "llama.cpp-metal", "trt-llm-2023"):  # dated builds, see efficiency.py
+    if e in ("llama.cpp-2024", "trt-llm-2023"):
+        # The efficiency tables' keys for old releases, still accepted from internal callers
+        # (mlrig.validation.speed); users give --engine-version instead (engines.py).
         return e
-    if e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "gguf"):
-        return "llama.cpp-metal" if (gpu.hardware_class == "apple" or "metal" in e) else "llama.cpp"
+    apple = gpu.hardware_class == "apple"
+    if e.startswith("mlx"):
+        if not apple:
+            raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
+        return "mlx"
+    if e == "llama.cpp-metal" or (e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "lm-studio",
+                                                                  "gguf", "llamafile")):
+        if apple or "metal" in e:
+            return "llama.cpp-metal"
+        return "llama.cpp" if engines.llama_cpp_has_graphs(version) else "llama.cpp-2024"
     for key, fam in (
         ("vllm", "vllm"),
         ("sglang", "sglang"),
         ("tensorrt", "trt-llm"),
         ("trt", "trt-llm"),
+        ("lmdeploy", "lmdeploy"),
+        ("turbomind", "lmdeploy"),
+        ("tgi", "tgi"),
+        ("text-generation-inference", "tgi"),
         ("transformers", "transformers"),
         ("hf", "transformers"),
         ("pytorch", "transformers"),
         ("exllama", "exllamav2"),
         ("tabby", "exllamav2"),
         ("mlc", "mlc"),
+        ("gpt-fast", "gpt-fast"),
+        ("gptfast", "gpt-fast"),
+        ("torchao", "gpt-fast"),
+        ("tinychat", "tinychat"),
     ):
         if e.startswith(key):
+            if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
+                raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "
+                                 "use --engine llama.cpp or mlx")
+            if fam == "trt-llm" and gpu.hardware_class in ("amd", "apple", "intel", "cpu", "tpu"):
+                raise MlrigError(f"TensorRT-LLM runs on NVIDIA GPUs only, not on {gpu.name}; use --engine vllm")
+            if fam == "trt-llm" and engines.trt_llm_pre_xqa(version):
+                return "trt-llm-2023"
             return fam
-    raise MlrigError(
-        f"unknown engine {engine!r}; use one of vllm, sglang, trt-llm, llama.cpp, transformers, exllamav2, mlc"
-    )
+    raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
 
 
 def gpu_memory_class(gpu: GPU) -> str:
@@ -298,11 +330,13 @@ def pass_time(
     tokens_in_pass: int = 1,
     decode: bool = True,
     serial_gpus: int = 1,
+    seq_step_s: float = 0.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
-    unchanged by the split except for (n-1) hidden-state hand-offs."""
+    unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
+    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
     mclass = gpu_memory_class(gpu)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
     fam = format_family(precision)
@@ -311,20 +345,28 @@ def pass_time(
     memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
     dtype = gemm_dtype(precision, engine)
     peak = peak_tflops(gpu, dtype, engine)
+    if peak and engine == "tinychat" and fam != "f16" and gpu.hardware_class == "geforce":
+        peak *= 2.0  # TinyChat 2.0's W4A16 GEMMs accumulate in FP16 (its README), 2x on GeForce (see peak_tflops)
     compute_s = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
         if fam != "f16" and dtype == "fp16":
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
-    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (eff.STEP_OVERHEAD_S[engine] if decode else 0.0)
+    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
+        eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
+    if engine == "transformers" and fam in ("gpu4", "q8"):
+        # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
+        # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
+        overhead_s += layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
     if not decode:
         overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN / tp
     comm_s = 0.0
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s
 
-        comm_s = 2 * layers * allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link)
+        comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link)
+                               + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
@@ -357,11 +399,24 @@ class _Setup:
     tp: int
     serial: int
     link: Interconnect | None
+    seq_step_s: float = 0.0
+
+
+def host_seq_step_s(engine: str, version: str | None) -> float:
+    """Host time per running sequence per decode step left exposed (efficiency.SEQ_STEP_OVERHEAD_S).
+    vLLM from 0.12 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
+    vllm-project/vllm PR #27614, Q4 2025 roadmap "Async Scheduling on by default"), hiding this host
+    time (so does the current release assumed when none is given); earlier releases serialise it."""
+    from mlrig.estimators.engines import before
+
+    if engine == "vllm" and not before(version, (0, 12)):
+        return 0.0
+    return eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
 
 
 def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     w = plan.workload
-    engine = engine_family(w.engine, w.precision, gpu)
+    engine = engine_family(w.engine, w.precision, gpu, w.engine_version)
     kvp = w.kv_cache_precision or default_kv_precision(w.precision)
     hw = plan.hardware
     tp = hw.tensor_parallel
@@ -371,7 +426,7 @@ def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = plan_link(plan, gpu) if tp > 1 or serial > 1 else None
-    return _Setup(engine, w.precision, kvp, tp, serial, link)
+    return _Setup(engine, w.precision, kvp, tp, serial, link, host_seq_step_s(engine, w.engine_version))
 
 
 def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
@@ -403,7 +458,7 @@ def _timed(cost: PassCost, arch: ModelArch, gpu: GPU, s: _Setup, tokens_in_pass:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
                      hidden=arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial)
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s)
 
 
 def decode_step(
@@ -465,6 +520,8 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
 
         return estimate_training(arch, plan, gpu)
     w = plan.workload
+    if w.load != "static":
+        return _serving_performance(arch, plan, gpu, memory)
     b = w.batch_size
     off = _offload_fraction(memory)
     prompt = max(1, w.prompt_tokens)
@@ -509,11 +566,72 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     )
 
 
+def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None) -> Performance:
+    """A serving load (`workload.load` = concurrency | offline | rate) through `serving.load_point`:
+    throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/serving.py)."""
+    from mlrig.estimators import serving
+
+    w = plan.workload
+    s = _setup(arch, plan, gpu)
+    from mlrig.estimators.engines import vllm_v1
+
+    v1 = vllm_v1(w.engine_version)
+    cap = serving.batch_cap(plan, s.engine, gpu, v1)
+    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
+    kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
+    paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
+    slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
+    if w.load == "offline":
+        # An offline run with no request count is a max-throughput run: enough requests to keep the
+        # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
+        given = "batch_size" in w.model_fields_set
+        users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
+                                                                if (cap or slots) else w.batch_size))
+        limit = min(x for x in (cap, slots, users) if x is not None)
+        if users <= limit:  # one wave: every request starts together, as a static batch
+            perf = estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
+                update={"load": "static", "batch_size": users})}), gpu, memory)
+            thr = perf.throughput_tok_s or 0.0
+            out_tok = max(1, w.output_tokens)
+            return perf.model_copy(update={
+                "requests_per_s": thr / out_tok,
+                "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
+        pt = serving.load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
+    elif w.load == "rate":
+        pt = serving.load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+    else:
+        users = w.batch_size
+        wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
+        pt = serving.load_point(arch, plan, gpu, users=users, slots=slots, cap=cap, budget=budget,
+                                wave_weight=wave)
+    single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
+    total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
+    capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
+    expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
+            f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
+            f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
+            f"({s.engine})")
+    if pt.saturated:
+        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
+    return Performance(
+        prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
+        decode_tok_s=1.0 / single.seconds,
+        ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
+        tpot_ms=pt.step_s * 1e3,
+        throughput_tok_s=pt.throughput_tok_s,
+        total_throughput_tok_s=total,
+        requests_per_s=pt.requests_per_s,
+        bound=pt.bound,
+        explanation=expl,
+        error_band=error_band(gpu),
+    )
+
+
 # p90 of |pred/meas - 1| per metric from `python -m mlrig.validation.speed` (see its docstring).
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.46,
-    "ttft_ms": 0.40,
+    "ttft_ms": 0.36,
     "throughput_tok_s": 0.22,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
@@ -531,40 +649,35 @@ def error_band(gpu: GPU) -> dict[str, float]:
 def serving_curve(
     arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
 ) -> list[ServingPoint]:
-    """Continuous batching (Yu et al. 2022 "Orca"; vLLM, Kwon et al. 2023): `c` sequences decode
-    together; each step is one roofline pass. With chunked prefill (Agrawal et al. 2024,
-    "Sarathi-Serve") a new request's prompt is spread over steps; its cost is amortised here as
-    prompt/output extra tokens per step per sequence. Beyond the KV capacity, sequences queue.
+    """Continuous batching at each concurrency `c` (a closed loop of c users): the same steady state
+    as `mlrig plan --load concurrency` (`serving.load_point`; Orca / vLLM / Sarathi-Serve, see
+    mlrig/estimators/serving.py). Beyond the KV capacity or the engine's batch cap, users queue for
+    a slot. `tpot_ms` is the iteration time a running request sees; `tok_s_per_user` is aggregate / c,
+    so it includes time spent queued; `ttft_ms` includes waiting for the iteration, the prefill
+    queue and a free slot."""
+    from mlrig.estimators import serving
+    from mlrig.estimators.engines import vllm_v1
 
-    `c` is a closed loop of users, each sending its next request when the last one finishes.
-    `tpot_ms` is the step time a running request sees; `tok_s_per_user` is aggregate / c, so it
-    includes any time spent queued for a KV slot; `ttft_ms` is one prefill plus one step, plus the
-    mean wait for a KV slot when more users than slots are active ((c - slots) / slots request
-    durations)."""
     w = plan.workload
-    ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
-    share = w.prompt_tokens / max(1, w.output_tokens)  # prompt tokens per generated token
-    pre = prefill_pass(arch, plan, gpu, 1, max(1, w.prompt_tokens))
+    s = _setup(arch, plan, gpu)
+    v1 = vllm_v1(w.engine_version)
+    cap = serving.batch_cap(plan, s.engine, gpu, v1)
+    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
     slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
             raise MlrigError(f"concurrency must be > 0, got {c}")
         fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
-        running = c if slots is None or fits else slots
-        dec = decode_step(arch, plan, gpu, running, ctx)
-        step_s = dec.seconds + running * share * pre.seconds / max(1, w.prompt_tokens)
-        thr = running / step_s
-        request_s = pre.seconds + max(1, w.output_tokens) * step_s
-        queue_s = (c - running) / running * request_s
+        pt = serving.load_point(arch, plan, gpu, users=c, slots=slots, cap=cap, budget=budget)
         out.append(
             ServingPoint(
                 concurrency=c,
-                throughput_tok_s=thr,
-                tok_s_per_user=thr / c,
-                tpot_ms=step_s * 1e3,
-                ttft_ms=(pre.seconds + step_s + queue_s) * 1e3,
-                bound=dec.bound,
+                throughput_tok_s=pt.throughput_tok_s,
+                tok_s_per_user=pt.throughput_tok_s / c,
+                tpot_ms=pt.step_s * 1e3,
+                ttft_ms=pt.ttft_s * 1e3,
+                bound=pt.bound,
                 fits=fits,
             )
         )

@@ -31,7 +31,8 @@ PAGES = [("plan", "Plan", "Will it fit, how fast, and what bounds it"),
          ("recommend", "Recommend", "What to buy or rent"),
          ("cost", "Cost", "Buy vs rent over usage"),
          ("diagnose", "Diagnose", "A `mlrig diagnose` report, opened")]
-ENGINES = ["vllm", "sglang", "trt-llm", "llama.cpp", "transformers", "exllamav2", "mlc"]
+ENGINES = ["vllm", "sglang", "trt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama", "mlx", "transformers", "exllamav2",
+           "mlc", "gpt-fast", "tinychat"]
 PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k",
               "nf4", "awq", "gptq", "mxfp4"]
 MEMORY_PARTS = [("weights", "weights_gib"), ("KV cache", "kv_cache_gib"), ("activations", "activations_gib"),

@@ -1,0 +1,90 @@
+"""Engine releases whose behaviour changed, parsed from `workload.engine_version`.
+
+Users write versions as the project does: "0.6.4", "v0.8.0", "4.38", "b3000" (llama.cpp build),
+"2024-06" (a build's month), "mlx-lm 0.20.4". With no version the engine's current release is
+assumed (said in a note). The behaviours (each with its source):
+- llama.cpp: CUDA graphs for single-GPU decode (ggml-org/llama.cpp PR #6766, opened 2024-04-19 by
+  NVIDIA: "10-15 % overall speedup" on Llama-2-7B) launch a token's kernels as one graph; builds
+  before ~b3000 (mid-2024) launched every kernel one by one (efficiency key "llama.cpp-2024"). The
+  boundary is the one the calibration rows support: the XD-* rows (builds b2795-b2843) fit the
+  per-kernel launch overhead, the scoreboard rows (C15013-*, 2025) the graph one.
+- TensorRT-LLM: the XQA kernel for GQA/MQA decode attention became the default in v0.8
+  (docs/source/blogs/XQA-kernel.md, Jan 2024); before it a KV head was read once per query head
+  (efficiency key "trt-llm-2023").
+- transformers: `generate` computes logits for the last prompt position only since v4.45
+  (`num_logits_to_keep`, PR #31292, Sept 2024); before, the prefill's logits are
+  prompt x vocab x fp32 (a 30k-token prompt of a 128k-vocab model holds 14.6 GiB of them).
+- vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
+  not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
+  dummy forward's activations at max_model_len tokens (memory.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The release assumed when none is given (the current one as of the catalog date, Nov 2026).
+CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.11",
+           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.28"}
+
+LLAMA_CPP_GRAPHS_BUILD = 3000
+LLAMA_CPP_GRAPHS_DATE = (2024, 6)
+
+
+@dataclass(frozen=True)
+class Version:
+    """A parsed engine version: a dotted release, a llama.cpp build number, or a month."""
+
+    release: tuple[int, ...] | None = None
+    build: int | None = None
+    month: tuple[int, int] | None = None
+
+
+def parse_version(text: str | None) -> Version | None:
+    """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' -> release; 'b3000' -> build; '2024-06' -> month; None when
+    nothing recognisable (a commit hash: the current behaviour is assumed)."""
+    if not text:
+        return None
+    t = text.strip().lower()
+    m = re.search(r"(?<![\w.])(20\d\d)-(\d\d)(?!\d)", t)
+    if m and 1 <= int(m.group(2)) <= 12:
+        return Version(month=(int(m.group(1)), int(m.group(2))))
+    m = re.search(r"(?<![a-z0-9])b(\d{3,5})(?!\w)", t)
+    if m:
+        return Version(build=int(m.group(1)))
+    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?![\w.])", t)
+    if m:
+        return Version(release=tuple(int(x) for x in m.group(1).split(".")))
+    return None
+
+
+def before(text: str | None, release: tuple[int, ...]) -> bool:
+    """True when the version is a dotted release older than `release` (unknown versions: False)."""
+    v = parse_version(text)
+    return v is not None and v.release is not None and v.release < release
+
+
+def llama_cpp_has_graphs(text: str | None) -> bool:
+    v = parse_version(text)
+    if v is None:
+        return True
+    if v.build is not None:
+        return v.build >= LLAMA_CPP_GRAPHS_BUILD
+    if v.month is not None:
+        return v.month >= LLAMA_CPP_GRAPHS_DATE
+    return True
+
+
+def vllm_v1(text: str | None) -> bool:
+    """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
+    return not before(text, (0, 8))
+
+
+def transformers_full_logits(text: str | None) -> bool:
+    """transformers < 4.45 computes logits for every prompt token in the prefill."""
+    return before(text, (4, 45))
+
+
+def trt_llm_pre_xqa(text: str | None) -> bool:
+    return before(text, (0, 8))

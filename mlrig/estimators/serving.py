@@ -1,0 +1,193 @@
+"""Serving loads: continuous batching at a concurrency, an offline batch, a Poisson request rate.
+
+A serving engine (vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI) runs *iterations*: each decodes one
+token for every running sequence and prefills some waiting prompts (iteration-level scheduling,
+Yu et al. 2022 "Orca", OSDI '22; vLLM, Kwon et al. 2023 "PagedAttention", SOSP '23). With chunked
+prefill (Agrawal et al. 2024 "Sarathi-Serve", OSDI '24; vLLM's default since V1) a prompt is split
+over several iterations so that each iteration handles at most `max_num_batched_tokens` tokens.
+
+Per iteration, with `n` running sequences, prompt P and output O tokens per request:
+- the decode part is one roofline pass of `n` sequences at the mean context (`decode_step`);
+- in steady state every request brings P prompt tokens per O generated tokens, so each iteration
+  also prefills n x P / O tokens on average, priced at the prompt's own prefill cost per token;
+- output throughput = n / iteration time; requests/s = throughput / O.
+`n` is min(users, the engine's batch cap `max_num_seqs`, the sequences the KV pool holds).
+
+TTFT under load is what a request waits before its prefill runs, plus the prefill, plus the
+iteration that samples its first token:
+- half an iteration on average for the running one to end (requests arrive mid-iteration);
+- the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
+  rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
+  times (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
+  "Queueing Systems" vol. 1 eq. 5.105);
+- its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
+  per iteration (each chunk also carries the n decodes), else one prefill pass;
+- requests beyond the running cap wait for a slot: (users - n) / n request durations.
+A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
+(`wave_ttft_s`). With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
+request sees the wave (LMDeploy's profile_generation rows); with `num_requests` N > users only the
+first users / N of the requests do, the rest arrive into the steady state.
+An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
+tables) runs at the batch cap the whole time; a rate run (Poisson arrivals) runs as many
+sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mlrig.errors import MlrigError
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
+    from mlrig.workload import Plan
+
+# Engines' default batch caps (running sequences), when the plan gives no max_num_seqs:
+# - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB (engine/arg_utils.py
+#   `_set_default_args`, the same rule as memory._vllm_activation_bytes);
+# - TensorRT-LLM: max_batch_size 256 (trtllm-build / BuildConfig default);
+# - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2+; v0.1's
+#   profile_throughput ran at the concurrency given);
+# - TGI: --max-concurrent-requests 128; SGLang: no fixed cap (sized from the KV pool).
+# Engines without continuous batching serve one request at a time unless told otherwise: HF
+# transformers `generate`, gpt-fast, TinyChat and mlx-lm's server; llama.cpp's server runs
+# `--parallel` slots (give it as max_num_seqs), 1 assumed. Under a concurrency / rate load the
+# other users wait for the slot (serving.load_point's slot wait).
+DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
+    "vllm": 256, "trt-llm": 256, "trt-llm-2023": 256, "lmdeploy": 128, "tgi": 128, "sglang": None,
+    "transformers": 1, "gpt-fast": 1, "tinychat": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
+    "llama.cpp-metal": 1,
+}
+VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
+BIG_GPU_GIB = 70.0
+# Chunked-prefill token budget per iteration by default: vLLM V1 8192 on >= 70 GiB GPUs, 2048
+# otherwise (same source); V0 did not chunk by default (whole prompts, one prefill iteration).
+VLLM_V1_BUDGET = {True: 8192, False: 2048}
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One serving load, steady state."""
+
+    running: int  # sequences decoding together
+    step_s: float  # one iteration: n decodes + the mean prefill share
+    throughput_tok_s: float  # output tokens/s, all sequences
+    requests_per_s: float
+    ttft_s: float
+    queue_s: float  # part of TTFT spent waiting (iteration end, prefill queue, a free slot)
+    bound: str
+    saturated: bool  # a rate load above what the engine can serve
+
+
+def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
+    """The running-sequence cap: the plan's max_num_seqs, else the engine's default (see above)."""
+    w = plan.workload
+    if w.max_num_seqs is not None:
+        return w.max_num_seqs
+    if engine == "vllm" and v1 and gpu.memory_gib >= BIG_GPU_GIB:
+        return VLLM_V1_BIG_GPU_MAX_NUM_SEQS
+    return DEFAULT_MAX_NUM_SEQS.get(engine)
+
+
+def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
+    """Tokens per iteration under chunked prefill: the plan's max_num_batched_tokens, else vLLM V1's
+    default; None where whole prompts are prefilled in one pass (vLLM V0, TensorRT-LLM, LMDeploy)."""
+    w = plan.workload
+    if w.max_num_batched_tokens is not None:
+        return w.max_num_batched_tokens
+    if engine == "vllm" and v1:
+        return VLLM_V1_BUDGET[gpu.memory_gib >= BIG_GPU_GIB]
+    if engine == "sglang":
+        return 8192 if gpu.memory_gib >= BIG_GPU_GIB else 2048  # --chunked-prefill-size defaults (server_args.py)
+    return None
+
+
+def _iteration(arch: ModelArch, plan: Plan, gpu: GPU, n: int, prefill_s_per_token: float) -> tuple[float, str]:
+    from mlrig.estimators.performance import decode_step
+
+    w = plan.workload
+    ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
+    dec = decode_step(arch, plan, gpu, n, ctx)
+    share = w.prompt_tokens / max(1, w.output_tokens)
+    return dec.seconds + n * share * prefill_s_per_token, dec.bound
+
+
+def wave_ttft_s(arch: ModelArch, plan: Plan, gpu: GPU, m: int, budget: int | None) -> float:
+    """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
+    lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
+    batch and every first token comes at its end; with chunked prefill (FCFS, `budget` tokens per
+    iteration) the i-th prompt is done after i prompts' work, (m + 1) / 2 on average."""
+    from mlrig.estimators.performance import prefill_pass
+
+    prompt = max(1, plan.workload.prompt_tokens)
+    batch_s = prefill_pass(arch, plan, gpu, m, prompt).seconds
+    return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
+
+
+def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = None, rate: float | None = None,
+               slots: int | None = None, cap: int | None = None, budget: int | None = None,
+               wave_weight: float = 0.0) -> LoadPoint:
+    """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
+    or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
+    `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
+    from mlrig.estimators.performance import prefill_pass
+
+    w = plan.workload
+    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    t_p = prefill_pass(arch, plan, gpu, 1, prompt).seconds / prompt  # s per prompt token
+    limit = min(x for x in (cap, slots, 10**9) if x is not None)
+    limit = max(1, limit)
+    saturated = False
+    if rate is None:
+        if users is None or users <= 0:
+            raise MlrigError("a closed-loop load needs users > 0")
+        n = min(users, limit)
+        step, bound = _iteration(arch, plan, gpu, n, t_p)
+        lam = n / step / out  # requests/s completed (= arriving, closed loop)
+    else:
+        # Little's law: running = rate x request duration, solved by fixed-point iteration
+        # (duration grows with the batch); capped at the limit.
+        n = 1
+        for _ in range(50):
+            step, _b = _iteration(arch, plan, gpu, n, t_p)
+            want = max(1, math.ceil(rate * (prompt * t_p + out * step)))
+            if want >= limit:
+                n = limit
+                break
+            if want == n:
+                break
+            n = want
+        step, bound = _iteration(arch, plan, gpu, n, t_p)
+        capacity = n / step / out
+        saturated = n >= limit and rate > capacity
+        lam = min(rate, capacity)
+        users = n
+    throughput = lam * out
+    # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
+    service = prompt * t_p
+    rho = min(0.95, lam * service)
+    wait_prefill = rho / (2.0 * (1.0 - rho)) * service
+    if budget is not None and budget > n:
+        chunks = math.ceil(prompt / (budget - n))
+        dec_only, _ = _iteration(arch, plan, gpu, n, 0.0)
+        own = service + chunks * dec_only
+    else:
+        dec_only, _ = _iteration(arch, plan, gpu, n, 0.0)
+        own = service + dec_only  # the prefill pass, then the iteration that samples the first token
+    request_s = own + out * step
+    slot_wait = max(0, users - n) / n * request_s
+    queue = step / 2.0 + wait_prefill + slot_wait
+    if saturated:
+        queue = math.inf
+    ttft = queue + own
+    if wave_weight > 0 and not saturated:
+        # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
+        # into the steady state above; the wave's later members past the cap also wait for slots.
+        wave = wave_ttft_s(arch, plan, gpu, n, budget) + slot_wait
+        ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
+        queue = ttft - own
+    return LoadPoint(running=n, step_s=step, throughput_tok_s=throughput, requests_per_s=lam,
+                     ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)

@@ -1,0 +1,306 @@
+"""Serving loads, engine vocabulary and engine releases (issue 10, inference half)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.errors import MlrigError
+from mlrig.estimators import engines
+from mlrig.estimators.performance import decode_step, engine_family, prefill_pass
+from mlrig.planner import evaluate, parse_plan
+
+
+def _plan(**w: object) -> dict[str, object]:
+    wl: dict[str, object] = {"precision": "fp16", "engine": "vllm", "prompt_tokens": 512, "output_tokens": 256}
+    wl.update(w)
+    return {"model": "llama-3-8b", "workload": wl, "hardware": {"gpu": "a100-sxm-80gb"}}
+
+
+# ---- plan keys ----------------------------------------------------------------------------------
+def test_serving_keys_are_plan_keys_with_ranges() -> None:
+    p = parse_plan(_plan(load="offline", num_requests=1000, max_num_seqs=256, max_num_batched_tokens=8192,
+                         max_model_len=4096, engine_version="0.6.4"))
+    assert p.workload.load == "offline" and p.workload.max_num_seqs == 256
+    with pytest.raises(MlrigError, match="max_num_seqs"):
+        parse_plan(_plan(max_num_seqs=0))
+    with pytest.raises(MlrigError, match="request_rate"):
+        parse_plan(_plan(load="rate"))
+    with pytest.raises(MlrigError, match="request_rate"):
+        parse_plan(_plan(load="concurrency", request_rate=2.0))
+    with pytest.raises(MlrigError, match="load"):
+        parse_plan(_plan(load="burst"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0.6.4", engines.Version(release=(0, 6, 4))),
+    ("v0.8", engines.Version(release=(0, 8))),
+    ("mlx-lm 0.20.4", engines.Version(release=(0, 20, 4))),
+    ("4.38", engines.Version(release=(4, 38))),
+    ("b3000", engines.Version(build=3000)),
+    ("2024-06", engines.Version(month=(2024, 6))),
+    ("15499eb", None),
+    ("", None),
+])
+def test_versions_parse(text: str, expected: engines.Version | None) -> None:
+    assert engines.parse_version(text) == expected
+
+
+def test_release_behaviours() -> None:
+    assert not engines.llama_cpp_has_graphs("b2824") and engines.llama_cpp_has_graphs("b3500")
+    assert not engines.llama_cpp_has_graphs("2023-11") and engines.llama_cpp_has_graphs("2024-12")
+    assert engines.llama_cpp_has_graphs(None)  # current release by default
+    assert not engines.vllm_v1("0.6.4") and engines.vllm_v1("0.10.1.1") and engines.vllm_v1(None)
+    assert engines.transformers_full_logits("4.38") and not engines.transformers_full_logits("4.45.0")
+    assert engines.trt_llm_pre_xqa("0.7.1") and not engines.trt_llm_pre_xqa("0.8.0")
+
+
+# ---- engines ------------------------------------------------------------------------------------
+def test_engine_vocabulary_and_refusals() -> None:
+    cuda, mac = resolve_gpu("rtx-4090"), resolve_gpu("Apple M2 Max 38-core GPU 96GB")
+    assert engine_family("ollama", "q4_k_m", cuda) == "llama.cpp"
+    assert engine_family("ollama", "q4_k_m", mac) == "llama.cpp-metal"
+    assert engine_family("llama.cpp", "q4_k_m", cuda, "b2800") == "llama.cpp-2024"
+    assert engine_family("trt-llm", "fp16", cuda, "0.6.1") == "trt-llm-2023"
+    for name in ("lmdeploy", "tgi", "gpt-fast", "tinychat"):
+        assert engine_family(name, "fp16", cuda) == name
+    assert engine_family("mlx-lm", "int4", mac) == "mlx"
+    with pytest.raises(MlrigError, match="Apple silicon only"):
+        engine_family("mlx", "int4", cuda)
+    with pytest.raises(MlrigError, match="does not run on"):
+        engine_family("vllm", "fp16", mac)
+
+
+def test_pre_graph_llama_cpp_is_slower_per_layer() -> None:
+    """Launching every kernel (no CUDA graph) costs per layer: old builds decode slower, same bytes."""
+    new = evaluate(_plan(engine="llama.cpp", precision="q4_k_m") | {"hardware": {"gpu": "rtx-4090"}})
+    old = evaluate(_plan(engine="llama.cpp", precision="q4_k_m", engine_version="b2800")
+                   | {"hardware": {"gpu": "rtx-4090"}})
+    assert new.performance and old.performance
+    assert old.performance.decode_tok_s < new.performance.decode_tok_s  # type: ignore[operator]
+
+
+# ---- serving loads ------------------------------------------------------------------------------
+def test_concurrency_load_hand_check() -> None:
+    """n users, iteration = decode step of n + n x P/O prompt tokens at the prompt's cost per token."""
+    data = _plan(load="concurrency", batch_size=32)
+    r = evaluate(data)
+    assert r.performance is not None
+    p, gpu = parse_plan(data), resolve_gpu("a100-sxm-80gb")
+    from mlrig.planner import resolve_arch
+    arch = resolve_arch(p)
+    step = decode_step(arch, p, gpu, 32, 512 + 128).seconds + 32 * (512 / 256) * (
+        prefill_pass(arch, p, gpu, 1, 512).seconds / 512)
+    assert r.performance.tpot_ms == pytest.approx(step * 1e3, rel=1e-6)
+    assert r.performance.throughput_tok_s == pytest.approx(32 / step, rel=1e-6)
+    assert r.performance.requests_per_s == pytest.approx(32 / step / 256, rel=1e-6)
+    assert r.performance.total_throughput_tok_s == pytest.approx(32 / step * 768 / 256, rel=1e-6)
+
+
+def test_ttft_grows_with_users_and_includes_queueing() -> None:
+    ttfts = []
+    for users in (1, 25, 100, 400):
+        perf = evaluate(_plan(load="concurrency", batch_size=users)).performance
+        assert perf is not None and perf.ttft_ms is not None
+        ttfts.append(perf.ttft_ms)
+    assert ttfts == sorted(ttfts) and ttfts[-1] > 2 * ttfts[0]
+    # beyond the engine's batch cap (vLLM V1 on an 80 GB card: 1024) users wait for a slot
+    capped = evaluate(_plan(load="concurrency", batch_size=400, max_num_seqs=100)).performance
+    assert capped is not None and capped.ttft_ms is not None and capped.ttft_ms > 2 * ttfts[-1]
+
+
+def test_offline_runs_at_the_batch_cap() -> None:
+    small = evaluate(_plan(load="offline", num_requests=1000, max_num_seqs=16)).performance
+    big = evaluate(_plan(load="offline", num_requests=1000, max_num_seqs=256)).performance
+    one = evaluate(_plan(load="offline", num_requests=1)).performance
+    assert small and big and one
+    assert big.throughput_tok_s > 2 * small.throughput_tok_s > 8 * one.throughput_tok_s  # type: ignore[operator]
+
+
+def test_rate_load_serves_the_rate_until_saturated() -> None:
+    low = evaluate(_plan(load="rate", request_rate=1.0)).performance
+    assert low and low.requests_per_s == pytest.approx(1.0)
+    assert low.throughput_tok_s == pytest.approx(256.0)
+    flood = evaluate(_plan(load="rate", request_rate=1e5)).performance
+    assert flood and flood.requests_per_s is not None and flood.requests_per_s < 1e5
+    assert flood.ttft_ms is None  # queues grow without bound: no steady-state TTFT
+    assert "queues grow" in (flood.explanation or "")
+
+
+# ---- multi-GPU decode ---------------------------------------------------------------------------
+def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
+    """2 all-reduces per layer, each a barrier (efficiency.ALLREDUCE_SYNC_S): on PCIe a 70B's decode
+    gains little from more GPUs, and the sync term is exactly 2 x layers x the barrier."""
+    from mlrig.estimators import efficiency as eff
+    from mlrig.planner import resolve_arch
+
+    def step(count: int, link: str) -> float:
+        data = {"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                "hardware": {"gpu": "a100-sxm-80gb", "count": count, "tensor_parallel": count,
+                             "interconnect": link}}
+        p = parse_plan(data)
+        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).comm_s
+
+    arch = resolve_arch(parse_plan({"model": "llama-3-70b"}))
+    floor = 2 * arch.num_layers * eff.ALLREDUCE_SYNC_S["pcie"]
+    assert step(4, "pcie4-x16") > floor
+    assert step(4, "pcie4-x16") > 3 * step(4, "nvlink3")
+    r2 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 2, "interconnect": "pcie4-x16"}})
+    r8 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16"}})
+    assert r2.performance and r8.performance
+    assert r8.performance.decode_tok_s < 2.0 * r2.performance.decode_tok_s  # type: ignore[operator]
+
+
+def test_plan_shows_other_engines_side_by_side() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}, alternatives=True)
+    assert r.engine == "vllm" and r.performance is not None
+    others = r.performance.other_engines
+    assert "vllm" not in others and {"sglang", "transformers", "llama.cpp"} <= set(others)
+    # eager transformers decodes slower than vLLM's graphs on the same weights
+    assert others["transformers"]["decode_tok_s"] < r.performance.decode_tok_s  # type: ignore[operator]
+    gguf = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"},
+                     "hardware": {"gpu": "RTX 4090"}}, alternatives=True)
+    assert gguf.performance is not None and gguf.performance.other_engines == {}  # only llama.cpp runs GGUF
+    assert evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}).performance.other_engines == {}  # type: ignore[union-attr]
+
+
+# ---- releases in memory -------------------------------------------------------------------------
+def test_old_transformers_holds_logits_for_every_prompt_token() -> None:
+    """30k-token prompt, Llama-3.2-1B (vocab 128256): bf16 logits + fp32 upcast = 30000 x 128256 x 6 B
+    = 21.5 GiB more before transformers 4.45 than after."""
+    def peak(version: str) -> float:
+        r = evaluate({"model": "llama-3.2-1b", "workload": {"engine": "transformers", "engine_version": version,
+                      "prompt_tokens": 30000, "output_tokens": 10}, "hardware": {"gpu": "h100-sxm-80gb"}})
+        assert r.memory is not None
+        return r.memory.activations_gib
+    assert peak("4.38") - peak("4.46") == pytest.approx(30000 * 128256 * 6 / 2**30, rel=0.01)
+
+
+def test_vllm_v0_profile_run_shrinks_the_kv_pool_at_long_max_model_len() -> None:
+    def kv(version: str) -> int:
+        r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "engine_version": version,
+                      "max_model_len": 32768, "prompt_tokens": 512}, "hardware": {"gpu": "RTX 4090"}})
+        assert r.kv_cache_capacity_tokens is not None
+        return r.kv_cache_capacity_tokens
+    assert kv("0.6.4") < 0.8 * kv("0.10.1")
+
+
+# ---- honest refusals ----------------------------------------------------------------------------
+def test_context_above_the_model_maximum_is_refused_or_warned() -> None:
+    with pytest.raises(MlrigError, match=r"maximum of 1,024.*learned"):
+        evaluate({"model": "gpt2", "workload": {"context_tokens": 8192}, "hardware": {"gpu": "RTX 4090"}})
+    with pytest.raises(MlrigError, match=r"maximum of 4,096.*--allow-long-context.*x2"):
+        evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"context_tokens": 8192},
+                  "hardware": {"gpu": "RTX 4090"}})
+    ok = evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"context_tokens": 8192,
+                   "allow_long_context": True}, "hardware": {"gpu": "RTX 4090"}})
+    assert any("rope scaling x2" in n for n in ok.notes)
+    # a 4096-token prompt and its first token fit a 4096-position model
+    evaluate({"model": "meta-llama/Llama-2-7b-hf", "workload": {"prompt_tokens": 4096, "output_tokens": 1},
+              "hardware": {"gpu": "RTX 4090"}})
+
+
+def test_tp_must_divide_the_heads() -> None:
+    # Llama-3-70B: 64 heads, 8 KV heads. TP 3 divides neither; TP 16 replicates KV heads (allowed).
+    with pytest.raises(MlrigError, match=r"does not divide.*64 attention heads / 8 KV heads; use one of 1, 2, 4, 8"):
+        evaluate({"model": "llama-3-70b", "hardware": {"gpu": "h100-sxm-80gb", "count": 3, "tensor_parallel": 3}})
+    r = evaluate({"model": "llama-3-70b", "hardware": {"gpu": "h100-sxm-80gb", "count": 16, "tensor_parallel": 16}})
+    assert r.error is None
+
+
+def test_a_vllm_setup_that_would_not_start_gets_no_speed() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "max_model_len": 131072},
+                  "hardware": {"gpu": "RTX 4090"}})
+    assert r.performance is None and r.fits is not None
+    assert any("would refuse to start" in n and "131,072" in n for n in r.notes)
+    big = evaluate({"model": "llama-3-70b", "workload": {"engine": "vllm", "precision": "bf16"},
+                    "hardware": {"gpu": "RTX 4090"}})
+    assert big.performance is None and any("exceed its memory reservation" in n for n in big.notes)
+
+
+def test_largest_context_is_capped_at_the_model_maximum() -> None:
+    from mlrig.planner import limits
+    assert limits({"model": "gpt2", "hardware": {"gpu": "RTX 4090"}})["max_context_tokens"] == 1024
+
+
+def test_spilled_llama_cpp_layers_count_in_host_ram() -> None:
+    fits = evaluate({"model": "llama-3-70b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "h100-sxm-80gb"}})
+    spill = evaluate({"model": "llama-3-70b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "RTX 4090"}})
+    assert fits.memory and spill.memory and not spill.fits
+    # ~40 GiB of Q4_K_M weights on a 24 GiB card: well over 10 GiB of layers live in host RAM
+    assert spill.memory.host_ram_gib > fits.memory.host_ram_gib + 10
+
+
+def test_old_vllm_pays_host_time_per_sequence_new_vllm_overlaps_it() -> None:
+    """vLLM < 0.12 serialises ~100 us of host work per running sequence per step (DLVLLM-* rows);
+    async scheduling (0.12+, the default release) hides it behind the GPU."""
+    from mlrig.estimators import efficiency as eff
+
+    old = evaluate(_plan(load="concurrency", batch_size=128, engine_version="0.10.1")).performance
+    new = evaluate(_plan(load="concurrency", batch_size=128)).performance
+    assert old and new and old.tpot_ms and new.tpot_ms
+    assert old.tpot_ms - new.tpot_ms == pytest.approx(128 * eff.SEQ_STEP_OVERHEAD_S["vllm"] * 1e3, rel=0.05)
+
+
+def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
+    """16 users with fixed lengths and no request count stay in step: without chunked prefill (TRT-LLM
+    here) every first token comes after the 16 prompts' batched prefill (LMDeploy profile_generation:
+    Llama-2-7B, 16 x 2048 tokens, TTFT 2.9 s vs 0.14 s alone, LMDEPLOY-0014 / -0007)."""
+    from mlrig.planner import resolve_arch
+
+    data = _plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048, output_tokens=128)
+    r = evaluate(data)
+    p = parse_plan(data)
+    wave = prefill_pass(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 16, 2048).seconds
+    assert r.performance and r.performance.ttft_ms == pytest.approx(wave * 1e3, rel=1e-6)
+    spread = evaluate(_plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048,
+                            output_tokens=128, num_requests=1600)).performance
+    assert spread and spread.ttft_ms is not None and spread.ttft_ms < 0.5 * r.performance.ttft_ms
+
+
+def test_offline_without_a_request_count_is_max_throughput() -> None:
+    """'Maximum achievable throughput' tables state no batch: the engine runs at its cap."""
+    implicit = evaluate(_plan(engine="trt-llm", load="offline")).performance
+    capped = evaluate(_plan(engine="trt-llm", load="offline", num_requests=100_000, max_num_seqs=256)).performance
+    assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s, rel=0.05)
+    one = evaluate(_plan(engine="trt-llm", load="offline", batch_size=1)).performance
+    assert one and one.throughput_tok_s < 0.1 * implicit.throughput_tok_s  # type: ignore[operator]
+
+
+def test_eager_transformers_pays_per_quantised_linear() -> None:
+    from mlrig.estimators import efficiency as eff
+
+    def over(precision: str) -> float:
+        data = _plan(engine="transformers", precision=precision)
+        p = parse_plan(data)
+        from mlrig.planner import resolve_arch
+        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).overhead_s
+    assert over("gptq") - over("fp16") == pytest.approx(32 * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S)
+
+
+def test_engines_without_continuous_batching_serve_one_request_at_a_time() -> None:
+    solo = evaluate(_plan(engine="transformers", load="concurrency", batch_size=1)).performance
+    eight = evaluate(_plan(engine="transformers", load="concurrency", batch_size=8)).performance
+    slots = evaluate(_plan(engine="transformers", load="concurrency", batch_size=8, max_num_seqs=8)).performance
+    assert solo and eight and slots and eight.ttft_ms and solo.ttft_ms
+    assert eight.throughput_tok_s == pytest.approx(solo.throughput_tok_s)  # one runs, seven wait
+    assert eight.ttft_ms > 5 * solo.ttft_ms
+    assert slots.throughput_tok_s > 4 * solo.throughput_tok_s  # type: ignore[operator]
+
+
+def test_vllm_default_max_model_len_that_does_not_fit_is_named() -> None:
+    r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm"}, "hardware": {"gpu": "RTX 4090"}})
+    assert r.performance is not None and r.kv_cache_capacity_tokens is not None
+    assert any(f"--max-model-len {r.kv_cache_capacity_tokens} or less" in n for n in r.notes)
+
+
+def test_offloaded_layers_are_checked_against_the_host_ram_present() -> None:
+    plan = {"model": "llama-3-70b", "workload": {"precision": "q4_k_m", "engine": "llama.cpp", "gpu_layers": 40},
+            "hardware": {"gpu": "RTX 4090"}}
+    roomy = evaluate({**plan, "hardware": {"gpu": "RTX 4090", "host_ram_gib": 128}})
+    tight = evaluate({**plan, "hardware": {"gpu": "RTX 4090", "host_ram_gib": 8}})
+    assert roomy.memory and tight.memory and roomy.memory.host_ram_gib > 15
+    assert not tight.fits and any("GiB of host RAM; only 8 GiB" in n for n in tight.memory.notes)
+    assert roomy.fits is not False or roomy.memory.per_gpu_gib > roomy.memory.gpu_capacity_gib
