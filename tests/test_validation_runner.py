@@ -77,7 +77,7 @@ def test_verdict_is_honest() -> None:
     assert t == (0.10, 0.25)
     assert verdict(_rec("decode_tok_s", "llama.cpp", "gddr", 50, 0.05, 0.2)) == "pass"
     assert verdict(_rec("decode_tok_s", "llama.cpp", "gddr", 50, 0.05, 0.3)) == "over p90"  # median alone passes
-    assert verdict(_rec("decode_tok_s", "llama.cpp", "gddr", 50, 0.2, 0.3)) == "over median+p90"
+    assert verdict(_rec("decode_tok_s", "llama.cpp", "gddr", 50, 0.2, 0.3)) == "over both"
     assert verdict(_rec("decode_tok_s", "llama.cpp", "gddr", 2, 0.0, 0.0)) == "few rows"
     # training and inference peak memory have their own targets
     assert target("per_gpu_gib", "training-lora") == (0.12, 0.30)

@@ -42,9 +42,10 @@ def verdict(s: ScopeRecord) -> str:
     t = target(s.figure, s.engine)
     if t is None:
         return "—"
-    over = [name for name, got, want in (("median", s.median_error, t[0]), ("p90", s.p90_error, t[1]))
-            if got > want]
-    return "pass" if not over else "over " + "+".join(over)
+    over_median, over_p90 = s.median_error > t[0], s.p90_error > t[1]
+    if over_median and over_p90:
+        return "over both"
+    return "over median" if over_median else "over p90" if over_p90 else "pass"
 
 
 def print_scopes(con: Console, title: str, records: list[ScopeRecord]) -> None:
@@ -56,7 +57,7 @@ def print_scopes(con: Console, title: str, records: list[ScopeRecord]) -> None:
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 1), title_justify="left")
     for col in ("figure", "engine", "class", "rows", "median", "p90", "target", "result"):
         t.add_column(col, justify="right" if col in ("rows", "median", "p90", "target") else "left",
-                     no_wrap=True, overflow="ellipsis")
+                     no_wrap=True, overflow="ellipsis", min_width=5 if col in ("median", "p90") else None)
     last = None
     for s in records:
         tg = target(s.figure, s.engine)
