@@ -49,12 +49,19 @@ class Calibration:
     # management") on the tensors allocated and freed every step (activations, logits, gradients,
     # optimizer temporaries). Weights and optimizer states are allocated once and packed tightly:
     # issue 13's trace of an 8B full fine-tune (dominated by them) found reserved / allocated = 1.017
-    # (docs/trace-findings.md), so they get `training_static_slack`. The per-step factor is fitted on
+    # (docs/trace-findings.md); `training_static_slack` 1.05 leaves room for the 2 MiB block rounding
+    # of many small tensors (bitsandbytes quant states, LoRA adapters). The per-step factor is fitted on
     # rows that report the reservation: PEFTMC-0002..0024 (HF PEFT LoRA on Llama-3.2-3B, torch
-    # max_memory_reserved, activation-dominated: 1.07-1.18 x allocated overall) and the M-hf-* BERT
-    # rows (nvidia-smi, mostly activations), which 1.2 over everything left 6-28 % low.
+    # max_memory_reserved, activation-dominated: 1.07-1.18 x allocated overall: +8 %/-3 % here) and the
+    # M-hf-* BERT rows (nvidia-smi), which stay 13-30 % low (torch 1.x kept gradients allocated
+    # between steps, zero_grad(set_to_none=False); not modelled).
     training_fragmentation: float = 1.25
-    training_static_slack: float = 1.02
+    training_static_slack: float = 1.05
+    # NCCL communicator buffers outside PyTorch's allocator in multi-GPU training: NCCL_BUFFSIZE
+    # (4 MiB default) per channel per peer for each protocol (NCCL "Environment Variables" docs),
+    # and PyTorch process groups open several communicators; an order-of-magnitude estimate of a few
+    # hundred MiB, not fitted (no row separates it).
+    nccl_bytes: float = 0.5 * GiB
     # Prefill activation working set in HF transformers, same units as the vLLM factor.
     transformers_act_per_token_factor: float = 3.85
 
@@ -632,6 +639,8 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
     act = {"optimizer step": temps, "backward end (gradients)": working + tied_extra}.get(phase, saved + logits)
     overhead = _context_overhead(gpu)
+    if hw.total_gpus > 1:
+        overhead += CAL.nccl_bytes
     static = weights + optim
     dynamic = fsdp_work + phases[phase]
     live = static + dynamic
@@ -751,5 +760,6 @@ def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int |
 
 
 __all__ = ["CAL", "Calibration", "MemoryEstimate", "estimate_memory", "kv_bytes_per_token", "lora_params",
-           "layer_activation_bytes", "lora_full_params", "max_batch_size", "max_context_tokens", "min_gpus", "optimizer_cost",
+           "layer_activation_bytes", "lora_full_params", "max_batch_size", "max_context_tokens", "min_gpus",
+           "optimizer_cost",
            "weights_per_gpu_bytes"]
