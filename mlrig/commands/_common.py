@@ -69,7 +69,8 @@ GpuLayersOpt = Annotated[int | None, typer.Option(
 StorageOpt = Annotated[float | None, typer.Option(
     "--storage-gb-s", help="storage throughput for data and checkpoints, GB/s (training; default 2)")]
 MtbfOpt = Annotated[float | None, typer.Option(
-    "--mtbf-h", help="mean hours between job interruptions (training; default: Llama 3's rate per GPU)")]
+    "--mtbf-h", help="mean hours between job interruptions (training; default: Meta RSC-1's failure rate per GPU, "
+    "arXiv 2410.21680)")]
 DataBytesOpt = Annotated[float | None, typer.Option(
     "--data-bytes-per-token", help="bytes of training data per token (default: tokenised ids, 2 or 4)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
