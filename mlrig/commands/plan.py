@@ -8,12 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mlrig.commands._common import (
+    ActCkptOpt,
+    ActOffloadOpt,
     BatchOpt,
+    ChunkedLossOpt,
     CkptOpt,
     ContextOpt,
     CountOpt,
+    CpOpt,
     DataBytesOpt,
     EngineOpt,
+    EpOpt,
     GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
@@ -21,22 +26,26 @@ from mlrig.commands._common import (
     JsonOpt,
     KvPrecisionOpt,
     LoraRankOpt,
+    LoraTargetsOpt,
     MethodOpt,
     MtbfOpt,
     NodesOpt,
     OffloadOpt,
     OptimizerOpt,
     OutputOpt,
+    PowerLimitOpt,
     PpOpt,
     PrecisionOpt,
     PromptOpt,
     SeqLenOpt,
+    SpOpt,
     StorageOpt,
     TaskOpt,
     TokensOpt,
     TpOpt,
     ZeroOpt,
     fmt_num,
+    training_fields,
     workload_fields,
 )
 
@@ -166,6 +175,9 @@ def plan_cmd(
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
     gpu_layers: GpuLayersOpt = None, storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None,
     data_bytes_per_token: DataBytesOpt = None,
+    activation_checkpointing: ActCkptOpt = None, lora_targets: LoraTargetsOpt = None,
+    chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
+    ep: EpOpt = None, sp: SpOpt = None, power_limit_w: PowerLimitOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -190,6 +202,9 @@ def plan_cmd(
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
                              data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers,
                              gpu_spec=spec)
+    fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
+                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, ep=ep,
+                                  sp=sp, power_limit_w=power_limit_w))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)
