@@ -472,6 +472,7 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
                            "olmo-core", "atorch", "maxtext", "torchtitan")
 # Hugging Face PEFT's prepare_model_for_kbit_training casts every non-quantised parameter
 # (embeddings, lm_head, norms) to fp32 (peft/utils/other.py); Axolotl and TRL call it for QLoRA.
+# QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most QLoRA users are.
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
 
 
@@ -544,7 +545,7 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
             # de-quantised copy of the weight being multiplied (bitsandbytes dequantize_4bit: the
             # largest linear, 16-bit), alive during each forward/backward GEMM
             weights += arch.hidden_size * max(arch.intermediate_size, arch.hidden_size) * 2 / tp
-            if _engine_is(w.engine, HF_PEFT_ENGINES):
+            if w.engine is None or _engine_is(w.engine, HF_PEFT_ENGINES):
                 weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
                 notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
                              "(prepare_model_for_kbit_training)")

@@ -156,7 +156,8 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     if tr.method == "qlora":
         # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
         # the GEMM reads the 2 B copy, in forward, backward (and the recompute) of every micro-batch
-        qlora_s = micro * (3 if ck == "full" else 2) * 4.5 * n / (tp * pp) / bw / eff.QLORA_DEQUANT_EFF
+        # (every routed expert's weight too: a micro-batch of thousands of tokens reaches all experts)
+        qlora_s = micro * (3 if ck == "full" else 2) * 4.5 * pb.total / (tp * pp) / bw / eff.QLORA_DEQUANT_EFF
     tp_s = 0.0
     if tp > 1:
         from mlrig.catalog.interconnects import default_link
