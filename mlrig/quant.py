@@ -189,6 +189,10 @@ _ALIASES: dict[str, str] = {
     # unsloth "dynamic" GGUF quants (UD-Q4_K_XL, ...): the _M/_L mixes with more tensors upcast; closest mix
     "q2_k_xl": "q2_k", "q3_k_xl": "q3_k_m", "q4_k_xl": "q4_k_l", "q5_k_xl": "q5_k_l", "q6_k_xl": "q6_k_l",
     "q8_k_xl": "q8_0", "mlx-4bit-dwq": "mlx-4bit",
+    # PyTorch Lightning / LitGPT / Fabric precision flags: "-mixed" is AMP (fp32 master, booked by the
+    # optimizer's state), "-true" the weights in that type
+    "bf16-mixed": "bf16", "bf16-true": "bf16", "16-mixed": "fp16", "fp16-mixed": "fp16", "16-true": "fp16",
+    "32-true": "fp32",
 }
 
 # "exl2-4.65", "exl2_4.65", "exl2:4.65", "exl2-4.65bpw", "4.65bpw-exl2", "4.65bpw" (exllamav2 branch names)
