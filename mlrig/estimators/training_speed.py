@@ -66,7 +66,7 @@ def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[
     nn.Linear only): attention, norms and the optimizer stay bf16/fp32. FP32 training runs at the
     non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
     (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), and a V100 has no TF32."""
-    from mlrig.quant import compute_dtype, normalise_precision
+    from mlrig.quant import normalise_precision
 
     p = normalise_precision(precision)
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
@@ -75,7 +75,7 @@ def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[
     if p == "fp8":
         linear = gpu.tensor_tflops("fp8") or bf16
         label = "FP8 linear GEMMs"
-    elif _is_fp32(p, compute_dtype):
+    elif _is_fp32(p):
         bf16 = linear = gpu.fp32_tflops or bf16
         label = "FP32 (no tensor cores)"
     else:
@@ -85,9 +85,12 @@ def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[
     return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
 
 
-def _is_fp32(precision: str, compute_dtype: object) -> bool:
+def _is_fp32(precision: str) -> bool:
+    """Whether training computes in fp32 (no tensor cores, see `_train_peak`)."""
+    from mlrig.quant import compute_dtype
+
     try:
-        return compute_dtype(precision) == "fp32"  # type: ignore[operator]
+        return compute_dtype(precision) == "fp32"
     except MlrigError:
         return False
 
@@ -98,10 +101,10 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
       + 2N recomputed under full checkpointing) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
-      bf16 peak;
+      bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
-      casts of each linear's inputs; QLoRA adds the de-quantisation of every 4-bit weight in each
+      casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
       forward, recompute and backward;
     - the optimizer step: `OPTIMIZER_BYTES_PER_PARAM` per trainable parameter this GPU holds, at the
       memory bandwidth (AdamW reads weight, gradient, fp32 master and two moments, writes four);
