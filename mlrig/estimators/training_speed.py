@@ -148,7 +148,9 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
         # write 1 B, three times per micro-batch, spread over its tokens
         ew_bytes += 3 * 3.0 * n / tokens_per_rank_step
     t_token = (t_gemm + ew_bytes / bw) / (tp * pp * cp)  # seconds per token per GPU (model split)
-    gbt = tr.global_batch_tokens or tokens_per_rank_step * dp
+    # With pipeline stages and no global batch given, assume 4 micro-batches per stage per step
+    # (Megatron-LM users size the global batch so that m >> p; Narayanan et al. 2021 sec. 2.2)
+    gbt = tr.global_batch_tokens or tokens_per_rank_step * dp * (4 * pp if pp > 1 else 1)
     micro = max(1, round(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
     compute_s = t_token * gbt / dp
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
@@ -196,7 +198,9 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
         f"bandwidth-bound kernels{', de-quantisation' if qlora_s else ''})"
         + (f" + {tp_s:.2f} s tensor-parallel all-reduce" if tp_s > 0 else "")
         + (f" + {ep_s:.2f} s expert all-to-all" if ep_s > 0 else "")
-        + (f" + {bubble_s:.2f} s pipeline bubble ({bubble:.0%})" if bubble_s > 0 else "")
+        + (f" + {bubble_s:.2f} s pipeline bubble ({bubble:.0%} at {micro} micro-batches"
+           + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
+           if bubble_s > 0 else "")
         + f" + {opt_s + step_fixed:.2f} s optimizer step and fixed per-step cost"
         + (f" + {comm_s:.2f} s gradient sync not hidden" if comm_s > 0 else "")
         + (f" + {offload_s:.2f} s offload traffic" if offload_s > 0 else "")
