@@ -16,6 +16,8 @@ class MemoryBreakdown(BaseModel):
     host_ram_gib: float = 0.0
     gpu_capacity_gib: float
     headroom_gib: float = 0.0  # capacity - per_gpu (negative: does not fit)
+    allocated_gib: float | None = None  # training: live tensors at the peak (torch max_memory_allocated)
+    reserved_gib: float | None = None  # training: the caching allocator's reservation (max_memory_reserved)
     notes: list[str] = []  # assumptions and uncertainty, in words
 
 

@@ -18,6 +18,7 @@ Task = Literal["inference", "finetune", "pretrain"]
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
+Checkpointing = Literal["none", "selective", "full"]
 
 
 class _Strict(BaseModel):
@@ -110,16 +111,46 @@ class WorkloadSpec(_Strict):
 class TrainingSpec(_Strict):
     method: Method = "full"
     lora_rank: int = Field(16, gt=0, le=65536)
-    lora_targets: list[str] = Field(default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"])
+    lora_targets: list[str] = Field(
+        default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"],
+        description="q,k,v,o,gate,up,down; 'attention' = q,k,v,o, 'mlp' = gate,up,down; 'embeddings' and "
+        "'lm_head' train those matrices fully (PEFT modules_to_save)")
     optimizer: str = "adamw"
     seq_len: int | None = Field(None, gt=0, le=100_000_000)
     global_batch_tokens: int | None = Field(None, gt=0)
     gradient_checkpointing: bool = True
+    activation_checkpointing: Checkpointing | None = Field(
+        None, description="none | selective | full (default: full when gradient_checkpointing, else none)")
     zero_stage: int = Field(0, ge=0, le=3)
     offload: Offload = "none"
+    chunked_loss: bool | None = Field(
+        None, description="loss computed in chunks: no full fp32 logits (default: true for engine torchtune, "
+        "whose recipes use CEWithChunkedOutputLoss, else false)")
+    activation_offload: bool = Field(False, description="saved activations offloaded to host RAM")
+    context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
+    expert_parallel: int = Field(1, gt=0, le=4096, description="MoE experts split across GPUs")
+    sequence_parallel: bool = Field(False, description="Megatron SP (with TP): activations sharded by TP")
     tokens_to_train: float | None = Field(None, gt=0)
     data_bytes_per_token: float | None = Field(
         None, gt=0, le=1e6, description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
+
+    @model_validator(mode="after")
+    def _checkpointing(self) -> TrainingSpec:
+        """`activation_checkpointing` wins; `gradient_checkpointing = true` alone means "full"
+        (`checkpointing` reads the two as one)."""
+        if self.activation_checkpointing is None:
+            return self
+        if "gradient_checkpointing" in self.model_fields_set and (
+                self.gradient_checkpointing != (self.activation_checkpointing != "none")):
+            raise ValueError(f"gradient_checkpointing={str(self.gradient_checkpointing).lower()} contradicts "
+                             f"activation_checkpointing={self.activation_checkpointing!r}; give one of them")
+        self.gradient_checkpointing = self.activation_checkpointing != "none"
+        return self
+
+    @property
+    def checkpointing(self) -> Checkpointing:
+        """none | selective | full, from either key."""
+        return self.activation_checkpointing or ("full" if self.gradient_checkpointing else "none")
 
 
 class HardwareSpec(_Strict):
@@ -135,7 +166,10 @@ class HardwareSpec(_Strict):
     storage_gb_s: float | None = Field(
         None, gt=0, le=1e6, description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
     mtbf_hours: float | None = Field(
-        None, gt=0, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
+        None, gt=0, description="mean time between job interruptions (default: Meta's RSC-1/RSC-2 failure "
+        "rate per GPU, arXiv 2410.21680)")
+    power_limit_w: float | None = Field(
+        None, gt=0, le=10_000, description="a GPU power cap below TDP (nvidia-smi -pl); scales the compute peak")
     gpu_spec: GpuSpec | None = Field(
         None, description="an accelerator's figures (memory_gib, bandwidth_gb_s, bf16_tflops, ...): a device the "
         "catalog lacks, or replacements for the named gpu's figures (--gpu-spec)")
@@ -192,4 +226,13 @@ class Plan(_Strict):
     def _training_defaults(self) -> Plan:
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
+        t, hw = self.training, self.hardware
+        if t is not None and self.workload.task != "inference":
+            model_par = hw.tensor_parallel * hw.pipeline_parallel * t.context_parallel
+            if model_par > hw.total_gpus:
+                raise ValueError(f"tensor x pipeline x context parallel = {model_par} exceeds the {hw.total_gpus} "
+                                 "GPU(s) given; raise hardware.count or lower the parallelism")
+            if t.expert_parallel > hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel):
+                raise ValueError(f"expert_parallel {t.expert_parallel} exceeds the data x context parallel ranks "
+                                 f"({hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel)}); lower it")
         return self

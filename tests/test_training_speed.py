@@ -47,23 +47,69 @@ def test_nvlink_bridge_beats_x8_pcie_for_data_parallel() -> None:
     assert run("nvlink-3090-bridge") > run("pcie4-x8")
 
 
-def test_fp8_spellings_train_at_the_fp8_rate_and_qlora_is_slower_than_lora() -> None:
-    """Precision aliases reach the FP8 tensor rate; QLoRA pays QLORA_SPEED_FACTOR for de-quantising."""
-    from mlrig.catalog.gpus import resolve_gpu
-    from mlrig.catalog.models import resolve_model
-    from mlrig.estimators.training_speed import QLORA_SPEED_FACTOR, estimate_training
-    from mlrig.workload import Plan
+def _tok_s(precision: str = "bf16", method: str = "full", gpu: str = "h100-sxm-80gb", model: str = "llama-3-8b",
+           batch: int = 8, training: dict[str, object] | None = None,
+           hardware: dict[str, object] | None = None) -> float:
+    r = evaluate({"model": model, "workload": {"task": "finetune", "precision": precision, "batch_size": batch},
+                  "training": {"method": method, "seq_len": 2048, **(training or {})},
+                  "hardware": {"gpu": gpu, **(hardware or {})}})
+    assert r.performance is not None and r.performance.train_tokens_per_s
+    return r.performance.train_tokens_per_s
 
-    arch, gpu = resolve_model("llama-3-8b"), resolve_gpu("h100-sxm-80gb")
 
-    def tok_s(precision: str, method: str = "full") -> float:
-        plan = Plan.model_validate({"model": "llama-3-8b",
-                                    "workload": {"task": "finetune", "precision": precision, "batch_size": 8},
-                                    "training": {"method": method, "seq_len": 2048},
-                                    "hardware": {"gpu": gpu.id}})
-        t = estimate_training(arch, plan, gpu).train_tokens_per_s
-        assert t is not None
-        return t
+def test_fp8_spellings_train_faster_but_far_from_the_fp8_peak() -> None:
+    """Only the linear GEMMs run in FP8 (Transformer Engine, torchao float8): published FP8 runs gain
+    1.15-1.35x over bf16, not the 2x of the peak."""
+    bf16, fp8 = _tok_s("bf16"), _tok_s("fp8")
+    assert _tok_s("e4m3") == fp8
+    assert 1.1 < fp8 / bf16 < 1.6
 
-    assert tok_s("e4m3") == tok_s("fp8") > tok_s("bf16")
-    assert tok_s("bf16", "qlora") == pytest.approx(QLORA_SPEED_FACTOR * tok_s("bf16", "lora"))
+
+def test_lora_and_qlora_step_time() -> None:
+    """LoRA skips the frozen weights' weight-gradient GEMMs (6N -> 4N, + 2N recompute): faster than full
+    but not 1.5x; QLoRA adds de-quantisation and stays close to LoRA (not 0.6x)."""
+    full, lora, qlora = _tok_s(method="full"), _tok_s(method="lora"), _tok_s(method="qlora")
+    assert full < lora < 1.45 * full
+    assert 0.7 * lora < qlora < lora
+
+
+def test_fp32_runs_at_the_non_tensor_rate_on_a_v100() -> None:
+    """PyTorch leaves TF32 matmuls off and a V100 has none: fp32 training is far slower than fp16 when
+    compute bound (the tensor peak is 8x the FP32 rate)."""
+    fp16 = _tok_s("fp16", gpu="v100-sxm2-32gb", model="llama-3.2-1b", batch=4)
+    fp32 = _tok_s("fp32", gpu="v100-sxm2-32gb", model="llama-3.2-1b", batch=4)
+    assert fp32 < fp16 / 2
+
+
+def test_h100_mfu_below_a100_mfu() -> None:
+    """The bandwidth-bound kernels and flash attention lose more on an H100 (half the A100's
+    bandwidth:compute ratio; FA2 at ~35 % of its peak): published bf16 runs reach 40-48 % MFU on H100
+    against 55-60 % on A100."""
+    def mfu(gpu: str) -> float:
+        r = evaluate({"model": "llama-3-8b", "workload": {"task": "pretrain", "batch_size": 4},
+                      "training": {"seq_len": 4096, "activation_checkpointing": "none", "zero_stage": 3},
+                      "hardware": {"gpu": gpu, "count": 8}})
+        assert r.performance is not None and r.performance.mfu
+        return r.performance.mfu
+    a100, h100 = mfu("a100-sxm-80gb"), mfu("h100-sxm-80gb")
+    assert h100 < a100
+    assert 0.50 < a100 < 0.65 and 0.38 < h100 < 0.52
+
+
+def test_pipeline_bubble_and_tensor_parallel_cost_time() -> None:
+    gbt = {"global_batch_tokens": 2048 * 8 * 4}
+    dp = _tok_s(model="llama-3.1-70b", batch=1, training={**gbt, "zero_stage": 3}, hardware={"count": 8})
+    tp = _tok_s(model="llama-3.1-70b", batch=1, training=gbt, hardware={"count": 8, "tensor_parallel": 8})
+    pp = _tok_s(model="llama-3.1-70b", batch=1, training=gbt, hardware={"count": 8, "pipeline_parallel": 8})
+    assert tp < dp and pp < dp
+    from mlrig.estimators.training_speed import pipeline_bubble
+    assert pipeline_bubble(8, 4) == pytest.approx(7 / 11)
+
+
+def test_power_cap_scales_compute_by_the_cube_root() -> None:
+    from mlrig.estimators.training_speed import power_capped_tflops
+    assert power_capped_tflops(100.0, 280, 350) == pytest.approx(100 * 0.8 ** (1 / 3))
+    assert power_capped_tflops(100.0, 400, 350) == 100.0
+    capped = _tok_s(gpu="rtx-3090", model="llama-3.2-1b", batch=4, hardware={"power_limit_w": 280})
+    free = _tok_s(gpu="rtx-3090", model="llama-3.2-1b", batch=4)
+    assert 0.85 * free < capped < free

@@ -70,7 +70,8 @@ GpuLayersOpt = Annotated[int | None, typer.Option(
 StorageOpt = Annotated[float | None, typer.Option(
     "--storage-gb-s", help="storage throughput for data and checkpoints, GB/s (training; default 2)")]
 MtbfOpt = Annotated[float | None, typer.Option(
-    "--mtbf-h", help="mean hours between job interruptions (training; default: Llama 3's rate per GPU)")]
+    "--mtbf-h", help="mean hours between job interruptions (training; default: Meta RSC-1's failure rate per GPU, "
+    "arXiv 2410.21680)")]
 DataBytesOpt = Annotated[float | None, typer.Option(
     "--data-bytes-per-token", help="bytes of training data per token (default: tokenised ids, 2 or 4)")]
 LoadOpt = Annotated[str | None, typer.Option(
@@ -88,6 +89,31 @@ EngineVersionOpt = Annotated[str | None, typer.Option(
 LongContextOpt = Annotated[bool | None, typer.Option(
     "--allow-long-context", help="accept a context above the model's maximum (needs rope scaling)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
+ActCkptOpt = Annotated[str | None, typer.Option(
+    "--activation-checkpointing", help="none | selective | full (training; --checkpointing means full)")]
+LoraTargetsOpt = Annotated[str | None, typer.Option(
+    "--lora-targets", help="comma list: q,k,v,o,gate,up,down, attention, mlp, embeddings, lm_head")]
+ChunkedLossOpt = Annotated[bool | None, typer.Option(
+    "--chunked-loss/--no-chunked-loss", help="loss in chunks, no full fp32 logits (default: on for torchtune)")]
+ActOffloadOpt = Annotated[bool | None, typer.Option(
+    "--activation-offload/--no-activation-offload", help="saved activations offloaded to host RAM")]
+CpOpt = Annotated[int | None, typer.Option("--cp", help="context-parallel degree (sequence split across GPUs)")]
+EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs)")]
+SpOpt = Annotated[bool | None, typer.Option(
+    "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
+PowerLimitOpt = Annotated[float | None, typer.Option(
+    "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
+
+
+def training_fields(*, activation_checkpointing: str | None = None, lora_targets: str | None = None,
+                    chunked_loss: bool | None = None, activation_offload: bool | None = None,
+                    cp: int | None = None, ep: int | None = None, sp: bool | None = None,
+                    power_limit_w: float | None = None) -> dict[str, Any]:
+    """The training and hardware keys of PLAN-FORMAT's "Keys published runs need", from their flags."""
+    targets = [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None
+    return {"activation_checkpointing": activation_checkpointing, "lora_targets": targets,
+            "chunked_loss": chunked_loss, "activation_offload": activation_offload, "context_parallel": cp,
+            "expert_parallel": ep, "sequence_parallel": sp, "power_limit_w": power_limit_w}
 
 
 def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,

@@ -8,13 +8,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mlrig.commands._common import (
+    ActCkptOpt,
+    ActOffloadOpt,
     BatchOpt,
+    ChunkedLossOpt,
     CkptOpt,
     ContextOpt,
     CountOpt,
+    CpOpt,
     DataBytesOpt,
     EngineOpt,
     EngineVersionOpt,
+    EpOpt,
     GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
@@ -24,6 +29,7 @@ from mlrig.commands._common import (
     LoadOpt,
     LongContextOpt,
     LoraRankOpt,
+    LoraTargetsOpt,
     MaxBatchedTokensOpt,
     MaxModelLenOpt,
     MaxNumSeqsOpt,
@@ -34,17 +40,20 @@ from mlrig.commands._common import (
     OffloadOpt,
     OptimizerOpt,
     OutputOpt,
+    PowerLimitOpt,
     PpOpt,
     PrecisionOpt,
     PromptOpt,
     RequestRateOpt,
     SeqLenOpt,
+    SpOpt,
     StorageOpt,
     TaskOpt,
     TokensOpt,
     TpOpt,
     ZeroOpt,
     fmt_num,
+    training_fields,
     workload_fields,
 )
 
@@ -205,6 +214,9 @@ def plan_cmd(
     num_requests: NumRequestsOpt = None, max_num_seqs: MaxNumSeqsOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None, max_model_len: MaxModelLenOpt = None,
     engine_version: EngineVersionOpt = None, allow_long_context: LongContextOpt = None,
+    activation_checkpointing: ActCkptOpt = None, lora_targets: LoraTargetsOpt = None,
+    chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
+    ep: EpOpt = None, sp: SpOpt = None, power_limit_w: PowerLimitOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -232,6 +244,9 @@ def plan_cmd(
                              max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                              max_model_len=max_model_len, engine_version=engine_version,
                              allow_long_context=allow_long_context)
+    fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
+                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, ep=ep,
+                                  sp=sp, power_limit_w=power_limit_w))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)

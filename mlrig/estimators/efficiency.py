@@ -287,3 +287,31 @@ TRAIN_WIDTH_D0 = 220.0
 # less than its FLOP share in time: T-mpt-* rows with activation_ckpt=True run at ~0.88 of the
 # MFU of comparable rows without it (the recompute kernels overlap with FSDP communication).
 RECOMPUTE_TIME_FRACTION = 0.55  # fraction of the recompute FLOPs that shows up as time
+
+# Training step physics (training_speed.estimate_training). Fitted on the fit-split rows of
+# mlrig/data/calibration with `python scripts/calibration_report.py --metric train_tokens_per_s_per_gpu`.
+# Fraction of the dense tensor peak the training GEMMs (linear + flash attention) reach, before the
+# narrow-model reduction d / (d + TRAIN_WIDTH_D0). Together with the bandwidth-bound term below it
+# reproduces the A100 MosaicML rows (T-mpt-*: 55-64 % MFU) and the H100 bf16 rows (FMSFSDP-*, OLMOCORE-*:
+# 38-48 % MFU): the same kernels lose more on the H100 because its bandwidth:compute ratio is half the
+# A100's (3.35 TB/s : 989 TFLOPS against 2.04 : 312).
+TRAIN_GEMM_EFF: dict[str, float] = {"hbm": 0.72, "gddr": 0.65, "unified": 0.40, "host": 0.15}
+# Narrow models under-fill the GEMM tiles: efficiency x d / (d + TRAIN_GEMM_WIDTH_D0).
+TRAIN_GEMM_WIDTH_D0 = 220.0
+# Flash attention relative to the GEMMs (training_speed.attention_efficiency): FA2 reaches 50-73 % of
+# an A100's peak (Dao 2023) - about the GEMMs' - but ~35 % of an H100's (Shah et al. 2024, FA3).
+TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.9, "hopper+": 0.45}
+# Fraction of peak DRAM bandwidth the element-wise kernels and the optimizer step reach.
+TRAIN_BW_EFF = 0.80
+# Bytes moved by non-GEMM kernels (RMSNorm, SwiGLU, RoPE, residual adds, dropout-free attention
+# glue, the loss), in passes over the (2h + i) 16-bit values of one token in one layer, forward and
+# backward. Eager PyTorch upcasts norms to fp32 and runs each op as its own kernel (Llama's
+# RMSNorm: ~7 kernels in fp32); fitted between the A100 and H100 rows above.
+TRAIN_ELEMENTWISE_PASSES = 15.0
+# Fixed cost per optimizer step (optimizer bookkeeping, gradient clipping's norm, logging, the
+# data loader's hand-off) and per micro-batch (kernel launches of a forward+backward, ~1k-3k
+# kernels at ~5-10 us each in eager mode).
+TRAIN_STEP_OVERHEAD_S = 0.05
+TRAIN_MICROBATCH_OVERHEAD_S = 0.01
+# bitsandbytes' NF4 de-quantisation kernel reaches this fraction of TRAIN_BW_EFF's bandwidth.
+QLORA_DEQUANT_EFF = 0.5

@@ -45,10 +45,23 @@ class Calibration:
     # (m0111/m0114/m0120/m0123, vLLM v0.19).
     vllm_non_torch_bytes: float = 0.25 * GiB
     vllm_non_torch_tp_bytes: float = 2.1 * GiB
-    # PyTorch caching-allocator slack on top of live tensors in training (reserved / allocated;
-    # PyTorch "CUDA semantics - memory management"). Fitted on the M-hf-* rows, which report
-    # nvidia-smi used memory (context + reserved): 1.10 left them 8-29 % low, 1.2 centres them.
-    training_fragmentation: float = 1.20
+    # PyTorch caching-allocator slack (reserved / allocated; PyTorch "CUDA semantics - memory
+    # management") on the tensors allocated and freed every step (activations, logits, gradients,
+    # optimizer temporaries). Weights and optimizer states are allocated once and packed tightly:
+    # issue 13's trace of an 8B full fine-tune (dominated by them) found reserved / allocated = 1.017
+    # (docs/trace-findings.md); `training_static_slack` 1.05 leaves room for the 2 MiB block rounding
+    # of many small tensors (bitsandbytes quant states, LoRA adapters). The per-step factor is fitted on
+    # rows that report the reservation: PEFTMC-0002..0024 (HF PEFT LoRA on Llama-3.2-3B, torch
+    # max_memory_reserved, activation-dominated: 1.07-1.18 x allocated overall: +8 %/-3 % here) and the
+    # M-hf-* BERT rows (nvidia-smi), which stay 13-30 % low (torch 1.x kept gradients allocated
+    # between steps, zero_grad(set_to_none=False); not modelled).
+    training_fragmentation: float = 1.25
+    training_static_slack: float = 1.05
+    # NCCL communicator buffers outside PyTorch's allocator in multi-GPU training: NCCL_BUFFSIZE
+    # (4 MiB default) per channel per peer for each protocol (NCCL "Environment Variables" docs),
+    # and PyTorch process groups open several communicators; an order-of-magnitude estimate of a few
+    # hundred MiB, not fitted (no row separates it).
+    nccl_bytes: float = 0.5 * GiB
     # Prefill activation working set in HF transformers, same units as the vLLM factor.
     transformers_act_per_token_factor: float = 3.85
 
@@ -408,152 +421,303 @@ def _is_known(precision: str) -> bool:
 
 
 _LORA_SHAPES = ("q", "k", "v", "o", "gate", "up", "down")
+# Group names published configs use (torchtune lora_attn_modules / apply_lora_to_mlp, NeMo
+# target_modules "attention"/"mlp", axolotl lora_target_linear): expanded to the projections.
+_LORA_GROUPS = {"attention": ("q", "k", "v", "o"), "attn": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down"),
+                "all-linear": _LORA_SHAPES, "all_linear": _LORA_SHAPES}
+# Matrices trained fully beside the adapters (PEFT modules_to_save, axolotl lora_modules_to_save).
+_LORA_FULL = {"embeddings": "embedding", "embed_tokens": "embedding", "embedding": "embedding",
+              "lm_head": "lm_head", "output": "lm_head"}
+
+
+def _lora_target_keys(targets: list[str]) -> tuple[list[str], set[str]]:
+    """(adapted projections without repeats, fully trained matrices) from the names users give."""
+    keys: list[str] = []
+    full: set[str] = set()
+    for t in targets:
+        key = t.strip().lower().removesuffix("_proj")
+        if key in _LORA_GROUPS:
+            keys += [k for k in _LORA_GROUPS[key] if k not in keys]
+        elif key in _LORA_SHAPES:
+            if key not in keys:
+                keys.append(key)
+        elif key in _LORA_FULL:
+            full.add(_LORA_FULL[key])
+        else:
+            raise MlrigError(f"unknown LoRA target {t!r}; use any of {', '.join(_LORA_SHAPES)}, attention, mlp, "
+                             "embeddings, lm_head")
+    return keys, full
+
+
+def lora_full_params(arch: ModelArch, targets: list[str]) -> int:
+    """Parameters of the embedding / output head when `targets` names them: trained fully (PEFT
+    `modules_to_save`), so they carry gradients and optimizer state like full fine-tuning. A tied
+    head shares the embedding's matrix: counted once."""
+    _, full = _lora_target_keys(targets)
+    pb = arch.params()
+    n = 0
+    if "embedding" in full or ("lm_head" in full and arch.tie_word_embeddings):
+        n += pb.embedding
+    if "lm_head" in full and not arch.tie_word_embeddings:
+        n += pb.lm_head
+    return n
 
 
 def lora_params(arch: ModelArch, rank: int, targets: list[str]) -> int:
-    """LoRA adapter parameters: r x (in + out) per adapted matrix (Hu et al. 2021), summed over
-    layers; shapes from the architecture. Routed MoE experts are not adapted."""
+    """Trainable parameters of a LoRA run: r x (in + out) per adapted matrix (Hu et al. 2021),
+    summed over layers, shapes from the architecture (routed MoE experts are not adapted), plus the
+    embedding / head when named ("embeddings", "lm_head": trained fully, `lora_full_params`)."""
     h, d = arch.hidden_size, arch.dim_head
     q_out, kv_out = arch.num_heads * d, arch.kv_heads * d
     inter = arch.intermediate_size
     dense_layers = arch.num_layers - arch.num_moe_layers
     shapes = {"q": (h, q_out), "k": (h, kv_out), "v": (h, kv_out), "o": (q_out, h)}
-    per_layer = 0
-    for t in targets:
-        key = t.lower().removesuffix("_proj")
-        if key in shapes:
-            i, o = shapes[key]
-            per_layer += rank * (i + o)
-        elif key in ("gate", "up", "down"):
-            continue
-        else:
-            raise MlrigError(f"unknown LoRA target {t!r}; use any of {', '.join(_LORA_SHAPES)}")
+    keys, _ = _lora_target_keys(targets)
+    per_layer = sum(rank * sum(shapes[k]) for k in keys if k in shapes)
     total = per_layer * arch.num_layers
-    mlp_targets = [t for t in targets if t.lower().removesuffix("_proj") in ("gate", "up", "down")]
+    mlp_targets = [k for k in keys if k in ("gate", "up", "down")]
     if arch.mlp == "plain":
-        mlp_targets = [t for t in mlp_targets if t.lower().removesuffix("_proj") != "gate"]
+        mlp_targets = [k for k in mlp_targets if k != "gate"]
     total += len(mlp_targets) * rank * (h + inter) * dense_layers
-    return total
+    return total + lora_full_params(arch, targets)
 
 
 def layer_activation_bytes(arch: ModelArch, seq: int, micro_batch: int, flash: bool, tp: int = 1,
-                           element_bytes: float = 2.0) -> float:
+                           element_bytes: float = 2.0, sequence_parallel: bool = False) -> float:
     """Activations one transformer layer keeps for backward, 16-bit (Korthikanti et al. 2022,
     "Reducing Activation Recomputation", sec. 4: s*b*h*(34 + 5*a*s/h) for a GPT layer with a 4h
     MLP and dropout). Generalised to modern blocks without dropout: attention input, Q, K, V
     (GQA widths), attention output 2*(3h + 2*kv_dim)*sb; gated MLP input + gate, up, act and
     product 2h + 8i (plain: 2h + 4i, GeLU input and output); two norm inputs 4h. Unfused
     attention adds the 5*a*s^2*b score / softmax / dropout tensors. TP splits the per-head and
-    MLP parts (sequence parallel not assumed). fp32 training stores everything at 4 bytes
-    (element_bytes=4 doubles the figure)."""
+    MLP parts; the norm inputs (and dropouts) stay replicated unless Megatron sequence
+    parallelism shards them too (Korthikanti sec. 4.2.2: sbh(10 + 24/t) -> sbh(34/t)). fp32
+    training stores everything at 4 bytes (element_bytes=4 doubles the figure)."""
     h = arch.hidden_size
     kvd = arch.kv_heads * arch.dim_head
     i = _mlp_width(arch)
     mlp = 2 * h + (8 * i if arch.mlp == "gated" else 4 * i)
     attn = 2 * (3 * h + 2 * kvd)
-    per_token = 4 * h + (attn + mlp) / tp
+    per_token = (4 * h + attn + mlp) / tp if sequence_parallel else 4 * h + (attn + mlp) / tp
     act = seq * micro_batch * per_token
     if not flash:
         act += 5 * (arch.num_heads / tp) * seq * seq * micro_batch
     return act * element_bytes / 2
 
 
+# Frameworks whose default AdamW is a fused (single-kernel, per-tensor) implementation, with no
+# parameter-sized temporaries: Megatron-LM / NeMo (Apex or Transformer Engine FusedAdam), DeepSpeed
+# (FusedAdam), torchtune's recipes (torch.optim.AdamW fused=True in their configs), MosaicML
+# llm-foundry (DecoupledAdamW / LionW, a per-parameter loop). PyTorch's own AdamW defaults to the
+# foreach implementation on CUDA (torch.optim docs, "foreach (bool, optional)"), as in HF Trainer
+# (optim="adamw_torch") and LitGPT.
+FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-foundry", "fms-fsdp",
+                           "olmo-core", "atorch", "maxtext", "torchtitan")
+# Hugging Face PEFT's prepare_model_for_kbit_training casts every non-quantised parameter
+# (embeddings, lm_head, norms) to fp32 (peft/utils/other.py); Axolotl and TRL call it for QLoRA.
+# QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most QLoRA users are.
+HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
+
+
+def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in names)
+
+
+def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, state_el: float) -> float:
+    """Transient optimizer memory at the step. PyTorch's foreach Adam/AdamW computes
+    `torch._foreach_sqrt(exp_avg_sq)` for every parameter at once: one parameter-sized buffer in the
+    state dtype (torch/optim/adamw.py `_multi_tensor_adamw`; issue 13's trace: 14.96 GiB for an 8B
+    with bf16 states). Fused and per-parameter implementations need ~one tensor's worth: 0 here."""
+    o = optimizer.lower()
+    if not ("adam" in o or o in ("", "default")):
+        return 0.0
+    if any(k in o for k in ("fused", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
+        return 0.0
+    if "foreach" not in o and _engine_is(engine, FUSED_OPTIMIZER_ENGINES):
+        return 0.0
+    return trainable * state_el
+
+
 def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
+    """Training memory per GPU, as the peak over the phases of a step (issue 13's trace, docs/
+    trace-findings.md): parameters and optimizer states persist; on top of them the largest of
+    (a) the head of backward: saved activations + the loss's logits (+ gradients when accumulating),
+    (b) the end of backward: full gradients + one layer's recompute working set,
+    (c) the optimizer step: gradients + the optimizer's temporaries.
+    Parallelism: TP/PP split weights (Megatron), CP splits the sequence, SP shards the remaining
+    activations by TP, EP splits routed experts, ZeRO/FSDP shards over the data x context group."""
     w, hw = plan.workload, plan.hardware
     t = plan.training
     assert t is not None
-    tp, pp, dp = hw.tensor_parallel, hw.pipeline_parallel, hw.data_parallel
+    tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, t.context_parallel, t.expert_parallel
+    dpz = max(1, hw.total_gpus // (tp * pp))  # ZeRO / distributed-optimizer group: data x context ranks
     notes: list[str] = []
     precision = w.precision
     method = t.method
     opt = optimizer_cost(t.optimizer, precision)
     seq = t.seq_len or w.context
     b = w.batch_size
+    pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
+    # Expert parallelism: each EP rank holds num_experts / ep routed experts (Megatron-Core MoE;
+    # Lepikhin et al. 2020, GShard); everything else is replicated across EP ranks.
+    expert_share = 1.0
+    if ep > 1:
+        if not arch.is_moe:
+            notes.append("expert_parallel ignored: the model has no routed experts")
+        else:
+            expert_share = (n_total - pb.experts_routed + pb.experts_routed / ep) / n_total
+            notes.append(f"expert parallel {ep}: {arch.num_experts // ep if arch.num_experts else '?'} routed "
+                         "experts per GPU; their weights, gradients and optimizer states split")
 
     if method == "full":
         base_prec = _float_precision(precision)
         if base_prec != precision:
             notes.append(f"full training of {precision} weights is not possible; assumed bf16 weights")
-        weights = quant.weight_bytes(arch, base_prec) / shard
-        trainable = n_total / shard
+        weights = quant.weight_bytes(arch, base_prec) / shard * expert_share
+        trainable = n_total / shard * expert_share
     else:
         base_prec = "nf4" if method == "qlora" else _float_precision(precision)
-        weights = weights_per_gpu_bytes(arch, base_prec, tp, pp)
+        weights = weights_per_gpu_bytes(arch, base_prec, tp, pp) * expert_share
         trainable = lora_params(arch, t.lora_rank, t.lora_targets) / shard
+        adapters = trainable - lora_full_params(arch, t.lora_targets) / shard
         # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
-        weights += trainable * (4 if quant.master_in_weights(base_prec) else 2)
+        weights += adapters * (4 if quant.master_in_weights(base_prec) else 2)
+        if method == "qlora":
+            # de-quantised copy of the weight being multiplied (bitsandbytes dequantize_4bit: the
+            # largest linear, 16-bit), alive during each forward/backward GEMM
+            weights += arch.hidden_size * max(arch.intermediate_size, arch.hidden_size) * 2 / tp
+            if w.engine is None or _engine_is(w.engine, HF_PEFT_ENGINES):
+                weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
+                notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
+                             "(prepare_model_for_kbit_training)")
         notes.append(f"{method}: base frozen at {base_prec}, rank-{t.lora_rank} adapters on "
-                     f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params)")
+                     f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params trained)")
 
     grads = trainable * opt.grad_bytes
     optim = trainable * opt.state_bytes
+    state_el = 2.0 if ("bf16" in opt.name or "pure" in opt.name) else 4.0
+    temps = optimizer_temp_bytes(opt.name, w.engine, trainable, state_el)
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients,
     # 3 (= FSDP full shard) also parameters, over the data-parallel group.
     z = t.zero_stage
+    layers = max(1, arch.total_layers // pp)
+    fsdp_work = 0.0
     if z >= 1:
-        optim /= dp
+        optim /= dpz
+        temps /= dpz
     if z >= 2:
-        grads /= dp
+        grads /= dpz
     if z >= 3:
-        weights /= dp
+        if dpz > 1:
+            # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
+            # (FSDP forward/backward prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3)
+            fsdp_work = 2 * weights / layers
+        weights /= dpz
     host = 0.0
     if t.offload in ("optimizer", "params"):
-        host += optim * (dp if z >= 1 else 1)
+        host += optim * (dpz if z >= 1 else 1)
         optim = 0.0
+        temps = 0.0
         if method == "full":  # ZeRO-Offload keeps fp32 gradients with the optimizer on the host
-            host += grads * (dp if z >= 2 else 1) * 2
+            host += grads * (dpz if z >= 2 else 1) * 2
             if z >= 2:
                 grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
-        host += weights * (dp if z >= 3 else 1)
+        host += weights * (dpz if z >= 3 else 1)
         # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time
-        weights = 2 * weights / max(1, arch.num_layers // pp)
+        weights = 2 * weights / layers
+        fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
-    layers = max(1, arch.total_layers // pp)
     el = 4.0 if quant.compute_dtype(base_prec) == "fp32" else 2.0
-    layer_act = layer_activation_bytes(arch, seq, b, w.flash_attention, tp, el)
-    # Full recomputation keeps each layer's input (2sbh) plus one layer's working set
-    # (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1); without it every layer's activations.
-    ckpt = layers * el * seq * b * arch.hidden_size + layer_act
-    act = ckpt if t.gradient_checkpointing else layers * layer_act
+    seq_l = max(1, math.ceil(seq / cp))  # context parallelism: each rank holds seq / cp tokens
+    sp = t.sequence_parallel and tp > 1
+    layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
+    ck = t.checkpointing
+    if ck == "full":
+        # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
+        # layer's recomputed working set (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1).
+        layer_saved = el * seq_l * b * arch.hidden_size / (tp if sp else 1)
+        working = layer_act
+    elif ck == "selective":
+        # Selective recomputation (Korthikanti et al. 2022 sec. 5): only the attention core
+        # (QK^T, softmax, dropout: the 5as/h term) is recomputed; everything else is kept.
+        layer_saved = layer_activation_bytes(arch, seq_l, b, True, tp, el, sp)
+        working = layer_act - layer_saved
+    else:
+        layer_saved, working = layer_act, 0.0
+    saved = layers * layer_saved
     # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
     # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
     if pp > 1:
-        act *= min(pp, 4)
+        saved *= min(pp, 4)
+    if t.activation_offload:
+        # torchtune / Megatron activation offloading: saved tensors go to pinned host memory as
+        # forward proceeds and come back one layer ahead of backward: ~2 layers stay on the GPU.
+        host += saved
+        saved = min(saved, 2 * layer_saved)
+        notes.append("activations offloaded to host RAM; ~2 layers' worth stay on the GPU")
     logits = 0.0
     if arch.kind != "encoder":
-        # causal-LM loss: logits upcast to fp32 and their gradient (b x s x V x 4 B each)
-        logits = b * seq * arch.vocab_size * 4 * 2 / tp
-    act += logits
+        # Causal-LM loss at the head of backward (issue 13 trace, HF): bf16 logits (2 B) + fp32
+        # upcast (4) + fp32 log-softmax (4) in forward; their fp32 gradient replaces the upcast at the
+        # start of backward: ~12 B per logit. Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)
+        # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
+        chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, ("torchtune",))
+        logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
+    accumulating = bool(t.global_batch_tokens and t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp))
+    keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
+    tied_extra = 0.0
+    if arch.tie_word_embeddings and method == "full":
+        # tied embeddings: the head's weight gradient waits for the embedding's (issue 13 trace)
+        tied_extra = pb.embedding * opt.grad_bytes / tp / (dpz if z >= 2 else 1)
+    phases = {
+        "backward start (activations + logits)": saved + logits + (grads if accumulating or keep_grads else 0.0),
+        "backward end (gradients)": grads + working + tied_extra,
+        "optimizer step": grads + temps,
+    }
+    phase = max(phases, key=lambda k: phases[k])
+    # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
+    act = {"optimizer step": temps, "backward end (gradients)": working + tied_extra}.get(phase, saved + logits)
     overhead = _context_overhead(gpu)
-    live = weights + grads + optim + act
+    if hw.total_gpus > 1:
+        overhead += CAL.nccl_bytes
+    static = weights + optim
+    dynamic = fsdp_work + phases[phase]
+    live = static + dynamic
     frag = CAL.training_fragmentation
-    used = live * frag + overhead
+    reserved = static * CAL.training_static_slack + dynamic * frag
+    used = reserved + overhead
     cap_gib = gpu.capacity_gib
     host += _load_host_bytes(weights)
-    notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per "
-                 f"trainable param; allocator fragmentation x{frag:g}")
-    bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=0.0,
+    notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
+                 f"param" + (f", {_gib(temps):.1f} GiB foreach temporaries at the step" if temps else "")
+                 + f"; peak at the {phase}; allocator slack x{frag:g} on per-step tensors")
+    bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights + fsdp_work), kv_cache_gib=0.0,
                          activations_gib=_gib(act), gradients_gib=_gib(grads), optimizer_gib=_gib(optim),
-                         overhead_gib=_gib(overhead + live * (frag - 1)), host_ram_gib=_gib(host),
-                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4), notes=notes)
+                         overhead_gib=_gib(overhead + reserved - live), host_ram_gib=_gib(host),
+                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4),
+                         allocated_gib=_gib(live), reserved_gib=_gib(reserved), notes=notes)
     if "paged" in opt.name and used > cap_gib * GiB and optim > 0:
         # bitsandbytes paged optimizers live in CUDA unified memory and are evicted to host RAM
         # under memory pressure (Dettmers et al. 2023, QLoRA, sec. 3 "Paged Optimizers").
-        spill = min(optim, (used - cap_gib * GiB) / frag)
+        spill = min(optim, (used - cap_gib * GiB) / CAL.training_static_slack)
         optim -= spill
         host += spill
         live -= spill
-        used = live * frag + overhead
+        reserved -= spill * CAL.training_static_slack
+        used = reserved + overhead
         notes.append(f"paged optimizer: {_gib(spill):.1f} GiB of optimizer state paged to host RAM (slower)")
         bd.optimizer_gib, bd.per_gpu_gib, bd.host_ram_gib = _gib(optim), _gib(used), _gib(host)
+        bd.allocated_gib, bd.reserved_gib = _gib(live), _gib(reserved)
         bd.headroom_gib = round(cap_gib - _gib(used), 4)
     fits = used <= cap_gib * GiB + 1
-    if t.offload != "none" and hw.host_ram_gib is not None and host > hw.host_ram_gib * GiB:
+    if (t.offload != "none" or t.activation_offload) and hw.host_ram_gib is not None \
+            and host > hw.host_ram_gib * GiB:
         fits = False
         notes.append(f"offload needs {_gib(host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB given")
     return MemoryEstimate(breakdown=bd, fits=fits, engine="training", batch_fits=fits, allocated_gib=_gib(live),
@@ -641,5 +805,6 @@ def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int |
 
 
 __all__ = ["CAL", "Calibration", "MemoryEstimate", "estimate_memory", "kv_bytes_per_token", "lora_params",
-           "layer_activation_bytes", "max_batch_size", "max_context_tokens", "min_gpus", "optimizer_cost",
+           "layer_activation_bytes", "lora_full_params", "max_batch_size", "max_context_tokens", "min_gpus",
+           "optimizer_cost",
            "weights_per_gpu_bytes"]

@@ -49,50 +49,159 @@ def train_tokens_per_s_per_gpu(
     return achieved_mfu(memory_class, d_model) * peak_tflops * 1e12 / effective
 
 
+def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
+    """Tensor peak under a power cap (nvidia-smi -pl). Dynamic CMOS power is C V^2 f and, in the
+    DVFS range, voltage scales roughly with frequency, so P ~ f^3 and the sustained clock under a
+    cap P below TDP is ~ (P / TDP)^(1/3) of the boost clock (Weste & Harris, "CMOS VLSI Design",
+    sec. 5.1 on dynamic power; the cube law is an approximation, treat it as +-5 %). Memory
+    bandwidth is not scaled: HBM/GDDR clocks do not follow the core's."""
+    if not power_limit_w or not tdp_w or power_limit_w >= tdp_w:
+        return peak_tflops
+    return peak_tflops * (power_limit_w / tdp_w) ** (1.0 / 3.0)
+
+
+def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[float, float, str]:
+    """(peak for the linear GEMMs, peak for attention and the rest, label), TFLOPS. FP8 training runs
+    only the linear layers' GEMMs in FP8 (Transformer Engine `fp8_autocast`; torchao float8 converts
+    nn.Linear only): attention, norms and the optimizer stay bf16/fp32. FP32 training runs at the
+    non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
+    (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), and a V100 has no TF32."""
+    from mlrig.quant import normalise_precision
+
+    p = normalise_precision(precision)
+    bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
+    if not bf16:
+        raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
+    if p == "fp8":
+        linear = gpu.tensor_tflops("fp8") or bf16
+        label = "FP8 linear GEMMs"
+    elif _is_fp32(p):
+        bf16 = linear = gpu.fp32_tflops or bf16
+        label = "FP32 (no tensor cores)"
+    else:
+        linear = bf16
+        label = "bf16"
+    tdp = gpu.tdp_w
+    return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
+
+
+def _is_fp32(precision: str) -> bool:
+    """Whether training computes in fp32 (no tensor cores, see `_train_peak`)."""
+    from mlrig.quant import compute_dtype
+
+    try:
+        return compute_dtype(precision) == "fp32"
+    except MlrigError:
+        return False
+
+
 def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
-    """Training throughput, step time and MFU of the plan: calibrated MFU x dense peak for the
-    compute, plus the data-parallel gradient sync not hidden and any ZeRO-Offload traffic."""
+    """Training step time, throughput and MFU of the plan, from the parts of a step:
+
+    - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
+      + 2N recomputed under full checkpointing) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
+      peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
+      bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
+    - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
+      passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
+      casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
+      forward, recompute and backward;
+    - the optimizer step: `OPTIMIZER_BYTES_PER_PARAM` per trainable parameter this GPU holds, at the
+      memory bandwidth (AdamW reads weight, gradient, fp32 master and two moments, writes four);
+    - fixed costs per step and per micro-batch (`eff.TRAIN_STEP_OVERHEAD_S`, `TRAIN_MICROBATCH_OVERHEAD_S`:
+      optimizer bookkeeping, data loading, kernel launches);
+    - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
+      ring 2(t-1)/t; sequence parallelism moves the same bytes as reduce-scatter + all-gather),
+      not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
+      expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
+      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
     from mlrig.estimators.performance import gpu_memory_class
 
     tr = plan.training
     assert tr is not None
-    w = plan.workload
+    w, hw = plan.workload, plan.hardware
     seq = tr.seq_len or w.context
-    from mlrig.quant import normalise_precision
-
-    dtype = "fp8" if normalise_precision(w.precision) == "fp8" else "bf16"  # "e4m3", "FP8", ... too
-    peak = gpu.tensor_tflops(dtype) or gpu.fp32_tflops
-    if not peak:
-        raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
+    peak_lin, peak_bf16, dtype_label = _train_peak(gpu, w.precision, hw.power_limit_w)
     pb = arch.params()
     n = float(pb.active)
-    # LoRA/QLoRA: frozen base, no weight-gradient GEMMs (~2N of the 4N backward); activations still flow.
-    n_eff = n * 4.0 / 6.0 if tr.method in ("lora", "qlora") else n
     mclass = gpu_memory_class(gpu)
-    recompute = tr.gradient_checkpointing
-    tok_s_gpu = train_tokens_per_s_per_gpu(n_eff, arch.num_layers, arch.hidden_size, seq, peak, mclass, recompute)
-    if tr.method == "qlora":
-        tok_s_gpu *= QLORA_SPEED_FACTOR
-    hw = plan.hardware
+    tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel, tr.expert_parallel
     gpus = hw.total_gpus
-    gbt = tr.global_batch_tokens or seq * w.batch_size * gpus
-    compute_s = gbt / (tok_s_gpu * gpus)
+    dp = max(1, gpus // (tp * pp * cp))
+    ck = tr.checkpointing
+    lora = tr.method in ("lora", "qlora")
+    h, layers = arch.hidden_size, arch.num_layers
+    inter = arch.intermediate_size if not arch.is_moe else (arch.moe_intermediate_size or arch.intermediate_size)
+    # per token, whole model (split over the GPUs below)
+    lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
+    attn_fwd = 4.0 * layers * h * seq
+    attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
+    gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
+    attn_eff = gemm_eff * attention_efficiency(gpu)
+    t_gemm = lin_passes * n / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
+    passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
+    ew_bytes = passes * (2 * h + inter) * 2.0 * layers
+    tokens_per_rank_step = seq * w.batch_size  # one micro-batch per data-parallel rank
+    if normalise_precision_fp8(w.precision):
+        # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
+        # write 1 B, three times per micro-batch, spread over its tokens
+        ew_bytes += 3 * 3.0 * n / tokens_per_rank_step
+    t_token = (t_gemm + ew_bytes / bw) / (tp * pp * cp)  # seconds per token per GPU (model split)
+    # With pipeline stages and no global batch given, assume 4 micro-batches per stage per step
+    # (Megatron-LM users size the global batch so that m >> p; Narayanan et al. 2021 sec. 2.2)
+    gbt = tr.global_batch_tokens or tokens_per_rank_step * dp * (4 * pp if pp > 1 else 1)
+    micro = max(1, round(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
+    compute_s = t_token * gbt / dp
+    # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
-    shard = hw.tensor_parallel * hw.pipeline_parallel
-    comm_s = data_parallel_comm_s(2.0 * trainable / shard, hw.data_parallel, *_dp_link(plan, gpu),
+    shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
+    opt_s = OPTIMIZER_BYTES_PER_PARAM * trainable / shard / bw
+    qlora_s = 0.0
+    if tr.method == "qlora":
+        # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
+        # the GEMM reads the 2 B copy, in forward, backward (and the recompute) of every micro-batch
+        # (every routed expert's weight too: a micro-batch of thousands of tokens reaches all experts)
+        qlora_s = micro * (3 if ck == "full" else 2) * 4.5 * pb.total / (tp * pp) / bw / eff.QLORA_DEQUANT_EFF
+    tp_s = 0.0
+    if tp > 1:
+        from mlrig.catalog.interconnects import default_link
+
+        link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
+        ar_bytes = 4 * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
+        tp_s = ar_bytes * gbt / dp / cp / (link.bandwidth_gb_s * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
+    ep_s = 0.0
+    if ep > 1 and arch.is_moe:
+        link_ep = _dp_link(plan, gpu)
+        a2a = 4 * arch.experts_per_token * h * 2.0 * (ep - 1) / ep * arch.num_moe_layers / pp
+        ep_s = a2a * gbt / dp / cp / tp / (link_ep[0] * 1e9)
+    bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
+    busy = compute_s + tp_s + ep_s + qlora_s
+    bubble_s = busy * bubble / (1.0 - bubble) if bubble > 0 else 0.0
+    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + eff.TRAIN_MICROBATCH_OVERHEAD_S * micro
+    comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(plan, gpu),
                                   zero_stage=tr.zero_stage, overlap=DP_OVERLAP)
-    offload_s = _offload_s(plan, gpu, trainable / shard, pb.total / shard)
-    step_s = compute_s + comm_s + offload_s
+    offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
+    step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
-    model, hardware = train_flops_per_token(n, arch.num_layers, arch.hidden_size, seq, recompute)
-    mfu = total * model / (gpus * peak * 1e12)
-    hfu = total * hardware / (gpus * peak * 1e12)
+    model, hardware = train_flops_per_token(n, layers, h, seq, ck == "full")
+    peak_mfu = peak_bf16  # MFU against the bf16 peak (FP8 runs state theirs that way: MLPerf, Llama reports)
+    mfu = total * model / (gpus * peak_mfu * 1e12)
+    hfu = total * hardware / (gpus * peak_mfu * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
-    parts = {"compute": compute_s, "interconnect": comm_s, "offload": offload_s}
+    parts = {"compute": compute_s + qlora_s + opt_s + step_fixed + bubble_s, "interconnect": comm_s + tp_s + ep_s,
+             "offload": offload_s}
     bound = max(parts, key=lambda k: parts[k])
     expl = (
-        f"{model / 1e9:.1f} GFLOP per token (6N + attention) at {mfu:.0%} MFU of {peak:g} TFLOPS "
-        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s; per step {compute_s:.2f} s compute"
+        f"{model / 1e9:.1f} GFLOP per token (6N + attention), {dtype_label} at {mfu:.0%} MFU of {peak_mfu:g} TFLOPS "
+        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s; per step {busy - tp_s - ep_s:.2f} s compute (GEMMs + "
+        f"bandwidth-bound kernels{', de-quantisation' if qlora_s else ''})"
+        + (f" + {tp_s:.2f} s tensor-parallel all-reduce" if tp_s > 0 else "")
+        + (f" + {ep_s:.2f} s expert all-to-all" if ep_s > 0 else "")
+        + (f" + {bubble_s:.2f} s pipeline bubble ({bubble:.0%} at {micro} micro-batches"
+           + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
+           if bubble_s > 0 else "")
+        + f" + {opt_s + step_fixed:.2f} s optimizer step and fixed per-step cost"
         + (f" + {comm_s:.2f} s gradient sync not hidden" if comm_s > 0 else "")
         + (f" + {offload_s:.2f} s offload traffic" if offload_s > 0 else "")
         + f": {bound} bound"
@@ -105,12 +214,39 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
         time_to_train_s=ttt,
         bound=bound,
         explanation=expl,
-        error_band={"train_tokens_per_s": TRAIN_ERROR_BAND},
+        error_band={"train_tokens_per_s": TRAIN_ERROR_BAND if tr.method == "full" and mclass == "hbm"
+                    else TRAIN_ERROR_BAND_WIDE},
     )
 
 
-# Covers the p90 of |pred/meas - 1| of tokens_per_s_per_gpu in `mlrig.validation.speed` (0.13).
-TRAIN_ERROR_BAND = 0.15
+def attention_efficiency(gpu: GPU) -> float:
+    """Flash attention's efficiency relative to the GEMMs, by GPU generation (`eff.TRAIN_ATTN_REL_EFF`):
+    FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
+    H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1)."""
+    arch = (gpu.architecture or "").lower()
+    newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
+    return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
+
+
+def normalise_precision_fp8(precision: str) -> bool:
+    """Whether the precision is an FP8 spelling ("fp8", "e4m3", "FP8", ...)."""
+    from mlrig.quant import normalise_precision
+
+    return normalise_precision(precision) == "fp8"
+
+
+# AdamW's step per trainable parameter: reads weight (2), gradient (2), fp32 master (4) and two fp32
+# moments (8) = 16 B, writes master, moments and the bf16 weight = 14 B (fused/foreach kernels are
+# bandwidth bound: Rajbhandari et al. 2020 ZeRO sec. 3; the brief's 16-18 B/param/step counts reads).
+OPTIMIZER_BYTES_PER_PARAM = 30.0
+
+
+# Relative error band of the training speed. Full training on HBM cards: the p90 of |pred/meas - 1|
+# over the 184 fit rows of train_tokens_per_s / training-full / hbm in scripts/calibration_report.py
+# is 21 % (the legacy MPT table in `mlrig.validation.speed`: 13 %). LoRA/QLoRA and GDDR cards have
+# few rows and a p90 of 35-120 %: a wide band, said as such.
+TRAIN_ERROR_BAND = 0.25
+TRAIN_ERROR_BAND_WIDE = 0.60
 
 # Fraction of the data-parallel gradient sync hidden behind the backward pass. PyTorch DDP and FSDP
 # bucket gradients and all-reduce them while backward continues (Li et al. 2020, "PyTorch
@@ -118,11 +254,6 @@ TRAIN_ERROR_BAND = 0.15
 # calibration runs (MosaicML, 1600 Gb/s RoCE) are compute bound either way.
 DP_OVERLAP = 0.7
 
-# QLoRA de-quantises the 4-bit base weights in every forward and backward GEMM. Google Cloud's
-# Vertex AI tuning recommendations ("LoRA and QLoRA recommendations for LLMs", measured on
-# openLLaMA-7B): "LoRA is about 66% faster than QLoRA" -> QLoRA runs at 1/1.66 = 0.60 of LoRA's speed.
-# No QLoRA rows in the calibration set; one published figure, so treat it as +-20%.
-QLORA_SPEED_FACTOR = 0.60
 # CPU Adam reads and writes fp32 master weights, two moments and the gradient: ~16 B read +
 # 12 B written per parameter per step, at host memory bandwidth (Ren et al. 2021, ZeRO-Offload).
 CPU_ADAM_BYTES_PER_PARAM = 28.0
@@ -163,10 +294,15 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
     return t
 
 
-# Job interruptions. Llama 3 (Dubey et al. 2024, "The Llama 3 Herd of Models", sec. 3.3.4): 419
-# unexpected interruptions in a 54-day snapshot of pre-training on 16,384 H100s, i.e. one per
-# 54 x 24 x 16,384 / 419 ~ 50,700 GPU-hours; a synchronous job stops when any of its GPUs fails.
-GPU_HOURS_PER_INTERRUPTION = 54 * 24 * 16_384 / 419
+# Job interruptions. Kokolis et al. 2024/2025, "Revisiting Reliability in Large-Scale Machine Learning
+# Research Clusters" (Meta FAIR, arXiv 2410.21680, HPCA 2025): 11 months of two A100 clusters; RSC-1
+# (16k GPUs) had r_f = 6.50 job-interrupting failures per 1000 node-days (8 GPUs a node), RSC-2 2.34.
+# Their MTTF model for a job on N nodes is 1 / (N r_f): projected 1.8 h at 16,384 GPUs and 0.23 h at
+# 131,072 (measured: 7.9 h for 1024-GPU jobs, 47.7 days for 8-GPU jobs). The RSC-1 rate, the more
+# failure-prone of the two, in GPU-hours per interruption: 1000 x 24 x 8 / 6.50 ~ 29,500; a
+# synchronous job stops when any of its GPUs fails, so its MTBF is that over the job's GPUs.
+GPU_HOURS_PER_INTERRUPTION = 1000 * 24 * 8 / 6.50
+MTBF_SOURCE = "Meta RSC-1's 6.50 failures per 1000 node-days (Kokolis et al., arXiv 2410.21680)"
 # Storage assumed when none is given or measured: 2 GB/s, a PCIe 4.0 NVMe SSD's sustained write
 # (their 5-7 GB/s headline is into an SLC cache); network file systems may be slower or faster.
 DEFAULT_STORAGE_GB_S = 2.0
@@ -206,8 +342,8 @@ def estimate_training_run(arch: ModelArch, plan: Plan, perf: Performance) -> Tra
     write_s = checkpoint_write_s(ckpt, storage)
     mtbf_h = hw.mtbf_hours or GPU_HOURS_PER_INTERRUPTION / hw.total_gpus
     if hw.mtbf_hours is None:
-        notes.append(f"MTBF {mtbf_h:,.0f} h = Llama 3's one interruption per {GPU_HOURS_PER_INTERRUPTION:,.0f} "
-                     f"GPU-hours over {hw.total_gpus} GPU(s); pass --mtbf-h for your own")
+        notes.append(f"MTBF {mtbf_h:,.0f} h = one interruption per {GPU_HOURS_PER_INTERRUPTION:,.0f} GPU-hours "
+                     f"({MTBF_SOURCE}) over {hw.total_gpus} GPU(s); pass --mtbf-h for your own")
     interval_s = young_daly_interval_s(write_s, mtbf_h * 3600.0)
     if perf.time_to_train_s is not None and interval_s >= perf.time_to_train_s:
         notes.append("the optimal checkpoint interval is longer than the run: a checkpoint at the end suffices")
