@@ -4,6 +4,7 @@ invariants, the report and the CLI's handling of bad input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,9 @@ def test_70b_chat_local_is_two_used_3090s_at_the_planners_own_speed() -> None:
         if o.build is not None:
             plan["hardware"]["host_ram_gib"] = o.build.ram_gib
         assert o.workloads[0].decode_tok_s == planner_evaluate(plan, gpu=resolve_gpu(o.gpu)).performance.decode_tok_s  # type: ignore[union-attr]
-    assert "tok/s ±20%" in best.speed and "TTFT" in best.speed  # absolute, with its band
+    band = planner_evaluate({**CHAT70.plan, "hardware": {"gpu": best.gpu, "count": best.gpus}},
+                            gpu=resolve_gpu(best.gpu)).performance.error_band["decode_tok_s"]  # type: ignore[union-attr]
+    assert f"tok/s ±{band * 100:.0f}%" in best.speed and "TTFT" in best.speed  # absolute, with the planner's band
 
 
 def test_interactive_floor_and_old_cards() -> None:
@@ -190,13 +193,16 @@ def test_every_listed_option_explains_itself_in_absolute_numbers() -> None:
             assert "tok/s" in o.speed and ("h/run" in o.speed or "min/run" in o.speed)
 
 
-def test_unvalidated_training_speed_shows_its_band_and_the_flip() -> None:
+def test_uncertain_training_speed_shows_its_band_and_the_flip() -> None:
+    """A training speed carries its band (the validation scope's p90, or x0.5-2 when the scope has too
+    few published runs), hours per run as a range, and options whose cost ranges overlap are named."""
     r = rec([QLORA8])
     top = next(o for o in r.options if o.feasible)
-    assert "unvalidated" in top.speed and top.total_cost_range_usd is not None
+    assert re.search(r"h/run \(\d+(\.\d+)?-\d+(\.\d+)? h", top.speed) and top.total_cost_range_usd is not None
+    assert ("unvalidated" in top.speed) == (not top.workloads[0].speed_validated)
     lo, hi = top.total_cost_range_usd
     assert lo < top.total_cost_usd < hi
-    assert r.uncertainty and all("unvalidated" in u for u in r.uncertainty)
+    assert r.uncertainty and all("unvalidated" in u or "p90 band" in u for u in r.uncertainty)
 
 
 def test_a_box_cannot_be_busy_more_than_730_hours_a_month() -> None:

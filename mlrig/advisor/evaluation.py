@@ -44,7 +44,6 @@ NO_BF16_ARCH = ("kepler", "maxwell", "pascal", "volta", "turing")
 # or Apple GPU, and no LoRA/QLoRA. Outside that the training speed carries no validated band, so we show
 # ×0.5-2 instead (wide enough to say the answer may flip, not a fitted error).
 UNVALIDATED_TRAIN_FACTOR = 2.0
-VALIDATED_TRAIN_CLASSES = ("datacenter",)
 
 
 class WorkloadUsage(BaseModel):
@@ -272,14 +271,15 @@ def _alternatives(workload: Workload) -> list[tuple[str, Workload]]:
 def speed_band(result: PlanResult, gpu: GPU, task: str, method: str = "full") -> tuple[float, float, bool]:
     """(low, high) multipliers on the speed, and whether they come from validation.
 
-    Inference: the decode p90 error the planner reports (performance.error_band). Training: its p90 band
-    for full-parameter training on datacentre GPUs; elsewhere (other hardware classes, LoRA/QLoRA)
-    unvalidated, shown as ×1/2-×2 (UNVALIDATED_TRAIN_FACTOR)."""
+    The planner's validation object says whether published runs of this scope (figure x engine or
+    training method x memory class) check the speed: if so, its p90 error is the band
+    (performance.error_band); if not, the speed is shown as x1/2-x2 (UNVALIDATED_TRAIN_FACTOR)."""
+    figure = "decode_tok_s" if task == "inference" else "train_tokens_per_s"
     bands = result.performance.error_band if result.performance is not None else {}
-    if task == "inference":
-        b = bands.get("decode_tok_s", 0.2)
-        return 1.0 - b, 1.0 + b, True
-    if gpu.hardware_class in VALIDATED_TRAIN_CLASSES and method == "full":
-        b = bands.get("train_tokens_per_s", 0.15)
-        return 1.0 - b, 1.0 + b, True
+    v = result.validation.get(figure)
+    if v is not None and v.validated or task == "inference":
+        # decode is the best-measured figure: an unvalidated inference scope keeps its (widened) band.
+        # Past ±50 % the band is taken as a ratio both ways: a p90 of 120 % is ×1/2.2-×2.2, not 0.
+        b = bands.get(figure, (v.p90_error if v is not None else None) or 0.2)
+        return (1.0 - b if b <= 0.5 else 1.0 / (1.0 + b)), 1.0 + b, True
     return 1.0 / UNVALIDATED_TRAIN_FACTOR, UNVALIDATED_TRAIN_FACTOR, False

@@ -218,8 +218,8 @@ def _warnings(o: RankedOption, g: GPU, ref_4090_usd: float | None, any_training:
                 " sequence, bigger batch or another process on the GPU will not fit")
         if w.fits and w.task != "inference" and not w.speed_validated:
             o.warnings.append(
-                f"{w.label}: training speed on {g.hardware_class} hardware is not validated (no calibration rows);"
-                " run time shown as ×0.5-2")
+                f"{w.label}: training speed of this method on {g.hardware_class} hardware is not validated (fewer"
+                " than 5 published runs in its scope: `mlrig validate`); run time shown as ×0.5-2")
     arch = (g.architecture or "").lower()
     if any(a in arch for a in ("kepler", "maxwell", "pascal")):
         o.warnings.append(f"{g.id}: old datacentre card - cheap VRAM but slow: no tensor cores, FP16 unusable"
@@ -260,12 +260,16 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
         " in power and upkeep; anything below is bought for speed or headroom"]
     lines += [f"best for objective '{objective}': {best.name} - {best.speed} - ${best.total_cost_usd:,.0f} over"
              f" {years:g} years (${best.cost_per_month_usd:,.0f}/month, ${best.upfront_usd:,.0f} up front)"]
-    faster = next((o for o in sorted(feasible, key=lambda o: o.total_cost_usd)
-                   if o.pareto and o.speed_score > 1.2 * best.speed_score), None)
+    # The step up is the faster Pareto option that buys the most extra speed per extra dollar (the
+    # incremental cost-effectiveness ratio of a cost-benefit analysis), not merely the next cheapest.
+    faster_options = [o for o in feasible if o.pareto and o.speed_score > 1.2 * best.speed_score]
+    faster = max(faster_options, default=None, key=lambda o: (o.speed_score - best.speed_score)
+                 / max(o.total_cost_usd - best.total_cost_usd, 1.0))
     if faster is not None and best.speed_score > 0 and objective == "tco" and not _fast_enough(best):
         extra = faster.total_cost_usd - best.total_cost_usd
         lines.append(f"step up: {faster.name} ({faster.speed}) for ${extra:,.0f} more over {years:g} years"
-                     f" (+{extra / max(best.total_cost_usd, 1.0):.0%})")
+                     f" (+{extra / max(best.total_cost_usd, 1.0):.0%}): "
+                     f"{faster.speed_score / best.speed_score:.1f}× the speed, the most added speed per added dollar")
     buy = next((o for o in feasible if o.kind == "buy" and o.category != "owned"), None)
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:

@@ -213,6 +213,8 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
     }, flags={"hours_per_month": "--hours-per-month", "years": "--years", "usd_per_kwh": "--kwh-price",
               "pue": "--pue", "on_hours_per_month": "--on-hours-per-month"})
 
+    unvalidated: list[str] = []  # training scopes without enough published runs, as speed_of meets them
+
     def speed_of(gpu: Any, n: int, ram: float | None) -> tuple[float | None, float | None, str | None]:
         """(training or decode speed, throughput, why not) of the workload on n × gpu, via the planner."""
         if work is None:
@@ -229,6 +231,9 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
         p = r.performance
         if work.task == "inference":
             return p.decode_tok_s, p.throughput_tok_s or p.decode_tok_s, None
+        v = r.validation.get("train_tokens_per_s")
+        if v is None or not v.validated:
+            unvalidated.append(v.scope if v is not None else gpu.id)
         return p.train_tokens_per_s, None, None
 
     local_speed, local_tput, why = speed_of(g, count, host_ram)
@@ -275,15 +280,13 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
                          "slowdown": slow, "usd_per_mtok": usd_per_million_tokens(r, tput or tokens_per_s or 0)})
     if not clouds:
         raise MlrigError("no cloud option can run this; see the reasons with --json, or give --rent KEY")
-    if work is not None and work.task != "inference":
-        from mlrig.advisor.evaluation import UNVALIDATED_TRAIN_FACTOR, VALIDATED_TRAIN_CLASSES
+    if work is not None and work.task != "inference" and unvalidated:
+        from mlrig.advisor.evaluation import UNVALIDATED_TRAIN_FACTOR
 
-        classes = {g.hardware_class} | {resolve_gpu(book.clouds[r["key"]].gpu).hardware_class for r in rows}
-        if work.training.get("method", "full") != "full" or classes - set(VALIDATED_TRAIN_CLASSES):
-            warnings.append(
-                f"training speed is validated only for full-parameter training on datacentre GPUs; here the billed"
-                f" hours rest on unvalidated speeds and could be off by ×1/{UNVALIDATED_TRAIN_FACTOR:g}"
-                f"-×{UNVALIDATED_TRAIN_FACTOR:g}")
+        warnings.append(
+            f"training speed is not validated for {', '.join(sorted(set(unvalidated))[:3])} (fewer than 5"
+            f" published runs: `mlrig validate`); the billed hours there could be off by"
+            f" ×1/{UNVALIDATED_TRAIN_FACTOR:g}-×{UNVALIDATED_TRAIN_FACTOR:g}")
     quotes = []
     if work is not None and work.task == "inference":
         from mlrig.catalog.models import resolve_model
