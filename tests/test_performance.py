@@ -234,6 +234,14 @@ def test_training_flops_and_helpers() -> None:
     assert young_daly_interval_s(60.0, 24 * 3600.0) == pytest.approx((2 * 60 * 86400) ** 0.5)
     assert pipeline_bubble(4, 12) == pytest.approx(3 / 15)
     assert data_parallel_comm_s(1e9, 8, 50.0, 5.0, overlap=0.0) == pytest.approx(2 * 7 / 8 * 0.02 + 14 * 5e-6)
+    # ZeRO-3 / FSDP: reduce-scatter of the grads + two all-gathers of the (stored) parameters. FSDP-QLoRA on
+    # two GPUs: 10 MB of adapter grads, 3.8 GB of NF4 weights gathered twice, over 8 GB/s, nothing to hide behind
+    t = data_parallel_comm_s(1e7, 2, 8.0, 0.0, zero_stage=3, overlap=0.7, param_bytes=3.8e9, hide_s=0.0)
+    assert t == pytest.approx(0.5 * (1e7 + 2 * 3.8e9) / 8e9)
+    # the hidden part is at most the computation there is to hide behind
+    assert data_parallel_comm_s(1e7, 2, 8.0, 0.0, zero_stage=3, param_bytes=3.8e9, hide_s=0.1) == \
+        pytest.approx(t - 0.1)
+    assert data_parallel_comm_s(1e9, 8, 50.0, 0.0, zero_stage=3) == pytest.approx(3 * 7 / 8 * 0.02 * 0.3)
 
 
 def test_training_performance_fields() -> None:

@@ -179,8 +179,10 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = busy * bubble / (1.0 - bubble) if bubble > 0 else 0.0
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + eff.TRAIN_MICROBATCH_OVERHEAD_S * micro
+    stored = "nf4" if tr.method == "qlora" else ("bf16" if normalise_precision_fp8(w.precision) else w.precision)
     comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(plan, gpu),
-                                  zero_stage=tr.zero_stage, overlap=DP_OVERLAP)
+                                  zero_stage=tr.zero_stage, overlap=DP_OVERLAP,
+                                  param_bytes=_stored_weight_bytes(arch, stored) / (tp * pp), hide_s=busy)
     offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
@@ -407,16 +409,36 @@ def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
 def data_parallel_comm_s(
     grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0,
-    overlap: float = DP_OVERLAP,
+    overlap: float = DP_OVERLAP, param_bytes: float | None = None, hide_s: float = math.inf,
 ) -> float:
-    """Exposed gradient-sync time per step. DDP/ZeRO-1/2: ring all-reduce 2(N-1)/N x bytes; ZeRO-3 /
-    FSDP full shard: reduce-scatter of grads + all-gather of params in fwd and bwd = 3(N-1)/N x
-    bytes (Rajbhandari et al. 2020, sec. 7). `overlap` is the fraction hidden behind backward."""
+    """Exposed data-parallel communication per step. DDP/ZeRO-1/2: ring all-reduce of the gradients,
+    2(N-1)/N x bytes. ZeRO-3 / FSDP full shard: reduce-scatter of the gradients, (N-1)/N x grad bytes,
+    plus an all-gather of the sharded parameters in forward and again in backward, 2(N-1)/N x param
+    bytes (Rajbhandari et al. 2020, sec. 7) - all of them, frozen or not, in their stored format (NF4
+    for FSDP-QLoRA: Answer.AI's fsdp_qlora shards the quantised weights), so a LoRA run moves its whole
+    base model twice a step. `param_bytes` defaults to `grad_bytes` (full training: 3(N-1)/N x bytes).
+    `overlap` is the fraction that can hide behind computation, but never more than the `hide_s`
+    seconds of computation there are to hide behind."""
     if ranks <= 1:
         return 0.0
-    factor = 3.0 if zero_stage >= 3 else 2.0
-    t = factor * (ranks - 1) / ranks * grad_bytes / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
-    return t * (1.0 - overlap)
+    if zero_stage >= 3:
+        volume = (ranks - 1) / ranks * (grad_bytes + 2.0 * (grad_bytes if param_bytes is None else param_bytes))
+    else:
+        volume = 2.0 * (ranks - 1) / ranks * grad_bytes
+    t = volume / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
+    return t - min(overlap * t, hide_s)
+
+
+def _stored_weight_bytes(arch: ModelArch, precision: str) -> float:
+    """Bytes of the weights as the data-parallel ranks hold and gather them (quant.weight_bytes); an
+    integer GGUF-style format cannot be trained, so it counts as bf16."""
+    from mlrig import quant
+    from mlrig.errors import MlrigError
+
+    try:
+        return float(quant.weight_bytes(arch, precision))
+    except MlrigError:
+        return float(quant.weight_bytes(arch, "bf16"))
 
 
 def pipeline_bubble(stages: int, microbatches: int) -> float:
