@@ -232,7 +232,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p, gpu_overrides)
     from mlrig.estimators.memory import estimate_memory
-    from mlrig.estimators.performance import estimate_performance
+    from mlrig.estimators.speed import estimate_performance
 
     p, notes = with_defaults(p, gpu, arch)
     notes = [*arch.notes, *gpu.resolution_notes, *notes, *check_setup(arch, p)]

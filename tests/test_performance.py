@@ -14,14 +14,13 @@ from mlrig.estimators.performance import (
     decode_kv_read_factor,
     decode_step,
     default_kv_precision,
-    estimate_performance,
     llama_cpp_pipeline_speedup,
     lm_head_params,
-    max_concurrency_for_latency,
     prefill_pass,
-    serving_curve,
     speculative_speedup,
 )
+from mlrig.estimators.serving import max_concurrency_for_latency, serving_curve
+from mlrig.estimators.speed import estimate_performance
 from mlrig.estimators.training_speed import (
     GPU_HOURS_PER_INTERRUPTION,
     checkpoint_bytes,

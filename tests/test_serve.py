@@ -17,12 +17,11 @@ from mlrig.cli import app
 from mlrig.commands.serve import default_concurrency, kv_capacity_with_draft, parse_concurrency
 from mlrig.errors import MlrigError
 from mlrig.estimators.performance import (
-    concurrency_limits,
-    serving_curve,
     speculative_speedup,
     speculative_speedup_at_batch,
     verify_cost_ratio,
 )
+from mlrig.estimators.serving import concurrency_limits, serving_curve
 from mlrig.planner import evaluate
 from mlrig.workload import Plan
 

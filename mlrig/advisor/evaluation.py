@@ -277,7 +277,7 @@ def speed_band(result: PlanResult, gpu: GPU, task: str, method: str = "full") ->
     figure = "decode_tok_s" if task == "inference" else "train_tokens_per_s"
     bands = result.performance.error_band if result.performance is not None else {}
     v = result.validation.get(figure)
-    if v is not None and v.validated or task == "inference":
+    if (v is not None and v.validated) or task == "inference":
         # decode is the best-measured figure: an unvalidated inference scope keeps its (widened) band.
         # Past ±50 % the band is taken as a ratio both ways: a p90 of 120 % is ×1/2.2-×2.2, not 0.
         b = bands.get(figure, (v.p90_error if v is not None else None) or 0.2)

@@ -233,7 +233,7 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
                  max_num_batched_tokens: int | None = None, max_model_len: int | None = None) -> ServeReport:
     """What `mlrig serve` computes (arguments as its flags); raises MlrigError on bad input."""
     from mlrig.catalog.models import resolve_model
-    from mlrig.estimators.performance import concurrency_limits, serving_curve
+    from mlrig.estimators.serving import concurrency_limits, serving_curve
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware, with_defaults
 
     check_inputs(min_tok_s, max_ttft_ms, spec_k, acceptance)

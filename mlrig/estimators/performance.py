@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.memory import largest_true
+from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, plan_link
 from mlrig.results import Performance
 
 if TYPE_CHECKING:
@@ -37,9 +37,6 @@ if TYPE_CHECKING:
     from mlrig.catalog.models import ModelArch
     from mlrig.workload import Plan
 
-# Host (CPU) memory bandwidth assumed for offloaded layers / CPU inference when none is given:
-# dual-channel DDR5-4800 is 76.8 GB/s peak (JEDEC JESD79-5); desktop STREAM results ~60 GB/s.
-DEFAULT_HOST_BW_GB_S = 76.8
 
 # Offloaded weights streamed host -> GPU reach ~80 % of the PCIe link's per-direction peak
 # (128b/130b encoding and TLP headers; pinned-memory copies in NVIDIA's `bandwidthTest` sample).
@@ -162,11 +159,6 @@ def engine_family(engine: str | None, precision: str, gpu: GPU, version: str | N
                 return "trt-llm-2023"
             return fam
     raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
-
-
-def gpu_memory_class(gpu: GPU) -> str:
-    """The GPU's memory class for the efficiency tables (efficiency.memory_class)."""
-    return eff.memory_class(gpu.hardware_class, gpu.memory_type)
 
 
 def is_intel_arc(gpu: GPU) -> bool:
@@ -429,17 +421,6 @@ def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
     return _Setup(engine, w.precision, kvp, tp, serial, link, host_seq_step_s(engine, w.engine_version))
 
 
-def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
-    """The link between the plan's GPUs: its named interconnect, else the catalog default
-    (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""
-    from mlrig.catalog.interconnects import default_link, resolve_interconnect
-
-    hw = plan.hardware
-    if hw.interconnect:
-        return resolve_interconnect(hw.interconnect)
-    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus)
-
-
 def _offload_fraction(memory: Any) -> float:
     """Fraction of weights run from host memory: what -ngl leaves on the CPU, else what does not fit
     in VRAM (spilled as llama.cpp users do by lowering -ngl); 0 when it fits or is unknown."""
@@ -512,16 +493,11 @@ def prefill_pass(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, prompt: int)
     return t
 
 
-def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
-    """Speed of the plan's workload. Inference: prefill/decode tokens/s, TTFT, TPOT and static-batch
-    throughput; training tasks are delegated to `training_speed.estimate_training`."""
-    if plan.workload.task != "inference":
-        from mlrig.estimators.training_speed import estimate_training
-
-        return estimate_training(arch, plan, gpu)
+def estimate_inference(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
+    """Speed of a static inference batch: prefill/decode tokens/s, TTFT, TPOT and throughput. Serving
+    loads are `serving.serving_performance`, training `training_speed.estimate_training`; the one
+    entry point for all three is `mlrig.estimators.speed.estimate_performance`."""
     w = plan.workload
-    if w.load != "static":
-        return _serving_performance(arch, plan, gpu, memory)
     b = w.batch_size
     off = _offload_fraction(memory)
     prompt = max(1, w.prompt_tokens)
@@ -566,67 +542,6 @@ def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | No
     )
 
 
-def _serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None) -> Performance:
-    """A serving load (`workload.load` = concurrency | offline | rate) through `serving.load_point`:
-    throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/serving.py)."""
-    from mlrig.estimators import serving
-
-    w = plan.workload
-    s = _setup(arch, plan, gpu)
-    from mlrig.estimators.engines import vllm_v1
-
-    v1 = vllm_v1(w.engine_version)
-    cap = serving.batch_cap(plan, s.engine, gpu, v1)
-    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
-    kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
-    paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
-    slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
-    if w.load == "offline":
-        # An offline run with no request count is a max-throughput run: enough requests to keep the
-        # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
-        given = "batch_size" in w.model_fields_set
-        users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
-                                                                if (cap or slots) else w.batch_size))
-        limit = min(x for x in (cap, slots, users) if x is not None)
-        if users <= limit:  # one wave: every request starts together, as a static batch
-            perf = estimate_performance(arch, plan.model_copy(update={"workload": w.model_copy(
-                update={"load": "static", "batch_size": users})}), gpu, memory)
-            thr = perf.throughput_tok_s or 0.0
-            out_tok = max(1, w.output_tokens)
-            return perf.model_copy(update={
-                "requests_per_s": thr / out_tok,
-                "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
-        pt = serving.load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
-    elif w.load == "rate":
-        pt = serving.load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
-    else:
-        users = w.batch_size
-        wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
-        pt = serving.load_point(arch, plan, gpu, users=users, slots=slots, cap=cap, budget=budget,
-                                wave_weight=wave)
-    single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
-    total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
-    capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
-    expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
-            f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
-            f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
-            f"({s.engine})")
-    if pt.saturated:
-        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
-    return Performance(
-        prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
-        decode_tok_s=1.0 / single.seconds,
-        ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
-        tpot_ms=pt.step_s * 1e3,
-        throughput_tok_s=pt.throughput_tok_s,
-        total_throughput_tok_s=total,
-        requests_per_s=pt.requests_per_s,
-        bound=pt.bound,
-        explanation=expl,
-        error_band=error_band(gpu),
-    )
-
-
 # p90 of |pred/meas - 1| per metric from `python -m mlrig.validation.speed` (see its docstring).
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
@@ -644,104 +559,6 @@ def error_band(gpu: GPU) -> dict[str, float]:
     if is_intel_arc(gpu):
         band["decode_tok_s"] = max(band["decode_tok_s"], INTEL_GDDR_DECODE_BAND)
     return band
-
-
-def serving_curve(
-    arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
-) -> list[ServingPoint]:
-    """Continuous batching at each concurrency `c` (a closed loop of c users): the same steady state
-    as `mlrig plan --load concurrency` (`serving.load_point`; Orca / vLLM / Sarathi-Serve, see
-    mlrig/estimators/serving.py). Beyond the KV capacity or the engine's batch cap, users queue for
-    a slot. `tpot_ms` is the iteration time a running request sees; `tok_s_per_user` is aggregate / c,
-    so it includes time spent queued; `ttft_ms` includes waiting for the iteration, the prefill
-    queue and a free slot."""
-    from mlrig.estimators import serving
-    from mlrig.estimators.engines import vllm_v1
-
-    w = plan.workload
-    s = _setup(arch, plan, gpu)
-    v1 = vllm_v1(w.engine_version)
-    cap = serving.batch_cap(plan, s.engine, gpu, v1)
-    budget = serving.prefill_budget(plan, s.engine, gpu, v1)
-    slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
-    out: list[ServingPoint] = []
-    for c in concurrencies:
-        if c <= 0:
-            raise MlrigError(f"concurrency must be > 0, got {c}")
-        fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
-        pt = serving.load_point(arch, plan, gpu, users=c, slots=slots, cap=cap, budget=budget)
-        out.append(
-            ServingPoint(
-                concurrency=c,
-                throughput_tok_s=pt.throughput_tok_s,
-                tok_s_per_user=pt.throughput_tok_s / c,
-                tpot_ms=pt.step_s * 1e3,
-                ttft_ms=pt.ttft_s * 1e3,
-                bound=pt.bound,
-                fits=fits,
-            )
-        )
-    return out
-
-
-def max_concurrency_for_latency(
-    arch: ModelArch,
-    plan: Plan,
-    gpu: GPU,
-    min_tok_s_per_user: float,
-    kv_capacity_tokens: int | None = None,
-    limit: int = 4096,
-    max_ttft_ms: float | None = None,
-) -> int:
-    """Largest concurrency whose per-user decode speed stays >= `min_tok_s_per_user` (and TTFT
-    <= `max_ttft_ms` when given) with every sequence's KV in the cache (0 if none). Per-user speed
-    falls and TTFT rises with concurrency on the `serving_curve` model, so a bisection finds it."""
-    if min_tok_s_per_user <= 0:
-        raise MlrigError("min_tok_s_per_user must be > 0")
-    if max_ttft_ms is not None and max_ttft_ms <= 0:
-        raise MlrigError("max_ttft_ms must be > 0")
-
-    def ok(c: int) -> bool:
-        p = serving_curve(arch, plan, gpu, [c], kv_capacity_tokens)[0]
-        return p.fits and p.tok_s_per_user >= min_tok_s_per_user and (max_ttft_ms is None or p.ttft_ms <= max_ttft_ms)
-
-    return largest_true(ok, 1, limit)
-
-
-class ConcurrencyLimits(BaseModel):
-    """The largest concurrency allowed by each limit separately, and the one that binds."""
-
-    model_config = ConfigDict(defer_build=True)  # serving only: not built at start-up
-
-    max_concurrency: int
-    binding_limit: str  # "tok/s per user" | "TTFT" | "KV cache capacity" | "search limit"
-    by_tok_s_per_user: int
-    by_ttft: int | None = None
-    by_kv_capacity: int | None = None  # sequences of `context` tokens the KV cache holds
-
-
-def concurrency_limits(
-    arch: ModelArch,
-    plan: Plan,
-    gpu: GPU,
-    min_tok_s_per_user: float,
-    kv_capacity_tokens: int | None = None,
-    max_ttft_ms: float | None = None,
-    limit: int = 4096,
-) -> ConcurrencyLimits:
-    """`max_concurrency_for_latency`, split by limit so a report can name the one that binds (the
-    smallest; ties go to the latency target, since buying memory would not help)."""
-    speed = max_concurrency_for_latency(arch, plan, gpu, min_tok_s_per_user, None, limit)
-    ttft = None
-    if max_ttft_ms is not None:
-        ttft = largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, 1, limit)
-    kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, plan.workload.context)
-    candidates = [("tok/s per user", speed), ("TTFT", ttft), ("KV cache capacity", kv)]
-    name, best = min(((n, v) for n, v in candidates if v is not None), key=lambda nv: nv[1])
-    if best >= limit:
-        name = "search limit"
-    return ConcurrencyLimits(max_concurrency=best, binding_limit=name, by_tok_s_per_user=speed,
-                             by_ttft=ttft, by_kv_capacity=kv)
 
 
 def speculative_speedup(k: int, acceptance_rate: float, draft_cost_ratio: float) -> float:

@@ -36,9 +36,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
+from mlrig.estimators.memory import largest_true
+from mlrig.estimators.performance import (
+    ServingPoint,
+    _setup,
+    decode_step,
+    error_band,
+    estimate_inference,
+    prefill_pass,
+)
+from mlrig.results import Performance
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -106,7 +118,6 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
 
 
 def _iteration(arch: ModelArch, plan: Plan, gpu: GPU, n: int, prefill_s_per_token: float) -> tuple[float, str]:
-    from mlrig.estimators.performance import decode_step
 
     w = plan.workload
     ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
@@ -120,7 +131,6 @@ def wave_ttft_s(arch: ModelArch, plan: Plan, gpu: GPU, m: int, budget: int | Non
     lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
     batch and every first token comes at its end; with chunked prefill (FCFS, `budget` tokens per
     iteration) the i-th prompt is done after i prompts' work, (m + 1) / 2 on average."""
-    from mlrig.estimators.performance import prefill_pass
 
     prompt = max(1, plan.workload.prompt_tokens)
     batch_s = prefill_pass(arch, plan, gpu, m, prompt).seconds
@@ -133,7 +143,6 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
-    from mlrig.estimators.performance import prefill_pass
 
     w = plan.workload
     prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
@@ -191,3 +200,159 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
         queue = ttft - own
     return LoadPoint(running=n, step_s=step, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+
+
+def serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None) -> Performance:
+    """A serving load (`workload.load` = concurrency | offline | rate) through `load_point`:
+    throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/py)."""
+    w = plan.workload
+    s = _setup(arch, plan, gpu)
+    from mlrig.estimators.engines import vllm_v1
+
+    v1 = vllm_v1(w.engine_version)
+    cap = batch_cap(plan, s.engine, gpu, v1)
+    budget = prefill_budget(plan, s.engine, gpu, v1)
+    kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
+    paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
+    slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
+    if w.load == "offline":
+        # An offline run with no request count is a max-throughput run: enough requests to keep the
+        # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
+        given = "batch_size" in w.model_fields_set
+        users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
+                                                                if (cap or slots) else w.batch_size))
+        limit = min(x for x in (cap, slots, users) if x is not None)
+        if users <= limit:  # one wave: every request starts together, as a static batch
+            perf = estimate_inference(arch, plan.model_copy(update={"workload": w.model_copy(
+                update={"load": "static", "batch_size": users})}), gpu, memory)
+            thr = perf.throughput_tok_s or 0.0
+            out_tok = max(1, w.output_tokens)
+            return perf.model_copy(update={
+                "requests_per_s": thr / out_tok,
+                "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
+        pt = load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
+    elif w.load == "rate":
+        pt = load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+    else:
+        users = w.batch_size
+        wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
+        pt = load_point(arch, plan, gpu, users=users, slots=slots, cap=cap, budget=budget,
+                                wave_weight=wave)
+    single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
+    total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
+    capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
+    expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
+            f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
+            f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
+            f"({s.engine})")
+    if pt.saturated:
+        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
+    return Performance(
+        prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
+        decode_tok_s=1.0 / single.seconds,
+        ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
+        tpot_ms=pt.step_s * 1e3,
+        throughput_tok_s=pt.throughput_tok_s,
+        total_throughput_tok_s=total,
+        requests_per_s=pt.requests_per_s,
+        bound=pt.bound,
+        explanation=expl,
+        error_band=error_band(gpu),
+    )
+
+
+def serving_curve(
+    arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
+) -> list[ServingPoint]:
+    """Continuous batching at each concurrency `c` (a closed loop of c users): the same steady state
+    as `mlrig plan --load concurrency` (`load_point`; Orca / vLLM / Sarathi-Serve, see
+    mlrig/estimators/py). Beyond the KV capacity or the engine's batch cap, users queue for
+    a slot. `tpot_ms` is the iteration time a running request sees; `tok_s_per_user` is aggregate / c,
+    so it includes time spent queued; `ttft_ms` includes waiting for the iteration, the prefill
+    queue and a free slot."""
+    from mlrig.estimators.engines import vllm_v1
+
+    w = plan.workload
+    s = _setup(arch, plan, gpu)
+    v1 = vllm_v1(w.engine_version)
+    cap = batch_cap(plan, s.engine, gpu, v1)
+    budget = prefill_budget(plan, s.engine, gpu, v1)
+    slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
+    out: list[ServingPoint] = []
+    for c in concurrencies:
+        if c <= 0:
+            raise MlrigError(f"concurrency must be > 0, got {c}")
+        fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
+        pt = load_point(arch, plan, gpu, users=c, slots=slots, cap=cap, budget=budget)
+        out.append(
+            ServingPoint(
+                concurrency=c,
+                throughput_tok_s=pt.throughput_tok_s,
+                tok_s_per_user=pt.throughput_tok_s / c,
+                tpot_ms=pt.step_s * 1e3,
+                ttft_ms=pt.ttft_s * 1e3,
+                bound=pt.bound,
+                fits=fits,
+            )
+        )
+    return out
+
+
+def max_concurrency_for_latency(
+    arch: ModelArch,
+    plan: Plan,
+    gpu: GPU,
+    min_tok_s_per_user: float,
+    kv_capacity_tokens: int | None = None,
+    limit: int = 4096,
+    max_ttft_ms: float | None = None,
+) -> int:
+    """Largest concurrency whose per-user decode speed stays >= `min_tok_s_per_user` (and TTFT
+    <= `max_ttft_ms` when given) with every sequence's KV in the cache (0 if none). Per-user speed
+    falls and TTFT rises with concurrency on the `serving_curve` model, so a bisection finds it."""
+    if min_tok_s_per_user <= 0:
+        raise MlrigError("min_tok_s_per_user must be > 0")
+    if max_ttft_ms is not None and max_ttft_ms <= 0:
+        raise MlrigError("max_ttft_ms must be > 0")
+
+    def ok(c: int) -> bool:
+        p = serving_curve(arch, plan, gpu, [c], kv_capacity_tokens)[0]
+        return p.fits and p.tok_s_per_user >= min_tok_s_per_user and (max_ttft_ms is None or p.ttft_ms <= max_ttft_ms)
+
+    return largest_true(ok, 1, limit)
+
+
+class ConcurrencyLimits(BaseModel):
+    """The largest concurrency allowed by each limit separately, and the one that binds."""
+
+    model_config = ConfigDict(defer_build=True)  # serving only: not built at start-up
+
+    max_concurrency: int
+    binding_limit: str  # "tok/s per user" | "TTFT" | "KV cache capacity" | "search limit"
+    by_tok_s_per_user: int
+    by_ttft: int | None = None
+    by_kv_capacity: int | None = None  # sequences of `context` tokens the KV cache holds
+
+
+def concurrency_limits(
+    arch: ModelArch,
+    plan: Plan,
+    gpu: GPU,
+    min_tok_s_per_user: float,
+    kv_capacity_tokens: int | None = None,
+    max_ttft_ms: float | None = None,
+    limit: int = 4096,
+) -> ConcurrencyLimits:
+    """`max_concurrency_for_latency`, split by limit so a report can name the one that binds (the
+    smallest; ties go to the latency target, since buying memory would not help)."""
+    speed = max_concurrency_for_latency(arch, plan, gpu, min_tok_s_per_user, None, limit)
+    ttft = None
+    if max_ttft_ms is not None:
+        ttft = largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, 1, limit)
+    kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, plan.workload.context)
+    candidates = [("tok/s per user", speed), ("TTFT", ttft), ("KV cache capacity", kv)]
+    name, best = min(((n, v) for n, v in candidates if v is not None), key=lambda nv: nv[1])
+    if best >= limit:
+        name = "search limit"
+    return ConcurrencyLimits(max_concurrency=best, binding_limit=name, by_tok_s_per_user=speed,
+                             by_ttft=ttft, by_kv_capacity=kv)

@@ -115,7 +115,7 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
-    from mlrig.estimators.performance import gpu_memory_class
+    from mlrig.estimators.hardware import gpu_memory_class
 
     tr = plan.training
     assert tr is not None
@@ -270,7 +270,7 @@ def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
 
 def _dp_link(plan: Plan, gpu: GPU) -> tuple[float, float]:
     """(GB/s per direction, latency us) of the data-parallel links (`performance.plan_link`)."""
-    from mlrig.estimators.performance import plan_link
+    from mlrig.estimators.hardware import plan_link
 
     link = plan_link(plan, gpu)
     return link.bandwidth_gb_s, link.latency_us
@@ -286,7 +286,7 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
     if tr.offload == "none":
         return 0.0
     from mlrig.catalog.interconnects import pcie_x16_link
-    from mlrig.estimators.performance import DEFAULT_HOST_BW_GB_S
+    from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S
 
     pcie = pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s
     host_bw = plan.hardware.host_memory_bandwidth_gb_s or DEFAULT_HOST_BW_GB_S

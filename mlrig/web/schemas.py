@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from mlrig.advisor.cost import TcoResult
 from mlrig.advisor.recommend import Recommendation
 from mlrig.diagnose.models import DiagnoseReport
-from mlrig.estimators.performance import ConcurrencyLimits, ServingPoint
+from mlrig.estimators.performance import ServingPoint
+from mlrig.estimators.serving import ConcurrencyLimits
 from mlrig.results import PlanResult
 
 Str = str  # every str field is capped by the model config below

@@ -1,0 +1,34 @@
+"""What a plan's hardware gives every speed estimator: the GPU's memory class, the link between its
+GPUs, and the host memory bandwidth assumed for offloaded work. Below performance (inference),
+serving and training_speed, which all use it, so none of them imports another for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlrig.estimators import efficiency as eff
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.interconnects import Interconnect
+    from mlrig.workload import Plan
+
+# Host (CPU) memory bandwidth assumed for offloaded layers / CPU inference when none is given:
+# dual-channel DDR5-4800 is 76.8 GB/s peak (JEDEC JESD79-5); desktop STREAM results ~60 GB/s.
+DEFAULT_HOST_BW_GB_S = 76.8
+
+
+def gpu_memory_class(gpu: GPU) -> str:
+    """The GPU's memory class for the efficiency tables (efficiency.memory_class)."""
+    return eff.memory_class(gpu.hardware_class, gpu.memory_type)
+
+
+def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
+    """The link between the plan's GPUs: its named interconnect, else the catalog default
+    (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""
+    from mlrig.catalog.interconnects import default_link, resolve_interconnect
+
+    hw = plan.hardware
+    if hw.interconnect:
+        return resolve_interconnect(hw.interconnect)
+    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus)

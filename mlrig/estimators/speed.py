@@ -1,0 +1,30 @@
+"""The one entry point for a plan's speed: a static inference batch (performance), a serving load
+(serving) or a training step (training_speed). The planner and `mlrig serve` call this; the three
+estimators below it do not import one another for dispatch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
+    from mlrig.results import Performance
+    from mlrig.workload import Plan
+
+
+def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
+    """Speed of the plan's workload: training tasks by `training_speed.estimate_training`; inference
+    under a serving load (`workload.load` concurrency | offline | rate) by
+    `serving.serving_performance`; a static batch by `performance.estimate_inference`."""
+    if plan.workload.task != "inference":
+        from mlrig.estimators.training_speed import estimate_training
+
+        return estimate_training(arch, plan, gpu)
+    if plan.workload.load != "static":
+        from mlrig.estimators.serving import serving_performance
+
+        return serving_performance(arch, plan, gpu, memory)
+    from mlrig.estimators.performance import estimate_inference
+
+    return estimate_inference(arch, plan, gpu, memory)
