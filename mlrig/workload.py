@@ -13,6 +13,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Task = Literal["inference", "finetune", "pretrain"]
+_SIZE_CAP = 10_000_000  # hidden/intermediate sizes; the config.json reader uses the same caps
+_LAYER_CAP = 10_000
+_HEAD_CAP = 100_000
+MAX_TOKENS_TO_TRAIN = 1e16  # 10,000T: ~300x the largest published training runs (Llama 4: 30T+)
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
 
@@ -25,25 +29,27 @@ class _Strict(BaseModel):
     def _finite(cls, v: object) -> object:
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError("must be a finite number (got NaN or infinity)")
+        if isinstance(v, str) and not v.strip():  # --engine '' and friends: a name, never blank
+            raise ValueError("must not be empty; give a name or leave the field out")
         return v
 
 
 class ModelRef(_Strict):
     """`name` (catalog id, HF id or path) or an explicit architecture (fields of ModelArch)."""
 
-    name: str | None = None
-    hidden_size: int | None = Field(None, gt=0)
-    num_layers: int | None = Field(None, gt=0)
-    num_heads: int | None = Field(None, gt=0)
-    num_kv_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    intermediate_size: int | None = Field(None, gt=0)
+    name: str | None = Field(None, min_length=1, max_length=1000)
+    hidden_size: int | None = Field(None, gt=0, le=_SIZE_CAP)
+    num_layers: int | None = Field(None, gt=0, le=_LAYER_CAP)
+    num_heads: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    num_kv_heads: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    head_dim: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    intermediate_size: int | None = Field(None, gt=0, le=_SIZE_CAP)
     mlp: Literal["gated", "plain"] = "gated"
-    vocab_size: int | None = Field(None, gt=0)
+    vocab_size: int | None = Field(None, gt=0, le=100_000_000)
     tie_word_embeddings: bool = False
-    num_experts: int = Field(0, ge=0)
-    experts_per_token: int = Field(0, ge=0)
-    params: float | None = Field(None, gt=0, description="stated total, checked against the derived count")
+    num_experts: int = Field(0, ge=0, le=_HEAD_CAP)
+    experts_per_token: int = Field(0, ge=0, le=_HEAD_CAP)
+    params: float | None = Field(None, gt=0, le=1e15, description="stated total, checked against the derived count")
 
     @property
     def is_explicit(self) -> bool:
@@ -63,9 +69,9 @@ class ModelRef(_Strict):
 
 class WorkloadSpec(_Strict):
     task: Task = "inference"
-    precision: str = "bf16"
-    kv_cache_precision: str | None = None  # defaults to the compute dtype
-    engine: str | None = None
+    precision: str = Field("bf16", max_length=200)
+    kv_cache_precision: str | None = Field(None, max_length=200)  # default: compute dtype
+    engine: str | None = Field(None, max_length=200)
     batch_size: int = Field(1, gt=0, le=1_000_000)
     prompt_tokens: int = Field(512, ge=0, le=100_000_000)
     output_tokens: int = Field(128, ge=0, le=100_000_000)
@@ -83,32 +89,33 @@ class WorkloadSpec(_Strict):
 class TrainingSpec(_Strict):
     method: Method = "full"
     lora_rank: int = Field(16, gt=0, le=65536)
-    lora_targets: list[str] = Field(default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"])
-    optimizer: str = "adamw"
+    lora_targets: list[str] = Field(default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"],
+                                    max_length=100)
+    optimizer: str = Field("adamw", max_length=200)
     seq_len: int | None = Field(None, gt=0, le=100_000_000)
-    global_batch_tokens: int | None = Field(None, gt=0)
+    global_batch_tokens: int | None = Field(None, gt=0, le=10**12)
     gradient_checkpointing: bool = True
     zero_stage: int = Field(0, ge=0, le=3)
     offload: Offload = "none"
-    tokens_to_train: float | None = Field(None, gt=0)
+    tokens_to_train: float | None = Field(None, gt=0, le=MAX_TOKENS_TO_TRAIN)
     data_bytes_per_token: float | None = Field(
         None, gt=0, le=1e6, description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
 
 
 class HardwareSpec(_Strict):
-    gpu: str = "rtx-4090"
+    gpu: str = Field("rtx-4090", max_length=200)
     count: int = Field(1, gt=0, le=100_000)
     nodes: int = Field(1, gt=0, le=100_000)
     tensor_parallel: int = Field(1, gt=0, le=1024)
     pipeline_parallel: int = Field(1, gt=0, le=1024)
-    interconnect: str | None = None
-    host_ram_gib: float | None = Field(None, gt=0)
+    interconnect: str | None = Field(None, max_length=200)
+    host_ram_gib: float | None = Field(None, gt=0, le=2**20)
     host_memory_bandwidth_gb_s: float | None = Field(
-        None, gt=0, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
+        None, gt=0, le=1e5, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
     storage_gb_s: float | None = Field(
         None, gt=0, le=1e6, description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
     mtbf_hours: float | None = Field(
-        None, gt=0, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
+        None, gt=0, le=1e9, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
 
     @property
     def total_gpus(self) -> int:
@@ -130,7 +137,7 @@ class HardwareSpec(_Strict):
 class Plan(_Strict):
     """One workload on one hardware setup."""
 
-    id: str | None = None
+    id: str | None = Field(None, max_length=1000)
     model: ModelRef
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     training: TrainingSpec | None = None

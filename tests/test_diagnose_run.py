@@ -27,7 +27,10 @@ def test_busy_python_loop_is_cpu_bound(tmp_path: Path) -> None:
     assert rep.exit_status == 0
     cpu = next(f for f in rep.findings if f.kind == "cpu-bound")
     assert "single-threaded" in cpu.summary or rep.summary.logical_cpus == 1
-    assert rep.summary.tree_cpu_percent_mean > 80
+    # A busy loop is always running or waiting to run: the CPU it got plus its run-queue wait (Linux
+    # schedstat) is about a whole core even on a loaded machine, where the CPU alone can drop to 50%.
+    delay = rep.summary.run_delay_s_per_s_mean or 0.0
+    assert rep.summary.tree_cpu_percent_mean + 100 * delay > 80
     rows = list(csv.DictReader((tmp_path / "timeline.csv").open()))
     assert len(rows) >= 5 and float(rows[-1]["t_s"]) > 2
     page = (tmp_path / "report.html").read_text()
