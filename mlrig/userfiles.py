@@ -44,6 +44,16 @@ def _human(n: int) -> str:
     return f"{n} bytes"
 
 
+def path_exists(path: str | Path) -> bool:
+    """`Path.exists` that answers False instead of raising for names the OS refuses outright (a
+    component over 255 bytes: ENAMETOOLONG; a NUL byte; an unencodable character)."""
+    try:
+        os.stat(path)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def check_regular_file(path: str | Path, what: str, missing: str = "check the path") -> os.stat_result:
     """`os.stat` the path and refuse anything that is not a regular file (never opens it).
 

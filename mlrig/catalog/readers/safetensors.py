@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mlrig.catalog.readers.hf_config import read_json_file
 from mlrig.errors import MlrigError
+from mlrig.userfiles import path_exists
 
 # Bytes per element of the safetensors dtypes (huggingface/safetensors safetensors/src/tensor.rs
 # `Dtype::bitsize`); F4/F6 are packed sub-byte formats.
@@ -133,7 +134,7 @@ def read_safetensors_index(path: str | Path) -> SafetensorsInfo:
     infos = []
     for s in shards:
         shard = p.parent / s
-        if not shard.is_file():
+        if not path_exists(shard):  # not Path.is_file: an over-long shard name raised ENAMETOOLONG
             raise MlrigError(f"shard {s[:80]!r} named by {str(p)!r} is missing; download all shards")
         infos.append(read_safetensors_header(shard))
     return merge_safetensors(infos)
