@@ -111,7 +111,7 @@ def main() -> None:
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt as exc:
+    except interrupts.STOP as exc:
         print(f"mlrig: interrupted ({interrupts.describe(exc)})", file=sys.stderr)
         sys.exit(interrupts.exit_status(exc))
     except BrokenPipeError:  # `mlrig models | head`: the reader left; not an error worth a traceback

@@ -22,6 +22,7 @@ from types import FrameType
 from mlrig.diagnose.classify import classify, summarise
 from mlrig.diagnose.models import DiagnoseReport, Sample
 from mlrig.errors import MlrigError, require_positive
+from mlrig.interrupts import STOP, Terminated, describe, signum
 from mlrig.probe.devices import GpuBackend, GpuError, GpuSample
 from mlrig.probe.host import HostSampler
 
@@ -78,12 +79,10 @@ def sample_loop(backend: GpuBackend, host: HostSampler, *, interval_s: float,
                 if len(samples) < 2:  # a job shorter than one interval still gets a rate reading
                     take()
                 break
-    except KeyboardInterrupt as exc:
-        from mlrig.interrupts import Terminated, describe
-
+    except STOP as exc:
         interrupted = True
         if stopped_by is not None:
-            stopped_by.append(exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT))
+            stopped_by.append(signum(exc))
         notes.append(f"interrupted by {describe(exc)} after {len(samples)} samples")
     return samples, interrupted
 
@@ -129,7 +128,7 @@ def diagnose(command: list[str] | None = None, pid: int | None = None, *, interv
     assert pid is not None
     try:
         host = host or PsutilHostSampler(pid)
-    except (MlrigError, KeyboardInterrupt):
+    except (MlrigError, KeyboardInterrupt, Terminated):
         if proc is not None:
             _stop_group(proc, signal.SIGKILL)
             proc.wait()
@@ -139,7 +138,7 @@ def diagnose(command: list[str] | None = None, pid: int | None = None, *, interv
     try:
         samples, interrupted = sample_loop(backend, host, interval_s=interval_s, duration_s=duration_s,
                                            wait=wait, notes=notes, stopped_by=stopped_by)
-    except KeyboardInterrupt:  # a signal outside the loop's own handler: never leave the job running
+    except STOP:  # a signal outside the loop's own handler: never leave the job running
         if proc is not None:
             _stop_group(proc, signal.SIGKILL)
         raise

@@ -106,7 +106,7 @@ def _temp_file(directory: Path) -> Iterator[Path]:
     path = directory / f".mlrig-probe-{os.getpid()}-{time.monotonic_ns()}.tmp"
     try:
         yield path
-    finally:  # also on KeyboardInterrupt
+    finally:  # also on Ctrl-C, SIGTERM and SIGHUP (mlrig.interrupts)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
 
