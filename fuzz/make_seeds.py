@@ -81,7 +81,8 @@ def gguf_bytes(with_tokens: bool = True) -> bytes:
     add("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 1e-5))
     add("llama.rope.dimension_sections", 9, struct.pack("<IQ", 5, 4) + struct.pack("<4i", 1, 2, 3, 4))
     if with_tokens:
-        add("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, VOCAB) + b"".join(_gguf_str(f"t{i}") for i in range(VOCAB)))
+        tokens = b"".join(_gguf_str(f"t{i}") for i in range(VOCAB))
+        add("tokenizer.ggml.tokens", 9, struct.pack("<IQ", 8, VOCAB) + tokens)
     else:
         add("llama.vocab_size", 4, struct.pack("<I", VOCAB))
     names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
@@ -144,7 +145,7 @@ def main() -> None:
     put("plan_toml", "example.toml", (ROOT / "examples/plan.toml").read_bytes())
     put("plan_toml", "finetune.toml", 'model = "llama-3.1-8b"\n[workload]\ntask = "finetune"\n'
         'precision = "bf16"\n[training]\nmethod = "qlora"\nlora_rank = 16\nseq_len = 2048\nzero_stage = 2\n'
-        'offload = "optimizer"\n[hardware]\ngpu = "A100 80GB"\ncount = 2\nnodes = 1\n')
+        'offload = "optimizer"\n[hardware]\ngpu = "H100 SXM"\ncount = 2\nnodes = 1\n')
     put("plan_toml", "explicit.toml", '[model]\nhidden_size = 64\nnum_layers = 2\nnum_heads = 4\n'
         'intermediate_size = 128\nvocab_size = 256\n[workload]\nprecision = "q4_k_m"\nengine = "llama.cpp"\n'
         'gpu_layers = 1\n[hardware]\ngpu = "RTX 3090"\n')
@@ -160,7 +161,8 @@ def main() -> None:
 
     put("prices", "builtin-slice.toml", _price_slice())
     put("prices", "override.toml", '[meta]\nas_of = "2026-01-01"\n[assumptions]\nelectricity_usd_per_kwh = 0.3\n'
-        '[gpu.rtx-3090-used]\ngpu = "RTX 3090"\ncondition = "used"\nprice_usd = 650\nsource = "me"\ndate = "2026-01-01"\n')
+        '[gpu.rtx-3090-used]\ngpu = "RTX 3090"\ncondition = "used"\nprice_usd = 650\nsource = "me"\n'
+        'date = "2026-01-01"\n')
     for path in sorted((ROOT / "examples").glob("build-*.toml")):
         put("build", path.name, path.read_bytes())
     print("wrote", SEEDS)

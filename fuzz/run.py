@@ -71,13 +71,14 @@ def main() -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     t0 = time.monotonic()
     rows = []
-    print(f"{'target':18} {'engine':8} {'execs':>10} {'crashes':>7} {'>2s':>4} {'slowest':>9} {'peak RSS':>9} {'wall':>7}")
+    print(f"{'target':18} {'engine':8} {'execs':>10} {'crashes':>7} {'>2s':>4} {'slowest':>9} "
+          f"{'peak RSS':>9} {'wall':>7}")
     for name in names:
         s = run_target(name, args.seconds, args.runs, args.workdir, args.engine)
         rows.append(s)
         print(f"{name:18} {s.get('engine', '?')!s:8} {s['execs']:>10,} {s['crashes']:>7} {s['over_2s']:>4} "
-              f"{float(s['slowest_s']):>8.3f}s {float(s['peak_rss_mib']):>6.0f} MiB {float(s['wall_s']):>6.0f}s",
-              flush=True)
+              f"{float(s['slowest_s']):>8.3f}s {float(s['peak_rss_mib']):>6.0f} MiB "  # type: ignore[arg-type]
+              f"{float(s['wall_s']):>6.0f}s", flush=True)  # type: ignore[arg-type]
         for kind, n in dict(s.get("crash_kinds") or {}).items():  # type: ignore[call-overload]
             print(f"    crash {kind} x{n}")
         if s.get("abnormal_end"):

@@ -67,7 +67,7 @@ def main() -> None:
     atheris = None
     if engine in ("auto", "atheris"):
         try:
-            import atheris  # type: ignore[import-not-found,no-redef]
+            import atheris  # type: ignore[no-redef]
         except ImportError:
             if engine == "atheris":
                 raise
