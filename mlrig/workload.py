@@ -16,6 +16,7 @@ Task = Literal["inference", "finetune", "pretrain"]
 _SIZE_CAP = 10_000_000  # hidden/intermediate sizes; the config.json reader uses the same caps
 _LAYER_CAP = 10_000
 _HEAD_CAP = 100_000
+MAX_TOTAL_GPUS = 1_000_000
 MAX_TOKENS_TO_TRAIN = 1e16  # 10,000T: ~300x the largest published training runs (Llama 4: 30T+)
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
@@ -76,7 +77,7 @@ class WorkloadSpec(_Strict):
     prompt_tokens: int = Field(512, ge=0, le=100_000_000)
     output_tokens: int = Field(128, ge=0, le=100_000_000)
     context_tokens: int | None = Field(None, gt=0, le=100_000_000)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1.0)
+    gpu_memory_utilization: float | None = Field(None, ge=0.01, le=1.0)
     flash_attention: bool = True
     gpu_layers: int | None = Field(
         None, ge=0, le=100_000, description="llama.cpp -ngl: layers on the GPU(s); the rest run on the CPU")
@@ -97,9 +98,10 @@ class TrainingSpec(_Strict):
     gradient_checkpointing: bool = True
     zero_stage: int = Field(0, ge=0, le=3)
     offload: Offload = "none"
-    tokens_to_train: float | None = Field(None, gt=0, le=MAX_TOKENS_TO_TRAIN)
+    tokens_to_train: float | None = Field(None, ge=1, le=MAX_TOKENS_TO_TRAIN)
     data_bytes_per_token: float | None = Field(
-        None, gt=0, le=1e6, description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
+        None, ge=0.01, le=1e6,
+        description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
 
 
 class HardwareSpec(_Strict):
@@ -109,13 +111,14 @@ class HardwareSpec(_Strict):
     tensor_parallel: int = Field(1, gt=0, le=1024)
     pipeline_parallel: int = Field(1, gt=0, le=1024)
     interconnect: str | None = Field(None, max_length=200)
-    host_ram_gib: float | None = Field(None, gt=0, le=2**20)
+    host_ram_gib: float | None = Field(None, ge=0.01, le=2**20)
     host_memory_bandwidth_gb_s: float | None = Field(
-        None, gt=0, le=1e5, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
+        None, ge=0.01, le=1e5, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
     storage_gb_s: float | None = Field(
-        None, gt=0, le=1e6, description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
+        None, ge=1e-4, le=1e6,
+        description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
     mtbf_hours: float | None = Field(
-        None, gt=0, le=1e9, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
+        None, ge=0.01, le=1e9, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
 
     @property
     def total_gpus(self) -> int:
@@ -127,6 +130,9 @@ class HardwareSpec(_Strict):
 
     @model_validator(mode="after")
     def _parallel_fits(self) -> HardwareSpec:
+        if self.total_gpus > MAX_TOTAL_GPUS:
+            raise ValueError(f"count x nodes = {self.total_gpus:,} GPUs; the limit is {MAX_TOTAL_GPUS:,} "
+                             "(the largest clusters hold a few hundred thousand)")
         if self.tensor_parallel * self.pipeline_parallel > self.total_gpus:
             raise ValueError(
                 f"tensor_parallel x pipeline_parallel = {self.tensor_parallel * self.pipeline_parallel} "

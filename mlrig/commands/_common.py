@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Annotated, Any
 
@@ -15,11 +16,13 @@ def print_json(obj: Any) -> None:
 
     def conv(o: Any) -> Any:
         if isinstance(o, BaseModel):
-            return o.model_dump(mode="json")
+            return conv(o.model_dump(mode="json"))
         if isinstance(o, list | tuple):
             return [conv(x) for x in o]
         if isinstance(o, dict):
             return {k: conv(v) for k, v in o.items()}
+        if isinstance(o, float) and not math.isfinite(o):  # JSON has no NaN/Infinity: null, never invalid JSON
+            return None
         return o
 
     json.dump(conv(obj), sys.stdout, indent=2)
