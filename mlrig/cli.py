@@ -17,7 +17,9 @@ import typer
 # Top-level command name -> the module under mlrig/commands/ that registers it.
 # tests/test_cli.py checks this map against what the modules actually register.
 COMMAND_MODULES: dict[str, str] = {
-    "build": "advisor", "cost": "advisor", "recommend": "advisor", "report": "advisor",
+    "build": "advisor", "recommend": "advisor", "report": "advisor",
+    "cost": "cost",
+    "prices": "prices",
     "compare": "compare",
     "eval": "eval",
     "fit": "fit",
@@ -26,7 +28,9 @@ COMMAND_MODULES: dict[str, str] = {
     "plan": "plan",
     "diagnose": "probe", "monitor": "probe", "probe": "probe",
     "serve": "serve",
+    "trace": "trace",
     "validate": "validate",
+    "web": "web",
 }
 
 

@@ -70,9 +70,9 @@ def resolve_arch(plan: Plan) -> ModelArch:
 
 
 def resolve_hardware(plan: Plan, overrides: dict[str, Any] | None = None) -> GPU:
-    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.catalog.gpus import resolve_plan_hardware
 
-    gpu = resolve_gpu(plan.hardware.gpu)
+    gpu = resolve_plan_hardware(plan.hardware)
     if overrides:
         gpu = gpu.model_copy(update=overrides)
     return gpu
@@ -115,7 +115,13 @@ def default_engine(precision: str, gpu: GPU) -> str:
     from mlrig.estimators.performance import format_family, norm_precision
 
     gguf = format_family(precision) in ("kquant", "legacy") or norm_precision(precision) == "q8_0"
-    return "llama.cpp" if gguf or gpu.hardware_class == "apple" else "transformers"
+    if norm_precision(precision).startswith("exl2"):
+        return "exllamav2"
+    if norm_precision(precision).startswith(("q4f16", "q3f16")):
+        return "mlc"
+    if gpu.hardware_class == "tpu":
+        return "vllm"  # vLLM's TPU backend (JAX/XLA); eager PyTorch does not run on a TPU
+    return "llama.cpp" if gguf or gpu.hardware_class in ("apple", "cpu") else "transformers"
 
 
 def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Plan, list[str]]:
@@ -174,7 +180,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.performance import estimate_performance
 
     p, notes = with_defaults(p, gpu, arch)
-    notes = [*arch.notes, *notes]
+    notes = [*arch.notes, *gpu.resolution_notes, *notes]
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)

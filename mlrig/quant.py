@@ -19,10 +19,33 @@ Storage costs are those of the real on-disk / in-memory formats, scales and zero
 * fp8 (vLLM / llm-compressor "FP8-dynamic"): linear weights in e4m3 with a per-channel scale
   (negligible); embeddings and lm_head stay 16-bit.
 * int8 (LLM.int8 / W8A8): 8-bit linear weights, a per-row scale (negligible); rest 16-bit.
+* GPTQ-Int8 (AutoGPTQ / GPTQModel `bits=8`, group 128): 8-bit weights + an fp16 scale and a packed
+  8-bit zero-point per group -> 8 + 16/128 + 8/128 = 8.1875 bpw (Qwen's `...-GPTQ-Int8` repos).
+* NVFP4 (NVIDIA, "Introducing NVFP4", NVIDIA technical blog 2025-06; TensorRT Model Optimizer):
+  FP4 E2M1 values in blocks of 16 sharing an FP8 E4M3 scale, plus one FP32 scale per tensor
+  -> 4 + 8/16 = 4.5 bpw; ModelOpt keeps lm_head and embeddings in 16-bit.
+* MXFP8 (OCP Microscaling spec v1.0): 32 FP8 E4M3 values share an E8M0 scale -> 8.25 bpw.
+* MLC-LLM group quantisation (mlc-llm python/mlc_llm/quantization/quantization.py): q4f16_1 = int4,
+  group 32, one fp16 scale per group, symmetric (no zero) -> 4 + 16/32 = 4.5 bpw, embedding and
+  final projection quantised too; q3f16_1 = int3 packed 10 per uint32 (3.2 bits) + fp16 scale per
+  40 -> 3.6 bpw; q4f16_2 leaves embedding and head in fp16; q0f16 is unquantised fp16.
+* EXL2 (turboderp/exllamav2): the stated bits per weight are the average over the quantised linear
+  layers, scales included (the converter's `-b`); the head is quantised at `-hb` (default 6 bits)
+  and the embedding stays fp16. Any stated rate is a precision: `exl2-4.65` (also `exl2_4.65`,
+  `4.65bpw-exl2`); SCHEMES holds the common rates and `scheme()` adds others on first use.
+* MLX (ml-explore mlx `mlx.nn.quantize`, defaults group_size=64): each group of 64 stores an fp16
+  scale and an fp16 bias -> bits + 0.5 bpw (mlx-4bit = 4.5); mlx-lm quantises embeddings and head too.
+* llama.cpp i-quants (ggml-common.h block structs): IQ1_S 50 B/256 (1.5625 bpw), IQ1_M 56/256 (1.75),
+  IQ2_XXS 66/256 (2.0625), IQ2_XS 74/256 (2.3125), IQ2_S 82/256 (2.5625), IQ3_XXS 98/256 (3.0625),
+  IQ3_S 110/256 (3.4375), IQ4_XS 136/256 (4.25), IQ4_NL 18/32 (4.5). The file types are mixes
+  (`llama_tensor_get_type_impl`, src/llama-quant.cpp): IQ2_S stores its bulk as IQ2_XS, IQ2_M as
+  IQ2_S, IQ3_XS and IQ3_M as IQ3_S; the output tensor is Q5_K for the IQ1/IQ2/IQ3_XXS types and
+  Q6_K otherwise; token_embd is Q2_K for IQ1_*/IQ2_XXS/IQ2_XS and IQ3_S for IQ2_S/IQ2_M/IQ3_XXS.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,6 +77,13 @@ NF4_DQ_BPW = 4 + 8 / 64 + 32 / (64 * 256)  # double quant: 8-bit absmax + fp32 p
 GROUP128_INT4_BPW = 4 + 16 / 128 + 4 / 128  # GPTQ/AWQ: fp16 scale + packed 4-bit zero per 128
 MXFP4_BPW = 4 + 8 / 32  # OCP MX: E8M0 scale per 32 FP4 values
 HQQ4_BPW = 4 + 2 * 16 / 64  # HQQ 4-bit, group 64, fp16 scale + fp16 zero (hqq README defaults)
+GROUP128_INT8_BPW = 8 + 16 / 128 + 8 / 128  # GPTQ 8-bit: fp16 scale + packed 8-bit zero per 128
+NVFP4_BPW = 4 + 8 / 16  # NVFP4: FP8 E4M3 scale per 16 FP4 values (+ one FP32 per tensor, negligible)
+MXFP8_BPW = 8 + 8 / 32  # OCP MX: E8M0 scale per 32 FP8 values
+MLC_Q4_BPW = 4 + 16 / 32  # MLC q4f16_1: int4, fp16 scale per group of 32, symmetric
+MLC_Q3_BPW = 32 / 10 + 16 / 40  # MLC q3f16_1: 10 int3 per uint32, fp16 scale per group of 40
+EXL2_HEAD_BPW = 6.0  # exllamav2 convert.py `-hb/--head_bits` default
+EXL2_RATES = (2.5, 3.0, 3.5, 4.0, 4.25, 4.5, 4.65, 5.0, 5.5, 6.0, 6.5, 8.0)  # rates repos commonly publish
 
 
 @dataclass(frozen=True)
@@ -75,9 +105,16 @@ class Scheme:
         return self.gguf_mix is not None
 
 
-def _gguf(name: str, base: str, *, head: str = "Q6_K", embed: str | None = None, desc: str = "") -> Scheme:
+def _gguf(name: str, base: str, *, head: str = "Q6_K", embed: str | None = None, desc: str = "",
+          mix: str | None = None) -> Scheme:
     return Scheme(name, GGML_BPW[base], GGML_BPW[embed or base], GGML_BPW[head], 32.0, "fp16",
-                  gguf_mix=name, description=desc or f"GGUF {name.upper()} (llama.cpp)")
+                  gguf_mix=mix or name, description=desc or f"GGUF {name.upper()} (llama.cpp)")
+
+
+def _exl2(bpw: float) -> Scheme:
+    """EXL2 at a stated average rate over the linear layers (head at 6 bits, embedding fp16)."""
+    return Scheme(f"exl2-{bpw:g}", bpw, 16, EXL2_HEAD_BPW, 16, "fp16",
+                  description=f"EXL2 {bpw:g} bpw (exllamav2), head 6 bpw, embedding fp16")
 
 
 SCHEMES: dict[str, Scheme] = {s.name: s for s in [
@@ -105,6 +142,36 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
     _gguf("q3_k_m", "Q3_K"),
     _gguf("q2_k", "Q2_K"),
     _gguf("iq4_xs", "IQ4_XS"),
+    _gguf("q3_k_s", "Q3_K"),
+    # bartowski's "_L" files: the _M mix with token_embd and output at Q8_0 (`--output-tensor-type q8_0
+    # --token-embedding-type q8_0`, stated on the bartowski/*-GGUF model cards)
+    _gguf("q6_k_l", "Q6_K", head="Q8_0", embed="Q8_0", mix="q6_k"),
+    _gguf("q5_k_l", "Q5_K", head="Q8_0", embed="Q8_0", mix="q5_k_m"),
+    _gguf("q4_k_l", "Q4_K", head="Q8_0", embed="Q8_0", mix="q4_k_m"),
+    _gguf("iq4_nl", "IQ4_NL"),
+    _gguf("iq3_m", "IQ3_S"),
+    _gguf("iq3_s", "IQ3_S"),
+    _gguf("iq3_xs", "IQ3_S"),
+    _gguf("iq3_xxs", "IQ3_XXS", head="Q5_K", embed="IQ3_S"),
+    _gguf("iq2_m", "IQ2_S", head="Q5_K", embed="IQ3_S"),
+    _gguf("iq2_s", "IQ2_XS", head="Q5_K", embed="IQ3_S"),
+    _gguf("iq2_xs", "IQ2_XS", head="Q5_K", embed="Q2_K"),
+    _gguf("iq2_xxs", "IQ2_XXS", head="Q5_K", embed="Q2_K"),
+    _gguf("iq1_m", "IQ1_M", head="Q5_K", embed="Q2_K"),
+    _gguf("iq1_s", "IQ1_S", head="Q5_K", embed="Q2_K"),
+    Scheme("gptq-int8", GROUP128_INT8_BPW, 16, 16, 16, "fp16", description="GPTQ 8-bit, group 128"),
+    Scheme("nvfp4", NVFP4_BPW, 16, 16, 16, "bf16",
+           description="NVFP4 (FP4 E2M1, FP8 scale per 16), 16-bit embeddings/head; W4A4 on Blackwell"),
+    Scheme("mxfp8", MXFP8_BPW, 16, 16, 16, "fp8", description="MXFP8 (FP8 E4M3, E8M0 scale per 32)"),
+    Scheme("q4f16_1", MLC_Q4_BPW, MLC_Q4_BPW, MLC_Q4_BPW, 16, "fp16",
+           description="MLC-LLM int4 group 32, embedding and head quantised too"),
+    Scheme("q4f16_2", MLC_Q4_BPW, 16, 16, 16, "fp16", description="MLC-LLM int4 group 32, fp16 embedding/head"),
+    Scheme("q3f16_1", MLC_Q3_BPW, MLC_Q3_BPW, MLC_Q3_BPW, 16, "fp16", description="MLC-LLM int3 group 40"),
+    *(_exl2(r) for r in EXL2_RATES),
+    # MLX (mlx.nn.quantize defaults): group 64 with an fp16 scale and an fp16 bias -> bits + 32/64;
+    # mlx-lm quantises the embedding and the head too
+    *(Scheme(f"mlx-{b}bit", b + 0.5, b + 0.5, b + 0.5, 16, "fp16",
+             description=f"MLX {b}-bit, group 64 (fp16 scale + bias)") for b in (3, 4, 6, 8)),
 ]}
 
 _ALIASES: dict[str, str] = {
@@ -114,15 +181,38 @@ _ALIASES: dict[str, str] = {
     "bnb-int8": "int8", "llm.int8": "int8", "8bit": "int8", "4bit": "int4", "q8": "q8_0",
     "q4_k": "q4_k_m", "q5_k": "q5_k_m", "q3_k": "q3_k_m", "mxfp4 moe": "mxfp4", "auto-gptq": "gptq",
     "autoawq": "awq",
+    "gptq-int4": "gptq", "gptq_int4": "gptq", "gptq-4bit": "gptq", "gptq_int8": "gptq-int8",
+    "gptq-8bit": "gptq-int8", "int8-gptq": "gptq-int8", "awq-int4": "awq", "awq_int4": "awq",
+    "nv-fp4": "nvfp4", "fp4": "nvfp4", "mx-fp8": "mxfp8", "mxfp8_e4m3": "mxfp8",
+    "q4f16_0": "q4f16_1", "q4bf16_1": "q4f16_1", "q4bf16_0": "q4f16_1", "q3f16_0": "q3f16_1",
+    "q0f16": "fp16", "q0bf16": "bf16", "q0f32": "fp32", "mlc-q4": "q4f16_1",
+    # unsloth "dynamic" GGUF quants (UD-Q4_K_XL, ...): the _M/_L mixes with more tensors upcast; closest mix
+    "q2_k_xl": "q2_k", "q3_k_xl": "q3_k_m", "q4_k_xl": "q4_k_l", "q5_k_xl": "q5_k_l", "q6_k_xl": "q6_k_l",
+    "q8_k_xl": "q8_0", "mlx-4bit-dwq": "mlx-4bit",
 }
+
+# "exl2-4.65", "exl2_4.65", "exl2:4.65", "exl2-4.65bpw", "4.65bpw-exl2", "4.65bpw" (exllamav2 branch names)
+_EXL2_RE = re.compile(r"(?:exl2[-_:]?(\d+(?:\.\d+)?)(?:bpw)?|(\d+(?:\.\d+)?)[-_]?bpw(?:[-_]?exl2)?)")
 
 
 def normalise_precision(precision: str) -> str:
-    """Canonical precision name; raises MlrigError listing the valid ones."""
+    """Canonical precision name; raises MlrigError listing the valid ones.
+
+    EXL2 at any stated rate is accepted ("exl2-4.65" -> a Scheme added to SCHEMES on first use)."""
     p = precision.strip().lower().replace(" ", "")
     p = _ALIASES.get(p, p)
     if p not in SCHEMES:
-        raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(SCHEMES)}")
+        m = _EXL2_RE.fullmatch(p)
+        if m:
+            bpw = float(m.group(1) or m.group(2))
+            if not 1.0 <= bpw <= 16.0:
+                raise MlrigError(f"EXL2 rate {bpw:g} bpw is outside 1-16; give e.g. exl2-4.65")
+            SCHEMES.setdefault(f"exl2-{bpw:g}", _exl2(bpw))
+            return f"exl2-{bpw:g}"
+        if p == "exl2":
+            raise MlrigError("EXL2 needs its bits per weight: write exl2-4.65 (or the rate of your download)")
+        shown = [k for k in SCHEMES if not k.startswith("exl2-")]
+        raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(shown)}, exl2-<bpw>")
     return p
 
 
@@ -212,6 +302,13 @@ def _gguf_linear_bits(arch: ModelArch, mix: str, linear: int) -> float:
                  (o, b["Q3_K"])]
     elif mix == "iq4_xs" and arch.num_heads // arch.kv_heads >= 4:
         bumps = [(v, b["Q5_K"])]
+    elif mix in ("iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m"):
+        small = b["IQ3_S"] if mix in ("iq2_s", "iq2_m") else b["Q2_K"]
+        wide = arch.num_heads // arch.kv_heads >= 4 or arch.num_experts >= 4
+        o_bpw = {"iq1_s": b["IQ2_XXS"], "iq1_m": b["IQ2_XXS"], "iq2_s": b["IQ3_S"], "iq2_m": b["IQ3_S"]}
+        bumps = [(v, b["Q4_K"] if wide else small), (down / 8, small)]
+        if mix in o_bpw:
+            bumps.append((o, o_bpw[mix]))
     bumped = sum(n for n, _ in bumps)
     return (linear - bumped) * base + sum(n * bpw for n, bpw in bumps)
 

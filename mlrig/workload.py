@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mlrig.catalog.gpus import GpuSpec
+
 Task = Literal["inference", "finetune", "pretrain"]
 _SIZE_CAP = 10_000_000  # hidden/intermediate sizes; the config.json reader uses the same caps
 _LAYER_CAP = 10_000
@@ -119,6 +121,23 @@ class HardwareSpec(_Strict):
         description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
     mtbf_hours: float | None = Field(
         None, ge=0.01, le=1e9, description="mean time between job interruptions (default: Llama 3's rate per GPU)")
+    gpu_spec: GpuSpec | None = Field(
+        None, description="an accelerator's figures (memory_gib, bandwidth_gb_s, bf16_tflops, ...): a device the "
+        "catalog lacks, or replacements for the named gpu's figures (--gpu-spec)")
+
+    @field_validator("gpu_spec", mode="before")
+    @classmethod
+    def _spec_text(cls, v: object) -> object:
+        """`--gpu-spec memory_gib=32,bandwidth_gb_s=1792` arrives as text; tables pass through."""
+        if isinstance(v, str):
+            from mlrig.catalog.gpus import parse_gpu_spec
+            from mlrig.errors import MlrigError
+
+            try:
+                return parse_gpu_spec(v)
+            except MlrigError as exc:
+                raise ValueError(str(exc)) from None
+        return v
 
     @property
     def total_gpus(self) -> int:

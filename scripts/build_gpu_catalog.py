@@ -46,13 +46,15 @@ REF_MD = "scripts/data/accelerators_reference.md"
 # Per-row metadata for the CSV: id, display name, class, NVML/marketing aliases, NVLink per direction.
 # ---------------------------------------------------------------------------------------------
 CSV_META: dict[str, dict[str, Any]] = {
-    "GeForce RTX 2080 Ti": dict(id="rtx-2080-ti", aliases=["NVIDIA GeForce RTX 2080 Ti"], nvlink_gb_s=50.0),
+    "GeForce RTX 2080 Ti": dict(id="rtx-2080-ti", aliases=["NVIDIA GeForce RTX 2080 Ti"], nvlink_gb_s=50.0,
+                                 nvlink_max_gpus=2),
     "GeForce RTX 3060 12GB": dict(id="rtx-3060-12gb", aliases=["NVIDIA GeForce RTX 3060"]),
     "GeForce RTX 3070": dict(id="rtx-3070", aliases=["NVIDIA GeForce RTX 3070"]),
     "GeForce RTX 3080 10GB": dict(id="rtx-3080-10gb", aliases=["NVIDIA GeForce RTX 3080"]),
     "GeForce RTX 3080 Ti": dict(id="rtx-3080-ti", aliases=["NVIDIA GeForce RTX 3080 Ti"]),
-    "GeForce RTX 3090": dict(id="rtx-3090", aliases=["NVIDIA GeForce RTX 3090"], nvlink_gb_s=56.25),
-    "GeForce RTX 3090 Ti": dict(id="rtx-3090-ti", aliases=["NVIDIA GeForce RTX 3090 Ti"], nvlink_gb_s=56.25),
+    "GeForce RTX 3090": dict(id="rtx-3090", aliases=["NVIDIA GeForce RTX 3090"], nvlink_gb_s=56.25, nvlink_max_gpus=2),
+    "GeForce RTX 3090 Ti": dict(id="rtx-3090-ti", aliases=["NVIDIA GeForce RTX 3090 Ti"], nvlink_gb_s=56.25,
+                                 nvlink_max_gpus=2),
     "GeForce RTX 4060 Ti 16GB": dict(id="rtx-4060-ti-16gb", aliases=["NVIDIA GeForce RTX 4060 Ti"]),
     "GeForce RTX 4070": dict(id="rtx-4070", aliases=["NVIDIA GeForce RTX 4070"]),
     "GeForce RTX 4070 Ti SUPER": dict(id="rtx-4070-ti-super", aliases=["NVIDIA GeForce RTX 4070 Ti SUPER"]),
@@ -63,8 +65,8 @@ CSV_META: dict[str, dict[str, Any]] = {
     "GeForce RTX 5080": dict(id="rtx-5080", aliases=["NVIDIA GeForce RTX 5080"]),
     "GeForce RTX 5090": dict(id="rtx-5090", aliases=["NVIDIA GeForce RTX 5090"]),
     "RTX A4000": dict(id="rtx-a4000", aliases=["NVIDIA RTX A4000"]),
-    "RTX A5000": dict(id="rtx-a5000", aliases=["NVIDIA RTX A5000"], nvlink_gb_s=56.25),
-    "RTX A6000": dict(id="rtx-a6000", aliases=["NVIDIA RTX A6000"], nvlink_gb_s=56.25),
+    "RTX A5000": dict(id="rtx-a5000", aliases=["NVIDIA RTX A5000"], nvlink_gb_s=56.25, nvlink_max_gpus=2),
+    "RTX A6000": dict(id="rtx-a6000", aliases=["NVIDIA RTX A6000"], nvlink_gb_s=56.25, nvlink_max_gpus=2),
     "RTX 6000 Ada Generation": dict(
         id="rtx-6000-ada", aliases=["NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada"]
     ),
@@ -86,22 +88,25 @@ CSV_META: dict[str, dict[str, Any]] = {
     ),
     "Tesla V100 PCIe 32GB": dict(id="v100-pcie-32gb", aliases=["Tesla V100-PCIE-32GB", "V100 PCIe 32GB"]),
     "A10": dict(id="a10", aliases=["NVIDIA A10"], ecc=True),
-    "A40": dict(id="a40", aliases=["NVIDIA A40"], ecc=True, nvlink_gb_s=56.25),
+    "A40": dict(id="a40", aliases=["NVIDIA A40"], ecc=True, nvlink_gb_s=56.25, nvlink_max_gpus=2),
     "L4": dict(id="l4", aliases=["NVIDIA L4"], ecc=True),
     "L40S": dict(id="l40s", aliases=["NVIDIA L40S"], ecc=True),
     "A100 40GB PCIe": dict(
-        id="a100-pcie-40gb", aliases=["NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"], nvlink_gb_s=300.0
+        id="a100-pcie-40gb", aliases=["NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB"], nvlink_gb_s=300.0,
+        nvlink_max_gpus=2,
     ),
     "A100 80GB SXM": dict(
         id="a100-sxm-80gb", aliases=["NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"], nvlink_gb_s=300.0
     ),
-    "H100 PCIe": dict(id="h100-pcie-80gb", aliases=["NVIDIA H100 PCIe", "H100 PCIe 80GB"], nvlink_gb_s=300.0),
+    "H100 PCIe": dict(id="h100-pcie-80gb", aliases=["NVIDIA H100 PCIe", "H100 PCIe 80GB"], nvlink_gb_s=300.0,
+                      nvlink_max_gpus=2),
     "H100 SXM": dict(
         id="h100-sxm-80gb",
         aliases=["NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", "H100 SXM 80GB"],
         nvlink_gb_s=450.0,
     ),
-    "H100 NVL": dict(id="h100-nvl-94gb", aliases=["NVIDIA H100 NVL", "H100 NVL 94GB"], nvlink_gb_s=300.0),
+    "H100 NVL": dict(id="h100-nvl-94gb", aliases=["NVIDIA H100 NVL", "H100 NVL 94GB", "H100 94GB"], nvlink_gb_s=300.0,
+                     nvlink_max_gpus=2),
     "H200 SXM": dict(
         id="h200-sxm-141gb", aliases=["NVIDIA H200", "H200 SXM 141GB", "H200 SXM5"], nvlink_gb_s=450.0
     ),
@@ -116,8 +121,8 @@ CSV_META: dict[str, dict[str, Any]] = {
     "Tesla K80": dict(id="k80", aliases=["Tesla K80", "NVIDIA Tesla K80"], ecc=True, per_device=2),
     "Tesla M40 24GB": dict(id="m40-24gb", aliases=["Tesla M40 24GB", "NVIDIA Tesla M40"], ecc=True),
     "Instinct MI250X": dict(id="mi250x", aliases=["AMD Instinct MI250X", "MI250X"], per_device=2),
-    "Instinct MI300X": dict(id="mi300x", aliases=["AMD Instinct MI300X", "MI300X"]),
-    "Instinct MI325X": dict(id="mi325x", aliases=["AMD Instinct MI325X", "MI325X"]),
+    "Instinct MI300X": dict(id="mi300x", aliases=["AMD Instinct MI300X", "MI300X"], nvlink_gb_s=448.0),
+    "Instinct MI325X": dict(id="mi325x", aliases=["AMD Instinct MI325X", "MI325X"], nvlink_gb_s=448.0),
     "Radeon RX 7900 XTX": dict(id="rx-7900-xtx", aliases=["AMD Radeon RX 7900 XTX", "Radeon RX 7900 XTX"]),
     "Radeon PRO W7900": dict(id="radeon-pro-w7900", aliases=["AMD Radeon PRO W7900"]),
     "Arc A770 16GB": dict(id="arc-a770-16gb", aliases=["Intel(R) Arc(TM) A770 Graphics", "Intel Arc A770"]),
@@ -131,6 +136,29 @@ CSV_META: dict[str, dict[str, Any]] = {
 # fields of the CSV-built entry, `source` is appended to the row's source, and `verification` / `note`
 # go in front of the row's own (whose note may still say "not entered": the override supersedes it).
 CSV_OVERRIDES: dict[str, dict[str, Any]] = {
+    "dgx-spark": dict(
+        set=dict(fp16_tflops_dense=125.0, bf16_tflops_dense=125.0, fp8_tflops_dense=250.0, fp4_tflops_dense=500.0),
+        source="https://www.nvidia.com/en-us/products/workstations/dgx-spark/",
+        verification="tensor rates DERIVED in the catalog build from NVIDIA's '1 PFLOP FP4' (with sparsity)",
+        note="CATALOG OVERRIDE (scripts/build_gpu_catalog.py): tensor rates DERIVED so that the planner does not "
+        "fall back to the 31 TFLOPS FP32 rate: FP4 dense = 1,000 / 2 = 500 TFLOPS; FP8 = 250 and FP16/BF16 = 125 "
+        "at Blackwell's 4:2:1 FP4:FP8:FP16 ratio (RTX PRO 6000: 2,000 / 1,007.6 / 503.8, full-rate FP32 "
+        "accumulate). If GB10 accumulates FP16 in FP32 at GeForce's half rate, BF16 is 62.5: prefill estimates "
+        "may be up to 2x optimistic until measured. The table note's 'not published' refers to NVIDIA.",
+    ),
+    "mi300x": dict(
+        set=dict(nvlink="Infinity Fabric, 7 links x 128 GB/s = 896 GB/s aggregate (bidirectional), 8-GPU mesh"),
+        source="https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html",
+        verification="Infinity Fabric figure from the AMD MI300X data sheet as known to the builder (not re-read)",
+        note="CATALOG OVERRIDE: GPU-GPU links are AMD Infinity Fabric (7 x16 links at 128 GB/s bidirectional to "
+        "the 7 peers of an 8-GPU OAM platform: 896 GB/s aggregate, nvlink_gb_s = 448 per direction).",
+    ),
+    "mi325x": dict(
+        set=dict(nvlink="Infinity Fabric, 7 links x 128 GB/s = 896 GB/s aggregate (bidirectional), 8-GPU mesh"),
+        source="https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html",
+        verification="Infinity Fabric figure as MI300X (same links; AMD spec page as known to the builder)",
+        note="CATALOG OVERRIDE: Infinity Fabric as MI300X (896 GB/s aggregate, 448 per direction).",
+    ),
     "arc-a770-16gb": dict(
         set=dict(fp16_tflops_dense=137.6, bf16_tflops_dense=137.6, int8_tops_dense=275.3),
         source="https://www.intel.com/content/www/us/en/developer/articles/technical/"
@@ -202,6 +230,11 @@ APPLE_CLOCKS: dict[str, tuple[float, str, str]] = {
         "pages of it give 1470 = state P14, and 1678 for M4 Max)",
         "https://hmc-tech.com/gpu/apple-8-core-m4-fl-vs-apple-24-core-m1-max",
     ),
+    "m5": (
+        1.578,
+        "1.578 GHz ASSUMED = the M4 top DVFS state (no M5 GPU clock published or logged in the sources seen)",
+        "https://hmc-tech.com/gpu/apple-8-core-m4-fl-vs-apple-24-core-m1-max",
+    ),
     "m4-pro": (
         1.578,
         "1.578 GHz ASSUMED = the M4 / M4 Max top DVFS state (no M4 Pro log seen)",
@@ -224,6 +257,7 @@ APPLE: dict[str, dict[str, Any]] = {
     "Apple M4": dict(bins={8: [16, 24], 10: [16, 24, 32]}, clock="m4"),
     "Apple M4 Pro": dict(bins={16: [24, 48, 64], 20: [24, 48, 64]}, clock="m4-pro"),
     "Apple M4 Max": dict(bins={32: [36], 40: [48, 64, 128]}, bw={32: 410.0, 40: 546.0}, clock="m4"),
+    "Apple M5": dict(bins={10: [16, 24, 32]}, clock="m5"),
 }
 
 NVIDIA_DS = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
@@ -278,6 +312,7 @@ EXTRAS: list[dict[str, Any]] = [
         pcie_lanes=16,
         nvlink="optional 2-GPU NVLink bridge, 600 GB/s total",
         nvlink_gb_s=300.0,
+        nvlink_max_gpus=2,
         form_factor="2-slot FHFL, passive",
         slots=2,
         source=NVIDIA_DS,
@@ -305,6 +340,7 @@ EXTRAS: list[dict[str, Any]] = [
         pcie_lanes=16,
         nvlink="2- or 4-way NVLink bridge, 900 GB/s total",
         nvlink_gb_s=450.0,
+        nvlink_max_gpus=4,
         form_factor="2-slot PCIe, passive",
         slots=2,
         source="https://www.nvidia.com/en-us/data-center/h200/",
@@ -707,6 +743,7 @@ def from_csv_row(r: dict[str, str]) -> list[dict[str, Any]]:
         pcie_lanes=int(num(r["pcie_lanes"]) or 0) or None,
         nvlink=None if r["nvlink"].lower().startswith("no") else r["nvlink"],
         nvlink_gb_s=meta.get("nvlink_gb_s"),
+        nvlink_max_gpus=meta.get("nvlink_max_gpus"),
         form_factor=r["form_factor"] or None,
         slots=slots_of(r["form_factor"]),
         launch_price_usd=num(r["launch_price_usd"]),
@@ -722,6 +759,8 @@ def from_csv_row(r: dict[str, str]) -> list[dict[str, Any]]:
         entry["source"] = f"{entry['source']} ; {ov['source']}"
         entry["verification"] = f"{ov['verification']}; table: {entry['verification']}"
         entry["notes"] = f"{ov['note']} {entry['notes']}"
+    if entry["nvlink_max_gpus"] is None:
+        entry.pop("nvlink_max_gpus")
     return [entry]
 
 
@@ -816,14 +855,27 @@ def add_size_alias(g: dict[str, Any]) -> None:
             g["aliases"].append(a)
 
 
+def _extras_2026() -> Any:
+    """scripts/gpu_extras_2026.py (loaded by path: tests load this script the same way)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_extras_2026", Path(__file__).with_name("gpu_extras_2026.py"))
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def build(csv_path: Path) -> list[dict[str, Any]]:
     with csv_path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     gpus: list[dict[str, Any]] = []
     for r in rows:
         gpus.extend(from_csv_row(r))
+    extras_2026 = _extras_2026()
+    gpus.extend(apple_entries(extras_2026.APPLE_M5_ROW))
     have = {g["id"] for g in gpus}
-    for e in EXTRAS:
+    for e in [*EXTRAS, *extras_2026.EXTRAS_2026]:
         if e["id"] in have:
             raise SystemExit(f"EXTRAS entry {e['id']} duplicates a CSV row; drop it from EXTRAS")
         gpus.append(from_extra(e))

@@ -1,8 +1,10 @@
-"""recommend() on the real planner: the seeds' scenarios, ranking, constraints, invariants and the CLI."""
+"""recommend() on the real planner: floors, gates, recipes, ownership, pricing the whole machine, ranking
+invariants, the report and the CLI's handling of bad input."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from mlrig.advisor.build import check_build
+from mlrig.advisor.evaluation import Setup, Workload, WorkloadUsage, best_fit, gate, recipes
+from mlrig.advisor.options import OptionFilter, Ownership, choose_platform, enumerate_candidates, proposed_build
 from mlrig.advisor.prices import load_prices
-from mlrig.advisor.recommend import Constraints, Workload, WorkloadUsage, recommend
-from mlrig.catalog.gpus import GPU
+from mlrig.advisor.recommend import Constraints, recommend
+from mlrig.catalog.gpus import GPU, resolve_gpu
 from mlrig.cli import app
 from mlrig.errors import MlrigError
 from mlrig.planner import evaluate as planner_evaluate
@@ -22,28 +27,28 @@ BOOK = load_prices(include_user=False)
 CHAT70 = Workload(
     label="70b chat",
     plan={"model": "llama-3.1-70b", "workload": {"task": "inference", "precision": "q4_k_m"}},
-    usage=WorkloadUsage(hours_per_day=8, min_tok_s=15),
+    usage=WorkloadUsage(hours_per_day=8),
 )
 QLORA8 = Workload(
     label="8b qlora",
     plan={"model": "llama-3.1-8b", "workload": {"task": "finetune"}, "training": {"method": "qlora"}},
-    usage=WorkloadUsage(runs_per_week=2, hours_per_run=3),
+    usage=WorkloadUsage(runs_per_week=2, tokens_per_run=2e7),
 )
-FT3 = Workload(
-    label="3b full",
-    plan={"model": "llama-3.2-3b", "workload": {"task": "finetune"}, "training": {"method": "full"}},
-    usage=WorkloadUsage(runs_per_week=1),
+FULL8 = Workload(
+    label="8b full",
+    plan={"model": "llama-3.1-8b", "workload": {"task": "finetune"}, "training": {"method": "full"}},
+    usage=WorkloadUsage(runs_per_week=1, hours_per_run=4),
 )
 Q70 = Workload(
     label="70b qlora",
     plan={"model": "llama-3.1-70b", "workload": {"task": "finetune"}, "training": {"method": "qlora"}},
-    usage=WorkloadUsage(runs_per_week=1),
+    usage=WorkloadUsage(runs_per_week=1, tokens_per_run=1e7),
 )
 _CACHE: dict[str, PlanResult] = {}
 
 
 def cached_evaluate(plan: dict[str, Any], gpu: GPU) -> PlanResult:
-    """The real planner, memoised by plan: the hypothesis invariants call recommend() ~50 times."""
+    """The real planner, memoised by plan: the hypothesis invariants call recommend() many times."""
     key = json.dumps(plan, sort_keys=True)
     if key not in _CACHE:
         _CACHE[key] = planner_evaluate(plan, gpu=gpu)
@@ -54,85 +59,173 @@ def rec(ws: list[Workload], **c: Any) -> Any:
     return recommend(ws, BOOK, Constraints(**c), evaluate=cached_evaluate)
 
 
-def _plan(w: Workload, gpu: str, count: int = 1, **training: Any) -> dict[str, Any]:
-    plan = json.loads(json.dumps(w.plan))
-    plan["model"] = {"name": plan["model"]}
-    plan["training"] = {**plan.get("training", {}), **training}
-    plan["hardware"] = {"gpu": gpu, "count": count}
-    return plan
-
-
-def test_best_option_for_70b_chat_and_8b_qlora_is_two_used_3090s() -> None:
-    """Real planner: 70B Q4_K_M ≈ 40.6 GiB needs 48 GB of VRAM; two used 3090s are the cheapest 48 GB."""
-    r = recommend([CHAT70, QLORA8], BOOK, Constraints(budget_usd=6000))
+def test_70b_chat_local_is_two_used_3090s_at_the_planners_own_speed() -> None:
+    """Seeds: 70B at 4 bits (~40 GiB) needs 48 GB; two used 3090s are the value build. Every speed shown is
+    exactly what `mlrig plan` gives for that machine (no rescaling): llama.cpp splits layers, 18 tok/s."""
+    r = rec([CHAT70], local_only=True)
     best = r.options[0]
-    assert best.feasible and best.gpu == "rtx-3090" and best.gpus == 2 and best.kind == "buy"
-    assert best.pareto and best.fits
-    chat = best.workloads[0]
-    assert chat.parallel == "tensor_parallel=2" and chat.decode_tok_s is not None and chat.decode_tok_s >= 15
-    assert any("does not fit" in (o.excluded_reason or "") for o in r.options)  # a single 24 GB card
-    assert r.prices_used and "prices.toml" in r.prices_used[0]
-    # 2× 4090 has the same 48 GB: the reason names the cheaper pair and the speed each workload gains
-    pair4090 = next(o for o in r.options if o.name.startswith("2× rtx-4090"))
-    assert any("VRAM is the constraint" in x and "2× rtx-3090" in x for x in pair4090.reasons)
-    assert any(s.startswith("payback:") for s in r.summary)
+    assert best.feasible and best.gpu == "rtx-3090" and best.gpus == 2 and "(used)" in best.name
+    w = best.workloads[0]
+    assert "pipeline" in w.parallel
+    for o in [o for o in r.options if o.feasible][:8]:
+        plan = {**CHAT70.plan, "hardware": {"gpu": o.gpu, "count": o.gpus}}
+        if o.build is not None:
+            plan["hardware"]["host_ram_gib"] = o.build.ram_gib
+        assert o.workloads[0].decode_tok_s == planner_evaluate(plan, gpu=resolve_gpu(o.gpu)).performance.decode_tok_s  # type: ignore[union-attr]
+    assert "tok/s ±20%" in best.speed and "TTFT" in best.speed  # absolute, with its band
 
 
-def test_3b_full_finetune_needs_more_than_24gb_on_the_real_planner() -> None:
-    """Seed exercise: 3B full fine-tune with Adam in mixed precision. Weights 2 + grads 2 + Adam 12 B/param
-    = 16 B × 3.2e9 ≈ 48 GiB before activations and allocator slack: no 24 GB card can hold it."""
-    r = planner_evaluate(_plan(FT3, "rtx-3090"))
-    assert not r.fits and r.memory is not None and r.memory.per_gpu_gib > 45
-    assert planner_evaluate(_plan(FT3, "a100-sxm-80gb")).fits
-    rr = recommend([FT3], BOOK, Constraints(local_only=True, max_gpus=1))
-    small = [o for o in rr.options if o.total_gpu_memory_gib <= 24.5]
-    assert small and all(not o.feasible and "does not fit" in (o.excluded_reason or "") for o in small)
-    assert any(o.feasible and o.total_gpu_memory_gib >= 64 for o in rr.options)
+def test_interactive_floor_and_old_cards() -> None:
+    """Default floor ≥10 tok/s and TTFT ≤5 s: a 64 GB Mac mini at ~3 tok/s is out; P40s need --allow-old."""
+    r = rec([CHAT70], local_only=True)
+    by = {o.name: o for o in r.options}
+    mini = by["mac-mini-m4-pro-64gb"]
+    assert not mini.feasible and "floor" in (mini.excluded_reason or "")
+    p40 = by["2× p40 (used) + desktop-2gpu"]
+    assert not p40.feasible and "--allow-old" in (p40.excluded_reason or "")
+    assert any("floor" in a for a in r.assumptions)
+    batch = rec([CHAT70.model_copy(update={"usage": WorkloadUsage(hours_per_day=8, min_tok_s=0, max_ttft_s=0)})],
+                local_only=True, allow_old=True)
+    feasible = [o for o in batch.options if o.feasible]
+    assert any(o.name == "mac-mini-m4-pro-64gb" for o in feasible)
+    old = next(o for o in feasible if o.gpu == "p40")
+    assert any("old datacentre card" in w for w in old.warnings)
 
 
-def test_70b_qlora_needs_a_48gb_card_or_two_24gb_cards_with_fsdp_offload() -> None:
-    """70B at NF4 is ≈ 37 GiB of weights. One 48 GB card fits with paged 8-bit AdamW (QLoRA paper, sec. 3);
-    one 24 GB card never does; two 24 GB cards need FSDP + CPU offload (Answer.AI FSDP+QLoRA 2024;
-    ms-swift's llama2-70b 2×24 GB example uses fsdp_offload)."""
-    assert not planner_evaluate(_plan(Q70, "rtx-a6000")).fits  # plain AdamW: ≈ 50 GiB
-    assert planner_evaluate(_plan(Q70, "rtx-a6000", optimizer="paged-adamw-8bit")).fits
-    assert not planner_evaluate(_plan(Q70, "rtx-3090", optimizer="paged-adamw-8bit")).fits
-    fsdp = planner_evaluate(_plan(Q70, "rtx-3090", 2, zero_stage=3, optimizer="paged-adamw-8bit"))
-    assert not fsdp.fits and fsdp.memory is not None and fsdp.memory.per_gpu_gib > 24
-    assert planner_evaluate(_plan(Q70, "rtx-3090", 2, zero_stage=3, offload="params")).fits
-    # recommend() tries the paged optimizer by itself and says so in the layout
-    r = recommend([Q70], BOOK, Constraints(local_only=True, max_gpus=2))
-    by = {(o.gpu, o.gpus): o for o in r.options}
-    assert by[("rtx-a6000", 1)].fits and "paged-adamw-8bit" in by[("rtx-a6000", 1)].workloads[0].parallel
-    assert not by[("rtx-3090", 1)].fits and not by[("rtx-4090", 1)].fits
-    off = Q70.model_copy(update={"plan": {**Q70.plan, "training": {"method": "qlora", "offload": "params"}}})
-    r2 = recommend([off], BOOK, Constraints(local_only=True, max_gpus=2))
-    assert any(o.gpu == "rtx-3090" and o.gpus == 2 and o.fits for o in r2.options)
+def test_gates_bf16_and_vendor() -> None:
+    bf16 = Workload(label="x", plan={"model": "llama-3.2-1b", "workload": {"task": "finetune", "precision": "bf16"},
+                                     "training": {"method": "full"}})
+    assert "no bf16" in (gate(bf16, resolve_gpu("v100-pcie-32gb"), allow_old=False) or "")
+    assert "no bf16" in (gate(bf16, resolve_gpu("t4"), allow_old=False) or "")
+    fp16 = bf16.model_copy(update={"plan": {**bf16.plan, "workload": {"task": "finetune", "precision": "fp16"}}})
+    assert gate(fp16, resolve_gpu("v100-pcie-32gb"), allow_old=False) is None
+    assert gate(bf16, resolve_gpu("rtx-3090"), allow_old=False) is None
+    assert "--any-vendor" in (gate(bf16, resolve_gpu("rx-7900-xtx"), allow_old=False) or "")
+    assert gate(bf16, resolve_gpu("rx-7900-xtx"), allow_old=False, any_vendor=True) is None
+    assert gate(CHAT70, resolve_gpu("rx-7900-xtx"), allow_old=False) is None  # inference on AMD is fine
+
+
+def test_recipes_are_checked_against_the_machines_ram() -> None:
+    """70B QLoRA (~37 GiB of NF4 weights) on 24 GB cards: only with weights offloaded to host RAM (ZeRO-3
+    offload, as in Answer.AI's FSDP+QLoRA), which the planner accepts only when the machine has the RAM."""
+    g = resolve_gpu("rtx-3090")
+    for n in (1, 2):
+        big = best_fit(Q70, g, Setup(count=n, host_ram_gib=256), cached_evaluate)
+        assert big.result is not None and big.result.fits and "offload" in big.recipe
+        small = best_fit(Q70, g, Setup(count=n, host_ram_gib=16), cached_evaluate)
+        assert small.result is not None and not small.result.fits
+    a6000 = best_fit(Q70, resolve_gpu("rtx-a6000"), Setup(count=1, host_ram_gib=16), cached_evaluate)
+    assert a6000.result is not None and a6000.result.fits and "offload" not in a6000.recipe  # 48 GB: paged 8-bit
+    labels = [label for label, _ in recipes(FULL8, Setup(count=1, host_ram_gib=None, unified=True))]
+    assert labels and not any("offload" in x for x in labels)  # unified memory: offloading frees nothing
+    assert "adamw-8bit" in labels
+
+
+def test_run_time_per_option_when_the_reference_cannot_hold_the_model() -> None:
+    """70B full fine-tune (~1.1 TB of weights, grads and Adam states) does not fit one A100 80GB even with
+    offload to its 225 GiB of RAM: the hours are taken on the smallest count of it that holds the job, and
+    every option gets its own run time (not the 40 h given)."""
+    full70 = Workload(label="70b full", plan={"model": "llama-3.1-70b", "workload": {"task": "finetune"},
+                                              "training": {"method": "full"}},
+                      usage=WorkloadUsage(runs_per_week=0.25, hours_per_run=40))
+    r = rec([full70], cloud_only=True)
+    assert any("cannot hold it" in a and "40 h" in a for a in r.assumptions), r.assumptions
+    feasible = [o for o in r.options if o.feasible]
+    assert len({round(o.workloads[0].hours_per_run or 0, 2) for o in feasible}) > 2
+    for o in feasible:  # 40 h only on the reference machine itself (8× A100 80GB)
+        assert (round(o.workloads[0].hours_per_run or 0, 6) == 40) == (o.gpu == "a100-sxm-80gb" and o.gpus == 8)
+
+
+def test_hint_names_the_change_that_would_fit() -> None:
+    r = rec([FULL8], local_only=True, max_gpus=1)
+    one = next(o for o in r.options if o.name.startswith("1× rtx-4090"))
+    assert not one.feasible and "QLoRA instead of full" in (one.excluded_reason or "")
+
+
+def test_have_and_have_pc_price_only_what_must_be_bought() -> None:
+    r = rec([CHAT70], local_only=True, have=["RTX 3090"])
+    by = {o.name: o for o in r.options}
+    mine = by["your 1× rtx-3090"]
+    assert mine.upfront_usd == 0 and not mine.feasible  # 24 GB cannot hold 70B Q4
+    pair = by["your 1× rtx-3090 + 1× rtx-3090 (used) + desktop-2gpu"]
+    card = BOOK.gpus["rtx-3090-used"].price_usd
+    assert pair.feasible and pair.upfront_usd == pytest.approx(card + pair.purchase_items[1].price_usd)
+    assert r.options[0].name == pair.name  # cheaper than buying both cards
+    small = rec([Workload(label="8b chat", plan={"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}})],
+                local_only=True, have=["RTX 3090"])
+    assert small.options[0].name == "your 1× rtx-3090" and small.summary[0].startswith("you already have")
+    assert not any("your PC" in o.name for o in small.options)  # the PC's slot holds the 3090 already
+    pc = rec([QLORA8], local_only=True, have_pc=True, max_gpus=1)
+    one = next(o for o in pc.options if o.name == "1× rtx-3090 (used) + your PC")
+    assert one.upfront_usd == card and one.build is None and any("your PC" in n for n in one.notes)
+
+
+def test_platform_follows_the_option_and_the_build_is_the_one_priced() -> None:
+    """1-2 cards on a desktop, 3-4 on the workstation; the proposed build's RAM, PSU and CPU are the priced
+    ones and pass `build check` without errors for every card in the book."""
+    for key, p in BOOK.gpus.items():
+        if not p.buyable:
+            continue
+        g = resolve_gpu(p.gpu)
+        for n in (1, 2, 4):
+            choice = choose_platform(BOOK, g, n)
+            assert choice is not None
+            assert (choice.platform.max_gpus >= 3) == (n >= 3), (key, n, choice.key)
+            b = proposed_build(choice, g, n)
+            report = check_build(b, resolve=lambda _n, g=g: g)
+            errors = [f for f in report.findings if f.severity == "error"]
+            assert not errors, (key, n, errors)
+            assert b.ram_gib >= g.memory_gib * n and b.psu.watts >= report.recommended_psu_w - 1e-6
+    cands, _ = enumerate_candidates(BOOK, resolve_gpu, OptionFilter(local_only=True), Ownership())
+    four = next(c for c, _ in cands if c.name == "4× rtx-4090 + workstation-4gpu")
+    assert four.build is not None and four.build.psu.count == 2 and four.build.risers
+    assert four.upfront_usd == pytest.approx(sum(i.price_usd for i in four.items))
+
+
+def test_every_listed_option_explains_itself_in_absolute_numbers() -> None:
+    r = rec([CHAT70, QLORA8], local_only=True)
+    for o in r.options:
+        assert o.reasons, o.name
+        if o.feasible:
+            assert "tok/s" in o.speed and ("h/run" in o.speed or "min/run" in o.speed)
+
+
+def test_unvalidated_training_speed_shows_its_band_and_the_flip() -> None:
+    r = rec([QLORA8])
+    top = next(o for o in r.options if o.feasible)
+    assert "unvalidated" in top.speed and top.total_cost_range_usd is not None
+    lo, hi = top.total_cost_range_usd
+    assert lo < top.total_cost_usd < hi
+    assert r.uncertainty and all("unvalidated" in u for u in r.uncertainty)
 
 
 def test_a_box_cannot_be_busy_more_than_730_hours_a_month() -> None:
-    heavy = QLORA8.model_copy(update={"usage": WorkloadUsage(runs_per_week=40, hours_per_run=8)})
+    heavy = QLORA8.model_copy(update={"usage": WorkloadUsage(runs_per_week=40, tokens_per_run=2e8)})
     r = rec([heavy], local_only=True)
     slow = [o for o in r.options if "too slow" in (o.excluded_reason or "")]
     assert slow and all(o.busy_hours_per_month > 730 for o in slow)
     assert all(o.busy_hours_per_month <= 730.5 for o in r.options if o.feasible)
+    cloud = rec([heavy], cloud_only=True)  # renting is billed for every hour, side by side past 730
+    busy = [o for o in cloud.options if o.feasible and o.busy_hours_per_month > 730 and "(spot)" not in o.name]
+    assert busy and all(o.cost_per_month_usd == pytest.approx(o.busy_hours_per_month * (o.usd_per_hour or 0))
+                        for o in busy)
 
 
-def test_json_fields_and_constraints() -> None:
-    r = rec([CHAT70], local_only=True, no_used=True, max_gpus=2)
-    for o in r.options:
-        assert o.kind == "buy" and "(used)" not in o.name and o.gpus <= 2
-        d = o.model_dump()
-        for k in ("name", "kind", "gpus", "total_gpu_memory_gib", "upfront_usd", "cost_per_month_usd", "fits"):
-            assert k in d
+def test_stale_prices_are_flagged_in_the_answer() -> None:
+    import datetime as dt
+
+    fresh = rec([CHAT70], local_only=True, today=dt.date(2026, 5, 20))
+    late = rec([CHAT70], local_only=True, today=dt.date(2027, 6, 1))
+    assert late.stale_prices and len(late.stale_prices) > len(fresh.stale_prices)
+    best = next(o for o in late.options if o.feasible)
+    assert best.stale_prices and any("rtx-3090-used" in s for s in best.stale_prices)
 
 
-def test_traps_are_warned() -> None:
-    r = rec([QLORA8])
-    by = {o.gpu: o for o in r.options}
-    assert any("old datacentre card" in w for w in by["p40"].warnings)
-    assert any("workstation card" in w for w in by["rtx-6000-ada"].warnings)
-    assert any("Apple Silicon" in w for o in r.options if o.category == "apple" for w in o.warnings)
+def test_hosted_api_price_is_compared_for_open_models() -> None:
+    r = rec([CHAT70], local_only=True)
+    q = r.api_quotes["70b chat"][0]
+    assert q.provider == "DeepInfra" and q.usd_per_mtok_generated == pytest.approx(2.0)
+    assert any(s.startswith("hosted API") for s in r.summary)
 
 
 def test_empty_workloads_is_a_user_error() -> None:
@@ -141,8 +234,8 @@ def test_empty_workloads_is_a_user_error() -> None:
 
 
 # The invariants below inject `cached_evaluate` (the real planner, memoised) only for speed: hypothesis
-# runs recommend() dozens of times and the ranking logic, not the estimator, is under test.
-@settings(max_examples=15, deadline=None)
+# runs recommend() many times and the ranking logic, not the estimator, is under test.
+@settings(max_examples=12, deadline=None)
 @given(b1=st.floats(0, 20000), b2=st.floats(0, 20000))
 def test_larger_budget_never_gives_a_worse_best(b1: float, b2: float) -> None:
     lo, hi = sorted((b1, b2))
@@ -153,7 +246,7 @@ def test_larger_budget_never_gives_a_worse_best(b1: float, b2: float) -> None:
         assert best[1] is not None and best[1].total_cost_usd <= best[0].total_cost_usd + 1e-6
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(drop=st.sampled_from(sorted(BOOK.gpus)))
 def test_adding_an_option_never_makes_the_best_worse(drop: str) -> None:
     smaller = BOOK.model_copy(update={"gpus": {k: v for k, v in BOOK.gpus.items() if k != drop}})
@@ -165,10 +258,10 @@ def test_adding_an_option_never_makes_the_best_worse(drop: str) -> None:
 def test_report_markdown_and_html() -> None:
     from mlrig.advisor.report import business_case, render_html, render_markdown
 
-    r = rec([CHAT70, QLORA8], budget_usd=5000)
+    r = rec([CHAT70, QLORA8], budget_usd=8000)
     case = business_case(r, BOOK)
     md = render_markdown(r, case)
-    assert "Buy vs rent" in md and "| # | option" in md
+    assert "Buy vs rent" in md and "| # | option" in md and "tok/s" in md
     page = render_html(r, case)
     assert (
         page.startswith("<!doctype html>")
@@ -178,70 +271,82 @@ def test_report_markdown_and_html() -> None:
 
 
 def test_business_case_prices_the_box_recommend_priced() -> None:
-    """The report's buy-vs-rent case uses recommend's own items (a used GPU at the used resale
-    decline, the new platform at the new one) and busy power, not one new-hardware lump."""
     from mlrig.advisor.report import business_case
 
-    r = rec([QLORA8])
+    r = rec([CHAT70])
     buy = next(o for o in r.options if o.feasible and o.kind == "buy")
     assert sum(i.price_usd for i in buy.purchase_items) == pytest.approx(buy.upfront_usd)
     case = business_case(r, BOOK)
     assert case is not None and case.buy == buy.name
-    used = next((o for o in r.options if o.kind == "buy" and "(used)" in o.name), None)
-    assert used is not None
-    declines = {i.annual_decline for i in used.purchase_items}
+    declines = {i.annual_decline for i in buy.purchase_items}
     assert declines == {BOOK.assumptions.resale_decline_used_per_year, BOOK.assumptions.resale_decline_new_per_year}
-    assert sum(i.price_usd for i in used.purchase_items) == pytest.approx(used.upfront_usd)
 
 
 @pytest.mark.parametrize(
-    "args",
+    "args, needle",
     [
-        ["recommend"],
-        ["recommend", "--model", "llama-3.1-8b", "--budget", "-5"],
-        ["recommend", "--task", "inference"],
-        ["recommend", "--model", "llama-3.1-8b", "--hours-per-day", "lots"],
-        ["recommend", "--model", "x", "--frobnicate", "1"],
-        ["cost", "--buy", "rtx-3090-used", "--hours-per-month", "-1"],
-        ["cost", "--buy", "rtx 9999", "--hours-per-month", "10"],
-        ["cost", "--hours-per-month", "10", "--rent", "nope"],
-        ["report", "--format", "pdf", "--model", "llama-3.1-8b"],
-        ["recommend", "--model", "llama-3.1-8b", "--years", "0"],
-        ["cost", "--hours-per-month", "10", "--years", "0"],
-        ["cost", "--hours-per-month", "10", "--pue", "0.5"],
+        (["recommend"], "no workloads"),
+        (["recommend", "--model", "llama-3.1-8b", "--budget", "-5"], "--budget"),
+        (["recommend", "--task", "inference"], "before --model"),
+        (["recommend", "--model", "llama-3.1-8b", "--hours-per-day", "lots"], "--hours-per-day"),
+        (["recommend", "--model", "x", "--frobnicate", "1"], "--frobnicate"),
+        (["recommend", "--model", "llama-3.1-8b", "--top", "0"], "--top"),
+        (["recommend", "--model", "llama-3.1-8b", "--top", "-1"], "--top"),
+        (["recommend", "--model", "llama-3.1-8b", "--hours-per-day", "25"], "--hours-per-day"),
+        (["recommend", "--model", "llama-3.1-8b", "--have", "RTX 9999"], "RTX 9999"),
+        (["recommend", "--model", "llama-3.1-8b", "--years", "0"], "--years"),
+        (["cost", "--buy", "rtx-3090-used", "--hours-per-month", "-1"], "--hours-per-month"),
+        (["cost", "--buy", "rtx-3090-used", "--hours-per-month", "100000"], "--hours-per-month"),
+        (["cost", "--buy", "rtx 9999", "--hours-per-month", "10"], "rtx 9999"),
+        (["cost", "--hours-per-month", "10", "--rent", "nope"], "nope"),
+        (["cost", "--hours-per-month", "10", "--years", "0"], "--years"),
+        (["cost", "--hours-per-month", "10", "--pue", "0.5"], "--pue"),
+        (["cost", "--buy", "RTX 4070", "--hours-per-month", "10"], "no price for rtx-4070"),
+        (["report", "--format", "pdf", "--model", "llama-3.1-8b"], "--format"),
+        (["recommend", "--model", "no-such-model-anywhere", "--local-only"], "no-such-model-anywhere"),
+        (["recommend", "--model", "llama-3.1-8b", "--precision", "q9_z", "--local-only"], "q9_z"),
     ],
 )
-def test_cli_bad_input_exits_2(args: list[str]) -> None:
+def test_cli_bad_input_exits_2(args: list[str], needle: str) -> None:
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) <= 1, res.output
+    assert needle in res.output
 
 
-def test_cli_cost_table_shows_per_run_columns_only_with_a_run_length() -> None:
-    base = ["cost", "--buy", "rtx-3090-used", "--rent", "runpod-rtx-3090"]
-    monthly = CliRunner().invoke(app, [*base, "--hours-per-month", "60"])
-    per_run = CliRunner().invoke(app, [*base, "--runs-per-week", "2", "--hours-per-run", "3"])
-    assert monthly.exit_code == 0 and per_run.exit_code == 0, monthly.output + per_run.output
-    assert "$/run" not in monthly.output and "break-even" in monthly.output
-    assert per_run.output.count("$/run") == 2
-
-
-def test_cli_cost_json() -> None:
-    res = CliRunner().invoke(
-        app,
-        [
-            "cost",
-            "--buy",
-            "rtx-3090-used",
-            "--runs-per-week",
-            "2.5",
-            "--hours-per-run",
-            "5",
-            "--rent",
-            "runpod-a100-80gb-sxm",
-            "--spot",
-            "--json",
-        ],
-    )
+def test_cli_plan_without_id_and_unknown_plan_key(tmp_path: Path) -> None:
+    plain = tmp_path / "chat.toml"
+    plain.write_text('model = "llama-3.1-8b"\n[workload]\nprecision = "q4_k_m"\n')
+    res = CliRunner().invoke(app, ["recommend", "--plan", str(plain), "--local-only", "--json"])
     assert res.exit_code == 0, res.output
-    assert '"break_even_hours_per_month"' in res.output and "prices.toml" in res.output
+    assert json.loads(res.output)["workloads"] == ["chat"]
+    rep = CliRunner().invoke(app, ["report", "--plan", str(plain), "--local-only"])
+    assert rep.exit_code == 0, rep.output
+    typo = tmp_path / "typo.toml"
+    typo.write_text('model = "llama-3.1-8b"\n[workload]\nprecison = "q4_k_m"\n')
+    bad = CliRunner().invoke(app, ["recommend", "--plan", str(typo)])
+    assert bad.exit_code == 2 and "precison" in bad.output and len(bad.output.strip().splitlines()) == 1
+
+
+def test_cli_cost_like_for_like_and_sources_behind_a_flag() -> None:
+    base = ["cost", "--buy", "RTX 4090", "--hours-per-month", "60"]
+    plain = CliRunner().invoke(app, base)
+    assert plain.exit_code == 0, plain.output
+    assert "RunPod RTX 4090 pod" in plain.output and "https://" not in plain.output  # sources behind --sources
+    assert "https://" in CliRunner().invoke(app, [*base, "--sources"]).output
+    js = CliRunner().invoke(app, [*base, "--model", "llama-3.1-8b", "--method", "qlora", "--json"])
+    assert js.exit_code == 0, js.output
+    d = json.loads(js.output)
+    rows = {r["name"]: r for r in d["options"]}
+    a100 = next(r for n, r in rows.items() if "A100" in n)
+    assert a100["slowdown"] < 1  # an A100 does the same QLoRA work in fewer billed hours than the 4090
+    comps = {c["cloud"]["name"]: c for c in d["comparisons"]}
+    assert comps[a100["name"]]["cloud"]["billed_hours_per_month"] == pytest.approx(60 * a100["slowdown"])
+
+
+def test_cli_cost_break_even_never_is_said(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["cost", "--buy", "h100-pcie-used", "--hours-per-month", "20", "--rent",
+                                   "vast-rtx-3090", "--json"])
+    assert res.exit_code == 0, res.output
+    comp = json.loads(res.output)["comparisons"][0]
+    assert comp["break_even_never"] and comp["break_even_hours_per_month"] > 730

@@ -77,7 +77,7 @@ def test_ambiguous_name(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unknown_hf_id_offline_goes_to_hub_and_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(MlrigError, match="not in the built-in catalog and the Hugging Face Hub could not"):
+    with pytest.raises(MlrigError, match="not in the built-in catalog nor in the local Hugging Face cache"):
         resolve_model("someorg/some-unlisted-model")
 
 
@@ -92,10 +92,13 @@ def test_hub_fetch_is_mocked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     tensor = types.SimpleNamespace(dtype="BF16", shape=[100, 64])
     shard = types.SimpleNamespace(tensors={"w": tensor})
     meta = types.SimpleNamespace(files_metadata={"model.safetensors": shard})
-    fake = types.SimpleNamespace(hf_hub_download=lambda repo_id, filename: str(cfg),
-                                 get_safetensors_metadata=lambda repo_id: meta)
+    fake = types.SimpleNamespace(hf_hub_download=lambda repo_id, filename, **kw: str(cfg),
+                                 get_safetensors_metadata=lambda repo_id, **kw: meta)
     monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    from mlrig.catalog import hub
+
+    monkeypatch.setattr(hub, "_endpoint_reachable", lambda: None)  # no network in tests: pretend it is there
     a = resolve_model("someorg/tiny")
     assert a.hidden_size == 64 and a.hf_id == "someorg/tiny"
     assert a.weight_bytes == 100 * 64 * 2 and a.weight_format == "bf16"
@@ -106,7 +109,7 @@ def test_hub_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
-    with pytest.raises(MlrigError, match="offline"):
+    with pytest.raises(MlrigError, match="huggingface_hub is not installed"):
         resolve_model("someorg/tiny2")
 
 

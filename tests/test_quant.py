@@ -72,3 +72,63 @@ def test_file_bytes_win_when_format_matches() -> None:
     assert quant.weight_bytes(arch, "q4_k_m") == 123456789
     assert quant.weight_bytes(arch) == 123456789
     assert quant.weight_bytes(arch, "bf16") != 123456789
+
+
+# ---- formats people download (issue 14 §2) ------------------------------------------------------
+
+def test_iquant_bits_come_from_the_ggml_block_structs() -> None:
+    """Each i-quant's bits per weight equal the gguf package's GGML_QUANT_SIZES (block bytes x 8 / block)."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    for prec, base in [("iq1_s", "IQ1_S"), ("iq1_m", "IQ1_M"), ("iq2_xxs", "IQ2_XXS"), ("iq2_xs", "IQ2_XS"),
+                       ("iq3_xxs", "IQ3_XXS"), ("iq3_s", "IQ3_S"), ("iq4_xs", "IQ4_XS"), ("iq4_nl", "IQ4_NL")]:
+        block, nbytes = GGML_QUANT_SIZES[GGMLQuantizationType[base]]
+        assert quant.bits_per_weight(prec) == 8 * nbytes / block, prec
+    # llama.cpp file types store their bulk in a neighbouring block type (llama-quant.cpp)
+    assert quant.bits_per_weight("iq2_s") == quant.GGML_BPW["IQ2_XS"]
+    assert quant.bits_per_weight("iq2_m") == quant.GGML_BPW["IQ2_S"]
+    assert quant.bits_per_weight("iq3_m") == quant.GGML_BPW["IQ3_S"]
+
+
+def test_iquant_files_grow_with_their_rate_and_keep_a_q5k_head() -> None:
+    arch = resolve_model("llama-3.1-8b")
+    ladder = ["iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_m", "iq3_xxs", "iq3_m", "iq4_xs", "iq4_nl", "q4_k_m"]
+    sizes = [quant.weight_bytes(arch, p) for p in ladder]
+    assert sizes == sorted(sizes)
+    assert quant.weight_bits_by_component(arch, "iq2_xxs")["lm_head"] == arch.params().lm_head * 5.5  # Q5_K
+    assert quant.weight_bits_by_component(arch, "iq3_m")["lm_head"] == arch.params().lm_head * 6.5625  # Q6_K
+    # bartowski's _L files: the _M mix with embedding and output at Q8_0
+    assert quant.weight_bytes(arch, "q4_k_l") > quant.weight_bytes(arch, "q4_k_m")
+    assert quant.weight_bits_by_component(arch, "q4_k_l")["linear"] == \
+        quant.weight_bits_by_component(arch, "q4_k_m")["linear"]
+
+
+def test_gptq_int8_nvfp4_mxfp8_mlc_rates() -> None:
+    assert quant.bits_per_weight("GPTQ-Int8") == 8 + 16 / 128 + 8 / 128
+    assert quant.bits_per_weight("nvfp4") == 4.5  # FP8 scale per 16 FP4 values
+    assert quant.bits_per_weight("mxfp8") == 8.25  # E8M0 scale per 32 FP8 values
+    assert quant.bits_per_weight("q4f16_1") == 4.5  # int4 + fp16 scale per 32
+    assert quant.bits_per_weight("q3f16_1") == pytest.approx(3.6)
+    arch = resolve_model("llama-3.1-8b")
+    # MLC quantises the embedding and the head too; q4f16_2 does not
+    assert quant.weight_bytes(arch, "q4f16_1") < quant.weight_bytes(arch, "q4f16_2")
+    assert quant.compute_dtype("mxfp8") == "fp8"
+    assert quant.kv_bytes_per_element("nvfp4") == 2  # weight format only: KV stays 16-bit
+
+
+@pytest.mark.parametrize("spelling", ["exl2-4.65", "EXL2_4.65", "exl2:4.65", "exl2-4.65bpw", "4.65bpw-exl2", "4.65bpw"])
+def test_exl2_at_any_stated_rate(spelling: str) -> None:
+    assert quant.normalise_precision(spelling) == "exl2-4.65"
+    assert quant.bits_per_weight(spelling) == 4.65
+    arch = resolve_model("llama-3.1-8b")
+    bits = quant.weight_bits_by_component(arch, spelling)
+    assert bits["embedding"] == arch.params().embedding * 16 and bits["lm_head"] == arch.params().lm_head * 6
+
+
+def test_exl2_unlisted_rate_and_errors() -> None:
+    assert quant.normalise_precision("exl2-3.7") == "exl2-3.7"  # not in the table: added on first use
+    assert "exl2-3.7" in quant.SCHEMES
+    with pytest.raises(MlrigError, match=r"exl2-4\.65"):
+        quant.normalise_precision("exl2")
+    with pytest.raises(MlrigError, match="outside"):
+        quant.normalise_precision("exl2-40")

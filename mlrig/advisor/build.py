@@ -16,6 +16,15 @@ Rules and their sources:
 - Consumer boards run two GPUs at x8/x8; more needs HEDT/workstation lanes or risers (osmarks.net seed).
 - Data loading: ~4 CPU cores per GPU (common PyTorch DataLoader practice; an estimate).
 - NVMe PCIe 4.0 reads 5-7 GB/s sequential (DOMAIN.md §3); SATA SSD ~0.55 GB/s; HDD ~0.2 GB/s.
+- Wall circuits: continuous loads (3 h or more) may use 80% of the breaker rating (US NEC 210.19(A)(1),
+  210.20(A)): 1,440 W on 120 V/15 A, 1,920 W on 120 V/20 A; we apply the same 80% to 230 V circuits
+  (2,944 W on 16 A) as a conservative estimate. Wall draw = DC load / 0.90 (80 PLUS Gold requires 90%
+  efficiency at 50% load on 230 V internal units, 87% at 115 V).
+- Several PSUs: the unit that also feeds the board and CPU carries the most; GPUs are split as evenly as
+  the count allows. Each card and its riser must hang off one unit (never bridge two units' 12 V rails).
+- Risers and open frames: a card on a riser does not sit in the board's slot, so slot spacing and case
+  slots do not apply to it. Blower cards exhaust through the bracket and are built to stack, so a card
+  directly below one does not starve it (why workstation cards such as the RTX 6000 Ada use blowers).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mlrig.catalog.gpus import GPU
 from mlrig.errors import MlrigError
@@ -33,6 +42,9 @@ from mlrig.errors import MlrigError
 Severity = Literal["error", "warning", "info", "ok"]
 GpuResolver = Callable[[str], GPU]
 
+PSU_EFFICIENCY = 0.90  # 80 PLUS Gold at 50% load (see module docstring)
+CONTINUOUS_FRACTION = 0.8  # NEC 210.19(A)(1): continuous load ≤ 80% of the circuit rating
+MIN_POWER_LIMIT_FRACTION = 0.6  # below ~60% of TDP a power limit costs too much speed to suggest (estimate)
 AMPERE_TRANSIENT_FACTOR = 1.7  # 350 W × 1.7 ≈ 600 W for an RTX 3090 (seed: osmarks.net)
 OTHER_TRANSIENT_FACTOR = 1.4  # estimate for Ada/Blackwell/datacentre cards
 ATX3_EXCURSION_CREDIT = 1.6  # ATX 3.x: 160% of rated power for 10 ms
@@ -60,27 +72,32 @@ REFERENCE_LENGTH_MM = {
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+Cooler = Literal["axial", "blower", "passive", "liquid"]
 
 
 class BuildGpu(_In):
     name: str
     count: int = Field(1, ge=1, le=16)
-    length_mm: float | None = Field(None, gt=0)
+    length_mm: float | None = Field(None, gt=0, le=1000)
     slots: float | None = Field(None, gt=0, le=5)
-    power_limit_w: float | None = Field(None, gt=0)
+    power_limit_w: float | None = Field(None, gt=0, le=2000)
+    cooler: Cooler | None = Field(None, description="default: from the catalog's form factor")
 
 
 class Psu(_In):
-    watts: float = Field(gt=0)
+    watts: float = Field(gt=0, le=5000, description="rating of one unit")
     standard: str = "ATX 2.x"
+    count: int = Field(1, ge=1, le=4, description="identical units (dual-PSU builds: 2)")
 
 
 class Cpu(_In):
     name: str = ""
-    cores: int = Field(ge=1)
-    pcie_lanes: int = Field(ge=1, description="CPU lanes available to slots and NVMe")
-    tdp_w: float = Field(125, ge=0)
+    cores: int = Field(ge=1, le=1024)
+    pcie_lanes: int = Field(ge=1, le=1024, description="CPU lanes available to slots and NVMe")
+    tdp_w: float = Field(125, ge=0, le=2000)
 
 
 class Slot(_In):
@@ -88,6 +105,7 @@ class Slot(_In):
     position: int = Field(ge=1, le=12, description="expansion-slot position on the board, 1 = top")
     gen: int = Field(4, ge=1, le=6)
     chipset: bool = False
+    riser: bool = Field(False, description="the card sits on a riser cable, away from the board")
 
 
 class Motherboard(_In):
@@ -98,8 +116,8 @@ class Motherboard(_In):
 
 class Storage(_In):
     type: Literal["nvme", "sata", "hdd", "network"] = "nvme"
-    read_gb_s: float | None = Field(None, gt=0)
-    capacity_tb: float | None = Field(None, gt=0)
+    read_gb_s: float | None = Field(None, gt=0, le=1000)
+    capacity_tb: float | None = Field(None, gt=0, le=100000)
 
 
 class Case(_In):
@@ -115,17 +133,26 @@ class Cooling(_In):
 class Build(_In):
     name: str = "build"
     use: Literal["training", "inference", "mixed"] = "mixed"
-    gpus: list[BuildGpu] = Field(min_length=1)
+    gpus: list[BuildGpu] = Field(min_length=1, max_length=16)
     psu: Psu
-    ram_gib: float = Field(gt=0)
+    ram_gib: float = Field(gt=0, le=65536)
     cpu: Cpu
     motherboard: Motherboard | None = None
     storage: list[Storage] = Field(default_factory=list)
     case: Case | None = None
     cooling: Cooling = Field(default_factory=Cooling)
     nvlink: bool = False
-    offload_gib: float = Field(0, ge=0, description="host RAM your workloads offload to (ZeRO/device_map)")
-    data_gb_s: float | None = Field(None, gt=0, description="data pipeline read rate needed")
+    risers: bool = Field(False, description="every GPU on a riser (open frame)")
+    circuit: str | None = Field(None, description='wall circuit, e.g. "120V/15A", "230V/16A"')
+    offload_gib: float = Field(0, ge=0, le=65536, description="host RAM your workloads offload to (ZeRO/device_map)")
+    data_gb_s: float | None = Field(None, gt=0, le=1000, description="data pipeline read rate needed")
+
+    @field_validator("circuit")
+    @classmethod
+    def _circuit(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_circuit(v)
+        return v
 
 
 class Finding(BaseModel):
@@ -143,8 +170,37 @@ class BuildReport(BaseModel):
     total_vram_gib: float
     sustained_w: float
     transient_w: float
-    psu_w: float
+    psu_w: float  # all units together
+    wall_w: float = 0.0  # sustained draw at the wall
+    recommended_psu_w: float = 0.0  # per unit, ATX 3.x, for this build's GPUs as configured
     findings: list[Finding]
+
+
+def parse_circuit(text: str) -> tuple[float, float]:
+    """"120V/15A" -> (120, 15). Raises ValueError with the expected form."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*V\s*/\s*(\d+(?:\.\d+)?)\s*A\s*", text, re.I)
+    if not m or not (90 <= float(m.group(1)) <= 480) or not (1 <= float(m.group(2)) <= 100):
+        raise ValueError(f'circuit must look like "120V/15A" or "230V/16A", got {text!r}')
+    return float(m.group(1)), float(m.group(2))
+
+
+def continuous_limit_w(volts: float, amps: float) -> float:
+    """What a circuit may carry continuously: 80% of its rating (NEC 210.19(A)(1))."""
+    return volts * amps * CONTINUOUS_FRACTION
+
+
+def cooler_of(b: BuildGpu, g: GPU) -> Cooler:
+    """The card's cooler: as given, else read from the catalog's form factor (blower / passive)."""
+    if b.cooler is not None:
+        return b.cooler
+    ff = (g.form_factor or "").lower()
+    if "blower" in ff:
+        return "blower"
+    if "passive" in ff or "sxm" in ff or "oam" in ff:
+        return "passive"
+    return "axial"
 
 
 def load_build(path: str | Path) -> Build:
@@ -188,6 +244,58 @@ def recommended_psu_w(gpu_w: list[tuple[GPU, float]], cpu_w: float, atx3: bool =
     return math.ceil(need / 50.0) * 50.0
 
 
+def psu_share(gpu_w: list[tuple[GPU, float]], units: int) -> list[tuple[GPU, float]]:
+    """The GPUs on the PSU that also feeds the board: the largest even share (ceil(n / units))."""
+    k = math.ceil(len(gpu_w) / units) if gpu_w else 0
+    return sorted(gpu_w, key=lambda x: -x[1])[:k]
+
+
+def power_limit_for(build: Build, units: list[tuple[BuildGpu, GPU]], psus: int) -> float | None:
+    """The highest per-GPU `nvidia-smi -pl` (watts, same fraction of TDP on every card, rounded down to
+    5 W) at which this build's own PSU passes the PSU check without warning: sustained ≤ 80% of the
+    rating and transients within its excursion capacity. None when even 60% of TDP is not enough."""
+    atx3 = build.psu.standard.upper().replace(" ", "").startswith("ATX3")
+    capacity = build.psu.watts * (ATX3_EXCURSION_CREDIT if atx3 else 1.0)
+    full = [(g, g.tdp_w or UNKNOWN_GPU_TDP_W) for _, g in units]
+    share = psu_share(full, psus)
+    base = build.cpu.tdp_w + REST_OF_SYSTEM_W
+    tdp_sum = sum(w for _, w in share)
+    spike_sum = sum(w * transient_factor(g) for g, w in share)
+    if tdp_sum <= 0:
+        return None
+    frac = min((0.8 * build.psu.watts - base) / tdp_sum, (capacity - base) / spike_sum, 1.0)
+    if frac < MIN_POWER_LIMIT_FRACTION:
+        return None
+    top = max(w for _, w in full)
+    if frac >= 1.0:
+        return None  # the PSU is enough at stock power
+    return math.floor(top * frac / 5.0) * 5.0
+
+
+def _circuit_finding(build: Build, wall_w: float, add: Callable[..., None]) -> None:
+    """Wall circuit: the sustained wall draw against the circuit's continuous limit (80% of rating)."""
+    if build.circuit is not None:
+        volts, amps = parse_circuit(build.circuit)
+        lim = continuous_limit_w(volts, amps)
+        if wall_w > lim:
+            add("error", "circuit",
+                f"~{wall_w:,.0f} W at the wall > {lim:,.0f} W continuous on a {build.circuit} circuit",
+                "continuous loads may use 80% of a circuit's rating (NEC 210.19(A)(1)); the breaker trips"
+                " after minutes of training",
+                "a dedicated higher-rated circuit (120 V/20 A: 1,920 W; 240 V), or power-limit the GPUs")
+        else:
+            add("ok", "circuit", f"~{wall_w:,.0f} W at the wall ≤ {lim:,.0f} W continuous on {build.circuit}",
+                "within 80% of the circuit rating", "nothing to do; keep other loads off that circuit")
+        return
+    us = continuous_limit_w(120, 15)
+    if wall_w > us:
+        add("warning", "circuit",
+            f"~{wall_w:,.0f} W at the wall: more than a US 120 V/15 A circuit carries continuously ({us:,.0f} W)",
+            "continuous loads may use 80% of a circuit's rating (NEC 210.19(A)(1)); a 230 V/16 A circuit"
+            f" allows ~{continuous_limit_w(230, 16):,.0f} W",
+            'a 120 V/20 A or 240 V circuit for this box alone; set circuit = "120V/20A" (or yours) to check it')
+
+
 def _resolve_default(name: str) -> GPU:
     from mlrig.catalog.gpus import resolve_gpu
 
@@ -205,49 +313,72 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
     def add(sev: Severity, check: str, what: str, why: str, fix: str) -> None:
         f.append(Finding(severity=sev, check=check, what=what, why=why, fix=fix))
 
-    # ---- power
+    # ---- power (per PSU: the unit that also feeds the board carries CPU + rest + its share of GPUs)
     gpu_w = [(g, b.power_limit_w or g.tdp_w or UNKNOWN_GPU_TDP_W) for b, g in units]
     sustained = sum(w for _, w in gpu_w) + build.cpu.tdp_w + REST_OF_SYSTEM_W
     transient = sum(w * transient_factor(g) for g, w in gpu_w) + build.cpu.tdp_w + REST_OF_SYSTEM_W
     atx3 = build.psu.standard.upper().replace(" ", "").startswith("ATX3")
+    units_n = build.psu.count
+    share = psu_share(gpu_w, units_n)
+    unit_sustained = sum(w for _, w in share) + build.cpu.tdp_w + REST_OF_SYSTEM_W
+    unit_transient = sum(w * transient_factor(g) for g, w in share) + build.cpu.tdp_w + REST_OF_SYSTEM_W
     capacity = build.psu.watts * (ATX3_EXCURSION_CREDIT if atx3 else 1.0)
-    rec = recommended_psu_w(gpu_w, build.cpu.tdp_w, atx3)
+    rec = recommended_psu_w(share, build.cpu.tdp_w, atx3=True)  # what we recommend is always ATX 3.x
+    units_txt = f"{units_n}× " if units_n > 1 else ""
+    per_unit = " per unit" if units_n > 1 else ""
+    fix_psu = (f"{units_txt}{rec:,.0f} W ATX 3.1 PSU{'s' if units_n > 1 else ''}" if units_n > 1
+               else f"a {rec:,.0f} W ATX 3.1 PSU") + " (rated for 160% for 10 ms)"
+    limit = power_limit_for(build, units, units_n)
+    fix_limit = (f", or cap each GPU at `nvidia-smi -pl {limit:.0f}`" if limit is not None else "")
     spike_note = ", ".join(sorted({f"{g.id} ~{w * transient_factor(g):.0f} W" for g, w in gpu_w}))
-    if build.psu.watts < sustained:
+    load_note = (f" (the unit feeding the board carries {len(share)} of {n} GPUs)" if units_n > 1 else "")
+    if build.psu.watts < unit_sustained:
         add(
             "error",
             "psu",
-            f"{build.psu.watts:.0f} W PSU < {sustained:.0f} W sustained load",
+            f"{build.psu.watts:.0f} W PSU{per_unit} < {unit_sustained:.0f} W sustained load{load_note}",
             "GPUs at their power limit + CPU + rest exceed the rating; the PSU will shut down under load",
-            f"fit a {rec:.0f} W {'ATX 3.1' if atx3 else 'ATX 3.1 (12V-2x6)'} PSU or power-limit the GPUs",
+            f"fit {fix_psu}{fix_limit}",
         )
-    elif capacity < transient:
+    elif capacity < unit_transient:
         add(
             "warning" if atx3 else "error",
             "psu",
-            f"transient peak ~{transient:.0f} W exceeds what a {build.psu.watts:.0f} W"
-            f" {build.psu.standard} unit"
-            f" rides through ({capacity:.0f} W)",
+            f"transient peak ~{unit_transient:.0f} W{per_unit} exceeds what a {build.psu.watts:.0f} W"
+            f" {build.psu.standard} unit rides through ({capacity:.0f} W){load_note}",
             f"millisecond GPU spikes ({spike_note}) trip over-current protection: random reboots under load"
             + ("" if atx3 else "; ATX 2.x units have no specified excursion headroom"),
-            f"use a {rec:.0f} W ATX 3.x PSU (rated for 160% for 10 ms), or `nvidia-smi -pl` the GPUs",
+            f"use {fix_psu}: {rec:,.0f} W × 1.6 = {rec * ATX3_EXCURSION_CREDIT:,.0f} W ≥ {unit_transient:,.0f} W"
+            f" peak{fix_limit}",
         )
-    elif build.psu.watts < sustained / 0.8:
+    elif build.psu.watts < unit_sustained / 0.8:
         add(
             "warning",
             "psu",
-            f"PSU runs at {sustained / build.psu.watts:.0%} of its rating sustained",
+            f"PSU runs at {unit_sustained / build.psu.watts:.0%} of its rating sustained{load_note}",
             "above ~80% continuous load efficiency drops and fans/noise rise",
-            f"{rec:.0f} W gives 20% headroom",
+            f"{fix_psu} keeps sustained load at ≤ 80%{fix_limit}",
         )
     else:
         add(
             "ok",
             "psu",
-            f"{build.psu.watts:.0f} W {build.psu.standard}: sustained {sustained:.0f} W, transient ~{transient:.0f} W",
-            "within rating and excursion tolerance",
+            f"{units_txt}{build.psu.watts:.0f} W {build.psu.standard}: sustained {unit_sustained:.0f} W,"
+            f" transient ~{unit_transient:.0f} W{per_unit}",
+            "within rating and excursion tolerance"
+            + (f" (ATX 3.x: 160% = {capacity:.0f} W for 10 ms)" if atx3 and unit_transient > build.psu.watts else ""),
             "nothing to do",
         )
+    if units_n > 1:
+        add(
+            "info",
+            "psu",
+            f"{units_n} PSUs",
+            "the units must switch on together, and each card with its riser must draw from one unit only",
+            "sync them with the board's dual-PSU header or an add2psu relay; never join two units' 12 V",
+        )
+    wall = sustained / PSU_EFFICIENCY
+    _circuit_finding(build, wall, add)
 
     # ---- RAM
     vram = sum(g.memory_gib for _, g in units)
@@ -312,11 +443,17 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
                 "beyond two cards consumer boards need risers and bifurcation; bandwidth per card drops",
                 "a Threadripper/Xeon W/EPYC platform gives x16 to each of 4 GPUs",
             )
-        # spacing: each card occupies ceil(slots) positions; a gap of ≥1 slot helps air-cooled cards breathe
+        # spacing: each card occupies ceil(slots) positions; a gap of ≥1 slot helps air-cooled cards breathe.
+        # A card on a riser is not in its slot: neither spacing nor case slots apply to it.
+        on_riser = [build.risers or s.riser for s in used]
         for i, ((b, g), s) in enumerate(zip(units, used, strict=False)):
             width = math.ceil(b.slots or g.slots or 2)
-            if i + 1 < len(used):
-                nxt = used[i + 1].position
+            if on_riser[i]:
+                continue
+            nxt_i = next((j for j in range(i + 1, len(used)) if not on_riser[j]), None)
+            if nxt_i is not None:
+                nxt = used[nxt_i].position
+                below_b, below_g = units[nxt_i] if nxt_i < len(units) else (b, g)
                 if s.position + width > nxt:
                     add(
                         "error",
@@ -325,7 +462,8 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
                         "the next card cannot be installed",
                         "use slots further apart, 2-slot cards, or risers",
                     )
-                elif s.position + width == nxt and build.cooling.type == "air":
+                elif (s.position + width == nxt and build.cooling.type == "air"
+                      and cooler_of(b, g) == "axial" and cooler_of(below_b, below_g) != "liquid"):
                     add(
                         "warning",
                         "spacing",
@@ -341,6 +479,16 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
                     f"the case has {build.case.expansion_slots} expansion slots",
                     "pick a case with 8+ slots or move the card up",
                 )
+        if any(on_riser):
+            gens = sorted({s.gen for s, r in zip(used, on_riser, strict=False) if r})
+            add(
+                "info",
+                "riser",
+                f"{sum(on_riser)} GPU(s) on risers (PCIe gen {', '.join(map(str, gens))})",
+                "long or unshielded risers cause PCIe link errors that look like driver crashes",
+                "use shielded risers rated for the slot's PCIe generation, as short as the frame allows;"
+                " if `nvidia-smi -q` shows replay/AER errors, set that slot to gen 3 in the BIOS",
+            )
         # NVLink spacing
         if build.nvlink and n == 2 and build.motherboard.nvlink_bridge_slots:
             gap = used[1].position - used[0].position if len(used) > 1 else 0
@@ -450,24 +598,33 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
 
     # ---- cooling and power limits
     total_gpu_w = sum(w for _, w in gpu_w)
+    coolers = [cooler_of(b, g) for b, g in units]
     if total_gpu_w >= 600 or any(w >= 350 for _, w in gpu_w):
-        sev: Severity = "warning" if (build.cooling.type == "air" and total_gpu_w >= 700) else "info"
+        # Axial cards in a closed case dump their heat into it; blowers exhaust it out of the back and
+        # open frames / liquid loops do not recirculate it: only the first is a throttling risk.
+        axial_in_case = build.cooling.type == "air" and any(c == "axial" for c in coolers)
+        sev: Severity = "warning" if (axial_in_case and total_gpu_w >= 700) else "info"
+        limit_w = {g.id: round((g.tdp_w or UNKNOWN_GPU_TDP_W) * 0.8 / 5) * 5 for _, g in units}
         add(
             sev,
             "cooling",
-            f"{total_gpu_w:.0f} W of GPU heat ({build.cooling.type} cooling)",
+            f"{total_gpu_w:.0f} W of GPU heat ({build.cooling.type} cooling"
+            + (", blower cards" if all(c == "blower" for c in coolers) else "") + ")",
             "sustained training throttles hot cards; the speed/power curve is not linear:"
             " a 3090 limited from 350 W"
             " to 280 W (-20%) kept >95% of training speed (Puget Systems 2020) and ~99% of LLM decode speed",
-            "`sudo nvidia-smi -pl 280` (3090) or ~-25% on other cards, run at each boot; good case airflow",
+            "optional -20% power: "
+            + ", ".join(f"`sudo nvidia-smi -pl {w}` ({gid})" for gid, w in sorted(limit_w.items()))
+            + ", run at each boot" + ("; good case airflow" if axial_in_case else ""),
         )
-    if any(g.hardware_class == "datacenter" for _, g in units):
+    passive = [g.id for (b, g), c in zip(units, coolers, strict=True) if c == "passive"]
+    if passive and build.cooling.type != "server":
         add(
             "warning",
             "cooling",
-            "passively cooled datacentre card",
-            "it relies on server airflow; in a desktop case it overheats",
-            "add a ducted blower fan per card",
+            f"passively cooled card ({', '.join(sorted(set(passive)))})",
+            "it relies on server airflow; in a desktop case or open frame it overheats",
+            'add a ducted blower fan per card, or set cooling type = "server" if it sits in a server chassis',
         )
 
     return BuildReport(
@@ -477,6 +634,8 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         total_vram_gib=vram,
         sustained_w=sustained,
         transient_w=transient,
-        psu_w=build.psu.watts,
+        psu_w=build.psu.watts * build.psu.count,
+        wall_w=sustained / PSU_EFFICIENCY,
+        recommended_psu_w=recommended_psu_w(psu_share(gpu_w, build.psu.count), build.cpu.tdp_w, atx3=True),
         findings=f,
     )

@@ -12,7 +12,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mlrig.advisor.cost import CloudSpec, LocalSpec, SensitivityRow, Usage, break_even_hours_per_month, sensitivity
+from mlrig.advisor.cost import (
+    HOURS_PER_MONTH,
+    CloudSpec,
+    LocalSpec,
+    SensitivityRow,
+    Usage,
+    break_even_hours_per_month,
+    break_even_text,
+    sensitivity,
+)
 from mlrig.advisor.recommend import RankedOption, Recommendation
 
 
@@ -27,7 +36,7 @@ class BusinessCase(BaseModel):
 def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
     """Best feasible buy vs best feasible rent: break-even and the sensitivity table."""
     feas = [o for o in rec.options if o.feasible]
-    buy = next((o for o in feas if o.kind == "buy"), None)
+    buy = next((o for o in feas if o.kind == "buy" and o.category != "owned"), None)
     rent = next((o for o in feas if o.kind == "rent"), None)
     if buy is None or rent is None or rent.usd_per_hour is None:
         return None
@@ -43,6 +52,7 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
         name=buy.name,
         items=items,
         power_w=power_w,
+        idle_power_w=buy.idle_power_w or 0.0,
         upkeep_fraction_per_year=a.upkeep_fraction_per_year,
     )
     cloud = CloudSpec(
@@ -51,8 +61,10 @@ def business_case(rec: Recommendation, book: Any) -> BusinessCase | None:
         spot="(spot)" in rent.name,
         interruption_overhead=a.spot_interruption_overhead,
     )
+    on = rec.constraints.on_hours_per_month
     usage = Usage(
-        hours_per_month=rent.busy_hours_per_month,
+        hours_per_month=min(rent.busy_hours_per_month, HOURS_PER_MONTH),
+        on_hours_per_month=a.powered_on_hours_per_month if on is None else on,
         years=rec.years,
         usd_per_kwh=(
             rec.constraints.usd_per_kwh if rec.constraints.usd_per_kwh is not None else a.electricity_usd_per_kwh
@@ -87,29 +99,25 @@ def render_markdown(rec: Recommendation, case: BusinessCase | None = None, top: 
     out += [
         "## Options (best first)",
         "",
-        "| # | option | buy/rent | GPUs | GPU mem GiB | upfront $ | $/month | total $ | fits | Pareto |",
+        "| # | option | buy/rent | GPUs | GPU mem GiB | upfront $ | $/month | total $ | speed | Pareto |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in [o for o in rec.options if o.feasible][:top]:
         out.append(
             f"| {o.rank} | {o.name} | {o.kind} | {o.gpus} | {o.total_gpu_memory_gib:.0f} | "
             f"{o.upfront_usd:,.0f} | {o.cost_per_month_usd:,.0f} | {o.total_cost_usd:,.0f} | "
-            f"{'yes' if o.fits else 'no'} | {'★' if o.pareto else ''} |"
+            f"{o.speed} | {'★' if o.pareto else ''} |"
         )
     out.append("")
-    for o in [o for o in rec.options if o.feasible][:3]:
+    out += [f"- {u}" for u in rec.uncertainty] + ([""] if rec.uncertainty else [])
+    for o in [o for o in rec.options if o.feasible][:top]:
         out += [f"### {o.name}", ""] + [f"- {r}" for r in o.reasons] + [f"- ⚠ {w}" for w in o.warnings]
         out += [f"- build: {f.severity}: {f.what} — {f.fix}" for f in o.build_findings] + [""]
     if case:
-        be = (
-            f"{case.break_even_hours_per_month:,.0f} busy h/month"
-            if case.break_even_hours_per_month is not None
-            else "never (renting is cheaper at any usage)"
-        )
         out += [
             "## Buy vs rent",
             "",
-            f"{case.buy} vs {case.rent}: owning pays off above {be};"
+            f"{case.buy} vs {case.rent}: owning pays off {break_even_text(case.break_even_hours_per_month)};"
             f" planned usage is {case.busy_hours_per_month:,.0f} h/month.",
             "",
             "| busy h/month | price ×| local $/month | cloud $/month | cheaper |",
@@ -122,6 +130,8 @@ def render_markdown(rec: Recommendation, case: BusinessCase | None = None, top: 
         ]
         out.append("")
     out += ["## Prices and warnings", ""] + [f"- prices: {p}" for p in rec.prices_used]
+    out += [f"- ⚠ price older than 6 months: {p}" for p in rec.stale_prices]
+    out += [f"- assumption: {a}" for a in rec.assumptions]
     out += [f"- {w}" for w in rec.warnings] + [""]
     return "\n".join(out)
 
@@ -142,7 +152,7 @@ def _svg_scatter(opts: list[RankedOption], width: int = 640, height: int = 360) 
         f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle" font-size="12">total cost over horizon, $ '
         "(log scale)</text>",
         f'<text x="12" y="{height / 2}" font-size="12" transform="rotate(-90 12 {height / 2})" '
-        'text-anchor="middle">speed score (1 = fastest)</text>',
+        'text-anchor="middle">speed relative to the fastest (tooltips: absolute)</text>',
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" stroke="black"/>',
         f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="black"/>',
     ]
@@ -152,7 +162,7 @@ def _svg_scatter(opts: list[RankedOption], width: int = 640, height: int = 360) 
         fill = "#d62728" if o.pareto else "#9fb7d9"
         parts.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{fill}"><title>{html.escape(o.name)}: '
-            f"${o.total_cost_usd:,.0f}, speed {o.speed_score:.2f}</title></circle>"
+            f"${o.total_cost_usd:,.0f}, {html.escape(o.speed)}</title></circle>"
         )
         if o.pareto:
             parts.append(f'<text x="{x + 7:.1f}" y="{y - 6:.1f}" font-size="10">{html.escape(o.name[:32])}</text>')

@@ -8,13 +8,19 @@ quote 2:4-sparse figures, which we never use).
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from functools import lru_cache
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-HardwareClass = Literal["geforce", "workstation", "datacenter", "apple", "amd", "intel", "other"]
+if TYPE_CHECKING:
+    from mlrig.workload import HardwareSpec
+
+HardwareClass = Literal["geforce", "workstation", "datacenter", "apple", "amd", "intel", "tpu", "cpu", "other"]
 
 
 class GPU(BaseModel):
@@ -48,16 +54,24 @@ class GPU(BaseModel):
     pcie_lanes: int | None = None
     nvlink: str | None = None  # e.g. "NVLink 4, 900 GB/s total" or None
     nvlink_gb_s: float | None = None  # per-direction GPU-to-GPU bandwidth where NVLink exists
+    # bridged PCIe cards link only pairs (A100/H100 PCIe, RTX 3090, A6000) or fours (H200 NVL): beyond this
+    # many GPUs the tensor-parallel ring crosses PCIe. None: every GPU of the node is on the fabric (SXM/OAM).
+    nvlink_max_gpus: int | None = Field(None, ge=2)
     form_factor: str | None = None
     slots: float | None = None
     launch_price_usd: float | None = None
     # boards software sees as several GPUs (K80, MI250X): all figures are per device
     devices_per_board: int | None = None
+    # CPU-only hosts (hardware_class "cpu"): physical cores llama.cpp's threads run on
+    cpu_cores: int | None = None
 
     source: str  # primary source URL(s)
     source_date: str  # when the figures were taken, ISO date
     verification: str | None = None
     notes: str | None = None
+    # How the name given resolved (an assumed variant, a custom spec): set by the resolver on a copy,
+    # never stored in the catalog; the planner shows them with the plan's notes.
+    resolution_notes: list[str] = []
 
     @property
     def capacity_gib(self) -> float:
@@ -86,20 +100,26 @@ _NOISE = frozenset({
     "generation", "tensor", "core", "edition", "founders", "fe", "the", "r", "tm", "instinct", "habana",
     "accelerator", "with",
 })
-_SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4": "pcie", "pcie5": "pcie"}
+_SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4": "pcie", "pcie5": "pcie",
+             "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "max+": "max", "pro": "pro"}
 
 
 # Compiled once: the index tokenises every spelling in the catalog (~600) on the first lookup.
 _CORES_RE = re.compile(r"(\d+)\s*-?\s*core")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
 _PUNCT_RE = re.compile(r"[^a-z0-9.]+")
+# Letter/digit boundaries inside a token ('rtx4090', '3090ti', 'mi300x'); size and core-count tokens
+# ('24gb', '76c') stay whole.
+_SPLIT_RE = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
+_KEEP_RE = re.compile(r"\d+(?:\.\d+)?gb|\d+c")
 
 
 def _tokens(name: str) -> tuple[str, ...]:
     """Normalise a GPU name to identity tokens.
 
     Lower-case; '76-core' -> '76c'; '24 GB'/'24G'/'24GiB' -> '24gb'; punctuation -> spaces;
-    SXM4/SXM5 -> sxm; vendor and filler words dropped.
+    SXM4/SXM5 -> sxm; letters and digits split ('rtx4090' -> rtx 4090, '3090ti' -> 3090 ti,
+    'MI300X' -> mi 300 x); vendor and filler words dropped.
     """
     s = name.lower()
     if "core" in s:
@@ -110,8 +130,11 @@ def _tokens(name: str) -> tuple[str, ...]:
     for t in s.split():
         t = t.strip(".")
         t = _SYNONYMS.get(t, t)
-        if t and t not in _NOISE:
-            out.append(t)
+        parts = [t] if (t in _SYNONYMS.values() or _KEEP_RE.fullmatch(t)) else _SPLIT_RE.split(t)
+        for part in parts:
+            part = part.strip(".")
+            if part and part not in _NOISE:
+                out.append(part)
     return tuple(out)
 
 
@@ -136,8 +159,8 @@ class _Index:
 
 
 @lru_cache(maxsize=1)
-def load_gpus() -> list[GPU]:
-    """All catalog entries from the packaged mlrig/data/gpus.json (parsed once, cached)."""
+def builtin_gpus() -> list[GPU]:
+    """The packaged catalog, mlrig/data/gpus.json (parsed once, cached)."""
     import json
     from importlib import resources
 
@@ -145,14 +168,64 @@ def load_gpus() -> list[GPU]:
     return [GPU.model_validate(d) for d in json.loads(raw)]
 
 
-@lru_cache(maxsize=1)
+def load_gpus() -> list[GPU]:
+    """All catalog entries: the packaged catalog, then the user's gpus.toml (see `user_gpus_path`);
+    a user entry with a built-in id replaces that entry."""
+    sig = _user_file_signature()
+    return _all_gpus(sig)
+
+
+@lru_cache(maxsize=4)
+def _all_gpus(sig: tuple[str, int, int] | None) -> list[GPU]:
+    builtin = builtin_gpus()
+    if sig is None:
+        return builtin
+    user = load_user_gpus(Path(sig[0]))
+    ids = {g.id for g in user}
+    return [g for g in builtin if g.id not in ids] + user
+
+
+@lru_cache(maxsize=4)
+def _index_for(sig: tuple[str, int, int] | None) -> _Index:
+    return _Index(_all_gpus(sig))
+
+
 def _index() -> _Index:
-    return _Index(load_gpus())
+    return _index_for(_user_file_signature())
 
 
 def gpu_ids() -> list[str]:
     """Catalog ids in catalog order."""
     return [g.id for g in load_gpus()]
+
+
+# Names that mean one product although the tokens alone do not say so.
+_CPU_NOTE = ("'{name}' read as {gname}: {gib:g} GiB of host RAM at {bw:g} GB/s, {cores} cores; other hosts: "
+             "cpu-ddr4-2ch, cpu-epyc-genoa-12ch, cpu-xeon-spr-8ch, or your own figures with "
+             "--gpu-spec memory_gib=...,bandwidth_gb_s=...,fp32_tflops=...,hardware_class=cpu")
+_NAME_ALIASES: dict[str, tuple[str, str | None]] = {
+    "mi300": ("mi300x", "'{name}' read as the MI300X (the MI300A is an APU sold only inside systems)"),
+    "h100 96gb": ("gh200-96gb", "'{name}': the 96 GB HBM3 H100 ships in the GH200 Grace Hopper superchip (read as "
+                  "gh200-96gb); the H100 NVL card has 94 GB (h100-nvl-94gb), H100 SXM/PCIe 80 GB"),
+    "cpu": ("cpu-ddr5-2ch", _CPU_NOTE), "cpu only": ("cpu-ddr5-2ch", _CPU_NOTE),
+    "no gpu": ("cpu-ddr5-2ch", _CPU_NOTE), "host": ("cpu-ddr5-2ch", _CPU_NOTE),
+}
+
+
+@lru_cache(maxsize=1)
+def _alias_tokens() -> dict[tuple[str, ...], tuple[str, str | None]]:
+    return {_tokens(k): v for k, v in _NAME_ALIASES.items()}
+
+
+# When a name fits several variants of the same memory size, the most common one is assumed (with a
+# note naming the others' differing figures). Ordered: the first listed among the winners is taken.
+# SXM boards outsell PCIe cards in the clouds and clusters where these GPUs are rented (the SXM rows
+# dominate MLPerf and cloud instance lists); the RTX PRO 6000 workstation card outsells the server one.
+PREFERRED_VARIANTS: tuple[str, ...] = (
+    "h100-sxm-80gb", "a100-sxm-80gb", "a100-sxm-40gb", "h200-sxm-141gb", "h800-sxm-80gb", "a800-sxm-80gb",
+    "b200-180gb", "rtx-pro-6000-blackwell", "l40s", "gb200-186gb",
+)
+_SAME_MEMORY_REL = 0.03  # variants whose capacities differ by less than this "do not change" a fit answer
 
 
 def resolve_gpu(name: str) -> GPU:
@@ -161,11 +234,14 @@ def resolve_gpu(name: str) -> GPU:
     1. An exact spelling (id, name or alias, after normalisation) wins.
     2. Otherwise every entry whose spellings together contain all query tokens is a candidate;
        the candidates whose closest single spelling has the fewest extra tokens win
-       ("RTX 4070" -> 4070, not 4070 Ti). Several winners -> AmbiguousNameError ("H100" is
-       SXM, PCIe or NVL; "A100" is 40 or 80 GB). Apple names without a GPU core count mean the
-       full chip (the catalog aliases '<chip> <N>GB' to the top bin).
-       The error lists the candidates' ids.
-    3. No candidate -> UnknownNameError listing the closest display names.
+       ("RTX 4070" -> 4070, not 4070 Ti).
+    3. Several winners with the same memory (within 3 %) and one of them in PREFERRED_VARIANTS:
+       that one, with a note (in `resolution_notes`) naming the other variants and the figures in
+       which they differ ("A100 80GB" -> SXM, note: PCIe has 1,935 GB/s). Several winners whose
+       memory differs (bare "H100": 80 or 94 GB; "A100": 40 or 80 GB) -> AmbiguousNameError listing
+       their ids: a fit answer would depend on the guess. Apple names without a GPU core count mean
+       the full chip (the catalog aliases '<chip> <N>GB' to the top bin).
+    4. No candidate -> UnknownNameError listing the closest display names.
     """
     from mlrig.errors import AmbiguousNameError, UnknownNameError
 
@@ -175,6 +251,14 @@ def resolve_gpu(name: str) -> GPU:
     q = _tokens(name)
     if not q:
         raise UnknownNameError("GPU", name, [], "give a GPU name such as 'RTX 4090'; see `mlrig gpus`")
+    alias = _alias_tokens().get(q)
+    if alias and alias[0] in idx.by_id:
+        g = idx.by_id[alias[0]]
+        if alias[1] is None:
+            return g
+        note = alias[1].format(name=name, gname=g.name, gib=g.capacity_gib, bw=g.memory_bandwidth_gb_s,
+                               cores=g.cpu_cores)
+        return g.model_copy(update={"resolution_notes": [note]})
     hits = idx.exact.get(tuple(sorted(q)))
     if hits and len(hits) == 1:
         return idx.by_id[next(iter(hits))]
@@ -189,9 +273,246 @@ def resolve_gpu(name: str) -> GPU:
         winners = [gid for s, gid in scored if s == best]
         if len(winners) == 1:
             return idx.by_id[winners[0]]
+        chosen = _default_variant([idx.by_id[w] for w in winners])
+        if chosen is not None:
+            return chosen.model_copy(update={"resolution_notes": [
+                _variant_note(name, chosen, [idx.by_id[w] for w in winners if w != chosen.id])]})
         raise AmbiguousNameError("GPU", name, winners)
     raise UnknownNameError("GPU", name, _candidates(idx, qs, name),
                            "list the catalog with `mlrig gpus --search TEXT`")
+
+
+def _default_variant(cands: list[GPU]) -> GPU | None:
+    """The most common variant when all candidates hold the same memory, else None."""
+    caps = [g.capacity_gib for g in cands]
+    if max(caps) > min(caps) * (1 + _SAME_MEMORY_REL):
+        return None
+    by_id = {g.id: g for g in cands}
+    return next((by_id[i] for i in PREFERRED_VARIANTS if i in by_id), None)
+
+
+def _variant_note(name: str, chosen: GPU, others: list[GPU]) -> str:
+    """'A100 80GB' is one of several variants: which was assumed, and how the others differ."""
+    def fig(g: GPU) -> list[tuple[str, float | None, str]]:
+        return [("memory bandwidth", g.memory_bandwidth_gb_s, "GB/s"),
+                ("BF16 dense", g.bf16_tflops_dense or g.fp16_tflops_dense, "TFLOPS"),
+                ("NVLink", g.nvlink_gb_s, "GB/s per direction"), ("power", g.tdp_w, "W")]
+
+    diffs = []
+    for o in others:
+        parts = [f"{label} {v:,.0f} {unit} (vs {c:,.0f})" if v is not None and c is not None else
+                 f"{label} {'none' if v is None else f'{v:,.0f} {unit}'} (vs {'none' if c is None else f'{c:,.0f}'})"
+                 for (label, v, unit), (_, c, _) in zip(fig(o), fig(chosen), strict=True) if v != c]
+        diffs.append(f"{o.name} ({o.id}): " + (", ".join(parts) if parts else "same figures"))
+    return (f"GPU {name!r} could be {len(others) + 1} variants with the same memory ({chosen.capacity_gib:.1f} GiB): "
+            f"assumed {chosen.name} ({chosen.id}), the most common; memory answers hold for all, speed differs - "
+            + "; ".join(diffs) + ". Name the variant to choose it")
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom accelerators: --gpu-spec, a plan's [hardware.gpu_spec], and the user's gpus.toml
+# ---------------------------------------------------------------------------------------------
+
+class GpuSpec(BaseModel):
+    """Figures of an accelerator the catalog lacks (or replacements for a catalog entry's figures).
+
+    Same keys on the command line (`--gpu-spec memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209`),
+    in a plan (`[hardware.gpu_spec]`) and in the user's gpus.toml. Rates are dense (no 2:4 sparsity)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_gib: float | None = Field(None, gt=0, le=1e6, description="device memory, GiB (2^30 bytes)")
+    bandwidth_gb_s: float | None = Field(None, gt=0, le=1e6, description="memory bandwidth, 10^9 bytes/s")
+    bf16_tflops: float | None = Field(None, gt=0, le=1e6, description="dense BF16 tensor rate")
+    fp16_tflops: float | None = Field(None, gt=0, le=1e6, description="dense FP16 tensor rate (FP32 accumulate)")
+    fp8_tflops: float | None = Field(None, gt=0, le=1e6)
+    fp4_tflops: float | None = Field(None, gt=0, le=1e6)
+    int8_tops: float | None = Field(None, gt=0, le=1e6)
+    fp32_tflops: float | None = Field(None, gt=0, le=1e6)
+    usable_memory_gib: float | None = Field(None, gt=0, le=1e6)
+    tdp_w: float | None = Field(None, gt=0, le=1e6)
+    nvlink_gb_s: float | None = Field(None, gt=0, le=1e6, description="GPU-to-GPU, per direction")
+    pcie_gen: int | None = Field(None, ge=1, le=9)
+    hardware_class: HardwareClass | None = None
+    memory_type: str | None = Field(None, max_length=100)
+    name: str | None = Field(None, max_length=200)
+
+    def gpu_fields(self) -> dict[str, Any]:
+        """The GPU fields this spec sets."""
+        return {_SPEC_TO_GPU.get(k, k): v for k, v in self.model_dump(exclude_none=True).items()}
+
+
+GPU_SPEC_KEYS = tuple(GpuSpec.model_fields)
+# spec key -> GPU field, where the names differ (the spec uses the shorter names people type)
+_SPEC_TO_GPU = {"bandwidth_gb_s": "memory_bandwidth_gb_s", "bf16_tflops": "bf16_tflops_dense",
+                "fp16_tflops": "fp16_tflops_dense", "fp8_tflops": "fp8_tflops_dense",
+                "fp4_tflops": "fp4_tflops_dense", "int8_tops": "int8_tops_dense"}
+
+
+def parse_gpu_spec(text: str, where: str = "--gpu-spec") -> GpuSpec:
+    """'memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209' -> GpuSpec; one-line MlrigError otherwise."""
+    from mlrig.errors import MlrigError
+
+    if not isinstance(text, str) or not text.strip() or len(text) > 2000:
+        raise MlrigError(f"{where}: give KEY=VALUE pairs, e.g. memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209")
+    data: dict[str, Any] = {}
+    for part in (x.strip() for x in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not sep or not value.strip():
+            raise MlrigError(f"{where}: {part!r} is not KEY=VALUE; e.g. memory_gib=32,bandwidth_gb_s=1792")
+        if key not in GPU_SPEC_KEYS:
+            raise MlrigError(f"{where}: unknown key {key!r}; use {', '.join(GPU_SPEC_KEYS)}")
+        data[key] = value.strip()
+    return gpu_spec_from_dict(data, where)
+
+
+def gpu_spec_from_dict(data: Any, where: str) -> GpuSpec:
+    """Validate a spec table (plan, gpus.toml or parsed flag); one-line MlrigError naming the key."""
+    from mlrig.errors import MlrigError
+
+    if isinstance(data, GpuSpec):
+        return data
+    if not isinstance(data, dict):
+        raise MlrigError(f"{where}: must be a table of KEY = VALUE ({', '.join(GPU_SPEC_KEYS)})")
+    for k, v in data.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise MlrigError(f"{where}: {k} must be a finite number (got {v})")
+    try:
+        return GpuSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise MlrigError(f"{where}: unknown key {key!r}; use {', '.join(GPU_SPEC_KEYS)}") from None
+        raise MlrigError(f"{where}: {key}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+def gpu_from_spec(spec: GpuSpec, base: GPU | None = None, *, source: str = "--gpu-spec",
+                  gid: str | None = None) -> GPU:
+    """A GPU from a spec: `base`'s figures replaced by the spec's, or a new device from the spec alone
+    (then memory_gib, bandwidth_gb_s and bf16_tflops or fp16_tflops are required)."""
+    from mlrig.errors import MlrigError
+
+    fields = spec.gpu_fields()
+    if base is not None:
+        changed = ", ".join(f"{k}={v}" for k, v in spec.model_dump(exclude_none=True).items())
+        notes = [*base.resolution_notes, f"{base.id} with figures from {source}: {changed}"]
+        return base.model_copy(update={**fields, "resolution_notes": notes,
+                                       "source": f"{base.source} ; overridden by {source}"})
+    missing = [k for k in ("memory_gib", "bandwidth_gb_s") if getattr(spec, k) is None]
+    if spec.bf16_tflops is None and spec.fp16_tflops is None and spec.hardware_class != "cpu":
+        missing.append("bf16_tflops (or fp16_tflops)")
+    if missing:
+        raise MlrigError(f"{source}: a custom accelerator needs {', '.join(missing)} "
+                         "(e.g. memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209), or name a catalog GPU too")
+    name = fields.pop("name", None) or "custom accelerator"
+    fields.setdefault("hardware_class", "other")
+    if fields.get("bf16_tflops_dense") is None:
+        fields["bf16_tflops_dense"] = fields.get("fp16_tflops_dense")
+    if fields.get("fp16_tflops_dense") is None:
+        fields["fp16_tflops_dense"] = fields.get("bf16_tflops_dense")
+    import datetime
+
+    return GPU(id=gid or "custom", name=name, vendor="custom", source=source,
+               source_date=datetime.date.today().isoformat(), verification="user-supplied figures",
+               resolution_notes=[f"custom accelerator from {source}: {name}, {spec.memory_gib:g} GiB, "
+                                 f"{spec.bandwidth_gb_s:g} GB/s"], **fields)
+
+
+def resolve_hardware_gpu(name: str | None, spec: GpuSpec | dict[str, Any] | str | None = None) -> GPU:
+    """The planner's one call: a catalog name, a custom spec, or a catalog name with spec overrides."""
+    if spec is None or spec == {}:
+        if name is None:
+            from mlrig.errors import MlrigError
+
+            raise MlrigError("give a GPU name (--gpu) or its figures (--gpu-spec memory_gib=...,bandwidth_gb_s=...)")
+        return resolve_gpu(name)
+    s = parse_gpu_spec(spec) if isinstance(spec, str) else gpu_spec_from_dict(spec, "hardware.gpu_spec")
+    base = resolve_gpu(name) if name is not None else None
+    return gpu_from_spec(s, base, source="--gpu-spec / hardware.gpu_spec")
+
+
+def resolve_plan_hardware(hw: HardwareSpec) -> GPU:
+    """The GPU of a plan's [hardware]: `gpu` by name, `gpu_spec` alone (a custom device; the default
+    gpu name is ignored then), or both (the named GPU with the spec's figures)."""
+    name = hw.gpu if hw.gpu_spec is None or "gpu" in hw.model_fields_set else None
+    return resolve_hardware_gpu(name, hw.gpu_spec)
+
+
+def user_gpus_path() -> Path:
+    """The user's catalog additions: $XDG_CONFIG_HOME/mlrig/gpus.toml (default ~/.config/mlrig/gpus.toml),
+    where prices.toml lives too."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mlrig" / "gpus.toml"
+
+
+def _user_file_signature() -> tuple[str, int, int] | None:
+    try:
+        st = user_gpus_path().stat()
+    except OSError:
+        return None
+    return (str(user_gpus_path()), st.st_mtime_ns, st.st_size)
+
+
+_USER_EXTRA_KEYS = ("base", "aliases", "source", "vendor", "id")
+_ID_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def load_user_gpus(path: Path) -> list[GPU]:
+    """Entries of a user gpus.toml: one table per accelerator, keyed by its id.
+
+        [my-5090-oc]                      # id: lower case, digits, . _ -
+        name = "RTX 5090 (overclocked)"
+        base = "rtx-5090"                 # optional: start from a catalog entry
+        bandwidth_gb_s = 1950             # any GpuSpec key (see `--gpu-spec`)
+        aliases = ["my card"]
+        source = "my measurement, 2026-11"
+
+    Without `base`, memory_gib, bandwidth_gb_s and bf16_tflops (or fp16_tflops) are required.
+    Errors name the file and the entry in one line.
+    """
+    import tomllib
+
+    from mlrig.errors import MlrigError
+
+    where = str(path)
+    try:
+        if path.stat().st_size > 1_000_000:
+            raise MlrigError(f"GPU catalog {where!r} is over 1 MB; keep a few entries there")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MlrigError(f"cannot read GPU catalog {where!r}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MlrigError(f"GPU catalog {where!r} is not valid TOML: {exc}") from None
+    out: list[GPU] = []
+    for gid, table in data.items():
+        entry = f"{where} [{gid}]"
+        if not isinstance(table, dict):
+            raise MlrigError(f"{entry}: each accelerator is a table ([my-gpu] then KEY = VALUE lines)")
+        if not _ID_RE.fullmatch(gid):
+            raise MlrigError(f"{entry}: ids are lower-case letters, digits, '.', '_' or '-'")
+        extra = {k: table[k] for k in _USER_EXTRA_KEYS if k in table}
+        spec = gpu_spec_from_dict({k: v for k, v in table.items() if k not in _USER_EXTRA_KEYS}, entry)
+        aliases = extra.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise MlrigError(f"{entry}: aliases must be a list of strings")
+        source = str(extra.get("source") or f"user catalog {where}")
+        if "base" in extra:
+            base = next((g for g in builtin_gpus() if g.id == extra["base"]), None)
+            if base is None:
+                raise MlrigError(f"{entry}: base {extra['base']!r} is not a catalog id; see `mlrig gpus`")
+            g = gpu_from_spec(spec, base, source=source).model_copy(
+                update={"id": gid, "name": spec.name or f"{base.name} ({gid})", "resolution_notes": [],
+                        "aliases": aliases, "source": f"{source} (from {base.id}: {base.source})"})
+        else:
+            g = gpu_from_spec(spec, source=entry, gid=gid).model_copy(
+                update={"aliases": aliases, "source": source, "resolution_notes": [],
+                        "vendor": str(extra.get("vendor", "custom"))})
+        out.append(g)
+    return out
 
 
 def _candidates(idx: _Index, qs: frozenset[str], name: str) -> list[str]:

@@ -47,13 +47,16 @@ def resolve_interconnect(name: str) -> Interconnect:
     raise UnknownNameError("interconnect", name, closest(name.lower(), names), "see mlrig/data/interconnects.json")
 
 
-def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1) -> Interconnect:
+def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,
+                 nvlink_max_gpus: int | None = None) -> Interconnect:
     """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
     else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice).
+    Bridged cards (`nvlink_max_gpus`, e.g. 2 for an A100 PCIe pair) use NVLink only up to that count:
+    a ring over more of them crosses PCIe, whose bandwidth then bounds every step.
     Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric)."""
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
-    if nvlink_gb_s and count > 1:
+    if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
         base = resolve_interconnect("nvlink4")
         return base.model_copy(
             update={

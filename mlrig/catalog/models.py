@@ -215,6 +215,15 @@ _ALIASES: dict[str, str] = {
     "gpt2-small": "gpt2",
     "bert-base": "bert-base-uncased",
     "bert-large": "bert-large-uncased",
+    "llama-4-scout": "llama-4-scout-17b-16e",
+    "llama-4-maverick": "llama-4-maverick-17b-128e",
+    "qwen3-coder-480b": "qwen3-coder-480b-a35b",
+    "qwen3-coder": "qwen3-coder-480b-a35b",
+    "olmo-2-7b": "olmo-2-1124-7b",
+    "olmo-2-13b": "olmo-2-1124-13b",
+    "olmo-2-32b": "olmo-2-0325-32b",
+    "qwen1.5-moe": "qwen1.5-moe-a2.7b",
+    "glm-4.6": "glm-4.5",
 }
 
 
@@ -345,6 +354,85 @@ def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     return a, note
 
 
+# Repo-name suffixes of quantised re-uploads -> the precision they ship in (checked in this order; the
+# first that ends the name wins). GGUF repos hold many files: the quant comes from the file name or
+# ':QUANT', else Q4_K_M (the quant most model cards recommend) with a note.
+_REPO_FORMATS: tuple[tuple[str, str | None], ...] = (
+    (r"-gguf", None), (r"-gptq-int8", "gptq-int8"), (r"-gptq-int4", "gptq"), (r"-gptq(?:-4bit)?", "gptq"),
+    (r"-awq(?:-int4)?", "awq"), (r"-fp8(?:-dynamic|-static)?", "fp8"), (r"-nvfp4", "nvfp4"), (r"-fp4", "nvfp4"),
+    (r"-mxfp4", "mxfp4"), (r"-(?:unsloth-)?bnb-4bit", "nf4"), (r"-bnb-8bit", "int8"), (r"-int8", "int8"),
+    (r"-w8a8", "int8"), (r"-exl2", None), (r"-(q4f16_1|q4f16_2|q3f16_1|q4f32_1|q0f16)-mlc", None),
+    (r"-mlx-(\d)bit", None), (r"-(\d)bit", None),
+)
+_GGUF_QUANT_RE = re.compile(r"(?:^|[-_.:])((?:ud-)?(?:i?q\d(?:_[a-z0-9]+)*|bf16|f16|f32))(?:\.gguf)?$", re.I)
+_EXL2_RATE_RE = re.compile(r"[:_-](\d+(?:[._]\d+)?)(?:bpw|b)?$", re.I)
+
+
+def _repo_format(name: str) -> tuple[str, str | None, str] | None:
+    """('bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M') -> ('Meta-Llama-3.1-8B-Instruct', 'q4_k_m', what)."""
+    from mlrig import quant
+
+    text = name.strip()
+    org, _, rest = text.partition("/") if "/" in text else ("", "", text)
+    qualifier = ""
+    if ":" in rest:  # repo:QUANT (ollama / llama.cpp -hf style) or repo:4.65bpw (exl2 branch)
+        rest, _, qualifier = rest.partition(":")
+    if "/" in rest:  # repo/file.gguf
+        rest, _, qualifier = rest.partition("/")
+    if rest.lower().endswith(".gguf"):  # a bare GGUF file name that is not on disk
+        stem = rest[:-5]
+        m = _GGUF_QUANT_RE.search(stem)
+        if not m:
+            return None
+        base = stem[: m.start()]
+        return base, quant.normalise_precision(m.group(1).lower().removeprefix("ud-")), "GGUF file"
+    low = rest.lower()
+    for suffix, prec in _REPO_FORMATS:
+        m = re.search(suffix + "$", low)
+        if not m:
+            continue
+        base = rest[: m.start()]
+        if suffix == "-gguf":
+            qm = _GGUF_QUANT_RE.search(qualifier) if qualifier else None
+            if qualifier and not qm:
+                raise MlrigError(f"{name!r}: cannot read a GGUF quant from {qualifier!r}; "
+                                 f"write e.g. {org}/{rest}:Q4_K_M")
+            return base, quant.normalise_precision(qm.group(1).lower().removeprefix("ud-") if qm else "q4_k_m"), \
+                "GGUF repo" + ("" if qm else " (no quant named: assumed Q4_K_M; add :Q5_K_M etc. to choose)")
+        if suffix == "-exl2":
+            rm = _EXL2_RATE_RE.search(":" + qualifier) if qualifier else None
+            rate = rm.group(1).replace("_", ".") if rm else "4.0"
+            return base, quant.normalise_precision(f"exl2-{rate}"), \
+                "EXL2 repo" + ("" if rm else " (no rate named: assumed 4.0 bpw; add :4.65bpw to choose)")
+        if suffix.startswith(r"-(q4f16"):
+            return base, quant.normalise_precision(m.group(1)), "MLC repo"
+        if suffix.endswith(r"(\d)bit"):
+            if org.lower() != "mlx-community" and "mlx" not in suffix:
+                return None
+            return base, quant.normalise_precision(f"mlx-{m.group(1)}bit"), "MLX repo"
+        assert prec is not None
+        return base, quant.normalise_precision(prec), f"{prec.upper()} repo"
+    return None
+
+
+def _from_repo_name(name: str) -> ModelArch | None:
+    """A quantised re-upload ('TheBloke/Llama-2-7B-Chat-GPTQ', 'unsloth/...-bnb-4bit', 'mlx-community/...-4bit',
+    'bartowski/...-GGUF:Q4_K_M', a '...-Q4_K_M.gguf' file name) read offline as its catalog base
+    architecture, with the format as the weights' precision (the planner's default) and a note."""
+    found = _repo_format(name)
+    if found is None:
+        return None
+    base, precision, what = found
+    arch, _ = _lookup(base)
+    if arch is None:
+        return None
+    arch = arch.model_copy(deep=True)
+    arch.weight_format = precision
+    arch.notes.append(f"{name!r} read as a {what} of {arch.hf_id or arch.id} (catalog architecture, offline): "
+                      f"weights {precision}, sized from the architecture, not from the files")
+    return arch
+
+
 def resolve_model(name_or_path: str) -> ModelArch:
     """A model by path (config.json, model dir, .safetensors, .gguf), catalog name or HF id.
 
@@ -369,6 +457,9 @@ def resolve_model(name_or_path: str) -> ModelArch:
         if note:
             arch.notes.append(note)
         return arch
+    mapped = _from_repo_name(name)
+    if mapped is not None:
+        return mapped
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name):
         from mlrig.catalog.hub import fetch_hf_config
 

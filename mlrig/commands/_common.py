@@ -38,6 +38,10 @@ def console() -> Any:
 # ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----
 
 GpuOpt = Annotated[str | None, typer.Option("--gpu", "-g", help="GPU name: 'RTX 4090', 'H100 SXM', NVML names...")]
+GpuSpecOpt = Annotated[str | None, typer.Option(
+    "--gpu-spec", help="figures of a card not in the catalog, or replacing --gpu's: "
+    "memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209 (also fp16/fp8/fp4_tflops, int8_tops, fp32_tflops, "
+    "tdp_w, nvlink_gb_s, hardware_class, name)")]
 CountOpt = Annotated[int | None, typer.Option("--count", "-n", help="GPUs per node")]
 NodesOpt = Annotated[int | None, typer.Option("--nodes", help="nodes")]
 TaskOpt = Annotated[str | None, typer.Option("--task", "-t", help="inference | finetune | pretrain")]
@@ -83,7 +87,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
                     nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
                     mtbf_h: float | None = None, data_bytes_per_token: float | None = None,
-                    gpu_layers: int | None = None) -> dict[str, Any]:
+                    gpu_layers: int | None = None, gpu_spec: str | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -95,6 +99,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
         "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
         "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token, "gpu_layers": gpu_layers,
+        "gpu_spec": gpu_spec,
     }
 
 

@@ -1,4 +1,8 @@
-"""`mlrig recommend`, `mlrig cost`, `mlrig build check`, `mlrig report`: the advisor's command line (render only)."""
+"""`mlrig recommend`, `mlrig report`, `mlrig build check`: the advisor's command line (render only).
+
+`mlrig cost` lives in mlrig/commands/cost.py and `mlrig prices` in mlrig/commands/prices.py; both reuse
+the workload flags and error handling defined here.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,15 @@ import typer
 
 PricesOpt = Annotated[list[Path] | None, typer.Option("--prices", help="extra price file(s), merged by key")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
-WORKLOAD_FLAGS = {
+SourcesFlag = Annotated[bool, typer.Option("--sources", help="list the source of every price used")]
+WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--task": ("workload", "task", str),
     "--precision": ("workload", "precision", str),
     "--engine": ("workload", "engine", str),
     "--batch": ("workload", "batch_size", int),
     "--context": ("workload", "context_tokens", int),
+    "--prompt": ("workload", "prompt_tokens", int),
+    "--output": ("workload", "output_tokens", int),
     "--method": ("training", "method", str),
     "--seq-len": ("training", "seq_len", int),
     "--optimizer": ("training", "optimizer", str),
@@ -24,6 +31,7 @@ WORKLOAD_FLAGS = {
     "--offload": ("training", "offload", str),
     "--lora-rank": ("training", "lora_rank", int),
     "--min-tok-s": ("usage", "min_tok_s", float),
+    "--max-ttft": ("usage", "max_ttft_s", float),
     "--min-throughput": ("usage", "min_throughput_tok_s", float),
     "--hours-per-day": ("usage", "hours_per_day", float),
     "--runs-per-week": ("usage", "runs_per_week", float),
@@ -32,6 +40,12 @@ WORKLOAD_FLAGS = {
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
+WORKLOAD_HELP = (
+    "Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m --min-tok-s 15 --hours-per-day 8`"
+    " and `--model M --method qlora --runs-per-week 2 --hours-per-run 3` (each --model starts a workload;"
+    " hours per run are on --reference-gpu, default A100 80GB). Workload flags: --model "
+    + " ".join(WORKLOAD_FLAGS)
+)
 
 
 def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
@@ -50,11 +64,17 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def parse_workload_args(args: list[str]) -> list[Any]:
-    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one."""
+USAGE_FLAGS = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() if sec == "usage"}
+
+
+def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list[Any]:
+    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. Workload
+    flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
+    `--plan chat.toml --min-tok-s 8`; without plans that is an error."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
     from mlrig.errors import MlrigError
 
+    common: dict[str, dict[str, Any]] = {"plan": {}, "usage": {}}
     groups: list[dict[str, dict[str, Any]]] = []
     i = 0
     while i < len(args):
@@ -72,28 +92,50 @@ def parse_workload_args(args: list[str]) -> list[Any]:
         if flag == "--model":
             groups.append({"plan": {"model": {"name": value}}, "usage": {}})
             continue
-        if not groups:
+        if not groups and not plans:
             raise MlrigError(f"{flag} given before --model; put workload flags after the --model they describe")
         section, field, conv = WORKLOAD_FLAGS[flag]
         try:
             v = conv(value)
         except ValueError:
-            raise MlrigError(f"{flag} expects a {conv.__name__}, got {value!r}") from None
+            raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
+        target = groups[-1] if groups else common
         if section == "usage":
-            groups[-1]["usage"][field] = v
+            target["usage"][field] = v
         else:
-            groups[-1]["plan"].setdefault(section, {})[field] = v
+            target["plan"].setdefault(section, {})[field] = v
             if section == "training":
-                groups[-1]["plan"].setdefault("workload", {}).setdefault("task", "finetune")
+                target["plan"].setdefault("workload", {}).setdefault("task", "finetune")
     out = []
+    for w in plans or []:
+        plan = {**w.plan, **{k: {**(w.plan.get(k) or {}), **v} for k, v in common["plan"].items()}}
+        validate_plan(plan, w.label)
+        usage = _validated(WorkloadUsage, {**w.usage.model_dump(exclude_unset=True), **common["usage"]},
+                           "usage ", flags=USAGE_FLAGS)
+        out.append(Workload(label=w.label, plan=plan, usage=usage))
     for g in groups:
+        validate_plan(g["plan"], f"--model {g['plan']['model']['name']}")
         label = f"{g['plan']['model']['name']} {g['plan'].get('workload', {}).get('task', 'inference')}"
-        out.append(Workload(label=label, plan=g["plan"], usage=_validated(WorkloadUsage, g["usage"], "usage ")))
+        out.append(Workload(label=label, plan=g["plan"], usage=_validated(WorkloadUsage, g["usage"], "usage ",
+                                                                           flags=USAGE_FLAGS)))
     return out
 
 
-def _validated(model: Any, data: dict[str, Any], what: str = "") -> Any:
-    """`model.model_validate(data)`; a ValidationError becomes a one-line MlrigError naming the field."""
+def validate_plan(plan: dict[str, Any], where: str) -> None:
+    """Reject an unknown key or impossible value in a workload plan up front (one line naming the field),
+    instead of letting every option fail on it. Hardware is set per option, so a stand-in is used."""
+    from mlrig.errors import MlrigError
+    from mlrig.planner import parse_plan
+
+    try:
+        parse_plan({**plan, "hardware": {"gpu": "rtx-4090"}})
+    except MlrigError as exc:
+        raise MlrigError(f"{where}: {exc}") from None
+
+
+def _validated(model: Any, data: dict[str, Any], what: str = "", flags: dict[str, str] | None = None) -> Any:
+    """`model.model_validate(data)`; a ValidationError becomes a one-line MlrigError naming the field
+    (as the command-line flag when `flags` maps field names to flags)."""
     from pydantic import ValidationError
 
     from mlrig.errors import MlrigError
@@ -102,27 +144,51 @@ def _validated(model: Any, data: dict[str, Any], what: str = "") -> Any:
         return model.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise MlrigError(f"{what}{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})") from None
+        msg = e["msg"].removeprefix("Value error, ")
+        got = repr(e.get("input"))
+        got = got if len(got) <= 80 else got[:77] + "..."
+        loc = ".".join(map(str, e["loc"]))
+        name = (flags or {}).get(str(e["loc"][0]), f"{what}{loc}") if e["loc"] else what.rstrip(". ")
+        raise MlrigError(f"{name}: {msg} (got {got})") from None
 
 
-def plan_file_workload(path: Path) -> Any:
-    """A plan file; an optional [usage] table (hours_per_day, runs_per_week, ...) is taken out of it."""
+CONSTRAINT_FLAGS = {
+    "budget_usd": "--budget", "max_power_w": "--max-power", "max_gpus": "--max-gpus", "years": "--years",
+    "objective": "--objective", "usd_per_kwh": "--kwh-price", "gpus": "--gpu", "have": "--have",
+    "pc_ram_gib": "--pc-ram", "on_hours_per_month": "--on-hours-per-month",
+}
+
+
+def plan_file_workload(path: str | Path) -> Any:
+    """A plan file; an optional [usage] table (hours_per_day, runs_per_week, ...) is taken out of it.
+    The label is the plan's `id`, else the file name."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
+    from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file
 
-    data = load_plan_file(path)
+    p = Path(path)
+    data = load_plan_file(p)
     usage = data.pop("usage", {}) or {}
+    if not isinstance(usage, dict):
+        raise MlrigError(f"plan file {str(p)!r}: [usage] must be a table (hours_per_day, runs_per_week, ...)")
     data.pop("hardware", None)
-    return Workload(label=data.get("id") or path.stem, plan=data, usage=_validated(WorkloadUsage, usage, "usage "))
+    validate_plan(data, f"plan file {str(p)!r}")
+    label = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else p.stem
+    return Workload(label=label, plan=data, usage=_validated(WorkloadUsage, usage, f"plan file {str(p)!r}: usage."))
 
 
 def _run_recommend(ctx: typer.Context) -> tuple[Any, Any]:
     """Recommend for the options recommend and report share (read from `ctx.params`) and the workload flags."""
+    return run_recommend(ctx.params, list(ctx.args))
+
+
+def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
+    """(Recommendation, price book) for recommend's options `o` (parameter names of `recommend_cmd`) and
+    the workload flags `args` (`--model M --precision q4_k_m ...`). `mlrig recommend --json` prints the first."""
     from mlrig.advisor.prices import load_prices
     from mlrig.advisor.recommend import Constraints, recommend
 
-    o = ctx.params
-    workloads = [plan_file_workload(p) for p in o["plan"] or []] + parse_workload_args(list(ctx.args))
+    workloads = parse_workload_args(args, [plan_file_workload(p) for p in o["plan"] or []])
     c = _validated(
         Constraints,
         {
@@ -135,7 +201,15 @@ def _run_recommend(ctx: typer.Context) -> tuple[Any, Any]:
             "years": o["years"],
             "objective": o["objective"],
             "usd_per_kwh": o["kwh_price"],
+            "allow_old": o["allow_old"],
+            "any_vendor": o["any_vendor"],
+            "gpus": o["gpu"] or [],
+            "have": o["have"] or [],
+            "have_pc": o["have_pc"],
+            "pc_ram_gib": o["pc_ram"],
+            "on_hours_per_month": o["on_hours_per_month"],
         },
+        flags=CONSTRAINT_FLAGS,
     )
     book = load_prices(o["prices"])
     return recommend(workloads, book, c), book
@@ -150,7 +224,20 @@ NoUsed = Annotated[bool, typer.Option("--no-used", help="new hardware only")]
 Years = Annotated[float, typer.Option("--years", help="ownership horizon, years")]
 ObjectiveOpt = Annotated[str, typer.Option("--objective", help="tco | time | usd-per-mtok")]
 Kwh = Annotated[float | None, typer.Option("--kwh-price", help="electricity USD/kWh")]
-PlanOpt = Annotated[list[Path] | None, typer.Option("--plan", help=r"plan file (repeatable); \[usage] table optional")]
+PlanOpt = Annotated[list[Path] | None, typer.Option(
+    "--plan", help=r"plan file (repeatable); \[usage] table optional")]
+AllowOld = Annotated[bool, typer.Option("--allow-old", help="include Kepler/Maxwell/Pascal datacentre cards (P40...)")]
+AnyVendor = Annotated[bool, typer.Option(
+    "--any-vendor", help="include AMD/Intel GPUs for fine-tuning (CUDA-first tools)")]
+GpuFilter = Annotated[list[str] | None, typer.Option(
+    "--gpu", help="only these GPUs, buy and rent (repeatable): --gpu 'RTX 4090' --gpu 'H100 PCIe'")]
+Have = Annotated[list[str] | None, typer.Option(
+    "--have", help="cards you own, priced at $0 (repeatable): --have 'RTX 3090' or --have '2x RTX 3090'")]
+HavePc = Annotated[bool, typer.Option("--have-pc", help="you own a PC that takes one GPU: price only the card")]
+PcRam = Annotated[float, typer.Option("--pc-ram", help="RAM of the PC you own, GiB (with --have/--have-pc)")]
+OnHours = Annotated[float | None, typer.Option(
+    "--on-hours-per-month", help="hours a month a bought box is powered on (idle power; default 730 = always)")]
+Top = Annotated[int, typer.Option("--top", help="rows to show (1-500)")]
 
 
 def recommend_cmd(
@@ -165,67 +252,89 @@ def recommend_cmd(
     years: Years = 3.0,
     objective: ObjectiveOpt = "tco",
     kwh_price: Kwh = None,
+    allow_old: AllowOld = False,
+    any_vendor: AnyVendor = False,
+    gpu: GpuFilter = None,
+    have: Have = None,
+    have_pc: HavePc = False,
+    pc_ram: PcRam = 32.0,
+    on_hours_per_month: OnHours = None,
     prices: PricesOpt = None,
-    top: Annotated[int, typer.Option("--top", help="rows to show")] = 12,
+    top: Top = 12,
     report: Annotated[Path | None, typer.Option("--report", help="also write a .md/.html report")] = None,
+    sources: SourcesFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """What to buy or rent, ranked by total cost, time or $/Mtok.
-
-    Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m
-    --min-tok-s 15 --hours-per-day 8` and `--model M --method qlora --runs-per-week 2 --hours-per-run 3`
-    (each --model starts a workload; hours per run are on --reference-gpu, default A100 80GB)."""
+    """What to buy or rent, ranked by total cost, time or $/Mtok, with absolute speeds and their bands."""
     from mlrig.commands._common import print_json
+    from mlrig.errors import MlrigError
 
+    if not 1 <= top <= 500:
+        raise MlrigError(f"--top must be 1-500, got {top}")
     rec, book = _run_recommend(ctx)
     if report is not None:
         _write_report(rec, book, report, "html" if report.suffix.lower() in (".html", ".htm") else "md")
     if as_json:
         print_json(rec)
         return
+    _print_recommendation(rec, top, sources)
+
+
+recommend_cmd.__doc__ = f"{recommend_cmd.__doc__}\n\n{WORKLOAD_HELP}"
+
+
+def _console() -> Any:
     from rich.console import Console
+
+    con = Console()
+    return con if con.is_terminal else Console(width=160)  # piped: rich would wrap names at 80 columns
+
+
+def _print_recommendation(rec: Any, top: int, sources: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    con = Console()
-    if not con.is_terminal:  # piped: rich would wrap option names at 80 columns
-        con = Console(width=160)
+    con = _console()
     t = Table(title=f"options for {', '.join(rec.workloads)} · objective {rec.objective} · {rec.years:g} years")
-    t.caption = "★ on the cost-vs-speed Pareto front"
+    t.caption = "★ on the cost-vs-speed Pareto front · speed as the planner estimates it, with its band"
     for col in ("#", "option", "kind", "GPU mem\nGiB", "upfront\n$", "$/month", "total $", "speed"):
-        t.add_column(col, justify="left" if col in ("option", "kind") else "right", overflow="fold")
-    for o in [o for o in rec.options if o.feasible][:top]:
-        t.add_row(
-            str(o.rank),
-            escape(o.name) + (" ★" if o.pareto else ""),
-            o.kind,
-            f"{o.total_gpu_memory_gib:.0f}",
-            f"{o.upfront_usd:,.0f}",
-            f"{o.cost_per_month_usd:,.0f}",
-            f"{o.total_cost_usd:,.0f}",
-            f"{o.speed_score:.2f}",
-        )
+        t.add_column(col, justify="left" if col in ("option", "kind", "speed") else "right", overflow="fold")
+    shown = [o for o in rec.options if o.feasible][:top]
+    for o in shown:
+        kind = "owned" if o.category == "owned" else o.kind
+        t.add_row(str(o.rank), escape(o.name) + (" ★" if o.pareto else ""), kind, f"{o.total_gpu_memory_gib:.0f}",
+                  f"{o.upfront_usd:,.0f}", f"{o.cost_per_month_usd:,.0f}", f"{o.total_cost_usd:,.0f}", escape(o.speed))
     con.print(t)
     for s in rec.summary:
         con.print(f"• {escape(s)}")
-    for o in [o for o in rec.options if o.feasible][:3]:
-        con.print(f"[bold]{escape(o.name)}[/]")
+    for u in rec.uncertainty:
+        con.print(f"[yellow]• {escape(u)}[/]")
+    for o in shown:
+        con.print(f"[bold]{o.rank}. {escape(o.name)}[/]")
         for r in o.reasons:
             con.print(f"   {escape(r)}")
         for w in o.warnings + [f"build {f.severity}: {f.what} → {f.fix}" for f in o.build_findings]:
             con.print(f"   [yellow]⚠ {escape(w)}[/]")
+        if sources:
+            for s in o.price_sources:
+                con.print(f"   source: {s}", style="dim", markup=False)
     excluded = [o for o in rec.options if not o.feasible]
     if excluded:
         con.print(f"excluded {len(excluded)} options; the cheapest of each kind and why:")
         seen: set[str] = set()
         for o in sorted(excluded, key=lambda o: o.upfront_usd if o.kind == "buy" else o.cost_per_month_usd):
-            fam = o.gpu if o.category not in ("apple", "cloud") else o.category
-            if fam in seen or len(seen) >= 8:
+            fam = o.gpu if o.category != "cloud" else o.category
+            if fam in seen or len(seen) >= 10:
                 continue
             seen.add(fam)
             con.print(f"   ✗ {escape(o.name)}: {escape(o.excluded_reason or '')}")
+    for a in rec.assumptions:
+        con.print(f"assumption: {a}", style="dim", markup=False)
     for p in rec.prices_used:
         con.print(f"prices: {p}", style="dim", markup=False)
+    if rec.stale_prices:
+        con.print(f"[yellow]warning:[/] prices older than 6 months used here: {escape(', '.join(rec.stale_prices))}"
+                  " - re-check them (`mlrig prices --stale`)")
     for w in rec.warnings:
         con.print(f"[yellow]warning:[/] {escape(w)}")
 
@@ -254,6 +363,13 @@ def report_cmd(
     years: Years = 3.0,
     objective: ObjectiveOpt = "tco",
     kwh_price: Kwh = None,
+    allow_old: AllowOld = False,
+    any_vendor: AnyVendor = False,
+    gpu: GpuFilter = None,
+    have: Have = None,
+    have_pc: HavePc = False,
+    pc_ram: PcRam = 32.0,
+    on_hours_per_month: OnHours = None,
     prices: PricesOpt = None,
     fmt: Annotated[str, typer.Option("--format", help="md | html")] = "md",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None,
@@ -272,195 +388,9 @@ def report_cmd(
     typer.echo(render_html(rec, case) if fmt == "html" else render_markdown(rec, case))
 
 
-def cost_cmd(
-    buy: Annotated[str | None, typer.Option("--buy", help="price key (gpu.* or system.*) or a GPU name")] = None,
-    count: Annotated[int, typer.Option("--count", "-n", help="GPUs in the box")] = 1,
-    price: Annotated[float | None, typer.Option("--price", help="override the per-GPU/system price, USD")] = None,
-    rent: Annotated[list[str] | None, typer.Option("--rent", help="cloud price key (repeatable)")] = None,
-    spot: Annotated[bool, typer.Option("--spot", help="also price spot where listed")] = False,
-    hours_per_month: Annotated[float | None, typer.Option("--hours-per-month", help="busy GPU hours")] = None,
-    runs_per_week: Annotated[
-        float | None, typer.Option("--runs-per-week", help="fine-tuning runs per week (with --hours-per-run)")
-    ] = None,
-    hours_per_run: Annotated[
-        float | None, typer.Option("--hours-per-run", help="hours per run on the cloud GPU")
-    ] = None,
-    local_slowdown: Annotated[float, typer.Option("--local-slowdown", help="local hours per cloud hour")] = 1.0,
-    utilization: Annotated[float, typer.Option("--utilization", help="average GPU draw / TDP while busy")] = 0.8,
-    measured_w: Annotated[float | None, typer.Option("--measured-w", help="measured wall power while busy")] = None,
-    years: Years = 3.0,
-    kwh_price: Kwh = None,
-    pue: Annotated[float | None, typer.Option("--pue", help="facility overhead (1.0 at home)")] = None,
-    tokens_per_s: Annotated[float | None, typer.Option("--tokens-per-s", help="served tokens/s for $/Mtok")] = None,
-    prices: PricesOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Total cost of ownership, local vs cloud: per month, break-even hours, cost per run, $/Mtok, sensitivity."""
-    from mlrig.advisor.build import UNKNOWN_GPU_TDP_W
-    from mlrig.advisor.cost import WEEKS_PER_MONTH, CloudSpec, LocalSpec, PurchaseItem, Usage, compare_tco
-    from mlrig.advisor.cost import usd_per_million_tokens as per_mtok
-    from mlrig.advisor.prices import load_prices
-    from mlrig.catalog.gpus import resolve_gpu
-    from mlrig.commands._common import print_json
-    from mlrig.errors import MlrigError, require_positive
-
-    for name, v in (("--count", count), ("--local-slowdown", local_slowdown), ("--utilization", utilization)):
-        require_positive(name, v)
-    optional: tuple[tuple[str, float | None], ...] = (
-        ("--price", price),
-        ("--hours-per-month", hours_per_month),
-        ("--runs-per-week", runs_per_week),
-        ("--hours-per-run", hours_per_run),
-        ("--measured-w", measured_w),
-        ("--kwh-price", kwh_price),
-        ("--tokens-per-s", tokens_per_s),
-    )
-    for name, opt in optional:
-        require_positive(name, opt, allow_zero=True)
-    book = load_prices(prices)
-    a = book.assumptions
-    if hours_per_month is None:
-        if runs_per_week is None or hours_per_run is None:
-            raise MlrigError("give --hours-per-month, or --runs-per-week with --hours-per-run")
-        hours_per_month = runs_per_week * hours_per_run * WEEKS_PER_MONTH
-    key = buy or "rtx-3090-used"
-    items: list[PurchaseItem]
-    if key in book.systems:
-        s = book.systems[key]
-        items = [
-            PurchaseItem(
-                name=key,
-                price_usd=price if price is not None else s.price_usd,
-                annual_decline=a.resale_decline_new_per_year,
-            )
-        ]
-        power = s.power_w * utilization
-        sources = [f"{key}: {s.source} ({s.date}, {s.verification})"]
-    else:
-        entry = book.gpus.get(key)
-        if entry is None:
-            gid = resolve_gpu(key).id
-            matches = sorted((e for e in book.gpus.values() if resolve_gpu(e.gpu).id == gid), key=lambda e: e.price_usd)
-            if not matches and price is None:
-                raise MlrigError(f"no price for {gid!r}; give --price USD or one of: {', '.join(book.gpus)}")
-            entry = matches[0] if matches else None
-        g = resolve_gpu(entry.gpu if entry else key)
-        unit = price if price is not None else entry.price_usd  # type: ignore[union-attr]
-        plat = sorted((p.price_usd, k) for k, p in book.platforms.items() if p.max_gpus >= count)
-        if not plat:
-            raise MlrigError(f"no platform in the price book holds {count} GPUs; use --count 1-4")
-        decline = (
-            a.resale_decline_used_per_year if entry and entry.condition == "used" else a.resale_decline_new_per_year
-        )
-        items = [
-            PurchaseItem(name=f"{count}× {g.id}", price_usd=unit * count, annual_decline=decline),
-            PurchaseItem(name=plat[0][1], price_usd=plat[0][0], annual_decline=a.resale_decline_new_per_year),
-        ]
-        power = count * (g.tdp_w or UNKNOWN_GPU_TDP_W) * utilization + a.system_overhead_w
-        sources = (
-            [f"{entry.key}: {entry.source} ({entry.date}, {entry.verification})"]
-            if entry
-            else ["--price given on the command line"]
-        )
-        sources.append(f"{plat[0][1]}: {book.platforms[plat[0][1]].source}")
-    if measured_w is not None:
-        power = measured_w
-    local = LocalSpec(
-        name=" + ".join(i.name for i in items),
-        items=items,
-        power_w=power,
-        upkeep_fraction_per_year=a.upkeep_fraction_per_year,
-        slowdown=local_slowdown,
-    )
-    keys = rent or [k for k, c in book.clouds.items() if c.gpu_count == 1]
-    clouds = []
-    for k in keys:
-        if k not in book.clouds:
-            raise MlrigError(f"unknown cloud price key {k!r}; one of: {', '.join(book.clouds)}")
-        c = book.clouds[k]
-        clouds.append(CloudSpec(name=f"{c.provider} {c.instance}", usd_per_hour=c.on_demand_usd_h))
-        sources.append(f"{k}: {c.source} ({c.date}, {c.verification})")
-        if spot and c.spot_usd_h is not None:
-            clouds.append(
-                CloudSpec(
-                    name=f"{c.provider} {c.instance} (spot)",
-                    usd_per_hour=c.spot_usd_h,
-                    spot=True,
-                    interruption_overhead=a.spot_interruption_overhead,
-                )
-            )
-    usage = _validated(
-        Usage,
-        {
-            "hours_per_month": hours_per_month,
-            "years": years,
-            "usd_per_kwh": kwh_price if kwh_price is not None else a.electricity_usd_per_kwh,
-            "pue": pue if pue is not None else a.pue_home,
-        },
-    )
-    res = compare_tco(local, clouds, usage, hours_per_run=hours_per_run)
-    res.prices_used = book.used_summary() + sources
-    est = [s.split(":", 1)[0] for s in sources if "estimate)" in s]
-    if est:
-        res.warnings.append(f"estimated prices (re-check): {', '.join(est)}")
-    res.assumptions.append(f"resale source: {a.resale_source}")
-    res.assumptions.append(f"electricity source: {a.electricity_source}")
-    if as_json:
-        out = res.model_dump(mode="json")
-        if tokens_per_s:
-            out["usd_per_mtok"] = {
-                "local": per_mtok(res.local.cost_per_busy_hour_usd or 0.0, tokens_per_s),
-                **{c.cloud.name: per_mtok(c.cloud.usd_per_hour, tokens_per_s) for c in res.comparisons},
-            }
-        print_json(out)
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    con = Console()
-    lc = res.local
-    con.print(
-        f"[bold]{lc.name}[/]: ${lc.upfront_usd:,.0f} up front, energy ${lc.energy_usd_per_month:,.0f}/month,"
-        f" resale after {years:g} y ${lc.resale_usd:,.0f} → ${lc.cost_per_month_usd:,.0f}/month"
-        f" (${lc.total_usd:,.0f} total)"
-    )
-    t = Table(title=f"{hours_per_month:,.0f} busy h/month over {years:g} years")
-    columns = ["cloud", "$/h", "$/month", "break-even\nh/month", "payback\nmonths"]
-    if hours_per_run is not None:  # cost per run is only known when the run length is
-        columns += ["$/run\ncloud", "$/run\nlocal"]
-    for col in columns:
-        t.add_column(col, justify="left" if col == "cloud" else "right", no_wrap=col != "cloud")
-
-    def f(x: float | None) -> str:
-        return "—" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}"
-
-    for cmp in sorted(res.comparisons, key=lambda x: x.cloud.cost_per_month_usd):
-        cells = [
-            f(cmp.cloud.usd_per_hour),
-            f(cmp.cloud.cost_per_month_usd),
-            f(cmp.break_even_hours_per_month),
-            f(cmp.payback_months),
-            f(cmp.cost_per_run_usd),
-            f(cmp.local_cost_per_run_usd),
-        ]
-        t.add_row(cmp.cloud.name, *cells[: len(columns) - 1])
-    con.print(t)
-    con.print(res.verdict)
-    if tokens_per_s:
-        con.print(
-            f"$/Mtok at {tokens_per_s:g} tok/s: local {f(per_mtok(lc.cost_per_busy_hour_usd or 0, tokens_per_s))}"
-        )
-    for line in res.assumptions:
-        con.print(f"assumption: {line}", style="dim", markup=False)
-    for p in res.prices_used:
-        con.print(f"prices: {p}", style="dim", markup=False)
-    for w in res.warnings:
-        con.print(f"[yellow]warning:[/] {escape(w)}")
-
-
 build_app = typer.Typer(
-    help="Check a whole machine: PSU transients, RAM, PCIe lanes, spacing, NVLink, cooling.", no_args_is_help=True
+    help="Check a whole machine: PSU transients, wall circuit, RAM, PCIe lanes, spacing, risers, cooling.",
+    no_args_is_help=True,
 )
 
 
@@ -475,15 +405,13 @@ def build_check_cmd(
     if as_json:
         print_json(report)
     else:
-        from rich.console import Console
         from rich.markup import escape
 
-        con = Console()
-        if not con.is_terminal:
-            con = Console(width=160)
+        con = _console()
         con.print(
             f"[bold]{escape(report.name)}[/]: {', '.join(report.gpus)}, {report.total_vram_gib:.0f} GiB VRAM;"
-            f" sustained {report.sustained_w:.0f} W, transient ~{report.transient_w:.0f} W, PSU {report.psu_w:.0f} W"
+            f" sustained {report.sustained_w:.0f} W (~{report.wall_w:,.0f} W at the wall), transient"
+            f" ~{report.transient_w:.0f} W, PSU {report.psu_w:.0f} W"
         )
         colors = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
         for f in report.findings:
@@ -497,6 +425,5 @@ def build_check_cmd(
 def register(app: typer.Typer) -> None:
     app.command("recommend", context_settings=CTX)(_user_errors(recommend_cmd))
     app.command("report", context_settings=CTX)(_user_errors(report_cmd))
-    app.command("cost")(_user_errors(cost_cmd))
     build_app.command("check")(_user_errors(build_check_cmd))
     app.add_typer(build_app, name="build")

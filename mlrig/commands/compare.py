@@ -10,6 +10,7 @@ from mlrig.commands._common import (
     BatchOpt,
     ContextOpt,
     CountOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     OutputOpt,
@@ -38,6 +39,7 @@ def compare_cmd(
     context: ContextOpt = None,
     tp: TpOpt = None,
     count: CountOpt = None,
+    gpu_spec_text: GpuSpecOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant.
@@ -45,6 +47,29 @@ def compare_cmd(
     A variant that cannot be evaluated (a misspelt GPU, a precision the engine lacks) is reported
     in its row and the others still run; the exit status is then 1, as `mlrig eval`'s."""
     from mlrig.commands._common import print_json
+
+    rows = compare_rows(model, gpu, precision, engine, task=task, kv_precision=kv_precision, batch=batch,
+                        prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text)
+    failed = sum(1 for r in rows if r["result"].get("error"))
+    varying = _varying(gpu, precision, engine)
+    if as_json:
+        print_json(rows)
+    else:
+        _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v])
+    if failed:
+        raise typer.Exit(1)
+
+
+def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[str] | None) -> list[bool]:
+    """Which of GPU / precision / engine vary across the rows (they label a row; the rest go in the title)."""
+    return [(len(gpu) > 1 if gpu else True), len(precision or []) > 1, len(engine or []) > 1]
+
+
+def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
+                 engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
+    """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
+    the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
+    batch, context, ...). Raises MlrigError for over 64 variants, or when every variant fails alike."""
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
@@ -54,23 +79,12 @@ def compare_cmd(
     if len(gpus) * len(precs) * len(engines) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions or engines at once")
     # label a row by what varies; what is fixed goes in the title
-    varying = [len(gpus) > 1 or not gpu, len(precs) > 1, len(engines) > 1]
+    varying = _varying(gpu, precision, engine)
     rows: list[dict[str, Any]] = []
     for g in gpus:
         for q in precs:
             for e in engines:
-                fields = workload_fields(
-                    task=task,
-                    precision=q,
-                    kv_precision=kv_precision,
-                    engine=e,
-                    batch=batch,
-                    prompt=prompt,
-                    output=output,
-                    context=context,
-                    tp=tp,
-                    count=count,
-                )
+                fields = workload_fields(precision=q, engine=e, **common)
                 fields["gpu"] = g
                 res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
                 parts = [x for x, v in zip((g, q, e), varying, strict=True) if x and v]
@@ -78,15 +92,9 @@ def compare_cmd(
                 rows.append(
                     {"variant": label, "gpu": g, "precision": q, "engine": e, "result": res.model_dump(mode="json")}
                 )
-    failed = sum(1 for r in rows if r["result"].get("error"))
-    if failed == len(rows) and len({r["result"]["error"] for r in rows}) == 1:
+    if all(r["result"].get("error") for r in rows) and len({r["result"]["error"] for r in rows}) == 1:
         raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
-    if as_json:
-        print_json(rows)
-    else:
-        _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v])
-    if failed:
-        raise typer.Exit(1)
+    return rows
 
 
 def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:

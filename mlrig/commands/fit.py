@@ -18,6 +18,7 @@ from mlrig.commands._common import (
     CountOpt,
     EngineOpt,
     GpuOpt,
+    GpuSpecOpt,
     JsonOpt,
     MethodOpt,
     PrecisionOpt,
@@ -47,6 +48,7 @@ def fit_cmd(
     model: Annotated[str | None, typer.Argument(
         help="catalog id, HF id, config.json, model dir, .gguf, .safetensors; omit to scan the catalog")] = None,
     gpu: GpuOpt = None,
+    gpu_spec_text: GpuSpecOpt = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, engine: EngineOpt = None, batch: BatchOpt = None,
     context: ContextOpt = None, method: MethodOpt = None, count: CountOpt = None, tp: TpOpt = None,
     vendor: Annotated[str | None, typer.Option("--vendor", help="only this vendor (NVIDIA, AMD, Apple...)")] = None,
@@ -54,14 +56,35 @@ def fit_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Which GPUs fit a model, which precision fits a GPU, or which models fit a GPU — with speed."""
+    rows, title = fit_rows(model, gpu, task=task, precision=precision, engine=engine, batch=batch, context=context,
+                           method=method, count=count, tp=tp, vendor=vendor, fits_only=fits_only,
+                           gpu_spec_text=gpu_spec_text)
+    if as_json:
+        from mlrig.commands._common import print_json
+
+        print_json(fit_json(rows))
+        return
+    one_gpu = gpu is not None or gpu_spec_text is not None
+    varies = {"model": model is None, "GPU": not one_gpu, "precision": not (model is None or not one_gpu)}
+    if model is None and precision is None:
+        varies["precision"] = True
+    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
+            varies=varies)
+
+
+def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, precision: str | None = None,
+             engine: str | None = None, batch: int | None = None, context: int | None = None,
+             method: str | None = None, count: int | None = None, tp: int | None = None, vendor: str | None = None,
+             fits_only: bool = False, gpu_spec_text: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The rows `mlrig fit` shows (arguments as its flags) and their title; raises MlrigError on bad input."""
     from mlrig.errors import MlrigError
 
     fields = workload_fields(task=task, engine=engine, batch=batch, context=context, method=method,
-                             count=count, tp=tp)
+                             count=count, tp=tp, gpu_spec=gpu_spec_text)
     fields.pop("precision")  # each view sets its own
-    if model is None and gpu is None:
+    if model is None and gpu is None and gpu_spec_text is None:
         raise MlrigError("give a MODEL, a --gpu, or both (e.g. mlrig fit --gpu 'RTX 3090' --context 8192)")
-    if gpu is None:
+    if gpu is None and gpu_spec_text is None:
         assert model is not None
         rows, title = _across_gpus(model, vendor, precision, fields)
     elif model is not None:
@@ -70,17 +93,13 @@ def fit_cmd(
         rows, title = _across_models(gpu, precision, fields)
     if fits_only:
         rows = [r for r in rows if r["result"].fits]
-    if as_json:
-        from mlrig.commands._common import print_json
+    return rows, title
 
-        print_json([{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
-                    for r in rows])
-        return
-    varies = {"model": model is None, "GPU": gpu is None, "precision": not (model is None or gpu is None)}
-    if model is None and precision is None:
-        varies["precision"] = True
-    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
-            varies=varies)
+
+def fit_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`mlrig fit --json`: each row's PlanResult with the precision tried and its limits."""
+    return [{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
+            for r in rows]
 
 
 def _row(result: PlanResult, precision: str, lims: dict[str, int | None] | None = None) -> dict[str, Any]:
@@ -103,7 +122,7 @@ def _across_gpus(model: str, vendor: str | None, precision: str | None,
     return rows, f"{arch.hf_id or arch.id} · {prec} · {first.workload.task} on every GPU"
 
 
-def _across_precisions(model: str, gpu: str, precision: str | None,
+def _across_precisions(model: str, gpu: str | None, precision: str | None,
                        fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     from mlrig.planner import evaluate, limits, parse_plan, plan_from_fields, resolve_arch, resolve_hardware
 
@@ -117,7 +136,7 @@ def _across_precisions(model: str, gpu: str, precision: str | None,
     return rows, f"{arch.hf_id or arch.id} on {spec.name}: every precision"
 
 
-def _across_models(gpu: str, precision: str | None,
+def _across_models(gpu: str | None, precision: str | None,
                    fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """For each decoder in the catalog, the highest-quality precision that fits (largest models first)."""
     from mlrig.catalog.models import load_model_catalog

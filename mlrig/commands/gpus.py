@@ -34,10 +34,19 @@ def filter_gpus(gpus: list[GPU], vendor: str | None = None, hw_class: str | None
     return out
 
 
+def gpus_json(gpus: list[GPU]) -> list[dict[str, Any]]:
+    """`mlrig gpus --json`: the JSON_KEYS of each entry."""
+    rows: list[dict[str, Any]] = []
+    for g in gpus:
+        d = g.model_dump(mode="json")
+        rows.append({k: d.get(k) for k in JSON_KEYS})
+    return rows
+
+
 def gpus_cmd(
     vendor: Annotated[str | None, typer.Option("--vendor", help="NVIDIA, AMD, Intel, Apple")] = None,
     hw_class: Annotated[str | None, typer.Option(
-        "--class", help="geforce | workstation | datacenter | apple | amd | intel | other")] = None,
+        "--class", help="geforce | workstation | datacenter | apple | amd | intel | tpu | cpu | other")] = None,
     min_memory: Annotated[float | None, typer.Option(
         "--min-memory", help="only entries with at least this much usable memory, GiB")] = None,
     search: Annotated[str | None, typer.Option("--search", help="substring of id, name or alias")] = None,
@@ -55,11 +64,7 @@ def gpus_cmd(
     require_positive("--min-memory", min_memory, allow_zero=True, maximum=1e5)
     gpus = filter_gpus(load_gpus(), vendor, hw_class, min_memory, search)
     if as_json:
-        rows: list[dict[str, Any]] = []
-        for g in gpus:
-            d = g.model_dump(mode="json")
-            rows.append({k: d.get(k) for k in JSON_KEYS})
-        print_json(rows)
+        print_json(gpus_json(gpus))
         return
     from rich.console import Console
     from rich.table import Table

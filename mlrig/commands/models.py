@@ -46,17 +46,10 @@ def _row(a: ModelArch) -> dict[str, Any]:
     }
 
 
-def models_cmd(
-    search: Annotated[str | None, typer.Option("--search", "-s", help="substring of id / HF id")] = None,
-    family: Annotated[str | None, typer.Option(
-        "--family", "-f", help="family or model_type prefix: llama, qwen, qwen3, gemma2...")] = None,
-    max_params: Annotated[float | None, typer.Option("--max-params", help="total params, billions")] = None,
-    wide: Annotated[bool, typer.Option("--wide", "-w", help="also the Hugging Face repo id")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON list on stdout")] = False,
-) -> None:
-    """List the built-in model catalog (params are exact counts derived from each published config)."""
+def model_rows(search: str | None = None, family: str | None = None,
+               max_params: float | None = None) -> list[dict[str, Any]]:
+    """`mlrig models --json`: catalog rows matching the filters, by family then size."""
     from mlrig.catalog.models import load_model_catalog
-    from mlrig.commands._common import console, print_json
     from mlrig.errors import require_positive
 
     require_positive("--max-params", max_params)
@@ -70,6 +63,21 @@ def models_cmd(
     if max_params is not None:
         rows = [r for r in rows if r["params"] <= max_params * 1e9]
     rows.sort(key=lambda r: (r["family"], r["params"]))
+    return rows
+
+
+def models_cmd(
+    search: Annotated[str | None, typer.Option("--search", "-s", help="substring of id / HF id")] = None,
+    family: Annotated[str | None, typer.Option(
+        "--family", "-f", help="family or model_type prefix: llama, qwen, qwen3, gemma2...")] = None,
+    max_params: Annotated[float | None, typer.Option("--max-params", help="total params, billions")] = None,
+    wide: Annotated[bool, typer.Option("--wide", "-w", help="also the Hugging Face repo id")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON list on stdout")] = False,
+) -> None:
+    """List the built-in model catalog (params are exact counts derived from each published config)."""
+    from mlrig.commands._common import console, print_json
+
+    rows = model_rows(search, family, max_params)
     if as_json:
         print_json(rows)
         return

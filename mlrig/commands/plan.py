@@ -17,6 +17,7 @@ from mlrig.commands._common import (
     GpuLayersOpt,
     GpuMemUtilOpt,
     GpuOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     LoraRankOpt,
@@ -40,7 +41,9 @@ from mlrig.commands._common import (
 )
 
 if TYPE_CHECKING:
+    from mlrig.catalog.models import ModelArch
     from mlrig.results import PlanResult, TrainingRun
+    from mlrig.workload import Plan
 
 
 def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
@@ -152,6 +155,7 @@ def plan_cmd(
     model: Annotated[str | None, typer.Argument(
         help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
     gpu: GpuOpt = None,
+    spec: GpuSpecOpt = None,
     file: Annotated[Path | None, typer.Option(
         "--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
@@ -167,19 +171,13 @@ def plan_cmd(
     show_limits: Annotated[bool, typer.Option(
         "--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
     as_json: JsonOpt = False,
+    exact: Annotated[bool, typer.Option(
+        "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
 ) -> None:
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
     from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
-    from mlrig.planner import (
-        evaluate,
-        limits,
-        load_plan_file,
-        parse_plan,
-        plan_from_fields,
-        resolve_arch,
-        resolve_hardware,
-    )
+    from mlrig.planner import load_plan_file, plan_from_fields
 
     base = load_plan_file(file) if file else None
     if model is None and base is None:
@@ -190,24 +188,51 @@ def plan_cmd(
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
-                             data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers)
+                             data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers,
+                             gpu_spec=spec)
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s = _local_machine(machine, gpu)
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
-    plan = parse_plan(data)
-    arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan, overrides)
-    result = evaluate(plan, arch=arch, gpu=gpu_spec)
-    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
+    result, plan, lims = plan_outputs(data, overrides, show_limits)
+    trace = None
+    if exact:
+        from mlrig.commands.trace import exact_trace, render_trace
+        from mlrig.planner import resolve_arch, resolve_hardware
+
+        trace = exact_trace(plan, resolve_arch(plan), resolve_hardware(plan, overrides))
     if as_json:
-        out = result.model_dump(mode="json")
-        if lims is not None:
-            out["limits"] = lims
+        out = plan_json(result, lims)
+        if trace is not None:
+            out["trace"] = trace.model_dump(mode="json")
         print_json(out)
     else:
         render_result(result, plan.model_dump(mode="json"), lims)
+        if trace is not None:
+            render_trace(trace)
+
+
+def plan_outputs(data: dict[str, Any], overrides: dict[str, Any] | None = None, show_limits: bool = True,
+                 arch: ModelArch | None = None) -> tuple[PlanResult, Plan, dict[str, int | None] | None]:
+    """What `mlrig plan` computes for a plan dict: the result, the parsed plan, and the limits (None when
+    not asked). `arch` may be given pre-resolved (an uploaded model file in `mlrig web`)."""
+    from mlrig.planner import evaluate, limits, parse_plan, resolve_arch, resolve_hardware
+
+    plan = parse_plan(data)
+    arch, gpu_spec = arch or resolve_arch(plan), resolve_hardware(plan, overrides)
+    result = evaluate(plan, arch=arch, gpu=gpu_spec)
+    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
+    return result, plan, lims
+
+
+def plan_json(result: PlanResult, lims: dict[str, int | None] | None) -> dict[str, Any]:
+    """`mlrig plan --json`: the result (PLAN-FORMAT.md) with the limits under "limits" when computed."""
+    out = result.model_dump(mode="json")
+    if lims is not None:
+        out["limits"] = lims
+    return out
 
 
 def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:

@@ -14,6 +14,7 @@ from mlrig.commands._common import (
     EngineOpt,
     GpuMemUtilOpt,
     GpuOpt,
+    GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
     OutputOpt,
@@ -166,6 +167,7 @@ def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, 
 def serve_cmd(
     model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf ...")],
     gpu: GpuOpt = None,
+    gpu_spec_text: GpuSpecOpt = None,
     count: CountOpt = None,
     tp: TpOpt = None,
     precision: PrecisionOpt = None,
@@ -187,8 +189,44 @@ def serve_cmd(
 
     Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from speculative
     decoding (--draft-model; the draft's weights and KV cache come out of the target's KV pool)."""
-    from mlrig.catalog.models import resolve_model
     from mlrig.commands._common import print_json
+
+    res = serve_report(model, gpu=gpu, count=count, tp=tp, precision=precision, kv_precision=kv_precision,
+                       engine=engine, prompt=prompt, output=output, context=context,
+                       gpu_memory_utilization=gpu_memory_utilization, min_tok_s=min_tok_s, max_ttft_ms=max_ttft_ms,
+                       concurrency=concurrency, draft_model=draft_model, spec_k=spec_k, acceptance=acceptance,
+                       gpu_spec_text=gpu_spec_text)
+    out = res.out
+    if as_json:
+        print_json(out)
+    elif out["fits"]:
+        _render(out)
+    elif res.target_fits and res.draft_name is not None and res.draft_mem is not None:
+        _print_no_room_for_draft(out, res.draft_name, res.draft_mem)
+    else:
+        _print_no_fit(out, res.per_gpu_gib, res.capacity_gib)
+
+
+@dataclass(frozen=True)
+class ServeReport:
+    """`out` is `mlrig serve --json`; the rest is what the no-fit messages need."""
+
+    out: dict[str, Any]
+    target_fits: bool
+    draft_name: str | None
+    draft_mem: DraftMemory | None
+    per_gpu_gib: float | None
+    capacity_gib: float | None
+
+
+def serve_report(model: str, *, gpu: str | None = None, count: int | None = None, tp: int | None = None,
+                 precision: str | None = None, kv_precision: str | None = None, engine: str | None = None,
+                 prompt: int | None = DEFAULT_PROMPT_TOKENS, output: int | None = DEFAULT_OUTPUT_TOKENS,
+                 context: int | None = None, gpu_memory_utilization: float | None = None, min_tok_s: float = 20.0,
+                 max_ttft_ms: float | None = None, concurrency: str | None = None, draft_model: str | None = None,
+                 spec_k: int = 4, acceptance: float = 0.7, gpu_spec_text: str | None = None) -> ServeReport:
+    """What `mlrig serve` computes (arguments as its flags); raises MlrigError on bad input."""
+    from mlrig.catalog.models import resolve_model
     from mlrig.estimators.performance import concurrency_limits, serving_curve
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware, with_defaults
 
@@ -196,7 +234,8 @@ def serve_cmd(
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine or DEFAULT_ENGINE, prompt=prompt, output=output, context=context,
-                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count)
+                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count,
+                             gpu_spec=gpu_spec_text)
     plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
     # The speed model gets the plan the memory model sees: `--count 4` alone means TP 4 for vLLM.
@@ -224,26 +263,19 @@ def serve_cmd(
         out["decode_error_band"] = result.performance.error_band.get("decode_tok_s", 0.0)
     if not fits:
         out["binding_limit"] = "memory"
-        if as_json:
-            print_json(out)
-        elif result.fits and draft is not None and mem is not None:
-            _print_no_room_for_draft(out, draft.hf_id or draft.id, mem)
-        else:
-            _print_no_fit(out, result.memory.per_gpu_gib if result.memory else None,
-                          result.memory.gpu_capacity_gib if result.memory else None)
-        return
-    lims = concurrency_limits(arch, plan, gpu_spec, min_tok_s, kv_tokens, max_ttft_ms)
-    points = wanted or default_concurrency(out["kv_capacity_sequences"], lims.max_concurrency)
-    curve = serving_curve(arch, plan, gpu_spec, points, kv_tokens)
-    out.update(curve=[p.model_dump() for p in curve], max_concurrency=lims.max_concurrency,
-               binding_limit=lims.binding_limit, limits=lims.model_dump())
-    if draft is not None:
-        out["speculative"] = speculative_report(arch, draft, plan, gpu_spec, spec_k, acceptance,
-                                                lims.max_concurrency, mem)
-    if as_json:
-        print_json(out)
     else:
-        _render(out)
+        lims = concurrency_limits(arch, plan, gpu_spec, min_tok_s, kv_tokens, max_ttft_ms)
+        points = wanted or default_concurrency(out["kv_capacity_sequences"], lims.max_concurrency)
+        curve = serving_curve(arch, plan, gpu_spec, points, kv_tokens)
+        out.update(curve=[p.model_dump() for p in curve], max_concurrency=lims.max_concurrency,
+                   binding_limit=lims.binding_limit, limits=lims.model_dump())
+        if draft is not None:
+            out["speculative"] = speculative_report(arch, draft, plan, gpu_spec, spec_k, acceptance,
+                                                    lims.max_concurrency, mem)
+    return ServeReport(out=out, target_fits=bool(result.fits),
+                       draft_name=None if draft is None else draft.hf_id or draft.id, draft_mem=mem,
+                       per_gpu_gib=result.memory.per_gpu_gib if result.memory else None,
+                       capacity_gib=result.memory.gpu_capacity_gib if result.memory else None)
 
 
 def _print_no_fit(out: dict[str, Any], need_gib: float | None, have_gib: float | None) -> None:

@@ -40,6 +40,8 @@ ENGINES = (
 def memory_class(hardware_class: str, memory_type: str | None = None) -> str:
     """Map the catalog's hardware class (and memory type) to the memory class used below."""
     mt = (memory_type or "").lower()
+    if hardware_class == "cpu":
+        return "host"
     if "hbm" in mt:
         return "hbm"
     if "lpddr" in mt or hardware_class == "apple":

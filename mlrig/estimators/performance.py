@@ -68,7 +68,7 @@ def format_family(precision: str) -> str:
     p = norm_precision(precision)
     if p in ("fp32", "f32", "bf16", "fp16", "f16"):
         return "f16"
-    if p in ("q8_0", "int8", "fp8", "w8a8"):
+    if p in ("q8_0", "int8", "fp8", "w8a8", "mxfp8", "gptq_int8"):
         return "q8"
     if p in ("q4_0", "q4_1", "q5_0", "q5_1"):
         return "legacy"
@@ -382,7 +382,7 @@ def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
     hw = plan.hardware
     if hw.interconnect:
         return resolve_interconnect(hw.interconnect)
-    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes)
+    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus)
 
 
 def _offload_fraction(memory: Any) -> float:

@@ -104,7 +104,7 @@ def sweep(
             peak[i, j] = pk * 1e12 * ce
     peak = np.where(peak > 0, peak, np.inf)
     cap = np.array([g.capacity_gib * GiB for g in gpus])
-    links = [[default_link(g.pcie_gen, g.nvlink_gb_s, int(x)) for x in tps] for g in gpus]
+    links = [[default_link(g.pcie_gen, g.nvlink_gb_s, int(x), 1, g.nvlink_max_gpus) for x in tps] for g in gpus]
     lat = np.array([[lk.latency_us * 1e-6 for lk in row] for row in links])  # G,T
     lbw = np.array([[lk.bandwidth_gb_s * 1e9 for lk in row] for row in links])  # G,T
 

@@ -140,6 +140,38 @@ def _siglip_vision_params(v: _Cfg, text_hidden: int) -> int:
     return embed + layers * per_layer + 2 * h + h * text_hidden + h
 
 
+def _qwen_vl_vision_params(model_type: str, v: _Cfg, text_hidden: int) -> int:
+    """Vision tower + patch merger(s) of Qwen2.5-VL / Qwen3-VL (transformers Qwen2_5_VisionTransformer-
+    PretrainedModel, Qwen3VLVisionModel).
+
+    Qwen2.5-VL: Conv3d patch embedding (no bias), blocks of RMSNorm x2, fused qkv and proj with bias, gated
+    MLP (gate/up/down with bias); merger = RMSNorm + Linear(4h, 4h) + Linear(4h, out) with biases.
+    Qwen3-VL: Conv3d with bias, learned position table (num_position_embeddings), blocks of LayerNorm x2
+    (weight + bias), qkv/proj with bias, plain MLP fc1/fc2 with bias; a merger (LayerNorm(h) + the two
+    Linears) plus one deepstack merger per deepstack_visual_indexes entry (LayerNorm over 4h)."""
+    h = v.get_int("hidden_size", "embed_dim")
+    inter = v.get_int("intermediate_size", default=4 * h)
+    depth = v.get_int("depth", "num_hidden_layers", cap=_LAYER_CAP)
+    patch = v.get_int("patch_size", "spatial_patch_size", default=14, cap=1000)
+    tps = v.get_int("temporal_patch_size", default=2, cap=64)
+    chans = v.get_int("in_channels", "in_chans", default=3, cap=64)
+    merge = v.get_int("spatial_merge_size", default=2, cap=64)
+    out = v.get_int("out_hidden_size", default=text_hidden)
+    m = h * merge * merge
+    linears = (4 * h * h + 4 * h)  # qkv + proj with biases
+    if model_type == "qwen2_5_vl":
+        block = 2 * h + linears + 3 * h * inter + 2 * inter + h
+        merger = h + (m * m + m) + (m * out + out)
+        return chans * tps * patch * patch * h + depth * block + merger
+    block = 4 * h + linears + 2 * h * inter + inter + h
+    merger_core = (m * m + m) + (m * out + out)
+    deepstack = v.d.get("deepstack_visual_indexes") or []
+    n_deep = len(deepstack) if isinstance(deepstack, list) else 0
+    pos = v.get_int("num_position_embeddings", default=0, minimum=0, cap=10_000_000)
+    return (chans * tps * patch * patch * h + h + pos * h + depth * block
+            + (2 * h + merger_core) + n_deep * (2 * m + merger_core))
+
+
 def _count_sliding(c: _Cfg, layers: int, model_type: str) -> tuple[int | None, int, str | None]:
     """(window, number of windowed layers, note) for the family's local-attention layout."""
     window = c.opt_int("sliding_window", cap=1_000_000_000)
@@ -159,6 +191,9 @@ def _count_sliding(c: _Cfg, layers: int, model_type: str) -> tuple[int | None, i
         return window, (layers + 1) // 2, None
     if model_type in ("gemma3", "gemma3_text"):  # layer i is global iff (i+1) % pattern == 0
         pattern = c.get_int("sliding_window_pattern", default=6, cap=_LAYER_CAP)
+        return window, layers - layers // pattern, None
+    if model_type == "cohere2":  # Command R7B / A: 3 sliding layers then 1 global (sliding_window_pattern 4)
+        pattern = c.get_int("sliding_window_pattern", default=4, cap=_LAYER_CAP)
         return window, layers - layers // pattern, None
     if model_type == "gpt_oss":  # alternating, starting with sliding
         return window, (layers + 1) // 2, None
@@ -208,6 +243,19 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
                          + "; filled from transformers Gemma3TextConfig defaults")
     elif model_type == "gemma3_text":
         c = _Cfg({**_GEMMA3_TEXT_DEFAULTS, **cfg}, source)
+    elif model_type in ("llama4", "qwen3_vl", "qwen3_vl_moe", "qwen2_5_vl", "mistral3"):
+        # multimodal wrappers: the language model's shape lives in text_config (Llama4Config,
+        # Qwen3VLConfig; Qwen2.5-VL keeps it at the top level in its published configs)
+        text = top.sub("text_config")
+        if text is not None:
+            c = _Cfg({**{k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}, **text.d},
+                     f"{source} [text_config]")
+    if model_type == "kimi_k2":  # Kimi K2 is the DeepSeek-V3 architecture (architectures: DeepseekV3ForCausalLM)
+        model_type = "deepseek_v3"
+        notes.append("Kimi K2 (model_type kimi_k2) read as the DeepSeek-V3 architecture it declares")
+    if model_type == "deepseek_v2" and (c.get_str("topk_method") or "greedy") != "noaux_tc":
+        pass  # same shapes as V3 below; V2's greedy routing has no per-expert score bias
+    text_type = (c.get_str("model_type") or model_type).lower()
 
     hidden = c.get_int("hidden_size", "n_embd", "d_model", "dim", "model_dim", "hidden_dim")
     heads = c.get_int("num_attention_heads", "n_head", "num_heads", "n_heads", cap=_HEAD_CAP)
@@ -242,20 +290,56 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     )
 
     if model_type in ("llama", "mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "gemma",
-                      "gemma2", "gemma3", "gemma3_text", "deepseek_v3", "gpt_oss"):
+                      "gemma2", "gemma3", "gemma3_text", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4",
+                      "olmo2", "cohere", "cohere2", "glm4_moe", "glm4", "qwen2_moe", "qwen3_vl", "qwen3_vl_moe",
+                      "qwen2_5_vl"):
         fields["intermediate_size"] = inter if inter is not None else c.get_int("intermediate_size")
-    if model_type == "qwen2":
+    if model_type in ("qwen2", "qwen2_moe", "qwen2_5_vl"):
         fields["qkv_bias"] = True  # Qwen2Attention: q/k/v biased, o not (no config key)
         fields["o_bias"] = False
-    if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+    if model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl", "qwen3_vl_moe"):
         fields["qk_norm"] = True
+    if model_type in ("qwen3_vl", "qwen3_vl_moe") and text_type == "qwen3_vl_moe_text":
+        model_type = "qwen3_vl_moe"
     if model_type in ("gemma2", "gemma3", "gemma3_text"):
         fields["norms_per_layer"] = 4  # input, post-attention, pre- and post-feedforward RMSNorms
     if model_type in ("mixtral",):
         fields.update(num_experts=c.get_int("num_local_experts", cap=_HEAD_CAP),
                       experts_per_token=c.get_int("num_experts_per_tok", default=2, cap=_HEAD_CAP),
                       moe_intermediate_size=fields["intermediate_size"])
-    if model_type in ("qwen3_moe", "qwen2_moe"):
+    if model_type == "llama4":
+        # Llama4TextMoe: top-k routed experts (intermediate_size) + one shared expert of the same width in
+        # each MoE layer; every `interleave_moe_layer_step`-th layer is MoE, the others a dense MLP of
+        # intermediate_size_mlp (transformers Llama4TextDecoderLayer). QK norm is a weightless L2 norm.
+        n_exp = c.get_int("num_local_experts", cap=_HEAD_CAP)
+        step = c.get_int("interleave_moe_layer_step", default=1, cap=_LAYER_CAP)
+        moe_layers = c.d.get("moe_layers")
+        if isinstance(moe_layers, list):
+            n_moe = len(moe_layers)
+        else:
+            n_moe = sum(1 for i in range(layers) if (i + 1) % step == 0)
+        inter_mlp = c.get_int("intermediate_size_mlp", default=fields["intermediate_size"])
+        dense = layers - n_moe
+        fields.update(num_experts=n_exp, experts_per_token=c.get_int("num_experts_per_tok", default=1, cap=_HEAD_CAP),
+                      moe_intermediate_size=fields["intermediate_size"], num_shared_experts=1,
+                      shared_expert_intermediate_size=fields["intermediate_size"], first_dense_layers=dense,
+                      intermediate_size=inter_mlp)
+        if dense:
+            notes.append(f"{dense} of {layers} layers use a dense MLP of {inter_mlp} "
+                         f"(interleave_moe_layer_step {step})")
+        chunk = c.opt_int("attention_chunk_size", cap=1_000_000_000)
+        if chunk:
+            # no_rope_layers: every 4th layer is a global NoPE layer, the others attend within chunks
+            nope = c.d.get("no_rope_layers")
+            # (a 1 in no_rope_layers marks a RoPE layer, which attends within its chunk)
+            local = (sum(1 for x in nope if x) if isinstance(nope, list) and len(nope) == layers
+                     else layers - layers // 4)
+            fields.update(sliding_window=chunk, num_sliding_layers=local)
+            notes.append(f"chunked attention ({chunk} tokens) on {local} of {layers} layers: their KV cache holds at "
+                         "most one chunk (modelled as a window)")
+        if top.sub("vision_config") is None:
+            notes.append("vision_config absent from this copy: the vision encoder (~0.9B) is not counted")
+    if model_type in ("qwen3_moe", "qwen2_moe", "qwen3_vl_moe"):
         n_exp = c.get_int("num_experts", cap=_HEAD_CAP)
         fields.update(num_experts=n_exp, experts_per_token=c.get_int("num_experts_per_tok", cap=_HEAD_CAP),
                       moe_intermediate_size=c.get_int("moe_intermediate_size"))
@@ -269,7 +353,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
             fields.update(num_shared_experts=1,
                           shared_expert_intermediate_size=c.get_int("shared_expert_intermediate_size"))
             other += layers * hidden  # shared_expert_gate (hidden -> 1)
-    if model_type == "deepseek_v3":
+    if model_type in ("deepseek_v3", "deepseek_v2"):
         q_lora = c.opt_int("q_lora_rank")
         rope = c.get_int("qk_rope_head_dim", cap=_HEAD_CAP)
         nope = c.get_int("qk_nope_head_dim", cap=_HEAD_CAP)
@@ -294,6 +378,45 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
             notes.append(f"{mtp} multi-token-prediction (MTP) layer(s) ship in the checkpoint but are not "
                          "counted (DeepSeek-V3 README: 671B main model + 14B MTP = 685B on HF)")
         notes.append("MLA: the KV cache holds kv_lora_rank + qk_rope_head_dim values per token per layer")
+    if model_type == "glm4_moe":
+        # Glm4MoeForCausalLM (transformers): GQA attention with q/k/v bias (attention_bias), optional per-head
+        # q/k RMSNorm (use_qk_norm), first_k_dense_replace dense layers, then MoE layers of n_routed_experts +
+        # n_shared_experts (moe_intermediate_size each) with a sigmoid router and per-expert score bias.
+        fields.update(qkv_bias=c.get_bool("attention_bias", True), o_bias=False,
+                      qk_norm=c.get_bool("use_qk_norm", False),
+                      num_experts=c.get_int("n_routed_experts", cap=_HEAD_CAP),
+                      experts_per_token=c.get_int("num_experts_per_tok", cap=_HEAD_CAP),
+                      moe_intermediate_size=c.get_int("moe_intermediate_size"),
+                      num_shared_experts=c.get_int("n_shared_experts", default=0, minimum=0, cap=_HEAD_CAP),
+                      first_dense_layers=c.get_int("first_k_dense_replace", default=0, minimum=0, cap=layers),
+                      router_bias=True)
+        mtp = c.get_int("num_nextn_predict_layers", default=0, minimum=0, cap=_LAYER_CAP)
+        if mtp:
+            notes.append(f"{mtp} multi-token-prediction (MTP) layer(s) ship in the checkpoint but are not counted")
+    if model_type == "olmo2":
+        # Olmo2Attention: RMSNorm over the whole q and k projections (q_norm: heads x head_dim, k_norm:
+        # kv_heads x head_dim); the block norms come after attention and MLP (2 per layer, no input norm).
+        hd = head_dim or hidden // heads
+        other += layers * (heads + (kv or heads)) * hd
+        notes.append("OLMo 2: q/k RMSNorm over the full projections (counted), norms after each sub-block")
+    if model_type in ("cohere", "cohere2"):
+        # CohereDecoderLayer: one input LayerNorm (weight only, no bias) feeding attention and MLP in parallel;
+        # tied embeddings by default; Command R+ adds per-head q/k LayerNorms (use_qk_norm).
+        fields.update(norms_per_layer=1, tie_word_embeddings=c.get_bool("tie_word_embeddings", True))
+        if c.get_bool("use_qk_norm", False):
+            hd = head_dim or hidden // heads
+            other += layers * (heads + (kv or heads)) * hd
+            notes.append("Command R+: per-head q/k LayerNorm weights counted")
+    if model_type in ("chatglm", "glm"):
+        # ChatGLMModel (THUDM chatglm3 / glm-4-9b remote code, mirrored by transformers' GlmForCausalLM):
+        # fused QKV with bias (add_qkv_bias), multi_query_group_num KV groups of kv_channels, SwiGLU MLP
+        # of ffn_hidden_size, RMSNorm, untied output_layer over padded_vocab_size.
+        hd = c.get_int("kv_channels", default=hidden // heads, cap=_HEAD_CAP)
+        groups = c.get_int("multi_query_group_num", default=heads, cap=_HEAD_CAP) \
+            if c.get_bool("multi_query_attention", True) else heads
+        fields.update(head_dim=hd, num_kv_heads=groups, qkv_bias=c.get_bool("add_qkv_bias", True), o_bias=False,
+                      intermediate_size=c.get_int("ffn_hidden_size"), mlp="gated",
+                      tie_word_embeddings=c.get_bool("tie_word_embeddings", False))
     if model_type == "gpt_oss":
         n_exp = c.get_int("num_local_experts", cap=_HEAD_CAP)
         fields.update(num_experts=n_exp,
@@ -341,6 +464,14 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
                       mlp="gated" if proj.startswith("gated") else "plain",
                       head_dim=c.get_int("d_kv", default=64, cap=_HEAD_CAP))
         other += 2 * buckets * heads  # relative_attention_bias in the first encoder and decoder block
+    if model_type in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):
+        vision = top.sub("vision_config")
+        if vision is None:
+            notes.append("vision_config absent: the vision tower is not counted")
+        else:
+            vparams = _qwen_vl_vision_params(model_type, vision, hidden)
+            other += vparams
+            notes.append(f"includes the vision tower + patch merger(s) ({vparams / 1e6:.0f}M params)")
     if model_type == "gemma3":
         vision = top.sub("vision_config")
         if vision is None:
@@ -354,7 +485,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         fields["intermediate_size"] = inter if inter is not None else 4 * hidden
         if act not in _GATED_ACTS or inter is None:
             fields["mlp"] = "plain"
-        if model_type not in ("falcon", "gpt2", "bert", "t5"):
+        if model_type not in ("falcon", "gpt2", "bert", "t5", "chatglm", "glm"):
             notes.append(f"model_type {model_type or '(none)'!r} read as a generic llama-like decoder; "
                          "check the parameter count against the checkpoint")
 

@@ -1,0 +1,285 @@
+"""Evaluation: each workload on one hardware option, through exactly the planner path users run.
+
+Every speed and memory figure the advisor shows comes from `mlrig.planner.evaluate` on the option's own
+plan (the GPU, the count, the host RAM of the machine); the advisor never scales a speed itself. Multi-GPU
+inference is left to the planner's defaults (llama.cpp splits layers, serving engines use tensor
+parallelism), as `mlrig plan` would run it.
+
+`evaluate_batch` is the one place plans are evaluated: a vectorised planner (issue 15) can replace its
+loop without touching the rest. Pure otherwise: the evaluate callable is injected.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mlrig.catalog.gpus import GPU
+from mlrig.errors import MlrigError
+from mlrig.results import PlanResult
+
+Evaluate = Callable[[dict[str, Any], GPU], PlanResult]
+DAYS_PER_MONTH = 365.0 / 12.0
+WEEKS_PER_MONTH = 52.0 / 12.0
+
+# Interactive inference: ~10 tok/s keeps a chat reply ahead of reading speed (~5 words/s ≈ 7 tok/s;
+# Brysbaert 2019, "How many words do we read per minute?", 238 wpm silent reading), and a first token
+# within a few seconds. Defaults, stated in every answer; --min-tok-s 0 / --max-ttft 0 switch them off.
+DEFAULT_MIN_TOK_S = 10.0
+DEFAULT_MAX_TTFT_S = 5.0
+DEFAULT_HOURS_PER_DAY = 8.0
+# Seed ("Hardware for ML Practitioners", exercise): 2-3 training jobs a week of 4-6 h on an A100.
+DEFAULT_RUNS_PER_WEEK = 1.0
+DEFAULT_HOURS_PER_RUN = 4.0
+# Seeds: Kepler/Maxwell/Pascal datacentre cards are cheap VRAM but slow, no usable FP16 (osmarks.net).
+OLD_ARCH = ("kepler", "maxwell", "pascal")
+# NVIDIA added bf16 with Ampere (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020).
+NO_BF16_ARCH = ("kepler", "maxwell", "pascal", "volta", "turing")
+# The training-speed calibration rows are all full-parameter runs on A100/V100 datacentre GPUs
+# (mlrig/data/calibration/training_speed.csv: MosaicML llm-foundry, Megatron): no consumer, workstation
+# or Apple GPU, and no LoRA/QLoRA. Outside that the training speed carries no validated band, so we show
+# ×0.5-2 instead (wide enough to say the answer may flip, not a fitted error).
+UNVALIDATED_TRAIN_FACTOR = 2.0
+VALIDATED_TRAIN_CLASSES = ("datacenter",)
+
+
+class WorkloadUsage(BaseModel):
+    """How much of a workload: serving hours per day, or fine-tuning runs per week × their length.
+
+    `hours_per_run` is measured on `reference_gpu` (e.g. "4-6 h on an A100"); it is turned into tokens
+    with the reference's planner speed and each option's run time is those tokens at its own speed.
+    `min_tok_s`/`max_ttft_s`: None = the interactive defaults; 0 = no floor.
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    hours_per_day: float | None = Field(None, ge=0, le=24)
+    runs_per_week: float | None = Field(None, ge=0, le=1000)
+    hours_per_run: float | None = Field(None, gt=0, le=10000)
+    tokens_per_run: float | None = Field(None, gt=0, le=1e15)
+    reference_gpu: str = "a100-sxm-80gb"
+    min_tok_s: float | None = Field(None, ge=0, le=1e6, description="per-stream decode tok/s")
+    max_ttft_s: float | None = Field(None, ge=0, le=3600, description="time to first token, s (0 = none)")
+    min_throughput_tok_s: float | None = Field(None, ge=0, le=1e9, description="aggregate tok/s over the batch")
+
+
+class Workload(BaseModel):
+    label: str
+    plan: dict[str, Any]  # a plan (PLAN-FORMAT.md) without hardware; hardware is set per option
+    usage: WorkloadUsage = Field(default_factory=WorkloadUsage)
+
+    @property
+    def task(self) -> str:
+        return str((self.plan.get("workload") or {}).get("task", "inference"))
+
+    @property
+    def training(self) -> dict[str, Any]:
+        return dict(self.plan.get("training") or {})
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The hardware a workload runs on: `count` × gpu, the machine's host RAM (None: not limiting, or
+    unified memory shared with the GPU, where offloading to "host" RAM frees nothing)."""
+
+    count: int
+    host_ram_gib: float | None
+    unified: bool = False
+
+
+class Fit(BaseModel):
+    """The best way the workload runs on a setup: the planner's result, the recipe that made it fit,
+    and when nothing fits, the nearest change that would (evaluated by the planner too)."""
+
+    result: PlanResult | None = None
+    recipe: str = ""
+    error: str | None = None
+    hint: str | None = None
+
+
+# ------------------------------------------------------------------------------------ the planner call
+
+
+def planner_evaluate(plan: dict[str, Any], gpu: GPU) -> PlanResult:
+    """The advisor's only call into the planner: `mlrig plan` on this plan and GPU."""
+    from mlrig.planner import evaluate
+
+    return evaluate(plan, gpu=gpu)
+
+
+def evaluate_batch(requests: Sequence[tuple[dict[str, Any], GPU]], evaluate: Evaluate) -> list[PlanResult | str]:
+    """Evaluate many plans; a plan the planner rejects comes back as its one-line error.
+
+    The single evaluation step of the advisor: issue 15's batch planner replaces this loop."""
+    out: list[PlanResult | str] = []
+    for plan, gpu in requests:
+        try:
+            out.append(evaluate(plan, gpu))
+        except MlrigError as exc:
+            out.append(str(exc))
+    return out
+
+
+# ------------------------------------------------------------------------------------ recipes
+
+
+def recipes(workload: Workload, setup: Setup) -> list[tuple[str, dict[str, Any]]]:
+    """Memory-saving training recipes a user would try, as (label, training overrides); the plan as given
+    comes first and wins ties. Settings the user pinned are never overridden.
+
+    - 8-bit AdamW (bitsandbytes; Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization");
+      paged 8-bit AdamW for LoRA/QLoRA (Dettmers et al. 2023, "QLoRA", sec. 3 "Paged Optimizers").
+    - gradient checkpointing (Chen et al. 2016) when the plan switched it off.
+    - n > 1: FSDP full shard = ZeRO stage 3 (Rajbhandari et al. 2020), as in Answer.AI's FSDP+QLoRA
+      (2024-03-06) for 70B on two 24 GB cards.
+    - optimizer / parameter offload to host RAM (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity): checked
+      by the planner against the machine's RAM and charged for its PCIe traffic. Not on unified memory.
+    """
+    if workload.task == "inference":
+        return [("", {})]
+    t = workload.training
+    method = t.get("method", "full")
+    eight_bit = {} if "optimizer" in t else {
+        "optimizer": "paged-adamw-8bit" if method in ("lora", "qlora") else "adamw-8bit"}
+    out: list[tuple[str, dict[str, Any]]] = [("", {})]
+    if t.get("gradient_checkpointing") is False:
+        out.append(("gradient checkpointing", {"gradient_checkpointing": True}))
+    if eight_bit:
+        out.append((str(eight_bit["optimizer"]), eight_bit))
+    zero = {} if "zero_stage" in t or setup.count == 1 else {"zero_stage": 3}
+    if zero:
+        out.append(("FSDP (ZeRO-3)", zero))
+        if eight_bit:
+            out.append((f"FSDP (ZeRO-3), {eight_bit['optimizer']}", {**zero, **eight_bit}))
+    if not setup.unified and "offload" not in t:
+        out.append(("optimizer offload to RAM", {"offload": "optimizer", **zero}))
+        if "zero_stage" not in t:
+            out.append(("parameter + optimizer offload to RAM", {"offload": "params", "zero_stage": 3}))
+    return out
+
+
+def _with_hardware(plan: dict[str, Any], gpu: GPU, setup: Setup) -> dict[str, Any]:
+    p = copy.deepcopy(plan)
+    hw: dict[str, Any] = {k: v for k, v in (p.get("hardware") or {}).items() if k == "host_ram_gib"}
+    hw.update({"gpu": gpu.id, "count": setup.count})
+    if setup.host_ram_gib is not None and "host_ram_gib" not in hw:
+        hw["host_ram_gib"] = setup.host_ram_gib
+    p["hardware"] = hw
+    return p
+
+
+def _speed(r: PlanResult, task: str) -> float:
+    p = r.performance
+    if p is None:
+        return 0.0
+    return float((p.train_tokens_per_s if task != "inference" else p.decode_tok_s) or 0.0)
+
+
+def gate(workload: Workload, gpu: GPU, allow_old: bool, any_vendor: bool = False) -> str | None:
+    """Reasons an option cannot serve the workload whatever its memory says (None: no objection).
+
+    Besides old architectures and bf16, fine-tuning on AMD/Intel GPUs is left out unless asked for: the
+    seeds call NVIDIA "your only practical choice for compute" (osmarks.net: Flash-Attention and other
+    kernels are CUDA-first) and the tools people fine-tune with (bitsandbytes for QLoRA, Unsloth) treat
+    ROCm/XPU as secondary backends; the planner's speed for them is unvalidated besides."""
+    arch = (gpu.architecture or "").lower()
+    if (workload.task != "inference" and not any_vendor and gpu.vendor in ("AMD", "Intel")
+            and gpu.hardware_class in ("amd", "intel")):
+        return (f"{gpu.id}: fine-tuning tools (bitsandbytes, FlashAttention, Unsloth) are CUDA-first and"
+                " ROCm/XPU support is secondary (seeds: NVIDIA is the practical choice); --any-vendor to include")
+    if not allow_old and any(a in arch for a in OLD_ARCH):
+        return (f"{gpu.id}: old {gpu.architecture} card - no tensor cores, FP16 unusable or absent, passive"
+                " cooling, driver support ending (seed: osmarks.net); --allow-old to include it")
+    precision = str((workload.plan.get("workload") or {}).get("precision", "bf16")).lower()
+    if (workload.task != "inference" and precision in ("bf16", "bfloat16") and gpu.vendor == "NVIDIA"
+            and any(a in arch for a in NO_BF16_ARCH)):
+        return (f"{gpu.id} ({gpu.architecture}) has no bf16: a bf16 fine-tune cannot run on it;"
+                " fp16 mixed precision with loss scaling can (pass --precision fp16)")
+    return None
+
+
+Request = tuple[Workload, GPU, Setup]
+
+
+def best_fit(workload: Workload, gpu: GPU, setup: Setup, evaluate: Evaluate) -> Fit:
+    """`best_fits` for one request."""
+    return best_fits([(workload, gpu, setup)], evaluate)[0]
+
+
+def best_fits(requests: Sequence[Request], evaluate: Evaluate) -> list[Fit]:
+    """For each (workload, gpu, setup): try the plan as given and each recipe; keep the fitting one with
+    the highest speed (ties: fewest changes). When none fits, evaluate the changes that alter the job
+    (QLoRA instead of full/LoRA, a shorter context, 4-bit weights) and name the first that fits as a hint -
+    the job asked stays unmet. All trials go through one `evaluate_batch` call (two with hints)."""
+    fits = _try_recipes(requests, evaluate)
+    misses = [i for i, f in enumerate(fits) if f.result is not None and not f.result.fits]
+    alts = [(i, label, alt) for i in misses for label, alt in _alternatives(requests[i][0])]
+    alt_fits = _try_recipes([(alt, requests[i][1], requests[i][2]) for i, _, alt in alts], evaluate)
+    for (i, label, _), f in zip(alts, alt_fits, strict=True):
+        if fits[i].hint is None and f.result is not None and f.result.fits and f.result.memory is not None:
+            how = f" + {f.recipe}" if f.recipe else ""
+            fits[i].hint = (f"would fit with {label}{how} ({f.result.memory.per_gpu_gib:.1f} of"
+                            f" {f.result.memory.gpu_capacity_gib:.1f} GiB per GPU)")
+    return fits
+
+
+def _try_recipes(requests: Sequence[Request], evaluate: Evaluate) -> list[Fit]:
+    trials: list[tuple[int, int, str]] = []  # (request, recipe index, label)
+    plans: list[tuple[dict[str, Any], GPU]] = []
+    for r, (workload, gpu, setup) in enumerate(requests):
+        for k, (label, over) in enumerate(recipes(workload, setup)):
+            plan = copy.deepcopy(workload.plan)
+            if over:
+                plan["training"] = {**(plan.get("training") or {}), **over}
+            trials.append((r, k, label))
+            plans.append((_with_hardware(plan, gpu, setup), gpu))
+    best: dict[int, tuple[tuple[bool, float, int], PlanResult, str]] = {}
+    errors: dict[int, str] = {}
+    for (r, k, label), res in zip(trials, evaluate_batch(plans, evaluate), strict=True):
+        if isinstance(res, str):
+            errors.setdefault(r, res)
+            continue
+        key = (bool(res.fits), _speed(res, requests[r][0].task), -k)
+        if r not in best or key > best[r][0]:
+            best[r] = (key, res, label)
+    return [Fit(result=best[r][1], recipe=best[r][2]) if r in best else Fit(error=errors.get(r))
+            for r in range(len(requests))]
+
+
+def _alternatives(workload: Workload) -> list[tuple[str, Workload]]:
+    """Job-changing alternatives, nearest first: a shorter context, 4-bit weights, QLoRA."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    w = dict(workload.plan.get("workload") or {})
+    if workload.task == "inference":
+        ctx = w.get("context_tokens")
+        for c in (32768, 16384, 8192, 4096):
+            if ctx and c < ctx:
+                out.append((f"a {c:,}-token context", {"workload": {**w, "context_tokens": c}}))
+        if str(w.get("precision", "bf16")).lower() in ("bf16", "fp16", "float16", "bfloat16", "fp32"):
+            out.append(("Q4_K_M weights", {"workload": {**w, "precision": "q4_k_m"}}))
+    else:
+        t = workload.training
+        if t.get("method", "full") != "qlora":
+            out.append((f"QLoRA instead of {t.get('method', 'full')}", {"training": {**t, "method": "qlora"}}))
+    return [(label, Workload(label=workload.label, plan={**copy.deepcopy(workload.plan), **change},
+                             usage=workload.usage)) for label, change in out]
+
+
+def speed_band(result: PlanResult, gpu: GPU, task: str, method: str = "full") -> tuple[float, float, bool]:
+    """(low, high) multipliers on the speed, and whether they come from validation.
+
+    Inference: the decode p90 error the planner reports (performance.error_band). Training: its p90 band
+    for full-parameter training on datacentre GPUs; elsewhere (other hardware classes, LoRA/QLoRA)
+    unvalidated, shown as ×1/2-×2 (UNVALIDATED_TRAIN_FACTOR)."""
+    bands = result.performance.error_band if result.performance is not None else {}
+    if task == "inference":
+        b = bands.get("decode_tok_s", 0.2)
+        return 1.0 - b, 1.0 + b, True
+    if gpu.hardware_class in VALIDATED_TRAIN_CLASSES and method == "full":
+        b = bands.get("train_tokens_per_s", 0.15)
+        return 1.0 - b, 1.0 + b, True
+    return 1.0 / UNVALIDATED_TRAIN_FACTOR, UNVALIDATED_TRAIN_FACTOR, False

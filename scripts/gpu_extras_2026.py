@@ -1,0 +1,477 @@
+"""Accelerators added for issue 14 (the GPUs people name), read by scripts/build_gpu_catalog.py.
+
+Same conventions as its EXTRAS: dense rates (2:4-sparse headline figures halved), FP32 accumulate
+(GeForce FP16/BF16/FP8 at half the FP16-accumulate rate), memory in vendor GB (the build turns it
+into the GiB NVML reports), nvlink_gb_s per direction. `verification` says how each figure was
+checked; no live vendor page could be opened in the session that added these, so figures read from
+secondary copies of vendor tables say which copy, and DERIVED figures give the derivation.
+
+NVIDIA GeForce rates from "AI TOPS" (FP4 with sparsity on Blackwell, FP8 with sparsity on Ada):
+Blackwell FP16 (FP32 acc) = AI TOPS / 16, FP8 (FP32 acc) = AI TOPS / 8, FP4 dense = AI TOPS / 2,
+INT8 dense = AI TOPS / 4 (RTX 5090: 3352 -> 209.5 / 419 / 1676 / 838, Blackwell whitepaper Table 3);
+Ada FP16 (FP32 acc) = AI TOPS / 8, FP8 (FP32 acc) = AI TOPS / 4, INT8 dense = AI TOPS / 2
+(RTX 4090: 1321 -> 165.2 / 330.3 / 660.6, Ada whitepaper v2.02).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOMS_CHINA = ("https://www.tomshardware.com/pc-components/gpus/new-nvidia-ai-gpus-designed-to-get-around-us-export-"
+              "bans-come-to-china-h20-l20-and-l2-to-fill-void-left-by-restricted-models")
+VERDA_GB300 = "https://verda.com/blog/gb300-nvl72-architecture"
+GB200_PAGE = "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+GB300_PAGE = "https://www.nvidia.com/en-us/data-center/gb300-nvl72/"
+AMD_MI355X = "https://www.amd.com/en/products/accelerators/instinct/mi350/mi355x.html"
+LAPTOP_40 = "https://www.nvidia.com/en-us/geforce/laptops/compare/"
+BW_50 = "https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/"
+AS_RECALLED = "vendor figures as known to the builder; the vendor page was not re-read in-session"
+
+
+def _geforce_blackwell(ai_tops: float) -> dict[str, float]:
+    """Dense rates of a GeForce Blackwell part from its 'AI TOPS' (FP4 sparse)."""
+    return dict(fp16_tflops_dense=round(ai_tops / 16, 1), bf16_tflops_dense=round(ai_tops / 16, 1),
+                fp8_tflops_dense=round(ai_tops / 8, 1), int8_tops_dense=round(ai_tops / 4, 1),
+                fp4_tflops_dense=round(ai_tops / 2, 1))
+
+
+def _geforce_ada(ai_tops: float) -> dict[str, float]:
+    """Dense rates of a GeForce Ada part from its 'AI TOPS' (FP8 sparse)."""
+    return dict(fp16_tflops_dense=round(ai_tops / 8, 1), bf16_tflops_dense=round(ai_tops / 8, 1),
+                fp8_tflops_dense=round(ai_tops / 4, 1), int8_tops_dense=round(ai_tops / 2, 1))
+
+
+EXTRAS_2026: list[dict[str, Any]] = [
+    # ---------------------------------------------------------------- NVIDIA datacenter, China SKUs
+    dict(
+        id="h20-96gb", name="NVIDIA H20", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Hopper (GH100, 78 SMs)", release_year=2024, aliases=["NVIDIA H20", "HGX H20", "H20 96GB"],
+        nominal_gb=96, memory_type="HBM3", memory_bandwidth_gb_s=4000, fp32_tflops=44,
+        fp16_tflops_dense=148, bf16_tflops_dense=148, fp8_tflops_dense=296, int8_tops_dense=296, tdp_w=400,
+        pcie_gen=5, pcie_lanes=16, nvlink="NVLink4, 900 GB/s total", nvlink_gb_s=450.0, form_factor="SXM5 (HGX H20)",
+        source=TOMS_CHINA,
+        verification="partial (NVIDIA HGX H20 table as listed by a reseller and reproduced by Tom's Hardware, "
+        "2024-02; NVIDIA publishes no H20 page in English)",
+        notes="China export SKU. Table: 96 GB HBM3, 4.0 TB/s, INT8/FP8 296, BF16/FP16 148, TF32 74 (dense: FP16 = 2x "
+        "TF32 as on every Hopper dense row), FP32 44, NVLink 900 GB/s, 400 W. Decode (bandwidth-bound) beats an "
+        "H100 SXM; prefill (compute-bound) is ~15 % of it.",
+    ),
+    dict(
+        id="l20", name="NVIDIA L20", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ada Lovelace (AD102)", release_year=2024, aliases=["NVIDIA L20", "L20 48GB"], ecc=True,
+        nominal_gb=48, memory_type="GDDR6 ECC (384-bit)", memory_bandwidth_gb_s=864, fp32_tflops=59.8,
+        fp16_tflops_dense=119.5, bf16_tflops_dense=119.5, fp8_tflops_dense=239, int8_tops_dense=239, tdp_w=275,
+        pcie_gen=4, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2, source=TOMS_CHINA,
+        verification="partial (NVIDIA table via reseller listing reproduced by Tom's Hardware, 2024-02)",
+        notes="China export SKU of the L40S board. Table: 48 GB GDDR6 ECC, 864 GB/s, INT8/FP8 239, BF16/FP16 119.5, "
+        "TF32 59.8 (dense: FP16 = 2x TF32); 275 W.",
+    ),
+    dict(
+        id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
+        nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,
+        fp16_tflops_dense=96.5, bf16_tflops_dense=96.5, fp8_tflops_dense=193, int8_tops_dense=193, tdp_w=120,
+        pcie_gen=4, pcie_lanes=16, form_factor="1-slot low profile, passive", slots=1, source=TOMS_CHINA,
+        verification="partial (NVIDIA table via reseller listing reproduced by Tom's Hardware, 2024-02)",
+        notes="China export SKU of the L4 class. Table: 24 GB GDDR6 ECC, 300 GB/s, INT8/FP8 193, BF16/FP16 96.5, "
+        "TF32 48.3.",
+    ),
+    dict(
+        id="h800-sxm-80gb", name="NVIDIA H800 SXM5 80GB", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Hopper (GH100)", release_year=2023, aliases=["NVIDIA H800", "H800 SXM", "H800 80GB HBM3"],
+        nominal_gb=80, memory_type="HBM3 (5120-bit)", memory_bandwidth_gb_s=3350, fp32_tflops=67,
+        fp16_tflops_dense=989.4, bf16_tflops_dense=989.4, fp8_tflops_dense=1978.9, int8_tops_dense=1978.9,
+        tdp_w=700, pcie_gen=5, pcie_lanes=16, nvlink="NVLink4 cut to 400 GB/s total", nvlink_gb_s=200.0,
+        form_factor="SXM5 module", source="https://www.nvidia.cn/data-center/h800/",
+        verification=f"partial ({AS_RECALLED}; compute and memory identical to H100 SXM, only NVLink and FP64 cut)",
+        notes="China export SKU of the H100 SXM: same SMs, HBM3 and tensor rates; NVLink 400 GB/s total (vs 900); "
+        "FP64 cut to ~1 TFLOPS. DeepSeek-V3 was trained on these.",
+    ),
+    dict(
+        id="h800-pcie-80gb", name="NVIDIA H800 PCIe 80GB", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Hopper (GH100)", release_year=2023, aliases=["NVIDIA H800 PCIe", "H800 PCIe"],
+        nominal_gb=80, memory_type="HBM2e (5120-bit)", memory_bandwidth_gb_s=2000, fp32_tflops=51,
+        fp16_tflops_dense=756.5, bf16_tflops_dense=756.5, fp8_tflops_dense=1513, int8_tops_dense=1513, tdp_w=350,
+        pcie_gen=5, pcie_lanes=16, nvlink="2-GPU NVLink bridge, 400 GB/s total", nvlink_gb_s=200.0,
+        nvlink_max_gpus=2, form_factor="2-slot FHFL, passive", slots=2, source="https://www.nvidia.cn/data-center/h800/",
+        verification=f"partial ({AS_RECALLED}; same as H100 PCIe except the NVLink bridge rate)",
+        notes="China export SKU of the H100 PCIe; bridge NVLink 400 GB/s total for a pair.",
+    ),
+    dict(
+        id="a800-sxm-80gb", name="NVIDIA A800 SXM4 80GB", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ampere (GA100)", release_year=2022, aliases=["NVIDIA A800-SXM4-80GB", "A800 SXM 80GB", "A800"],
+        nominal_gb=80, memory_type="HBM2e (5120-bit)", memory_bandwidth_gb_s=2039, fp32_tflops=19.5,
+        fp16_tflops_dense=312, bf16_tflops_dense=312, int8_tops_dense=624, tdp_w=400, pcie_gen=4, pcie_lanes=16,
+        nvlink="NVLink3 cut to 400 GB/s total", nvlink_gb_s=200.0, form_factor="SXM4 module",
+        source="https://www.nvidia.cn/data-center/a800/",
+        verification=f"partial ({AS_RECALLED}; identical to A100 80GB SXM except NVLink)",
+        notes="China export SKU of the A100 80GB SXM: NVLink 400 GB/s total (vs 600), everything else as A100.",
+    ),
+    dict(
+        id="a800-pcie-80gb", name="NVIDIA A800 80GB PCIe", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ampere (GA100)", release_year=2022, aliases=["NVIDIA A800 80GB PCIe", "A800 PCIe 80GB"],
+        nominal_gb=80, memory_type="HBM2e (5120-bit)", memory_bandwidth_gb_s=1935, fp32_tflops=19.5,
+        fp16_tflops_dense=312, bf16_tflops_dense=312, int8_tops_dense=624, tdp_w=300, pcie_gen=4, pcie_lanes=16,
+        nvlink="2-GPU NVLink bridge, 400 GB/s total", nvlink_gb_s=200.0, nvlink_max_gpus=2,
+        form_factor="2-slot FHFL, passive", slots=2, source="https://www.nvidia.cn/data-center/a800/",
+        verification=f"partial ({AS_RECALLED}; A100 80GB PCIe figures with a 400 GB/s bridge)",
+        notes="China export SKU of the A100 80GB PCIe.",
+    ),
+    # ---------------------------------------------------------------- NVIDIA Blackwell datacenter
+    dict(
+        id="gb200-186gb", name="NVIDIA GB200 (per Blackwell GPU)", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Blackwell (GB100, sm_100)", release_year=2024,
+        aliases=["GB200", "NVIDIA GB200", "GB200 NVL72", "B200 186GB"],
+        nominal_gb=186, memory_type="HBM3e (8 stacks)", memory_bandwidth_gb_s=8000, fp32_tflops=80,
+        fp16_tflops_dense=2500, bf16_tflops_dense=2500, fp8_tflops_dense=5000, int8_tops_dense=5000,
+        fp4_tflops_dense=10000, tdp_w=1200, pcie_gen=6, nvlink="NVLink5, 1.8 TB/s total (NVL72 domain)",
+        nvlink_gb_s=900.0, form_factor="Grace Blackwell superchip (1 Grace + 2 GPUs)", source=GB200_PAGE,
+        verification="partial (NVIDIA GB200 NVL72 rack figures / 72, sparse halved: FP16 360 PF sparse, FP8 720 PF "
+        "sparse, FP4 1,440 PF sparse, 13.4 TB HBM3e at 576 TB/s; reference-table B200 row notes agree: 186 GB, "
+        "8 TB/s, up to 1,200 W, FP16 2,500 dense)",
+        notes="Per GPU of a GB200 superchip (each superchip = 1 Grace CPU + 2 GPUs). Datacenter Blackwell (sm_100).",
+    ),
+    dict(
+        id="b300-270gb", name="NVIDIA B300 (HGX B300)", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Blackwell Ultra (sm_103)", release_year=2025,
+        aliases=["NVIDIA B300", "B300 SXM", "HGX B300", "Blackwell Ultra"],
+        nominal_gb=270, memory_type="HBM3e (8 stacks, 12-high; 288 GB physical)", memory_bandwidth_gb_s=7700,
+        fp32_tflops=75, fp16_tflops_dense=2250, bf16_tflops_dense=2250, fp8_tflops_dense=4500,
+        int8_tops_dense=150, fp4_tflops_dense=14000, tdp_w=1100, pcie_gen=6,
+        nvlink="NVLink5, 1.8 TB/s total", nvlink_gb_s=900.0, form_factor="SXM (HGX B300 8-GPU board)",
+        source=f"https://www.nvidia.com/en-us/data-center/hgx/ ; {VERDA_GB300}",
+        verification="partial (NVIDIA per-GPU table without sparsity as reproduced by Verda, 2025; "
+        "glennklockwood.com B300 notes agree on FP16 2,250 dense and 288 GB physical)",
+        notes="Blackwell Ultra: dense FP4 14 PF (vs 9 on B200), FP16/FP8 as B200, INT8 and FP64 cut to a trickle "
+        "(0.15 POPS INT8). 288 GB physical HBM3e, 270 GB usable per NVIDIA's HGX figures.",
+    ),
+    dict(
+        id="gb300-279gb", name="NVIDIA GB300 (per Blackwell Ultra GPU)", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Blackwell Ultra (sm_103)", release_year=2025, aliases=["GB300", "NVIDIA GB300", "GB300 NVL72"],
+        nominal_gb=279, memory_type="HBM3e (8 stacks, 12-high; 288 GB physical)", memory_bandwidth_gb_s=8000,
+        fp32_tflops=80, fp16_tflops_dense=2500, bf16_tflops_dense=2500, fp8_tflops_dense=5000,
+        int8_tops_dense=165, fp4_tflops_dense=15000, tdp_w=1400, pcie_gen=6,
+        nvlink="NVLink5, 1.8 TB/s total (NVL72 domain)", nvlink_gb_s=900.0,
+        form_factor="Grace Blackwell Ultra superchip", source=f"{GB300_PAGE} ; {VERDA_GB300}",
+        verification="partial (NVIDIA per-GPU table without sparsity as reproduced by Verda, 2025; GB300 NVL72 "
+        "'1.1 EF dense FP4' / 72 = 15 PF agrees)",
+        notes="Per GPU of a GB300 NVL72 rack.",
+    ),
+    # ---------------------------------------------------------------- RTX PRO 6000 variants
+    dict(
+        id="rtx-pro-6000-blackwell-server", name="NVIDIA RTX PRO 6000 Blackwell Server Edition", vendor="NVIDIA",
+        hardware_class="workstation", architecture="Blackwell (GB202)", release_year=2025,
+        aliases=["NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Server",
+                 "RTX PRO 6000 Blackwell Server"],
+        nominal_gb=96, memory_type="GDDR7 ECC (512-bit)", memory_bandwidth_gb_s=1597, fp32_tflops=120,
+        fp16_tflops_dense=503.8, bf16_tflops_dense=503.8, fp8_tflops_dense=1007.6, fp4_tflops_dense=2015,
+        tdp_w=600, pcie_gen=5, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/",
+        verification=f"partial ({AS_RECALLED}: 96 GB GDDR7 ECC, 1.6 TB/s, 400-600 W configurable; tensor rates "
+        "taken equal to the Workstation Edition's (same 188 SMs) - DERIVED, at 600 W)",
+        notes="Passive server card of the same GB202 die (188 SMs) as the Workstation Edition; full-rate FP32 "
+        "accumulate like every RTX PRO part. Lower power limits lower the clocks.",
+    ),
+    dict(
+        id="rtx-pro-6000-blackwell-maxq", name="NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+        vendor="NVIDIA", hardware_class="workstation", architecture="Blackwell (GB202)", release_year=2025,
+        aliases=["NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "RTX PRO 6000 Max-Q"],
+        nominal_gb=96, memory_type="GDDR7 ECC (28 Gbps, 512-bit)", memory_bandwidth_gb_s=1792,
+        fp16_tflops_dense=438.9, bf16_tflops_dense=438.9, fp8_tflops_dense=877.8, fp4_tflops_dense=1755.5,
+        tdp_w=300, pcie_gen=5, pcie_lanes=16, form_factor="2-slot, blower", slots=2,
+        source="https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/rtx-pro-6000-max-q/",
+        verification="derived (NVIDIA '3,511 AI TOPS' = FP4 sparse; FP16 dense = AI TOPS / 8 as for the "
+        "Workstation Edition: 4,000 -> 503.8, RTX Blackwell PRO whitepaper); Fixstars blog (2025-09) quotes the "
+        "same datasheet",
+        notes="300 W version of the RTX PRO 6000 (same memory, lower clocks).",
+    ),
+    # ---------------------------------------------------------------- AMD
+    dict(
+        id="mi355x", name="AMD Instinct MI355X", vendor="AMD", hardware_class="amd", architecture="CDNA 4",
+        release_year=2025, aliases=["AMD Instinct MI355X", "MI355X", "MI355"], nominal_gb=288,
+        memory_type="HBM3E (8 stacks)", memory_bandwidth_gb_s=8000, fp32_tflops=157.3,
+        fp16_tflops_dense=2516.6, bf16_tflops_dense=2516.6, fp8_tflops_dense=5033.2, int8_tops_dense=5033.2,
+        fp4_tflops_dense=10066.3, tdp_w=1400, pcie_gen=5, pcie_lanes=16,
+        nvlink="Infinity Fabric, 7 links x 153.6 GB/s = 1,075 GB/s aggregate (bidirectional)", nvlink_gb_s=537.6,
+        form_factor="OAM module, liquid cooled", source=AMD_MI355X,
+        verification="partial (AMD spec page figures as known to the builder; cross-checks read in-session: "
+        "ISSCC 2026 report 'FP8 5 PF' = 256 CUs x 8,192 FLOP/clk x 2.4 GHz; Tom's Hardware 'FP4 20.1 PF' (sparse) "
+        "-> 10.05 dense; 288 GB, 8 TB/s, 1,400 W in every report)",
+        notes="AMD prints dense and sparse; these are dense. MI350X: same memory, 1,000 W, ~8 % lower clocks.",
+    ),
+    dict(
+        id="rx-7900-xt", name="AMD Radeon RX 7900 XT", vendor="AMD", hardware_class="amd",
+        architecture="RDNA 3 (Navi 31)", release_year=2022, aliases=["AMD Radeon RX 7900 XT", "Radeon RX 7900 XT"],
+        nominal_gb=20, memory_type="GDDR6 (20 Gbps, 320-bit)", memory_bandwidth_gb_s=800, fp32_tflops=51.6,
+        fp16_tflops_dense=103.2, tdp_w=315, pcie_gen=4, pcie_lanes=16, launch_price_usd=899,
+        source="https://www.amd.com/en/products/graphics/desktops/radeon/7000-series/amd-radeon-rx-7900xt.html",
+        verification=f"partial ({AS_RECALLED}: 84 CUs, 2.4 GHz boost, 51.6 TFLOPS FP32 (dual issue), 103 TFLOPS "
+        "FP16; same per-CU basis as the RX 7900 XTX row: 61.4 / 122.8 at 96 CUs x 2.5 GHz)",
+        notes="FP16 is the WMMA rate (AMD's 'peak half precision'); RDNA 3 has no FP8. Same basis as RX 7900 XTX.",
+    ),
+    dict(
+        id="ryzen-ai-max-395", name="AMD Ryzen AI Max+ 395 (Radeon 8060S, 128GB)", vendor="AMD",
+        hardware_class="amd", architecture="RDNA 3.5 (Strix Halo, 40 CUs) + 16 Zen 5 cores", release_year=2025,
+        aliases=["Ryzen AI Max+ 395", "Ryzen AI Max 395", "Strix Halo", "Radeon 8060S", "Framework Desktop",
+                 "AMD Ryzen AI Max+ 395 w/ Radeon 8060S"],
+        nominal_gb=128, memory_gib=128.0, usable_memory_gib=96.0, memory_type="LPDDR5X-8000 (256-bit, unified)",
+        memory_bandwidth_gb_s=256, fp32_tflops=29.7, fp16_tflops_dense=59.4, tdp_w=120,
+        form_factor="APU (mini PCs, laptops)",
+        source="https://www.amd.com/en/products/processors/laptop/ryzen/ai-max-series/amd-ryzen-ai-max-plus-395.html",
+        verification="derived (memory: AMD spec - LPDDR5X-8000 on a 256-bit bus = 256 GB/s, up to 128 GB; GPU "
+        "rates DERIVED: 40 CUs x 2.9 GHz x 512 FP16 FLOP/clk/CU (WMMA, RDNA 3 per-CU rate of the RX 7900 XTX row) "
+        "= 59.4 TFLOPS, FP32 dual-issue 29.7)",
+        notes="Unified memory: AMD Variable Graphics Memory gives the GPU up to 96 GB of a 128 GB machine on "
+        "Windows (usable_memory_gib); Linux (GTT / amdgpu.gttsize) can give it more. Plan on the memory bandwidth: "
+        "decode is bound by it as on Apple silicon.",
+    ),
+    # ---------------------------------------------------------------- GeForce RTX 40 / 50 desktop
+    dict(
+        id="rtx-4060", name="NVIDIA GeForce RTX 4060", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD107)", release_year=2023, aliases=["NVIDIA GeForce RTX 4060"],
+        nominal_gb=8, memory_type="GDDR6 (17 Gbps, 128-bit)", memory_bandwidth_gb_s=272, fp32_tflops=15.1,
+        **_geforce_ada(242), tdp_w=115, pcie_gen=4, pcie_lanes=8, launch_price_usd=299,
+        source="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+        verification="derived (NVIDIA '242 AI TOPS' (FP8 sparse) with the Ada ratios in this module's docstring; "
+        "= 24 SMs x 1,024 FP16 FLOP/clk x 2.46 GHz / 2)",
+        notes="PCIe 4.0 x8. GeForce: FP16/BF16/FP8 with FP32 accumulate at half the FP16-accumulate rate.",
+    ),
+    dict(
+        id="rtx-5060", name="NVIDIA GeForce RTX 5060", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Blackwell (GB206)", release_year=2025, aliases=["NVIDIA GeForce RTX 5060"],
+        nominal_gb=8, memory_type="GDDR7 (28 Gbps, 128-bit)", memory_bandwidth_gb_s=448, fp32_tflops=19.2,
+        **_geforce_blackwell(614), tdp_w=145, pcie_gen=5, pcie_lanes=8, launch_price_usd=299, source=BW_50,
+        verification="derived (NVIDIA '614 AI TOPS' (FP4 sparse) with the Blackwell ratios in this module's "
+        "docstring; = 30 SMs x 512 FLOP/clk x 2.5 GHz)",
+        notes="PCIe 5.0 x8.",
+    ),
+    dict(
+        id="rtx-5060-ti-8gb", name="NVIDIA GeForce RTX 5060 Ti 8GB", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Blackwell (GB206)", release_year=2025, aliases=[],
+        nominal_gb=8, memory_type="GDDR7 (28 Gbps, 128-bit)", memory_bandwidth_gb_s=448, fp32_tflops=23.7,
+        **_geforce_blackwell(759), tdp_w=180, pcie_gen=5, pcie_lanes=8, launch_price_usd=379, source=BW_50,
+        verification="derived (NVIDIA '759 AI TOPS', as the 16 GB card)",
+        notes="Same chip and clocks as the 16 GB card; half the memory. NVML names both 'NVIDIA GeForce RTX 5060 Ti'.",
+    ),
+    dict(
+        id="rtx-5070", name="NVIDIA GeForce RTX 5070", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Blackwell (GB205)", release_year=2025, aliases=["NVIDIA GeForce RTX 5070"],
+        nominal_gb=12, memory_type="GDDR7 (28 Gbps, 192-bit)", memory_bandwidth_gb_s=672, fp32_tflops=30.9,
+        **_geforce_blackwell(988), tdp_w=250, pcie_gen=5, pcie_lanes=16, launch_price_usd=549, source=BW_50,
+        verification="derived (NVIDIA '988 AI TOPS' (FP4 sparse) with the Blackwell ratios; = 48 SMs x 512 x 2.51 GHz)",
+        notes="",
+    ),
+    # ---------------------------------------------------------------- GeForce laptop GPUs
+    dict(
+        id="rtx-3060-laptop", name="NVIDIA GeForce RTX 3060 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ampere (GA106)", release_year=2021,
+        aliases=["NVIDIA GeForce RTX 3060 Laptop GPU", "RTX 3060 Laptop", "RTX 3060 Mobile"],
+        nominal_gb=6, memory_type="GDDR6 (14 Gbps, 192-bit)", memory_bandwidth_gb_s=336, fp32_tflops=13.1,
+        fp16_tflops_dense=26.2, bf16_tflops_dense=26.2, int8_tops_dense=104.6, tdp_w=130, pcie_gen=4, pcie_lanes=16,
+        form_factor="laptop (80-130 W TGP set by the maker)", source=LAPTOP_40.replace("compare/", "30-series/"),
+        verification="derived (30 SMs x 512 FP16 FLOP/clk (GeForce Ampere FP32-acc, = RTX 3090's 71 TFLOPS / 82 SMs "
+        "/ 1.695 GHz) x 1.703 GHz top boost; boost depends on the laptop's power limit)",
+        notes="Laptop figures are at the highest boost NVIDIA lists; thin laptops run lower TGP and clocks.",
+    ),
+    dict(
+        id="rtx-4060-laptop", name="NVIDIA GeForce RTX 4060 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD107)", release_year=2023,
+        aliases=["NVIDIA GeForce RTX 4060 Laptop GPU", "RTX 4060 Laptop", "RTX 4060 Mobile"],
+        nominal_gb=8, memory_type="GDDR6 (16 Gbps, 128-bit)", memory_bandwidth_gb_s=256, **_geforce_ada(233),
+        tdp_w=140, pcie_gen=4, pcie_lanes=8, form_factor="laptop (35-115 W TGP + Dynamic Boost)", source=LAPTOP_40,
+        verification="derived (NVIDIA '233 AI TOPS' (FP8 sparse, top boost) with the Ada ratios)",
+        notes="Laptop figures are at the highest boost NVIDIA lists; thin laptops run lower TGP and clocks.",
+    ),
+    dict(
+        id="rtx-4070-laptop", name="NVIDIA GeForce RTX 4070 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD106)", release_year=2023,
+        aliases=["NVIDIA GeForce RTX 4070 Laptop GPU", "RTX 4070 Laptop", "RTX 4070 Mobile"],
+        nominal_gb=8, memory_type="GDDR6 (16 Gbps, 128-bit)", memory_bandwidth_gb_s=256, **_geforce_ada(321),
+        tdp_w=140, pcie_gen=4, pcie_lanes=8, form_factor="laptop (35-115 W TGP + Dynamic Boost)", source=LAPTOP_40,
+        verification="derived (NVIDIA '321 AI TOPS' (FP8 sparse, top boost) with the Ada ratios)",
+        notes="Laptop figures are at the highest boost NVIDIA lists.",
+    ),
+    dict(
+        id="rtx-4080-laptop", name="NVIDIA GeForce RTX 4080 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD104)", release_year=2023,
+        aliases=["NVIDIA GeForce RTX 4080 Laptop GPU", "RTX 4080 Laptop", "RTX 4080 Mobile"],
+        nominal_gb=12, memory_type="GDDR6 (18 Gbps, 192-bit)", memory_bandwidth_gb_s=432, **_geforce_ada(542),
+        tdp_w=175, pcie_gen=4, pcie_lanes=16, form_factor="laptop (60-150 W TGP + Dynamic Boost)", source=LAPTOP_40,
+        verification="derived (NVIDIA '542 AI TOPS' (FP8 sparse, top boost) with the Ada ratios)",
+        notes="Laptop figures are at the highest boost NVIDIA lists.",
+    ),
+    dict(
+        id="rtx-4090-laptop", name="NVIDIA GeForce RTX 4090 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD103)", release_year=2023,
+        aliases=["NVIDIA GeForce RTX 4090 Laptop GPU", "RTX 4090 Laptop", "RTX 4090 Mobile"],
+        nominal_gb=16, memory_type="GDDR6 (18 Gbps, 256-bit)", memory_bandwidth_gb_s=576, fp32_tflops=39.7,
+        **_geforce_ada(686), tdp_w=175, pcie_gen=4, pcie_lanes=16,
+        form_factor="laptop (80-150 W TGP + Dynamic Boost)", source=LAPTOP_40,
+        verification="derived (NVIDIA '686 AI TOPS' (FP8 sparse, top boost) with the Ada ratios; = 76 SMs x 1,024 "
+        "x 2.04 GHz / 2 (FP32 accumulate))",
+        notes="An AD103 (RTX 4080-class die) with 16 GB: not a desktop 4090. Laptop figures at the top boost.",
+    ),
+    dict(
+        id="rtx-5070-ti-laptop", name="NVIDIA GeForce RTX 5070 Ti Laptop GPU", vendor="NVIDIA",
+        hardware_class="geforce", architecture="Blackwell (GB205)", release_year=2025,
+        aliases=["NVIDIA GeForce RTX 5070 Ti Laptop GPU", "RTX 5070 Ti Laptop", "RTX 5070 Ti Mobile"],
+        nominal_gb=12, memory_type="GDDR7 (28 Gbps, 192-bit)", memory_bandwidth_gb_s=672, **_geforce_blackwell(992),
+        tdp_w=140, pcie_gen=5, pcie_lanes=8, form_factor="laptop (60-115 W TGP + Dynamic Boost)",
+        source="https://www.nvidia.com/en-us/geforce/laptops/50-series/",
+        verification="derived (NVIDIA '992 AI TOPS' (FP4 sparse, top boost) with the Blackwell ratios)",
+        notes="Laptop figures are at the highest boost NVIDIA lists.",
+    ),
+    dict(
+        id="rtx-5080-laptop", name="NVIDIA GeForce RTX 5080 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Blackwell (GB203)", release_year=2025,
+        aliases=["NVIDIA GeForce RTX 5080 Laptop GPU", "RTX 5080 Laptop", "RTX 5080 Mobile"],
+        nominal_gb=16, memory_type="GDDR7 (28 Gbps, 256-bit)", memory_bandwidth_gb_s=896, **_geforce_blackwell(1334),
+        tdp_w=175, pcie_gen=5, pcie_lanes=16, form_factor="laptop (80-150 W TGP + Dynamic Boost)",
+        source="https://www.nvidia.com/en-us/geforce/laptops/50-series/",
+        verification="derived (NVIDIA '1,334 AI TOPS' (FP4 sparse, top boost) with the Blackwell ratios)",
+        notes="Laptop figures are at the highest boost NVIDIA lists.",
+    ),
+    dict(
+        id="rtx-5090-laptop", name="NVIDIA GeForce RTX 5090 Laptop GPU", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Blackwell (GB203)", release_year=2025,
+        aliases=["NVIDIA GeForce RTX 5090 Laptop GPU", "RTX 5090 Laptop", "RTX 5090 Mobile"],
+        nominal_gb=24, memory_type="GDDR7 (28 Gbps, 256-bit)", memory_bandwidth_gb_s=896, **_geforce_blackwell(1824),
+        tdp_w=175, pcie_gen=5, pcie_lanes=16, form_factor="laptop (95-150 W TGP + Dynamic Boost)",
+        source="https://www.nvidia.com/en-us/geforce/laptops/50-series/",
+        verification="derived (NVIDIA '1,824 AI TOPS' (FP4 sparse, top boost) with the Blackwell ratios)",
+        notes="A GB203 (RTX 5080-class die) with 24 GB; laptop figures at the top boost.",
+    ),
+    # ---------------------------------------------------------------- Jetson
+    dict(
+        id="jetson-agx-thor", name="NVIDIA Jetson AGX Thor (T5000, 128GB)", vendor="NVIDIA", hardware_class="other",
+        architecture="Blackwell (sm_110) SoC + 14-core Arm Neoverse-V3AE", release_year=2025,
+        aliases=["Jetson AGX Thor", "Jetson Thor", "Thor", "NVIDIA Jetson AGX Thor Developer Kit"],
+        nominal_gb=128, memory_gib=128.0, memory_type="LPDDR5X (256-bit, unified)", memory_bandwidth_gb_s=273,
+        fp16_tflops_dense=258.8, bf16_tflops_dense=258.8, fp8_tflops_dense=517.5, fp4_tflops_dense=1035,
+        tdp_w=130, form_factor="module / developer kit",
+        source="https://www.nvidia.com/en-us/autonomous-machines/embedded-systems/jetson-thor/",
+        verification=f"derived ({AS_RECALLED}: 128 GB LPDDR5X at 273 GB/s, 40-130 W, '2,070 FP4 TFLOPS' with "
+        "sparsity; dense FP4 = 1,035, FP8 and FP16 at the datacenter-Blackwell ratios 1/2 and 1/4 (B200: 9,000 / "
+        "4,500 / 2,250) - DERIVED, not an NVIDIA figure)",
+        notes="Unified memory shared with the CPU and OS. Tensor rates derived from the FP4 headline; treat "
+        "prefill estimates as optimistic until measured.",
+    ),
+    dict(
+        id="jetson-orin-nano-super-8gb", name="NVIDIA Jetson Orin Nano Super (8GB)", vendor="NVIDIA",
+        hardware_class="other", architecture="Ampere (GA10B, 8 SMs) SoC + 6-core Arm A78AE", release_year=2024,
+        aliases=["Jetson Orin Nano Super", "Jetson Orin Nano 8GB", "Orin Nano"],
+        nominal_gb=8, memory_gib=8.0, memory_type="LPDDR5 (128-bit, unified)", memory_bandwidth_gb_s=102,
+        fp32_tflops=2.1, int8_tops_dense=33.5, tdp_w=25, form_factor="module / developer kit",
+        launch_price_usd=249,
+        source="https://www.nvidia.com/en-us/autonomous-machines/embedded-systems/jetson-orin/nano-super-developer-kit/",
+        verification=f"partial ({AS_RECALLED}: 8 GB LPDDR5 at 102 GB/s, '67 TOPS' INT8 with sparsity (GPU only on "
+        "Nano: no DLA) -> 33.5 dense; FP32 = 1,024 CUDA cores x 2 x 1.02 GHz)",
+        notes="Same convention as the Jetson AGX Orin row: FP16 tensor rate not published, left blank (the planner "
+        "then uses the FP32 rate, which understates prefill).",
+    ),
+    # ---------------------------------------------------------------- Google TPUs
+    dict(
+        id="tpu-v4", name="Google Cloud TPU v4 (per chip)", vendor="Google", hardware_class="tpu",
+        architecture="TPU v4 (2 TensorCores)", release_year=2021, aliases=["TPU v4", "TPUv4", "v4"],
+        nominal_gb=32, memory_gib=32.0, memory_type="HBM2", memory_bandwidth_gb_s=1200,
+        bf16_tflops_dense=275, fp16_tflops_dense=None, int8_tops_dense=275,
+        nvlink="ICI, 6 links (3D torus)", form_factor="Cloud TPU pod slice (4 chips per host)",
+        source="https://cloud.google.com/tpu/docs/v4",
+        verification=f"partial ({AS_RECALLED}: Cloud TPU v4 system architecture page - 32 GiB HBM2, 1,200 GB/s, "
+        "275 peak BF16 TFLOPS and INT8 TOPS per chip)",
+        notes="Per chip. TPUs run BF16 (no FP16 matrix path); serve with vLLM-TPU or JetStream.",
+    ),
+    dict(
+        id="tpu-v5e", name="Google Cloud TPU v5e (per chip)", vendor="Google", hardware_class="tpu",
+        architecture="TPU v5e (1 TensorCore)", release_year=2023, aliases=["TPU v5e", "TPUv5e", "v5e", "v5litepod"],
+        nominal_gb=16, memory_gib=16.0, memory_type="HBM2", memory_bandwidth_gb_s=819, bf16_tflops_dense=197,
+        int8_tops_dense=394, nvlink="ICI, 4 links (2D torus), 1,600 Gbps", form_factor="Cloud TPU slice",
+        source="https://cloud.google.com/tpu/docs/v5e",
+        verification=f"partial ({AS_RECALLED}: Cloud TPU v5e page - 16 GiB HBM2 at 819 GB/s, 197 BF16 TFLOPS, "
+        "394 INT8 TOPS per chip)",
+        notes="Per chip; the inference-oriented TPU of 2023-24.",
+    ),
+    dict(
+        id="tpu-v5p", name="Google Cloud TPU v5p (per chip)", vendor="Google", hardware_class="tpu",
+        architecture="TPU v5p (2 TensorCores)", release_year=2023, aliases=["TPU v5p", "TPUv5p", "v5p"],
+        nominal_gb=95, memory_gib=95.0, memory_type="HBM2e", memory_bandwidth_gb_s=2765, bf16_tflops_dense=459,
+        int8_tops_dense=918, nvlink="ICI, 6 links (3D torus), 4,800 Gbps", form_factor="Cloud TPU pod slice",
+        source="https://cloud.google.com/tpu/docs/v5p",
+        verification=f"partial ({AS_RECALLED}: Cloud TPU v5p page - 95 GiB HBM2e at 2,765 GB/s, 459 BF16 TFLOPS, "
+        "918 INT8 TOPS per chip)",
+        notes="Per chip.",
+    ),
+    dict(
+        id="tpu-v6e", name="Google Cloud TPU v6e Trillium (per chip)", vendor="Google", hardware_class="tpu",
+        architecture="TPU v6e (Trillium)", release_year=2024, aliases=["TPU v6e", "Trillium", "v6e"],
+        nominal_gb=32, memory_gib=32.0, memory_type="HBM", memory_bandwidth_gb_s=1640, bf16_tflops_dense=918,
+        int8_tops_dense=1836, nvlink="ICI, 3,584 Gbps per chip", form_factor="Cloud TPU slice",
+        source="https://cloud.google.com/tpu/docs/v6e",
+        verification=f"partial ({AS_RECALLED}: Cloud TPU v6e page - 32 GB HBM at 1,640 GB/s, 918 BF16 TFLOPS, "
+        "1,836 INT8 TOPS per chip)",
+        notes="Per chip.",
+    ),
+    # ---------------------------------------------------------------- CPU-only hosts
+    dict(
+        id="cpu-ddr5-2ch", name="CPU only: desktop, 2-channel DDR5-5600, 16 cores (e.g. Ryzen 9 9950X)",
+        vendor="AMD", hardware_class="cpu", architecture="Zen 5 (AVX-512, 512-bit datapath)", release_year=2024,
+        aliases=["CPU only desktop", "desktop CPU", "Ryzen 9 9950X", "AMD Ryzen 9 9950X", "DDR5 desktop"],
+        nominal_gb=64, memory_gib=64.0, memory_type="DDR5-5600 (2 channels, host RAM)", memory_bandwidth_gb_s=89.6,
+        fp32_tflops=4.4, cpu_cores=16, tdp_w=170,
+        source="https://www.amd.com/en/products/processors/desktops/ryzen/9000-series/amd-ryzen-9-9950x.html",
+        verification="derived (AMD spec: 16 cores, 4.3 GHz base, DDR5-5600 2 channels; bandwidth = 2 x 8 B x "
+        "5,600 MT/s = 89.6 GB/s; FP32 = 16 cores x 64 FLOP/clk (2 x 512-bit FMA, Zen 5 full-width AVX-512) x 4.3 GHz "
+        "= 4.4 TFLOPS); 64 GiB of RAM ASSUMED",
+        notes="A CPU-only host: memory = host RAM (64 GiB assumed: give yours with --gpu-spec memory_gib=...), "
+        "bandwidth = DDR peak. llama.cpp on the CPU is the realistic engine; decode is bound by DDR bandwidth, "
+        "prefill by the vector FP32 rate (AMX / VNNI int8 paths not counted).",
+    ),
+    dict(
+        id="cpu-ddr4-2ch", name="CPU only: desktop, 2-channel DDR4-3200, 16 cores (e.g. Ryzen 9 5950X)",
+        vendor="AMD", hardware_class="cpu", architecture="Zen 3 (AVX2)", release_year=2020,
+        aliases=["DDR4 desktop", "Ryzen 9 5950X", "AMD Ryzen 9 5950X"],
+        nominal_gb=64, memory_gib=64.0, memory_type="DDR4-3200 (2 channels, host RAM)", memory_bandwidth_gb_s=51.2,
+        fp32_tflops=1.74, cpu_cores=16, tdp_w=105,
+        source="https://www.amd.com/en/products/processors/desktops/ryzen/5000-series/amd-ryzen-9-5950x.html",
+        verification="derived (AMD spec: 16 cores, 3.4 GHz base, DDR4-3200 2 channels -> 51.2 GB/s; FP32 = 16 x "
+        "32 FLOP/clk (2 x 256-bit FMA) x 3.4 GHz); 64 GiB of RAM ASSUMED",
+        notes="A CPU-only host (see cpu-ddr5-2ch).",
+    ),
+    dict(
+        id="cpu-epyc-genoa-12ch", name="CPU only: AMD EPYC 9654 (96 cores, 12-channel DDR5-4800)", vendor="AMD",
+        hardware_class="cpu", architecture="Zen 4 (AVX-512 on 256-bit units)", release_year=2022,
+        aliases=["EPYC 9654", "AMD EPYC 9654", "EPYC Genoa"],
+        nominal_gb=768, memory_gib=768.0, memory_type="DDR5-4800 (12 channels, host RAM)",
+        memory_bandwidth_gb_s=460.8, fp32_tflops=7.4, cpu_cores=96, tdp_w=360,
+        source="https://www.amd.com/en/products/processors/server/epyc/4th-generation-9004-and-8004-series/"
+        "amd-epyc-9654.html",
+        verification="derived (AMD spec: 96 cores, 2.4 GHz base, 12 channels DDR5-4800 -> 460.8 GB/s; FP32 = 96 x 32 "
+        "FLOP/clk x 2.4 GHz); 768 GiB (12 x 64 GB) ASSUMED",
+        notes="One socket. A CPU-only host (see cpu-ddr5-2ch); NUMA and thread placement decide how much of the "
+        "bandwidth llama.cpp reaches.",
+    ),
+    dict(
+        id="cpu-xeon-spr-8ch", name="CPU only: Intel Xeon Platinum 8480+ (56 cores, 8-channel DDR5-4800)",
+        vendor="Intel", hardware_class="cpu", architecture="Sapphire Rapids (AVX-512, AMX)", release_year=2023,
+        aliases=["Xeon Platinum 8480+", "Intel Xeon Platinum 8480+", "Sapphire Rapids"],
+        nominal_gb=512, memory_gib=512.0, memory_type="DDR5-4800 (8 channels, host RAM)",
+        memory_bandwidth_gb_s=307.2, fp32_tflops=7.2, cpu_cores=56, tdp_w=350,
+        source="https://www.intel.com/content/www/us/en/products/sku/231746/intel-xeon-platinum-8480-processor-105m-"
+        "cache-2-00-ghz/specifications.html",
+        verification="derived (Intel spec: 56 cores, 2.0 GHz base, 8 channels DDR5-4800 -> 307.2 GB/s; FP32 = 56 x 64 "
+        "FLOP/clk (2 x 512-bit FMA) x 2.0 GHz); 512 GiB ASSUMED; AMX BF16 not counted",
+        notes="One socket. A CPU-only host (see cpu-ddr5-2ch).",
+    ),
+]
+
+# Apple M5 (October 2025): expanded like the reference table's Apple rows (bins x memory configs).
+APPLE_M5_ROW: dict[str, str] = {
+    "name": "Apple M5", "vendor": "Apple", "architecture": "Apple silicon SoC (GPU cores with Neural Accelerators)",
+    "release_year": "2025", "memory_type": "LPDDR5X", "memory_bandwidth_gb_s": "153", "form_factor": "SoC",
+    "source_url": "https://www.apple.com/newsroom/2025/10/apple-unleashes-m5-the-next-big-leap-in-ai-performance-"
+    "for-apple-silicon/",
+    "verification": f"partial ({AS_RECALLED}: 10-core GPU, 153 GB/s, MacBook Pro 16/24/32 GB)",
+    "notes": "Apple quotes 'over 4x the peak GPU compute for AI' of M4 from the Neural Accelerators in each GPU "
+    "core but no TFLOPS; the SIMD rate here is DERIVED at the M4 clock and does not count them, so prefill "
+    "estimates are pessimistic.",
+}
