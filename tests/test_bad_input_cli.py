@@ -87,7 +87,7 @@ CASES: list[tuple[str, Setup, list[str], list[str]]] = [
     ("plan file is a device", _nothing, ["plan", "--file", "/dev/zero"], ["not a regular file"]),
     ("plan file is a folder", _nothing, ["plan", "--file", "{tmp}"], ["is a folder"]),
     ("price file is a named pipe", _fifo("prices.toml"),
-     ["cost", "--buy", "RTX 3090", "--prices", "{tmp}/prices.toml"], ["not a regular file"]),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["not a regular file"]),
     ("build file is a named pipe", _fifo("b.toml"), ["build", "check", "{tmp}/b.toml"], ["not a regular file"]),
     # hostile or broken contents
     ("plan: 5000-digit integer", _write("p.toml", f'model = "llama-3.1-8b"\n[workload]\nbatch_size = {BIG_INT}\n'),
@@ -113,11 +113,11 @@ CASES: list[tuple[str, Setup, list[str], list[str]]] = [
     ("safetensors header: deep nesting", _safetensors_header(DEEP_JSON.encode()),
      ["plan", "{tmp}/m/model.safetensors"], ["nested too deeply"]),
     ("--prices: huge integer", _write("prices.toml", f"[gpu.x]\nprice_usd = {BIG_INT}\n"),
-     ["cost", "--buy", "RTX 3090", "--prices", "{tmp}/prices.toml"], ["4,300-digit limit"]),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["4,300-digit limit"]),
     ("--prices: deep nesting", _write("prices.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
-     ["cost", "--buy", "RTX 3090", "--prices", "{tmp}/prices.toml"], ["nested too deeply"]),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["nested too deeply"]),
     ("user price file: bad UTF-8", _write("cfg/mlrig/prices.toml", b"\xff\n"),
-     ["cost", "--buy", "RTX 3090"], ["UTF-8"]),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100"], ["UTF-8"]),
     ("build file: huge integer", _write("b.toml", f"ram_gib = {BIG_INT}\n"), ["build", "check", "{tmp}/b.toml"],
      ["4,300-digit limit"]),
     # values accepted before with exit 0
