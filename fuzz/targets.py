@@ -96,15 +96,19 @@ def plan_json(data: bytes) -> None:
 
 
 def eval_line(data: bytes) -> None:
-    """One `mlrig eval` line: the loader's JSON parse, then `evaluate_case` (which must never report
-    an internal error)."""
-    from mlrig.planner import evaluate_case
-    from mlrig.userfiles import parse_json
+    """One `mlrig eval` input: split into lines exactly as the command reads them, each line through
+    `mlrig.batch.result_for_line` (which must never raise nor report an internal error, and must give
+    strict JSON)."""
+    import json
 
-    obj = parse_json(data, "line 1", max_items=100_000)
-    result = evaluate_case(obj)
-    if result.error and result.error.startswith("internal error"):
-        raise InternalError(result.error)
+    from mlrig.batch import read_lines, result_for_line
+
+    for lineno, raw in enumerate(read_lines(io.BytesIO(data)), 1):
+        result = result_for_line(raw, lineno)
+        err = result.get("error")
+        if isinstance(err, str) and err.startswith("internal error"):
+            raise InternalError(err)
+        json.dumps(result, allow_nan=False)
 
 
 def prices(data: bytes) -> None:

@@ -87,7 +87,8 @@ CASES: list[tuple[str, Setup, list[str], list[str]]] = [
     ("plan file is a device", _nothing, ["plan", "--file", "/dev/zero"], ["not a regular file"]),
     ("plan file is a folder", _nothing, ["plan", "--file", "{tmp}"], ["is a folder"]),
     ("price file is a named pipe", _fifo("prices.toml"),
-     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["not a regular file"]),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"],
+     ["not a regular file"]),
     ("build file is a named pipe", _fifo("b.toml"), ["build", "check", "{tmp}/b.toml"], ["not a regular file"]),
     # hostile or broken contents
     ("plan: 5000-digit integer", _write("p.toml", f'model = "llama-3.1-8b"\n[workload]\nbatch_size = {BIG_INT}\n'),

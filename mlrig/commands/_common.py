@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Annotated, Any
 
@@ -11,21 +10,21 @@ import typer
 
 
 def print_json(obj: Any) -> None:
-    """Print pydantic models, lists of them, or plain data as JSON on stdout."""
+    """Print pydantic models, lists of them, or plain data as JSON on stdout (NaN/infinity as null)."""
     from pydantic import BaseModel
+
+    from mlrig.batch import json_ready
 
     def conv(o: Any) -> Any:
         if isinstance(o, BaseModel):
-            return conv(o.model_dump(mode="json"))
+            return o.model_dump(mode="json")
         if isinstance(o, list | tuple):
             return [conv(x) for x in o]
         if isinstance(o, dict):
             return {k: conv(v) for k, v in o.items()}
-        if isinstance(o, float) and not math.isfinite(o):  # JSON has no NaN/Infinity: null, never invalid JSON
-            return None
         return o
 
-    json.dump(conv(obj), sys.stdout, indent=2)
+    json.dump(json_ready(conv(obj)), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
