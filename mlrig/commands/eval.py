@@ -32,7 +32,7 @@ def _open_cases(cases: Path) -> IO[bytes]:
     from mlrig.userfiles import open_regular
 
     fd, _ = open_regular(cases, "cases file")
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb", buffering=2**20)  # large reads: an over-long line is skipped quickly
 
 
 def _refuse_same_file(source: IO[bytes], out: Path) -> None:
