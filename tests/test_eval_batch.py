@@ -208,6 +208,12 @@ def test_result_for_line_never_raises_on_odd_values() -> None:
 
 # ---- signals ----
 
+def _sigint_default() -> None:
+    """A test run started in the background (`pytest &`) inherits SIGINT ignored, and a Python child
+    would keep ignoring it (as mlrig does under nohup): give the child the ordinary disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "to_stdout"), [(signal.SIGTERM, False), (signal.SIGINT, False),
                                                   (signal.SIGTERM, True)])
 def test_batch_stopped_by_a_signal_leaves_complete_lines_and_a_summary(
@@ -221,7 +227,7 @@ def test_batch_stopped_by_a_signal_leaves_complete_lines_and_a_summary(
     with out.open("wb") as stdout_file:
         proc = subprocess.Popen(args if to_stdout else [*args, "-o", str(out)], stdin=subprocess.DEVNULL,
                                 stdout=stdout_file if to_stdout else subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=env)
+                                env=env, preexec_fn=_sigint_default)
         try:
             end = time.monotonic() + DEADLINE_S
             while (not out.exists() or out.read_bytes().count(b"\n") < 20) and proc.poll() is None:

@@ -97,8 +97,12 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 JOB = textwrap.dedent("""
     import signal, subprocess, sys, time
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # die of Ctrl-C quietly, as of SIGTERM
-    quiet = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(600)"
-    worker = subprocess.Popen([sys.executable, "-c", quiet])
+    # the worker says it is ready once its own Ctrl-C handling is set: a signal that reached it while
+    # Python was still starting would print a start-up traceback (a race on a loaded machine)
+    quiet = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_DFL); print('ready', flush=True); "
+             "time.sleep(600)")
+    worker = subprocess.Popen([sys.executable, "-c", quiet], stdout=subprocess.PIPE)
+    worker.stdout.readline()
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(f"{worker.pid}\\n")
     import os; os.replace(sys.argv[1] + ".tmp", sys.argv[1])
