@@ -54,13 +54,14 @@ def results(data: bytes) -> list[dict[str, Any]]:
 
 # ---- output = input ----
 
-@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "other spelling", "stdin redirected"])
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link", "other spelling", "stdin redirected",
+                                 "stdout appended"])
 def test_output_that_is_the_input_is_refused(tmp_path: Path, how: str) -> None:
     cases = tmp_path / "cases.jsonl"
     content = line(GOOD) + b"\n"
     cases.write_bytes(content)
     out = {"same path": cases, "other spelling": tmp_path / "." / "cases.jsonl", "stdin redirected": cases,
-           "symlink": tmp_path / "link.jsonl", "hard link": tmp_path / "hard.jsonl"}[how]
+           "symlink": tmp_path / "link.jsonl", "hard link": tmp_path / "hard.jsonl", "stdout appended": cases}[how]
     if how == "symlink":
         out.symlink_to(cases)
     elif how == "hard link":
@@ -69,6 +70,10 @@ def test_output_that_is_the_input_is_refused(tmp_path: Path, how: str) -> None:
         with cases.open("rb") as f:
             r = subprocess.run([sys.executable, "-m", "mlrig.cli", "eval", "-", "-o", str(out)], stdin=f,
                                capture_output=True, timeout=DEADLINE_S, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    elif how == "stdout appended":  # mlrig eval X >> X: results would be read back as cases, without end
+        with cases.open("ab") as f:
+            r = subprocess.run([sys.executable, "-m", "mlrig.cli", "eval", str(cases)], stdout=f,
+                               stderr=subprocess.PIPE, timeout=DEADLINE_S, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     else:
         r = mlrig(["eval", str(cases), "-o", str(out)], tmp_path)
     assert r.returncode == 2, r.stderr

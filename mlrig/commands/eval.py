@@ -35,19 +35,24 @@ def _open_cases(cases: Path) -> IO[bytes]:
     return os.fdopen(fd, "rb", buffering=2**20)  # large reads: an over-long line is skipped quickly
 
 
-def _refuse_same_file(source: IO[bytes], out: Path) -> None:
-    """`-o` naming the input itself (directly, through a symlink or a hard link) would be emptied before
-    it is read: refused. Compared by device and inode, so every spelling of the path is caught."""
+def _refuse_same_file(source: IO[bytes], out: Path | int) -> None:
+    """An output (`-o` path, or standard output's descriptor) that is the input itself, directly, through
+    a symlink or a hard link, is refused: `-o` would empty it before it is read, and `>> cases.jsonl`
+    would feed the results back in without end. Compared by device and inode."""
     import os
+    import stat
 
     from mlrig.errors import MlrigError
 
     try:
-        so = os.stat(out)
+        so = os.fstat(out) if isinstance(out, int) else os.stat(out)
         si = os.fstat(source.fileno())
     except (OSError, ValueError, AttributeError):
-        return  # the output does not exist yet (or the input has no descriptor): nothing to clobber
-    if (so.st_dev, so.st_ino) == (si.st_dev, si.st_ino):
+        return  # the output does not exist yet (or has no descriptor): nothing to clobber
+    if (so.st_dev, so.st_ino) == (si.st_dev, si.st_ino) and stat.S_ISREG(si.st_mode):
+        if isinstance(out, int):
+            raise MlrigError("standard output is the cases file itself; appending results there would feed "
+                             "them back in as cases; pick another output path")
         raise MlrigError(f"--output {str(out)!r} is the cases file itself; writing there would empty it "
                          "before it is read; pick another output path")
 
@@ -80,6 +85,12 @@ def eval_cmd(
                                  "pick a writable path") from None
         else:
             sys.stdout.flush()
+            try:
+                fd = sys.stdout.fileno()
+            except (AttributeError, OSError, ValueError):
+                fd = None
+            if fd is not None:
+                _refuse_same_file(source, fd)
             try:
                 sink = LineSink(sys.stdout.fileno(), None, "stdout", close=False)
             except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
