@@ -253,3 +253,32 @@ def test_batch_stopped_by_a_signal_leaves_complete_lines_and_a_summary(
     m = re.search(rb"mlrig: eval stopped by " + name.encode() + rb": ([\d,]+) of ([\d,]+) lines evaluated", err)
     assert m, err
     assert int(m.group(1).replace(b",", b"")) == len(got) and int(m.group(2).replace(b",", b"")) == n_lines
+
+
+def test_cases_from_a_pipe_are_read_as_they_come(tmp_path: Path) -> None:
+    """`mlrig eval <(generate-cases)`: a named pipe as the cases file is streamed (not refused, not
+    size-checked), and its results come out in order."""
+    fifo = tmp_path / "cases.fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLRIG_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "mlrig.cli", "eval", str(fifo)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        end = time.monotonic() + DEADLINE_S
+        while True:  # open without blocking: ENXIO until eval has opened its end (never hang if it died)
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:
+                assert exc.errno == errno.ENXIO and proc.poll() is None and time.monotonic() < end, exc
+                time.sleep(0.05)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as w:
+            w.write(line({**GOOD, "id": "a"}) + b"\n\n" + line({**GOOD, "id": "b"}) + b"\n")
+        out, err = proc.communicate(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err  # the blank line is an error line
+    assert [o["id"] for o in results(out)] == ["a", None, "b"]
