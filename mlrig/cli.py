@@ -69,22 +69,66 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# What the output's symbols become on a terminal that cannot show them (PYTHONIOENCODING=ascii, a
+# latin-1 locale): readable ASCII rather than a UnicodeEncodeError traceback.
+_ASCII_FALLBACK = {"✔": "ok", "✘": "x", "·": "-", "…": "...", "±": "+/-", "×": "x", "—": "-", "–": "-",
+                   "→": "->", "←": "<-", "≥": ">=", "≤": "<=", "≈": "~", "α": "a", "°": " deg", "µ": "u",
+                   "‘": "'", "’": "'", "“": '"', "”": '"', "•": "*", "÷": "/"}
+
+
+def _degrade(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start:exc.end]
+    return "".join(_ASCII_FALLBACK.get(ch, "?") for ch in bad), exc.end
+
+
+def _safe_streams() -> None:
+    """Let stdout/stderr degrade characters their encoding lacks instead of raising."""
+    import codecs
+
+    codecs.register_error("mlrig-degrade", _degrade)
+    for stream in (sys.stdout, sys.stderr):
+        enc = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "✔·…±×—→≥".encode(enc)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="mlrig-degrade")
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit status 2, never a traceback.
 
     Click (inside typer) already turns usage errors into exit status 2 and `typer.Exit` into its code.
     """
+    import errno
+
+    from mlrig import interrupts
     from mlrig.errors import MlrigError
 
+    _safe_streams()
+    interrupts.install()
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         build_app(command)()
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("mlrig: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except interrupts.STOP as exc:
+        print(f"mlrig: interrupted ({interrupts.describe(exc)})", file=sys.stderr)
+        sys.exit(interrupts.exit_status(exc))
+    except BrokenPipeError:  # `mlrig models | head`: the reader left; not an error worth a traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG):
+            raise
+        print(f"mlrig: error: cannot write: {exc.strerror}; free some space or write elsewhere", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ This is the one place that wires catalogs → estimators. It holds no formulas o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +47,16 @@ def parse_plan(data: Plan | dict[str, Any]) -> Plan:
 
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:
-    """Read a plan from TOML or JSON (by extension; TOML otherwise)."""
-    import tomllib  # only plan files need it; kept off the start-up path of `mlrig plan MODEL`
+    """Read a plan from TOML or JSON (by extension; TOML otherwise): a regular file of at most 1 MB,
+    read and parsed by `mlrig.userfiles` (every failure a one-line error naming the file)."""
+    from mlrig.userfiles import parse_json, parse_toml, read_bytes
 
     p = Path(path)
-    if not p.is_file():
-        raise MlrigError(f"plan file {str(p)!r} not found; give the path to a .toml or .json plan")
-    if p.stat().st_size > 1_000_000:
-        raise MlrigError(f"plan file {str(p)!r} is over 1 MB; a plan is a few lines of TOML")
-    text = p.read_text(encoding="utf-8", errors="replace")
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise MlrigError(f"plan file {str(p)!r} is not valid {p.suffix.lstrip('.') or 'TOML'}: {exc}") from None
+    raw = read_bytes(p, "plan file", 1_000_000, "give the path to a .toml or .json plan")  # a few lines
+    where = f"plan file {str(p)!r}"
+    data = parse_json(raw, where, max_items=100_000) if p.suffix.lower() == ".json" else parse_toml(raw, where)
     if not isinstance(data, dict):
-        raise MlrigError(f"plan file {str(p)!r} must hold one plan object")
+        raise MlrigError(f"{where} must hold one plan object")
     return data
 
 

@@ -15,6 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from mlrig.catalog.gpus import GpuSpec
 
 Task = Literal["inference", "finetune", "pretrain"]
+_SIZE_CAP = 10_000_000  # hidden/intermediate sizes; the config.json reader uses the same caps
+_LAYER_CAP = 10_000
+_HEAD_CAP = 100_000
+MAX_TOTAL_GPUS = 1_000_000
+MAX_TOKENS_TO_TRAIN = 1e16  # 10,000T: ~300x the largest published training runs (Llama 4: 30T+)
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
@@ -29,25 +34,27 @@ class _Strict(BaseModel):
     def _finite(cls, v: object) -> object:
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError("must be a finite number (got NaN or infinity)")
+        if isinstance(v, str) and not v.strip():  # --engine '' and friends: a name, never blank
+            raise ValueError("must not be empty; give a name or leave the field out")
         return v
 
 
 class ModelRef(_Strict):
     """`name` (catalog id, HF id or path) or an explicit architecture (fields of ModelArch)."""
 
-    name: str | None = None
-    hidden_size: int | None = Field(None, gt=0)
-    num_layers: int | None = Field(None, gt=0)
-    num_heads: int | None = Field(None, gt=0)
-    num_kv_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    intermediate_size: int | None = Field(None, gt=0)
+    name: str | None = Field(None, min_length=1, max_length=1000)
+    hidden_size: int | None = Field(None, gt=0, le=_SIZE_CAP)
+    num_layers: int | None = Field(None, gt=0, le=_LAYER_CAP)
+    num_heads: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    num_kv_heads: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    head_dim: int | None = Field(None, gt=0, le=_HEAD_CAP)
+    intermediate_size: int | None = Field(None, gt=0, le=_SIZE_CAP)
     mlp: Literal["gated", "plain"] = "gated"
-    vocab_size: int | None = Field(None, gt=0)
+    vocab_size: int | None = Field(None, gt=0, le=100_000_000)
     tie_word_embeddings: bool = False
-    num_experts: int = Field(0, ge=0)
-    experts_per_token: int = Field(0, ge=0)
-    params: float | None = Field(None, gt=0, description="stated total, checked against the derived count")
+    num_experts: int = Field(0, ge=0, le=_HEAD_CAP)
+    experts_per_token: int = Field(0, ge=0, le=_HEAD_CAP)
+    params: float | None = Field(None, gt=0, le=1e15, description="stated total, checked against the derived count")
 
     @property
     def is_explicit(self) -> bool:
@@ -67,14 +74,14 @@ class ModelRef(_Strict):
 
 class WorkloadSpec(_Strict):
     task: Task = "inference"
-    precision: str = "bf16"
-    kv_cache_precision: str | None = None  # defaults to the compute dtype
-    engine: str | None = None
+    precision: str = Field("bf16", max_length=200)
+    kv_cache_precision: str | None = Field(None, max_length=200)  # default: compute dtype
+    engine: str | None = Field(None, max_length=200)
     batch_size: int = Field(1, gt=0, le=1_000_000)
     prompt_tokens: int = Field(512, ge=0, le=100_000_000)
     output_tokens: int = Field(128, ge=0, le=100_000_000)
     context_tokens: int | None = Field(None, gt=0, le=100_000_000)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1.0)
+    gpu_memory_utilization: float | None = Field(None, ge=0.01, le=1.0)
     flash_attention: bool = True
     gpu_layers: int | None = Field(
         None, ge=0, le=100_000, description="llama.cpp -ngl: layers on the GPU(s); the rest run on the CPU")
@@ -112,12 +119,12 @@ class TrainingSpec(_Strict):
     method: Method = "full"
     lora_rank: int = Field(16, gt=0, le=65536)
     lora_targets: list[str] = Field(
-        default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"],
+        default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"], max_length=100,
         description="q,k,v,o,gate,up,down; 'attention' = q,k,v,o, 'mlp' = gate,up,down; 'embeddings' and "
         "'lm_head' train those matrices fully (PEFT modules_to_save)")
-    optimizer: str = "adamw"
+    optimizer: str = Field("adamw", max_length=200)
     seq_len: int | None = Field(None, gt=0, le=100_000_000)
-    global_batch_tokens: int | None = Field(None, gt=0)
+    global_batch_tokens: int | None = Field(None, gt=0, le=10**12)
     gradient_checkpointing: bool = True
     activation_checkpointing: Checkpointing | None = Field(
         None, description="none | selective | full (default: full when gradient_checkpointing, else none)")
@@ -130,9 +137,10 @@ class TrainingSpec(_Strict):
     context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
     expert_parallel: int = Field(1, gt=0, le=4096, description="MoE experts split across GPUs")
     sequence_parallel: bool = Field(False, description="Megatron SP (with TP): activations sharded by TP")
-    tokens_to_train: float | None = Field(None, gt=0)
+    tokens_to_train: float | None = Field(None, ge=1, le=MAX_TOKENS_TO_TRAIN)
     data_bytes_per_token: float | None = Field(
-        None, gt=0, le=1e6, description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
+        None, ge=0.01, le=1e6,
+        description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
 
     @model_validator(mode="after")
     def _checkpointing(self) -> TrainingSpec:
@@ -154,20 +162,21 @@ class TrainingSpec(_Strict):
 
 
 class HardwareSpec(_Strict):
-    gpu: str = "rtx-4090"
+    gpu: str = Field("rtx-4090", max_length=200)
     count: int = Field(1, gt=0, le=100_000)
     nodes: int = Field(1, gt=0, le=100_000)
     tensor_parallel: int = Field(1, gt=0, le=1024)
     pipeline_parallel: int = Field(1, gt=0, le=1024)
-    interconnect: str | None = None
-    host_ram_gib: float | None = Field(None, gt=0)
+    interconnect: str | None = Field(None, max_length=200)
+    host_ram_gib: float | None = Field(None, ge=0.01, le=2**20)
     host_memory_bandwidth_gb_s: float | None = Field(
-        None, gt=0, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
+        None, ge=0.01, le=1e5, description="host RAM bandwidth for CPU-offloaded layers (measured by `mlrig probe`)")
     storage_gb_s: float | None = Field(
-        None, gt=0, le=1e6, description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
+        None, ge=1e-4, le=1e6,
+        description="sequential throughput of the storage holding data and checkpoints, 10^9 B/s")
     mtbf_hours: float | None = Field(
-        None, gt=0, description="mean time between job interruptions (default: Meta's RSC-1/RSC-2 failure "
-        "rate per GPU, arXiv 2410.21680)")
+        None, ge=0.01, le=1e9, description="mean time between job interruptions (default: Meta's RSC-1/RSC-2 "
+        "failure rate per GPU, arXiv 2410.21680)")
     power_limit_w: float | None = Field(
         None, gt=0, le=10_000, description="a GPU power cap below TDP (nvidia-smi -pl); scales the compute peak")
     gpu_spec: GpuSpec | None = Field(
@@ -198,6 +207,9 @@ class HardwareSpec(_Strict):
 
     @model_validator(mode="after")
     def _parallel_fits(self) -> HardwareSpec:
+        if self.total_gpus > MAX_TOTAL_GPUS:
+            raise ValueError(f"count x nodes = {self.total_gpus:,} GPUs; the limit is {MAX_TOTAL_GPUS:,} "
+                             "(the largest clusters hold a few hundred thousand)")
         if self.tensor_parallel * self.pipeline_parallel > self.total_gpus:
             raise ValueError(
                 f"tensor_parallel x pipeline_parallel = {self.tensor_parallel * self.pipeline_parallel} "
@@ -208,7 +220,7 @@ class HardwareSpec(_Strict):
 class Plan(_Strict):
     """One workload on one hardware setup."""
 
-    id: str | None = None
+    id: str | None = Field(None, max_length=1000)
     model: ModelRef
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     training: TrainingSpec | None = None

@@ -30,7 +30,6 @@ Rules and their sources:
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -205,13 +204,10 @@ def cooler_of(b: BuildGpu, g: GPU) -> Cooler:
 
 
 def load_build(path: str | Path) -> Build:
-    p = Path(path)
-    if not p.is_file():
-        raise MlrigError(f"build file {str(p)!r} not found; see examples/build-2x3090.toml")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise MlrigError(f"build file {str(p)!r} is not valid TOML: {exc}") from None
+    from mlrig.userfiles import load_toml
+
+    # finite=False: the Build model checks its own numbers and names the field
+    data = load_toml(path, "build file", max_bytes=2**20, missing="see examples/build-2x3090.toml", finite=False)
     return parse_build(data)
 
 

@@ -16,7 +16,6 @@ import datetime as dt
 import fnmatch
 import math
 import os
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -239,12 +238,11 @@ def user_prices_path() -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise MlrigError(f"price file {str(path)!r} not found; give the path to a prices.toml")
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise MlrigError(f"price file {str(path)!r} is not valid TOML: {exc}") from None
+    """A price file: a regular file of at most 4 MiB, parsed by `mlrig.userfiles` (one-line errors)."""
+    from mlrig.userfiles import load_toml
+
+    return load_toml(path, "price file", max_bytes=4 * 2**20, missing="give the path to a prices.toml",
+                     finite=False)  # _check_numbers names the field of a NaN or inf
 
 
 def _check_numbers(path: Path, where: str, table: dict[str, Any]) -> None:

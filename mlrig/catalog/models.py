@@ -254,7 +254,9 @@ def resolve_model(name_or_path: str) -> ModelArch:
         raise MlrigError("model name is empty; give a catalog name (see `mlrig models`), HF id or path")
     name = name_or_path.strip()
     p = Path(name).expanduser()
-    if p.exists():
+    from mlrig.userfiles import path_exists
+
+    if path_exists(p):  # not Path.exists: a 300-character name raised ENAMETOOLONG
         from mlrig.catalog.readers import load_model_path
 
         return load_model_path(p)

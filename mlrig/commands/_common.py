@@ -10,8 +10,10 @@ import typer
 
 
 def print_json(obj: Any) -> None:
-    """Print pydantic models, lists of them, or plain data as JSON on stdout."""
+    """Print pydantic models, lists of them, or plain data as JSON on stdout (NaN/infinity as null)."""
     from pydantic import BaseModel
+
+    from mlrig.batch import json_ready
 
     def conv(o: Any) -> Any:
         if isinstance(o, BaseModel):
@@ -22,7 +24,7 @@ def print_json(obj: Any) -> None:
             return {k: conv(v) for k, v in o.items()}
         return o
 
-    json.dump(conv(obj), sys.stdout, indent=2)
+    json.dump(json_ready(conv(obj)), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 

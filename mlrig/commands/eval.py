@@ -1,60 +1,132 @@
-"""`mlrig eval CASES.jsonl`: one plan per line in, one result per line out (PLAN-FORMAT.md)."""
+"""`mlrig eval CASES.jsonl`: one plan per line in, one result per line out (PLAN-FORMAT.md).
+
+The per-line work and its guarantees live in `mlrig.batch`; this command opens the input and output,
+refuses an output that is the input, and reports a batch cut short by a signal."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
-MAX_LINE_BYTES = 1_000_000
+
+def _open_cases(cases: Path) -> IO[bytes]:
+    """The cases file as a binary stream: a regular file, or a pipe (`<(...)`, a FIFO) read as it comes."""
+    import os
+    import stat
+
+    from mlrig.errors import MlrigError
+    from mlrig.userfiles import check_regular_file
+
+    try:
+        st = os.stat(cases)
+    except (OSError, ValueError):
+        st = None
+    if st is not None and stat.S_ISFIFO(st.st_mode):
+        try:
+            return open(cases, "rb")  # closed by the caller
+        except OSError as exc:
+            raise MlrigError(f"cannot read cases file {str(cases)!r}: {exc.strerror}") from None
+    check_regular_file(cases, "cases file", "give a .jsonl file with one plan per line ('-' for stdin)")
+    from mlrig.userfiles import open_regular
+
+    fd, _ = open_regular(cases, "cases file")
+    return os.fdopen(fd, "rb", buffering=2**20)  # large reads: an over-long line is skipped quickly
+
+
+def _refuse_same_file(source: IO[bytes], out: Path | int) -> None:
+    """An output (`-o` path, or standard output's descriptor) that is the input itself, directly, through
+    a symlink or a hard link, is refused: `-o` would empty it before it is read, and `>> cases.jsonl`
+    would feed the results back in without end. Compared by device and inode."""
+    import os
+    import stat
+
+    from mlrig.errors import MlrigError
+
+    try:
+        so = os.fstat(out) if isinstance(out, int) else os.stat(out)
+        si = os.fstat(source.fileno())
+    except (OSError, ValueError, AttributeError):
+        return  # the output does not exist yet (or has no descriptor): nothing to clobber
+    if (so.st_dev, so.st_ino) == (si.st_dev, si.st_ino) and stat.S_ISREG(si.st_mode):
+        if isinstance(out, int):
+            raise MlrigError("standard output is the cases file itself; appending results there would feed "
+                             "them back in as cases; pick another output path")
+        raise MlrigError(f"--output {str(out)!r} is the cases file itself; writing there would empty it "
+                         "before it is read; pick another output path")
 
 
 def eval_cmd(
     cases: Annotated[Path, typer.Argument(help="JSON Lines file, one plan per line ('-' for stdin)")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="write results here instead of stdout")] = None,
 ) -> None:
-    """Evaluate plans in batch (JSON Lines in, one result per line out).
+    """Evaluate plans in batch (JSON Lines in, one result per line out, line N for line N).
 
-    Bad lines yield an `error` result; the rest are still evaluated.
-    Exit status 0 when every line was evaluated, 1 when any had an error."""
-    import json
+    A bad or blank line yields an `error` result on its line; the rest are still evaluated; `id` is
+    echoed as given. Exit status 0 when every line was evaluated, 1 when any had an error, 128+N when
+    signal N stopped the batch (a summary on stderr; every line written is complete)."""
+    import os
     import sys
 
+    from mlrig import interrupts
+    from mlrig.batch import LineSink, count_lines_left, read_lines, result_for_line, signals_held
     from mlrig.errors import MlrigError
-    from mlrig.planner import evaluate_case
-    from mlrig.results import PlanResult
 
-    if str(cases) == "-":
-        lines = sys.stdin
-    elif not cases.is_file():
-        raise MlrigError(f"cases file {str(cases)!r} not found; give a .jsonl file with one plan per line")
-    else:
-        lines = cases.open(encoding="utf-8", errors="replace")
+    source: IO[bytes] = sys.stdin.buffer if str(cases) == "-" else _open_cases(cases)
     try:
-        sink = out.open("w", encoding="utf-8") if out else sys.stdout
-    except OSError as exc:
-        raise MlrigError(f"cannot write results to {str(out)!r}: {exc.strerror}; pick a writable path") from None
-    any_error = False
-    try:
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            if len(line) > MAX_LINE_BYTES:
-                result = PlanResult(error=f"line {lineno}: over {MAX_LINE_BYTES:,} bytes; a plan is small")
-            else:
+        if out is not None:
+            _refuse_same_file(source, out)
+            try:
+                sink = LineSink(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666), None, str(out),
+                                close=True)
+            except OSError as exc:
+                raise MlrigError(f"cannot write results to {str(out)!r}: {exc.strerror}; "
+                                 "pick a writable path") from None
+        else:
+            sys.stdout.flush()
+            try:
+                fd = sys.stdout.fileno()
+            except (AttributeError, OSError, ValueError):
+                fd = None
+            if fd is not None:
+                _refuse_same_file(source, fd)
+            try:
+                sink = LineSink(sys.stdout.fileno(), None, "stdout", close=False)
+            except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
+                sink = LineSink(None, sys.stdout.buffer, "stdout", close=False)
+        any_error = False
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(read_lines(source), 1):
+                result = result_for_line(raw, lineno)
+                any_error |= result.get("error") is not None
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    result = PlanResult(error=f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
-                else:
-                    result = evaluate_case(obj)
-            any_error |= result.error is not None
-            sink.write(json.dumps(result.model_dump(mode="json")) + "\n")
-            sink.flush()
-    finally:
-        if out:
+                    sink.write_line(result)
+                except OSError as exc:
+                    if isinstance(exc, BrokenPipeError):
+                        raise
+                    raise MlrigError(f"cannot write results to {sink.name}: {exc.strerror or exc} after "
+                                     f"{sink.lines:,} lines (each one complete); free some space or write "
+                                     "elsewhere") from None
+        except interrupts.STOP as exc:
+            with signals_held():
+                sink.close()
+                left = count_lines_left(source)
+                done = sink.lines  # lines read past `done` were not evaluated (or not written) yet
+                total = None if left is None else max(lineno, done) + left
+                of = f"{done:,} of {total:,}" if total is not None else f"{done:,}"
+                rest = "" if left is not None else " (the rest of the input was not read)"
+                where = f" in {str(out)!r}" if out is not None else ""
+                print(f"mlrig: eval stopped by {interrupts.describe(exc)}: {of} lines evaluated{rest}; "
+                      f"the {done:,} results{where} are complete lines; run the remaining lines again",
+                      file=sys.stderr)
+            raise typer.Exit(interrupts.exit_status(exc)) from None
+        finally:
             sink.close()
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
     if any_error:
         raise typer.Exit(1)
 

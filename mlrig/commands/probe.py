@@ -10,13 +10,31 @@ import typer
 
 
 def _stderr_progress() -> tuple[Any, Any]:
+    """A spinner naming the running step, and one permanent line on stderr per finished measurement
+    (with its result and how long it took), so a slow probe shows where it is."""
+    import time
+
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from mlrig.probe.run import DONE
 
     prog = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                     console=Console(stderr=True), transient=True)
     task = prog.add_task("probing", total=None)
-    return prog, lambda msg: prog.update(task, description=msg)
+    started = [time.monotonic()]
+
+    def step(msg: str) -> None:
+        if msg.startswith(DONE):
+            took = time.monotonic() - started[0]
+            prog.console.print(f"[green]✔[/] {escape(msg.removeprefix(DONE))} [dim]({took:.1f} s)[/]")
+            return
+        if not msg.startswith("disk: "):  # the disk test's phases are one measurement
+            started[0] = time.monotonic()
+        prog.update(task, description=msg)
+
+    return prog, step
 
 
 def _render_profile(p: Any) -> None:
@@ -93,11 +111,17 @@ def probe_cmd(
     prog, step = _stderr_progress()
     with prog:
         profile = probe(dir, quick=quick, progress=step)
-    save_profile(profile)
+    try:  # measurements are shown even when they cannot be saved (disk full, unwritable MLRIG_HOME)
+        save_profile(profile)
+        unsaved = None
+    except MlrigError as exc:
+        unsaved = exc
     if json_out:
         print_json(profile)
     else:
         _render_profile(profile)
+    if unsaved is not None:
+        raise MlrigError(f"the measurements above were not saved: {unsaved}")
 
 
 def diagnose_cmd(

@@ -38,6 +38,7 @@ DEFAULT_ENGINE = "vllm"  # serving means continuous batching; vLLM is the common
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 256
 MAX_CONCURRENCY = 1_000_000
+MAX_SPEC_K = 64  # draft tokens per step; engines use 1-10 (vLLM num_speculative_tokens, EAGLE trees ~60)
 
 MinTokSOpt = Annotated[float, typer.Option("--min-tok-s", help="per-user decode speed to hold (tok/s)")]
 MaxTtftOpt = Annotated[float | None, typer.Option("--max-ttft-ms", help="time-to-first-token limit (ms)")]
@@ -84,8 +85,12 @@ def check_inputs(min_tok_s: float, max_ttft_ms: float | None, spec_k: int, accep
         raise MlrigError(f"--min-tok-s must be > 0 tok/s per user, got {min_tok_s:g}")
     if max_ttft_ms is not None and not max_ttft_ms > 0:
         raise MlrigError(f"--max-ttft-ms must be > 0, got {max_ttft_ms:g}")
-    if spec_k < 1:
-        raise MlrigError(f"--spec-k must be >= 1 draft token per step, got {spec_k}")
+    if not 1 <= spec_k <= MAX_SPEC_K:
+        raise MlrigError(f"--spec-k must be between 1 and {MAX_SPEC_K} draft tokens per step, got {spec_k}")
+    if min_tok_s > 1e6:
+        raise MlrigError(f"--min-tok-s {min_tok_s:g} is absurdly large (limit 1,000,000 tok/s per user)")
+    if max_ttft_ms is not None and max_ttft_ms > 1e9:
+        raise MlrigError(f"--max-ttft-ms {max_ttft_ms:g} is absurdly large (limit 10^9 ms)")
     if not 0.0 <= acceptance < 1.0:
         raise MlrigError(f"--acceptance must be in [0, 1) (a rate, e.g. 0.7), got {acceptance:g}")
 

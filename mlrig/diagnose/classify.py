@@ -64,6 +64,18 @@ IDLE_CPU_PERCENT = 10.0
 SWAP_MB_S = 1.0
 """Swapping in or out at >= 1 MB/s sustained slows any job by orders of magnitude (heuristic)."""
 
+EARLY_EXIT_S = 3.0
+"""A command that ends within this many seconds of starting 'exited early': too soon to measure, and
+usually a failure at start-up (bad arguments, import error, missing file) (heuristic)."""
+
+RUN_DELAY_CONTENDED = 0.25
+"""The job's threads waiting for a CPU >= 0.25 s per second (Linux schedstat run_delay) is contention
+(heuristic: a quarter of the time runnable but not running)."""
+
+OTHER_CPU_BUSY_PERCENT = 50.0
+"""...and only when other processes use at least half a core (else the job's own threads oversubscribe
+the cores) (heuristic)."""
+
 PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 """Usable GB/s per lane per direction after line coding (PCI-SIG base specifications 1.0-6.0)."""
 
@@ -116,6 +128,9 @@ def summarise(samples: list[Sample]) -> Summary:
     cores = max((len(h.cpu_percent_per_core) for h in hosts), default=1) or 1
     workers = [max((p.cpu_percent for p in h.procs if not p.is_root), default=0.0) for h in hosts]
     iowait = [h.iowait_percent for h in hosts if h.iowait_percent is not None]
+    delays = [h.proc_run_delay_s_per_s for h in hosts if h.proc_run_delay_s_per_s is not None]
+    others = [max(0.0, h.cpu_percent_mean * len(h.cpu_percent_per_core) - h.tree_cpu_percent)
+              for h in hosts if h.cpu_percent_per_core]
     by_gpu: dict[int, list[GpuSample]] = {}
     for s in rated:
         for g in s.gpus:
@@ -132,6 +147,7 @@ def summarise(samples: list[Sample]) -> Summary:
         disk_read_mb_s_mean=(_m([h.disk_read_bytes_s for h in hosts]) or 0.0) / 1e6,
         disk_write_mb_s_mean=(_m([h.disk_write_bytes_s for h in hosts]) or 0.0) / 1e6,
         proc_io_mb_s_mean=(_m([h.proc_read_bytes_s + h.proc_write_bytes_s for h in hosts]) or 0.0) / 1e6,
+        run_delay_s_per_s_mean=_m(delays), other_cpu_percent_mean=_m(others) or 0.0,
         ram_used_gib_max=max((h.ram_used_bytes for h in hosts), default=0) / 2**30,
         ram_total_gib=max((h.ram_total_bytes for h in hosts), default=0) / 2**30,
         swap_mb_s_mean=(_m([h.swap_in_bytes_s + h.swap_out_bytes_s for h in hosts]) or 0.0) / 1e6,
@@ -297,13 +313,16 @@ def _gpu_findings(g: GpuSummary, s: Summary, has_tree: bool) -> list[Finding]:
     return out
 
 
-def _cpu_findings(s: Summary, has_tree: bool) -> list[Finding]:
+def _cpu_findings(s: Summary, has_tree: bool, contended: bool = False) -> list[Finding]:
     """CPU-only job: cpu-bound (single- or multi-threaded), io-bound or idle."""
     out: list[Finding] = []
     cores = s.logical_cpus
     cpu = s.tree_cpu_percent_mean if has_tree else s.cpu_percent_mean * cores
-    if cpu >= CPU_PEGGED_PERCENT:
-        single = cores > 1 and cpu < 100 + CPU_PEGGED_PERCENT / 2
+    # What the job wanted: CPU it got plus time it waited for one (run-queue wait, where known), so a
+    # busy loop squeezed to 60% of a core by other processes still reads as CPU bound.
+    demand = cpu + 100 * (s.run_delay_s_per_s_mean or 0.0) if has_tree else cpu
+    if demand >= CPU_PEGGED_PERCENT:
+        single = cores > 1 and demand < 100 + CPU_PEGGED_PERCENT / 2
         out.append(Finding(
             kind="cpu-bound", severity="warning",
             summary=(f"CPU bound, single-threaded: one core pegged ({cpu:.0f}% of a core, {cores} cores)"
@@ -313,13 +332,13 @@ def _cpu_findings(s: Summary, has_tree: bool) -> list[Finding]:
             remedies=(["parallelise (multiprocessing, vectorised numpy, more workers)",
                        "a faster core helps only a single-threaded job"] if single else
                       ["more or faster cores", "vectorise / use a GPU for the heavy part"]),
-            rule=f"job CPU >= {CPU_PEGGED_PERCENT:.0f}% of a core; single-threaded when below "
+            rule=f"job CPU (+ run-queue wait) >= {CPU_PEGGED_PERCENT:.0f}% of a core; single-threaded when below "
                  f"{100 + CPU_PEGGED_PERCENT / 2:.0f}% on a multi-core machine (heuristic)",
         ))
     io = _io_finding(s, has_tree)
     if io is not None:
         out.append(io)
-    if not out:
+    if not out and not contended:
         io_mb_s = s.proc_io_mb_s_mean if has_tree else s.disk_read_mb_s_mean + s.disk_write_mb_s_mean
         if cpu < IDLE_CPU_PERCENT and io_mb_s < IO_MB_S_BUSY:
             out.append(Finding(
@@ -342,13 +361,53 @@ def _cpu_findings(s: Summary, has_tree: bool) -> list[Finding]:
 _ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
-def classify(samples: list[Sample]) -> list[Finding]:
-    """The bottleneck(s) of a run, most severe first. Empty input gives no findings."""
+def _early_exit_finding(s: Summary, exit_status: int) -> Finding:
+    return Finding(
+        kind="exited-early", severity="critical",
+        summary=f"exited early (status {exit_status}) after {s.duration_s:.1f} s, before there was anything "
+                "to measure; run the command alone to read its error",
+        evidence={"duration_s": s.duration_s, "exit_status": float(exit_status)},
+        remedies=["run the command without mlrig to see its error (arguments, imports, missing files)"],
+        rule=f"the command failed (status != 0) within {EARLY_EXIT_S:g} s of starting (heuristic)",
+    )
+
+
+def _contention_finding(s: Summary) -> Finding | None:
+    """CPU contention: the job's threads were runnable but waiting for a core while other processes
+    used the CPU (Linux schedstat run_delay; sched-stats.rst)."""
+    delay = s.run_delay_s_per_s_mean
+    if delay is None or delay < RUN_DELAY_CONTENDED or s.other_cpu_percent_mean < OTHER_CPU_BUSY_PERCENT:
+        return None
+    return Finding(
+        kind="cpu-contention", severity="warning",
+        summary=f"CPU contention: the job waited for a CPU {delay:.2f} s per second while other processes used "
+                f"{s.other_cpu_percent_mean:.0f}% of a core ({s.logical_cpus} cores); it got "
+                f"{s.tree_cpu_percent_mean:.0f}% of a core",
+        evidence={"run_delay_s_per_s_mean": delay, "other_cpu_percent_mean": s.other_cpu_percent_mean,
+                  "job_cpu_percent_mean": s.tree_cpu_percent_mean, "logical_cpus": float(s.logical_cpus)},
+        remedies=["stop or pause the other busy processes (see `top`)", "run on a less loaded machine",
+                  "pin the job to free cores (taskset) or raise its priority (nice)"],
+        rule=f"job run-queue wait >= {RUN_DELAY_CONTENDED:g} s/s (Linux schedstat) with other processes >= "
+             f"{OTHER_CPU_BUSY_PERCENT:.0f}% of a core (heuristic)",
+    )
+
+
+def classify(samples: list[Sample], *, exit_status: int | None = None, job_ended: bool = False) -> list[Finding]:
+    """The bottleneck(s) of a run, most severe first. Empty input gives no findings.
+
+    `job_ended`: the wrapped command ended by itself (with `exit_status`); when it failed within
+    `EARLY_EXIT_S` the run is 'exited early' and nothing else is claimed about it."""
     if not samples:
         return []
     s = summarise(samples)
+    if job_ended and exit_status not in (0, None) and s.duration_s < EARLY_EXIT_S:
+        assert exit_status is not None
+        return [_early_exit_finding(s, exit_status)]
     has_tree = any(smp.host.procs for smp in samples)
     findings: list[Finding] = []
+    contention = _contention_finding(s)
+    if contention:
+        findings.append(contention)
     swap = _swap_finding(s)
     if swap:
         findings.append(swap)
@@ -366,5 +425,5 @@ def classify(samples: list[Sample]) -> list[Finding]:
         for g in s.gpus:
             findings.extend(_gpu_findings(g, s, has_tree))
     else:
-        findings.extend(_cpu_findings(s, has_tree))
+        findings.extend(_cpu_findings(s, has_tree, contended=contention is not None))
     return sorted(findings, key=lambda f: _ORDER[f.severity])

@@ -22,6 +22,8 @@ FindingKind = Literal[
     "gpu-underutilised",  # GPU < 90% busy but no host-side cause visible
     "gpu-bound-healthy",
     "gpu-lost",
+    "exited-early",  # the command ended within the first seconds: nothing to measure
+    "cpu-contention",  # the job waits for a CPU because other processes use the cores
     "unclear",
 ]
 
@@ -59,6 +61,8 @@ class Summary(BaseModel):
     disk_read_mb_s_mean: float  # MB = 10^6 bytes
     disk_write_mb_s_mean: float
     proc_io_mb_s_mean: float  # the job's own storage reads + writes
+    run_delay_s_per_s_mean: float | None = None  # job threads' wait for a CPU, s per s (Linux schedstat)
+    other_cpu_percent_mean: float = 0.0  # CPU used by everything but the job, % of one core
     ram_used_gib_max: float
     ram_total_gib: float
     swap_mb_s_mean: float

@@ -45,6 +45,9 @@ class HostSample(BaseModel):
     disk_write_bytes_s: float = 0.0
     proc_read_bytes_s: float = 0.0  # the job's tree, storage-level bytes (/proc/<pid>/io)
     proc_write_bytes_s: float = 0.0
+    # Seconds per second the job's threads spent runnable but waiting for a CPU (Linux schedstat
+    # run_delay summed over the tree's threads; None where the kernel does not report it).
+    proc_run_delay_s_per_s: float | None = None
     procs: list[ProcInfo] = Field(default_factory=list)
 
     @property
@@ -75,13 +78,16 @@ class PsutilHostSampler:
         self._last_swap: Any = None
         self._procs: dict[int, Any] = {}
         self._proc_io: dict[int, tuple[int, int]] = {}
+        self._last_delay: int | None = None
         psutil.cpu_percent(percpu=True)  # prime
         psutil.cpu_times_percent()
         if pid is not None:
             try:
                 self._root = psutil.Process(pid)
-            except psutil.NoSuchProcess as exc:
-                raise MlrigError(f"no process with pid {pid}; give the pid of a running job") from exc
+            except psutil.NoSuchProcess:
+                raise MlrigError(f"no process with pid {pid}; give the pid of a running job") from None
+            except (psutil.Error, ValueError) as exc:
+                raise MlrigError(f"cannot watch pid {pid} ({exc}); give the pid of a job you own") from None
 
     def _tree(self) -> list[Any]:
         if self.pid is None:
@@ -148,8 +154,32 @@ class PsutilHostSampler:
                     wr += rate(io.write_bytes, old[1])
                 self._proc_io[p.pid] = (io.read_bytes, io.write_bytes)
         s.proc_read_bytes_s, s.proc_write_bytes_s = rd, wr
+        delay = _run_delay_ns([p.pid for p in s.procs]) if s.procs else None
+        if delay is not None and self._last_delay is not None and dt > 0:
+            s.proc_run_delay_s_per_s = max(0.0, (delay - self._last_delay) / 1e9 / dt)
+        self._last_delay = delay
         self._last_t = now
         return s
+
+
+def _run_delay_ns(pids: list[int]) -> int | None:
+    """Total run-queue wait (ns) of every thread of `pids`: field 2 of /proc/<pid>/task/<tid>/schedstat
+    (Documentation/scheduler/sched-stats.rst: time spent waiting on a runqueue). None off Linux or
+    when schedstat is absent. Threads that end between samples make the sum drop; rates clamp at 0."""
+    total, seen = 0, False
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as f:
+                    total += int(f.read().split()[1])
+                    seen = True
+            except (OSError, ValueError, IndexError):
+                continue
+    return total if seen else None
 
 
 class RecordedHostSampler:

@@ -106,9 +106,30 @@ def _temp_file(directory: Path) -> Iterator[Path]:
     path = directory / f".mlrig-probe-{os.getpid()}-{time.monotonic_ns()}.tmp"
     try:
         yield path
-    finally:  # also on KeyboardInterrupt
+    finally:  # also on Ctrl-C, SIGTERM and SIGHUP (mlrig.interrupts)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked (a full disk, a signal): loop until all of it is written."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(28, os.strerror(28))  # ENOSPC: the kernel accepted nothing
+        view = view[n:]
+
+
+@contextlib.contextmanager
+def _disk_errors(directory: Path) -> Iterator[None]:
+    """An I/O failure during the disk test (disk full, quota, I/O error) as one line; the temporary
+    file is removed by `_temp_file` around it."""
+    try:
+        yield
+    except OSError as exc:
+        raise MlrigError(f"disk test in {directory} failed: {exc.strerror or exc}; free some space, "
+                         "use --quick (32 MiB) or choose another --dir") from None
 
 
 def _open_read(path: Path, notes: list[str]) -> tuple[int, bool]:
@@ -144,13 +165,13 @@ def disk_bench(directory: str | Path, file_bytes: int = 256 * 2**20, *, random_r
 
     notes: list[str] = []
     block = np.random.default_rng(1).integers(0, 256, chunk, dtype=np.uint8).tobytes()  # incompressible
-    with _temp_file(d) as path:
+    with _temp_file(d) as path, _disk_errors(d):
         progress("disk: sequential write")
         t = time.perf_counter()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             for _ in range(file_bytes // chunk):
-                os.write(fd, block)
+                _write_all(fd, block)
             os.fsync(fd)
         finally:
             os.close(fd)

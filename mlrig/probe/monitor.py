@@ -32,6 +32,11 @@ _GPU_METRICS = [
 ]
 _GPU_LABELS = ["gpu", "UUID", "modelName", "Hostname"]
 
+MAX_CONNECTIONS = 16
+"""Requests handled at once by `mlrig monitor` (a Prometheus server scrapes with one connection)."""
+REQUEST_TIMEOUT_S = 10.0
+"""Seconds a connection may take to send its request and receive the answer."""
+
 
 def _prom() -> Any:
     try:
@@ -105,14 +110,70 @@ class MetricsExporter:
     def exposition(self) -> str:
         return str(_prom().generate_latest(self.registry).decode())
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> tuple[Any, Any]:
-        """Start the HTTP server in a thread; returns (server, thread). `server.shutdown()` stops it."""
+    def serve(self, port: int, host: str = "127.0.0.1", max_connections: int = MAX_CONNECTIONS) -> tuple[Any, Any]:
+        """Start the HTTP server in a thread; returns (server, thread). `server.shutdown()` stops it.
+
+        Bounded, unlike prometheus_client's `start_http_server` (one thread per connection, no cap):
+        at most `max_connections` requests are handled at once (a semaphore taken before a handler
+        thread starts; a connection over the cap is closed at once, and Prometheus retries on its
+        next scrape), and each connection gets `REQUEST_TIMEOUT_S` to send its request, so idle or
+        slow clients cannot hold threads."""
+        import threading
+
+        server_cls = _bounded_server_class(_prom(), max_connections)
         try:
-            server, thread = _prom().start_http_server(port, addr=host, registry=self.registry)
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            server = server_cls((host, port), _handler_class(_prom(), self.registry), family)
         except OSError as exc:
             raise MlrigError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --prometheus port") \
-                from exc
+                from None
+        thread = threading.Thread(target=server.serve_forever, name="mlrig-monitor-http", daemon=True)
+        thread.start()
         return server, thread
+
+
+def _handler_class(pc: Any, registry: Any) -> Any:
+    base = pc.exposition.MetricsHandler.factory(registry)
+
+    class Handler(base):  # type: ignore[misc,valid-type]
+        timeout = REQUEST_TIMEOUT_S  # socket timeout for reading the request (StreamRequestHandler)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def _bounded_server_class(pc: Any, max_connections: int) -> Any:
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    class BoundedServer(ThreadingHTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+        def __init__(self, address: tuple[str, int], handler: Any, family: int) -> None:
+            self.address_family = family
+            self.slots = threading.BoundedSemaphore(max_connections)
+            super().__init__(address, handler)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not self.slots.acquire(blocking=False):  # over the cap: close, never queue a thread
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self.slots.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+    return BoundedServer
 
 
 def run_monitor(port: int, host: str = "127.0.0.1", interval_s: float = 5.0,

@@ -1,8 +1,9 @@
 """Read model architectures from files: HF `config.json`, safetensors headers, GGUF headers; one
 module per format (`hf_config`, `safetensors`, `gguf`) and `load_model_path`, which picks the reader.
 
-Everything here treats its input as hostile: reads are bounded, lengths from a file are checked
-against the file size and a cap before anything is allocated, nothing is unpickled or executed.
+Everything here treats its input as hostile: only regular files are opened (never a named pipe or
+device), reads are bounded, lengths from a file are checked against the file size and a cap before
+anything is allocated, nothing is unpickled or executed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mlrig.catalog.readers.safetensors import (
     read_safetensors_index,
 )
 from mlrig.errors import MlrigError
+from mlrig.userfiles import check_regular_file, path_exists
 
 _SAFETENSORS_FORMATS = {"BF16": "bf16", "F16": "fp16", "F32": "fp32", "F8_E4M3": "fp8", "F8_E5M2": "fp8",
                         "I8": "int8"}
@@ -50,8 +52,10 @@ def _safetensors_in(folder: Path) -> SafetensorsInfo | None:
 def load_model_path(path: str | Path) -> ModelArch:
     """A ModelArch from a config.json, a model folder, a .safetensors file or index, or a .gguf file."""
     p = Path(path).expanduser()
-    if not p.exists():
+    if not path_exists(p):
         raise MlrigError(f"model path {str(p)!r} does not exist")
+    if not p.is_dir():
+        check_regular_file(p, "model file")  # a named pipe or device would block the reader
     if p.is_dir():
         cfg = p / "config.json"
         if cfg.is_file():

@@ -6,9 +6,10 @@ is used; a malformed file raises `MlrigError`.
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,16 +29,23 @@ GGUF_FILE_TYPES: dict[int, str] = {
 _GGUF_SCALARS: dict[int, str] = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
                                  10: "<Q", 11: "<q", 12: "<d"}
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
-_GGUF_MAX_TENSORS = 1_000_000
-_GGUF_MAX_KV = 1_000_000
+# Caps far above any published GGUF (DeepSeek-V3/R1 and Kimi K2 hold ~1,100 tensors and ~50 metadata keys;
+# the largest vocabularies ~260,000 tokens) and low enough that a crafted header cannot take seconds
+# or gigabytes: every count is checked against these and against the bytes left before any loop.
+_GGUF_MAX_TENSORS = 100_000
+_GGUF_MAX_KV = 65_536
+_GGUF_MAX_ARRAY_STRINGS = 4_000_000
 _GGUF_MAX_STRING = 64 * 2**20
+_GGUF_KEEP_STRING = 4096  # metadata strings are kept up to this many bytes; the rest is skipped unread
 _GGUF_MAX_DIMS = 4  # GGML_MAX_DIMS
+_WINDOW = 1 << 20  # bytes read from the file at a time
 
 
-class GGUFTensor(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # GGUF files only
+class GGUFTensor(NamedTuple):
+    """One tensor's info record (a tuple, not a model: a file may list 100,000 of them)."""
+
     name: str
-    shape: list[int]
+    shape: tuple[int, ...]
     ggml_type: str
     n_elements: int
     n_bytes: int
@@ -47,7 +55,7 @@ class GGUFTensor(BaseModel):
 class GGUFInfo(BaseModel):
     """The header of a GGUF file: architecture metadata and exact per-tensor sizes."""
 
-    model_config = ConfigDict(defer_build=True)  # GGUF files only
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)  # GGUF files only
 
     path: str
     version: int
@@ -81,13 +89,18 @@ class GGUFInfo(BaseModel):
 
 
 class _Reader:
-    """Bounded little-endian reader over an open file: every read checks the remaining size."""
+    """Bounded little-endian reader over an open binary file: every read checks the remaining size.
 
-    def __init__(self, f: Any, size: int, where: str) -> None:
+    Reads go through a window of at most `_WINDOW` bytes (plus one field), so memory stays bounded
+    whatever the file claims, and a skip past data never reads it."""
+
+    def __init__(self, f: BinaryIO, size: int, where: str) -> None:
         self.f = f
         self.size = size
         self.pos = 0
         self.where = where
+        self._buf = b""
+        self._buf_at = 0
 
     def fail(self, what: str) -> MlrigError:
         return MlrigError(f"GGUF file {self.where!r}: {what} at byte {self.pos}; the file is corrupt, "
@@ -97,23 +110,35 @@ class _Reader:
     def remaining(self) -> int:
         return self.size - self.pos
 
-    def read(self, n: int) -> bytes:
+    def _window(self, n: int) -> int:
+        """Make bytes [pos, pos+n) available in the window; returns their offset in it."""
         if n < 0 or n > self.remaining:
             raise self.fail(f"a {n}-byte field runs past the end of the file")
-        b = self.f.read(n)
-        if len(b) != n:
-            raise self.fail("short read")
+        off = self.pos - self._buf_at
+        if off < 0 or off + n > len(self._buf):
+            self.f.seek(self.pos)
+            self._buf = self.f.read(max(n, min(_WINDOW, self.remaining)))
+            self._buf_at = self.pos
+            off = 0
+            if len(self._buf) < n:
+                raise self.fail("short read")
+        return off
+
+    def read(self, n: int) -> bytes:
+        off = self._window(n)
         self.pos += n
-        return bytes(b)
+        return self._buf[off:off + n]
 
     def skip(self, n: int) -> None:
         if n < 0 or n > self.remaining:
             raise self.fail(f"skipping {n} bytes runs past the end of the file")
-        self.f.seek(n, 1)
         self.pos += n
 
     def unpack(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.read(struct.calcsize(fmt)))[0]
+        st = _STRUCTS[fmt]
+        off = self._window(st.size)
+        self.pos += st.size
+        return st.unpack_from(self._buf, off)[0]
 
     def string(self, cap: int = _GGUF_MAX_STRING, keep: bool = True) -> str:
         n = self.unpack("<Q")
@@ -122,7 +147,27 @@ class _Reader:
         if not keep:
             self.skip(n)
             return ""
-        return self.read(n).decode("utf-8", errors="replace")
+        kept = min(n, _GGUF_KEEP_STRING)
+        text = self.read(kept).decode("utf-8", errors="replace")
+        self.skip(n - kept)
+        return text
+
+    def skip_strings(self, count: int) -> None:
+        """Skip `count` length-prefixed strings (the hot loop of a tokenizer vocabulary: kept tight)."""
+        u64 = _STRUCTS["<Q"].unpack_from
+        buf, at, pos, size = self._buf, self._buf_at, self.pos, self.size
+        for _ in range(count):
+            off = pos - at
+            if off < 0 or off + 8 > len(buf):
+                self.pos = pos
+                off = self._window(8)
+                buf, at = self._buf, self._buf_at
+            n = u64(buf, off)[0]
+            pos += 8 + n
+            if n > _GGUF_MAX_STRING or pos > size:
+                self.pos = pos - 8 - n
+                raise self.fail(f"string of {n} bytes runs past the end of the file or the limit")
+        self.pos = pos
 
     def value(self, vtype: int, depth: int = 0) -> Any:
         """A metadata value; arrays are returned as ('array', elem_type, count[, scalar values if short])."""
@@ -136,7 +181,7 @@ class _Reader:
             etype = self.unpack("<I")
             count = self.unpack("<Q")
             if etype in _GGUF_SCALARS:
-                width = struct.calcsize(_GGUF_SCALARS[etype])
+                width = _STRUCTS[_GGUF_SCALARS[etype]].size
                 if count > self.remaining // width:
                     raise self.fail(f"array of {count} elements runs past the end of the file")
                 if count <= 4096:  # short numeric arrays (per-layer head counts...) are kept
@@ -145,19 +190,23 @@ class _Reader:
                 self.skip(count * width)
                 return ("array", etype, count)
             if etype == _GGUF_STRING:
-                if count > self.remaining // 8:
-                    raise self.fail(f"array of {count} strings runs past the end of the file")
-                for _ in range(count):  # read the lengths, skip the content (tokenizer vocab)
-                    self.string(keep=False)
+                if count > self.remaining // 8 or count > _GGUF_MAX_ARRAY_STRINGS:
+                    raise self.fail(f"array of {count} strings runs past the end of the file or the "
+                                    f"{_GGUF_MAX_ARRAY_STRINGS:,}-string limit")
+                self.skip_strings(count)  # read the lengths, skip the content (tokenizer vocab)
                 return ("array", etype, count)
             if etype == _GGUF_ARRAY:
-                if count > self.remaining // 12:
-                    raise self.fail(f"array of {count} arrays runs past the end of the file")
+                if count > self.remaining // 12 or count > _GGUF_MAX_KV:
+                    raise self.fail(f"array of {count} arrays runs past the end of the file or the "
+                                    f"{_GGUF_MAX_KV:,}-array limit")
                 for _ in range(count):
                     self.value(_GGUF_ARRAY, depth + 1)
                 return ("array", etype, count)
             raise self.fail(f"unknown array element type {etype}")
         raise self.fail(f"unknown metadata value type {vtype}")
+
+
+_STRUCTS = {fmt: struct.Struct(fmt) for fmt in ("<B", "<b", "<H", "<h", "<I", "<i", "<f", "<?", "<Q", "<q", "<d")}
 
 
 def read_gguf(path: str | Path) -> GGUFInfo:
@@ -166,15 +215,22 @@ def read_gguf(path: str | Path) -> GGUFInfo:
     Layout: magic 'GGUF', u32 version, u64 tensor count, u64 metadata count, metadata key/values,
     tensor infos (name, u32 n_dims, u64 dims, u32 ggml type, u64 offset), padding to
     `general.alignment` (default 32), tensor data. Tensor bytes = ceil(elements / block) x block
-    bytes for the ggml type (mlrig.quant.GGML_TYPES).
+    bytes for the ggml type (mlrig.quant.GGML_TYPES). A regular file only (never a pipe or device).
     """
+    from mlrig.userfiles import open_regular
+
     p = Path(path)
+    fd, size = open_regular(p, "GGUF file")
     try:
-        size = p.stat().st_size
-        with p.open("rb") as f:
-            return _parse_gguf(_Reader(f, size, str(p)), str(p))
+        with os.fdopen(fd, "rb") as f:
+            return parse_gguf(f, size, str(p))
     except OSError as exc:
         raise MlrigError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+
+
+def parse_gguf(f: BinaryIO, size: int, where: str) -> GGUFInfo:
+    """The header of the GGUF file open as `f` (`size` bytes long); see `read_gguf`."""
+    return _parse_gguf(_Reader(f, size, where), where)
 
 
 def _parse_gguf(r: _Reader, where: str) -> GGUFInfo:
@@ -185,10 +241,14 @@ def _parse_gguf(r: _Reader, where: str) -> GGUFInfo:
         raise MlrigError(f"GGUF file {where!r} has version {version}; only GGUF v2/v3 are supported")
     n_tensors = r.unpack("<Q")
     n_kv = r.unpack("<Q")
-    if n_tensors > _GGUF_MAX_TENSORS or n_tensors > r.remaining // 24:
+    if n_tensors > r.remaining // 24:
         raise r.fail(f"tensor count {n_tensors} is impossible for the file size")
-    if n_kv > _GGUF_MAX_KV or n_kv > r.remaining // 12:
+    if n_tensors > _GGUF_MAX_TENSORS:
+        raise r.fail(f"tensor count {n_tensors:,} exceeds the {_GGUF_MAX_TENSORS:,} limit")
+    if n_kv > r.remaining // 12:
         raise r.fail(f"metadata count {n_kv} is impossible for the file size")
+    if n_kv > _GGUF_MAX_KV:
+        raise r.fail(f"metadata count {n_kv:,} exceeds the {_GGUF_MAX_KV:,} limit")
     meta: dict[str, Any] = {}
     vocab: int | None = None
     for _ in range(n_kv):
@@ -198,19 +258,19 @@ def _parse_gguf(r: _Reader, where: str) -> GGUFInfo:
         if key == "tokenizer.ggml.tokens":
             vocab = val[2] if isinstance(val, tuple) else len(val) if isinstance(val, list) else None
         elif not isinstance(val, tuple):
-            meta[key] = val if not isinstance(val, str) else val[:4096]
+            meta[key] = val
     tensors: list[GGUFTensor] = []
     for _ in range(n_tensors):
         name = r.string(cap=65_536)
         n_dims = r.unpack("<I")
         if n_dims > _GGUF_MAX_DIMS:
             raise r.fail(f"tensor {name[:60]!r} has {n_dims} dimensions (max {_GGUF_MAX_DIMS})")
-        shape = [r.unpack("<Q") for _ in range(n_dims)]
+        shape = tuple(r.unpack("<Q") for _ in range(n_dims))
         numel = 1
         for d in shape:
             numel *= d
         if numel > MAX_ELEMENTS:
-            raise r.fail(f"tensor {name[:60]!r} has an absurd shape {shape}")
+            raise r.fail(f"tensor {name[:60]!r} has an absurd shape {list(shape)}")
         gtype = r.unpack("<I")
         if gtype not in GGML_TYPES:
             raise r.fail(f"tensor {name[:60]!r} has unknown ggml type {gtype}")
@@ -218,9 +278,7 @@ def _parse_gguf(r: _Reader, where: str) -> GGUFInfo:
         if shape and shape[0] % block:
             raise r.fail(f"tensor {name[:60]!r} row of {shape[0]} is not a multiple of the {tname} block")
         offset = r.unpack("<Q")
-        nbytes = numel // block * block_bytes
-        tensors.append(GGUFTensor(name=name, shape=shape, ggml_type=tname, n_elements=numel,
-                                  n_bytes=nbytes, offset=offset))
+        tensors.append(GGUFTensor(name, shape, tname, numel, numel // block * block_bytes, offset))
     align = meta.get("general.alignment", 32)
     if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align > 2**20:
         raise r.fail(f"general.alignment {align!r} is invalid")
@@ -232,7 +290,9 @@ def _parse_gguf(r: _Reader, where: str) -> GGUFInfo:
                              f"file ({t.offset}+{t.n_bytes} > {data_len}); the file is truncated")
     ft = meta.get("general.file_type")
     arch = meta.get("general.architecture")
-    return GGUFInfo(
+    # Built without re-validating: every field was checked above, and validating 100,000 tensor
+    # records would cost more than parsing them.
+    return GGUFInfo.model_construct(
         path=where, version=version, architecture=arch if isinstance(arch, str) else None, metadata=meta,
         vocab_size=vocab, tensors=tensors, file_bytes=r.size, data_offset=data_offset,
         file_type=GGUF_FILE_TYPES.get(ft) if isinstance(ft, int) else None)

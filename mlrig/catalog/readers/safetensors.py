@@ -6,15 +6,17 @@ offsets and shapes are checked against each other. A malformed file raises `Mlri
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mlrig.catalog.readers.hf_config import read_json_file
 from mlrig.errors import MlrigError
+from mlrig.userfiles import path_exists
 
 # Bytes per element of the safetensors dtypes (huggingface/safetensors safetensors/src/tensor.rs
 # `Dtype::bitsize`); F4/F6 are packed sub-byte formats.
@@ -24,6 +26,9 @@ SAFETENSORS_DTYPE_BYTES: dict[str, float] = {
     "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
 }
 _SAFETENSORS_HEADER_CAP = 100 * 2**20  # the Rust reader refuses headers over 100 MB too
+# JSON values in a header: ~8 per tensor, so room for ~250,000 tensors (the largest single-file
+# checkpoints hold a few thousand); bounds the Python objects a crafted header can expand into.
+_SAFETENSORS_MAX_ITEMS = 2_000_000
 MAX_ELEMENTS = 2**50
 
 
@@ -49,39 +54,46 @@ class SafetensorsInfo(BaseModel):
 def read_safetensors_header(path: str | Path) -> SafetensorsInfo:
     """Parse a safetensors header: u64 little-endian header length, JSON {name: {dtype, shape,
     data_offsets}, "__metadata__": {...}} (format spec: github.com/huggingface/safetensors README).
-    Bounded: the length is checked against the file size and a 100 MiB cap before reading."""
+    Bounded: a regular file only; the length is checked against the file size and a 100 MiB cap
+    before reading, and the JSON against a budget of values before parsing."""
+    from mlrig.userfiles import open_regular
+
     p = Path(path)
+    fd, size = open_regular(p, "safetensors file")
     try:
-        size = p.stat().st_size
-        with p.open("rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise MlrigError(f"safetensors file {str(p)!r} is truncated ({size} bytes); re-download it")
-            (n,) = struct.unpack("<Q", head)
-            if n > _SAFETENSORS_HEADER_CAP or n > size - 8:
-                raise MlrigError(f"safetensors file {str(p)!r} declares a {n}-byte header but holds "
-                                 f"{size} bytes; the file is corrupt or not safetensors")
-            raw = f.read(n)
+        with os.fdopen(fd, "rb") as f:
+            return parse_safetensors_header(f, size, str(p))
     except OSError as exc:
-        raise MlrigError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+        raise MlrigError(f"cannot read {p!r}: {exc.strerror or exc}") from None
+
+
+def parse_safetensors_header(f: BinaryIO, size: int, where: str) -> SafetensorsInfo:
+    """The header of the safetensors file open as `f` (`size` bytes long); see `read_safetensors_header`."""
+    from mlrig.userfiles import parse_json
+
+    p = where
+    head = f.read(8)
+    if len(head) < 8:
+        raise MlrigError(f"safetensors file {p!r} is truncated ({size} bytes); re-download it")
+    (n,) = struct.unpack("<Q", head)
+    if n > _SAFETENSORS_HEADER_CAP or n > size - 8:
+        raise MlrigError(f"safetensors file {p!r} declares a {n}-byte header but holds "
+                         f"{size} bytes; the file is corrupt or not safetensors")
+    raw = f.read(n)
     if len(raw) != n:
-        raise MlrigError(f"safetensors file {str(p)!r} is truncated in its header")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise MlrigError(f"safetensors file {str(p)!r} has a header that is not JSON; "
-                         "the file is corrupt or not safetensors") from None
+        raise MlrigError(f"safetensors file {p!r} is truncated in its header")
+    header = parse_json(raw, f"safetensors file {p!r} header", max_items=_SAFETENSORS_MAX_ITEMS)
     if not isinstance(header, dict):
-        raise MlrigError(f"safetensors file {str(p)!r}: header must be a JSON object")
+        raise MlrigError(f"safetensors file {p!r}: header must be a JSON object")
     data_len = size - 8 - n
     meta_raw = header.pop("__metadata__", None) or {}
     if not isinstance(meta_raw, dict):
-        raise MlrigError(f"safetensors file {str(p)!r}: __metadata__ must be an object")
+        raise MlrigError(f"safetensors file {p!r}: __metadata__ must be an object")
     metadata = {str(k): str(v)[:1000] for k, v in list(meta_raw.items())[:1000]}
     params_by: dict[str, int] = {}
     bytes_by: dict[str, int] = {}
     for name, t in header.items():
-        where = f"safetensors file {str(p)!r}, tensor {str(name)[:80]!r}"
+        where = f"safetensors file {p!r}, tensor {str(name)[:80]!r}"
         if not isinstance(t, dict):
             raise MlrigError(f"{where}: entry must be an object")
         dtype = t.get("dtype")
@@ -103,37 +115,46 @@ def read_safetensors_header(path: str | Path) -> SafetensorsInfo:
             raise MlrigError(f"{where}: data_offsets must be [begin, end]")
         begin, end = offs
         if not 0 <= begin <= end <= data_len:
-            raise MlrigError(f"{where}: data_offsets {offs} fall outside the {data_len}-byte data section; "
+            raise MlrigError(f"{where}: data_offsets {str(offs)[:60]} fall outside the {data_len}-byte data section; "
                              "the file is truncated or corrupt")
         expected = math.ceil(numel * SAFETENSORS_DTYPE_BYTES[dtype])
         if end - begin != expected:
-            raise MlrigError(f"{where}: holds {end - begin} bytes but {dtype}{shape} needs {expected}")
+            raise MlrigError(f"{where}: holds {end - begin} bytes but {dtype}{str(shape)[:60]} needs {expected}")
         params_by[dtype] = params_by.get(dtype, 0) + numel
         bytes_by[dtype] = bytes_by.get(dtype, 0) + expected
     return SafetensorsInfo(
-        paths=[str(p)], num_tensors=len(header), params=sum(params_by.values()), params_by_dtype=params_by,
+        paths=[p], num_tensors=len(header), params=sum(params_by.values()), params_by_dtype=params_by,
         bytes_by_dtype=bytes_by, tensor_bytes=sum(bytes_by.values()), file_bytes=size, metadata=metadata)
 
 
 def read_safetensors_index(path: str | Path) -> SafetensorsInfo:
     """A sharded checkpoint: `model.safetensors.index.json` names the shards; read each header."""
     p = Path(path)
-    idx = read_json_file(p, "safetensors index")
-    wmap = idx.get("weight_map") if isinstance(idx, dict) else None
-    if not isinstance(wmap, dict) or not wmap:
-        raise MlrigError(f"safetensors index {str(p)!r} lacks a 'weight_map' object")
-    shards = sorted({v for v in wmap.values() if isinstance(v, str)})
-    if len(shards) != len(set(wmap.values())) or len(shards) > 100_000:
-        raise MlrigError(f"safetensors index {str(p)!r}: weight_map values must be shard file names")
+    shards = index_shards(read_json_file(p, "safetensors index"), str(p))
     infos = []
     for s in shards:
-        if "/" in s or "\\" in s or s in (".", "..") or not s:
-            raise MlrigError(f"safetensors index {str(p)!r} names shard {s[:80]!r} outside its folder")
         shard = p.parent / s
-        if not shard.is_file():
-            raise MlrigError(f"shard {s!r} named by {str(p)!r} is missing; download all shards")
+        if not path_exists(shard):  # not Path.is_file: an over-long shard name raised ENAMETOOLONG
+            raise MlrigError(f"shard {s[:80]!r} named by {str(p)!r} is missing; download all shards")
         infos.append(read_safetensors_header(shard))
     return merge_safetensors(infos)
+
+
+def index_shards(idx: object, where: str) -> list[str]:
+    """The shard file names an index's `weight_map` points at (sorted, unique, inside its folder)."""
+    wmap = idx.get("weight_map") if isinstance(idx, dict) else None
+    if not isinstance(wmap, dict) or not wmap:
+        raise MlrigError(f"safetensors index {where!r} lacks a 'weight_map' object")
+    if not all(isinstance(v, str) for v in wmap.values()):
+        raise MlrigError(f"safetensors index {where!r}: weight_map values must be shard file names")
+    shards = sorted(set(wmap.values()))
+    if len(shards) > 100_000:
+        raise MlrigError(f"safetensors index {where!r} names {len(shards):,} shards (limit 100,000); "
+                         "the index is corrupt")
+    for s in shards:
+        if "/" in s or "\\" in s or "\0" in s or s in (".", "..") or not s or not s.isprintable():
+            raise MlrigError(f"safetensors index {where!r} names shard {s[:80]!r} outside its folder")
+    return shards
 
 
 def merge_safetensors(infos: list[SafetensorsInfo]) -> SafetensorsInfo:

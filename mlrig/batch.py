@@ -1,0 +1,176 @@
+"""Batch evaluation (`mlrig eval`): one plan per input line, one result per output line, line N for
+line N, whatever the input holds (docs/PLAN-FORMAT.md, "Batch evaluation").
+
+What holds, whatever the input:
+- every problem stays on its line: bad UTF-8, bad JSON, integers past Python's 4,300-digit limit,
+  nesting past the recursion limit, NaN/Infinity, a line over `MAX_LINE_BYTES`, a plan naming a
+  named pipe or device as its model, and a blank line each become that line's `error`; later lines
+  are still evaluated;
+- memory is bounded by one line: the input is read line by line with a length cap (a 1 GB line is
+  skipped, never held whole);
+- a UTF-8 byte-order mark before line 1 is dropped; `\\r\\n` line ends are accepted;
+- `id` is echoed exactly as given (a number stays a number, any JSON value), also on error lines;
+- every output line is whole: it is written with SIGINT/SIGTERM/SIGHUP held back, so a stopped batch
+  leaves only complete lines; when a write fails (disk full) a regular output file is cut back to its
+  last complete line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+from collections.abc import Iterator
+from typing import IO, Any
+
+from mlrig.errors import MlrigError
+
+MAX_LINE_BYTES = 1_000_000  # a plan is a few hundred bytes
+MAX_LINE_ITEMS = 100_000  # JSON values per line (see userfiles.parse_json)
+_BOM = b"\xef\xbb\xbf"
+_HELD = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
+
+
+def json_ready(obj: Any) -> Any:
+    """Plain data with every NaN/infinite float replaced by None: RFC 8259 JSON has no NaN or Infinity,
+    and a reader that is strict about it must never meet one in mlrig's output."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_ready(x) for x in obj]
+    return obj
+
+
+def _error(case_id: Any, message: str) -> dict[str, Any]:
+    from mlrig.results import PlanResult
+
+    out = PlanResult(error=message).model_dump(mode="json")
+    out["id"] = case_id
+    return out
+
+
+def result_for_line(raw: bytes | None, lineno: int) -> dict[str, Any]:
+    """The result (JSON-ready dict) for input line `lineno` (1-based; `raw` without its line end, or
+    None for a line that was over `MAX_LINE_BYTES`). Never raises for anything the line holds."""
+    from mlrig.planner import evaluate_case
+    from mlrig.userfiles import parse_json
+
+    if raw is None:
+        return _error(None, f"line {lineno}: over {MAX_LINE_BYTES:,} bytes; a plan is a few hundred bytes")
+    if lineno == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    if not raw.strip():
+        return _error(None, f"line {lineno}: blank line; put one plan (a JSON object) on every line")
+    try:
+        obj = parse_json(raw, f"line {lineno}", max_items=MAX_LINE_ITEMS)
+    except MlrigError as exc:
+        return _error(None, str(exc))
+    case_id = obj.get("id") if isinstance(obj, dict) else None
+    case = obj
+    if isinstance(obj, dict) and case_id is not None and not isinstance(case_id, str):
+        case = {k: v for k, v in obj.items() if k != "id"}  # a plan's id is text; echo other ids as given
+    out = json_ready(evaluate_case(case).model_dump(mode="json"))
+    if not isinstance(out, dict):  # pragma: no cover - model_dump always gives a dict
+        raise TypeError(type(out))
+    out["id"] = case_id
+    return out
+
+
+def read_lines(stream: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
+    """Lines without their line end (`\\n`, `\\r\\n`); None for a line over `max_bytes`, which is skipped
+    in bounded chunks rather than held. A last line without a line end counts as a line."""
+    while True:
+        line = stream.readline(max_bytes + 1)
+        if not line:
+            return
+        if line.endswith(b"\n"):
+            yield line[:-1].removesuffix(b"\r")
+        elif len(line) <= max_bytes:
+            yield line.removesuffix(b"\r")
+        else:
+            while True:
+                more = stream.readline(2**20)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield None
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back for the duration (delivered right after): a write in between
+    cannot be cut short by the handler raising. A no-op off the main thread or without pthread_sigmask."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+class LineSink:
+    """Where results go: whole lines, each written completely (short writes retried) with signals held.
+
+    `fd` None means a stream without a descriptor (a test runner's captured stdout)."""
+
+    def __init__(self, fd: int | None, stream: IO[bytes] | None, name: str, *, close: bool) -> None:
+        self.fd, self.stream, self.name, self._close = fd, stream, name, close
+        self.lines = 0
+        self.bytes = 0
+        self._truncatable = False
+        if fd is not None and close:  # only a file mlrig opened (and emptied) may be cut back
+            import stat
+
+            with contextlib.suppress(OSError):
+                self._truncatable = stat.S_ISREG(os.fstat(fd).st_mode)
+
+    def write_line(self, result: dict[str, Any]) -> None:
+        data = (json.dumps(result, allow_nan=False) + "\n").encode("utf-8")
+        with signals_held():
+            try:
+                if self.fd is None:
+                    assert self.stream is not None
+                    self.stream.write(data)
+                    self.stream.flush()
+                else:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(self.fd, view):]
+            except OSError:
+                if self._truncatable:  # a partial line would read as a corrupt result: cut it off
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self.fd, self.bytes)  # type: ignore[arg-type]
+                raise
+        self.lines += 1
+        self.bytes += len(data)
+
+    def close(self) -> None:
+        if self._close and self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def count_lines_left(stream: IO[bytes], cap_bytes: int = 256 * 2**20) -> int | None:
+    """Lines not yet read from a seekable stream (None when it is not seekable or more than `cap_bytes`
+    remain: counting must not keep a stopped command busy)."""
+    try:
+        if not stream.seekable():
+            return None
+        pos = stream.tell()
+        size = os.fstat(stream.fileno()).st_size
+    except (OSError, ValueError):
+        return None
+    if size - pos > cap_bytes:
+        return None
+    n, last = 0, b"\n"
+    while chunk := stream.read(2**20):
+        n += chunk.count(b"\n")
+        last = chunk[-1:]
+    return n + (last != b"\n")
