@@ -44,6 +44,16 @@ def _human(n: int) -> str:
     return f"{n} bytes"
 
 
+def expand_user(name: str) -> Path:
+    """`Path(name).expanduser()`, with a `~user` that does not exist as one line, not a RuntimeError."""
+    try:
+        return Path(name).expanduser()
+    except RuntimeError:
+        user = name[1:].split("/", 1)[0]
+        raise MlrigError(f"{_one_line(name)!r}: there is no user {_one_line(user)!r} to expand '~{user}' for; "
+                         "give the full path (or a catalog name without '~')") from None
+
+
 def path_exists(path: str | Path) -> bool:
     """`Path.exists` that answers False instead of raising for names the OS refuses outright (a
     component over 255 bytes: ENAMETOOLONG; a NUL byte; an unencodable character)."""

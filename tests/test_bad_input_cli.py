@@ -208,16 +208,11 @@ CASES: list[Any] = [  # (name, setup, argv, words) rows; pytest.param for known 
      _write("p.toml", 'model = "llama-3.1-8b"\n[hardware]\ngpu = "x"\n[hardware.gpu_spec]\nmemory_gib = inf\n'),
      ["plan", "--file", "{tmp}/p.toml"], ["hardware.gpu_spec.memory_gib", "finite"]),
     pytest.param("user GPU catalog: huge integer", _write("cfg/mlrig/gpus.toml", f"[x]\nmemory_gib = {BIG_INT}\n"),
-                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["4,300-digit limit"],
-                 marks=pytest.mark.xfail(strict=True, reason="mlrig/catalog/gpus.py reads the user GPU catalog "
-                                         "with tomllib directly (not mlrig.userfiles): ValueError traceback")),
+                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["4,300-digit limit"]),
     pytest.param("user GPU catalog: deep nesting", _write("cfg/mlrig/gpus.toml", "a = " + "[" * 5000 + "]" * 5000),
-                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["nested too deeply"],
-                 marks=pytest.mark.xfail(strict=True, reason="as above: RecursionError traceback")),
+                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["nested too deeply"]),
     pytest.param("model path under an unknown ~user", _nothing, ["plan", "~mlrig-no-such-user/m"],
-                 ["~mlrig-no-such-user"],
-                 marks=pytest.mark.xfail(strict=True, reason="found by the fuzzer (eval_line): mlrig/catalog/models.py "
-                                         "resolve_model calls Path.expanduser, which raises RuntimeError")),
+                 ["~mlrig-no-such-user"]),
     # diagnose and probe faults
     ("diagnose --pid -1", _nothing, ["diagnose", "--pid", "-1"], ["--pid"]),
     ("diagnose a file that is not executable", _executable("job.sh", "echo hi\n", 0o644),

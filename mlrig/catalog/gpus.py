@@ -474,19 +474,12 @@ def load_user_gpus(path: Path) -> list[GPU]:
     Without `base`, memory_gib, bandwidth_gb_s and bf16_tflops (or fp16_tflops) are required.
     Errors name the file and the entry in one line.
     """
-    import tomllib
-
     from mlrig.errors import MlrigError
+    from mlrig.userfiles import load_toml
 
     where = str(path)
-    try:
-        if path.stat().st_size > 1_000_000:
-            raise MlrigError(f"GPU catalog {where!r} is over 1 MB; keep a few entries there")
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MlrigError(f"cannot read GPU catalog {where!r}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MlrigError(f"GPU catalog {where!r} is not valid TOML: {exc}") from None
+    # the shared loader: a regular file only, size-capped, huge integers / deep nesting / inf refused
+    data = load_toml(path, "GPU catalog", max_bytes=1_000_000)
     out: list[GPU] = []
     for gid, table in data.items():
         entry = f"{where} [{gid}]"

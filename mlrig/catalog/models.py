@@ -253,8 +253,9 @@ def resolve_model(name_or_path: str) -> ModelArch:
     if not isinstance(name_or_path, str) or not name_or_path.strip():
         raise MlrigError("model name is empty; give a catalog name (see `mlrig models`), HF id or path")
     name = name_or_path.strip()
-    p = Path(name).expanduser()
-    from mlrig.userfiles import path_exists
+    from mlrig.userfiles import expand_user, path_exists
+
+    p = expand_user(name)
 
     if path_exists(p):  # not Path.exists: a 300-character name raised ENAMETOOLONG
         from mlrig.catalog.readers import load_model_path

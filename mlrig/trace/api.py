@@ -60,8 +60,10 @@ def load_config(plan: Plan, arch: ModelArch) -> tuple[dict[str, Any], str]:
         raise MlrigError("trace builds the model from its config.json: give a catalog name, an HF id or a "
                          "path to config.json, not an explicit architecture")
     name = plan.model.name or ""
-    p = Path(name).expanduser()
-    if p.exists():
+    from mlrig.userfiles import expand_user, path_exists
+
+    p = expand_user(name)
+    if path_exists(p):
         cfg_path = p / "config.json" if p.is_dir() else p
         if p.name.endswith((".gguf", ".safetensors")):
             cfg_path = p.parent / "config.json"

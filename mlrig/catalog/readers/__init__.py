@@ -20,7 +20,7 @@ from mlrig.catalog.readers.safetensors import (
     read_safetensors_index,
 )
 from mlrig.errors import MlrigError
-from mlrig.userfiles import check_regular_file, path_exists
+from mlrig.userfiles import check_regular_file, expand_user, path_exists
 
 _SAFETENSORS_FORMATS = {"BF16": "bf16", "F16": "fp16", "F32": "fp32", "F8_E4M3": "fp8", "F8_E5M2": "fp8",
                         "I8": "int8"}
@@ -51,7 +51,7 @@ def _safetensors_in(folder: Path) -> SafetensorsInfo | None:
 
 def load_model_path(path: str | Path) -> ModelArch:
     """A ModelArch from a config.json, a model folder, a .safetensors file or index, or a .gguf file."""
-    p = Path(path).expanduser()
+    p = expand_user(str(path))
     if not path_exists(p):
         raise MlrigError(f"model path {str(p)!r} does not exist")
     if not p.is_dir():
