@@ -16,16 +16,30 @@ import typer
 PricesOpt = Annotated[list[Path] | None, typer.Option("--prices", help="extra price file(s), merged by key")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 SourcesFlag = Annotated[bool, typer.Option("--sources", help="list the source of every price used")]
+
+
+def _tokens(text: str) -> int:
+    from mlrig.commands._common import parse_token_count
+
+    return parse_token_count(text)
+
+
+def _total_tokens(text: str) -> int:
+    from mlrig.commands._common import parse_token_count
+
+    return parse_token_count(text, binary=False)
+
+
 WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--task": ("workload", "task", str),
     "--precision": ("workload", "precision", str),
     "--engine": ("workload", "engine", str),
     "--batch": ("workload", "batch_size", int),
-    "--context": ("workload", "context_tokens", int),
-    "--prompt": ("workload", "prompt_tokens", int),
-    "--output": ("workload", "output_tokens", int),
+    "--context": ("workload", "context_tokens", _tokens),
+    "--prompt": ("workload", "prompt_tokens", _tokens),
+    "--output": ("workload", "output_tokens", _tokens),
     "--method": ("training", "method", str),
-    "--seq-len": ("training", "seq_len", int),
+    "--seq-len": ("training", "seq_len", _tokens),
     "--optimizer": ("training", "optimizer", str),
     "--zero-stage": ("training", "zero_stage", int),
     "--offload": ("training", "offload", str),
@@ -36,7 +50,7 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--hours-per-day": ("usage", "hours_per_day", float),
     "--runs-per-week": ("usage", "runs_per_week", float),
     "--hours-per-run": ("usage", "hours_per_run", float),
-    "--tokens-per-run": ("usage", "tokens_per_run", float),
+    "--tokens-per-run": ("usage", "tokens_per_run", _total_tokens),
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -97,6 +111,8 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         section, field, conv = WORKLOAD_FLAGS[flag]
         try:
             v = conv(value)
+        except MlrigError as exc:
+            raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
             raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
         target = groups[-1] if groups else common
