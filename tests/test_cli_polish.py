@@ -58,3 +58,96 @@ def test_junk_token_count_is_one_line(args: list[str]) -> None:
     assert r.returncode == 2
     assert "--context" in r.stderr and "8k" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+# ---- --version, completion, examples at the end of --help ----
+
+def test_version_from_package_metadata() -> None:
+    from importlib.metadata import version
+
+    r = mlrig("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"mlrig {version('mlrig')}"
+
+
+def test_shell_completion_enabled() -> None:
+    """Typer's completion options are on the root, and the completion protocol answers command and option
+    names (what `mlrig --install-completion` wires into the shell)."""
+    assert "--install-completion" in mlrig("--help", columns=120).stdout
+    env = {**os.environ, "_MLRIG_COMPLETE": "complete_bash", "COMP_WORDS": "mlrig plan --con", "COMP_CWORD": "2"}
+    code = "import sys; sys.argv = ['mlrig']; from mlrig.cli import main; main()"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert "--context" in r.stdout.split()
+
+
+def _all_commands() -> list[str]:
+    from mlrig.cli import COMMAND_MODULES
+
+    return sorted({*COMMAND_MODULES} - {"build"} | {"build check"})
+
+
+def test_every_command_help_ends_with_examples() -> None:
+    from mlrig.commands._examples import EXAMPLES
+
+    assert set(EXAMPLES) == set(_all_commands())
+    for command, lines in EXAMPLES.items():
+        out = mlrig(*command.split(), "--help", columns=200).stdout
+        assert "Examples:" in out, command
+        for line in lines:
+            assert line in out, (command, line)
+            assert len(line) <= 80, line
+
+
+def _tour() -> list[list[str]]:
+    from tests.test_readme_tour import tour_commands
+
+    return tour_commands()
+
+
+def _examples_not_in_tour() -> list[str]:
+    import shlex
+
+    from mlrig.commands._examples import EXAMPLES
+
+    tour = {shlex.join(argv) for argv in _tour()}
+    return [line for lines in EXAMPLES.values() for line in lines
+            if shlex.join(shlex.split(line)) not in tour]
+
+
+@pytest.mark.parametrize("line", _examples_not_in_tour())
+def test_help_examples_run(line: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each example from the --help epilogs runs as written from the repository root (those the README
+    tour runs are run by tests/test_readme_tour.py). `web` serves forever: it is started, answers, stopped."""
+    import shlex
+    import time
+    import urllib.request
+
+    from tests.test_readme_tour import ROOT, _free_port
+
+    argv = shlex.split(line)
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb"}
+    cmd = [sys.executable, "-m", "mlrig.cli", *argv[1:]]
+    if argv[1] == "web":
+        pytest.importorskip("fastapi")
+        port = _free_port(int(argv[argv.index("--port") + 1]))
+        cmd[cmd.index("--port") + 1] = str(port)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, proc.communicate()[1].decode()
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
+                        assert resp.status == 200
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "web did not answer within 60 s"
+                    time.sleep(0.5)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        return
+    if argv[1] == "trace":
+        pytest.importorskip("torch")
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{line}\n{r.stderr[-2000:]}"
+    assert r.stdout.strip(), line
