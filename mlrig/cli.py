@@ -44,6 +44,9 @@ def build_app(command: str | None = None) -> typer.Typer:
         no_args_is_help=True,
         add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
         pretty_exceptions_enable=False,
+        # click's plain help: two columns that wrap at the terminal's width and never cut an option name
+        # (typer's rich panels squeeze long names like --gpu-memory-utilization to "--gpu-memory-util…")
+        rich_markup_mode=None,
     )
 
     # An explicit callback keeps `mlrig` a command group even when only one command is registered

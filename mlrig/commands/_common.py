@@ -101,18 +101,18 @@ EngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="vllm | sglang | trt-llm | llama.cpp | transformers | exllamav2 | mlc")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
 PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
-    click_type=TokenCount("--prompt"))]
+    metavar="<tokens>", click_type=TokenCount("--prompt"))]
 OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
-    click_type=TokenCount("--output"))]
+    metavar="<tokens>", click_type=TokenCount("--output"))]
 ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
-    click_type=TokenCount("--context"))]
+    metavar="<tokens>", click_type=TokenCount("--context"))]
 GpuMemUtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM reservation (0-1]")]
 MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
 OptimizerOpt = Annotated[str | None, typer.Option(
     "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length (8192 or 8k)",
-    click_type=TokenCount("--seq-len"))]
+    metavar="<tokens>", click_type=TokenCount("--seq-len"))]
 CkptOpt = Annotated[bool | None, typer.Option(
     "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing")]
 ZeroOpt = Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)")]
@@ -120,7 +120,7 @@ OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimi
 TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
 TokensOpt = Annotated[int | None, typer.Option("--tokens", help="tokens to train (time-to-train): 1e11, 100B, 15T",
-    click_type=TokenCount("--tokens", binary=False))]
+    metavar="<tokens>", click_type=TokenCount("--tokens", binary=False))]
 GpuLayersOpt = Annotated[int | None, typer.Option(
     "--gpu-layers", "--ngl", help="llama.cpp -ngl: layers on the GPU, the rest on the CPU (default: all)")]
 StorageOpt = Annotated[float | None, typer.Option(
@@ -182,3 +182,30 @@ def band_caption(bands: list[dict[str, float]]) -> str | None:
     if not widest:
         return None
     return "validation bands (p90): " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%}" for m, v in widest.items())
+
+
+def narrow_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]],
+                 flexible: tuple[str, ...] = (), caption: str | None = None) -> Any:
+    """A borderless rich Table for 80-column terminals: every column not in `flexible` is exactly as
+    wide as its widest cell or header (figures are never cut with '…'); `flexible` columns (names) fold
+    onto a second line when the terminal is narrow. `columns` are (header, justify) pairs; cells may hold
+    rich markup."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title, box=None, pad_edge=False, header_style="bold", caption=caption)
+    for i, (col, just) in enumerate(columns):
+        if col in flexible:
+            t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        else:
+            width = max([len(col), *(len(Text.from_markup(r[i]).plain) for r in rows)])
+            t.add_column(col, justify=just, no_wrap=True, width=width)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def table_width(columns: list[str], rows: list[list[str]]) -> int:
+    """Columns a narrow_table needs to show every cell on one line (2 spaces between columns)."""
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    return sum(widths) + 2 * (len(widths) - 1)

@@ -1,7 +1,7 @@
 """Examples shown at the end of each command's `--help` (typer epilogs), attached in mlrig.cli.build_app.
 
 Every line here runs as written from the repository root: tests/test_cli_polish.py runs each one that the
-README tour (tests/test_readme_tour.py) does not already run. Keep them short (at most 80 columns) and offline.
+README tour (tests/test_readme_tour.py) does not already run. Keep them short (at most 76 columns: --help indents them by 4) and offline.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'mlrig fit llama-3.1-70b --gpu "RTX 3090" -n 2',
         'mlrig fit --gpu "RTX 4090" --context 8k --fits-only',
     ),
-    "compare": ('mlrig compare llama-3-8b --precision q4_k_m --gpu "M2 Max 64GB" --gpu "RTX 4070"',),
+    "compare": ('mlrig compare llama-3-8b -q q4_k_m --gpu "M2 Max 64GB" --gpu "RTX 4070"',),
     "serve": ("mlrig serve llama-3.1-8b --gpu L40S --min-tok-s 20",),
     "eval": ("mlrig eval examples/cases.jsonl",),
     "trace": ('mlrig trace llama-3.2-1b --gpu "RTX 4090" --task finetune --method lora',),
@@ -47,4 +47,4 @@ def epilog(command: str) -> str | None:
     lines = EXAMPLES.get(command)
     if not lines:
         return None
-    return "Examples:\n" + "\n".join(f"  {line}" for line in lines)
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)  # \b: click keeps the lines

@@ -55,10 +55,14 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 }
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 WORKLOAD_HELP = (
-    "Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m --min-tok-s 15 --hours-per-day 8`"
-    " and `--model M --method qlora --runs-per-week 2 --hours-per-run 3` (each --model starts a workload;"
-    " hours per run are on --reference-gpu, default A100 80GB). Workload flags: --model "
-    + " ".join(WORKLOAD_FLAGS)
+    "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
+    " --model apply to the --plan files):\n\n\b\n"
+    + "\n".join(f"  {flag:<17} {meaning}" for flag, meaning in {
+        "--model M": "catalog id, HF id or model file (starts a workload)",
+        **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
+    }.items())
+    + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
+    " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
 )
 
 
@@ -241,7 +245,7 @@ Years = Annotated[float, typer.Option("--years", help="ownership horizon, years"
 ObjectiveOpt = Annotated[str, typer.Option("--objective", help="tco | time | usd-per-mtok")]
 Kwh = Annotated[float | None, typer.Option("--kwh-price", help="electricity USD/kWh")]
 PlanOpt = Annotated[list[Path] | None, typer.Option(
-    "--plan", help=r"plan file (repeatable); \[usage] table optional")]
+    "--plan", help="plan file (repeatable); [usage] table optional")]
 AllowOld = Annotated[bool, typer.Option("--allow-old", help="include Kepler/Maxwell/Pascal datacentre cards (P40...)")]
 AnyVendor = Annotated[bool, typer.Option(
     "--any-vendor", help="include AMD/Intel GPUs for fine-tuning (CUDA-first tools)")]
@@ -421,19 +425,27 @@ def build_check_cmd(
     if as_json:
         print_json(report)
     else:
+        from rich.console import Console
         from rich.markup import escape
+        from rich.table import Table
 
-        con = _console()
+        con = Console(highlight=False)  # the terminal's width (COLUMNS when piped); long lines wrap indented
         con.print(
             f"[bold]{escape(report.name)}[/]: {', '.join(report.gpus)}, {report.total_vram_gib:.0f} GiB VRAM;"
             f" sustained {report.sustained_w:.0f} W (~{report.wall_w:,.0f} W at the wall), transient"
-            f" ~{report.transient_w:.0f} W, PSU {report.psu_w:.0f} W"
+            f" ~{report.transient_w:,.0f} W, PSU {report.psu_w:,.0f} W"
         )
         colors = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, min_width=7)
+        grid.add_column(no_wrap=True, min_width=8)
+        grid.add_column(overflow="fold")
         for f in report.findings:
-            con.print(f"[{colors[f.severity]}]{f.severity:7}[/] {f.check:8} {escape(f.what)}")
+            grid.add_row(f"[{colors[f.severity]}]{f.severity}[/]", f.check, escape(f.what))
             if f.severity != "ok":
-                con.print(f"{'':17}why: {escape(f.why)}\n{'':17}do:  {escape(f.fix)}")
+                grid.add_row("", "", f"why: {escape(f.why)}")
+                grid.add_row("", "", f"do:  {escape(f.fix)}")
+        con.print(grid)
     if not report.ok:
         raise typer.Exit(1)
 
