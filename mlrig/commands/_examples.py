@@ -1,7 +1,8 @@
 """Examples shown at the end of each command's `--help` (typer epilogs), attached in mlrig.cli.build_app.
 
 Every line here runs as written from the repository root: tests/test_cli_polish.py runs each one that the
-README tour (tests/test_readme_tour.py) does not already run. Keep them short (at most 76 columns: --help indents them by 4) and offline.
+README tour (tests/test_readme_tour.py) does not already run. Keep them offline and at most 76 columns
+(--help indents them by 4).
 """
 
 from __future__ import annotations
