@@ -185,8 +185,12 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.performance import estimate_performance
 
+    assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
     p, notes = with_defaults(p, gpu, arch)
     notes = [*arch.notes, *gpu.resolution_notes, *notes]
+    if assumed:
+        notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
+                        "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
     try:
         memory = estimate_memory(arch, p, gpu)
         performance = estimate_performance(arch, p, gpu, memory)

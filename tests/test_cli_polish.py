@@ -269,3 +269,26 @@ def test_recommend_help_lists_workload_flags() -> None:
     assert "--model M" in text
     for flag in WORKLOAD_FLAGS:
         assert f"  {flag} " in text, flag
+
+
+# ---- plan output: failure lines, the assumed GPU ----
+
+def test_single_gpu_finetune_has_no_failure_rate_lines() -> None:
+    one = mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", columns=120).stdout
+    assert "Checkpoints:" in one and "MTBF" not in one and "Young/Daly" not in one
+    asked = mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", "--mtbf-h", "500",
+                  columns=120).stdout
+    assert "MTBF 500 h" in asked
+    many = mlrig("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "-n", "8", "--task", "pretrain", columns=120).stdout
+    assert "Young/Daly" in many
+    d = json.loads(mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", "--json").stdout)
+    assert d["training"]["mtbf_hours"] > 0  # the JSON contract keeps the figures
+
+
+def test_missing_gpu_says_which_it_assumed() -> None:
+    text = mlrig("plan", "llama-3.1-8b", columns=120).stdout
+    assert "no GPU given: assumed NVIDIA GeForce RTX 4090 (rtx-4090)" in text.splitlines()[1]
+    d = json.loads(mlrig("plan", "llama-3.1-8b", "--json").stdout)
+    assert any("assumed" in n and "rtx-4090" in n for n in d["notes"])
+    named = json.loads(mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--json").stdout)
+    assert not any("no GPU given" in n for n in named["notes"])

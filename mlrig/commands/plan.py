@@ -59,11 +59,15 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     wl = plan.get("workload", {})
     hw = plan.get("hardware", {})
     n_gpus = int(hw.get("count", 1)) * int(hw.get("nodes", 1))
+    failures = n_gpus > 1 or hw.get("mtbf_hours") is not None  # one GPU: no failure-rate lines unless asked
     task = wl.get("task", "inference")
     engine = f" ({result.engine})" if result.engine else ""
     head = (f"[bold]{result.model}[/] · {result.precision} · {task}{engine}"
             f" on {n_gpus} × {result.gpu}")
     con.print(head)
+    assumed = [n for n in result.notes if n.startswith("no GPU given")]  # said at once, not among the notes
+    for note in assumed:
+        con.print(f"[yellow]note:[/] {escape(note)}")
     if mem is None:
         return
     verdict = "[green]✔ fits[/]" if result.fits else "[red]✘ does not fit[/]"
@@ -105,7 +109,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         if perf.explanation:
             con.print(f"[dim]{escape(perf.explanation)}[/]")
     if result.training is not None:
-        _render_training_run(con, result.training)
+        _render_training_run(con, result.training, failures=failures)
     if lims:
         parts = []
         if lims.get("max_batch_size") is not None:
@@ -114,12 +118,17 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
         parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
         con.print("Limits: " + "; ".join(parts))
-    for note in [*mem.notes, *result.notes, *(result.training.notes if result.training else [])]:
+    run_notes = result.training.notes if result.training else []
+    if not failures:
+        run_notes = [n for n in run_notes if not n.startswith("MTBF")]
+    for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes]:
         con.print(f"[yellow]note:[/] {escape(note)}")
 
 
-def _render_training_run(con: Any, run: TrainingRun) -> None:
-    """Data, checkpoint and failure arithmetic of a training run, two or three lines."""
+def _render_training_run(con: Any, run: TrainingRun, failures: bool = True) -> None:
+    """Data, checkpoint and failure arithmetic of a training run, two or three lines. `failures=False`
+    (one GPU) leaves out the interruption rate and checkpoint interval: Llama 3's per-GPU failure rate
+    is about clusters, and a one-GPU job's checkpoint cadence is the user's choice (JSON keeps both)."""
     if run.compute_optimal_tokens is not None:
         planned = f"{_count(run.tokens_to_train)} tokens planned; " if run.tokens_to_train else ""
         con.print(f"Run: {planned}compute-optimal ~{_count(run.compute_optimal_tokens)} tokens "
@@ -128,9 +137,12 @@ def _render_training_run(con: Any, run: TrainingRun) -> None:
     con.print(f"Data: reads {run.data_read_mb_s:,.2f} MB/s of training data ({run.data_bytes_per_token:g} B/token) "
               f"from storage at {run.storage_gb_s:g} GB/s: {verdict}")
     cost = f"~{run.checkpoint_overhead:.1%}" if run.checkpoint_overhead >= 0.001 else "< 0.1%"
-    con.print(f"Checkpoints: {run.checkpoint_gib:,.1f} GiB (trainable weights + optimizer states), "
-              f"{fmt_num(run.checkpoint_write_s)} s to write; MTBF {run.mtbf_hours:,.0f} h -> "
-              f"every {_duration(run.checkpoint_interval_s)} (Young/Daly), {cost} of run time")
+    ckpt = (f"Checkpoints: {run.checkpoint_gib:,.1f} GiB (trainable weights + optimizer states), "
+            f"{fmt_num(run.checkpoint_write_s)} s to write")
+    if failures:
+        ckpt += (f"; MTBF {run.mtbf_hours:,.0f} h -> every {_duration(run.checkpoint_interval_s)} (Young/Daly), "
+                 f"{cost} of run time")
+    con.print(ckpt)
 
 
 def _count(n: float) -> str:
