@@ -292,3 +292,40 @@ def test_missing_gpu_says_which_it_assumed() -> None:
     assert any("assumed" in n and "rtx-4090" in n for n in d["notes"])
     named = json.loads(mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--json").stdout)
     assert not any("no GPU given" in n for n in named["notes"])
+
+
+# ---- how to make it fit ----
+
+@pytest.mark.parametrize("args, expect", [
+    (["llama-3.1-8b", "--gpu", "RTX 3060 12GB", "--context", "32k"], ["--precision q6_k", "-n 2"]),
+    (["llama-3.1-70b", "--gpu", "RTX 3090", "-n", "2", "--precision", "q5_k_m", "--context", "16k"],
+     ["--precision q4_k_m", "--ngl", "-n 4"]),
+    (["llama-3.1-8b", "--gpu", "RTX 4090", "--task", "finetune", "--method", "full"], ["--method lora", "--zero 3"]),
+])
+def test_fixes_each_make_the_plan_fit(args: list[str], expect: list[str]) -> None:
+    """Every listed change, applied with its own flags, gives a plan that fits with exactly the memory per
+    GPU the fix reports (the planner computed it); the precision offered is the best one that fits."""
+    import shlex
+
+    d = json.loads(mlrig("plan", *args, "--json").stdout)
+    assert d["fits"] is False
+    fixes = d["fixes"]
+    flags = [f["flags"] for f in fixes]
+    for needle in expect:
+        assert any(needle in f for f in flags), (needle, flags)
+    for fix in fixes:
+        fixed = json.loads(mlrig("plan", *args, *shlex.split(fix["flags"]), "--json", "--no-limits").stdout)
+        assert fixed["fits"] is True, fix
+        assert fixed["memory"]["per_gpu_gib"] == pytest.approx(fix["per_gpu_gib"], abs=0.006), fix
+        assert fixed["fixes"] == []
+    if "--precision q6_k" in flags:  # the next format up the ladder does not fit
+        assert json.loads(mlrig("plan", *args, "--precision", "q8_0", "--json").stdout)["fits"] is False
+
+
+def test_fixes_in_text_and_absent_when_it_fits() -> None:
+    text = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 3060 12GB", "--context", "32k", columns=80).stdout
+    assert "To make it fit" in text and "--precision q6_k" in text and "GiB/GPU" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    fits = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "q4_k_m", columns=80).stdout
+    assert "To make it fit" not in fits
+    assert json.loads(mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--json").stdout)["fixes"] == []
