@@ -209,3 +209,25 @@ def table_width(columns: list[str], rows: list[list[str]]) -> int:
     """Columns a narrow_table needs to show every cell on one line (2 spaces between columns)."""
     widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     return sum(widths) + 2 * (len(widths) - 1)
+
+
+SIGNIFICANT_DIGITS = 4
+GIB_DECIMALS = 3
+
+
+def round_floats(obj: Any, key: str = "") -> Any:
+    """The JSON rounding rule (docs/PLAN-FORMAT.md, "Numbers in JSON"): a float under a key ending in
+    `_gib` keeps 3 decimals (1 MiB); any other float keeps 4 significant digits (the estimates are good
+    to a few percent at best); integers, booleans and strings are untouched. Deterministic, so `mlrig eval`
+    prints the same bytes for the same input."""
+    if isinstance(obj, float):
+        if obj != obj or obj in (float("inf"), float("-inf")) or obj == 0:
+            return obj
+        if key.endswith("_gib"):
+            return round(obj, GIB_DECIMALS)
+        return float(f"{obj:.{SIGNIFICANT_DIGITS}g}")
+    if isinstance(obj, dict):
+        return {k: round_floats(v, str(k)) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [round_floats(v, key) for v in obj]
+    return obj

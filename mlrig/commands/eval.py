@@ -21,6 +21,7 @@ def eval_cmd(
     import json
     import sys
 
+    from mlrig.commands._common import round_floats
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case
     from mlrig.results import PlanResult
@@ -50,7 +51,7 @@ def eval_cmd(
                 else:
                     result = evaluate_case(obj)
             any_error |= result.error is not None
-            sink.write(json.dumps(result.model_dump(mode="json")) + "\n")
+            sink.write(json.dumps(round_floats(result.model_dump(mode="json"))) + "\n")
             sink.flush()
     finally:
         if out:

@@ -280,7 +280,9 @@ def plan_json(result: PlanResult, lims: dict[str, int | None] | None,
         out["limits"] = lims
     if fixes is not None:
         out["fixes"] = [f.model_dump(mode="json") for f in fixes]
-    return out
+    from mlrig.commands._common import round_floats
+
+    return dict(round_floats(out))
 
 
 def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None]:
