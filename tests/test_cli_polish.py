@@ -10,8 +10,12 @@ import sys
 
 import pytest
 
+from pathlib import Path
+
 from mlrig.commands._common import parse_token_count
 from mlrig.errors import MlrigError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def mlrig(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -19,7 +23,7 @@ def mlrig(*args: str, columns: int | None = None) -> subprocess.CompletedProcess
     if columns is not None:
         env["COLUMNS"] = str(columns)
     return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
-                          timeout=240, env=env)
+                          timeout=240, env=env, cwd=ROOT)  # examples/ paths are relative to the checkout
 
 
 @pytest.mark.parametrize("text, binary, expected", [
