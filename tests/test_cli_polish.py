@@ -7,10 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-
-from pathlib import Path
 
 from mlrig.commands._common import parse_token_count
 from mlrig.errors import MlrigError

@@ -20,6 +20,7 @@ from mlrig.advisor.cost import TcoResult
 from mlrig.advisor.recommend import Recommendation
 from mlrig.diagnose.models import DiagnoseReport
 from mlrig.estimators.performance import ConcurrencyLimits, ServingPoint
+from mlrig.fixes import Fix
 from mlrig.results import PlanResult
 
 Str = str  # every str field is capped by the model config below
@@ -255,6 +256,7 @@ class Limits(BaseModel):
 
 class PlanResponse(PlanResult):
     limits: Limits | None = None
+    fixes: list[Fix] = Field(default_factory=list, description="single changes that make it fit (mlrig.fixes)")
 
 
 class CompareRow(BaseModel):
