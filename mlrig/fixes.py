@@ -70,7 +70,10 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
 
     `result` is the planner's answer for `plan` (its resolved precision and engine are used) and `lims`
     its `limits` when already computed."""
+    from pydantic import ValidationError
+
     from mlrig import quant
+    from mlrig.errors import MlrigError
     from mlrig.planner import evaluate, limits
 
     if result.fits or result.memory is None:
@@ -78,9 +81,15 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
     lims = lims or limits(plan, arch=arch, gpu=gpu)
     fixes: list[Fix] = []
     n_gpus = plan.hardware.count * plan.hardware.nodes
+    # Unified memory (Apple, CPU hosts): layers "on the CPU" use the same memory, and a second Mac is not
+    # a second GPU of this kind, so neither -ngl nor more devices is offered.
+    unified = gpu.hardware_class in ("apple", "cpu")
 
     def attempt(change: str, flags: str, note: str | None = None, **changes: Any) -> Fix | None:
-        r = evaluate(_with(plan, **changes), arch=arch, gpu=gpu)
+        try:
+            r = evaluate(_with(plan, **changes), arch=arch, gpu=gpu)
+        except (MlrigError, ValidationError):  # a change this model/GPU/engine cannot take: not a fix
+            return None
         if not r.fits or r.memory is None:
             return None
         h = changes.get("hardware__count", plan.hardware.count) * plan.hardware.nodes
@@ -120,7 +129,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         batch = lims.get("max_batch_size") or 0
         if 0 < batch < w.batch_size:
             first((f"batch {w.batch_size} -> {batch}", f"--batch {batch}", None, {"workload__batch_size": batch}))
-        if engine in LLAMA_CPP and w.gpu_layers is None:
+        if engine in LLAMA_CPP and w.gpu_layers is None and not unified:
             _offload_layers(plan, arch, gpu, fixes, attempt)
     elif t is not None:
         if plan.workload.task == "finetune" and t.method == "full":
@@ -150,7 +159,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
             first((f"sequence length {current:,} -> {seq:,}", f"--seq-len {_tokens(seq)}", None,
                    {"training__seq_len": seq, "workload__context_tokens": seq}))
     more = lims.get("min_gpus")
-    if more and more > n_gpus and plan.hardware.nodes == 1:
+    if more and more > n_gpus and plan.hardware.nodes == 1 and not unified:
         changes: dict[str, Any] = {"hardware__count": more}
         flags = f"-n {more}"
         if inference and more > 8:
@@ -164,8 +173,9 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
 
 
 def _offload_layers(plan: Plan, arch: ModelArch, gpu: GPU, fixes: list[Fix], attempt: Any) -> None:
-    """llama.cpp -ngl: the most layers that fit on the GPU(s), the rest on the CPU (bisection, ~7 tries)."""
-    lo, hi, best = 0, arch.num_layers - 1, None
+    """llama.cpp -ngl: the most layers (at least one) that fit on the GPU(s), the rest on the CPU
+    (bisection, ~7 tries)."""
+    lo, hi, best = 1, arch.num_layers - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
         fix = attempt(f"{mid} of {arch.num_layers} layers on the GPU, the rest on the CPU", f"--ngl {mid}",
@@ -174,5 +184,5 @@ def _offload_layers(plan: Plan, arch: ModelArch, gpu: GPU, fixes: list[Fix], att
             best, lo = fix, mid + 1
         else:
             hi = mid - 1
-    if best is not None and lo > 0:
+    if best is not None:
         fixes.append(best)

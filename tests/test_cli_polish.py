@@ -377,3 +377,11 @@ def test_plan_and_eval_json_are_rounded(tmp_path: os.PathLike[str]) -> None:
         else:
             assert float(f"{value:.4g}") == value, (key, value)
     assert isinstance(d["kv_cache_capacity_tokens"], int)
+
+
+def test_fixes_on_unified_memory_offer_no_second_device() -> None:
+    """A Mac's CPU layers share its memory and a second Mac is not a second GPU: only the precision."""
+    d = json.loads(mlrig("plan", "llama-3.1-70b", "--gpu", "M2 Max 64GB", "--precision", "bf16", "--json").stdout)
+    flags = [f["flags"] for f in d["fixes"]]
+    assert flags and flags[0].startswith("--precision q")
+    assert not any(f.startswith(("-n", "--ngl")) for f in flags), flags
