@@ -343,11 +343,11 @@ def test_round_floats_rule() -> None:
 
     data = {"per_gpu_gib": 15.55449, "decode_tok_s": 31.4987, "ttft_ms": 130.4321, "tokens_to_train": 1e11,
             "kv_cache_capacity_tokens": 69745, "fits": True, "mfu": 0.412345, "x": [1234567.0, 0.0],
-            "nested": {"weights_gib": 14.95651, "time_to_train_s": 123456.7}}
+            "nested": {"weights_gib": 14.95651, "time_to_train_s": 123456.7, "tokens_to_train": 123456789.0}}
     out = round_floats(data)
     assert out == {"per_gpu_gib": 15.554, "decode_tok_s": 31.5, "ttft_ms": 130.4, "tokens_to_train": 1e11,
                    "kv_cache_capacity_tokens": 69745, "fits": True, "mfu": 0.4123, "x": [1235000.0, 0.0],
-                   "nested": {"weights_gib": 14.957, "time_to_train_s": 123500.0}}
+                   "nested": {"weights_gib": 14.957, "time_to_train_s": 123500.0, "tokens_to_train": 123456789.0}}
     assert isinstance(out["kv_cache_capacity_tokens"], int)
 
 
