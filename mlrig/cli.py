@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "plan": "plan",
     "diagnose": "probe", "monitor": "probe", "probe": "probe",
     "serve": "serve",
+    "sweep": "sweep",
     "trace": "trace",
     "validate": "validate",
     "web": "web",

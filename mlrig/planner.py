@@ -201,7 +201,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
             training = estimate_training_run(arch, p, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
-    return PlanResult(
+    result = PlanResult(
         id=p.id,
         fits=memory.fits,
         model=arch.hf_id or arch.id,
@@ -214,6 +214,28 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         training=training,
         notes=notes,
     )
+    attach_validation(result, p, gpu)
+    return result
+
+
+def attach_validation(result: PlanResult, plan: Plan, gpu: GPU) -> None:
+    """Each figure's validation scope (mlrig/validation/scopes.py), and its ± band from that scope:
+    the p90 error of the published runs in it, or, when it has too few, the wider of the default band
+    and the nearest validated scope's p90."""
+    from mlrig.validation.scopes import validation_for
+
+    result.validation = validation_for(result, plan, gpu)
+    perf = result.performance
+    if perf is None:
+        return
+    for figure, band in list(perf.error_band.items()):
+        v = result.validation.get(figure)
+        if v is None:
+            continue
+        if v.validated and v.p90_error is not None:
+            perf.error_band[figure] = round(v.p90_error, 3)
+        elif v.nearest_p90_error is not None:
+            perf.error_band[figure] = round(max(band, v.nearest_p90_error), 3)
 
 
 def evaluate_case(obj: Any) -> PlanResult:

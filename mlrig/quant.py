@@ -33,8 +33,17 @@ Storage costs are those of the real on-disk / in-memory formats, scales and zero
   layers, scales included (the converter's `-b`); the head is quantised at `-hb` (default 6 bits)
   and the embedding stays fp16. Any stated rate is a precision: `exl2-4.65` (also `exl2_4.65`,
   `4.65bpw-exl2`); SCHEMES holds the common rates and `scheme()` adds others on first use.
-* MLX (ml-explore mlx `mlx.nn.quantize`, defaults group_size=64): each group of 64 stores an fp16
-  scale and an fp16 bias -> bits + 0.5 bpw (mlx-4bit = 4.5); mlx-lm quantises embeddings and head too.
+* MLX affine quantisation (ml-explore mlx `mlx.core.quantize` docs, "Quantization modes" table,
+  read 2026-11-23: group size 32, 64 (default) or 128; bits 2, 3, 4 (default), 5, 6 or 8; a scale and a
+  bias per group in the input's 16-bit dtype) -> bits + 2 x 16 / group_size bpw: `mlx-4bit` (group 64)
+  = 4.5, `mlx-4bit-g32` = 5.0, `mlx-5bit-g32` = 6.0, `mlx-4bit-g128` = 4.25. mlx-lm quantises the
+  embedding and the head too.
+* Mixed precision with fp32 weights (`bf16-mixed`, `fp16-mixed`: PyTorch Lightning's `precision=` names,
+  torch.autocast AMP, DeepSpeed/atorch "bf16_amp"): the parameters stay fp32 in memory (32 bpw), the
+  matmuls run in bf16/fp16 under autocast, gradients are fp32 and the fp32 weights are the optimizer's
+  master copy. For full AdamW training this is the same 16 B/param as ZeRO's mixed-precision accounting
+  (`bf16`: 2 B weights + 2 B grads + 12 B states), split 4 + 4 + 8; a frozen base (LoRA) costs 4 B/param
+  instead of 2 (Lightning docs "N-bit precision": "bf16-mixed" vs "bf16-true").
 * llama.cpp i-quants (ggml-common.h block structs): IQ1_S 50 B/256 (1.5625 bpw), IQ1_M 56/256 (1.75),
   IQ2_XXS 66/256 (2.0625), IQ2_XS 74/256 (2.3125), IQ2_S 82/256 (2.5625), IQ3_XXS 98/256 (3.0625),
   IQ3_S 110/256 (3.4375), IQ4_XS 136/256 (4.25), IQ4_NL 18/32 (4.5). The file types are mixes
@@ -52,7 +61,7 @@ from typing import TYPE_CHECKING
 from mlrig.errors import MlrigError
 
 if TYPE_CHECKING:
-    from mlrig.catalog.models import ModelArch
+    from mlrig.catalog.arch import ModelArch
 
 # ggml block types: bits per weight = 8 * block bytes / block weights (ggml-common.h).
 # ggml_type -> (name, elements per block, bytes per block): ggml/src/ggml-common.h block structs
@@ -98,6 +107,7 @@ class Scheme:
     compute: str  # dtype the matmuls run in
     experts_bpw: float | None = None  # routed experts, when stored differently (mxfp4)
     gguf_mix: str | None = None  # llama.cpp file type whose per-tensor bumps apply
+    master_in_weights: bool = False  # AMP: the fp32 weights are the optimizer's master copy, grads fp32
     description: str = ""
 
     @property
@@ -109,6 +119,18 @@ def _gguf(name: str, base: str, *, head: str = "Q6_K", embed: str | None = None,
           mix: str | None = None) -> Scheme:
     return Scheme(name, GGML_BPW[base], GGML_BPW[embed or base], GGML_BPW[head], 32.0, "fp16",
                   gguf_mix=mix or name, description=desc or f"GGUF {name.upper()} (llama.cpp)")
+
+
+MLX_BITS = (2, 3, 4, 5, 6, 8)  # mlx.core.quantize affine mode
+MLX_GROUPS = (32, 64, 128)
+
+
+def _mlx(bits: int, group: int) -> Scheme:
+    """MLX affine quantisation: `bits` per weight + a 16-bit scale and a 16-bit bias per `group` weights."""
+    bpw = bits + 2 * 16 / group
+    name = f"mlx-{bits}bit" if group == 64 else f"mlx-{bits}bit-g{group}"
+    return Scheme(name, bpw, bpw, bpw, 16, "fp16",
+                  description=f"MLX {bits}-bit, group {group} (16-bit scale + bias)")
 
 
 def _exl2(bpw: float) -> Scheme:
@@ -168,10 +190,12 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
     Scheme("q4f16_2", MLC_Q4_BPW, 16, 16, 16, "fp16", description="MLC-LLM int4 group 32, fp16 embedding/head"),
     Scheme("q3f16_1", MLC_Q3_BPW, MLC_Q3_BPW, MLC_Q3_BPW, 16, "fp16", description="MLC-LLM int3 group 40"),
     *(_exl2(r) for r in EXL2_RATES),
-    # MLX (mlx.nn.quantize defaults): group 64 with an fp16 scale and an fp16 bias -> bits + 32/64;
-    # mlx-lm quantises the embedding and the head too
-    *(Scheme(f"mlx-{b}bit", b + 0.5, b + 0.5, b + 0.5, 16, "fp16",
-             description=f"MLX {b}-bit, group 64 (fp16 scale + bias)") for b in (3, 4, 6, 8)),
+    # MLX at its default group of 64 (-g32 / -g128 are added on first use by normalise_precision)
+    *(_mlx(b, 64) for b in MLX_BITS),
+    Scheme("bf16-mixed", 32, 32, 32, 32, "bf16", master_in_weights=True,
+           description="AMP: fp32 weights and master, bf16 autocast compute (Lightning bf16-mixed)"),
+    Scheme("fp16-mixed", 32, 32, 32, 32, "fp16", master_in_weights=True,
+           description="AMP: fp32 weights and master, fp16 autocast compute (Lightning 16-mixed)"),
 ]}
 
 _ALIASES: dict[str, str] = {
@@ -189,7 +213,15 @@ _ALIASES: dict[str, str] = {
     # unsloth "dynamic" GGUF quants (UD-Q4_K_XL, ...): the _M/_L mixes with more tensors upcast; closest mix
     "q2_k_xl": "q2_k", "q3_k_xl": "q3_k_m", "q4_k_xl": "q4_k_l", "q5_k_xl": "q5_k_l", "q6_k_xl": "q6_k_l",
     "q8_k_xl": "q8_0", "mlx-4bit-dwq": "mlx-4bit",
+    # PyTorch Lightning `precision=` names (and torch AMP spellings). Not "bf16-true": Lightning's true half
+    # precision also keeps the optimizer states in bf16, which is precision bf16 with optimizer adamw-bf16 here
+    "16-mixed": "fp16-mixed", "bf16-amp": "bf16-mixed", "bf16_amp": "bf16-mixed", "amp-bf16": "bf16-mixed",
+    "fp16-amp": "fp16-mixed", "32-true": "fp32",
+    **{f"mlx-{b}bit-g64": f"mlx-{b}bit" for b in MLX_BITS},
 }
+
+# "mlx-4bit-g32", "mlx-5bit-g128": MLX affine at a non-default group size (added on first use)
+_MLX_RE = re.compile(r"mlx-(\d)bit-g(\d+)")
 
 # "exl2-4.65", "exl2_4.65", "exl2:4.65", "exl2-4.65bpw", "4.65bpw-exl2", "4.65bpw" (exllamav2 branch names)
 _EXL2_RE = re.compile(r"(?:exl2[-_:]?(\d+(?:\.\d+)?)(?:bpw)?|(\d+(?:\.\d+)?)[-_]?bpw(?:[-_]?exl2)?)")
@@ -209,10 +241,18 @@ def normalise_precision(precision: str) -> str:
                 raise MlrigError(f"EXL2 rate {bpw:g} bpw is outside 1-16; give e.g. exl2-4.65")
             SCHEMES.setdefault(f"exl2-{bpw:g}", _exl2(bpw))
             return f"exl2-{bpw:g}"
+        m = _MLX_RE.fullmatch(p)
+        if m:
+            bits, group = int(m.group(1)), int(m.group(2))
+            if bits not in MLX_BITS or group not in MLX_GROUPS:
+                raise MlrigError(f"MLX quantisation {precision!r}: bits must be one of "
+                                 f"{', '.join(map(str, MLX_BITS))} and the group 32, 64 or 128 (e.g. mlx-4bit-g32)")
+            return SCHEMES.setdefault(p, _mlx(bits, group)).name
         if p == "exl2":
             raise MlrigError("EXL2 needs its bits per weight: write exl2-4.65 (or the rate of your download)")
-        shown = [k for k in SCHEMES if not k.startswith("exl2-")]
-        raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(shown)}, exl2-<bpw>")
+        shown = [k for k in SCHEMES if not k.startswith("exl2-") and not _MLX_RE.fullmatch(k)]
+        raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(shown)}, exl2-<bpw>, "
+                         "mlx-<bits>bit-g<32|128>")
     return p
 
 
@@ -230,6 +270,12 @@ def bits_per_weight(precision: str) -> float:
     """
     s = scheme(precision)
     return s.experts_bpw if s.experts_bpw is not None else s.linear_bpw
+
+
+def master_in_weights(precision: str) -> bool:
+    """True for AMP precisions (`bf16-mixed`, `fp16-mixed`): fp32 weights that are themselves the
+    optimizer's master copy, with fp32 gradients (see the module docstring)."""
+    return scheme(precision).master_in_weights
 
 
 def compute_dtype(precision: str) -> str:

@@ -52,6 +52,19 @@ class TrainingRun(BaseModel):
     notes: list[str] = []
 
 
+class FigureValidation(BaseModel):
+    """How well one figure is validated (docs/PLAN-FORMAT.md): its scope's record over published runs,
+    or not validated, with the nearest scope that is (mlrig/validation/scopes.py)."""
+
+    validated: bool
+    scope: str  # this plan's scope in words: "llama.cpp decode_tok_s, GDDR"
+    rows: int = 0  # published runs in the scope
+    median_error: float | None = None  # median |pred/meas - 1| over them, a fraction
+    p90_error: float | None = None
+    nearest: str | None = None  # not validated: the closest validated scope, in words
+    nearest_p90_error: float | None = None
+
+
 class PlanResult(BaseModel):
     id: str | None = None
     error: str | None = None
@@ -64,4 +77,5 @@ class PlanResult(BaseModel):
     kv_cache_capacity_tokens: int | None = None
     performance: Performance | None = None
     training: TrainingRun | None = None  # finetune / pretrain only
+    validation: dict[str, FigureValidation] = {}  # figure name -> how well it is validated
     notes: list[str] = []

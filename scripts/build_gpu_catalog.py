@@ -120,7 +120,9 @@ CSV_META: dict[str, dict[str, Any]] = {
     "Tesla P100 PCIe 16GB": dict(id="p100-pcie-16gb", aliases=["Tesla P100-PCIE-16GB", "P100 PCIe 16GB"]),
     "Tesla K80": dict(id="k80", aliases=["Tesla K80", "NVIDIA Tesla K80"], ecc=True, per_device=2),
     "Tesla M40 24GB": dict(id="m40-24gb", aliases=["Tesla M40 24GB", "NVIDIA Tesla M40"], ecc=True),
-    "Instinct MI250X": dict(id="mi250x", aliases=["AMD Instinct MI250X", "MI250X"], per_device=2),
+    # per device = one GCD; "(single GCD)" is how sources that ran on one die say so (gpt-fast README)
+    "Instinct MI250X": dict(id="mi250x", aliases=["AMD Instinct MI250X", "MI250X", "AMD Instinct MI250X (single GCD)",
+                                                  "MI250X GCD", "MI250X (single GCD)"], per_device=2),
     "Instinct MI300X": dict(id="mi300x", aliases=["AMD Instinct MI300X", "MI300X"], nvlink_gb_s=448.0),
     "Instinct MI325X": dict(id="mi325x", aliases=["AMD Instinct MI325X", "MI325X"], nvlink_gb_s=448.0),
     "Radeon RX 7900 XTX": dict(id="rx-7900-xtx", aliases=["AMD Radeon RX 7900 XTX", "Radeon RX 7900 XTX"]),

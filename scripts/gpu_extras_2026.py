@@ -462,6 +462,63 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "FLOP/clk (2 x 512-bit FMA) x 2.0 GHz); 512 GiB ASSUMED; AMX BF16 not counted",
         notes="One socket. A CPU-only host (see cpu-ddr5-2ch).",
     ),
+    # ---------------------------------------------------------------- named by calibration rows (issue 10 / 14)
+    dict(
+        id="arc-pro-b60", name="Intel Arc Pro B60", vendor="Intel", hardware_class="intel",
+        architecture="Xe2-HPG Battlemage (BMG-G21, 20 Xe2-cores, 160 XMX engines)", release_year=2025,
+        aliases=["Intel Arc Pro B60", "Arc Pro B60", "Intel(R) Arc(TM) Pro B60 Graphics", "Arc Pro B60 24GB"],
+        nominal_gb=24, memory_type="GDDR6 (19 Gbps, 192-bit)", memory_bandwidth_gb_s=456, fp32_tflops=12.3,
+        fp16_tflops_dense=98.3, bf16_tflops_dense=98.3, int8_tops_dense=196.6, tdp_w=200, pcie_gen=5,
+        pcie_lanes=8, form_factor="2-slot blower (reference)", slots=2,
+        source="https://technical.city/en/video/Iris-Xe-Graphics-96EU-vs-Arc-Pro-B60",
+        verification="derived (read 2026-11-23 from secondary copies of Intel's table: technical.city and "
+        "hmc-tech.com 'Intel Arc Pro B60': 20 Xe2-cores / 2560 lanes, 2.4 GHz, 24 GB GDDR6 192-bit 19 Gbps = "
+        "456 GB/s, PCIe 5.0 x8, 200 W; hmc-tech lists 196.61 INT8 / 98.3 BF16 tensor TOPS); XMX rates DERIVED on "
+        "the basis Intel uses "
+        "for the Arc B580 (233 INT8 TOPS = 160 XMX x 512 ops/clk x 2.85 GHz): 160 x 512 x 2.4 GHz = 196.6 INT8 "
+        "TOPS, FP16/BF16 half = 98.3; FP32 = 2560 x 2 x 2.4 GHz = 12.3",
+        notes="The B580's die (BMG-G21) with 24 GB and a 120-200 W board power range (partner boards differ); "
+        "the dual-GPU boards (MaxSun Arc Pro B60 Dual) are two of these, seen by software as two devices.",
+    ),
+    dict(
+        id="max-1100", name="Intel Data Center GPU Max 1100", vendor="Intel", hardware_class="intel",
+        architecture="Xe-HPC Ponte Vecchio (1 stack, 56 Xe-cores, 448 XMX engines)", release_year=2023,
+        aliases=["Intel Data Center GPU Max 1100", "Data Center GPU Max 1100", "GPU Max 1100", "Max 1100",
+                 "Intel-Max1100", "PVC 1100"],
+        nominal_gb=48, memory_type="HBM2e (4 stacks)", memory_bandwidth_gb_s=1228.8, fp32_tflops=22.2,
+        fp16_tflops_dense=355.5, bf16_tflops_dense=355.5, int8_tops_dense=711.0, tdp_w=300, pcie_gen=5,
+        pcie_lanes=16, form_factor="PCIe FHFL dual-slot, passive", slots=2,
+        nvlink="Xe Link bridge (up to 4 cards); not modelled as NVLink", nvlink_gb_s=None,
+        source="https://www.intel.com/content/www/us/en/developer/articles/technical/"
+        "intel-data-center-gpu-max-series-overview.html",
+        verification="derived (engine counts and clocks from Intel's 'Data Center GPU Max Series Technical "
+        "Overview' (ID 766085, updated 2024-04-08: 8 vector + 8 XMX engines per Xe-core, 512-bit vector, 4096-bit "
+        "matrix engines); Max 1100 = 56 Xe-cores, 48 GB, 300 W (geektopia.es 2023-04-11 after Tom's Hardware; "
+        "glennklockwood.com/garden/processors/pvc lists the SKU), read 2026-11-23; 1.55 GHz max clock, "
+        "1228.8 GB/s and PCIe 5.0 x16 from Intel's ark page as known to the builder, not re-read). DERIVED: "
+        "FP32 = 448 x 16 lanes x 2 x 1.55 GHz = 22.2 TFLOPS; XMX BF16/FP16 = 448 x 512 ops/clk x 1.55 GHz = 355.5 "
+        "TFLOPS (512 ops/clk per 4096-bit engine at 16-bit inputs); INT8 = 2x",
+        notes="One Ponte Vecchio stack (the Max 1550 has two). XPU backend in PyTorch (torch.xpu).",
+    ),
+    dict(
+        id="v100-sxm3-32gb", name="NVIDIA Tesla V100 SXM3 32GB", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Volta (GV100)", release_year=2018,
+        aliases=["Tesla V100-SXM3-32GB", "V100-SXM3-32GB", "V100 SXM3 32GB", "V100-SXM3-32GB (DGX-2)",
+                 "Tesla V100-SXM3-32GB-H"],
+        nominal_gb=32, memory_type="HBM2 (4096-bit)", memory_bandwidth_gb_s=900.0, fp32_tflops=15.7,
+        fp16_tflops_dense=125.0, tdp_w=350, pcie_gen=3, pcie_lanes=16,
+        nvlink="NVLink2 via NVSwitch (DGX-2 / HGX-2), 6 links x 25 GB/s per direction = 150 GB/s/dir",
+        nvlink_gb_s=150.0, form_factor="SXM3 module (DGX-2, HGX-2)",
+        source="https://www.nvidia.com/en-us/data-center/dgx-2/",
+        verification="partial (NVIDIA DGX-2 datasheet as known to the builder, not re-read in-session: 16 x Tesla "
+        "V100 32GB SXM3, '2 petaFLOPS' tensor = 125 TFLOPS per GPU, NVSwitch at 300 GB/s per GPU (bidirectional), "
+        "350 W modules; cross-check read 2026-11-23: sysrqmts.com's copy of the TechPowerUp 'Tesla V100 SXM3 32 GB' "
+        "entry: GV100, 5120 lanes, boost 1530 MHz, HBM2 4096-bit at 876 MHz = 897 GB/s, FP32 15.67 TFLOPS (it "
+        "lists 250 W TDP, which contradicts the DGX-2 figure))",
+        notes="The DGX-2 / HGX-2 V100: same GV100, clocks and 32 GB HBM2 as the SXM2 32GB part (so the same "
+        "compute and bandwidth), a higher power limit, NVSwitch-connected (all 16 GPUs at full NVLink bandwidth). "
+        "Volta: FP16 tensor cores only (no BF16/TF32/INT8 tensor).",
+    ),
 ]
 
 # Apple M5 (October 2025): expanded like the reference table's Apple rows (bins x memory configs).

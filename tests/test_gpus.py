@@ -307,3 +307,28 @@ def test_cli_table_and_bad_class() -> None:
     assert res.exit_code == 0 and "h100-sxm-80gb" in res.stdout
     bad = CliRunner().invoke(app, ["gpus", "--class", "gaming"])
     assert isinstance(bad.exception, MlrigError)
+
+
+def test_gpus_named_by_calibration_rows_match_their_specs() -> None:
+    b60 = resolve_gpu("Intel Arc Pro B60")
+    # 160 XMX engines x 512 ops/clk x 2.4 GHz (hmc-tech.com lists 196.61 INT8 TOPS)
+    assert b60.int8_tops_dense == pytest.approx(160 * 512 * 2.4e9 / 1e12, abs=0.1)
+    assert b60.memory_bandwidth_gb_s == 19 * 192 / 8  # 19 Gbps x 192-bit
+    assert 23.5 < b60.memory_gib <= 24
+    pvc = resolve_gpu("Intel Data Center GPU Max 1100")
+    assert pvc.tensor_tflops("bf16") == pytest.approx(448 * 512 * 1.55e9 / 1e12, abs=0.1)
+    assert pvc.fp32_tflops == pytest.approx(448 * 16 * 2 * 1.55e9 / 1e12, abs=0.1)
+    assert pvc.memory_bandwidth_gb_s == 1228.8 and 47 < pvc.memory_gib <= 48
+    v100 = resolve_gpu("V100-SXM3-32GB (DGX-2)")
+    assert v100.id == "v100-sxm3-32gb"
+    assert v100.tensor_tflops("fp16") == 2000 / 16  # DGX-2: "2 petaFLOPS" over 16 GPUs
+    assert v100.nvlink_gb_s == 150.0
+
+
+def test_mi250x_single_gcd_is_half_the_board() -> None:
+    # AMD MI250X board: 128 GB HBM2e, 3.2768 TB/s, 383 TFLOPS FP16/BF16; software sees two GCDs
+    gcd = resolve_gpu("AMD Instinct MI250X (single GCD)")
+    assert gcd.id == resolve_gpu("MI250X").id == "mi250x"
+    assert gcd.memory_bandwidth_gb_s == pytest.approx(3276.8 / 2)
+    assert gcd.tensor_tflops("bf16") == pytest.approx(383 / 2, abs=0.1)
+    assert 63 < gcd.memory_gib <= 64

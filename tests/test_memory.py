@@ -213,3 +213,25 @@ def test_largest_true_bisection(threshold: int, lo: int, hi: int, expected: int)
 
     assert largest_true(pred, lo, hi) == expected
     assert len(calls) <= 2 + (hi - lo).bit_length()  # a bisection, not a scan
+
+
+def test_bf16_mixed_full_adam_is_16_bytes_per_param_split_4_4_8() -> None:
+    # AMP (Lightning bf16-mixed): fp32 weights are the master copy, fp32 grads, two fp32 moments
+    arch = resolve_model("llama-2-7b")
+    p = plan("llama-2-7b", task="finetune", precision="bf16-mixed", training={"optimizer": "adamw"})
+    b = estimate_memory(arch, p, gpu("h100-sxm-80gb")).breakdown
+    n_gb = arch.total_params / 1e9
+    assert b.weights_gib * GiB / 1e9 == pytest.approx(4 * n_gb, rel=0.01)
+    assert b.gradients_gib * GiB / 1e9 == pytest.approx(4 * n_gb, rel=0.01)
+    assert b.optimizer_gib * GiB / 1e9 == pytest.approx(8 * n_gb, rel=0.01)
+
+
+def test_bf16_mixed_lora_base_costs_twice_bf16() -> None:
+    arch = resolve_model("llama-2-7b")
+    tr = {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "v"]}
+    mixed = estimate_memory(arch, plan("llama-2-7b", task="finetune", precision="bf16-mixed", training=tr),
+                            gpu("h100-sxm-80gb")).breakdown
+    true16 = estimate_memory(arch, plan("llama-2-7b", task="finetune", precision="bf16", training=tr),
+                             gpu("h100-sxm-80gb")).breakdown
+    assert mixed.weights_gib == pytest.approx(2 * true16.weights_gib, rel=0.01)
+    assert mixed.activations_gib == pytest.approx(true16.activations_gib)  # autocast: 16-bit activations

@@ -132,3 +132,38 @@ def test_exl2_unlisted_rate_and_errors() -> None:
         quant.normalise_precision("exl2")
     with pytest.raises(MlrigError, match="outside"):
         quant.normalise_precision("exl2-40")
+
+
+@pytest.mark.parametrize(("spelling", "bpw"), [
+    ("mlx-4bit", 4.5), ("mlx-5bit", 5.5), ("mlx-2bit", 2.5), ("mlx-4bit-g64", 4.5),
+    ("mlx-4bit-g32", 5.0), ("mlx-5bit-g32", 6.0), ("mlx-8bit-g32", 9.0), ("mlx-4bit-g128", 4.25),
+])
+def test_mlx_group_sizes(spelling: str, bpw: float) -> None:
+    # mlx.core.quantize affine: a 16-bit scale and a 16-bit bias per group -> bits + 32 / group
+    assert quant.bits_per_weight(spelling) == bpw
+
+
+def test_mlx_group_32_model_bytes_grow_by_half_a_bit() -> None:
+    arch = resolve_model("llama-3.1-8b")
+    g64, g32 = quant.weight_bytes(arch, "mlx-4bit"), quant.weight_bytes(arch, "mlx-4bit-g32")
+    # every weight (embedding and head included, as mlx-lm quantises them) gains 0.5 bit
+    assert g32 - g64 == pytest.approx(arch.total_params * 0.5 / 8, rel=0.01)
+
+
+def test_mlx_bad_bits_or_group_is_one_line() -> None:
+    with pytest.raises(MlrigError, match="group 32, 64 or 128"):
+        quant.normalise_precision("mlx-4bit-g16")
+    with pytest.raises(MlrigError, match="bits must be one of"):
+        quant.normalise_precision("mlx-7bit-g32")
+
+
+def test_amp_mixed_precisions_keep_fp32_weights_and_compute_16_bit() -> None:
+    for name, compute in (("bf16-mixed", "bf16"), ("fp16-mixed", "fp16"), ("16-mixed", "fp16")):
+        assert quant.bits_per_weight(name) == 32
+        assert quant.compute_dtype(name) == compute
+        assert quant.master_in_weights(name)
+    assert not quant.master_in_weights("bf16")
+    with pytest.raises(MlrigError):  # Lightning's bf16-true is bf16 + adamw-bf16, not a precision alias
+        quant.normalise_precision("bf16-true")
+    arch = resolve_model("llama-2-7b")
+    assert quant.weight_bytes(arch, "bf16-mixed") == 2 * quant.weight_bytes(arch, "bf16")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mlrig.catalog.models import ModelArch
+from mlrig.catalog.arch import ModelArch
 from mlrig.errors import MlrigError
 
 _CONNECT_TIMEOUT_S = 1.5  # a Hub lookup without network must fail in <= 2 s, not after retries

@@ -7,10 +7,41 @@ against exact published counts in tests/test_params.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mlrig.catalog.models import ModelArch, ParamBreakdown
+    from mlrig.catalog.arch import ModelArch
+
+
+@dataclass(frozen=True)
+class ParamBreakdown:
+    """Parameter counts by component (element counts, not bytes)."""
+
+    embedding: int  # token (+ learned position / token-type) embeddings
+    lm_head: int  # untied output projection; 0 when tied
+    attention: int  # all layers: q/k/v/o projections (+ biases, MLA down/up projections, qk-norm)
+    mlp_dense: int  # all dense (non-MoE) MLP layers
+    experts_routed: int  # all routed experts over all MoE layers
+    experts_routed_active: int  # routed experts a token actually uses (experts_per_token of them)
+    experts_shared: int  # shared experts + routers (always active)
+    norms: int  # layer norms (+ biases), final norm
+    other: int  # anything else derived from the config (BERT pooler, T5 relative bias, vision tower)
+
+    @property
+    def total(self) -> int:
+        return (self.embedding + self.lm_head + self.attention + self.mlp_dense + self.experts_routed
+                + self.experts_shared + self.norms + self.other)
+
+    @property
+    def active(self) -> int:
+        """Parameters touched per token: all but the routed experts that are not selected."""
+        return self.total - self.experts_routed + self.experts_routed_active
+
+    @property
+    def transformer_blocks(self) -> int:
+        """Parameters in the repeated blocks (what tensor/pipeline parallelism splits)."""
+        return self.attention + self.mlp_dense + self.experts_routed + self.experts_shared + self.norms
 
 
 def _mlp_params(hidden: int, intermediate: int, gated: bool, bias: bool) -> int:
@@ -56,7 +87,6 @@ def _attention_params(m: ModelArch) -> int:
 
 def param_breakdown(m: ModelArch) -> ParamBreakdown:
     """Parameter counts per component for decoder, encoder and encoder-decoder transformers."""
-    from mlrig.catalog.models import ParamBreakdown
 
     h = m.hidden_size
     norm_size = 2 * h if m.norm == "layernorm" else h

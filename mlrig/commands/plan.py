@@ -110,6 +110,9 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
                       f"{pm('train_tokens_per_s')}, step {fmt_num(perf.step_time_s, 2)} s{mfu}{ttt}")
         if perf.explanation:
             con.print(f"[dim]{escape(perf.explanation)}[/]")
+    line = validation_line(result, task)
+    if line:
+        con.print(f"[dim]{escape(line)}[/]")
     if result.training is not None:
         _render_training_run(con, result.training, failures=failures)
     if lims:
@@ -127,6 +130,24 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         run_notes = [n for n in run_notes if not n.startswith("MTBF")]
     for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes]:
         con.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def validation_line(result: PlanResult, task: str) -> str:
+    """One line: how many published runs each headline figure was checked on, and their errors."""
+    shown = (("decode_tok_s", "decode"), ("prefill_tok_s", "prefill")) if task == "inference" else \
+        (("train_tokens_per_s", "speed"),)
+    parts = []
+    for figure, label in (*shown, ("per_gpu_gib", "memory")):
+        v = result.validation.get(figure)
+        if v is None:
+            continue
+        if v.validated:
+            parts.append(f"{label} on {v.rows} runs ({v.scope}), median {(v.median_error or 0) * 100:.0f}%, "
+                         f"p90 {(v.p90_error or 0) * 100:.0f}%")
+        else:
+            near = f"; nearest: {v.nearest}" if v.nearest else ""
+            parts.append(f"{label} not validated ({v.scope}{near})")
+    return ("Validated: " + " · ".join(parts)) if parts else ""
 
 
 def _render_fixes(con: Any, fixes: list[Fix], task: str) -> None:

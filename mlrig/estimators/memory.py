@@ -327,9 +327,14 @@ def optimizer_cost(optimizer: str, precision: str) -> OptimizerCost:
     Adafactor (Shazeer & Stern 2018): factored second moment, ~O(rows + cols), taken as
     0.1 B/param, no momentum. "in-bwd" (optimizer step fused into backward, torchtune
     optimizer_in_bwd): gradients are freed per parameter, so no full gradient buffer.
+    AMP precisions (`bf16-mixed`, `fp16-mixed`: fp32 weights under autocast, PyTorch Lightning
+    "N-bit precision" docs) need no separate master copy, since the fp32 weights are it, but their
+    gradients are fp32: 4 B grads + 8 B moments beside the 4 B weights (16 B/param, as above).
     """
     o = optimizer.strip().lower().replace("_", "-")
-    fp32 = quant.compute_dtype(precision) == "fp32" if _is_known(precision) else False
+    known = _is_known(precision)
+    amp = quant.master_in_weights(precision) if known else False
+    fp32 = (quant.compute_dtype(precision) == "fp32" or amp) if known else False
     pure16 = ("bf16" in o or "pure" in o) and not fp32
     master = 0.0 if (fp32 or pure16) else 4.0
     state_el = 2.0 if pure16 else 4.0  # bytes per moment element
@@ -439,7 +444,8 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         base_prec = "nf4" if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp)
         trainable = lora_params(arch, t.lora_rank, t.lora_targets) / shard
-        weights += trainable * 2  # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state)
+        # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
+        weights += trainable * (4 if quant.master_in_weights(base_prec) else 2)
         notes.append(f"{method}: base frozen at {base_prec}, rank-{t.lora_rank} adapters on "
                      f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params)")
 

@@ -66,7 +66,7 @@ def model_weight_bytes(arch: ModelArch, precision: str) -> float:
 def format_family(precision: str) -> str:
     """Weight-format family for the de-quantisation efficiency (see efficiency.FORMAT_DECODE_EFF)."""
     p = norm_precision(precision)
-    if p in ("fp32", "f32", "bf16", "fp16", "f16"):
+    if p in ("fp32", "f32", "bf16", "fp16", "f16", "bf16_mixed", "fp16_mixed"):
         return "f16"
     if p in ("q8_0", "int8", "fp8", "w8a8", "mxfp8", "gptq_int8"):
         return "q8"

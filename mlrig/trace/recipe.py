@@ -130,8 +130,9 @@ def recipe_from_plan(plan: Plan, *, optimizer_impl: OptimizerImpl | None = None,
         else:
             weights, autocast = "fp32", half
     else:
-        # PEFT: the frozen base in 16-bit, fp32 adapters, autocast on (HF Trainer bf16=True)
-        weights = "fp32" if compute == "fp32" else half
+        # PEFT: the frozen base in 16-bit, fp32 adapters, autocast on (HF Trainer bf16=True); AMP
+        # precisions (bf16-mixed) keep the base in fp32 too
+        weights = "fp32" if compute == "fp32" or quant.master_in_weights(precision) else half
         autocast = None if compute == "fp32" else half
     seq = t.seq_len or w.context
     return Recipe(task="train", method=t.method, weights_dtype=weights, autocast=autocast,

@@ -1,49 +1,24 @@
 """Checking estimates against published measurements (the packaged mlrig/data/calibration/).
 
-Each group reports the median and 90th percentile of |predicted / measured - 1| over its rows.
+`runner` puts every calibration row through the planner; `scopes` turns the result into the
+per-figure `validation` object a plan carries. Errors are |predicted / measured - 1|.
 """
 
 from __future__ import annotations
 
-import csv
+import math
 import os
 from pathlib import Path
 
-import numpy as np
-from pydantic import BaseModel, Field
 
-
-class ValidationRow(BaseModel):
-    id: str
-    group: str
-    predicted: float
-    measured: float
-    note: str = ""
-
-    @property
-    def rel_error(self) -> float:
-        return abs(self.predicted / self.measured - 1.0)
-
-
-class ValidationGroup(BaseModel):
-    name: str
-    n: int
-    median_error: float  # fraction: 0.05 = 5 %
-    p90_error: float
-    threshold_median: float | None = None
-    rows: list[ValidationRow] = Field(default_factory=list)
-
-    @property
-    def passes(self) -> bool:
-        return self.threshold_median is None or self.median_error <= self.threshold_median
-
-
-def summarise(name: str, rows: list[ValidationRow], threshold_median: float | None = None) -> ValidationGroup:
-    """Median and p90 of the rows' relative errors (NaN for an empty group)."""
-    errs = np.array([r.rel_error for r in rows]) if rows else np.array([np.nan])
-    return ValidationGroup(name=name, n=len(rows), median_error=float(np.median(errs)),
-                           p90_error=float(np.percentile(errs, 90)), threshold_median=threshold_median,
-                           rows=rows)
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile with linear interpolation (numpy's default method); NaN for no values."""
+    xs = sorted(values)
+    if not xs:
+        return math.nan
+    k = (len(xs) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 def calibration_dir() -> Path:
@@ -59,16 +34,3 @@ def calibration_dir() -> Path:
                              "calibration data, or point it at a folder of calibration files")
         return path
     return Path(__file__).resolve().parent.parent / "data" / "calibration"
-
-
-def read_calibration_csv(name: str) -> list[dict[str, str]]:
-    """The rows of one calibration CSV (`name` inside `calibration_dir()`)."""
-    from mlrig.errors import MlrigError
-
-    path = calibration_dir() / name
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise MlrigError(f"cannot read calibration file {str(path)!r} ({exc}); "
-                         "unset MLRIG_CALIBRATION_DIR or reinstall mlrig") from None

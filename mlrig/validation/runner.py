@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mlrig.validation.scopes import SCOPES_FILE, ScopeRecord
 
 if TYPE_CHECKING:
     from mlrig.results import PlanResult
@@ -107,6 +109,30 @@ FIGURES: dict[str, tuple[str, Callable[[CalibrationRow, PlanResult], float | Non
 }
 
 
+# What users need, per figure: (median, p90) of |pred/meas - 1| (issue 10's targets). Memory peaks of
+# training and inference differ; a figure not listed has no target.
+TARGETS: dict[str, tuple[float, float]] = {
+    "decode_tok_s": (0.10, 0.25),
+    "prefill_tok_s": (0.20, 0.45),
+    "throughput_tok_s": (0.20, 0.50),
+    "ttft_ms": (0.20, 0.50),
+    "tpot_ms": (0.20, 0.50),
+    "requests_per_s": (0.20, 0.50),
+    "train_tokens_per_s": (0.12, 0.30),
+    "per_gpu_gib/training": (0.12, 0.30),
+    "per_gpu_gib/inference": (0.10, 0.30),
+    "weights_gib": (0.02, 0.05),
+    "kv_cache_capacity_tokens": (0.03, 0.10),
+}
+
+
+def target(figure: str, engine: str) -> tuple[float, float] | None:
+    """The (median, p90) target of a scope, or None."""
+    if figure == "per_gpu_gib":
+        return TARGETS["per_gpu_gib/training" if engine.startswith("training-") else "per_gpu_gib/inference"]
+    return TARGETS.get(figure)
+
+
 class Checked(BaseModel):
     """One row through the planner: the prediction, or why there is none."""
 
@@ -125,23 +151,6 @@ class Checked(BaseModel):
         return abs(self.predicted / self.measured - 1.0)
 
 
-class Scope(BaseModel):
-    """How one figure has held up on one engine x memory class: the unit of trust."""
-
-    figure: str
-    engine: str
-    memory_class: str
-    rows: int
-    median_error: float = Field(description="median |pred/meas - 1|, a fraction")
-    p90_error: float
-    holdout_rows: int = 0
-    holdout_median_error: float | None = None
-
-    @property
-    def name(self) -> str:
-        return f"{self.figure} / {self.engine} / {self.memory_class}"
-
-
 def calibration_files(folder: Path | None = None) -> list[Path]:
     from mlrig.validation import calibration_dir
 
@@ -154,36 +163,40 @@ def load_rows(folder: Path | None = None) -> list[CalibrationRow]:
 
     rows: list[CalibrationRow] = []
     for path in calibration_files(folder):
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(CalibrationRow.model_validate(json.loads(line)))
-                except (json.JSONDecodeError, ValidationError) as exc:
-                    raise MlrigError(f"calibration file {path.name} line {lineno} is malformed: "
-                                     f"{str(exc).splitlines()[0]}") from None
+        try:
+            with path.open(encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rows.append(CalibrationRow.model_validate(json.loads(line)))
+                    except (json.JSONDecodeError, ValidationError) as exc:
+                        raise MlrigError(f"calibration file {path.name} line {lineno} is malformed: "
+                                         f"{str(exc).splitlines()[0]}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MlrigError(f"cannot read calibration file {str(path)!r} ({exc}); "
+                             "unset MLRIG_CALIBRATION_DIR or reinstall mlrig") from None
     return rows
 
 
-def _scope_of(row: CalibrationRow, result: PlanResult | None, figure: str) -> str:
-    from mlrig.catalog.gpus import resolve_gpu
+def _scope_of(plan: dict[str, Any], figure: str) -> str:
+    """The scope key (mlrig/validation/scopes.py) of a row's plan, as the planner sees it with its
+    defaults filled in; rows the planner refuses get what can be read from the row itself."""
     from mlrig.errors import MlrigError
-    from mlrig.estimators.efficiency import memory_class
+    from mlrig.planner import parse_plan, resolve_arch, resolve_hardware, with_defaults
+    from mlrig.validation.scopes import plan_scope, scope_key
 
-    w = row.plan.get("workload", {})
-    task = w.get("task", "inference")
-    if task == "inference":
-        engine = (result.engine if result is not None and result.engine else w.get("engine")) or "default"
-    else:
-        method = row.plan.get("training", {}).get("method", "full")
-        engine = f"training-{method}"
     try:
-        gpu = resolve_gpu(row.plan.get("hardware", {}).get("gpu", ""))
-        mclass = memory_class(gpu.hardware_class, gpu.memory_type)
-    except MlrigError:
+        p = parse_plan(plan)
+        gpu = resolve_hardware(p)
+        p, _ = with_defaults(p, gpu, resolve_arch(p))
+        engine, mclass = plan_scope(p, gpu)
+    except (MlrigError, ValueError):
+        w = plan.get("workload", {})
+        engine = (str(w.get("engine") or "default") if w.get("task", "inference") == "inference"
+                  else f"training-{plan.get('training', {}).get('method', 'full')}")
         mclass = "unknown"
-    return f"{figure} / {engine} / {mclass}"
+    return scope_key(figure, engine, mclass)
 
 
 def strip_unknown_keys(plan: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -217,10 +230,10 @@ def check(row: CalibrationRow, strip_unknown: bool = False) -> Checked:
     try:
         result = evaluate(plan)
     except MlrigError as exc:
-        return Checked(id=row.id, figure=figure, scope=_scope_of(row, None, figure), split=row.split,
+        return Checked(id=row.id, figure=figure, scope=_scope_of(plan, figure), split=row.split,
                        measured=row.value, error=str(exc))
     predicted = read(row, result)
-    scope = _scope_of(row, result, figure)
+    scope = _scope_of(plan, figure)
     if predicted is None or not math.isfinite(predicted) or predicted <= 0:
         return Checked(id=row.id, figure=figure, scope=scope, split=row.split, measured=row.value,
                        error=f"the plan's result has no {figure}")
@@ -229,16 +242,12 @@ def check(row: CalibrationRow, strip_unknown: bool = False) -> Checked:
 
 
 def _quantiles(errors: list[float]) -> tuple[float, float]:
-    """Median and 90th percentile (linear interpolation, as numpy's default)."""
-    xs = sorted(errors)
-    def q(p: float) -> float:
-        k = (len(xs) - 1) * p
-        lo, hi = math.floor(k), math.ceil(k)
-        return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-    return q(0.5), q(0.9)
+    from mlrig.validation import quantile
+
+    return quantile(errors, 0.5), quantile(errors, 0.9)
 
 
-def scopes(checked: Iterable[Checked]) -> list[Scope]:
+def scopes(checked: Iterable[Checked]) -> list[ScopeRecord]:
     """Median / p90 error per scope over every predicted row, the held-out rows counted apart too."""
     by: dict[str, list[Checked]] = defaultdict(list)
     for c in checked:
@@ -249,10 +258,26 @@ def scopes(checked: Iterable[Checked]) -> list[Scope]:
         figure, engine, mclass = name.split(" / ")
         med, p90 = _quantiles([c.rel_error for c in cs])
         hold = [c.rel_error for c in cs if c.split == "holdout"]
-        out.append(Scope(figure=figure, engine=engine, memory_class=mclass, rows=len(cs), median_error=med,
+        out.append(ScopeRecord(figure=figure, engine=engine, memory_class=mclass, rows=len(cs), median_error=med,
                          p90_error=p90, holdout_rows=len(hold),
                          holdout_median_error=_quantiles(hold)[0] if hold else None))
     return out
+
+
+def write_scope_table(records: list[ScopeRecord], rows_total: int, path: Path | None = None) -> Path:
+    """Store the scope records where the planner reads them (mlrig/data/validation_scopes.json)."""
+    import datetime
+
+    from mlrig.validation.scopes import scope_table
+
+    target = path or Path(__file__).resolve().parent.parent / "data" / SCOPES_FILE
+    data = {"written": datetime.date.today().isoformat(), "calibration_rows": rows_total,
+            "note": "written by `mlrig validate --write`; every calibration row through mlrig.planner.evaluate",
+            "scopes": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.model_dump().items()}
+                       for r in records]}
+    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    scope_table.cache_clear()
+    return target
 
 
 def run(rows: list[CalibrationRow] | None = None, strip_unknown: bool = False) -> list[Checked]:

@@ -15,7 +15,7 @@ from starlette.templating import Jinja2Templates
 
 from mlrig.errors import MlrigError
 from mlrig.web import charts, service, views
-from mlrig.web.app import HERE, error_field, read_upload, upload_arch, validation_error
+from mlrig.web.forms import HERE, error_field, read_upload, upload_arch, validation_error
 from mlrig.web.schemas import (
     CompareQuery,
     CostQuery,

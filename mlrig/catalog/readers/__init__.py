@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlrig.catalog.models import ModelArch
+from mlrig.catalog.arch import ModelArch
 from mlrig.catalog.readers.gguf import arch_from_gguf, read_gguf
 from mlrig.catalog.readers.hf_config import arch_from_config_file
 from mlrig.catalog.readers.safetensors import (

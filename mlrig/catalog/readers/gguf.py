@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mlrig.catalog.models import ModelArch, validation_message
+from mlrig.catalog.arch import ModelArch, validation_message
 from mlrig.catalog.readers.safetensors import MAX_ELEMENTS
 from mlrig.errors import MlrigError
 from mlrig.quant import GGML_TYPES

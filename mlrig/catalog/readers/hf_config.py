@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mlrig.catalog.models import ModelArch, validation_message
+from mlrig.catalog.arch import ModelArch, validation_message
 from mlrig.errors import MlrigError
 
 _MAX_CONFIG_BYTES = 16 * 2**20  # a config.json is a few KiB; refuse anything huge
@@ -138,6 +138,28 @@ def _siglip_vision_params(v: _Cfg, text_hidden: int) -> int:
     embed = channels * patch * patch * h + h + patches * h
     per_layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
     return embed + layers * per_layer + 2 * h + h * text_hidden + h
+
+
+def _pixtral_vision_params(top: _Cfg, v: _Cfg, text_hidden: int) -> int:
+    """Pixtral vision tower + Mistral 3 projector (transformers PixtralVisionModel, Mistral3MultiModalProjector):
+    patch conv without bias, ln_pre RMSNorm, layers of bias-free q/k/v/o and a gated (SiLU) MLP with two RMSNorms;
+    projector = RMSNorm over the vision width, a patch merger (spatial_merge_size^2 x vision -> vision, no bias) and
+    linear_1 (vision x feature layers -> text) + linear_2 (text -> text), biased when multimodal_projector_bias.
+    Matches a meta-device Mistral3ForConditionalGeneration of the default (Mistral-Small-3.1) config: 403,305,472
+    tower + 35,652,608 projector parameters (transformers 5.23)."""
+    h = v.get_int("hidden_size")
+    inter = v.get_int("intermediate_size")
+    layers = v.get_int("num_hidden_layers", cap=_LAYER_CAP)
+    patch = v.get_int("patch_size", cap=100_000)
+    channels = v.get_int("num_channels", default=3, cap=64)
+    tower = channels * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+    merge = top.get_int("spatial_merge_size", default=2, cap=64)
+    feature_layers = top.d.get("vision_feature_layer", -1)
+    n_feat = len(feature_layers) if isinstance(feature_layers, list) else 1
+    bias = top.get_bool("multimodal_projector_bias", False)
+    projector = (h + merge * merge * h * h + h * n_feat * text_hidden + text_hidden * text_hidden
+                 + (2 * text_hidden if bias else 0))
+    return tower + projector
 
 
 def _qwen_vl_vision_params(model_type: str, v: _Cfg, text_hidden: int) -> int:
@@ -282,7 +304,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     if model_type in ("llama", "mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "gemma",
                       "gemma2", "gemma3", "gemma3_text", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4",
                       "olmo2", "cohere", "cohere2", "glm4_moe", "glm4", "qwen2_moe", "qwen3_vl", "qwen3_vl_moe",
-                      "qwen2_5_vl"):
+                      "qwen2_5_vl", "granite", "mistral3"):
         fields["intermediate_size"] = inter if inter is not None else c.get_int("intermediate_size")
     if model_type in ("qwen2", "qwen2_moe", "qwen2_5_vl"):
         fields["qkv_bias"] = True  # Qwen2Attention: q/k/v biased, o not (no config key)
@@ -433,6 +455,36 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         if tie:
             notes.append("lm_head tied to the embedding (FalconConfig default); the published checkpoint "
                          "also stores lm_head.weight, so the files hold ~vocab x hidden more")
+    if model_type == "internlm":
+        # InternLMForCausalLM (internlm/internlm-*b remote code, modeling_internlm.py): the Llama block with
+        # q/k/v/o biases switched by the config's `bias` (true for InternLM-7B, false for InternLM-20B)
+        bias = c.get_bool("bias", True)
+        fields.update(intermediate_size=c.get_int("intermediate_size"), qkv_bias=bias, o_bias=bias)
+    if model_type == "qwen":
+        # QWenLMHeadModel (Qwen/Qwen-* remote code, modeling_qwen.py): fused c_attn h -> 3h WITH bias, c_proj
+        # without (no_bias); SwiGLU MLP w1/w2 of intermediate_size // 2 each and c_proj back (the config states
+        # twice the MLP width); heads of kv_channels; RMSNorm ln_1/ln_2/ln_f; untied lm_head.
+        fields.update(intermediate_size=c.get_int("intermediate_size") // 2, qkv_bias=True, o_bias=False,
+                      head_dim=c.get_int("kv_channels", default=hidden // heads, cap=_HEAD_CAP))
+        notes.append("Qwen (v1): the MLP is intermediate_size / 2 wide (w1, w2, c_proj), as modeling_qwen.py builds it")
+    if model_type == "gpt_neox":
+        # GPTNeoXLayer (transformers): input and post-attention LayerNorms (with bias), fused QKV and dense with
+        # biases (attention_bias, default true), plain GELU MLP h -> intermediate -> h with biases, parallel
+        # residual (use_parallel_residual: same parameters), untied embed_out without bias.
+        bias = c.get_bool("attention_bias", True)
+        fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm", norms_per_layer=2,
+                      qkv_bias=bias, o_bias=bias, mlp_bias=True)
+    if model_type in ("phi", "phi-msft", "gptj"):
+        # PhiForCausalLM / the older phi-msft remote code and GPTJForCausalLM: attention and MLP in parallel
+        # after ONE LayerNorm per layer, plain GELU MLP (fc1/fc2) with biases, a final LayerNorm, and an
+        # lm_head WITH a bias (vocab_size extra parameters, counted in other). Phi's q/k/v/dense carry biases;
+        # GPT-J's q/k/v/out_proj do not. n_inner null means 4 x hidden.
+        bias = model_type != "gptj"
+        fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm", norms_per_layer=1,
+                      qkv_bias=bias, o_bias=bias, mlp_bias=True)
+        if not tie:
+            other += vocab
+            notes.append("lm_head has a bias (vocab_size parameters, counted)")
     if model_type == "gpt2":
         fields.update(intermediate_size=inter or 4 * hidden, mlp="plain", norm="layernorm",
                       qkv_bias=True, o_bias=True, mlp_bias=True,
@@ -464,6 +516,14 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
             vparams = _qwen_vl_vision_params(model_type, vision, hidden)
             other += vparams
             notes.append(f"includes the vision tower + patch merger(s) ({vparams / 1e6:.0f}M params)")
+    if model_type == "mistral3":
+        vision = top.sub("vision_config")
+        if vision is None:
+            notes.append("vision_config absent: the Pixtral vision tower is not counted")
+        else:
+            vparams = _pixtral_vision_params(top, vision, hidden)
+            other += vparams
+            notes.append(f"includes the Pixtral vision tower + projector ({vparams / 1e6:.0f}M params)")
     if model_type == "gemma3":
         vision = top.sub("vision_config")
         if vision is None:

@@ -1,0 +1,229 @@
+"""`mlrig sweep`: the planner over every combination of ranges, one row per configuration.
+
+    mlrig sweep llama-3.1-8b --gpu 'RTX*' --precision bf16,q4_k_m --context 4k..128k --batch 1..64 -o out.csv
+
+Each row is exactly what `mlrig plan` gives for that configuration (the same `mlrig.planner.evaluate`,
+with the model and each GPU resolved once). Ranges `A..B` step by powers of two; lists are
+comma-separated; GPU names may be shell-style patterns over the catalog's ids and names. Output is CSV
+(default), JSON Lines or Parquet (with pyarrow installed), chosen by `--format` or the file's suffix.
+A bad configuration is a row with its error; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+
+COLUMNS = ("model", "gpu", "count", "precision", "engine", "task", "context", "batch", "fits", "per_gpu_gib",
+           "gpu_capacity_gib", "prefill_tok_s", "decode_tok_s", "ttft_ms", "throughput_tok_s",
+           "train_tokens_per_s", "bound", "error")
+MAX_CONFIGS = 5_000_000  # a typo in a range should not start a day-long run
+
+
+def parse_count(text: str, what: str) -> int:
+    """'4096', '4k' (4,096: context sizes are powers of two, as model cards write them), '1M', '128'."""
+    from mlrig.errors import MlrigError
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*", text)
+    if not m:
+        raise MlrigError(f"{what}: {text!r} is not a count; write e.g. 4096, 8k or 1M")
+    scale = 1_024 if m.group(2) in ("k", "K") else 1_048_576 if m.group(2) in ("m", "M") else 1
+    value = int(float(m.group(1)) * scale)
+    if value <= 0:
+        raise MlrigError(f"{what}: {text!r} must be > 0")
+    return value
+
+
+def parse_range(text: str, what: str) -> list[int]:
+    """'1..64' -> 1, 2, 4, ..., 64 (powers of two from A, then B itself); '1,3,8' -> a list; '512'."""
+    from mlrig.errors import MlrigError
+
+    values: list[int] = []
+    for part in text.split(","):
+        if ".." in part:
+            lo_s, _, hi_s = part.partition("..")
+            lo, hi = parse_count(lo_s, what), parse_count(hi_s, what)
+            if hi < lo:
+                raise MlrigError(f"{what}: range {part!r} goes down; write LOW..HIGH")
+            v = lo
+            while v < hi:
+                values.append(v)
+                v *= 2
+            values.append(hi)
+        elif part.strip():
+            values.append(parse_count(part, what))
+    if not values:
+        raise MlrigError(f"{what}: empty; give a value, a list (1,2,4) or a range (1..64)")
+    return sorted(set(values))
+
+
+def match_gpus(patterns: str) -> list[GPU]:
+    """GPU names or shell-style patterns ('RTX*', 'h100*', '*4090*') over catalog ids and names; a plain
+    name resolves as in `mlrig plan` (nearest names suggested when unknown)."""
+    import fnmatch
+
+    from mlrig.catalog.gpus import load_gpus, resolve_gpu
+    from mlrig.errors import MlrigError
+
+    out: list[GPU] = []
+    for pat in (p.strip() for p in patterns.split(",") if p.strip()):
+        if any(ch in pat for ch in "*?["):
+            low = pat.lower()
+            found = [g for g in load_gpus() if fnmatch.fnmatch(g.id.lower(), low)
+                     or fnmatch.fnmatch(g.name.lower(), low)
+                     or fnmatch.fnmatch(g.name.lower().removeprefix("nvidia ").removeprefix("geforce "), low)]
+            if not found:
+                raise MlrigError(f"--gpu: no catalog GPU matches {pat!r}; `mlrig gpus` lists them")
+            out += found
+        else:
+            out.append(resolve_gpu(pat))
+    return list({g.id: g for g in out}.values())  # in order, each GPU once
+
+
+def _row(result: Any, model: str, gpu: GPU, count: int, precision: str, engine: str | None, task: str,
+         context: int, batch: int) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(model=model, gpu=gpu.id, count=count, precision=precision, engine=result.engine or engine,
+               task=task, context=context, batch=batch, error=result.error)
+    if result.memory is not None:
+        row.update(fits=result.fits, per_gpu_gib=round(result.memory.per_gpu_gib, 3),
+                   gpu_capacity_gib=round(result.memory.gpu_capacity_gib, 3))
+    p = result.performance
+    if p is not None:
+        for k in ("prefill_tok_s", "decode_tok_s", "ttft_ms", "throughput_tok_s", "train_tokens_per_s"):
+            v = getattr(p, k)
+            row[k] = None if v is None else float(f"{v:.4g}")
+        row["bound"] = p.bound
+    return row
+
+
+def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engines: list[str | None],
+               contexts: list[int], batches: list[int], counts: list[int], task: str) -> Iterator[dict[str, Any]]:
+    """Every combination through the planner; the model and GPU objects resolved once."""
+    from mlrig.errors import MlrigError
+    from mlrig.planner import evaluate
+
+    for model in models:
+        from mlrig.catalog.models import resolve_model
+
+        arch = resolve_model(model)
+        for gpu, count, precision, engine, context, batch in itertools.product(
+                gpus, counts, precisions, engines, contexts, batches):
+            workload: dict[str, Any] = {"task": task, "precision": precision, "batch_size": batch}
+            if engine:
+                workload["engine"] = engine
+            if task == "inference":
+                workload["context_tokens"] = context
+                workload["prompt_tokens"] = max(1, context - min(128, context // 4))
+                workload["output_tokens"] = min(128, context // 4)
+            plan: dict[str, Any] = {"model": {"name": model}, "workload": workload,
+                                    "hardware": {"gpu": gpu.id, "count": count}}
+            if task != "inference":
+                plan["training"] = {"seq_len": context}
+            try:
+                result = evaluate(plan, arch=arch, gpu=gpu)
+            except MlrigError as exc:
+                from mlrig.results import PlanResult
+
+                result = PlanResult(error=str(exc))
+            yield _row(result, model, gpu, count, precision, engine, task, context, batch)
+
+
+def _writer(path: Path | None, fmt: str) -> tuple[Any, Any]:
+    """(write(row), close()) for the format; Parquet buffers and writes at the end."""
+    import csv
+    import json
+
+    from mlrig.errors import MlrigError
+
+    if fmt == "parquet":
+        import importlib
+
+        try:  # optional: not a dependency of mlrig
+            pa = importlib.import_module("pyarrow")
+            pq = importlib.import_module("pyarrow.parquet")
+        except ImportError:
+            raise MlrigError("Parquet output needs pyarrow (pip install pyarrow); or use CSV / JSON Lines") from None
+        if path is None:
+            raise MlrigError("Parquet output needs a file: -o sweep.parquet")
+        rows: list[dict[str, Any]] = []
+        return rows.append, lambda: pq.write_table(pa.Table.from_pylist(rows), str(path))
+    f = path.open("w", encoding="utf-8", newline="") if path else sys.stdout
+    if fmt == "jsonl":
+        return (lambda r: f.write(json.dumps(r) + "\n")), (lambda: f.close() if path else f.flush())
+    w = csv.DictWriter(f, fieldnames=COLUMNS)
+    w.writeheader()
+    return w.writerow, (lambda: f.close() if path else f.flush())
+
+
+def sweep_cmd(
+    models: Annotated[list[str], typer.Argument(help="model(s): catalog names, HF ids or local paths")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU names or patterns, comma-separated: 'RTX*,h100*'")],
+    precision: Annotated[str, typer.Option("--precision", "-q", help="comma-separated: bf16,q4_k_m")] = "bf16",
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="comma-separated; default: as plan")] = None,
+    context: Annotated[str, typer.Option("--context", "-c", help="tokens per sequence: 4k..128k, 2048,8192")] = "4k",
+    batch: Annotated[str, typer.Option("--batch", "-b", help="sequences (inference) or micro-batch: 1..64")] = "1",
+    count: Annotated[str, typer.Option("--count", "-n", help="GPUs: 1,2,4,8 or 1..8")] = "1",
+    task: Annotated[str, typer.Option("--task", "-t", help="inference | finetune | pretrain")] = "inference",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: standard output)")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from -o)")] = None,
+) -> None:
+    """Sweep the planner over ranges of GPUs, precisions, engines, contexts, batches and GPU counts.
+
+    Examples:
+      mlrig sweep llama-3.1-8b --gpu 'RTX*' --precision bf16,q4_k_m --context 4k..128k --batch 1..64 -o s.csv
+      mlrig sweep qwen2.5-32b --gpu h100-sxm-80gb --count 1..8 --precision bf16,fp8 --format jsonl
+    """
+    from mlrig.errors import MlrigError
+
+    if task not in ("inference", "finetune", "pretrain"):
+        raise MlrigError(f"--task takes inference, finetune or pretrain, got {task!r}")
+    fmt = (fmt or (output.suffix.lstrip(".").lower() if output else "csv")).replace("json", "jsonl") \
+        .replace("jsonll", "jsonl")
+    if fmt not in ("csv", "jsonl", "parquet"):
+        raise MlrigError(f"--format takes csv, jsonl or parquet, got {fmt!r}")
+    if output is not None and output.exists() and not output.is_file():
+        raise MlrigError(f"--output {str(output)!r} is not a regular file")
+    gpus = match_gpus(gpu)
+    precisions = [p.strip() for p in precision.split(",") if p.strip()]
+    engines: list[str | None] = [e.strip() for e in engine.split(",") if e.strip()] if engine else [None]
+    contexts, batches = parse_range(context, "--context"), parse_range(batch, "--batch")
+    counts = parse_range(count, "--count")
+    total = len(models) * len(gpus) * len(precisions) * len(engines) * len(contexts) * len(batches) * len(counts)
+    if total > MAX_CONFIGS:
+        raise MlrigError(f"{total:,} configurations is over the {MAX_CONFIGS:,} limit; narrow a range")
+    write, close = _writer(output, fmt)
+    rows = sweep_rows(models, gpus, precisions, engines, contexts, batches, counts, task)
+    errors = 0
+    show = sys.stderr.isatty() and total > 200
+    try:
+        if show:
+            from rich.progress import Progress
+
+            with Progress(transient=True) as bar:
+                job = bar.add_task(f"{total:,} configurations", total=total)
+                for r in rows:
+                    errors += r["error"] is not None
+                    write(r)
+                    bar.advance(job)
+        else:
+            for r in rows:
+                errors += r["error"] is not None
+                write(r)
+    finally:
+        close()
+    if output is not None:
+        typer.echo(f"wrote {total:,} configurations to {output} ({errors:,} with an error)", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_cmd)

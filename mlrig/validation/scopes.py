@@ -1,0 +1,137 @@
+"""How well each figure of a result is validated: its scope and that scope's record.
+
+A *scope* is figure x engine family (or training method) x memory class (GDDR, HBM, unified, host):
+the unit in which published runs tell us how far to trust a number. `mlrig validate --write`
+(mlrig/validation/runner.py) runs every calibration row through the planner and stores each scope's
+row count and errors in mlrig/data/validation_scopes.json; the planner reads that table here and
+attaches, per figure, either the scope's record or "not validated" with the nearest validated scope
+(docs/PLAN-FORMAT.md, "the per-figure validation object").
+
+No numpy here: this runs on every `mlrig plan`.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from mlrig.results import FigureValidation
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.results import PlanResult
+    from mlrig.workload import Plan
+
+# A scope counts as validated from this many published runs: fewer cannot give a p90 worth showing.
+MIN_ROWS = 5
+
+# The figures a result carries that calibration rows measure, and where each lives in the result.
+PERFORMANCE_FIGURES = ("prefill_tok_s", "decode_tok_s", "ttft_ms", "tpot_ms", "throughput_tok_s",
+                       "requests_per_s", "train_tokens_per_s", "step_time_s", "mfu")
+MEMORY_FIGURES = ("per_gpu_gib", "weights_gib", "kv_cache_gib")
+CLASS_LABELS = {"gddr": "GDDR", "hbm": "HBM", "unified": "unified memory", "host": "CPU host"}
+
+SCOPES_FILE = "validation_scopes.json"
+
+
+class ScopeRecord(BaseModel):
+    """One scope's record over the calibration rows (both splits), the held-out rows also apart."""
+
+    figure: str
+    engine: str
+    memory_class: str
+    rows: int
+    median_error: float  # median |pred/meas - 1|, a fraction
+    p90_error: float
+    holdout_rows: int = 0
+    holdout_median_error: float | None = None
+
+    @property
+    def key(self) -> str:
+        return scope_key(self.figure, self.engine, self.memory_class)
+
+    @property
+    def label(self) -> str:
+        return scope_label(self.figure, self.engine, self.memory_class)
+
+
+def scope_key(figure: str, engine: str, memory_class: str) -> str:
+    return f"{figure} / {engine} / {memory_class}"
+
+
+def scope_label(figure: str, engine: str, memory_class: str) -> str:
+    return f"{engine} {figure}, {CLASS_LABELS.get(memory_class, memory_class)}"
+
+
+def plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
+    """(engine label, memory class) of a plan with its defaults filled in. Inference: the engine
+    family (its dated builds and backends counted with it; the memory class already separates Apple).
+    Training: the method ("training-full", "training-lora", "training-qlora")."""
+    from mlrig.estimators.efficiency import memory_class
+
+    mclass = memory_class(gpu.hardware_class, gpu.memory_type)
+    if plan.workload.task != "inference":
+        method = plan.training.method if plan.training is not None else "full"
+        return f"training-{method}", mclass
+    from mlrig.estimators.performance import engine_family
+
+    family = engine_family(plan.workload.engine, plan.workload.precision or "", gpu)
+    base = family.split("-20")[0]  # "llama.cpp-2024", "trt-llm-2023": dated builds of one family
+    return ("llama.cpp" if base.startswith("llama.cpp") else base), mclass
+
+
+@lru_cache(maxsize=1)
+def scope_table() -> dict[str, ScopeRecord]:
+    """The packaged table written by `mlrig validate --write` (empty when it is missing)."""
+    try:
+        text = resources.files("mlrig.data").joinpath(SCOPES_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return {}
+    data: dict[str, Any] = json.loads(text)
+    records = [ScopeRecord.model_validate(s) for s in data.get("scopes", [])]
+    return {r.key: r for r in records}
+
+
+def _nearest(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord]) -> ScopeRecord | None:
+    """Same figure, preferring the same engine on another memory class, then another engine on the
+    same class, then any; the scope with most rows wins a tie."""
+    same_figure = [r for r in table.values() if r.figure == figure and r.rows >= MIN_ROWS]
+    for pick in (lambda r: r.engine == engine, lambda r: r.memory_class == mclass, lambda r: True):
+        found = [r for r in same_figure if pick(r)]
+        if found:
+            return max(found, key=lambda r: r.rows)
+    return None
+
+
+def figure_validation(figure: str, engine: str, mclass: str,
+                      table: dict[str, ScopeRecord] | None = None) -> FigureValidation:
+    table = scope_table() if table is None else table
+    rec = table.get(scope_key(figure, engine, mclass))
+    label = scope_label(figure, engine, mclass)
+    if rec is not None and rec.rows >= MIN_ROWS:
+        return FigureValidation(validated=True, scope=label, rows=rec.rows, median_error=rec.median_error,
+                                p90_error=rec.p90_error)
+    near = _nearest(figure, engine, mclass, table)
+    return FigureValidation(validated=False, scope=label, rows=rec.rows if rec else 0,
+                            nearest=near.label if near else None,
+                            nearest_p90_error=near.p90_error if near else None)
+
+
+def validation_for(result: PlanResult, plan: Plan, gpu: GPU) -> dict[str, FigureValidation]:
+    """A `validation` entry for every figure the result has that published runs measure."""
+    engine, mclass = plan_scope(plan, gpu)
+    out: dict[str, FigureValidation] = {}
+    perf, mem = result.performance, result.memory
+    for figure in PERFORMANCE_FIGURES:
+        if perf is not None and getattr(perf, figure, None) is not None:
+            out[figure] = figure_validation(figure, engine, mclass)
+    for figure in MEMORY_FIGURES:
+        if mem is not None and getattr(mem, figure, None):
+            out[figure] = figure_validation(figure, engine, mclass)
+    if result.kv_cache_capacity_tokens is not None:
+        out["kv_cache_capacity_tokens"] = figure_validation("kv_cache_capacity_tokens", engine, mclass)
+    return out
