@@ -40,6 +40,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "diagnose": ("mlrig diagnose -- python examples/train.py",),
     "monitor": ("mlrig monitor --prometheus 9400",),
     "web": ("mlrig web --port 8765",),
+    "sweep": (
+        "mlrig sweep llama-3.1-8b --gpu 'RTX*' -q bf16,q4_k_m -c 4k..128k -b 1..64",
+        "mlrig sweep qwen2.5-32b -g h100-sxm-80gb -n 1..8 -q bf16,fp8 --format json",
+    ),
 }
 
 
