@@ -43,21 +43,52 @@ def build_app(command: str | None = None) -> typer.Typer:
         name="mlrig",
         help="Will it fit, how fast, what to buy: plan GPU memory, speed and cost for ML workloads.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
         pretty_exceptions_enable=False,
+        # click's plain help: two columns that wrap at the terminal's width and never cut an option name
+        # (typer's rich panels squeeze long names like --gpu-memory-utilization to "--gpu-memory-util…")
+        rich_markup_mode=None,
     )
 
     # An explicit callback keeps `mlrig` a command group even when only one command is registered
     # (typer otherwise promotes a lone command to the root, and `mlrig plan X` would parse "plan" as X).
     @application.callback()
-    def _root() -> None:
+    def _root(
+        version: bool = typer.Option(False, "--version", help="print mlrig's version and exit",
+                                     callback=_print_version, is_eager=True),
+    ) -> None:
         pass
 
     wanted = COMMAND_MODULES.get(command or "")
     names = [wanted] if wanted else sorted(set(COMMAND_MODULES.values()))
     for name in names:
         importlib.import_module(f"mlrig.commands.{name}").register(application)
+    _attach_examples(application)
     return application
+
+
+def _print_version(value: bool) -> None:
+    """`mlrig --version`: the installed distribution's version (package metadata), then exit."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"mlrig {version('mlrig')}")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            typer.echo("mlrig (not installed: no package metadata)")
+        raise typer.Exit()
+
+
+def _attach_examples(application: typer.Typer, prefix: str = "") -> None:
+    """Each registered command's --help ends with its examples (mlrig/commands/_examples.py)."""
+    from mlrig.commands._examples import epilog
+
+    for info in application.registered_commands:
+        name = f"{prefix}{info.name}"
+        info.epilog = info.epilog or epilog(name)
+    for group in application.registered_groups:
+        if group.typer_instance is not None and group.name:
+            _attach_examples(group.typer_instance, f"{prefix}{group.name} ")
 
 
 def __getattr__(name: str) -> Any:

@@ -228,8 +228,12 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.speed import estimate_performance
 
+    assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
     p, notes = with_defaults(p, gpu, arch)
     notes = [*arch.notes, *gpu.resolution_notes, *notes, *check_setup(arch, p)]
+    if assumed:
+        notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
+                        "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
     try:
         memory = estimate_memory(arch, p, gpu)
         refusal = engine_refusal(p, memory)

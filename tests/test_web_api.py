@@ -365,3 +365,13 @@ def test_diagnose_page_shows_a_report(client: TestClient) -> None:
     assert "&lt;script&gt;" in r.text and "<script>" not in r.text.split("</head>")[1]  # escaped
     r = client.post("/diagnose", files={"file": ("x.csv", b"nope,1\n")})
     assert r.status_code == 400 and 'role="alert"' in r.text and "t_s" in r.text
+
+
+def test_plan_page_lists_the_fixes_when_it_does_not_fit(client: TestClient) -> None:
+    r = client.get("/plan?model=llama-3.1-8b&gpu=RTX+3060+12GB&context=32768")
+    assert r.status_code == 200
+    assert "To make it fit" in r.text and "<code>--precision q6_k</code>" in r.text and "<code>-n 2</code>" in r.text
+    fits = client.get("/plan?model=llama-3.1-8b&gpu=RTX+4090&precision=q4_k_m")
+    assert 'id="fixes"' not in fits.text
+    api = client.get("/api/plan?model=llama-3.1-8b&gpu=RTX+3060+12GB&context=32768").json()
+    assert [f["flags"] for f in api["fixes"]][:1] == ["--precision q6_k"]

@@ -283,3 +283,13 @@ def test_phone_width_and_no_javascript(browser: Any, base_url: str, shots: Path)
     pg.screenshot(path=str(shots / "plan-phone.png"), full_page=True)
     ctx.close()
     assert widths[0] <= widths[1] + 1, f"page is {widths[0]} px wide on a {widths[1]} px screen"
+
+
+def test_plan_page_lists_fixes_when_it_does_not_fit(page: Any) -> None:
+    page.goto("/plan?model=llama-3.1-8b&gpu=RTX+3060+12GB&context=32768")
+    page.wait_for_selector("#fixes li")
+    items = page.locator("#fixes li").all_inner_texts()
+    cli = cli_json("plan", "llama-3.1-8b", "--gpu", "RTX 3060 12GB", "--context", "32768")
+    assert len(items) == len(cli["fixes"]) >= 2
+    for text, fix in zip(items, cli["fixes"], strict=True):
+        assert text.startswith(fix["flags"]) and f"{fix['per_gpu_gib']:.2f}" in text

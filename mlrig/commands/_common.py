@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Annotated, Any
 
+import click
 import typer
 
 
@@ -34,6 +36,56 @@ def console() -> Any:
     return Console()
 
 
+# ---- token counts: 8192, 8k, 32K, 128k, 1M, 1e11, 15T ----
+
+_TOKEN_RE = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
+# Context-like counts follow model cards: "8k context" is 8,192 tokens and "128k" 131,072 (Llama 3.1's
+# max_position_embeddings); "1M" is 1,048,576. Totals of training tokens follow papers: "15T" is 15e12.
+_BINARY = {"": 1, "k": 1024, "m": 1024**2, "b": 1024**3, "t": 1024**4}
+_DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def parse_token_count(text: str | int | float, *, binary: bool = True, flag: str = "token count") -> int:
+    """'8k' -> 8192 (binary: k = 1024, as context lengths are quoted) or 8000 (binary=False: k = 1000, for
+    totals such as --tokens 15T). Plain integers, '8_192', '8,192' and '1e11' are accepted too; anything
+    else raises MlrigError with one line naming the flag and the accepted forms."""
+    from mlrig.errors import MlrigError
+
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return int(text)
+    m = _TOKEN_RE.match(str(text))
+    if m is None:
+        raise MlrigError(f"{flag}: cannot read {text!r} as a token count; "
+                         "give an integer or a short form such as 8k, 32k, 128k, 1M")
+    number = float(m.group(1).replace("_", "").replace(",", ""))
+    value = number * (_BINARY if binary else _DECIMAL)[m.group(2).lower()]
+    if value != int(value) and value < 1e6:
+        raise MlrigError(f"{flag}: {text!r} is not a whole number of tokens (token count)")
+    return int(value)
+
+
+class TokenCount(click.ParamType):
+    """A click type for token-count options: `--context 8k`. Bad input raises MlrigError, so the user
+    sees one line (`mlrig: error: --context: ...`) and exit status 2, not a usage panel."""
+
+    name = "TOKENS"
+
+    def __init__(self, flag: str, binary: bool = True) -> None:
+        self.flag = flag
+        self.binary = binary
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from mlrig.errors import MlrigError
+
+        try:
+            return parse_token_count(value, binary=self.binary, flag=self.flag)
+        except MlrigError as exc:  # click would turn a ValueError into a usage panel
+            typer.echo(f"mlrig: error: {exc}", err=True)
+            raise SystemExit(exc.exit_code) from None
+
+
+
+
 # ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----
 
 GpuOpt = Annotated[str | None, typer.Option("--gpu", "-g", help="GPU name: 'RTX 4090', 'H100 SXM', NVML names...")]
@@ -51,22 +103,27 @@ EngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="vllm | sglang | trt-llm | lmdeploy | tgi | llama.cpp | ollama | mlx | transformers | "
     "exllamav2 | mlc | gpt-fast | tinychat")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
-PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens")]
-OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens")]
-ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence")]
+PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
+    metavar="<tokens>", click_type=TokenCount("--prompt"))]
+OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
+    metavar="<tokens>", click_type=TokenCount("--output"))]
+ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
+    metavar="<tokens>", click_type=TokenCount("--context"))]
 GpuMemUtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM reservation (0-1]")]
 MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
 OptimizerOpt = Annotated[str | None, typer.Option(
     "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
-SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length")]
+SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length (8192 or 8k)",
+    metavar="<tokens>", click_type=TokenCount("--seq-len"))]
 CkptOpt = Annotated[bool | None, typer.Option(
     "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing")]
 ZeroOpt = Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)")]
 OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimizer | params (to host RAM)")]
 TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
-TokensOpt = Annotated[float | None, typer.Option("--tokens", help="tokens to train (time-to-train)")]
+TokensOpt = Annotated[int | None, typer.Option("--tokens", help="tokens to train (time-to-train): 1e11, 100B, 15T",
+    metavar="<tokens>", click_type=TokenCount("--tokens", binary=False))]
 GpuLayersOpt = Annotated[int | None, typer.Option(
     "--gpu-layers", "--ngl", help="llama.cpp -ngl: layers on the GPU, the rest on the CPU (default: all)")]
 StorageOpt = Annotated[float | None, typer.Option(
@@ -175,3 +232,54 @@ def band_caption(bands: list[dict[str, float]]) -> str | None:
     if not widest:
         return None
     return "validation bands (p90): " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%}" for m, v in widest.items())
+
+
+def narrow_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]],
+                 flexible: tuple[str, ...] = (), caption: str | None = None) -> Any:
+    """A borderless rich Table for 80-column terminals: every column not in `flexible` is exactly as
+    wide as its widest cell or header (figures are never cut with '…'); `flexible` columns (names) fold
+    onto a second line when the terminal is narrow. `columns` are (header, justify) pairs; cells may hold
+    rich markup."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=title, box=None, pad_edge=False, header_style="bold", caption=caption)
+    for i, (col, just) in enumerate(columns):
+        if col in flexible:
+            t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        else:
+            width = max([len(col), *(len(Text.from_markup(r[i]).plain) for r in rows)])
+            t.add_column(col, justify=just, no_wrap=True, width=width)  # type: ignore[arg-type]
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def table_width(columns: list[str], rows: list[list[str]]) -> int:
+    """Columns a narrow_table needs to show every cell on one line (2 spaces between columns)."""
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+SIGNIFICANT_DIGITS = 4
+GIB_DECIMALS = 3
+UNROUNDED_KEYS = frozenset({"tokens_to_train"})  # the user's own figure, echoed as given
+
+
+def round_floats(obj: Any, key: str = "") -> Any:
+    """The JSON rounding rule (docs/PLAN-FORMAT.md, "Numbers in JSON"): a float under a key ending in
+    `_gib` keeps 3 decimals (1 MiB); any other float keeps 4 significant digits (the estimates are good
+    to a few percent at best) except the user's own `tokens_to_train`; integers, booleans and strings
+    are untouched. Deterministic, so `mlrig eval`
+    prints the same bytes for the same input."""
+    if isinstance(obj, float):
+        if obj != obj or obj in (float("inf"), float("-inf")) or obj == 0 or key in UNROUNDED_KEYS:
+            return obj
+        if key.endswith("_gib"):
+            return round(obj, GIB_DECIMALS)
+        return float(f"{obj:.{SIGNIFICANT_DIGITS}g}")
+    if isinstance(obj, dict):
+        return {k: round_floats(v, str(k)) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [round_floats(v, key) for v in obj]
+    return obj

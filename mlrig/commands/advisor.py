@@ -16,16 +16,30 @@ import typer
 PricesOpt = Annotated[list[Path] | None, typer.Option("--prices", help="extra price file(s), merged by key")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 SourcesFlag = Annotated[bool, typer.Option("--sources", help="list the source of every price used")]
+
+
+def _tokens(text: str) -> int:
+    from mlrig.commands._common import parse_token_count
+
+    return parse_token_count(text)
+
+
+def _total_tokens(text: str) -> int:
+    from mlrig.commands._common import parse_token_count
+
+    return parse_token_count(text, binary=False)
+
+
 WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--task": ("workload", "task", str),
     "--precision": ("workload", "precision", str),
     "--engine": ("workload", "engine", str),
     "--batch": ("workload", "batch_size", int),
-    "--context": ("workload", "context_tokens", int),
-    "--prompt": ("workload", "prompt_tokens", int),
-    "--output": ("workload", "output_tokens", int),
+    "--context": ("workload", "context_tokens", _tokens),
+    "--prompt": ("workload", "prompt_tokens", _tokens),
+    "--output": ("workload", "output_tokens", _tokens),
     "--method": ("training", "method", str),
-    "--seq-len": ("training", "seq_len", int),
+    "--seq-len": ("training", "seq_len", _tokens),
     "--optimizer": ("training", "optimizer", str),
     "--zero-stage": ("training", "zero_stage", int),
     "--offload": ("training", "offload", str),
@@ -36,15 +50,19 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--hours-per-day": ("usage", "hours_per_day", float),
     "--runs-per-week": ("usage", "runs_per_week", float),
     "--hours-per-run": ("usage", "hours_per_run", float),
-    "--tokens-per-run": ("usage", "tokens_per_run", float),
+    "--tokens-per-run": ("usage", "tokens_per_run", _total_tokens),
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 WORKLOAD_HELP = (
-    "Workloads: --plan FILE, or `--model M --task inference --precision q4_k_m --min-tok-s 15 --hours-per-day 8`"
-    " and `--model M --method qlora --runs-per-week 2 --hours-per-run 3` (each --model starts a workload;"
-    " hours per run are on --reference-gpu, default A100 80GB). Workload flags: --model "
-    + " ".join(WORKLOAD_FLAGS)
+    "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
+    " --model apply to the --plan files):\n\n\b\n"
+    + "\n".join(f"  {flag:<17} {meaning}" for flag, meaning in {
+        "--model M": "catalog id, HF id or model file (starts a workload)",
+        **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
+    }.items())
+    + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
+    " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
 )
 
 
@@ -97,6 +115,8 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         section, field, conv = WORKLOAD_FLAGS[flag]
         try:
             v = conv(value)
+        except MlrigError as exc:
+            raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
             raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
         target = groups[-1] if groups else common
@@ -225,7 +245,7 @@ Years = Annotated[float, typer.Option("--years", help="ownership horizon, years"
 ObjectiveOpt = Annotated[str, typer.Option("--objective", help="tco | time | usd-per-mtok")]
 Kwh = Annotated[float | None, typer.Option("--kwh-price", help="electricity USD/kWh")]
 PlanOpt = Annotated[list[Path] | None, typer.Option(
-    "--plan", help=r"plan file (repeatable); \[usage] table optional")]
+    "--plan", help="plan file (repeatable); [usage] table optional")]
 AllowOld = Annotated[bool, typer.Option("--allow-old", help="include Kepler/Maxwell/Pascal datacentre cards (P40...)")]
 AnyVendor = Annotated[bool, typer.Option(
     "--any-vendor", help="include AMD/Intel GPUs for fine-tuning (CUDA-first tools)")]
@@ -405,19 +425,27 @@ def build_check_cmd(
     if as_json:
         print_json(report)
     else:
+        from rich.console import Console
         from rich.markup import escape
+        from rich.table import Table
 
-        con = _console()
+        con = Console(highlight=False)  # the terminal's width (COLUMNS when piped); long lines wrap indented
         con.print(
             f"[bold]{escape(report.name)}[/]: {', '.join(report.gpus)}, {report.total_vram_gib:.0f} GiB VRAM;"
             f" sustained {report.sustained_w:.0f} W (~{report.wall_w:,.0f} W at the wall), transient"
-            f" ~{report.transient_w:.0f} W, PSU {report.psu_w:.0f} W"
+            f" ~{report.transient_w:,.0f} W, PSU {report.psu_w:,.0f} W"
         )
         colors = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, min_width=7)
+        grid.add_column(no_wrap=True, min_width=8)
+        grid.add_column(overflow="fold")
         for f in report.findings:
-            con.print(f"[{colors[f.severity]}]{f.severity:7}[/] {f.check:8} {escape(f.what)}")
+            grid.add_row(f"[{colors[f.severity]}]{f.severity}[/]", f.check, escape(f.what))
             if f.severity != "ok":
-                con.print(f"{'':17}why: {escape(f.why)}\n{'':17}do:  {escape(f.fix)}")
+                grid.add_row("", "", f"why: {escape(f.why)}")
+                grid.add_row("", "", f"do:  {escape(f.fix)}")
+        con.print(grid)
     if not report.ok:
         raise typer.Exit(1)
 

@@ -18,6 +18,7 @@ from mlrig.commands._common import (
     TaskOpt,
     TpOpt,
     fmt_num,
+    round_floats,
     workload_fields,
 )
 
@@ -89,9 +90,8 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
                 res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
                 parts = [x for x, v in zip((g, q, e), varying, strict=True) if x and v]
                 label = " / ".join(parts) or " / ".join(x for x in (g, q, e) if x) or "default"
-                rows.append(
-                    {"variant": label, "gpu": g, "precision": q, "engine": e, "result": res.model_dump(mode="json")}
-                )
+                rows.append({"variant": label, "gpu": g, "precision": q, "engine": e,
+                             "result": round_floats(res.model_dump(mode="json"))})
     if all(r["result"].get("error") for r in rows) and len({r["result"]["error"] for r in rows}) == 1:
         raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
     return rows

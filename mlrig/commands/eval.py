@@ -71,6 +71,7 @@ def eval_cmd(
 
     from mlrig import interrupts
     from mlrig.batch import LineSink, count_lines_left, read_lines, result_for_line, signals_held
+    from mlrig.commands._common import round_floats
     from mlrig.errors import MlrigError
 
     source: IO[bytes] = sys.stdin.buffer if str(cases) == "-" else _open_cases(cases)
@@ -102,7 +103,7 @@ def eval_cmd(
                 result = result_for_line(raw, lineno)
                 any_error |= result.get("error") is not None
                 try:
-                    sink.write_line(result)
+                    sink.write_line({**round_floats(result), "id": result.get("id")})  # the id as given
                 except OSError as exc:
                     if isinstance(exc, BrokenPipeError):
                         raise

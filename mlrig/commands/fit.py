@@ -3,6 +3,8 @@
 - `mlrig fit MODEL`            every GPU in the catalog for this workload
 - `mlrig fit MODEL --gpu G`    every precision on that GPU (which quant, how much context is left)
 - `mlrig fit --gpu G`          every catalog model: the best precision that fits, largest models first
+
+Every view lists what fits first (then what does not), keeping its own order within each group.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mlrig.commands._common import (
     TpOpt,
     band_caption,
     fmt_num,
+    narrow_table,
     workload_fields,
 )
 
@@ -91,6 +94,7 @@ def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, pre
         rows, title = _across_precisions(model, gpu, precision, fields)
     else:
         rows, title = _across_models(gpu, precision, fields)
+    rows.sort(key=lambda r: not r["result"].fits)  # stable: what fits first, each view's order kept
     if fits_only:
         rows = [r for r in rows if r["result"].fits]
     return rows, title
@@ -98,7 +102,9 @@ def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, pre
 
 def fit_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`mlrig fit --json`: each row's PlanResult with the precision tried and its limits."""
-    return [{**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]}
+    from mlrig.commands._common import round_floats
+
+    return [round_floats({**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]})
             for r in rows]
 
 
@@ -166,29 +172,15 @@ def _across_models(gpu: str | None, precision: str | None,
 def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict[str, bool]) -> None:
     """One row per result; columns that are the same in every row live in the title instead."""
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title=f"{title} (GiB = 2^30 bytes)")
     cols = [(c, j) for c, j in [("model", "left"), ("GPU", "left"), ("precision", "left")] if varies[c]]
-    cols += [("fits", "center"), ("GiB/GPU", "right"), ("headroom", "right")]
+    cols += [("GiB", "right"), ("headroom", "right")]  # headroom carries ✔/✘
     if any(r["limits"] for r in rows):
         cols.append(("max ctx", "right"))
     cols += [("train tok/s" if training else "tok/s", "right"), ("bound", "left")]
-    for col, just in cols:
-        t.add_column(col, justify=just, no_wrap=True,  # type: ignore[arg-type]
-                     max_width=24 if col in ("model", "GPU") else None, overflow="ellipsis")
-    for r in rows:
-        res: PlanResult = r["result"]
-        m, p, lims = res.memory, res.performance, r["limits"]
-        ctx = lims.get("max_context_tokens") if lims and res.fits else None
-        named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"]}
-        named["fits"] = "[green]✔[/]" if res.fits else "[red]✘[/]"
-        named["GiB/GPU"] = f"{m.per_gpu_gib:.1f}" if m else "—"
-        named["headroom"] = f"{m.headroom_gib:+.1f}" if m else "—"
-        named["max ctx"] = f"{ctx:,}" if ctx else "—"
-        named["tok/s"] = named["train tok/s"] = fmt_num(_speed(res, training))
-        named["bound"] = SHORT_BOUND.get(p.bound or "", p.bound or "") if p and res.fits else ""
-        t.add_row(*(named[c] for c, _ in cols))
+    cells = [_cells(r, training) for r in rows]
+    t = narrow_table(f"{title} (GiB per GPU; GiB = 2^30 bytes)", cols, [[c[n] for n, _ in cols] for c in cells],
+                     flexible=("model", "GPU"))
     metric = "train_tokens_per_s" if training else "decode_tok_s"
     shown = [{metric: r["result"].performance.error_band[metric]} for r in rows
              if r["result"].fits and r["result"].performance and metric in r["result"].performance.error_band]
@@ -196,6 +188,21 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     if caption:
         t.caption = caption + ("" if training else "; tok/s: decode per sequence")
     Console().print(t)
+
+
+def _cells(r: dict[str, Any], training: bool) -> dict[str, str]:
+    """One table row's cells by column name (rich markup)."""
+    res: PlanResult = r["result"]
+    m, p, lims = res.memory, res.performance, r["limits"]
+    ctx = lims.get("max_context_tokens") if lims and res.fits else None
+    named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"]}
+    mark = "[green]✔[/]" if res.fits else "[red]✘[/]"
+    named["GiB"] = f"{m.per_gpu_gib:.1f}" if m else "—"
+    named["headroom"] = f"{mark} {m.headroom_gib:+.1f}" if m else mark
+    named["max ctx"] = f"{ctx:,}" if ctx else "—"
+    named["tok/s"] = named["train tok/s"] = fmt_num(_speed(res, training))
+    named["bound"] = SHORT_BOUND.get(p.bound or "", p.bound or "") if p and res.fits else ""
+    return named
 
 
 def register(app: typer.Typer) -> None:

@@ -67,12 +67,13 @@ def gpus_cmd(
         print_json(gpus_json(gpus))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from mlrig.commands._common import narrow_table, table_width
 
     def f(v: float | None, nd: int = 1) -> str:
         return "-" if v is None else f"{v:,.{nd}f}"
 
-    t = Table(title=f"{len(gpus)} accelerators (dense tensor rates, FP32 accumulate; memory in GiB)")
+    title = f"{len(gpus)} accelerators (dense tensor rates, FP32 accumulate; memory in GiB)"
     cols: list[tuple[str, str, Callable[[GPU], str]]] = [
         ("id", "left", lambda g: g.id),
         ("mem GiB", "right", lambda g: f(g.memory_gib, 1)),
@@ -81,19 +82,37 @@ def gpus_cmd(
         ("FP8 TF", "right", lambda g: f(g.fp8_tflops_dense)),
         ("TDP W", "right", lambda g: f(g.tdp_w, 0)),
     ]
+    extra: list[tuple[str, str, Callable[[GPU], str]]] = [
+        ("usable GiB", "right", lambda g: f(g.usable_memory_gib, 2) if g.usable_memory_gib else ""),
+        ("FP16 TF", "right", lambda g: f(g.fp16_tflops_dense)),
+        ("NVLink GB/s", "right", lambda g: f(g.nvlink_gb_s, 1) if g.nvlink_gb_s else ""),
+        ("class", "left", lambda g: g.hardware_class), ("source date", "left", lambda g: g.source_date),
+        ("name", "left", lambda g: g.name)]
+    con = Console()
+    tables = [cols]
     if wide:
-        cols[1:1] = [("name", "left", lambda g: g.name), ("class", "left", lambda g: g.hardware_class)]
-        cols += [("usable GiB", "right", lambda g: f(g.usable_memory_gib, 2) if g.usable_memory_gib else ""),
-                 ("FP16 TF", "right", lambda g: f(g.fp16_tflops_dense)),
-                 ("NVLink GB/s/dir", "right", lambda g: f(g.nvlink_gb_s, 1) if g.nvlink_gb_s else ""),
-                 ("source date", "left", lambda g: g.source_date)]
-    for col, justify, _ in cols:
-        t.add_column(col, justify=justify, no_wrap=col == "id")  # type: ignore[arg-type]
-    for g in gpus:
-        t.add_row(*(cell(g) for _, _, cell in cols))
-    Console().print(t)
+        # As many columns as the terminal holds on one line; the rest in further tables keyed by id again.
+        tables = []
+        pending = [*cols[1:], *extra]
+        while pending:
+            group = [cols[0]]
+            while pending:
+                trial = [*group, pending[0]]
+                if len(group) > 1 and table_width([c for c, _, _ in trial],
+                                                  [[cell(g) for _, _, cell in trial] for g in gpus]) > con.width:
+                    break
+                group.append(pending.pop(0))
+            tables.append(group)
+    for i, table_cols in enumerate(tables):
+        caption = "NVLink: GB/s per direction" if i == len(tables) - 1 and wide else None
+        t = narrow_table(title if i == 0 else None, [(c, j) for c, j, _ in table_cols],
+                         [[cell(g) for _, _, cell in table_cols] for g in gpus], flexible=("name",),
+                         caption=caption)
+        if i:
+            con.print()
+        con.print(t)
     if not gpus:
-        Console().print("no accelerator matches these filters; try `mlrig gpus` without filters")
+        con.print("no accelerator matches these filters; try `mlrig gpus` without filters")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,22 +81,22 @@ def models_cmd(
     if as_json:
         print_json(rows)
         return
-    from rich.table import Table
+    from mlrig.commands._common import narrow_table
 
-    t = Table(title=f"mlrig model catalog ({len(rows)} models; params = exact counts from config)")
-    cols = [("id", "left"), ("HF id", "left"), ("params (B)", "right"), ("active (B)", "right"),
+    cols = [("id", "left"), ("HF id", "left"), ("params B", "right"), ("active B", "right"),
             ("layers", "right"), ("attention", "left"), ("context", "right")]
     if not wide:
         cols.pop(1)
-    for col, just in cols:
-        t.add_column(col, justify=just, no_wrap=col in ("id", "HF id"))  # type: ignore[arg-type]
+    table_rows = []
     for r in rows:
         active = f"{r['active_params'] / 1e9:.2f}" if r["active_params"] != r["params"] else ""
         ctx = f"{r['context_tokens']:,}" if r["context_tokens"] else "-"
         cells = [r["id"], r["hf_id"] or "", f"{r['params'] / 1e9:.2f}", active, str(r["layers"]), r["attention"], ctx]
         if not wide:
             cells.pop(1)
-        t.add_row(*cells)
+        table_rows.append(cells)
+    t = narrow_table(f"mlrig model catalog ({len(rows)} models; params in billions, exact counts from config)",
+                     cols, table_rows, flexible=("id", "HF id", "attention"))
     console().print(t)
 
 

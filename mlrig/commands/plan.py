@@ -59,11 +59,13 @@ from mlrig.commands._common import (
 
 if TYPE_CHECKING:
     from mlrig.catalog.models import ModelArch
+    from mlrig.fixes import Fix
     from mlrig.results import PlanResult, TrainingRun
     from mlrig.workload import Plan
 
 
-def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None) -> None:
+def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None,
+                  fixes: list[Fix] | None = None) -> None:
     """A person's view: verdict, memory breakdown, speed with its explanation, limits, notes."""
     from rich.console import Console
     from rich.markup import escape
@@ -76,11 +78,15 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     wl = plan.get("workload", {})
     hw = plan.get("hardware", {})
     n_gpus = int(hw.get("count", 1)) * int(hw.get("nodes", 1))
+    failures = n_gpus > 1 or hw.get("mtbf_hours") is not None  # one GPU: no failure-rate lines unless asked
     task = wl.get("task", "inference")
     engine = f" ({result.engine})" if result.engine else ""
     head = (f"[bold]{result.model}[/] · {result.precision} · {task}{engine}"
             f" on {n_gpus} × {result.gpu}")
     con.print(head)
+    assumed = [n for n in result.notes if n.startswith("no GPU given")]  # said at once, not among the notes
+    for note in assumed:
+        con.print(f"[yellow]note:[/] {escape(note)}")
     if mem is None:
         return
     verdict = "[green]✔ fits[/]" if result.fits else "[red]✘ does not fit[/]"
@@ -132,7 +138,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     if line:
         con.print(f"[dim]{escape(line)}[/]")
     if result.training is not None:
-        _render_training_run(con, result.training)
+        _render_training_run(con, result.training, failures=failures)
     if lims:
         parts = []
         if lims.get("max_batch_size") is not None:
@@ -141,7 +147,12 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
         parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
         con.print("Limits: " + "; ".join(parts))
-    for note in [*mem.notes, *result.notes, *(result.training.notes if result.training else [])]:
+    if not result.fits:
+        _render_fixes(con, fixes or [], task)
+    run_notes = result.training.notes if result.training else []
+    if not failures:
+        run_notes = [n for n in run_notes if not n.startswith("MTBF")]
+    for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes]:
         con.print(f"[yellow]note:[/] {escape(note)}")
 
 
@@ -163,8 +174,34 @@ def validation_line(result: PlanResult, task: str) -> str:
     return ("Validated: " + " · ".join(parts)) if parts else ""
 
 
-def _render_training_run(con: Any, run: TrainingRun) -> None:
-    """Data, checkpoint and failure arithmetic of a training run, two or three lines."""
+def _render_fixes(con: Any, fixes: list[Fix], task: str) -> None:
+    """'To make it fit, change one of:' and one line per change with its new memory per GPU."""
+    from rich.markup import escape
+
+    if not fixes:
+        con.print("[bold]To make it fit:[/] no single change found (tried precision, context, batch, "
+                  "offload, ZeRO, LoRA/QLoRA and up to 64 GPUs)")
+        return
+    from rich.table import Table
+
+    unit = "tok/s" if task == "inference" else "tokens/s"
+    con.print("[bold]To make it fit[/], change one of:")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for f in fixes:
+        speed = f", {fmt_num(f.tok_s)} {unit}" if f.tok_s else ""
+        note = f" ({escape(f.note)})" if f.note else ""
+        grid.add_row("", escape(f.flags), f"{f.per_gpu_gib:.2f} of {f.gpu_capacity_gib:.2f} GiB/GPU{speed}: "
+                     f"{escape(f.change)}{note}")
+    con.print(grid)
+
+
+def _render_training_run(con: Any, run: TrainingRun, failures: bool = True) -> None:
+    """Data, checkpoint and failure arithmetic of a training run, two or three lines. `failures=False`
+    (one GPU) leaves out the interruption rate and checkpoint interval: Llama 3's per-GPU failure rate
+    is about clusters, and a one-GPU job's checkpoint cadence is the user's choice (JSON keeps both)."""
     if run.compute_optimal_tokens is not None:
         planned = f"{_count(run.tokens_to_train)} tokens planned; " if run.tokens_to_train else ""
         con.print(f"Run: {planned}compute-optimal ~{_count(run.compute_optimal_tokens)} tokens "
@@ -173,9 +210,12 @@ def _render_training_run(con: Any, run: TrainingRun) -> None:
     con.print(f"Data: reads {run.data_read_mb_s:,.2f} MB/s of training data ({run.data_bytes_per_token:g} B/token) "
               f"from storage at {run.storage_gb_s:g} GB/s: {verdict}")
     cost = f"~{run.checkpoint_overhead:.1%}" if run.checkpoint_overhead >= 0.001 else "< 0.1%"
-    con.print(f"Checkpoints: {run.checkpoint_gib:,.1f} GiB (trainable weights + optimizer states), "
-              f"{fmt_num(run.checkpoint_write_s)} s to write; MTBF {run.mtbf_hours:,.0f} h -> "
-              f"every {_duration(run.checkpoint_interval_s)} (Young/Daly), {cost} of run time")
+    ckpt = (f"Checkpoints: {run.checkpoint_gib:,.1f} GiB (trainable weights + optimizer states), "
+            f"{fmt_num(run.checkpoint_write_s)} s to write")
+    if failures:
+        ckpt += (f"; MTBF {run.mtbf_hours:,.0f} h -> every {_duration(run.checkpoint_interval_s)} (Young/Daly), "
+                 f"{cost} of run time")
+    con.print(ckpt)
 
 
 def _count(n: float) -> str:
@@ -254,7 +294,7 @@ def plan_cmd(
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
     data = plan_from_fields(model, base=base, gpu=gpu, **fields)
-    result, plan, lims = plan_outputs(data, overrides, show_limits)
+    result, plan, lims, fixes = plan_outputs(data, overrides, show_limits)
     trace = None
     if exact:
         from mlrig.commands.trace import exact_trace, render_trace
@@ -262,35 +302,45 @@ def plan_cmd(
 
         trace = exact_trace(plan, resolve_arch(plan), resolve_hardware(plan, overrides))
     if as_json:
-        out = plan_json(result, lims)
+        out = plan_json(result, lims, fixes)
         if trace is not None:
             out["trace"] = trace.model_dump(mode="json")
         print_json(out)
     else:
-        render_result(result, plan.model_dump(mode="json"), lims)
+        render_result(result, plan.model_dump(mode="json"), lims, fixes)
         if trace is not None:
             render_trace(trace)
 
 
 def plan_outputs(data: dict[str, Any], overrides: dict[str, Any] | None = None, show_limits: bool = True,
-                 arch: ModelArch | None = None) -> tuple[PlanResult, Plan, dict[str, int | None] | None]:
-    """What `mlrig plan` computes for a plan dict: the result, the parsed plan, and the limits (None when
-    not asked). `arch` may be given pre-resolved (an uploaded model file in `mlrig web`)."""
+                 arch: ModelArch | None = None
+                 ) -> tuple[PlanResult, Plan, dict[str, int | None] | None, list[Fix]]:
+    """What `mlrig plan` computes for a plan dict: the result, the parsed plan, the limits (None when
+    not asked) and, when it does not fit, the single changes that would make it fit (mlrig.fixes).
+    `arch` may be given pre-resolved (an uploaded model file in `mlrig web`)."""
+    from mlrig.fixes import make_it_fit
     from mlrig.planner import evaluate, limits, parse_plan, resolve_arch, resolve_hardware
 
     plan = parse_plan(data)
     arch, gpu_spec = arch or resolve_arch(plan), resolve_hardware(plan, overrides)
     result = evaluate(plan, arch=arch, gpu=gpu_spec, alternatives=True)
-    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits else None
-    return result, plan, lims
+    lims = limits(plan, arch=arch, gpu=gpu_spec) if show_limits or not result.fits else None
+    fixes = make_it_fit(plan, arch, gpu_spec, result, lims)
+    return result, plan, lims if show_limits else None, fixes
 
 
-def plan_json(result: PlanResult, lims: dict[str, int | None] | None) -> dict[str, Any]:
-    """`mlrig plan --json`: the result (PLAN-FORMAT.md) with the limits under "limits" when computed."""
+def plan_json(result: PlanResult, lims: dict[str, int | None] | None,
+              fixes: list[Fix] | None = None) -> dict[str, Any]:
+    """`mlrig plan --json`: the result (PLAN-FORMAT.md) with the limits under "limits" when computed and
+    the changes that would make it fit under "fixes" (empty when it fits)."""
     out = result.model_dump(mode="json")
     if lims is not None:
         out["limits"] = lims
-    return out
+    if fixes is not None:
+        out["fixes"] = [f.model_dump(mode="json") for f in fixes]
+    from mlrig.commands._common import round_floats
+
+    return dict(round_floats(out))
 
 
 def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str, Any], float | None, float | None,

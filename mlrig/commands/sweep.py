@@ -177,12 +177,7 @@ def sweep_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: standard output)")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from -o)")] = None,
 ) -> None:
-    """Sweep the planner over ranges of GPUs, precisions, engines, contexts, batches and GPU counts.
-
-    Examples:
-      mlrig sweep llama-3.1-8b --gpu 'RTX*' --precision bf16,q4_k_m --context 4k..128k --batch 1..64 -o s.csv
-      mlrig sweep qwen2.5-32b --gpu h100-sxm-80gb --count 1..8 --precision bf16,fp8 --format jsonl
-    """
+    """Sweep the planner over ranges of GPUs, precisions, engines, contexts, batches and GPU counts."""
     from mlrig.errors import MlrigError
 
     if task not in ("inference", "finetune", "pretrain"):

@@ -21,6 +21,7 @@ from mlrig.advisor.recommend import Recommendation
 from mlrig.diagnose.models import DiagnoseReport
 from mlrig.estimators.performance import ServingPoint
 from mlrig.estimators.serving import ConcurrencyLimits
+from mlrig.fixes import Fix
 from mlrig.results import PlanResult
 
 Str = str  # every str field is capped by the model config below
@@ -256,6 +257,7 @@ class Limits(BaseModel):
 
 class PlanResponse(PlanResult):
     limits: Limits | None = None
+    fixes: list[Fix] = Field(default_factory=list, description="single changes that make it fit (mlrig.fixes)")
 
 
 class CompareRow(BaseModel):

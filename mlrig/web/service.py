@@ -84,8 +84,8 @@ def plan(q: PlanQuery, *, allow_hub: bool = False) -> dict[str, Any]:
     from mlrig.commands.plan import plan_json, plan_outputs
 
     check_model_name(q.model, allow_hub=allow_hub)
-    result, _, lims = plan_outputs(plan_data(q), show_limits=q.limits)
-    return plan_json(result, lims)
+    result, _, lims, fixes = plan_outputs(plan_data(q), show_limits=q.limits)
+    return plan_json(result, lims, fixes)
 
 
 def plan_data(q: PlanFields, model: str | None = None) -> dict[str, Any]:
@@ -107,8 +107,8 @@ def plan_body(body: dict[str, Any], *, allow_hub: bool = False) -> dict[str, Any
     explicit = isinstance(model, dict) and model.get("hidden_size") is not None
     if isinstance(name, str) and not explicit:
         check_model_name(name, "model.name", allow_hub=allow_hub)
-    result, _, lims = plan_outputs(body)
-    return plan_json(result, lims)
+    result, _, lims, fixes = plan_outputs(body)
+    return plan_json(result, lims, fixes)
 
 
 def _check_strings(obj: Any, depth: int = 0) -> None:
@@ -282,9 +282,9 @@ def plan_upload(q: PlanFields, arch: ModelArch) -> dict[str, Any]:
     """`mlrig plan FILE --json` for an uploaded model (named by q.model when given, else by its file)."""
     from mlrig.commands.plan import plan_json, plan_outputs
 
-    result, _, lims = plan_outputs(plan_data(q, getattr(q, "model", None) or arch.id), show_limits=q.limits,
-                                   arch=arch)
-    return plan_json(result, lims)
+    result, _, lims, fixes = plan_outputs(plan_data(q, getattr(q, "model", None) or arch.id),
+                                          show_limits=q.limits, arch=arch)
+    return plan_json(result, lims, fixes)
 
 
 # ---- diagnose ------------------------------------------------------------------------------------
