@@ -186,3 +186,13 @@ def test_mistral_small_31_counts_the_pixtral_tower() -> None:
     _, small = _load(CATALOG[[p.stem for p in CATALOG].index("mistralai--Mistral-Small-24B-Instruct-2501")])
     assert small3.other_params == 403_305_472 + 35_652_608
     assert small3.total_params - small.total_params == small3.other_params
+
+
+def test_command_r_counts_by_hand() -> None:
+    """Command R v01 (Cohere, 35B): tied 256000 x 8192 embedding; per layer q,k,v,o (64 heads of 128, no GQA),
+    a gated MLP of 22528 and one weight-only LayerNorm (parallel block); 40 layers and a final norm."""
+    from mlrig.catalog.models import resolve_model
+
+    h, inter, layers, vocab = 8192, 22528, 40, 256000
+    want = vocab * h + layers * (4 * h * h + 3 * h * inter + h) + h
+    assert resolve_model("command-r").total_params == want == 34_980_831_232

@@ -16,6 +16,7 @@ from mlrig.advisor.cost import PurchaseItem
 from mlrig.catalog.gpus import GPU
 
 Objective = Literal["tco", "time", "usd-per-mtok"]
+STEP_UP_MAX_EXTRA = 0.5  # a step up costs at most half as much again over the horizon
 TIGHT_FIT = 0.97  # < 3 % headroom: within the memory estimator's own error band (docs/ACCURACY.md)
 
 
@@ -260,16 +261,20 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
         " in power and upkeep; anything below is bought for speed or headroom"]
     lines += [f"best for objective '{objective}': {best.name} - {best.speed} - ${best.total_cost_usd:,.0f} over"
              f" {years:g} years (${best.cost_per_month_usd:,.0f}/month, ${best.upfront_usd:,.0f} up front)"]
-    # The step up is the faster Pareto option that buys the most extra speed per extra dollar (the
-    # incremental cost-effectiveness ratio of a cost-benefit analysis), not merely the next cheapest.
+    # The step up: among the faster Pareto options that cost at most STEP_UP_MAX_EXTRA more, the one that
+    # buys the most extra speed per extra dollar (the incremental cost-effectiveness ratio of a
+    # cost-benefit analysis), not merely the next cheapest; the cheapest faster one when none is that close.
     faster_options = [o for o in feasible if o.pareto and o.speed_score > 1.2 * best.speed_score]
-    faster = max(faster_options, default=None, key=lambda o: (o.speed_score - best.speed_score)
-                 / max(o.total_cost_usd - best.total_cost_usd, 1.0))
+    near = [o for o in faster_options if o.total_cost_usd <= (1 + STEP_UP_MAX_EXTRA) * best.total_cost_usd]
+    faster = (max(near, key=lambda o: (o.speed_score - best.speed_score)
+                  / max(o.total_cost_usd - best.total_cost_usd, 1.0)) if near
+              else min(faster_options, default=None, key=lambda o: o.total_cost_usd))
     if faster is not None and best.speed_score > 0 and objective == "tco" and not _fast_enough(best):
         extra = faster.total_cost_usd - best.total_cost_usd
         lines.append(f"step up: {faster.name} ({faster.speed}) for ${extra:,.0f} more over {years:g} years"
                      f" (+{extra / max(best.total_cost_usd, 1.0):.0%}): "
-                     f"{faster.speed_score / best.speed_score:.1f}× the speed, the most added speed per added dollar")
+                     f"{faster.speed_score / best.speed_score:.1f}× the speed, the most added speed per added dollar"
+                     f" within +{STEP_UP_MAX_EXTRA:.0%}")
     buy = next((o for o in feasible if o.kind == "buy" and o.category != "owned"), None)
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:

@@ -46,6 +46,8 @@ _ALIASES: dict[str, str] = {
     "olmo-2-32b": "olmo-2-0325-32b",
     "qwen1.5-moe": "qwen1.5-moe-a2.7b",
     "glm-4.6": "glm-4.5",
+    "command-r": "c4ai-command-r-v01",
+    "command-r-v01": "c4ai-command-r-v01",
 }
 
 
