@@ -147,14 +147,29 @@ class LineSink:
                     with contextlib.suppress(OSError):
                         os.ftruncate(self.fd, self.bytes)  # type: ignore[arg-type]
                 raise
-        self.lines += 1
-        self.bytes += len(data)
+            # counted while signals are still held: a signal delivered on leaving this block must
+            # find the line both on disk and counted (the stop summary reports `lines`)
+            self.lines += 1
+            self.bytes += len(data)
 
     def close(self) -> None:
         if self._close and self.fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self.fd)
             self.fd = None
+
+
+def count_lines(stream: IO[bytes], cap_bytes: int = 256 * 2**20) -> int | None:
+    """All the lines of a seekable stream, from its start (None as for `count_lines_left`). A stopped
+    batch reports its total this way: the line being read when the signal came may not have been
+    counted as read yet, so "read so far + left" could be one short."""
+    try:
+        if not stream.seekable():
+            return None
+        stream.seek(0)
+    except (OSError, ValueError):
+        return None
+    return count_lines_left(stream, cap_bytes)
 
 
 def count_lines_left(stream: IO[bytes], cap_bytes: int = 256 * 2**20) -> int | None:

@@ -144,9 +144,16 @@ def test_index_shards_rejects_bad_names(wmap: dict[str, object]) -> None:
 
 
 def test_calibration_dir_pointing_at_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from mlrig.validation import read_calibration_csv
+    from mlrig.validation.runner import load_rows
 
     monkeypatch.setenv("MLRIG_CALIBRATION_DIR", str(tmp_path / "missing"))
     with pytest.raises(MlrigError) as exc:
-        read_calibration_csv("inference_speed.csv")
+        load_rows()
     assert "MLRIG_CALIBRATION_DIR" in one_line(exc) and "not a folder" in str(exc.value)
+    # a folder whose file is not readable JSON Lines is one line naming the file and line
+    (tmp_path / "cal").mkdir()
+    (tmp_path / "cal" / "x.jsonl").write_text('{"id": 1}\n', encoding="utf-8")
+    monkeypatch.setenv("MLRIG_CALIBRATION_DIR", str(tmp_path / "cal"))
+    with pytest.raises(MlrigError) as exc:
+        load_rows()
+    assert "x.jsonl line 1" in str(exc.value)

@@ -70,7 +70,7 @@ def eval_cmd(
     import sys
 
     from mlrig import interrupts
-    from mlrig.batch import LineSink, count_lines_left, read_lines, result_for_line, signals_held
+    from mlrig.batch import LineSink, count_lines, read_lines, result_for_line, signals_held
     from mlrig.commands._common import round_floats
     from mlrig.errors import MlrigError
 
@@ -113,9 +113,9 @@ def eval_cmd(
         except interrupts.STOP as exc:
             with signals_held():
                 sink.close()
-                left = count_lines_left(source)
                 done = sink.lines  # lines read past `done` were not evaluated (or not written) yet
-                total = None if left is None else max(lineno, done) + left
+                total = count_lines(source)  # the whole input: exact even mid-read
+                left = None if total is None else total - done
                 of = f"{done:,} of {total:,}" if total is not None else f"{done:,}"
                 rest = "" if left is not None else " (the rest of the input was not read)"
                 where = f" in {str(out)!r}" if out is not None else ""

@@ -97,9 +97,11 @@ def scope_table() -> dict[str, ScopeRecord]:
 
 
 def _nearest(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord]) -> ScopeRecord | None:
-    """Same figure, preferring the same engine on another memory class, then another engine on the
-    same class, then any; the scope with most rows wins a tie."""
-    same_figure = [r for r in table.values() if r.figure == figure and r.rows >= MIN_ROWS]
+    """Same figure and the same kind of work (inference or training), preferring the same engine on
+    another memory class, then another engine on the same class, then any; most rows wins a tie."""
+    training = engine.startswith("training-")  # an inference figure is never vouched for by training runs
+    same_figure = [r for r in table.values() if r.figure == figure and r.rows >= MIN_ROWS
+                   and r.engine.startswith("training-") == training]
     for pick in (lambda r: r.engine == engine, lambda r: r.memory_class == mclass, lambda r: True):
         found = [r for r in same_figure if pick(r)]
         if found:
