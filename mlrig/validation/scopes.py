@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -88,8 +88,8 @@ def plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
 def scope_table() -> dict[str, ScopeRecord]:
     """The packaged table written by `mlrig validate --write` (empty when it is missing)."""
     try:
-        text = resources.files("mlrig.data").joinpath(SCOPES_FILE).read_text(encoding="utf-8")
-    except (FileNotFoundError, OSError):
+        text = (Path(__file__).resolve().parent.parent / "data" / SCOPES_FILE).read_text(encoding="utf-8")
+    except OSError:  # a source tree before its first `mlrig validate --write`: every figure unvalidated
         return {}
     data: dict[str, Any] = json.loads(text)
     records = [ScopeRecord.model_validate(s) for s in data.get("scopes", [])]
