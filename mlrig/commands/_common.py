@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
-import click
 import typer
 
 
@@ -64,26 +64,21 @@ def parse_token_count(text: str | int | float, *, binary: bool = True, flag: str
     return int(value)
 
 
-class TokenCount(click.ParamType):
-    """A click type for token-count options: `--context 8k`. Bad input raises MlrigError, so the user
-    sees one line (`mlrig: error: --context: ...`) and exit status 2, not a usage panel."""
+def token_count(flag: str, binary: bool = True) -> Callable[[str], int]:
+    """A typer `parser` for token-count options: `--context 8k`. Bad input is one line
+    (`mlrig: error: --context: ...`) and exit status 2, not a usage panel. (A parser, not a click
+    ParamType: typer vendors its own click, which the core install does not otherwise carry.)"""
 
-    name = "TOKENS"
-
-    def __init__(self, flag: str, binary: bool = True) -> None:
-        self.flag = flag
-        self.binary = binary
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+    def parse(value: str) -> int:
         from mlrig.errors import MlrigError
 
         try:
-            return parse_token_count(value, binary=self.binary, flag=self.flag)
-        except MlrigError as exc:  # click would turn a ValueError into a usage panel
+            return parse_token_count(value, binary=binary, flag=flag)
+        except MlrigError as exc:
             typer.echo(f"mlrig: error: {exc}", err=True)
             raise SystemExit(exc.exit_code) from None
 
-
+    return parse
 
 
 # ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----
@@ -104,18 +99,18 @@ EngineOpt = Annotated[str | None, typer.Option(
     "exllamav2 | mlc | gpt-fast | tinychat")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
 PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
-    metavar="<tokens>", click_type=TokenCount("--prompt"))]
+    metavar="<tokens>", parser=token_count("--prompt"))]
 OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
-    metavar="<tokens>", click_type=TokenCount("--output"))]
+    metavar="<tokens>", parser=token_count("--output"))]
 ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
-    metavar="<tokens>", click_type=TokenCount("--context"))]
+    metavar="<tokens>", parser=token_count("--context"))]
 GpuMemUtilOpt = Annotated[float | None, typer.Option("--gpu-memory-utilization", help="vLLM reservation (0-1]")]
 MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
 OptimizerOpt = Annotated[str | None, typer.Option(
     "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length (8192 or 8k)",
-    metavar="<tokens>", click_type=TokenCount("--seq-len"))]
+    metavar="<tokens>", parser=token_count("--seq-len"))]
 CkptOpt = Annotated[bool | None, typer.Option(
     "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing")]
 ZeroOpt = Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)")]
@@ -123,7 +118,7 @@ OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimi
 TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
 TokensOpt = Annotated[int | None, typer.Option("--tokens", help="tokens to train (time-to-train): 1e11, 100B, 15T",
-    metavar="<tokens>", click_type=TokenCount("--tokens", binary=False))]
+    metavar="<tokens>", parser=token_count("--tokens", binary=False))]
 GpuLayersOpt = Annotated[int | None, typer.Option(
     "--gpu-layers", "--ngl", help="llama.cpp -ngl: layers on the GPU, the rest on the CPU (default: all)")]
 StorageOpt = Annotated[float | None, typer.Option(
