@@ -22,10 +22,13 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from mlrig.errors import MlrigError
+
+T = TypeVar("T")
 
 KIB, MIB = 2**10, 2**20
 
@@ -106,6 +109,18 @@ def open_regular(path: str | Path, what: str, missing: str = "check the path") -
         os.close(fd)
         raise
     return fd, st.st_size
+
+
+def parse_open_file(path: str | Path, what: str, parse: Callable[[BinaryIO, int, str], T]) -> T:
+    """`parse(file, size, where)` over a regular file opened with `open_regular`; a read failure in the
+    middle of it is one line naming the file. For the binary header readers (GGUF, safetensors)."""
+    p = Path(path)
+    fd, size = open_regular(p, what)
+    try:
+        with os.fdopen(fd, "rb") as f:
+            return parse(f, size, str(p))
+    except OSError as exc:
+        raise MlrigError(f"cannot read {what} {str(p)!r}: {exc.strerror or exc}") from None
 
 
 def read_bytes(path: str | Path, what: str, max_bytes: int, missing: str = "check the path") -> bytes:

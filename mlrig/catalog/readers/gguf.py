@@ -6,7 +6,6 @@ is used; a malformed file raises `MlrigError`.
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -217,15 +216,9 @@ def read_gguf(path: str | Path) -> GGUFInfo:
     `general.alignment` (default 32), tensor data. Tensor bytes = ceil(elements / block) x block
     bytes for the ggml type (mlrig.quant.GGML_TYPES). A regular file only (never a pipe or device).
     """
-    from mlrig.userfiles import open_regular
+    from mlrig.userfiles import parse_open_file
 
-    p = Path(path)
-    fd, size = open_regular(p, "GGUF file")
-    try:
-        with os.fdopen(fd, "rb") as f:
-            return parse_gguf(f, size, str(p))
-    except OSError as exc:
-        raise MlrigError(f"cannot read {str(p)!r}: {exc.strerror or exc}") from None
+    return parse_open_file(path, "GGUF file", parse_gguf)
 
 
 def parse_gguf(f: BinaryIO, size: int, where: str) -> GGUFInfo:

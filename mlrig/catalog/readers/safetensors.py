@@ -7,7 +7,6 @@ offsets and shapes are checked against each other. A malformed file raises `Mlri
 from __future__ import annotations
 
 import math
-import os
 import struct
 from pathlib import Path
 from typing import BinaryIO
@@ -56,15 +55,9 @@ def read_safetensors_header(path: str | Path) -> SafetensorsInfo:
     data_offsets}, "__metadata__": {...}} (format spec: github.com/huggingface/safetensors README).
     Bounded: a regular file only; the length is checked against the file size and a 100 MiB cap
     before reading, and the JSON against a budget of values before parsing."""
-    from mlrig.userfiles import open_regular
+    from mlrig.userfiles import parse_open_file
 
-    p = Path(path)
-    fd, size = open_regular(p, "safetensors file")
-    try:
-        with os.fdopen(fd, "rb") as f:
-            return parse_safetensors_header(f, size, str(p))
-    except OSError as exc:
-        raise MlrigError(f"cannot read {p!r}: {exc.strerror or exc}") from None
+    return parse_open_file(path, "safetensors file", parse_safetensors_header)
 
 
 def parse_safetensors_header(f: BinaryIO, size: int, where: str) -> SafetensorsInfo:
