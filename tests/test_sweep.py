@@ -66,3 +66,22 @@ def test_jsonl_and_bad_model_row(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
     assert len(lines) == 2
     assert lines[0]["error"] is None and lines[1]["error"] and "precision" in lines[1]["error"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--gpu", ""], "--gpu is empty"),
+    (["--gpu", "rtx-4090", "--precision", ","], "--precision is empty"),
+    (["--gpu", "rtx-4090", "--context", "8..4"], "goes down"),
+    (["--gpu", "rtx-4090", "--format", "xlsx"], "--format"),
+])
+def test_bad_sweeps_are_one_line_and_write_nothing(args: list[str], needle: str) -> None:
+    r = runner.invoke(app, ["sweep", "llama-3.1-8b", *args])  # the CLI's main() turns MlrigError into exit 2
+    assert isinstance(r.exception, MlrigError) and needle in str(r.exception)
+    assert "model,gpu" not in r.stdout
+
+
+def test_unknown_model_or_a_folder_as_output_fail_before_any_row(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["sweep", "nosuchmodel-xyz", "--gpu", "rtx-4090"])
+    assert isinstance(r.exception, MlrigError) and "model,gpu" not in r.stdout
+    r = runner.invoke(app, ["sweep", "llama-3.1-8b", "--gpu", "rtx-4090", "-o", str(tmp_path)])
+    assert isinstance(r.exception, MlrigError) and "not a regular file" in str(r.exception)

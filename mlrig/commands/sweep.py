@@ -22,6 +22,7 @@ import typer
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
 
 COLUMNS = ("model", "gpu", "count", "precision", "engine", "task", "context", "batch", "fits", "per_gpu_gib",
            "gpu_capacity_gib", "prefill_tok_s", "decode_tok_s", "ttft_ms", "throughput_tok_s",
@@ -108,14 +109,22 @@ def _row(result: Any, model: str, gpu: GPU, count: int, precision: str, engine: 
 
 def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engines: list[str | None],
                contexts: list[int], batches: list[int], counts: list[int], task: str) -> Iterator[dict[str, Any]]:
-    """Every combination through the planner; the model and GPU objects resolved once."""
+    """Every combination through the planner; the model and GPU objects resolved once. The models are
+    resolved here, before the rows are produced, so a misspelt one fails before any row is written."""
+    from mlrig.catalog.models import resolve_model
+
+    archs = [resolve_model(m) for m in models]
+    return _combinations(list(zip(models, archs, strict=True)), gpus, precisions, engines, contexts, batches,
+                         counts, task)
+
+
+def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisions: list[str],
+                  engines: list[str | None], contexts: list[int], batches: list[int], counts: list[int],
+                  task: str) -> Iterator[dict[str, Any]]:
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate
 
-    for model in models:
-        from mlrig.catalog.models import resolve_model
-
-        arch = resolve_model(model)
+    for model, arch in models:
         for gpu, count, precision, engine, context, batch in itertools.product(
                 gpus, counts, precisions, engines, contexts, batches):
             workload: dict[str, Any] = {"task": task, "precision": precision, "batch_size": batch}
@@ -182,22 +191,25 @@ def sweep_cmd(
 
     if task not in ("inference", "finetune", "pretrain"):
         raise MlrigError(f"--task takes inference, finetune or pretrain, got {task!r}")
+    if output is not None and output.exists() and not output.is_file():
+        raise MlrigError(f"--output {str(output)!r} is not a regular file; give a file name such as sweep.csv")
     fmt = (fmt or (output.suffix.lstrip(".").lower() if output else "csv")).replace("json", "jsonl") \
         .replace("jsonll", "jsonl")
     if fmt not in ("csv", "jsonl", "parquet"):
         raise MlrigError(f"--format takes csv, jsonl or parquet, got {fmt!r}")
-    if output is not None and output.exists() and not output.is_file():
-        raise MlrigError(f"--output {str(output)!r} is not a regular file")
     gpus = match_gpus(gpu)
     precisions = [p.strip() for p in precision.split(",") if p.strip()]
     engines: list[str | None] = [e.strip() for e in engine.split(",") if e.strip()] if engine else [None]
+    for flag, values in (("--gpu", gpus), ("--precision", precisions), ("--engine", engines), ("MODEL", models)):
+        if not values:
+            raise MlrigError(f"{flag} is empty; give at least one (e.g. --gpu 'RTX 4090', --precision bf16)")
     contexts, batches = parse_range(context, "--context"), parse_range(batch, "--batch")
     counts = parse_range(count, "--count")
     total = len(models) * len(gpus) * len(precisions) * len(engines) * len(contexts) * len(batches) * len(counts)
     if total > MAX_CONFIGS:
         raise MlrigError(f"{total:,} configurations is over the {MAX_CONFIGS:,} limit; narrow a range")
-    write, close = _writer(output, fmt)
     rows = sweep_rows(models, gpus, precisions, engines, contexts, batches, counts, task)
+    write, close = _writer(output, fmt)
     errors = 0
     show = sys.stderr.isatty() and total > 200
     try:
