@@ -34,21 +34,6 @@ def train_flops_per_token(
     return model, hw
 
 
-def achieved_mfu(memory_class: str, d_model: int) -> float:
-    """Calibrated MFU ceiling for the memory class, reduced for narrow models (efficiency.py)."""
-    return eff.TRAIN_MFU[memory_class] * d_model / (d_model + eff.TRAIN_WIDTH_D0)
-
-
-def train_tokens_per_s_per_gpu(
-    params: float, layers: int, d_model: int, seq_len: int, peak_tflops: float, memory_class: str, recompute: bool
-) -> float:
-    """Tokens/s per GPU = MFU x peak / model FLOPs per token, with recompute costing
-    RECOMPUTE_TIME_FRACTION of its FLOPs in time."""
-    model, hw = train_flops_per_token(params, layers, d_model, seq_len, recompute)
-    effective = model + eff.RECOMPUTE_TIME_FRACTION * (hw - model)
-    return achieved_mfu(memory_class, d_model) * peak_tflops * 1e12 / effective
-
-
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
     """Tensor peak under a power cap (nvidia-smi -pl). Dynamic CMOS power is C V^2 f and, in the
     DVFS range, voltage scales roughly with frequency, so P ~ f^3 and the sustained clock under a
