@@ -17,12 +17,13 @@ What it guarantees, whatever the input:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -206,6 +207,27 @@ def _item_budget(raw: bytes | str, where: str, max_items: int) -> None:
                          "of file holds (is this the right file?)")
 
 
+@contextlib.contextmanager
+def _parse_failures(where: str, fmt: str) -> Iterator[None]:
+    """What a parser raises on input that is valid syntax but unusable, as one line naming `where`:
+    nesting past the recursion limit, integers past the int-string limit, non-finite numbers, memory.
+    Syntax errors (JSONDecodeError / TOMLDecodeError) pass through for the caller's own message."""
+    import json
+    import tomllib
+
+    try:
+        yield
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError):
+        raise
+    except RecursionError:
+        raise MlrigError(f"{where} is not usable {fmt}: nested too deeply; flatten it") from None
+    except ValueError as exc:  # int-string limit, non-finite numbers
+        raise MlrigError(f"{where} is not usable {fmt}: {_value_problem(exc)}; "
+                         "give finite numbers of ordinary size") from None
+    except MemoryError:
+        raise MlrigError(f"{where} is too large to parse; give a smaller file") from None
+
+
 def parse_json(raw: bytes | str, where: str, *, max_items: int = 1_000_000, finite: bool = True) -> Any:
     """JSON from bytes (UTF-8) or text; every failure a one-line `MlrigError` naming `where`.
 
@@ -217,17 +239,11 @@ def parse_json(raw: bytes | str, where: str, *, max_items: int = 1_000_000, fini
     text = decode_utf8(raw, where) if isinstance(raw, bytes | bytearray) else raw.removeprefix("\ufeff")
     _item_budget(raw, where, max_items)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        with _parse_failures(where, "JSON"):
+            data = json.loads(text)
+    except json.JSONDecodeError as exc:  # a ValueError, so _parse_failures re-raises it as it is
         raise MlrigError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
                          "fix the syntax") from None
-    except RecursionError:
-        raise MlrigError(f"{where} is not usable JSON: nested too deeply; flatten it") from None
-    except ValueError as exc:  # int-string limit, non-finite numbers
-        raise MlrigError(f"{where} is not usable JSON: {_value_problem(exc)}; "
-                         "give finite numbers of ordinary size") from None
-    except MemoryError:
-        raise MlrigError(f"{where} is too large to parse; give a smaller file") from None
     if finite:
         _check_finite(data, where)
     return data
@@ -242,16 +258,10 @@ def parse_toml(raw: bytes | str, where: str, *, finite: bool = True) -> dict[str
 
     text = decode_utf8(raw, where) if isinstance(raw, bytes | bytearray) else raw.removeprefix("\ufeff")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        with _parse_failures(where, "TOML"):
+            data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # a ValueError, so _parse_failures re-raises it as it is
         raise MlrigError(f"{where} is not valid TOML: {_one_line(str(exc), 160)}; fix the syntax") from None
-    except RecursionError:
-        raise MlrigError(f"{where} is not usable TOML: nested too deeply; flatten it") from None
-    except ValueError as exc:  # int-string limit, non-finite numbers
-        raise MlrigError(f"{where} is not usable TOML: {_value_problem(exc)}; "
-                         "give finite numbers of ordinary size") from None
-    except MemoryError:
-        raise MlrigError(f"{where} is too large to parse; give a smaller file") from None
     if finite:
         _check_finite(data, where)
     return data
