@@ -105,6 +105,21 @@ def gpu_id(hardware: str) -> str:
     raise Skip(f"hardware {hardware!r} is not in the GPU catalog")
 
 
+def apple_gpu_id(hardware: str, note: str) -> str:
+    """An Apple chip comes in several memory sizes and the size decides what fits (a 70B Q4_K_M needs a
+    64 GB Mac, a 7B F16 a 16 GB one). The note's "[hardware detail: machine: 64GB]" picks the variant;
+    where the source does not say, the largest variant stands in: the run was measured, so it fitted
+    (the smallest would turn a measured all-GPU run into a predicted offload)."""
+    m = re.search(r"machine: (\d+) ?GB", note)
+    if m:
+        return gpu_id(f"{hardware} {m.group(1)}GB")
+    from mlrig.catalog.gpus import builtin_gpus
+
+    chip = re.sub(r"-\d+gb$", "", gpu_id(hardware))
+    variants = [g for g in builtin_gpus() if re.sub(r"-\d+gb$", "", g.id) == chip]
+    return max(variants, key=lambda g: g.memory_gib).id
+
+
 # ---------------------------------------------------------------------------------------------
 # inference_speed.csv
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +161,8 @@ def speed_row(r: dict[str, str]) -> Row:
     precision = SPEED_PRECISION[r["quant"]]
     workload: dict[str, Any] = {"precision": precision, "batch_size": batch, "prompt_tokens": prompt,
                                 "output_tokens": gen, "load": "static"}
-    hardware: dict[str, Any] = {"gpu": gpu_id(r["hardware"]), "count": n}
+    gpu = apple_gpu_id(r["hardware"], r["source_note"]) if r["hardware"].startswith("Apple") else gpu_id(r["hardware"])
+    hardware: dict[str, Any] = {"gpu": gpu, "count": n}
     if "flash-attn off" in r["source_note"]:
         workload["flash_attention"] = False
     if engine_text.startswith("TensorRT-LLM"):

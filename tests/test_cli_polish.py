@@ -350,6 +350,9 @@ def test_round_floats_rule() -> None:
                    "kv_cache_capacity_tokens": 69745, "fits": True, "mfu": 0.4123, "x": [1235000.0, 0.0],
                    "nested": {"weights_gib": 14.957, "time_to_train_s": 123500.0, "tokens_to_train": 123456789.0}}
     assert isinstance(out["kv_cache_capacity_tokens"], int)
+    # a byte count is exact: 32,768 B per token does not become 32,770
+    assert round_floats({"draft_kv_bytes_per_token": 32768.0, "decode_tok_s": 32768.0}) == {
+        "draft_kv_bytes_per_token": 32768.0, "decode_tok_s": 32770.0}
 
 
 def test_plan_and_eval_json_are_rounded(tmp_path: os.PathLike[str]) -> None:

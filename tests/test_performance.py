@@ -366,3 +366,32 @@ def test_every_engine_family_has_every_factor() -> None:
     for table in tables:
         assert set(table) == set(eff.ENGINES)
     assert eff.BW_EFF["trt-llm-2023"] == eff.BW_EFF["trt-llm"]
+
+
+@pytest.mark.parametrize(("row_id", "gpu", "published_tok_s"), [
+    # llama.cpp discussion #4167 (Metal, llama-bench tg128, Llama-2-7B Q4_0), via the calibration rows named
+    ("A4167-0048", "Apple M2 8-core GPU 24GB", 21.7),  # 100 GB/s: ~90 % of the figure reached
+    ("A4167-0066", "Apple M2 Pro 19-core GPU 32GB", 38.86),  # 200 GB/s
+    ("A4167-0090", "Apple M2 Ultra 76-core GPU 192GB", 94.27),  # 800 GB/s: far less of it
+    ("A4167-0078", "Apple M2 Max 38-core GPU 96GB", 65.95),  # 400 GB/s
+    # (the M1 Ultra 48-core, A4167-0038 at 74.93, stays ~30 % fast: its GPU falls further short)
+])
+def test_apple_decode_narrow_and_wide_chips_near_published(row_id: str, gpu: str, published_tok_s: float) -> None:
+    """One Apple bandwidth factor left the narrow chips ~17 % slow and the Ultras ~20 % fast
+    (efficiency.UNIFIED_BW_EFF_BY_WIDTH); through the planner each lands within 25 % of its row."""
+    from mlrig.planner import evaluate
+
+    result = evaluate({"model": "meta-llama/Llama-2-7b-hf", "hardware": {"gpu": gpu},
+                       "workload": {"precision": "q4_0", "engine": "llama.cpp", "prompt_tokens": 0,
+                                    "output_tokens": 128, "batch_size": 1}})
+    assert result.performance is not None and result.performance.decode_tok_s is not None
+    assert result.performance.decode_tok_s == pytest.approx(published_tok_s, rel=0.25), row_id
+
+
+def test_apple_narrow_chip_reaches_more_of_its_bandwidth_than_a_wide_one() -> None:
+    from mlrig.estimators.performance import bandwidth_efficiency
+
+    narrow, wide = resolve_gpu("Apple M2 Pro 19-core GPU 32GB"), resolve_gpu("Apple M2 Ultra 76-core GPU 192GB")
+    assert bandwidth_efficiency(narrow, "llama.cpp-metal") > bandwidth_efficiency(wide, "llama.cpp-metal")
+    # engines without their own split keep the one unified figure
+    assert bandwidth_efficiency(narrow, "mlx") == bandwidth_efficiency(wide, "mlx") == eff.BW_EFF["mlx"]["unified"]

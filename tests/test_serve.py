@@ -147,8 +147,12 @@ def test_serve_json_shape() -> None:
     spec = d["speculative"]
     assert 0 < spec["draft_cost_ratio"] < 0.3  # 1B draft reads a fraction of what 8B reads
     assert spec["speedup_batch_1"] == pytest.approx(
-        speculative_speedup(4, 0.7, spec["draft_cost_ratio"]))
+        speculative_speedup(4, 0.7, spec["draft_cost_ratio"]), rel=1e-3)  # both rounded to 4 digits
     assert spec["speedup_at_concurrency"] <= spec["speedup_batch_1"]
+    # the JSON rounding rule (PLAN-FORMAT "Numbers in JSON"): 4 significant digits
+    for pt in d["curve"]:
+        for key in ("throughput_tok_s", "tok_s_per_user", "tpot_ms"):
+            assert pt[key] == float(f"{pt[key]:.4g}"), (key, pt[key])
 
 
 def test_serve_human_answer_line() -> None:
@@ -230,7 +234,7 @@ def test_draft_subtracted_from_kv_capacity() -> None:
     assert alone["binding_limit"] == spec["binding_limit"] == "KV cache capacity"
     assert spec["max_concurrency"] == after // 768 < alone["max_concurrency"] == before // 768
     s = spec["speculative"]
-    assert s["draft_weights_gib"] * 2**30 == pytest.approx(DRAFT_WEIGHT_BYTES, rel=1e-6)
+    assert s["draft_weights_gib"] == pytest.approx(DRAFT_WEIGHT_BYTES / 2**30, abs=5e-4)  # JSON keeps 1 MiB
     assert s["draft_kv_bytes_per_token"] == DRAFT_KV_PER_TOKEN and s["draft_tensor_parallel"] == 1
     # the target KV given up pays for the draft's weights and the draft KV of every token still held,
     # to within one 16-token vLLM block of (target + draft) KV
@@ -249,7 +253,7 @@ def test_draft_split_by_tensor_parallelism() -> None:
     assert implicit == explicit
     s = explicit["speculative"]
     assert s["draft_tensor_parallel"] == 4
-    assert s["draft_weights_gib"] * 2**30 == pytest.approx(DRAFT_WEIGHT_BYTES / 4, rel=1e-6)
+    assert s["draft_weights_gib"] == pytest.approx(DRAFT_WEIGHT_BYTES / 4 / 2**30, abs=5e-4)  # JSON keeps 1 MiB
     assert s["draft_kv_bytes_per_token"] == DRAFT_KV_PER_TOKEN / 4  # 8 KV heads, 2 per GPU
     assert explicit["kv_cache_capacity_tokens"] < explicit["kv_capacity_tokens_without_draft"]
 

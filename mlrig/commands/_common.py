@@ -264,11 +264,13 @@ UNROUNDED_KEYS = frozenset({"tokens_to_train"})  # the user's own figure, echoed
 def round_floats(obj: Any, key: str = "") -> Any:
     """The JSON rounding rule (docs/PLAN-FORMAT.md, "Numbers in JSON"): a float under a key ending in
     `_gib` keeps 3 decimals (1 MiB); any other float keeps 4 significant digits (the estimates are good
-    to a few percent at best) except the user's own `tokens_to_train`; integers, booleans and strings
-    are untouched. Deterministic, so `mlrig eval`
-    prints the same bytes for the same input."""
+    to a few percent at best) except the user's own `tokens_to_train` and byte counts (keys naming
+    `bytes`, exact sizes from the architecture); integers, booleans and strings are untouched.
+    Deterministic, so `mlrig eval` prints the same bytes for the same input."""
     if isinstance(obj, float):
         if obj != obj or obj in (float("inf"), float("-inf")) or obj == 0 or key in UNROUNDED_KEYS:
+            return obj
+        if "bytes" in key:  # a byte count is exact (from the architecture), not an estimate
             return obj
         if key.endswith("_gib"):
             return round(obj, GIB_DECIMALS)

@@ -197,7 +197,7 @@ def serve_cmd(
 
     Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from speculative
     decoding (--draft-model; the draft's weights and KV cache come out of the target's KV pool)."""
-    from mlrig.commands._common import print_json
+    from mlrig.commands._common import print_json, round_floats
 
     res = serve_report(model, gpu=gpu, count=count, tp=tp, precision=precision, kv_precision=kv_precision,
                        engine=engine, prompt=prompt, output=output, context=context,
@@ -207,7 +207,7 @@ def serve_cmd(
                        max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
     out = res.out
     if as_json:
-        print_json(out)
+        print_json(round_floats(out))
     elif out["fits"]:
         _render(out)
     elif res.target_fits and res.draft_name is not None and res.draft_mem is not None:

@@ -78,6 +78,19 @@ BW_EFF: dict[str, dict[str, float]] = {
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
 }
 
+# 1a. Apple silicon by bus width: one unified factor left base/Pro chips (68-273 GB/s, 64-256-bit
+#    LPDDR) 10-17 % too slow and Max/Ultra chips (400-819 GB/s, 512-1024-bit, the Ultras two dies
+#    joined by UltraFusion) up to 23 % too fast in llama.cpp Metal decode (A4167-* and XD-018x..024x,
+#    per chip, F16/Q8_0/Q4_0/Q4_K_M alike). The narrow chips' GPU reaches ~90 % of the figure; on the
+#    wide ones the fabric does not hand the full figure to one block (AnandTech, "Apple M1 Max
+#    performance review", 2021-10-25, "Huge Memory Bandwidth, but not for every Block"). Searched on
+#    the fit rows only (0.80/0.90/0.95 x 0.70/0.75/0.80): |e| median 11.8 % -> 7.1 %, p90 22.9 % ->
+#    17.4 % over the 65 rows; the 101 held-out LocalScore rows stay at 17 % / 42 %. Fitted for
+#    llama.cpp only: MLX's rows (mostly wide chips) reach 0.85, so the split is not the fabric alone
+#    and other engines keep their one "unified" figure.
+UNIFIED_NARROW_MAX_GB_S = 300.0
+UNIFIED_BW_EFF_BY_WIDTH: dict[str, tuple[float, float]] = {"llama.cpp-metal": (0.90, 0.75)}  # (narrow, wide)
+
 # 1b. Intel Arc (GDDR) cards reach far less of their peak bandwidth than NVIDIA or AMD GDDR cards:
 #    llama.cpp Vulkan tg128 of Llama-2-7B Q4_0 gives 36 % on the Arc A770 (V10879-0016) and 59 %
 #    on the Arc B580 (V10879-0018). No single class factor fits both (the cards differ 1.6x);

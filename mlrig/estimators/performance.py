@@ -170,8 +170,13 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
     """Fraction of peak DRAM bandwidth the engine's decode kernels reach on this GPU.
 
     efficiency.BW_EFF by engine family and memory class, capped on Intel Arc cards
-    (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on the llama.cpp Vulkan scoreboard rows)."""
-    fraction = eff.BW_EFF[engine][gpu_memory_class(gpu)]
+    (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on the llama.cpp Vulkan scoreboard rows); Apple's narrow
+    and wide chips apart for llama.cpp (efficiency.UNIFIED_BW_EFF_BY_WIDTH, fitted on its Metal rows)."""
+    memory_class = gpu_memory_class(gpu)
+    if memory_class == "unified" and gpu.hardware_class == "apple" and engine in eff.UNIFIED_BW_EFF_BY_WIDTH:
+        narrow, wide = eff.UNIFIED_BW_EFF_BY_WIDTH[engine]
+        return narrow if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S else wide
+    fraction = eff.BW_EFF[engine][memory_class]
     return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if is_intel_arc(gpu) else fraction
 
 
@@ -523,8 +528,12 @@ def estimate_inference(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None
         split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
+    fmt_eff = eff.FORMAT_DECODE_EFF.get(s.engine, eff.FORMAT_DECODE_EFF["default"])[format_family(w.precision)]
+    # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
+    dequant = f" ({fmt_eff:.0%} of that for {w.precision} weights)" if fmt_eff < 1.0 else ""
     expl = (
-        f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%} of {gpu.memory_bandwidth_gb_s:g} GB/s "
+        f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
+        f"{gpu.memory_bandwidth_gb_s:g} GB/s "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
