@@ -26,8 +26,8 @@ def print_json(obj: Any) -> None:
             return {k: conv(v) for k, v in o.items()}
         return o
 
-    json.dump(json_ready(conv(obj)), sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    # one write: json.dump would call write() once per token (80k calls for `fit --json`, 0.4 s unbuffered)
+    sys.stdout.write(json.dumps(json_ready(conv(obj)), indent=2, allow_nan=False) + "\n")
 
 
 def console() -> Any:
