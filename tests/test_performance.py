@@ -378,14 +378,15 @@ def test_every_engine_family_has_every_factor() -> None:
 ])
 def test_apple_decode_narrow_and_wide_chips_near_published(row_id: str, gpu: str, published_tok_s: float) -> None:
     """One Apple bandwidth factor left the narrow chips ~17 % slow and the Ultras ~20 % fast
-    (efficiency.UNIFIED_BW_EFF_BY_WIDTH); through the planner each lands within 25 % of its row."""
+    (efficiency.UNIFIED_BW_EFF_BY_WIDTH; the M2 8-core row was 17 % under); through the planner each
+    lands within 15 % of its row."""
     from mlrig.planner import evaluate
 
     result = evaluate({"model": "meta-llama/Llama-2-7b-hf", "hardware": {"gpu": gpu},
                        "workload": {"precision": "q4_0", "engine": "llama.cpp", "prompt_tokens": 0,
                                     "output_tokens": 128, "batch_size": 1}})
     assert result.performance is not None and result.performance.decode_tok_s is not None
-    assert result.performance.decode_tok_s == pytest.approx(published_tok_s, rel=0.25), row_id
+    assert result.performance.decode_tok_s == pytest.approx(published_tok_s, rel=0.15), row_id
 
 
 def test_apple_narrow_chip_reaches_more_of_its_bandwidth_than_a_wide_one() -> None:
