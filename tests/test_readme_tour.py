@@ -97,17 +97,33 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     assert (tmp_path / "results.jsonl").read_text().count("\n") == 5
 
 
-def test_no_code_reads_the_shared_folder_beside_the_checkout() -> None:
-    """A clone or an installed wheel has only the project: the package, tests, scripts and CI must not read the
-    shared data folder that sits beside the checkout during development."""
-    # the needles are assembled, so this file names no path outside the project itself
-    shared = "shared"
-    needles = ("/".join(("..", shared)), f'"{shared}" / "data"', f'parent / "{shared}"')
+def _levels_above_root(path: Path, text: str) -> list[str]:
+    """Each `Path(__file__)...parents[n]` / `.parent.parent...` in `text` that climbs above the
+    repository root from `path`: a file n folders deep may climb at most n levels."""
+    import re
+
+    depth = len(path.relative_to(ROOT).parts)
+    found = []
+    for m in re.finditer(r"Path\(__file__\)(?:\.resolve\(\))?(\.parents\[(\d+)\]|(?:\.parent(?!s))+)", text):
+        levels = int(m.group(2)) + 1 if m.group(2) else m.group(1).count(".parent")
+        if levels > depth:
+            found.append(m.group(0))
+    return found
+
+
+def test_no_code_resolves_a_path_outside_the_project() -> None:
+    """A clone or an installed wheel has only the project: no module, test, script, benchmark or fuzz
+    target may build a path above the repository root from its own location (CI's clean clone and
+    wheel steps prove the rest)."""
     offenders = []
-    for folder in ("mlrig", "tests", "scripts", "benchmarks", ".ci"):
-        for path in (ROOT / folder).rglob("*"):
-            if path.is_file() and path.suffix in (".py", "") and path != Path(__file__).resolve():
-                text = path.read_text(encoding="utf-8", errors="ignore")
-                if any(needle in text for needle in needles):
-                    offenders.append(str(path.relative_to(ROOT)))
+    for folder in ("mlrig", "tests", "scripts", "benchmarks", "fuzz", "examples"):
+        for path in (ROOT / folder).rglob("*.py"):
+            found = _levels_above_root(path, path.read_text(encoding="utf-8", errors="ignore"))
+            offenders += [f"{path.relative_to(ROOT)}: {f}" for f in found]
     assert not offenders, offenders
+    # the check itself can fail: a test file climbing three levels leaves the project (the probes are
+    # assembled so that this file does not match itself)
+    here = "Path(" + "__file__)"
+    assert _levels_above_root(ROOT / "tests" / "x.py", here + ".resolve().parents[2]")
+    assert _levels_above_root(ROOT / "tests" / "x.py", here + ".parent" * 3)
+    assert not _levels_above_root(ROOT / "tests" / "x.py", here + ".resolve().parents[1]")
