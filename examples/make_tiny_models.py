@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
     "hidden_size": 64,
@@ -34,12 +35,13 @@ CONFIG = {
 }
 
 
-def tensor_shapes() -> dict[str, list[int]]:
-    """HF Llama parameter names and shapes (out_features, in_features) for CONFIG."""
-    h, i, v = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["vocab_size"]
-    kv = CONFIG["num_key_value_heads"] * h // CONFIG["num_attention_heads"]
+def tensor_shapes(config: dict[str, Any] = CONFIG) -> dict[str, list[int]]:
+    """HF Llama parameter names and shapes (out_features, in_features) for a Llama config.json
+    (CONFIG by default; fuzz/make_seeds.py passes its own, smaller one)."""
+    h, i, v = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    kv = config["num_key_value_heads"] * h // config["num_attention_heads"]
     shapes = {"model.embed_tokens.weight": [v, h], "model.norm.weight": [h], "lm_head.weight": [v, h]}
-    for n in range(CONFIG["num_hidden_layers"]):
+    for n in range(config["num_hidden_layers"]):
         p = f"model.layers.{n}."
         shapes |= {p + "self_attn.q_proj.weight": [h, h], p + "self_attn.k_proj.weight": [kv, h],
                    p + "self_attn.v_proj.weight": [kv, h], p + "self_attn.o_proj.weight": [h, h],

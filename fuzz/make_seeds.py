@@ -17,6 +17,7 @@ import json
 import shutil
 import struct
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = Path(__file__).resolve().parent / "seeds"
@@ -26,19 +27,19 @@ H, INTER, LAYERS, HEADS, KV, VOCAB = 8, 16, 1, 2, 1, 8
 
 
 def _shapes() -> dict[str, list[int]]:
-    kv = KV * H // HEADS
-    out = {"model.embed_tokens.weight": [VOCAB, H], "model.norm.weight": [H], "lm_head.weight": [VOCAB, H]}
-    for n in range(LAYERS):
-        p = f"model.layers.{n}."
-        out |= {p + "self_attn.q_proj.weight": [H, H], p + "self_attn.k_proj.weight": [kv, H],
-                p + "self_attn.v_proj.weight": [kv, H], p + "self_attn.o_proj.weight": [H, H],
-                p + "mlp.gate_proj.weight": [INTER, H], p + "mlp.up_proj.weight": [INTER, H],
-                p + "mlp.down_proj.weight": [H, INTER], p + "input_layernorm.weight": [H],
-                p + "post_attention_layernorm.weight": [H]}
-    return out
+    """Llama tensor names and shapes for `_config()`: the README example's own table
+    (examples/make_tiny_models.py `tensor_shapes`), loaded from its file (examples is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_tiny_models", ROOT / "examples" / "make_tiny_models.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shapes: dict[str, list[int]] = module.tensor_shapes(_config())
+    return shapes
 
 
-def _config() -> dict[str, object]:
+def _config() -> dict[str, Any]:
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H,
             "intermediate_size": INTER, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
             "num_key_value_heads": KV, "vocab_size": VOCAB, "max_position_embeddings": 512,
