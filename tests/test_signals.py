@@ -14,7 +14,8 @@ import sys
 import textwrap
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -41,26 +42,29 @@ def gone(pid: int) -> bool:
         return True
 
 
-def start(args: list[str], tmp: Path) -> subprocess.Popen[str]:
+@contextmanager
+def started(args: list[str], tmp: Path) -> Iterator[subprocess.Popen[str]]:
+    """`mlrig ARGS` as a subprocess, killed and reaped on the way out if a check failed before it ended."""
     env = {**os.environ, "MLRIG_HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "mlrig.cli", *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "mlrig.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_probe_signal_removes_its_temp_file(tmp_path: Path, sig: signal.Signals) -> None:
     disk = tmp_path / "disk"
     disk.mkdir()
-    proc = start(["probe", "--quick", "--dir", str(disk)], tmp_path)
-    try:
+    with started(["probe", "--quick", "--dir", str(disk)], tmp_path) as proc:
         wait_for(lambda: any(disk.glob(".mlrig-probe-*.tmp")) or proc.poll() is not None, "the disk test's file")
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err and f"interrupted ({'Ctrl-C' if sig == signal.SIGINT else sig.name})" in err
     assert list(disk.iterdir()) == []
@@ -120,19 +124,14 @@ def _job(tmp: Path) -> tuple[Path, Path]:
 def test_diagnose_signal_stops_the_job_group_and_writes_the_report(tmp_path: Path, sig: signal.Signals) -> None:
     script, pidfile = _job(tmp_path)
     out = tmp_path / "out"
-    proc = start(["diagnose", "--interval", "0.2", "--out", str(out), "--", sys.executable, str(script),
-                  str(pidfile)], tmp_path)
-    try:
+    with started(["diagnose", "--interval", "0.2", "--out", str(out), "--", sys.executable, str(script),
+                  str(pidfile)], tmp_path) as proc:
         wait_for(lambda: pidfile.exists() or proc.poll() is not None, "the job to start its worker")
         assert proc.poll() is None, proc.communicate()
         worker = int(pidfile.read_text())
         job = next(c.pid for c in psutil.Process(proc.pid).children() if c.pid != worker)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=DEADLINE_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert "Traceback" not in err, err
     assert (out / "report.html").exists() and (out / "timeline.csv").exists()
     name = "Ctrl-C" if sig == signal.SIGINT else sig.name
@@ -142,14 +141,9 @@ def test_diagnose_signal_stops_the_job_group_and_writes_the_report(tmp_path: Pat
 
 def test_diagnose_duration_stops_grandchildren(tmp_path: Path) -> None:
     script, pidfile = _job(tmp_path)
-    proc = start(["diagnose", "--interval", "0.2", "--duration", "2", "--json", "--", sys.executable,
-                  str(script), str(pidfile)], tmp_path)
-    try:
+    with started(["diagnose", "--interval", "0.2", "--duration", "2", "--json", "--", sys.executable,
+                  str(script), str(pidfile)], tmp_path) as proc:
         out, err = proc.communicate(timeout=DEADLINE_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert "Traceback" not in err, err
     assert proc.returncode == 128 + signal.SIGTERM  # the job's own status: stopped by SIGTERM
     assert '"exit_status": 143' in out
