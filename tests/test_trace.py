@@ -139,6 +139,10 @@ def test_trace_plan_caches_and_compares(tmp_path, monkeypatch):
     assert second.peak_allocated_gib == first.peak_allocated_gib
     assert list((tmp_path / "trace-cache").glob("*.json"))
     assert first.comparison is not None and first.comparison.formula_per_gpu_gib > 0
+    # the allocator line quotes the formula's own factors (memory.CAL), not a stale constant
+    from mlrig.estimators.memory import CAL
+
+    assert any(f"x{CAL.training_fragmentation:g} on per-step tensors" in e for e in first.comparison.explanations)
     assert first.peak_reserved_gib >= first.peak_allocated_gib
     assert first.nvidia_smi_gib > first.peak_reserved_gib
 

@@ -15,7 +15,6 @@ checks this against direct traces.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -302,16 +301,14 @@ def compare(rep: TraceReport, result: Any) -> Comparison:
         ex.append(f"logits and loss: {lg:.2f} GiB live at the peak (HF upcasts logits to fp32 for the loss and "
                   "keeps log-softmax for backward)")
     slack = rep.peak_reserved_gib - rep.peak_allocated_gib
+    from mlrig.estimators.memory import CAL
+
     ex.append(f"caching allocator: reserved - allocated = {slack:.2f} GiB "
-              f"({slack / max(rep.peak_allocated_gib, 1e-9):.1%} of allocated; the formula's training factor is "
-              "x1.2 on live tensors)")
+              f"({slack / max(rep.peak_allocated_gib, 1e-9):.1%} of allocated; the formula's training factors are "
+              f"x{CAL.training_static_slack:g} on weights and states, x{CAL.training_fragmentation:g} on "
+              "per-step tensors)")
     return Comparison(formula_allocated_gib=formula_alloc, formula_per_gpu_gib=mem.per_gpu_gib,
                       rows=rows, explanations=ex)
-
-
-def report_json(rep: TraceReport) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(rep.model_dump_json())
-    return out
 
 
 __all__ = ["INSTALL_HINT", "cache_dir", "combine", "layer_plan", "load_config", "require_torch", "trace_plan"]
