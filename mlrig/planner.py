@@ -117,10 +117,11 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
     - vLLM otherwise: datacentre cards, TPUs (its JAX backend), several GPUs, batched or serving
       loads, and HF checkpoints (16-bit, GPTQ, AWQ, FP8) on NVIDIA cards. Eager HF transformers
       is never the default: on published runs it was 37-56 % slower on decode than what users run."""
-    from mlrig.estimators.performance import format_family, norm_precision
+    from mlrig.quant import parse_precision
 
-    p = norm_precision(precision)
-    gguf = format_family(precision) in ("kquant", "legacy") or p == "q8_0"
+    parsed = parse_precision(precision)
+    p = parsed.name
+    gguf = parsed.llama_cpp_only
     if p.startswith("exl2"):
         return "exllamav2"
     if p.startswith(("q4f16", "q3f16")):
@@ -200,9 +201,9 @@ def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
     """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF formats
     only llama.cpp; Apple llama.cpp and MLX; 16-bit, FP8 and GPU 4-bit formats the serving engines and
     transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
-    from mlrig.estimators.performance import format_family
+    from mlrig.quant import parse_precision
 
-    fam = format_family(precision)
+    fam = parse_precision(precision).family
     if gpu.hardware_class == "apple":
         names = ["llama.cpp", "mlx"]
     elif gpu.hardware_class == "cpu" or fam in ("kquant", "legacy"):
@@ -226,6 +227,7 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p, gpu_overrides)
     from mlrig.estimators.memory import estimate_memory
+    from mlrig.estimators.resolved import resolve
     from mlrig.estimators.speed import estimate_performance
 
     assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
@@ -235,7 +237,8 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
         notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
                         "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
     try:
-        memory = estimate_memory(arch, p, gpu)
+        r = resolve(arch, p, gpu)
+        memory = estimate_memory(r)
         refusal = engine_refusal(p, memory)
         if refusal:
             notes.append(refusal)
@@ -246,23 +249,22 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
             notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
                          f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
                          f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
-        performance = None if refusal else estimate_performance(arch, p, gpu, memory)
+        performance = None if refusal else estimate_performance(r, memory)
         training = None
         if p.workload.task != "inference":
             from mlrig.estimators.training_speed import estimate_training_run
 
             assert performance is not None  # only inference engines refuse
-            training = estimate_training_run(arch, p, performance)
+            training = estimate_training_run(r, performance)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
     if (alternatives and performance is not None and p.workload.task == "inference"
             and p.workload.load == "static" and p.workload.engine):
         others: dict[str, dict[str, float]] = {}
         for name in alternative_engines(p.workload.precision, gpu, p.workload.engine):
-            q = p.model_copy(update={"workload": p.workload.model_copy(update={"engine": name,
-                                                                               "engine_version": None})})
             try:
-                perf = estimate_performance(arch, q, gpu, estimate_memory(arch, q, gpu))
+                q = r.varied(engine=name, engine_version=None)
+                perf = estimate_performance(q, estimate_memory(q))
             except MlrigError:
                 continue  # an engine that refuses this setup is left out
             if perf.decode_tok_s and perf.prefill_tok_s:

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from mlrig.errors import MlrigError
@@ -256,12 +257,94 @@ def normalise_precision(precision: str) -> str:
     return p
 
 
-def scheme(precision: str) -> Scheme:
+# Weight-format families for the de-quantisation efficiency (efficiency.FORMAT_DECODE_EFF).
+_F16 = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
+_Q8 = ("q8_0", "int8", "fp8", "mxfp8", "gptq-int8")
+_LEGACY = ("q4_0", "q4_1", "q5_0", "q5_1")
+# Engines whose kernels run fp8 GEMMs on fp8 weights (W8A8); others de-quantise to fp16.
+FP8_GEMM_ENGINES = ("vllm", "sglang", "trt-llm", "trt-llm-2023")
+
+
+def _family(name: str) -> str:
+    if name in _F16:
+        return "f16"
+    if name in _Q8:
+        return "q8"
+    if name in _LEGACY:
+        return "legacy"
+    if "_k" in name or name.startswith("iq"):
+        return "kquant"
+    if name in ("mxfp4", "nvfp4"):
+        return "fp4"
+    return "gpu4"
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A weight precision parsed once (issue 15): its canonical name, storage scheme and the
+    classes the estimators branch on. A resolved plan carries one (`mlrig.estimators.resolved`);
+    every estimator reads it from there instead of re-reading a string."""
+
+    name: str
+    scheme: Scheme
+    family: str  # f16 / q8 / legacy / kquant / fp4 / gpu4 (efficiency.FORMAT_DECODE_EFF's keys)
+
+    @property
+    def compute(self) -> str:
+        """The dtype matmuls run in (`compute_dtype`)."""
+        return self.scheme.compute
+
+    @property
+    def master_in_weights(self) -> bool:
+        return self.scheme.master_in_weights
+
+    @property
+    def is_float(self) -> bool:
+        """fp32 / bf16 / fp16 compute: a format that can itself be trained."""
+        return self.scheme.compute in ("fp32", "bf16", "fp16")
+
+    @property
+    def llama_cpp_only(self) -> bool:
+        """GGUF block formats: only llama.cpp (and its wrappers) load them."""
+        return self.family in ("kquant", "legacy") or self.name == "q8_0"
+
+    @property
+    def kv_default(self) -> str:
+        """KV-cache dtype when none is given: the activation dtype (vLLM `kv_cache_dtype="auto"`,
+        llama.cpp f16 `--cache-type-k/v`); fp8/int8 and 4-bit weights keep a 16-bit cache."""
+        return self.scheme.compute if self.is_float else "bf16"
+
+    def gemm_dtype(self, engine: str) -> str:
+        """The tensor-core dtype GEMMs run in: fp8 where the engine has fp8 kernels, fp32 for fp32
+        weights, else fp16 (weight-only formats de-quantise to 16-bit)."""
+        if self.name == "fp8" and engine in FP8_GEMM_ENGINES:
+            return "fp8"
+        return "fp32" if self.name == "fp32" else "fp16"
+
+
+@lru_cache(maxsize=1024)
+def _parse(precision: str) -> Precision:
+    name = normalise_precision(precision)
+    return Precision(name, SCHEMES[name], _family(name))
+
+
+def parse_precision(precision: str | Precision) -> Precision:
+    """The parsed precision for any spelling `normalise_precision` accepts (cached: a spelling is
+    parsed once per process); a `Precision` is returned as it is. Raises MlrigError when unknown."""
+    return precision if isinstance(precision, Precision) else _parse(precision)
+
+
+# The formats training falls back to: bf16 for weights that cannot be trained, NF4 for a QLoRA base.
+BF16 = parse_precision("bf16")
+NF4 = parse_precision("nf4")
+
+
+def scheme(precision: str | Precision) -> Scheme:
     """The storage scheme of a precision (any spelling `normalise_precision` accepts)."""
-    return SCHEMES[normalise_precision(precision)]
+    return parse_precision(precision).scheme
 
 
-def bits_per_weight(precision: str) -> float:
+def bits_per_weight(precision: str | Precision) -> float:
     """Bits per weight of the scheme's quantised linear layers, scales and zeros included.
 
     This is the main block type (Q4_K_M -> Q4_K's 4.5); the average over a whole model, with
@@ -272,23 +355,21 @@ def bits_per_weight(precision: str) -> float:
     return s.experts_bpw if s.experts_bpw is not None else s.linear_bpw
 
 
-def master_in_weights(precision: str) -> bool:
+def master_in_weights(precision: str | Precision) -> bool:
     """True for AMP precisions (`bf16-mixed`, `fp16-mixed`): fp32 weights that are themselves the
     optimizer's master copy, with fp32 gradients (see the module docstring)."""
     return scheme(precision).master_in_weights
 
 
-def compute_dtype(precision: str) -> str:
+def compute_dtype(precision: str | Precision) -> str:
     """The dtype matmuls run in: weight-only quantisations dequantise to 16-bit (fp16 for the
     GGUF/GPTQ/AWQ kernels, bf16 for bitsandbytes and gpt-oss); fp8 and int8 use 8-bit tensor cores."""
     return scheme(precision).compute
 
 
-def default_kv_precision(precision: str) -> str:
-    """KV cache dtype when none is given: the activation dtype (vLLM `kv_cache_dtype="auto"`,
-    llama.cpp f16 `--cache-type-k/v`). fp8/int8 weights keep 16-bit activations and KV."""
-    c = compute_dtype(precision)
-    return c if c in ("fp32", "bf16", "fp16") else "bf16"
+def default_kv_precision(precision: str | Precision) -> str:
+    """KV cache dtype when none is given (`Precision.kv_default`)."""
+    return parse_precision(precision).kv_default
 
 
 _KV_BYTES: dict[str, float] = {
@@ -298,10 +379,11 @@ _KV_BYTES: dict[str, float] = {
 }
 
 
+@lru_cache(maxsize=256)
 def kv_bytes_per_element(precision: str) -> float:
     """Bytes per KV-cache element for a cache dtype (fp8 e4m3/e5m2 in vLLM; q8_0/q4_0 ggml
     blocks in llama.cpp). A weight-only quantisation (q4_k_m, awq, nf4 ...) given here means
-    the KV cache stays at its 16-bit compute dtype."""
+    the KV cache stays at its 16-bit compute dtype. Cached: a spelling is read once."""
     p = precision.strip().lower()
     p = _ALIASES.get(p, p)
     if p in _KV_BYTES:
@@ -359,7 +441,7 @@ def _gguf_linear_bits(arch: ModelArch, mix: str, linear: int) -> float:
     return (linear - bumped) * base + sum(n * bpw for n, bpw in bumps)
 
 
-def weight_bits_by_component(arch: ModelArch, precision: str) -> dict[str, float]:
+def weight_bits_by_component(arch: ModelArch, precision: str | Precision) -> dict[str, float]:
     """Bits of storage per component: linear layers, embedding, head, norms, other."""
     s = scheme(precision)
     p = arch.params()
@@ -381,14 +463,16 @@ def weight_bits_by_component(arch: ModelArch, precision: str) -> dict[str, float
     }
 
 
-def _requested(precision: str | None) -> str | None:
+def _requested(precision: str | Precision | None) -> str | Precision | None:
     """`precision`, or None where it asks for the checkpoint's own format ("", "auto", "native")."""
+    if isinstance(precision, Precision):
+        return precision
     if precision is None or precision.strip().lower() in ("", "auto", "native"):
         return None
     return precision
 
 
-def _matches_file(arch: ModelArch, precision: str | None) -> bool:
+def _matches_file(arch: ModelArch, precision: str | Precision | None) -> bool:
     """Whether the architecture's exact file bytes are those of `precision`."""
     if arch.weight_bytes is None:
         return False
@@ -399,7 +483,7 @@ def _matches_file(arch: ModelArch, precision: str | None) -> bool:
     if fmt is None:
         return False
     try:
-        return normalise_precision(fmt) == normalise_precision(precision)
+        return parse_precision(fmt).name == parse_precision(precision).name
     except MlrigError:
         return False
 
@@ -415,7 +499,7 @@ def native_precision(arch: ModelArch) -> str:
     return "bf16"
 
 
-def weight_bytes(arch: ModelArch, precision: str | None = None) -> int:
+def weight_bytes(arch: ModelArch, precision: str | Precision | None = None) -> int:
     """Bytes of the model's weights at `precision` (None/"auto": as the checkpoint ships).
 
     Exact file bytes when the architecture came from a weights file in that format; otherwise

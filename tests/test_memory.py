@@ -20,6 +20,7 @@ from mlrig.estimators.memory import (
     min_gpus,
     weights_per_gpu_bytes,
 )
+from mlrig.estimators.resolved import resolve
 from mlrig.units import GiB
 from mlrig.workload import Plan
 
@@ -42,7 +43,7 @@ def gpu(name: str = "rtx-4090") -> GPU:
 def test_full_adam_7b_is_16_bytes_per_param() -> None:
     arch = resolve_model("llama-2-7b")
     p = plan("llama-2-7b", task="finetune", training={"optimizer": "adamw"})
-    est = estimate_memory(arch, p, gpu("h100-sxm-80gb"))
+    est = estimate_memory(resolve(arch, p, gpu("h100-sxm-80gb")))
     b = est.breakdown
     states_gb = (b.weights_gib + b.gradients_gib + b.optimizer_gib) * GiB / 1e9
     assert states_gb == pytest.approx(16 * arch.total_params / 1e9, rel=0.01)
@@ -52,8 +53,8 @@ def test_full_adam_7b_is_16_bytes_per_param() -> None:
 
 def test_3b_full_finetune_does_not_fit_a_3090() -> None:
     arch = resolve_model("llama-3.2-3b")
-    est = estimate_memory(arch, plan("llama-3.2-3b", task="finetune", batch_size=1, context_tokens=512),
-                          gpu("rtx-3090"))
+    est = estimate_memory(resolve(arch, plan("llama-3.2-3b", task="finetune", batch_size=1, context_tokens=512),
+                          gpu("rtx-3090")))
     b = est.breakdown
     assert 45 < (b.weights_gib + b.gradients_gib + b.optimizer_gib) * GiB / 1e9 < 55
     assert not est.fits
@@ -63,11 +64,11 @@ def test_qlora_65b_fits_one_48gb_gpu() -> None:
     """QLoRA paper abstract: finetune a 65B model on a single 48 GB GPU."""
     p = plan(task="finetune", batch_size=1, context_tokens=512,
              training={"method": "qlora", "optimizer": "paged-adamw", "gradient_checkpointing": True})
-    est = estimate_memory(LLAMA1_65B, p, gpu("rtx-a6000"))
+    est = estimate_memory(resolve(LLAMA1_65B, p, gpu("rtx-a6000")))
     assert est.fits
     assert est.breakdown.per_gpu_gib > 30  # and not trivially
     full = plan(task="finetune", batch_size=1, context_tokens=512, training={"method": "lora"})
-    assert not estimate_memory(LLAMA1_65B, full, gpu("rtx-a6000")).fits
+    assert not estimate_memory(resolve(LLAMA1_65B, full, gpu("rtx-a6000"))).fits
 
 
 def test_rtx_4090_fits_exactly_what_3090_fits() -> None:
@@ -77,14 +78,14 @@ def test_rtx_4090_fits_exactly_what_3090_fits() -> None:
             for batch in (1, 4):
                 for ctx in (2048, 8192, 32768):
                     p = plan(model, precision=precision, batch_size=batch, context_tokens=ctx, engine="llama.cpp")
-                    a = estimate_memory(arch, p, gpu("rtx-3090")).fits
-                    assert a == estimate_memory(arch, p, gpu("rtx-4090")).fits, (model, precision, batch, ctx)
+                    a = estimate_memory(resolve(arch, p, gpu("rtx-3090"))).fits
+                    assert a == estimate_memory(resolve(arch, p, gpu("rtx-4090"))).fits, (model, precision, batch, ctx)
 
 
 def test_kv_cache_llama31_8b_8192_tokens_bf16_is_one_gib() -> None:
     arch = resolve_model("llama-3.1-8b")  # 32 layers x 2 x 8 kv heads x 128 x 2 B = 128 KiB/token
     assert kv_bytes_per_token(arch, 8192, "bf16") * 8192 == GiB
-    est = estimate_memory(arch, plan(context_tokens=8192, engine="transformers"), gpu("h100-sxm-80gb"))
+    est = estimate_memory(resolve(arch, plan(context_tokens=8192, engine="transformers"), gpu("h100-sxm-80gb")))
     assert est.breakdown.kv_cache_gib == pytest.approx(1.0)
 
 
@@ -112,30 +113,32 @@ def test_vllm_capacity_example() -> None:
     pool = 75.23 - 14.96 weights - ~1.9 activation - 0.25 non-torch ~= 58.1 GiB, at
     128 KiB/token in blocks of 16 -> ~476k tokens (vLLM v0.19 logged 476,016)."""
     h100 = gpu("h100-sxm-80gb").model_copy(update={"memory_gib": 79.19})
-    est = estimate_memory(resolve_model("llama-3.1-8b"),
-                          plan(engine="vllm", gpu_memory_utilization=0.95, context_tokens=8192, batch_size=32), h100)
+    est = estimate_memory(resolve(resolve_model("llama-3.1-8b"),
+                          plan(engine="vllm", gpu_memory_utilization=0.95, context_tokens=8192, batch_size=32), h100))
     assert est.kv_cache_capacity_tokens is not None
     assert est.kv_cache_capacity_tokens % 16 == 0
     assert est.kv_cache_capacity_tokens == pytest.approx(476_016, rel=0.01)
     assert est.breakdown.per_gpu_gib == pytest.approx(0.95 * 79.19, rel=1e-3)  # whole reservation
     assert est.fits and est.batch_fits
     assert est.max_concurrent_sequences == pytest.approx(est.kv_cache_capacity_tokens / 8192)  # ~58
-    crowded = estimate_memory(resolve_model("llama-3.1-8b"), plan(engine="vllm", gpu_memory_utilization=0.95,
-                                                                  context_tokens=8192, batch_size=64), h100)
+    crowded = estimate_memory(resolve(resolve_model("llama-3.1-8b"), plan(engine="vllm", gpu_memory_utilization=0.95,
+                                                                  context_tokens=8192, batch_size=64), h100))
     assert crowded.fits and not crowded.batch_fits  # starts, but 64 x 8192 tokens queue
 
 
 def test_vllm_refuses_when_weights_do_not_fit() -> None:
-    est = estimate_memory(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b", engine="vllm"), gpu("h100-sxm-80gb"))
+    est = estimate_memory(resolve(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b", engine="vllm"),
+                                  gpu("h100-sxm-80gb")))
     assert not est.fits
     assert est.kv_cache_capacity_tokens == 0
 
 
 def test_bad_input_is_a_one_line_error() -> None:
     with pytest.raises(MlrigError):
-        estimate_memory(resolve_model("llama-3.1-8b"), plan(precision="q9"), gpu())
+        estimate_memory(resolve(resolve_model("llama-3.1-8b"), plan(precision="q9"), gpu()))
     with pytest.raises(MlrigError):
-        estimate_memory(resolve_model("llama-3.1-8b"), plan(task="finetune", training={"optimizer": "magic"}), gpu())
+        estimate_memory(resolve(resolve_model("llama-3.1-8b"), plan(task="finetune", training={"optimizer": "magic"}),
+                                gpu()))
 
 
 def test_inverse_questions() -> None:
@@ -144,9 +147,9 @@ def test_inverse_questions() -> None:
     b = max_batch_size(arch, p, gpu())
     assert b >= 1
     p_b = plan(precision="q4_k_m", engine="llama.cpp", context_tokens=8192, batch_size=b)
-    assert estimate_memory(arch, p_b, gpu()).fits
+    assert estimate_memory(resolve(arch, p_b, gpu())).fits
     p_b1 = plan(precision="q4_k_m", engine="llama.cpp", context_tokens=8192, batch_size=b + 1)
-    assert not estimate_memory(arch, p_b1, gpu()).fits
+    assert not estimate_memory(resolve(arch, p_b1, gpu())).fits
     ctx = max_context_tokens(arch, p, gpu())
     assert 8192 < ctx < 1_000_000
     assert max_batch_size(resolve_model("llama-3.1-70b"), plan("llama-3.1-70b"), gpu()) == 0
@@ -169,7 +172,7 @@ def test_more_batch_or_context_never_less(model: str, engine: str | None, b1: in
     g = gpu("h100-sxm-80gb")
 
     def used(batch: int, c: int) -> tuple[float, bool]:
-        e = estimate_memory(arch, plan(model, engine=engine, batch_size=batch, context_tokens=c), g)
+        e = estimate_memory(resolve(arch, plan(model, engine=engine, batch_size=batch, context_tokens=c), g))
         return e.breakdown.per_gpu_gib, e.fits and e.batch_fits
 
     assert used(lo, ctx)[0] <= used(hi, ctx)[0] + 1e-9
@@ -186,7 +189,7 @@ def test_training_batch_and_zero3(model: str, n: int, batch: int, seq: int) -> N
     def per_gpu(count: int, b: int) -> float:
         p = plan(model, task="finetune", batch_size=b, context_tokens=seq, hw={"count": count},
                  training={"zero_stage": 3, "seq_len": seq})
-        return estimate_memory(arch, p, g).breakdown.per_gpu_gib
+        return estimate_memory(resolve(arch, p, g)).breakdown.per_gpu_gib
 
     assert per_gpu(n * 2, batch) <= per_gpu(n, batch) + 1e-9
     assert per_gpu(n, batch) <= per_gpu(n, batch + 1) + 1e-9
@@ -219,7 +222,7 @@ def test_bf16_mixed_full_adam_is_16_bytes_per_param_split_4_4_8() -> None:
     # AMP (Lightning bf16-mixed): fp32 weights are the master copy, fp32 grads, two fp32 moments
     arch = resolve_model("llama-2-7b")
     p = plan("llama-2-7b", task="finetune", precision="bf16-mixed", training={"optimizer": "adamw"})
-    b = estimate_memory(arch, p, gpu("h100-sxm-80gb")).breakdown
+    b = estimate_memory(resolve(arch, p, gpu("h100-sxm-80gb"))).breakdown
     n_gb = arch.total_params / 1e9
     assert b.weights_gib * GiB / 1e9 == pytest.approx(4 * n_gb, rel=0.01)
     assert b.gradients_gib * GiB / 1e9 == pytest.approx(4 * n_gb, rel=0.01)
@@ -229,9 +232,9 @@ def test_bf16_mixed_full_adam_is_16_bytes_per_param_split_4_4_8() -> None:
 def test_bf16_mixed_lora_base_costs_twice_bf16() -> None:
     arch = resolve_model("llama-2-7b")
     tr = {"method": "lora", "lora_rank": 8, "lora_targets": ["q", "v"]}
-    mixed = estimate_memory(arch, plan("llama-2-7b", task="finetune", precision="bf16-mixed", training=tr),
-                            gpu("h100-sxm-80gb")).breakdown
-    true16 = estimate_memory(arch, plan("llama-2-7b", task="finetune", precision="bf16", training=tr),
-                             gpu("h100-sxm-80gb")).breakdown
+    mixed = estimate_memory(resolve(arch, plan("llama-2-7b", task="finetune", precision="bf16-mixed", training=tr),
+                            gpu("h100-sxm-80gb"))).breakdown
+    true16 = estimate_memory(resolve(arch, plan("llama-2-7b", task="finetune", precision="bf16", training=tr),
+                             gpu("h100-sxm-80gb"))).breakdown
     assert mixed.weights_gib == pytest.approx(2 * true16.weights_gib, rel=0.01)
     assert mixed.activations_gib == pytest.approx(true16.activations_gib)  # autocast: 16-bit activations

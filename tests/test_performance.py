@@ -13,12 +13,12 @@ from mlrig.estimators.performance import (
     cpu_decode_tok_s,
     decode_kv_read_factor,
     decode_step,
-    default_kv_precision,
     llama_cpp_pipeline_speedup,
     lm_head_params,
     prefill_pass,
     speculative_speedup,
 )
+from mlrig.estimators.resolved import resolve
 from mlrig.estimators.serving import max_concurrency_for_latency, serving_curve
 from mlrig.estimators.speed import estimate_performance
 from mlrig.estimators.training_speed import (
@@ -32,6 +32,7 @@ from mlrig.estimators.training_speed import (
     train_flops_per_token,
     young_daly_interval_s,
 )
+from mlrig.quant import default_kv_precision
 from mlrig.results import Performance
 from mlrig.workload import Plan
 
@@ -62,7 +63,7 @@ def test_hand_checked_8b_bf16_decode_on_1008_gb_s() -> None:
     bytes_per_tok = 7_504_924_672 * 2 + 32 * 2 * 8 * 128 * 2 * 576
     t = bytes_per_tok / (0.82 * 1008e9) + 32 * 25e-6 + 1.0e-3
     assert eff.BW_EFF["vllm"]["gddr"] == 0.82
-    perf = estimate_performance(ARCH, plan(), gpu, None)
+    perf = estimate_performance(resolve(ARCH, plan(), gpu), None)
     assert perf.decode_tok_s == pytest.approx(1 / t, rel=0.01)  # ~49.9 tok/s
     assert perf.bound == "memory-bandwidth"
     assert "GB per token" in (perf.explanation or "")
@@ -70,7 +71,7 @@ def test_hand_checked_8b_bf16_decode_on_1008_gb_s() -> None:
 
 
 def test_prefill_compute_bound_and_ttft() -> None:
-    perf = estimate_performance(ARCH, plan(prompt_tokens=4096), resolve_gpu("h100-sxm-80gb"), None)
+    perf = estimate_performance(resolve(ARCH, plan(prompt_tokens=4096), resolve_gpu("h100-sxm-80gb")), None)
     assert perf.prefill_tok_s is not None and perf.ttft_ms is not None
     # 2 x 7.5e9 FLOPs per token at 55 % of 989 TFLOPS -> at most ~36k tok/s
     assert 10_000 < perf.prefill_tok_s < 40_000
@@ -81,8 +82,8 @@ def test_prefill_compute_bound_and_ttft() -> None:
     "slow,fast", [("rtx-3060-12gb", "rtx-3090"), ("rtx-3090", "rtx-4090"), ("a100-pcie-80gb", "h100-sxm-80gb")]
 )
 def test_more_bandwidth_never_slower_decode(slow: str, fast: str) -> None:
-    a = estimate_performance(ARCH, plan(gpu=slow), resolve_gpu(slow), None).decode_tok_s
-    b = estimate_performance(ARCH, plan(gpu=fast), resolve_gpu(fast), None).decode_tok_s
+    a = estimate_performance(resolve(ARCH, plan(gpu=slow), resolve_gpu(slow)), None).decode_tok_s
+    b = estimate_performance(resolve(ARCH, plan(gpu=fast), resolve_gpu(fast)), None).decode_tok_s
     assert a is not None and b is not None and b >= a
 
 
@@ -90,7 +91,7 @@ def test_more_batch_never_lower_throughput() -> None:
     gpu = resolve_gpu("h100-sxm-80gb")
     last = 0.0
     for b in (1, 2, 4, 8, 16, 32, 64, 128):
-        thr = b / decode_step(ARCH, plan(gpu="h100-sxm-80gb", batch_size=b), gpu, b, 1024).seconds
+        thr = b / decode_step(resolve(ARCH, plan(gpu="h100-sxm-80gb", batch_size=b), gpu), b, 1024).seconds
         assert thr >= last
         last = thr
 
@@ -99,16 +100,16 @@ def test_more_batch_never_lower_throughput() -> None:
 def test_quantisation_never_slows_decode_at_batch_1(q: str) -> None:
     gpu = resolve_gpu("rtx-4090")
     eng = "llama.cpp" if q.startswith("q") else "vllm"
-    base = estimate_performance(ARCH, plan(engine=eng), gpu, None).decode_tok_s
-    quant = estimate_performance(ARCH, plan(engine=eng, precision=q), gpu, None).decode_tok_s
+    base = estimate_performance(resolve(ARCH, plan(engine=eng), gpu), None).decode_tok_s
+    quant = estimate_performance(resolve(ARCH, plan(engine=eng, precision=q), gpu), None).decode_tok_s
     assert base is not None and quant is not None and quant > base
 
 
 def test_tp_on_nvlink_faster_than_pcie() -> None:
     arch = resolve_model("llama-3-70b")
     gpu = resolve_gpu("h100-sxm-80gb")
-    nv = estimate_performance(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="nvlink"), gpu, None)
-    pc = estimate_performance(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="pcie4"), gpu, None)
+    nv = estimate_performance(resolve(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="nvlink"), gpu))
+    pc = estimate_performance(resolve(arch, plan(gpu=gpu.id, count=4, tensor_parallel=4, interconnect="pcie4"), gpu))
     assert nv.decode_tok_s is not None and pc.decode_tok_s is not None
     assert nv.decode_tok_s > pc.decode_tok_s
 
@@ -125,18 +126,19 @@ def test_pre_xqa_trt_llm_reads_gqa_cache_once_per_query_head() -> None:
     assert decode_kv_read_factor(mha, "trt-llm-2023") == 1.0
     gpu = resolve_gpu("h100-sxm-80gb")
     kw = {"gpu": gpu.id, "count": 4, "tensor_parallel": 4, "precision": "fp8"}
-    old = decode_step(big, plan(engine="trt-llm-2023", **kw), gpu, 256, 2048).seconds
-    new = decode_step(big, plan(engine="trt-llm", **kw), gpu, 256, 2048).seconds
+    old = decode_step(resolve(big, plan(engine="trt-llm-2023", **kw), gpu), 256, 2048).seconds
+    new = decode_step(resolve(big, plan(engine="trt-llm", **kw), gpu), 256, 2048).seconds
     assert 2.0 < old / new < 8.0
-    old1 = decode_step(big, plan(engine="trt-llm-2023", **kw), gpu, 1, 128).seconds
-    new1 = decode_step(big, plan(engine="trt-llm", **kw), gpu, 1, 128).seconds
+    old1 = decode_step(resolve(big, plan(engine="trt-llm-2023", **kw), gpu), 1, 128).seconds
+    new1 = decode_step(resolve(big, plan(engine="trt-llm", **kw), gpu), 1, 128).seconds
     assert old1 / new1 < 1.1
 
 
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
     gpu = resolve_gpu("rtx-3090")
-    one = estimate_performance(ARCH, plan(gpu="rtx-3090", engine="llama.cpp", precision="q4_k_m"), gpu, None)
-    two = estimate_performance(ARCH, plan(gpu="rtx-3090", engine="llama.cpp", precision="q4_k_m", count=2), gpu, None)
+    kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "q4_k_m"}
+    one = estimate_performance(resolve(ARCH, plan(**kw), gpu))
+    two = estimate_performance(resolve(ARCH, plan(count=2, **kw), gpu))
     assert one.decode_tok_s is not None and two.decode_tok_s is not None
     assert two.decode_tok_s <= one.decode_tok_s
 
@@ -151,11 +153,11 @@ def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
     assert llama_cpp_pipeline_speedup(1024, 4) < llama_cpp_pipeline_speedup(4096, 4)
     gpu = resolve_gpu("rtx-3090")
     kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "f16"}
-    one = prefill_pass(ARCH, plan(**kw), gpu, 1, 4096).seconds
-    four = prefill_pass(ARCH, plan(count=4, **kw), gpu, 1, 4096).seconds
+    one = prefill_pass(resolve(ARCH, plan(**kw), gpu), 1, 4096).seconds
+    four = prefill_pass(resolve(ARCH, plan(count=4, **kw), gpu), 1, 4096).seconds
     assert one / four == pytest.approx(llama_cpp_pipeline_speedup(4096, 4), rel=0.05)
-    short_one = prefill_pass(ARCH, plan(**kw), gpu, 1, 512).seconds
-    short_four = prefill_pass(ARCH, plan(count=4, **kw), gpu, 1, 512).seconds
+    short_one = prefill_pass(resolve(ARCH, plan(**kw), gpu), 1, 512).seconds
+    short_four = prefill_pass(resolve(ARCH, plan(count=4, **kw), gpu), 1, 512).seconds
     assert short_four >= short_one
 
 
@@ -165,7 +167,7 @@ def test_moe_reads_only_active_experts() -> None:
     p = Plan.model_validate(
         {"model": "mixtral-8x7b", "workload": {"precision": "bf16", "engine": "vllm"}, "hardware": {"gpu": gpu.id}}
     )
-    t = decode_step(moe, p, gpu, 1, 512)
+    t = decode_step(resolve(moe, p, gpu), 1, 512)
     total_bytes_t = moe.params().total * 2 / (gpu.memory_bandwidth_gb_s * 1e9 * 0.8)
     assert t.memory_s < 0.5 * total_bytes_t  # ~13B of 47B params read
 
@@ -181,12 +183,12 @@ def test_speculative_speedup_leviathan() -> None:
 def test_serving_curve_and_latency_target() -> None:
     gpu = resolve_gpu("h100-sxm-80gb")
     p = plan(gpu=gpu.id, prompt_tokens=1000, output_tokens=200)
-    pts = serving_curve(ARCH, p, gpu, [1, 8, 64], kv_capacity_tokens=400_000)
+    pts = serving_curve(resolve(ARCH, p, gpu), [1, 8, 64], kv_capacity_tokens=400_000)
     assert pts[0].throughput_tok_s < pts[1].throughput_tok_s < pts[2].throughput_tok_s
     assert pts[0].tok_s_per_user > pts[2].tok_s_per_user
-    n = max_concurrency_for_latency(ARCH, p, gpu, 30.0, kv_capacity_tokens=400_000)
+    n = max_concurrency_for_latency(resolve(ARCH, p, gpu), 30.0, kv_capacity_tokens=400_000)
     assert 1 <= n <= 400_000 // 1200
-    assert serving_curve(ARCH, p, gpu, [n], 400_000)[0].tok_s_per_user >= 30.0
+    assert serving_curve(resolve(ARCH, p, gpu), [n], 400_000)[0].tok_s_per_user >= 30.0
 
 
 def test_cpu_decode_and_offload_bound() -> None:
@@ -201,8 +203,8 @@ def _ngl(layers: int | None, engine: str = "llama.cpp") -> tuple[object, Perform
     gpu = resolve_gpu("rtx-4090")
     p = Plan.model_validate({"model": "llama-3.1-70b", "hardware": {"gpu": gpu.id}, "workload": {
         "precision": "q4_k_m", "engine": engine, "gpu_layers": layers, "prompt_tokens": 512, "output_tokens": 128}})
-    mem = estimate_memory(arch, p, gpu)
-    return mem, estimate_performance(arch, p, gpu, mem)
+    mem = estimate_memory(resolve(arch, p, gpu))
+    return mem, estimate_performance(resolve(arch, p, gpu), mem)
 
 
 def test_llama_cpp_partial_offload_ngl() -> None:
@@ -253,7 +255,7 @@ def test_training_performance_fields() -> None:
             "hardware": {"gpu": gpu.id, "count": 8},
         }
     )
-    perf = estimate_performance(ARCH, p, gpu, None)
+    perf = estimate_performance(resolve(ARCH, p, gpu), None)
     assert perf.train_tokens_per_s and perf.mfu and perf.time_to_train_s and perf.step_time_s
     assert 0.3 < perf.mfu < 0.65
     assert perf.time_to_train_s == pytest.approx(1e12 / perf.train_tokens_per_s)
@@ -265,7 +267,7 @@ def _pretrain(count: int, **hardware: object) -> tuple[Plan, Performance]:
         "model": "llama-3-8b", "workload": {"task": "pretrain", "batch_size": 4},
         "training": {"seq_len": 4096, "tokens_to_train": 1e12},
         "hardware": {"gpu": gpu.id, "count": count, **hardware}})
-    return p, estimate_performance(ARCH, p, gpu, None)
+    return p, estimate_performance(resolve(ARCH, p, gpu), None)
 
 
 def test_hfu_counts_the_recomputed_forward() -> None:
@@ -274,15 +276,15 @@ def test_hfu_counts_the_recomputed_forward() -> None:
     model, hw = train_flops_per_token(ARCH.params().active, ARCH.num_layers, ARCH.hidden_size, 4096, recompute=True)
     assert perf.hfu == pytest.approx(perf.mfu * hw / model)
     q = p.model_copy(update={"training": p.training.model_copy(update={"gradient_checkpointing": False})})
-    assert estimate_performance(ARCH, q, resolve_gpu("h100-sxm-80gb"), None).hfu == pytest.approx(
-        estimate_performance(ARCH, q, resolve_gpu("h100-sxm-80gb"), None).mfu)
+    assert estimate_performance(resolve(ARCH, q, resolve_gpu("h100-sxm-80gb")), None).hfu == pytest.approx(
+        estimate_performance(resolve(ARCH, q, resolve_gpu("h100-sxm-80gb")), None).mfu)
 
 
 def test_training_run_hand_checked() -> None:
     """Llama-3-8B full AdamW on 8 H100s, storage 2.5 GB/s, MTBF 100 h: checkpoint 14 B/param, written
     in bytes / 2.5e9 s; Young/Daly interval sqrt(2 C M); tokenised data at 4 B/token (128k vocab)."""
     p, perf = _pretrain(8, storage_gb_s=2.5, mtbf_hours=100.0)
-    run = estimate_training_run(ARCH, p, perf)
+    run = estimate_training_run(resolve(ARCH, p, resolve_gpu("h100-sxm-80gb")), perf)
     n = ARCH.params().total
     assert run.checkpoint_gib == pytest.approx(n * 14 / 2**30)
     assert run.checkpoint_write_s == pytest.approx(n * 14 / 2.5e9)
@@ -295,7 +297,8 @@ def test_training_run_hand_checked() -> None:
 
 
 def test_more_gpus_fail_more_often_and_checkpoint_more_often() -> None:
-    runs = [estimate_training_run(ARCH, *_pretrain(n)) for n in (1, 8, 64)]
+    h100 = resolve_gpu("h100-sxm-80gb")
+    runs = [estimate_training_run(resolve(ARCH, p, h100), perf) for p, perf in (_pretrain(n) for n in (1, 8, 64))]
     # Meta RSC-1 (arXiv 2410.21680): 6.50 failures per 1000 node-days of 8 GPUs ~ 29,500 GPU-hours
     assert runs[0].mtbf_hours == pytest.approx(GPU_HOURS_PER_INTERRUPTION)
     assert pytest.approx(29_538, rel=1e-3) == GPU_HOURS_PER_INTERRUPTION
@@ -309,13 +312,14 @@ def test_more_gpus_fail_more_often_and_checkpoint_more_often() -> None:
 def test_slow_storage_makes_the_run_data_bound() -> None:
     p, perf = _pretrain(8, storage_gb_s=0.001)
     p = p.model_copy(update={"training": p.training.model_copy(update={"data_bytes_per_token": 1000.0})})
-    run = estimate_training_run(ARCH, p, perf)  # ~60k tok/s x 1 kB (e.g. image patches) >> 1 MB/s
+    # ~60k tok/s x 1 kB (e.g. image patches) >> 1 MB/s
+    run = estimate_training_run(resolve(ARCH, p, resolve_gpu("h100-sxm-80gb")), perf)
     assert not run.data_pipeline_ok and any("data bound" in note for note in run.notes)
 
 
 def test_bad_engine_is_one_line_error() -> None:
     with pytest.raises(MlrigError, match="unknown engine"):
-        estimate_performance(ARCH, plan(engine="warp-drive"), resolve_gpu("rtx-4090"), None)
+        estimate_performance(resolve(ARCH, plan(engine="warp-drive"), resolve_gpu("rtx-4090")), None)
 
 
 def test_lm_head_params_untied_tied_and_encoder() -> None:
@@ -356,7 +360,7 @@ def test_intel_arc_decode_bandwidth_is_capped_but_not_gaudi() -> None:
     # hand check: Llama-2-7B Q4_0 (3.56 GiB + KV) on the A770's 560 GB/s at <= 50 % -> <= 73 tok/s
     a770 = Plan.model_validate({"model": "llama-2-7b", "hardware": {"gpu": "arc-a770-16gb"}, "workload": {
         "precision": "q4_0", "engine": "llama.cpp", "batch_size": 1, "prompt_tokens": 0, "output_tokens": 128}})
-    decode = estimate_performance(resolve_model("llama-2-7b"), a770, resolve_gpu("arc-a770-16gb")).decode_tok_s
+    decode = estimate_performance(resolve(resolve_model("llama-2-7b"), a770, resolve_gpu("arc-a770-16gb"))).decode_tok_s
     assert 52.56 < decode <= 560e9 * 0.50 / (3.56 * 2**30)  # above the Vulkan row, below the cap's ceiling
 
 

@@ -21,6 +21,7 @@ from mlrig.estimators.performance import (
     speculative_speedup_at_batch,
     verify_cost_ratio,
 )
+from mlrig.estimators.resolved import resolve
 from mlrig.estimators.serving import concurrency_limits, serving_curve
 from mlrig.planner import evaluate
 from mlrig.workload import Plan
@@ -66,14 +67,14 @@ def test_serving_curve_monotone_up_to_kv_capacity() -> None:
     cap = kv_capacity(p)
     seqs = cap // p.workload.context
     cs = sorted({1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, seqs // 2, seqs - 1, seqs})
-    pts = serving_curve(ARCH, p, L40S, cs, cap)
+    pts = serving_curve(resolve(ARCH, p, L40S), cs, cap)
     assert all(pt.fits for pt in pts)
     for a, b in pairwise(pts):
         assert b.throughput_tok_s >= a.throughput_tok_s
         assert b.tok_s_per_user <= a.tok_s_per_user
         assert b.ttft_ms >= a.ttft_ms
     # past the KV capacity requests queue: no more throughput, and TTFT jumps by the wait for a slot
-    over = serving_curve(ARCH, p, L40S, [seqs, 2 * seqs], cap)
+    over = serving_curve(resolve(ARCH, p, L40S), [seqs, 2 * seqs], cap)
     assert not over[1].fits
     assert over[1].throughput_tok_s == pytest.approx(over[0].throughput_tok_s)
     assert over[1].tok_s_per_user == pytest.approx(over[0].tok_s_per_user / 2)
@@ -83,11 +84,11 @@ def test_serving_curve_monotone_up_to_kv_capacity() -> None:
 def test_max_concurrency_speed_bound() -> None:
     p = serve_plan()
     cap = kv_capacity(p)
-    lim = concurrency_limits(ARCH, p, L40S, 20.0, cap)
+    lim = concurrency_limits(resolve(ARCH, p, L40S), 20.0, cap)
     n = lim.max_concurrency
     assert lim.binding_limit == "tok/s per user"
     assert 1 <= n <= cap // p.workload.context
-    at, above = serving_curve(ARCH, p, L40S, [n, n + 1], cap)
+    at, above = serving_curve(resolve(ARCH, p, L40S), [n, n + 1], cap)
     assert at.fits and at.tok_s_per_user >= 20.0
     assert above.tok_s_per_user < 20.0
 
@@ -96,29 +97,29 @@ def test_max_concurrency_kv_bound() -> None:
     # half the memory reserved and a lax speed target: the KV cache runs out first
     p = serve_plan(gpu_memory_utilization=0.5)
     cap = kv_capacity(p)
-    lim = concurrency_limits(ARCH, p, L40S, 5.0, cap)
+    lim = concurrency_limits(resolve(ARCH, p, L40S), 5.0, cap)
     assert lim.binding_limit == "KV cache capacity"
     assert lim.max_concurrency == cap // p.workload.context == lim.by_kv_capacity
     assert lim.by_tok_s_per_user > lim.max_concurrency
-    assert not serving_curve(ARCH, p, L40S, [lim.max_concurrency + 1], cap)[0].fits
+    assert not serving_curve(resolve(ARCH, p, L40S), [lim.max_concurrency + 1], cap)[0].fits
 
 
 def test_max_concurrency_ttft_bound() -> None:
     p = serve_plan()
     cap = kv_capacity(p)
-    ttft_1 = serving_curve(ARCH, p, L40S, [1], cap)[0].ttft_ms
-    lim = concurrency_limits(ARCH, p, L40S, 1.0, cap, max_ttft_ms=ttft_1 * 1.05)
+    ttft_1 = serving_curve(resolve(ARCH, p, L40S), [1], cap)[0].ttft_ms
+    lim = concurrency_limits(resolve(ARCH, p, L40S), 1.0, cap, max_ttft_ms=ttft_1 * 1.05)
     assert lim.binding_limit == "TTFT"
     assert lim.by_ttft is not None and lim.max_concurrency == lim.by_ttft < lim.by_tok_s_per_user
-    assert serving_curve(ARCH, p, L40S, [lim.max_concurrency], cap)[0].ttft_ms <= ttft_1 * 1.05
+    assert serving_curve(resolve(ARCH, p, L40S), [lim.max_concurrency], cap)[0].ttft_ms <= ttft_1 * 1.05
 
 
 def test_speculation_shrinks_at_high_concurrency() -> None:
     p = serve_plan()
-    assert verify_cost_ratio(ARCH, p, L40S, 1, 4) == pytest.approx(1.0, abs=0.1)  # memory-bound
-    assert verify_cost_ratio(ARCH, p, L40S, 256, 4) > 1.5
-    low = speculative_speedup_at_batch(ARCH, p, L40S, 1, 4, 0.7, 0.1)
-    high = speculative_speedup_at_batch(ARCH, p, L40S, 256, 4, 0.7, 0.1)
+    assert verify_cost_ratio(resolve(ARCH, p, L40S), 1, 4) == pytest.approx(1.0, abs=0.1)  # memory-bound
+    assert verify_cost_ratio(resolve(ARCH, p, L40S), 256, 4) > 1.5
+    low = speculative_speedup_at_batch(resolve(ARCH, p, L40S), 1, 4, 0.7, 0.1)
+    high = speculative_speedup_at_batch(resolve(ARCH, p, L40S), 256, 4, 0.7, 0.1)
     assert low == pytest.approx(speculative_speedup(4, 0.7, 0.1), rel=0.1)
     assert high < low
 

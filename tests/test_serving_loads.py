@@ -8,6 +8,7 @@ from mlrig.catalog.gpus import resolve_gpu
 from mlrig.errors import MlrigError
 from mlrig.estimators import engines
 from mlrig.estimators.performance import decode_step, engine_family, prefill_pass
+from mlrig.estimators.resolved import resolve
 from mlrig.planner import evaluate, parse_plan
 
 
@@ -89,8 +90,8 @@ def test_concurrency_load_hand_check() -> None:
     p, gpu = parse_plan(data), resolve_gpu("a100-sxm-80gb")
     from mlrig.planner import resolve_arch
     arch = resolve_arch(p)
-    step = decode_step(arch, p, gpu, 32, 512 + 128).seconds + 32 * (512 / 256) * (
-        prefill_pass(arch, p, gpu, 1, 512).seconds / 512)
+    step = decode_step(resolve(arch, p, gpu), 32, 512 + 128).seconds + 32 * (512 / 256) * (
+        prefill_pass(resolve(arch, p, gpu), 1, 512).seconds / 512)
     assert r.performance.tpot_ms == pytest.approx(step * 1e3, rel=1e-6)
     assert r.performance.throughput_tok_s == pytest.approx(32 / step, rel=1e-6)
     assert r.performance.requests_per_s == pytest.approx(32 / step / 256, rel=1e-6)
@@ -139,7 +140,7 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
                 "hardware": {"gpu": "a100-sxm-80gb", "count": count, "tensor_parallel": count,
                              "interconnect": link}}
         p = parse_plan(data)
-        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).comm_s
+        return decode_step(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 1, 640).comm_s
 
     arch = resolve_arch(parse_plan({"model": "llama-3-70b"}))
     floor = 2 * arch.num_layers * eff.ALLREDUCE_SYNC_S["pcie"]
@@ -253,7 +254,7 @@ def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
     data = _plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048, output_tokens=128)
     r = evaluate(data)
     p = parse_plan(data)
-    wave = prefill_pass(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 16, 2048).seconds
+    wave = prefill_pass(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 16, 2048).seconds
     assert r.performance and r.performance.ttft_ms == pytest.approx(wave * 1e3, rel=1e-6)
     spread = evaluate(_plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048,
                             output_tokens=128, num_requests=1600)).performance
@@ -276,7 +277,7 @@ def test_eager_transformers_pays_per_quantised_linear() -> None:
         data = _plan(engine="transformers", precision=precision)
         p = parse_plan(data)
         from mlrig.planner import resolve_arch
-        return decode_step(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"), 1, 640).overhead_s
+        return decode_step(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 1, 640).overhead_s
     assert over("gptq") - over("fp16") == pytest.approx(32 * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S)
 
 

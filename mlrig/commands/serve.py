@@ -30,8 +30,8 @@ from mlrig.commands._common import (
 )
 
 if TYPE_CHECKING:
-    from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.workload import Plan
 
 DEFAULT_ENGINE = "vllm"  # serving means continuous batching; vLLM is the common choice
@@ -137,7 +137,7 @@ def draft_memory(draft: ModelArch, arch: ModelArch, plan: Plan, capacity_tokens:
     return DraftMemory(weights_bytes=weights, kv_bytes_per_token=draft_kv, kv_capacity_tokens=left)
 
 
-def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, k: int, acceptance: float,
+def speculative_report(r: ResolvedPlan, draft: ModelArch, k: int, acceptance: float,
                        at_concurrency: int, mem: DraftMemory | None) -> dict[str, Any]:
     """Expected speed-up at batch 1 (Leviathan et al. 2023, draft cost from bytes read per token)
     and with the verify pass priced by the roofline at `at_concurrency` sequences, plus what the
@@ -149,7 +149,7 @@ def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, 
         speculative_speedup_at_batch,
     )
 
-    ratio = draft_cost_ratio(arch, draft, plan, gpu)
+    ratio = draft_cost_ratio(r, draft)
     at = max(1, at_concurrency)
     tokens_per_step = float(k + 1) if acceptance >= 1 else (1 - acceptance ** (k + 1)) / (1 - acceptance)
     return {
@@ -160,9 +160,9 @@ def speculative_report(arch: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU, 
         "tokens_per_target_step": tokens_per_step,
         "speedup_batch_1": speculative_speedup(k, acceptance, ratio),
         "at_concurrency": at,
-        "speedup_at_concurrency": speculative_speedup_at_batch(arch, plan, gpu, at, k, acceptance, ratio),
-        "draft_weights_total_gib": model_weight_bytes(draft, plan.workload.precision) / 2**30,
-        "draft_tensor_parallel": plan.hardware.tensor_parallel,
+        "speedup_at_concurrency": speculative_speedup_at_batch(r, at, k, acceptance, ratio),
+        "draft_weights_total_gib": model_weight_bytes(draft, r.precision) / 2**30,
+        "draft_tensor_parallel": r.hardware.tensor_parallel,
         "draft_weights_gib": None if mem is None else mem.weights_bytes / 2**30,  # per GPU
         "draft_kv_bytes_per_token": None if mem is None else mem.kv_bytes_per_token,  # per GPU
     }
@@ -238,6 +238,7 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
                  max_num_batched_tokens: int | None = None, max_model_len: int | None = None) -> ServeReport:
     """What `mlrig serve` computes (arguments as its flags); raises MlrigError on bad input."""
     from mlrig.catalog.models import resolve_model
+    from mlrig.estimators.resolved import resolve
     from mlrig.estimators.serving import concurrency_limits, serving_curve
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch, resolve_hardware, with_defaults
 
@@ -276,14 +277,14 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
     if not fits:
         out["binding_limit"] = "memory"
     else:
-        lims = concurrency_limits(arch, plan, gpu_spec, min_tok_s, kv_tokens, max_ttft_ms)
+        r = resolve(arch, plan, gpu_spec)
+        lims = concurrency_limits(r, min_tok_s, kv_tokens, max_ttft_ms)
         points = wanted or default_concurrency(out["kv_capacity_sequences"], lims.max_concurrency)
-        curve = serving_curve(arch, plan, gpu_spec, points, kv_tokens)
+        curve = serving_curve(r, points, kv_tokens)
         out.update(curve=[p.model_dump() for p in curve], max_concurrency=lims.max_concurrency,
                    binding_limit=lims.binding_limit, limits=lims.model_dump())
         if draft is not None:
-            out["speculative"] = speculative_report(arch, draft, plan, gpu_spec, spec_k, acceptance,
-                                                    lims.max_concurrency, mem)
+            out["speculative"] = speculative_report(r, draft, spec_k, acceptance, lims.max_concurrency, mem)
     return ServeReport(out=out, target_fits=bool(result.fits),
                        draft_name=None if draft is None else draft.hf_id or draft.id, draft_mem=mem,
                        per_gpu_gib=result.memory.per_gpu_gib if result.memory else None,

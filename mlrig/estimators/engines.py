@@ -23,6 +23,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mlrig import quant
+from mlrig.errors import MlrigError
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.quant import Precision
 
 # The release assumed when none is given (the current one as of the catalog date, Nov 2026).
 CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.11",
@@ -88,3 +96,70 @@ def transformers_full_logits(text: str | None) -> bool:
 
 def trt_llm_pre_xqa(text: str | None) -> bool:
     return before(text, (0, 8))
+
+
+# ---- engine family keys ----------------------------------------------------------------------------
+ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
+                "gpt-fast, tinychat")
+
+
+def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, version: str | None = None) -> str:
+    """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
+    tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
+    names one: `planner.default_engine` has the full rule). Engines that cannot run on
+    the hardware are refused (MLX is Apple-only; the CUDA serving engines do not run on Apple GPUs)."""
+    e = (engine or "").lower().replace(" ", "").replace("_", "-")
+    if not e:
+        e = "llama.cpp" if (gpu.hardware_class in ("apple", "cpu") or _llama_cpp_only(precision)) else "vllm"
+    if e in ("llama.cpp-2024", "trt-llm-2023"):
+        # The efficiency tables' keys for old releases, still accepted from internal callers
+        # (mlrig.validation.speed); users give --engine-version instead (engines.py).
+        return e
+    apple = gpu.hardware_class == "apple"
+    if e.startswith("mlx"):
+        if not apple:
+            raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
+        return "mlx"
+    if e == "llama.cpp-metal" or (e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "lm-studio",
+                                                                  "gguf", "llamafile")):
+        if apple or "metal" in e:
+            return "llama.cpp-metal"
+        return "llama.cpp" if llama_cpp_has_graphs(version) else "llama.cpp-2024"
+    for key, fam in (
+        ("vllm", "vllm"),
+        ("sglang", "sglang"),
+        ("tensorrt", "trt-llm"),
+        ("trt", "trt-llm"),
+        ("lmdeploy", "lmdeploy"),
+        ("turbomind", "lmdeploy"),
+        ("tgi", "tgi"),
+        ("text-generation-inference", "tgi"),
+        ("transformers", "transformers"),
+        ("hf", "transformers"),
+        ("pytorch", "transformers"),
+        ("exllama", "exllamav2"),
+        ("tabby", "exllamav2"),
+        ("mlc", "mlc"),
+        ("gpt-fast", "gpt-fast"),
+        ("gptfast", "gpt-fast"),
+        ("torchao", "gpt-fast"),
+        ("tinychat", "tinychat"),
+    ):
+        if e.startswith(key):
+            if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
+                raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "
+                                 "use --engine llama.cpp or mlx")
+            if fam == "trt-llm" and gpu.hardware_class in ("amd", "apple", "intel", "cpu", "tpu"):
+                raise MlrigError(f"TensorRT-LLM runs on NVIDIA GPUs only, not on {gpu.name}; use --engine vllm")
+            if fam == "trt-llm" and trt_llm_pre_xqa(version):
+                return "trt-llm-2023"
+            return fam
+    raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
+
+
+def _llama_cpp_only(precision: str | Precision) -> bool:
+    """A GGUF block format (only llama.cpp loads it); an unreadable precision is not one."""
+    try:
+        return quant.parse_precision(precision).llama_cpp_only
+    except MlrigError:
+        return False

@@ -1,6 +1,6 @@
 """GPU memory: what a model needs per GPU for inference and training, and what fits.
 
-`estimate_memory(arch, plan, gpu)` is a pure function of typed inputs. Figures are per GPU in
+`estimate_memory(resolved)` is a pure function of a resolved plan (`mlrig.estimators.resolved`). Figures are per GPU in
 GiB (2^30 bytes). Each term's docstring names its source; the handful of constants fitted on
 mlrig/data/calibration are in `Calibration` below, each with the rows that justify it
 (see mlrig/validation/memory.py for the errors they give).
@@ -18,6 +18,8 @@ from mlrig import quant
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
+from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.quant import Precision
 from mlrig.results import MemoryBreakdown
 from mlrig.units import GiB
 from mlrig.workload import Plan
@@ -95,7 +97,7 @@ class MemoryEstimate(BaseModel):
 # building blocks
 # ---------------------------------------------------------------------------------------------
 
-def _weight_parts_bytes(arch: ModelArch, precision: str | None) -> dict[str, float]:
+def _weight_parts_bytes(arch: ModelArch, precision: str | Precision | None) -> dict[str, float]:
     """Per-component weight bytes (see `mlrig.quant`); scaled to exact file bytes when known."""
     p = precision or quant.native_precision(arch)
     bits = quant.weight_bits_by_component(arch, p)
@@ -107,7 +109,7 @@ def _weight_parts_bytes(arch: ModelArch, precision: str | None) -> dict[str, flo
     return parts
 
 
-def weights_per_gpu_bytes(arch: ModelArch, precision: str | None, tp: int, pp: int) -> float:
+def weights_per_gpu_bytes(arch: ModelArch, precision: str | Precision | None, tp: int, pp: int) -> float:
     """Weights on the busiest GPU. Megatron-style TP (Shoeybi et al. 2019) splits every block
     and the vocab-parallel embedding / head; PP splits layers, and the first stage also holds
     the embedding, the last the head (tied: a copy). Checked on vLLM rows m0124/m0127/m0133."""
@@ -144,11 +146,6 @@ def _mlp_width(arch: ModelArch) -> int:
 def _context_overhead(gpu: GPU) -> float:
     """Memory outside the framework's allocator: the CUDA context (or Metal's, on Apple)."""
     return CAL.metal_context_bytes if gpu.vendor.lower() == "apple" else CAL.cuda_context_bytes
-
-
-def _kv_precision(plan: Plan) -> str:
-    w = plan.workload
-    return w.kv_cache_precision or quant.default_kv_precision(w.precision)
 
 
 def _load_host_bytes(weights_per_gpu: float) -> float:
@@ -208,7 +205,8 @@ def _prefill_activation_bytes(arch: ModelArch, tokens: int, flash: bool, heads_p
     return act
 
 
-def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
+def _inference(r: ResolvedPlan) -> MemoryEstimate:
+    arch, plan, gpu = r.arch, r.plan, r.gpu
     w, hw = plan.workload, plan.hardware
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
     engine = (w.engine or "transformers").lower().replace("_", "-")
@@ -229,8 +227,8 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                      f"{cpu_share:.0%} of weights and KV in host RAM, run by the CPU")
     ctx = w.context
     batch = w.batch_size
-    kv_prec = _kv_precision(plan)
-    weights = weights_per_gpu_bytes(arch, w.precision, tp, pp)
+    kv_prec = r.kv_precision
+    weights = weights_per_gpu_bytes(arch, r.precision, tp, pp)
     kv_tok = kv_bytes_per_token(arch, ctx, kv_prec, tp, pp)
     cap_gib = gpu.capacity_gib
     cap = cap_gib * GiB
@@ -286,8 +284,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                              notes=notes)
         return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits,
                               engine=engine, batch_fits=batch_fits, max_concurrent_sequences=concurrency,
-                              kv_bytes_per_token=kv_tok, weights_total_gib=_gib(quant.weight_bytes(arch, w.precision)),
-                              gpus=tp * pp)
+                              kv_bytes_per_token=kv_tok, weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp)
 
     if llama_cpp:
         # llama.cpp allocates the KV cache for all n_ctx tokens up front (f16 by default;
@@ -349,7 +346,7 @@ def _inference(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                          gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4), notes=notes)
     return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits, engine=engine,
                           batch_fits=fits, max_concurrent_sequences=concurrency, kv_bytes_per_token=kv_tok,
-                          weights_total_gib=_gib(quant.weight_bytes(arch, w.precision)), gpus=tp * pp,
+                          weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp,
                           offload_fraction=cpu_share)
 
 
@@ -366,7 +363,7 @@ class OptimizerCost:
     name: str
 
 
-def optimizer_cost(optimizer: str, precision: str) -> OptimizerCost:
+def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     """Optimizer + gradient bytes per trainable parameter.
 
     Mixed-precision AdamW: fp32 master (4) + momentum (4) + variance (4) = 12 B of state and
@@ -383,9 +380,12 @@ def optimizer_cost(optimizer: str, precision: str) -> OptimizerCost:
     gradients are fp32: 4 B grads + 8 B moments beside the 4 B weights (16 B/param, as above).
     """
     o = optimizer.strip().lower().replace("_", "-")
-    known = _is_known(precision)
-    amp = quant.master_in_weights(precision) if known else False
-    fp32 = (quant.compute_dtype(precision) == "fp32" or amp) if known else False
+    try:
+        parsed: Precision | None = quant.parse_precision(precision)
+    except MlrigError:
+        parsed = None  # an unknown spelling is priced as 16-bit mixed precision
+    amp = parsed is not None and parsed.master_in_weights
+    fp32 = parsed is not None and (parsed.compute == "fp32" or amp)
     pure16 = ("bf16" in o or "pure" in o) and not fp32
     master = 0.0 if (fp32 or pure16) else 4.0
     state_el = 2.0 if pure16 else 4.0  # bytes per moment element
@@ -406,18 +406,10 @@ def optimizer_cost(optimizer: str, precision: str) -> OptimizerCost:
     return OptimizerCost(state_bytes=master + states, grad_bytes=grads, name=o)
 
 
-def _float_precision(precision: str) -> str:
+def _float_precision(precision: Precision) -> Precision:
     """The precision itself when it is a float format (fp32/bf16/fp16), else bf16: what full
     training or a LoRA base runs at when the given precision cannot be trained."""
-    return precision if quant.compute_dtype(precision) in ("fp32", "bf16", "fp16") else "bf16"
-
-
-def _is_known(precision: str) -> bool:
-    try:
-        quant.normalise_precision(precision)
-    except MlrigError:
-        return False
-    return True
+    return precision if precision.is_float else quant.BF16
 
 
 _LORA_SHAPES = ("q", "k", "v", "o", "gate", "up", "down")
@@ -539,7 +531,7 @@ def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, s
     return trainable * state_el
 
 
-def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
+def _training(r: ResolvedPlan) -> MemoryEstimate:
     """Training memory per GPU, as the peak over the phases of a step (issue 13's trace, docs/
     trace-findings.md): parameters and optimizer states persist; on top of them the largest of
     (a) the head of backward: saved activations + the loss's logits (+ gradients when accumulating),
@@ -547,13 +539,14 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     (c) the optimizer step: gradients + the optimizer's temporaries.
     Parallelism: TP/PP split weights (Megatron), CP splits the sequence, SP shards the remaining
     activations by TP, EP splits routed experts, ZeRO/FSDP shards over the data x context group."""
+    arch, plan, gpu = r.arch, r.plan, r.gpu
     w, hw = plan.workload, plan.hardware
     t = plan.training
     assert t is not None
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, t.context_parallel, t.expert_parallel
     dpz = max(1, hw.total_gpus // (tp * pp))  # ZeRO / distributed-optimizer group: data x context ranks
     notes: list[str] = []
-    precision = w.precision
+    precision = r.precision
     method = t.method
     opt = optimizer_cost(t.optimizer, precision)
     seq = t.seq_len or w.context
@@ -575,16 +568,16 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
     if method == "full":
         base_prec = _float_precision(precision)
         if base_prec != precision:
-            notes.append(f"full training of {precision} weights is not possible; assumed bf16 weights")
+            notes.append(f"full training of {precision.name} weights is not possible; assumed bf16 weights")
         weights = quant.weight_bytes(arch, base_prec) / shard * expert_share
         trainable = n_total / shard * expert_share
     else:
-        base_prec = "nf4" if method == "qlora" else _float_precision(precision)
+        base_prec = quant.NF4 if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp) * expert_share
         trainable = lora_params(arch, t.lora_rank, t.lora_targets) / shard
         adapters = trainable - lora_full_params(arch, t.lora_targets) / shard
         # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
-        weights += adapters * (4 if quant.master_in_weights(base_prec) else 2)
+        weights += adapters * (4 if base_prec.master_in_weights else 2)
         if method == "qlora":
             # de-quantised copy of the weight being multiplied (bitsandbytes dequantize_4bit: the
             # largest linear, 16-bit), alive during each forward/backward GEMM
@@ -593,7 +586,7 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
                 weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
                 notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
                              "(prepare_model_for_kbit_training)")
-        notes.append(f"{method}: base frozen at {base_prec}, rank-{t.lora_rank} adapters on "
+        notes.append(f"{method}: base frozen at {base_prec.name}, rank-{t.lora_rank} adapters on "
                      f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params trained)")
 
     grads = trainable * opt.grad_bytes
@@ -633,7 +626,7 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
         fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
-    el = 4.0 if quant.compute_dtype(base_prec) == "fp32" else 2.0
+    el = 4.0 if base_prec.compute == "fp32" else 2.0
     seq_l = max(1, math.ceil(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
@@ -728,14 +721,9 @@ def _training(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
 # public API
 # ---------------------------------------------------------------------------------------------
 
-def estimate_memory(arch: ModelArch, plan: Plan, gpu: GPU) -> MemoryEstimate:
-    """Per-GPU memory for `plan` on `gpu`: inference (engine-specific) or training."""
-    quant.normalise_precision(plan.workload.precision)
-    if plan.workload.kv_cache_precision is not None:
-        quant.kv_bytes_per_element(plan.workload.kv_cache_precision)
-    if plan.workload.task == "inference":
-        return _inference(arch, plan, gpu)
-    return _training(arch, plan, gpu)
+def estimate_memory(r: ResolvedPlan) -> MemoryEstimate:
+    """Per-GPU memory for the resolved plan: inference (engine-specific) or training."""
+    return _inference(r) if r.workload.task == "inference" else _training(r)
 
 
 def _with(plan: Plan, **changes: object) -> Plan:
@@ -750,7 +738,7 @@ def _with(plan: Plan, **changes: object) -> Plan:
 
 
 def _ok(arch: ModelArch, plan: Plan, gpu: GPU) -> bool:
-    e = estimate_memory(arch, plan, gpu)
+    e = estimate_memory(resolve(arch, plan, gpu))
     return e.fits and e.batch_fits
 
 

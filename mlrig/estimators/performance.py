@@ -28,14 +28,16 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, plan_link
+from mlrig.estimators.engines import ENGINE_NAMES, engine_family  # noqa: F401 (re-exported)
+from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class
 from mlrig.results import Performance
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.interconnects import Interconnect
     from mlrig.catalog.models import ModelArch
-    from mlrig.workload import Plan
+    from mlrig.estimators.resolved import ResolvedPlan
+    from mlrig.quant import Precision
 
 
 # Offloaded weights streamed host -> GPU reach ~80 % of the PCIe link's per-direction peak
@@ -49,116 +51,9 @@ LLAMA_CPP_N_BATCH = 2048
 LLAMA_CPP_N_UBATCH = 512
 
 
-def norm_precision(p: str) -> str:
-    """Lower-case precision spelling for the format-family tests below (no validation: see
-    `mlrig.quant.normalise_precision` for that)."""
-    return p.strip().lower().replace("-", "_").replace("float16", "fp16").replace("bfloat16", "bf16")
-
-
-def model_weight_bytes(arch: ModelArch, precision: str) -> float:
+def model_weight_bytes(arch: ModelArch, precision: str | Precision) -> float:
     """Bytes of all weights at `precision` (a weights file's exact size when it matches; see mlrig.quant)."""
     return float(quant.weight_bytes(arch, precision))
-
-
-def format_family(precision: str) -> str:
-    """Weight-format family for the de-quantisation efficiency (see efficiency.FORMAT_DECODE_EFF)."""
-    p = norm_precision(precision)
-    if p in ("fp32", "f32", "bf16", "fp16", "f16", "bf16_mixed", "fp16_mixed"):
-        return "f16"
-    if p in ("q8_0", "int8", "fp8", "w8a8", "mxfp8", "gptq_int8"):
-        return "q8"
-    if p in ("q4_0", "q4_1", "q5_0", "q5_1"):
-        return "legacy"
-    if "_k" in p or p.startswith("iq"):
-        return "kquant"
-    if p in ("mxfp4", "nvfp4"):
-        return "fp4"
-    return "gpu4"
-
-
-def gemm_dtype(precision: str, engine: str) -> str:
-    """The tensor-core dtype GEMMs run in: fp8 / int8 (W8A8) where the engine supports it, else fp16."""
-    p = norm_precision(precision)
-    if p == "fp8" and engine in ("vllm", "sglang", "trt-llm", "trt-llm-2023"):
-        return "fp8"
-    if p in ("fp32", "f32"):
-        return "fp32"
-    return "fp16"
-
-
-def default_kv_precision(precision: str) -> str:
-    """KV-cache dtype when none is given: 16-bit weights keep their own dtype; quantised weights
-    run with an fp16 cache (vLLM `kv_cache_dtype="auto"`, llama.cpp f16 `--cache-type-k/v`)."""
-    return "fp16" if format_family(precision) != "f16" else precision
-
-
-# ---- engine and hardware keys -----------------------------------------------------------------
-ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
-                "gpt-fast, tinychat")
-
-
-def engine_family(engine: str | None, precision: str, gpu: GPU, version: str | None = None) -> str:
-    """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
-    tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
-    names one: `planner.default_engine` has the full rule). Engines that cannot run on
-    the hardware are refused (MLX is Apple-only; the CUDA serving engines do not run on Apple GPUs)."""
-    from mlrig.estimators import engines
-
-    e = (engine or "").lower().replace(" ", "").replace("_", "-")
-    if not e:
-        e = (
-            "llama.cpp"
-            if (
-                format_family(precision) in ("kquant", "legacy")
-                or gpu.hardware_class in ("apple", "cpu")
-                or norm_precision(precision) == "q8_0"
-            )
-            else "vllm"
-        )
-    if e in ("llama.cpp-2024", "trt-llm-2023"):
-        # The efficiency tables' keys for old releases, still accepted from internal callers
-        # (mlrig.validation.speed); users give --engine-version instead (engines.py).
-        return e
-    apple = gpu.hardware_class == "apple"
-    if e.startswith("mlx"):
-        if not apple:
-            raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
-        return "mlx"
-    if e == "llama.cpp-metal" or (e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "lm-studio",
-                                                                  "gguf", "llamafile")):
-        if apple or "metal" in e:
-            return "llama.cpp-metal"
-        return "llama.cpp" if engines.llama_cpp_has_graphs(version) else "llama.cpp-2024"
-    for key, fam in (
-        ("vllm", "vllm"),
-        ("sglang", "sglang"),
-        ("tensorrt", "trt-llm"),
-        ("trt", "trt-llm"),
-        ("lmdeploy", "lmdeploy"),
-        ("turbomind", "lmdeploy"),
-        ("tgi", "tgi"),
-        ("text-generation-inference", "tgi"),
-        ("transformers", "transformers"),
-        ("hf", "transformers"),
-        ("pytorch", "transformers"),
-        ("exllama", "exllamav2"),
-        ("tabby", "exllamav2"),
-        ("mlc", "mlc"),
-        ("gpt-fast", "gpt-fast"),
-        ("gptfast", "gpt-fast"),
-        ("torchao", "gpt-fast"),
-        ("tinychat", "tinychat"),
-    ):
-        if e.startswith(key):
-            if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
-                raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "
-                                 "use --engine llama.cpp or mlx")
-            if fam == "trt-llm" and gpu.hardware_class in ("amd", "apple", "intel", "cpu", "tpu"):
-                raise MlrigError(f"TensorRT-LLM runs on NVIDIA GPUs only, not on {gpu.name}; use --engine vllm")
-            if fam == "trt-llm" and engines.trt_llm_pre_xqa(version):
-                return "trt-llm-2023"
-            return fam
-    raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
 
 
 def is_intel_arc(gpu: GPU) -> bool:
@@ -263,9 +158,9 @@ def attention_flops(arch: ModelArch, new_tokens: int, context: int, causal: bool
     return 4.0 * h_dh * pairs
 
 
-def kv_bytes(arch: ModelArch, context: int, kv_precision: str) -> float:
+def kv_bytes(arch: ModelArch, context: int, kv_bytes_per_element: float) -> float:
     """KV cache bytes of one sequence holding `context` tokens."""
-    return arch.kv_values_per_token(context) * context * quant.kv_bytes_per_element(kv_precision)
+    return arch.kv_values_per_token(context) * context * kv_bytes_per_element
 
 
 def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
@@ -277,18 +172,20 @@ def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
 
 
 def decode_cost(
-    arch: ModelArch, precision: str, kv_precision: str, batch: int, context: int, kv_read_factor: float = 1.0
+    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: int, context: int,
+    kv_read_factor: float = 1.0,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
-    read `kv_read_factor` times (`decode_kv_read_factor`)."""
-    w = model_weight_bytes(arch, precision) * read_fraction(arch, batch)
-    kv = batch * kv_bytes(arch, context, kv_precision) * kv_read_factor
+    read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's."""
+    w = weight_bytes * read_fraction(arch, batch)
+    kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     flops = batch * (2.0 * matmul_params(arch) + attention_flops(arch, 1, context))
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0)
 
 
 def prefill_cost(
-    arch: ModelArch, precision: str, kv_precision: str, batch: int, prompt: int, flash_attention: bool = True
+    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: int, prompt: int,
+    flash_attention: bool = True,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence). Without flash attention engines compute the full s x s scores
@@ -296,8 +193,8 @@ def prefill_cost(
     head = lm_head_params(arch)
     body = matmul_params(arch) - head
     flops = batch * (2.0 * body * prompt + 2.0 * head + attention_flops(arch, prompt, prompt, causal=flash_attention))
-    w = model_weight_bytes(arch, precision) * read_fraction(arch, batch * prompt)
-    kv = batch * kv_bytes(arch, prompt, kv_precision)
+    w = weight_bytes * read_fraction(arch, batch * prompt)
+    kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * float(prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=spill)
 
@@ -318,7 +215,7 @@ def pass_time(
     cost: PassCost,
     gpu: GPU,
     engine: str,
-    precision: str,
+    precision: Precision,
     *,
     layers: int,
     tp: int = 1,
@@ -336,11 +233,11 @@ def pass_time(
     sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
     mclass = gpu_memory_class(gpu)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
-    fam = format_family(precision)
+    fam = precision.family
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
     memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
-    dtype = gemm_dtype(precision, engine)
+    dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
     if peak and engine == "tinychat" and fam != "f16" and gpu.hardware_class == "geforce":
         peak *= 2.0  # TinyChat 2.0's W4A16 GEMMs accumulate in FP16 (its README), 2x on GeForce (see peak_tflops)
@@ -390,9 +287,9 @@ class ServingPoint(BaseModel):
 
 @dataclass(frozen=True)
 class _Setup:
+    """How the plan's GPUs share a pass: tensor-parallel ranks, or GPUs a pass visits in turn."""
+
     engine: str
-    precision: str
-    kv_precision: str
     tp: int
     serial: int
     link: Interconnect | None
@@ -411,19 +308,19 @@ def host_seq_step_s(engine: str, version: str | None) -> float:
     return eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
 
 
-def _setup(arch: ModelArch, plan: Plan, gpu: GPU) -> _Setup:
-    w = plan.workload
-    engine = engine_family(w.engine, w.precision, gpu, w.engine_version)
-    kvp = w.kv_cache_precision or default_kv_precision(w.precision)
-    hw = plan.hardware
+def _setup(r: ResolvedPlan) -> _Setup:
+    engine = r.engine
+    if engine is None:
+        raise MlrigError("inference speed needs an inference plan (workload.task = inference)")
+    hw = r.hardware
     tp = hw.tensor_parallel
     serial = 1
     if tp == 1 and hw.count > 1 and engine.startswith("llama.cpp"):
         serial = hw.count  # llama.cpp --split-mode layer (default)
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
-    link = plan_link(plan, gpu) if tp > 1 or serial > 1 else None
-    return _Setup(engine, w.precision, kvp, tp, serial, link, host_seq_step_s(engine, w.engine_version))
+    link = r.link if tp > 1 or serial > 1 else None
+    return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version))
 
 
 def _offload_fraction(memory: Any) -> float:
@@ -440,24 +337,27 @@ def _offload_fraction(memory: Any) -> float:
     return min(1.0, max(0.0, over / b.weights_gib)) if b.weights_gib > 0 else 0.0
 
 
-def _timed(cost: PassCost, arch: ModelArch, gpu: GPU, s: _Setup, tokens_in_pass: int, decode: bool) -> PassTime:
+def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: int, decode: bool) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
-    return pass_time(cost, gpu, s.engine, s.precision, layers=arch.num_layers, tp=s.tp, link=s.link,
-                     hidden=arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
+    return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
+                     hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s)
 
 
-def decode_step(
-    arch: ModelArch, plan: Plan, gpu: GPU, batch: int, context: int, offload_fraction: float = 0.0
-) -> PassTime:
+def _decode_cost(r: ResolvedPlan, engine: str, batch: int, context: int) -> PassCost:
+    return decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
+                       decode_kv_read_factor(r.arch, engine))
+
+
+def decode_step(r: ResolvedPlan, batch: int, context: int, offload_fraction: float = 0.0) -> PassTime:
     """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
     served from host memory (see `_offload_time`)."""
-    s = _setup(arch, plan, gpu)
-    cost = decode_cost(arch, s.precision, s.kv_precision, batch, context, decode_kv_read_factor(arch, s.engine))
-    t = _timed(cost, arch, gpu, s, batch, decode=True)
+    s = _setup(r)
+    cost = _decode_cost(r, s.engine, batch, context)
+    t = _timed(cost, r, s, batch, decode=True)
     if offload_fraction > 0:
-        extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, gpu,
-                              plan.hardware.host_memory_bandwidth_gb_s)
+        extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, r.gpu,
+                              r.hardware.host_memory_bandwidth_gb_s)
         return PassTime(t.seconds + extra, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, "offload")
     return t
 
@@ -486,51 +386,49 @@ def llama_cpp_pipeline_speedup(tokens: int, gpus: int) -> float:
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
 
-def prefill_pass(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, prompt: int) -> PassTime:
+def prefill_pass(r: ResolvedPlan, batch: int, prompt: int) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
-    s = _setup(arch, plan, gpu)
-    cost = prefill_cost(arch, s.precision, s.kv_precision, batch, prompt, plan.workload.flash_attention)
-    t = _timed(cost, arch, gpu, s, batch * prompt, decode=False)
+    s = _setup(r)
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention)
+    t = _timed(cost, r, s, batch * prompt, decode=False)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)
     return t
 
 
-def estimate_inference(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
+def estimate_inference(r: ResolvedPlan, memory: Any | None = None) -> Performance:
     """Speed of a static inference batch: prefill/decode tokens/s, TTFT, TPOT and throughput. Serving
     loads are `serving.serving_performance`, training `training_speed.estimate_training`; the one
     entry point for all three is `mlrig.estimators.speed.estimate_performance`."""
-    w = plan.workload
+    w, gpu = r.workload, r.gpu
     b = w.batch_size
     off = _offload_fraction(memory)
     prompt = max(1, w.prompt_tokens)
-    pre = prefill_pass(arch, plan, gpu, b, prompt)
+    pre = prefill_pass(r, b, prompt)
     mid_ctx = max(1, prompt + w.output_tokens // 2)
-    dec = decode_step(arch, plan, gpu, b, mid_ctx, off)
-    s = _setup(arch, plan, gpu)
+    dec = decode_step(r, b, mid_ctx, off)
+    s = _setup(r)
     if off > 0:
-        pre_s = pre.seconds + _offload_time(model_weight_bytes(arch, w.precision) * off, s.engine, gpu,
-                                            plan.hardware.host_memory_bandwidth_gb_s)
+        pre_s = pre.seconds + _offload_time(r.weight_bytes * off, s.engine, gpu, r.hardware.host_memory_bandwidth_gb_s)
     else:
         pre_s = pre.seconds
     decode_tok_s = 1.0 / dec.seconds
     gen_s = w.output_tokens * dec.seconds
     total_s = pre_s + gen_s
     throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
-    per_tok_gb = decode_cost(arch, w.precision, s.kv_precision, 1, mid_ctx,
-                             decode_kv_read_factor(arch, s.engine)).bytes / 1e9
+    per_tok_gb = _decode_cost(r, s.engine, 1, mid_ctx).bytes / 1e9
     eff_bw = bandwidth_efficiency(gpu, s.engine)
-    tp, pp = plan.hardware.tensor_parallel, plan.hardware.pipeline_parallel
+    tp, pp = r.hardware.tensor_parallel, r.hardware.pipeline_parallel
     split = ""
     if tp > 1:
         split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
-    fmt_eff = eff.FORMAT_DECODE_EFF.get(s.engine, eff.FORMAT_DECODE_EFF["default"])[format_family(w.precision)]
+    fmt_eff = eff.FORMAT_DECODE_EFF.get(s.engine, eff.FORMAT_DECODE_EFF["default"])[r.precision.family]
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
-    dequant = f" ({fmt_eff:.0%} of that for {w.precision} weights)" if fmt_eff < 1.0 else ""
+    dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s "
@@ -583,43 +481,43 @@ def speculative_speedup(k: int, acceptance_rate: float, draft_cost_ratio: float)
     return tokens / (k * draft_cost_ratio + 1.0)
 
 
-def draft_cost_ratio(target: ModelArch, draft: ModelArch, plan: Plan, gpu: GPU) -> float:
-    """Cost of one draft decode pass relative to one target pass, as the ratio of bytes each reads
-    per token at batch 1 (weights + KV at the mean context): decode is memory-bound there."""
-    s = _setup(target, plan, gpu)
-    ctx = max(1, plan.workload.prompt_tokens + plan.workload.output_tokens // 2)
-    t = decode_cost(target, s.precision, s.kv_precision, 1, ctx).bytes
-    d = decode_cost(draft, s.precision, s.kv_precision, 1, ctx).bytes
+def draft_cost_ratio(r: ResolvedPlan, draft: ModelArch) -> float:
+    """Cost of one draft decode pass relative to one target pass (the plan's model), as the ratio of
+    bytes each reads per token at batch 1 (weights + KV at the mean context): decode is memory-bound
+    there. The draft runs at the target's precision and KV dtype."""
+    ctx = max(1, r.workload.prompt_tokens + r.workload.output_tokens // 2)
+    t = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, ctx).bytes
+    d = decode_cost(draft, model_weight_bytes(draft, r.precision), r.kv_bytes_per_element, 1, ctx).bytes
     return d / t if t > 0 else 0.0
 
 
-def verify_cost_ratio(arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int) -> float:
+def verify_cost_ratio(r: ResolvedPlan, batch: int, k: int) -> float:
     """Time of the target's verify pass (k + 1 tokens for each of `batch` sequences) relative to a
     plain decode step, from the roofline. ~1 while memory-bound (Leviathan et al.'s assumption);
     it grows towards k + 1 once the batch makes decode compute-bound, which is why speculative
     decoding buys little at high concurrency."""
-    s = _setup(arch, plan, gpu)
-    ctx = max(1, plan.workload.prompt_tokens + plan.workload.output_tokens // 2)
-    step = decode_step(arch, plan, gpu, batch, ctx)
-    one = decode_cost(arch, s.precision, s.kv_precision, batch, ctx, decode_kv_read_factor(arch, s.engine))
+    s = _setup(r)
+    ctx = max(1, r.workload.prompt_tokens + r.workload.output_tokens // 2)
+    step = decode_step(r, batch, ctx)
+    one = _decode_cost(r, s.engine, batch, ctx)
     tokens = batch * (k + 1)
-    weights = model_weight_bytes(arch, s.precision) * read_fraction(arch, tokens)
+    weights = r.weight_bytes * read_fraction(r.arch, tokens)
     cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0)
-    return _timed(cost, arch, gpu, s, tokens, decode=True).seconds / step.seconds
+    return _timed(cost, r, s, tokens, decode=True).seconds / step.seconds
 
 
 def speculative_speedup_at_batch(
-    arch: ModelArch, plan: Plan, gpu: GPU, batch: int, k: int, acceptance_rate: float, draft_ratio: float
+    r: ResolvedPlan, batch: int, k: int, acceptance_rate: float, draft_ratio: float
 ) -> float:
     """Leviathan et al. 2023's speed-up with the verify pass priced by the roofline at `batch`
     concurrent sequences: tokens per step / (k c + v), v = `verify_cost_ratio` (v = 1 gives
     `speculative_speedup`). Can fall below 1: speculation then costs throughput."""
     base = speculative_speedup(k, acceptance_rate, draft_ratio)  # validates the arguments
-    v = verify_cost_ratio(arch, plan, gpu, batch, k)
+    v = verify_cost_ratio(r, batch, k)
     return base * (k * draft_ratio + 1.0) / (k * draft_ratio + v)
 
 
-def cpu_decode_tok_s(arch: ModelArch, precision: str, host_bw_gb_s: float = DEFAULT_HOST_BW_GB_S) -> float:
+def cpu_decode_tok_s(arch: ModelArch, precision: str | Precision, host_bw_gb_s: float = DEFAULT_HOST_BW_GB_S) -> float:
     """CPU-only llama.cpp decode: weights streamed from DRAM at ~65 % of its peak bandwidth."""
     if host_bw_gb_s <= 0 or not math.isfinite(host_bw_gb_s):
         raise MlrigError("host memory bandwidth must be a positive number of GB/s")

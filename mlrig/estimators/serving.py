@@ -54,7 +54,7 @@ from mlrig.results import Performance
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
-    from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.workload import Plan
 
 # Engines' default batch caps (running sequences), when the plan gives no max_num_seqs:
@@ -117,36 +117,35 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     return None
 
 
-def _iteration(arch: ModelArch, plan: Plan, gpu: GPU, n: int, prefill_s_per_token: float) -> tuple[float, str]:
-
-    w = plan.workload
+def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
+    """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
+    w = r.workload
     ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
-    dec = decode_step(arch, plan, gpu, n, ctx)
+    dec = decode_step(r, n, ctx)
     share = w.prompt_tokens / max(1, w.output_tokens)
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
-def wave_ttft_s(arch: ModelArch, plan: Plan, gpu: GPU, m: int, budget: int | None) -> float:
+def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
     lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
     batch and every first token comes at its end; with chunked prefill (FCFS, `budget` tokens per
     iteration) the i-th prompt is done after i prompts' work, (m + 1) / 2 on average."""
 
-    prompt = max(1, plan.workload.prompt_tokens)
-    batch_s = prefill_pass(arch, plan, gpu, m, prompt).seconds
+    prompt = max(1, r.workload.prompt_tokens)
+    batch_s = prefill_pass(r, m, prompt).seconds
     return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
 
 
-def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = None, rate: float | None = None,
+def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
                wave_weight: float = 0.0) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
-
-    w = plan.workload
+    w = r.workload
     prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
-    t_p = prefill_pass(arch, plan, gpu, 1, prompt).seconds / prompt  # s per prompt token
+    t_p = prefill_pass(r, 1, prompt).seconds / prompt  # s per prompt token
     limit = min(x for x in (cap, slots, 10**9) if x is not None)
     limit = max(1, limit)
     saturated = False
@@ -154,14 +153,14 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
         if users is None or users <= 0:
             raise MlrigError("a closed-loop load needs users > 0")
         n = min(users, limit)
-        step, bound = _iteration(arch, plan, gpu, n, t_p)
+        step, bound = _iteration(r, n, t_p)
         lam = n / step / out  # requests/s completed (= arriving, closed loop)
     else:
         # Little's law: running = rate x request duration, solved by fixed-point iteration
         # (duration grows with the batch); capped at the limit.
         n = 1
         for _ in range(50):
-            step, _b = _iteration(arch, plan, gpu, n, t_p)
+            step, _b = _iteration(r, n, t_p)
             want = max(1, math.ceil(rate * (prompt * t_p + out * step)))
             if want >= limit:
                 n = limit
@@ -169,7 +168,7 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
             if want == n:
                 break
             n = want
-        step, bound = _iteration(arch, plan, gpu, n, t_p)
+        step, bound = _iteration(r, n, t_p)
         capacity = n / step / out
         saturated = n >= limit and rate > capacity
         lam = min(rate, capacity)
@@ -181,10 +180,10 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
     wait_prefill = rho / (2.0 * (1.0 - rho)) * service
     if budget is not None and budget > n:
         chunks = math.ceil(prompt / (budget - n))
-        dec_only, _ = _iteration(arch, plan, gpu, n, 0.0)
+        dec_only, _ = _iteration(r, n, 0.0)
         own = service + chunks * dec_only
     else:
-        dec_only, _ = _iteration(arch, plan, gpu, n, 0.0)
+        dec_only, _ = _iteration(r, n, 0.0)
         own = service + dec_only  # the prefill pass, then the iteration that samples the first token
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
@@ -195,18 +194,18 @@ def load_point(arch: ModelArch, plan: Plan, gpu: GPU, *, users: int | None = Non
     if wave_weight > 0 and not saturated:
         # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
         # into the steady state above; the wave's later members past the cap also wait for slots.
-        wave = wave_ttft_s(arch, plan, gpu, n, budget) + slot_wait
+        wave = wave_ttft_s(r, n, budget) + slot_wait
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
         queue = ttft - own
     return LoadPoint(running=n, step_s=step, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
 
-def serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None) -> Performance:
+def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     """A serving load (`workload.load` = concurrency | offline | rate) through `load_point`:
     throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/py)."""
-    w = plan.workload
-    s = _setup(arch, plan, gpu)
+    plan, gpu, w = r.plan, r.gpu, r.workload
+    s = _setup(r)
     from mlrig.estimators.engines import vllm_v1
 
     v1 = vllm_v1(w.engine_version)
@@ -223,22 +222,21 @@ def serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | Non
                                                                 if (cap or slots) else w.batch_size))
         limit = min(x for x in (cap, slots, users) if x is not None)
         if users <= limit:  # one wave: every request starts together, as a static batch
-            perf = estimate_inference(arch, plan.model_copy(update={"workload": w.model_copy(
-                update={"load": "static", "batch_size": users})}), gpu, memory)
+            perf = estimate_inference(r.varied(load="static", batch_size=users), memory)
             thr = perf.throughput_tok_s or 0.0
             out_tok = max(1, w.output_tokens)
             return perf.model_copy(update={
                 "requests_per_s": thr / out_tok,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
-        pt = load_point(arch, plan, gpu, users=limit, slots=slots, cap=cap, budget=budget)
+        pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
     elif w.load == "rate":
-        pt = load_point(arch, plan, gpu, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
         users = w.batch_size
         wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
-        pt = load_point(arch, plan, gpu, users=users, slots=slots, cap=cap, budget=budget,
+        pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget,
                                 wave_weight=wave)
-    single = decode_step(arch, plan, gpu, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
+    single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
     total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
     capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
     expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
@@ -262,7 +260,7 @@ def serving_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | Non
 
 
 def serving_curve(
-    arch: ModelArch, plan: Plan, gpu: GPU, concurrencies: list[int], kv_capacity_tokens: int | None = None
+    r: ResolvedPlan, concurrencies: list[int], kv_capacity_tokens: int | None = None
 ) -> list[ServingPoint]:
     """Continuous batching at each concurrency `c` (a closed loop of c users): the same steady state
     as `mlrig plan --load concurrency` (`load_point`; Orca / vLLM / Sarathi-Serve, see
@@ -272,18 +270,18 @@ def serving_curve(
     queue and a free slot."""
     from mlrig.estimators.engines import vllm_v1
 
-    w = plan.workload
-    s = _setup(arch, plan, gpu)
+    w = r.workload
+    s = _setup(r)
     v1 = vllm_v1(w.engine_version)
-    cap = batch_cap(plan, s.engine, gpu, v1)
-    budget = prefill_budget(plan, s.engine, gpu, v1)
+    cap = batch_cap(r.plan, s.engine, r.gpu, v1)
+    budget = prefill_budget(r.plan, s.engine, r.gpu, v1)
     slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
             raise MlrigError(f"concurrency must be > 0, got {c}")
         fits = slots is None or c * w.context <= (kv_capacity_tokens or 0)
-        pt = load_point(arch, plan, gpu, users=c, slots=slots, cap=cap, budget=budget)
+        pt = load_point(r, users=c, slots=slots, cap=cap, budget=budget)
         out.append(
             ServingPoint(
                 concurrency=c,
@@ -299,9 +297,7 @@ def serving_curve(
 
 
 def max_concurrency_for_latency(
-    arch: ModelArch,
-    plan: Plan,
-    gpu: GPU,
+    r: ResolvedPlan,
     min_tok_s_per_user: float,
     kv_capacity_tokens: int | None = None,
     limit: int = 4096,
@@ -316,7 +312,7 @@ def max_concurrency_for_latency(
         raise MlrigError("max_ttft_ms must be > 0")
 
     def ok(c: int) -> bool:
-        p = serving_curve(arch, plan, gpu, [c], kv_capacity_tokens)[0]
+        p = serving_curve(r, [c], kv_capacity_tokens)[0]
         return p.fits and p.tok_s_per_user >= min_tok_s_per_user and (max_ttft_ms is None or p.ttft_ms <= max_ttft_ms)
 
     return largest_true(ok, 1, limit)
@@ -335,9 +331,7 @@ class ConcurrencyLimits(BaseModel):
 
 
 def concurrency_limits(
-    arch: ModelArch,
-    plan: Plan,
-    gpu: GPU,
+    r: ResolvedPlan,
     min_tok_s_per_user: float,
     kv_capacity_tokens: int | None = None,
     max_ttft_ms: float | None = None,
@@ -345,11 +339,11 @@ def concurrency_limits(
 ) -> ConcurrencyLimits:
     """`max_concurrency_for_latency`, split by limit so a report can name the one that binds (the
     smallest; ties go to the latency target, since buying memory would not help)."""
-    speed = max_concurrency_for_latency(arch, plan, gpu, min_tok_s_per_user, None, limit)
+    speed = max_concurrency_for_latency(r, min_tok_s_per_user, None, limit)
     ttft = None
     if max_ttft_ms is not None:
-        ttft = largest_true(lambda c: serving_curve(arch, plan, gpu, [c])[0].ttft_ms <= max_ttft_ms, 1, limit)
-    kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, plan.workload.context)
+        ttft = largest_true(lambda c: serving_curve(r, [c])[0].ttft_ms <= max_ttft_ms, 1, limit)
+    kv = None if kv_capacity_tokens is None else kv_capacity_tokens // max(1, r.workload.context)
     candidates = [("tok/s per user", speed), ("TTFT", ttft), ("KV cache capacity", kv)]
     name, best = min(((n, v) for n, v in candidates if v is not None), key=lambda nv: nv[1])
     if best >= limit:

@@ -7,24 +7,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mlrig.catalog.gpus import GPU
-    from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.results import Performance
-    from mlrig.workload import Plan
 
 
-def estimate_performance(arch: ModelArch, plan: Plan, gpu: GPU, memory: Any | None = None) -> Performance:
+def estimate_performance(r: ResolvedPlan, memory: Any | None = None) -> Performance:
     """Speed of the plan's workload: training tasks by `training_speed.estimate_training`; inference
     under a serving load (`workload.load` concurrency | offline | rate) by
     `serving.serving_performance`; a static batch by `performance.estimate_inference`."""
-    if plan.workload.task != "inference":
+    if r.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training
 
-        return estimate_training(arch, plan, gpu)
-    if plan.workload.load != "static":
+        return estimate_training(r)
+    if r.workload.load != "static":
         from mlrig.estimators.serving import serving_performance
 
-        return serving_performance(arch, plan, gpu, memory)
+        return serving_performance(r, memory)
     from mlrig.estimators.performance import estimate_inference
 
-    return estimate_inference(arch, plan, gpu, memory)
+    return estimate_inference(r, memory)

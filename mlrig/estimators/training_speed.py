@@ -20,6 +20,8 @@ from mlrig.results import Performance, TrainingRun
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.resolved import ResolvedPlan
+    from mlrig.quant import Precision
     from mlrig.workload import Plan
 
 
@@ -45,22 +47,19 @@ def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: 
     return peak_tflops * (power_limit_w / tdp_w) ** (1.0 / 3.0)
 
 
-def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[float, float, str]:
+def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> tuple[float, float, str]:
     """(peak for the linear GEMMs, peak for attention and the rest, label), TFLOPS. FP8 training runs
     only the linear layers' GEMMs in FP8 (Transformer Engine `fp8_autocast`; torchao float8 converts
     nn.Linear only): attention, norms and the optimizer stay bf16/fp32. FP32 training runs at the
     non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
     (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), and a V100 has no TF32."""
-    from mlrig.quant import normalise_precision
-
-    p = normalise_precision(precision)
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
     if not bf16:
         raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
-    if p == "fp8":
+    if precision.name == "fp8":
         linear = gpu.tensor_tflops("fp8") or bf16
         label = "FP8 linear GEMMs"
-    elif _is_fp32(p):
+    elif precision.compute == "fp32":
         bf16 = linear = gpu.fp32_tflops or bf16
         label = "FP32 (no tensor cores)"
     else:
@@ -70,17 +69,7 @@ def _train_peak(gpu: GPU, precision: str, power_limit_w: float | None) -> tuple[
     return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
 
 
-def _is_fp32(precision: str) -> bool:
-    """Whether training computes in fp32 (no tensor cores, see `_train_peak`)."""
-    from mlrig.quant import compute_dtype
-
-    try:
-        return compute_dtype(precision) == "fp32"
-    except MlrigError:
-        return False
-
-
-def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
+def estimate_training(r: ResolvedPlan) -> Performance:
     """Training step time, throughput and MFU of the plan, from the parts of a step:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
@@ -100,16 +89,18 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
-    from mlrig.estimators.hardware import gpu_memory_class
+    from mlrig import quant
 
+    arch, plan, gpu = r.arch, r.plan, r.gpu
     tr = plan.training
     assert tr is not None
     w, hw = plan.workload, plan.hardware
     seq = tr.seq_len or w.context
-    peak_lin, peak_bf16, dtype_label = _train_peak(gpu, w.precision, hw.power_limit_w)
+    fp8 = r.precision.name == "fp8"
+    peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
     n = float(pb.active)
-    mclass = gpu_memory_class(gpu)
+    mclass = r.memory_class
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel, tr.expert_parallel
     gpus = hw.total_gpus
     dp = max(1, gpus // (tp * pp * cp))
@@ -128,7 +119,7 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
     passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
     ew_bytes = passes * (2 * h + inter) * 2.0 * layers
     tokens_per_rank_step = seq * w.batch_size  # one micro-batch per data-parallel rank
-    if normalise_precision_fp8(w.precision):
+    if fp8:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
         # write 1 B, three times per micro-batch, spread over its tokens
         ew_bytes += 3 * 3.0 * n / tokens_per_rank_step
@@ -157,17 +148,19 @@ def estimate_training(arch: ModelArch, plan: Plan, gpu: GPU) -> Performance:
         tp_s = ar_bytes * gbt / dp / cp / (link.bandwidth_gb_s * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
     ep_s = 0.0
     if ep > 1 and arch.is_moe:
-        link_ep = _dp_link(plan, gpu)
+        link_ep = _dp_link(r)
         a2a = 4 * arch.experts_per_token * h * 2.0 * (ep - 1) / ep * arch.num_moe_layers / pp
         ep_s = a2a * gbt / dp / cp / tp / (link_ep[0] * 1e9)
     bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = busy * bubble / (1.0 - bubble) if bubble > 0 else 0.0
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + eff.TRAIN_MICROBATCH_OVERHEAD_S * micro
-    stored = "nf4" if tr.method == "qlora" else ("bf16" if normalise_precision_fp8(w.precision) else w.precision)
-    comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(plan, gpu),
+    # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
+    stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
+    stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
+    comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(r),
                                   zero_stage=tr.zero_stage, overlap=DP_OVERLAP,
-                                  param_bytes=_stored_weight_bytes(arch, stored) / (tp * pp), hide_s=busy)
+                                  param_bytes=stored_bytes / (tp * pp), hide_s=busy)
     offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
@@ -215,13 +208,6 @@ def attention_efficiency(gpu: GPU) -> float:
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
 
 
-def normalise_precision_fp8(precision: str) -> bool:
-    """Whether the precision is an FP8 spelling ("fp8", "e4m3", "FP8", ...)."""
-    from mlrig.quant import normalise_precision
-
-    return normalise_precision(precision) == "fp8"
-
-
 # AdamW's step per trainable parameter: reads weight (2), gradient (2), fp32 master (4) and two fp32
 # moments (8) = 16 B, writes master, moments and the bf16 weight = 14 B (fused/foreach kernels are
 # bandwidth bound: Rajbhandari et al. 2020 ZeRO sec. 3; the brief's 16-18 B/param/step counts reads).
@@ -253,11 +239,11 @@ def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
     return float(lora_params(arch, rank, targets))
 
 
-def _dp_link(plan: Plan, gpu: GPU) -> tuple[float, float]:
-    """(GB/s per direction, latency us) of the data-parallel links (`performance.plan_link`)."""
+def _dp_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s per direction, latency us) of the data-parallel links (`hardware.plan_link`)."""
     from mlrig.estimators.hardware import plan_link
 
-    link = plan_link(plan, gpu)
+    link = r.link or plan_link(r.plan, r.gpu)
     return link.bandwidth_gb_s, link.latency_us
 
 
@@ -302,7 +288,7 @@ def tokenised_bytes_per_token(vocab_size: int) -> float:
     return 2.0 if vocab_size <= 65_536 else 4.0
 
 
-def estimate_training_run(arch: ModelArch, plan: Plan, perf: Performance) -> TrainingRun:
+def estimate_training_run(r: ResolvedPlan, perf: Performance) -> TrainingRun:
     """Data, checkpoints and failures for the plan's training run, at the speed in `perf`.
 
     Data: tokens/s x bytes per token against the storage's throughput. Checkpoint: the trainable
@@ -310,6 +296,7 @@ def estimate_training_run(arch: ModelArch, plan: Plan, perf: Performance) -> Tra
     Interval: Young/Daly for the job's MTBF, whose expected cost (writing plus redoing the work
     lost at a failure) is about sqrt(2 x write time / MTBF) of the run (Daly 2006, first order). The
     time to restart a job after a failure (scheduling, loading the checkpoint) is not included."""
+    arch, plan = r.arch, r.plan
     tr, hw = plan.training, plan.hardware
     assert tr is not None and perf.train_tokens_per_s is not None
     notes: list[str] = []
@@ -412,18 +399,6 @@ def data_parallel_comm_s(
         volume = 2.0 * (ranks - 1) / ranks * grad_bytes
     t = volume / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
     return t - min(overlap * t, hide_s)
-
-
-def _stored_weight_bytes(arch: ModelArch, precision: str) -> float:
-    """Bytes of the weights as the data-parallel ranks hold and gather them (quant.weight_bytes); an
-    integer GGUF-style format cannot be trained, so it counts as bf16."""
-    from mlrig import quant
-    from mlrig.errors import MlrigError
-
-    try:
-        return float(quant.weight_bytes(arch, precision))
-    except MlrigError:
-        return float(quant.weight_bytes(arch, "bf16"))
 
 
 def pipeline_bubble(stages: int, microbatches: int) -> float:

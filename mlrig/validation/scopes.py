@@ -77,7 +77,7 @@ def plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
     if plan.workload.task != "inference":
         method = plan.training.method if plan.training is not None else "full"
         return f"training-{method}", mclass
-    from mlrig.estimators.performance import engine_family
+    from mlrig.estimators.engines import engine_family
 
     family = engine_family(plan.workload.engine, plan.workload.precision or "", gpu)
     base = family.split("-20")[0]  # "llama.cpp-2024", "trt-llm-2023": dated builds of one family

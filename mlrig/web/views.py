@@ -18,6 +18,7 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     """Ceilings (datasheet peak TFLOPS for the GEMM dtype, memory GB/s) and the prefill and decode passes
     as (arithmetic intensity FLOP/byte, attained TFLOPS per GPU). None for training or without figures."""
     from mlrig.estimators import performance as perf
+    from mlrig.estimators.resolved import resolve
     from mlrig.planner import parse_plan, resolve_arch, resolve_hardware, with_defaults
 
     speed = result.get("performance") or {}
@@ -30,15 +31,15 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     gpu = resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
     w = p.workload
-    engine = perf.engine_family(w.engine, w.precision, gpu)
-    kvp = w.kv_cache_precision or perf.default_kv_precision(w.precision)
-    peak = perf.peak_tflops(gpu, perf.gemm_dtype(w.precision, engine), engine)
+    r = resolve(arch, p, gpu)
+    engine = r.engine or ""
+    peak = perf.peak_tflops(gpu, r.precision.gemm_dtype(engine), engine)
     if not peak:
         return None
     tp = p.hardware.tensor_parallel
     b, prompt = w.batch_size, max(1, w.prompt_tokens)
-    pre = perf.prefill_cost(arch, w.precision, kvp, b, prompt, w.flash_attention)
-    dec = perf.decode_cost(arch, w.precision, kvp, b, max(1, prompt + w.output_tokens // 2),
+    pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention)
+    dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, max(1, prompt + w.output_tokens // 2),
                            perf.decode_kv_read_factor(arch, engine))
     points = []
     for name, cost, seconds in (("prefill", pre, speed["ttft_ms"] / 1e3), ("decode", dec, 1.0 / speed["decode_tok_s"])):
