@@ -10,7 +10,8 @@ estimators all build on it.
 
 from __future__ import annotations
 
-from typing import Literal
+from operator import attrgetter
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -127,8 +128,18 @@ class ModelArch(BaseModel):
         return self.num_layers + self.num_encoder_layers
 
     def params(self) -> ParamBreakdown:
-        """Parameter counts per component; see `mlrig.catalog.params.param_breakdown`."""
-        return param_breakdown(self)
+        """Parameter counts per component; see `mlrig.catalog.params.param_breakdown`.
+
+        Computed once per shape: the result is cached under the values of every field (but the two
+        unhashable ones, which the count does not read), so an arch changed in place or copied with
+        changed fields is counted afresh."""
+        key = (type(self), _shape_key(self))
+        found = _PARAMS_CACHE.get(key)
+        if found is None:
+            if len(_PARAMS_CACHE) >= _PARAMS_CACHE_MAX:
+                _PARAMS_CACHE.clear()
+            found = _PARAMS_CACHE[key] = param_breakdown(self)
+        return found
 
     @property
     def total_params(self) -> int:
@@ -159,6 +170,14 @@ class ModelArch(BaseModel):
         elif self.num_sliding_layers:
             held += self.num_sliding_layers
         return per_layer * held
+
+
+# `ModelArch.params` cache: (class, field values) -> breakdown (ParamBreakdown is frozen, so shared).
+# The fields left out of the key hold lists/dicts (unhashable) and are not read by `param_breakdown`.
+PARAMS_KEY_EXCLUDED = ("notes", "weight_bytes_by_dtype")
+_shape_key = attrgetter(*(n for n in ModelArch.model_fields if n not in PARAMS_KEY_EXCLUDED))
+_PARAMS_CACHE: dict[tuple[type, Any], ParamBreakdown] = {}
+_PARAMS_CACHE_MAX = 4096
 
 
 def validation_message(exc: ValueError) -> str:

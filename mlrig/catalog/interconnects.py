@@ -37,12 +37,28 @@ def _key(s: str) -> str:
     return "".join(c for c in s.lower() if c.isalnum())
 
 
-def resolve_interconnect(name: str) -> Interconnect:
-    """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry."""
-    k = _key(name)
+@lru_cache(maxsize=1)
+def _index() -> dict[str, Interconnect]:
+    """Normalised id, name and alias -> entry, built once. Where two entries share a spelling the
+    first in catalog order keeps it, as the former scan of the catalog did."""
+    index: dict[str, Interconnect] = {}
     for link in load_interconnects():
-        if k == _key(link.id) or k == _key(link.name) or k in (_key(a) for a in link.aliases):
-            return link
+        for spelling in (link.id, link.name, *link.aliases):
+            index.setdefault(_key(spelling), link)
+    return index
+
+
+@lru_cache(maxsize=512)
+def _lookup(name: str) -> Interconnect | None:
+    return _index().get(_key(name))
+
+
+def resolve_interconnect(name: str) -> Interconnect:
+    """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry (the catalog's
+    own object, as before: callers copy it to change it, see `default_link`)."""
+    link = _lookup(name)
+    if link is not None:
+        return link
     names = [x.id for x in load_interconnects()]
     raise UnknownNameError("interconnect", name, closest(name.lower(), names), "see mlrig/data/interconnects.json")
 
