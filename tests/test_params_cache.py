@@ -84,3 +84,29 @@ def test_fields_left_out_of_the_key_are_not_read_by_the_count() -> None:
     for name in PARAMS_KEY_EXCLUDED:
         arch.__dict__[name] = _Untouchable()
     assert param_breakdown(arch) == expected
+
+
+@pytest.mark.parametrize("path", CATALOG[::2], ids=lambda p: p.stem)
+def test_detached_copy_is_a_deep_copy(path: Path) -> None:
+    """`detached_copy` (what `resolve_model` hands out) equals `model_copy(deep=True)` and shares no
+    container with the catalog's object."""
+    arch = _arch(path)
+    arch.notes.append("a note")
+    arch.weight_bytes_by_dtype = {"BF16": 123}
+    deep, twin = arch.model_copy(deep=True), arch.detached_copy()
+    assert twin == deep and twin.model_fields_set == deep.model_fields_set
+    assert twin.model_dump() == deep.model_dump()
+    twin.notes.append("only the copy")
+    twin.weight_bytes_by_dtype["F32"] = 1
+    assert arch.notes[-1] == "a note" and "F32" not in arch.weight_bytes_by_dtype
+    twin.model_fields_set.add("name")
+    assert "name" not in arch.model_fields_set or "name" in deep.model_fields_set
+
+
+def test_detached_copy_copies_nested_containers() -> None:
+    arch = ModelArch(**LLAMA_8B)
+    nested: list[Any] = [["inner"]]
+    arch.__dict__["notes"] = nested
+    twin = arch.detached_copy()
+    twin.notes[0].append("changed")
+    assert nested == [["inner"]]

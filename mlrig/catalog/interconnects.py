@@ -73,15 +73,21 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
-        base = resolve_interconnect("nvlink4")
-        return base.model_copy(
-            update={
-                "id": f"nvlink-{nvlink_gb_s:g}",
-                "name": f"NVLink ({nvlink_gb_s:g} GB/s)",
-                "bandwidth_gb_s": nvlink_gb_s,
-            }
-        )
+        return _nvlink_at(nvlink_gb_s)
     return pcie_x16_link(pcie_gen)
+
+
+@lru_cache(maxsize=64)
+def _nvlink_at(nvlink_gb_s: float) -> Interconnect:
+    """NVLink 4's entry at the card's own NVLink bandwidth (one object per bandwidth, shared like
+    the catalog's own entries)."""
+    return resolve_interconnect("nvlink4").model_copy(
+        update={
+            "id": f"nvlink-{nvlink_gb_s:g}",
+            "name": f"NVLink ({nvlink_gb_s:g} GB/s)",
+            "bandwidth_gb_s": nvlink_gb_s,
+        }
+    )
 
 
 def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
