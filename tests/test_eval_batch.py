@@ -215,6 +215,33 @@ def test_result_for_line_never_raises_on_odd_values() -> None:
         assert out["error"] and "internal error" not in out["error"], (raw, out["error"])
 
 
+
+def test_strict_json_check_agrees_with_the_walk() -> None:
+    """`result_for_line` skips the `json_ready` walk when the C encoder finds nothing to replace; that
+    must be exactly when the walk would change nothing (NaN and infinities, however deep, take the walk)."""
+    from mlrig.batch import _strict_json, json_ready
+
+    plain = [{"a": 1.5, "b": [1, "x", None, True, {"c": -0.0, "d": 1e308}]}, [], {}, "s", 3, 2.5, None]
+    for obj in plain:
+        assert _strict_json(obj) and json_ready(obj) == obj
+    odd = [float("nan"), {"a": [{"b": float("inf")}]}, [1.0, float("-inf")], {"x": {"y": [[float("nan")]]}}]
+    for obj in odd:
+        assert not _strict_json(obj)
+        assert "NaN" not in json.dumps(json_ready(obj)) and "Infinity" not in json.dumps(json_ready(obj))
+    assert not _strict_json({"a": object()})  # not JSON at all: the walk decides, as before
+
+
+def test_results_are_strict_json_from_a_whole_file() -> None:
+    """A batch of ordinary plans gives results the encoder accepts with allow_nan=False."""
+    lines = [json.dumps({"id": i, "model": m, "hardware": {"gpu": g}, "workload": {"precision": q}})
+             for i, (m, g, q) in enumerate([("llama-3.1-8b", "RTX 4090", "q4_k_m"), ("qwen2.5-32b", "H100 SXM", "fp8"),
+                                            ("mistral-7b", "A100 80GB", "bf16")])]
+    for n, raw in enumerate(lines, 1):
+        out = result_for_line(raw.encode(), n)
+        assert out["error"] is None and out["id"] == n - 1
+        json.dumps(out, allow_nan=False)
+
+
 # ---- signals ----
 
 def _sigint_default() -> None:

@@ -174,3 +174,16 @@ def test_cpu_only_host_plans_on_ddr_with_llama_cpp() -> None:
     epyc = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"},
                      "hardware": {"gpu": "EPYC 9654"}})
     assert epyc.performance is not None and epyc.performance.decode_tok_s > 3 * res.performance.decode_tok_s
+
+
+def test_user_catalog_path_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The path is cached per (XDG_CONFIG_HOME, HOME): a changed environment gives the new path."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "a"))
+    assert user_gpus_path() == tmp_path / "a" / "mlrig" / "gpus.toml"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "b"))
+    assert user_gpus_path() == tmp_path / "b" / "mlrig" / "gpus.toml"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_gpus_path() == tmp_path / "home" / ".config" / "mlrig" / "gpus.toml"
+    monkeypatch.setenv("HOME", str(tmp_path / "home2"))
+    assert user_gpus_path() == tmp_path / "home2" / ".config" / "mlrig" / "gpus.toml"

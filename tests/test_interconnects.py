@@ -38,3 +38,34 @@ def test_default_link_and_ring_allreduce() -> None:
                                          (None, "pcie4-x16"), (2, "pcie4-x16"), (6, "pcie4-x16")])
 def test_pcie_x16_link_falls_back_to_gen4(gen: int | None, link_id: str) -> None:
     assert pcie_x16_link(gen).id == link_id
+
+
+def _scan(name: str) -> object:
+    """The lookup as it was before the index: normalise and scan the catalog in order, first match."""
+    def key(s: str) -> str:
+        return "".join(c for c in s.lower() if c.isalnum())
+
+    k = key(name)
+    for link in load_interconnects():
+        if k == key(link.id) or k == key(link.name) or k in [key(a) for a in link.aliases]:
+            return link
+    return None
+
+
+def test_indexed_lookup_finds_what_a_scan_of_the_catalog_finds() -> None:
+    """Every spelling in the catalog (id, name, alias), re-spelt in case and punctuation, and some
+    that match nothing: the indexed lookup returns the very entry the ordered scan returns."""
+    spellings: list[str] = []
+    for link in load_interconnects():
+        for s in (link.id, link.name, *link.aliases):
+            spellings += [s, s.upper(), s.replace("-", " "), f" {s}. ", s.replace(".", "")]
+    spellings += ["pcie 4", "PCIe4.0x16", "nv-link", "", "---", "carrier-pigeon", "pcie9-x16"]
+    assert len(spellings) > 100
+    for s in spellings:
+        expected = _scan(s)
+        if expected is None:
+            with pytest.raises(MlrigError):
+                resolve_interconnect(s)
+        else:
+            assert resolve_interconnect(s) is expected, s
+            assert resolve_interconnect(s) is expected, s  # and again, from the cache

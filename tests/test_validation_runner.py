@@ -118,3 +118,29 @@ def test_validate_cli_fits_80_columns_and_json(checked) -> None:  # type: ignore
     assert {s["figure"] for s in out["scopes"]} <= memory_figures
     assert out["rows_predicted"] == sum(1 for c in checked if c.predicted is not None
                                         and c.figure in memory_figures)
+
+
+def test_packaged_table_answers_are_memoised_faithfully(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no table given, answers are worked out once per scope: they equal the uncached answer
+    from the same table for every scope (and for scopes the table lacks), each call gets its own
+    object, and a new packaged table (after `mlrig validate --write`) is not answered from the old."""
+    from mlrig.validation import scopes as sc
+
+    shipped = scope_table()
+    assert shipped
+    figures = {r.figure for r in shipped.values()} | {"kv_cache_capacity_tokens", "no_such_figure"}
+    engines = {r.engine for r in shipped.values()} | {"no-such-engine", "training-qlora"}
+    classes = {r.memory_class for r in shipped.values()} | {"host", "nowhere"}
+    for figure in figures:
+        for engine in engines:
+            for mclass in classes:
+                expected = figure_validation(figure, engine, mclass, dict(shipped))  # uncached path
+                for _ in range(2):
+                    got = figure_validation(figure, engine, mclass)
+                    assert got == expected, (figure, engine, mclass)
+    assert figure_validation("decode_tok_s", "vllm", "hbm") is not figure_validation("decode_tok_s", "vllm", "hbm")
+    replaced = {r.key: r for r in [_rec("decode_tok_s", "vllm", "hbm", 50, 0.01, 0.02)]}
+    monkeypatch.setattr(sc, "scope_table", lambda: replaced)
+    v = figure_validation("decode_tok_s", "vllm", "hbm")
+    assert v.validated and v.rows == 50 and v.p90_error == 0.02
+    assert not figure_validation("decode_tok_s", "llama.cpp", "gddr").validated

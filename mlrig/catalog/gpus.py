@@ -445,16 +445,25 @@ def resolve_plan_hardware(hw: HardwareSpec) -> GPU:
 def user_gpus_path() -> Path:
     """The user's catalog additions: $XDG_CONFIG_HOME/mlrig/gpus.toml (default ~/.config/mlrig/gpus.toml),
     where prices.toml lives too."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return _user_gpus_path_for(os.environ.get("XDG_CONFIG_HOME"), os.environ.get("HOME"))
+
+
+@lru_cache(maxsize=8)
+def _user_gpus_path_for(xdg_config_home: str | None, home: str | None) -> Path:
+    """The path for these environment values (`Path.home()` reads HOME; asked on every plan)."""
+    base = xdg_config_home or str(Path.home() / ".config")
     return Path(base) / "mlrig" / "gpus.toml"
 
 
 def _user_file_signature() -> tuple[str, int, int] | None:
+    """(path, mtime, size) of the user's gpus.toml, None without one: looked at on every resolution,
+    so an edit is seen by the next plan (the path built once per call, one stat)."""
+    path = str(user_gpus_path())
     try:
-        st = user_gpus_path().stat()
+        st = os.stat(path)
     except OSError:
         return None
-    return (str(user_gpus_path()), st.st_mtime_ns, st.st_size)
+    return (path, st.st_mtime_ns, st.st_size)
 
 
 _USER_EXTRA_KEYS = ("base", "aliases", "source", "vendor", "id")

@@ -37,12 +37,28 @@ def _key(s: str) -> str:
     return "".join(c for c in s.lower() if c.isalnum())
 
 
-def resolve_interconnect(name: str) -> Interconnect:
-    """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry."""
-    k = _key(name)
+@lru_cache(maxsize=1)
+def _index() -> dict[str, Interconnect]:
+    """Normalised id, name and alias -> entry, built once. Where two entries share a spelling the
+    first in catalog order keeps it, as the former scan of the catalog did."""
+    index: dict[str, Interconnect] = {}
     for link in load_interconnects():
-        if k == _key(link.id) or k == _key(link.name) or k in (_key(a) for a in link.aliases):
-            return link
+        for spelling in (link.id, link.name, *link.aliases):
+            index.setdefault(_key(spelling), link)
+    return index
+
+
+@lru_cache(maxsize=512)
+def _lookup(name: str) -> Interconnect | None:
+    return _index().get(_key(name))
+
+
+def resolve_interconnect(name: str) -> Interconnect:
+    """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry (the catalog's
+    own object, as before: callers copy it to change it, see `default_link`)."""
+    link = _lookup(name)
+    if link is not None:
+        return link
     names = [x.id for x in load_interconnects()]
     raise UnknownNameError("interconnect", name, closest(name.lower(), names), "see mlrig/data/interconnects.json")
 
@@ -57,15 +73,21 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
-        base = resolve_interconnect("nvlink4")
-        return base.model_copy(
-            update={
-                "id": f"nvlink-{nvlink_gb_s:g}",
-                "name": f"NVLink ({nvlink_gb_s:g} GB/s)",
-                "bandwidth_gb_s": nvlink_gb_s,
-            }
-        )
+        return _nvlink_at(nvlink_gb_s)
     return pcie_x16_link(pcie_gen)
+
+
+@lru_cache(maxsize=64)
+def _nvlink_at(nvlink_gb_s: float) -> Interconnect:
+    """NVLink 4's entry at the card's own NVLink bandwidth (one object per bandwidth, shared like
+    the catalog's own entries)."""
+    return resolve_interconnect("nvlink4").model_copy(
+        update={
+            "id": f"nvlink-{nvlink_gb_s:g}",
+            "name": f"NVLink ({nvlink_gb_s:g} GB/s)",
+            "bandwidth_gb_s": nvlink_gb_s,
+        }
+    )
 
 
 def pcie_x16_link(pcie_gen: int | None) -> Interconnect:

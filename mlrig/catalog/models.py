@@ -137,7 +137,7 @@ def _catalog() -> tuple[ModelArch, ...]:
 
 def load_model_catalog() -> list[ModelArch]:
     """All built-in models (copies: callers may modify them)."""
-    return [a.model_copy(deep=True) for a in _catalog()]
+    return [a.detached_copy() for a in _catalog()]
 
 
 def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
@@ -237,7 +237,7 @@ def _from_repo_name(name: str) -> ModelArch | None:
     arch, _ = _lookup(base)
     if arch is None:
         return None
-    arch = arch.model_copy(deep=True)
+    arch = arch.detached_copy()
     arch.weight_format = precision
     arch.notes.append(f"{name!r} read as a {what} of {arch.hf_id or arch.id} (catalog architecture, offline): "
                       f"weights {precision}, sized from the architecture, not from the files")
@@ -265,7 +265,7 @@ def resolve_model(name_or_path: str) -> ModelArch:
         return load_model_path(p)
     arch, note = _lookup(name)
     if arch is not None:
-        arch = arch.model_copy(deep=True)
+        arch = arch.detached_copy()
         if note:
             arch.notes.append(note)
         return arch

@@ -109,18 +109,40 @@ def _nearest(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord
     return None
 
 
-def figure_validation(figure: str, engine: str, mclass: str,
-                      table: dict[str, ScopeRecord] | None = None) -> FigureValidation:
-    table = scope_table() if table is None else table
+def _validation_fields(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord]) -> dict[str, Any]:
     rec = table.get(scope_key(figure, engine, mclass))
     label = scope_label(figure, engine, mclass)
     if rec is not None and rec.rows >= MIN_ROWS:
-        return FigureValidation(validated=True, scope=label, rows=rec.rows, median_error=rec.median_error,
-                                p90_error=rec.p90_error)
+        return dict(validated=True, scope=label, rows=rec.rows, median_error=rec.median_error,
+                    p90_error=rec.p90_error)
     near = _nearest(figure, engine, mclass, table)
-    return FigureValidation(validated=False, scope=label, rows=rec.rows if rec else 0,
-                            nearest=near.label if near else None,
-                            nearest_p90_error=near.p90_error if near else None)
+    return dict(validated=False, scope=label, rows=rec.rows if rec else 0,
+                nearest=near.label if near else None,
+                nearest_p90_error=near.p90_error if near else None)
+
+
+# (the packaged table, {(figure, engine, memory class): FigureValidation fields}): every plan of a
+# batch asks the same few questions of the same table. Rebuilt when `scope_table()` gives another
+# table (`mlrig validate --write` clears its cache); the table is held, so its identity is safe.
+_MEMO: tuple[dict[str, ScopeRecord], dict[tuple[str, str, str], dict[str, Any]]] | None = None
+
+
+def figure_validation(figure: str, engine: str, mclass: str,
+                      table: dict[str, ScopeRecord] | None = None) -> FigureValidation:
+    """The figure's validation object: its scope's record, or "not validated" and the nearest scope.
+    With the packaged table (no `table` given) the answer is worked out once per scope; every call
+    still returns a new object."""
+    global _MEMO
+    if table is not None:
+        return FigureValidation(**_validation_fields(figure, engine, mclass, table))
+    shipped = scope_table()
+    if _MEMO is None or _MEMO[0] is not shipped:
+        _MEMO = (shipped, {})
+    key = (figure, engine, mclass)
+    fields = _MEMO[1].get(key)
+    if fields is None:
+        fields = _MEMO[1][key] = _validation_fields(figure, engine, mclass, shipped)
+    return FigureValidation(**fields)
 
 
 def validation_for(result: PlanResult, plan: Plan, gpu: GPU) -> dict[str, FigureValidation]:
