@@ -510,3 +510,21 @@ def weight_bytes(arch: ModelArch, precision: str | Precision | None = None) -> i
         return arch.weight_bytes
     bits = sum(weight_bits_by_component(arch, _requested(precision) or native_precision(arch)).values())
     return round(bits / 8)
+
+
+def weight_bytes_by_component(
+    arch: ModelArch, precision: str | Precision | None = None
+) -> tuple[int, dict[str, float]]:
+    """(`weight_bytes`, the bytes of each component of `weight_bits_by_component`), the components scaled
+    to sum to the exact file bytes when the architecture came from a weights file in that format."""
+    bits = weight_bits_by_component(arch, _requested(precision) or native_precision(arch))
+    parts = {k: v / 8 for k, v in bits.items()}
+    if _matches_file(arch, precision):
+        assert arch.weight_bytes is not None
+        exact = arch.weight_bytes
+    else:
+        exact = round(sum(bits.values()) / 8)
+    total = sum(parts.values())
+    if total > 0 and abs(exact - total) > 1:
+        parts = {k: v * exact / total for k, v in parts.items()}
+    return exact, parts

@@ -9,7 +9,7 @@ mlrig/data/calibration are in `Calibration` below, each with the rows that justi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
@@ -97,23 +97,17 @@ class MemoryEstimate(BaseModel):
 # building blocks
 # ---------------------------------------------------------------------------------------------
 
-def _weight_parts_bytes(arch: ModelArch, precision: str | Precision | None) -> dict[str, float]:
-    """Per-component weight bytes (see `mlrig.quant`); scaled to exact file bytes when known."""
-    p = precision or quant.native_precision(arch)
-    bits = quant.weight_bits_by_component(arch, p)
-    parts = {k: v / 8 for k, v in bits.items()}
-    exact = quant.weight_bytes(arch, p)
-    total = sum(parts.values())
-    if total > 0 and abs(exact - total) > 1:
-        parts = {k: v * exact / total for k, v in parts.items()}
-    return parts
-
-
 def weights_per_gpu_bytes(arch: ModelArch, precision: str | Precision | None, tp: int, pp: int) -> float:
-    """Weights on the busiest GPU. Megatron-style TP (Shoeybi et al. 2019) splits every block
-    and the vocab-parallel embedding / head; PP splits layers, and the first stage also holds
-    the embedding, the last the head (tied: a copy). Checked on vLLM rows m0124/m0127/m0133."""
-    parts = _weight_parts_bytes(arch, precision)
+    """Weights on the busiest GPU (`split_weights` of the model's per-component bytes)."""
+    return split_weights(arch, quant.weight_bytes_by_component(arch, precision or quant.native_precision(arch))[1],
+                         tp, pp)
+
+
+def split_weights(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int) -> float:
+    """Weights on the busiest GPU, from the whole model's bytes per component (`quant.weight_bytes_by_component`).
+    Megatron-style TP (Shoeybi et al. 2019) splits every block and the vocab-parallel embedding / head;
+    PP splits layers, and the first stage also holds the embedding, the last the head (tied: a copy).
+    Checked on vLLM rows m0124/m0127/m0133."""
     blocks = parts["linear"] + parts["norms"] + parts["other"]
     embed, head = parts["embedding"], parts["lm_head"]
     if arch.tie_word_embeddings and pp > 1:
@@ -228,7 +222,7 @@ def _inference(r: ResolvedPlan) -> MemoryEstimate:
     ctx = w.context
     batch = w.batch_size
     kv_prec = r.kv_precision
-    weights = weights_per_gpu_bytes(arch, r.precision, tp, pp)
+    weights = split_weights(arch, r.weight_parts, tp, pp)
     kv_tok = kv_bytes_per_token(arch, ctx, kv_prec, tp, pp)
     cap_gib = gpu.capacity_gib
     cap = cap_gib * GiB
@@ -737,8 +731,9 @@ def _with(plan: Plan, **changes: object) -> Plan:
     return Plan.model_validate(data)
 
 
-def _ok(arch: ModelArch, plan: Plan, gpu: GPU) -> bool:
-    e = estimate_memory(resolve(arch, plan, gpu))
+def _ok(r: ResolvedPlan, plan: Plan) -> bool:
+    """Whether `plan`, a variant of r's (another batch, context or GPU count), fits with its whole batch."""
+    e = estimate_memory(r.with_plan(plan))
     return e.fits and e.batch_fits
 
 
@@ -758,25 +753,28 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
 
 def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000) -> int:
     """Largest batch (concurrent sequences / micro-batch) that fits; 0 if none."""
-    return max(0, largest_true(lambda n: _ok(arch, _with(plan, workload__batch_size=n), gpu), 1, limit))
+    r = resolve(arch, plan, gpu)
+    return max(0, largest_true(lambda n: _ok(r, _with(plan, workload__batch_size=n)), 1, limit))
 
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
     """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len."""
+    r = resolve(arch, plan, gpu)
     if plan.workload.task != "inference" and plan.training is not None:
         def fits_t(n: int) -> bool:
-            return _ok(arch, _with(plan, training__seq_len=n, workload__context_tokens=n), gpu)
+            return _ok(r, _with(plan, training__seq_len=n, workload__context_tokens=n))
         return max(0, largest_true(fits_t, 1, limit))
 
     def fits(n: int) -> bool:
-        return _ok(arch, _with(plan, workload__context_tokens=n,
-                               workload__prompt_tokens=min(plan.workload.prompt_tokens, n)), gpu)
+        return _ok(r, _with(plan, workload__context_tokens=n,
+                            workload__prompt_tokens=min(plan.workload.prompt_tokens, n)))
     return max(0, largest_true(fits, 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:
     """Fewest GPUs of this kind that fit: tensor parallel for inference (powers of two up to
     8, then pipeline stages), ZeRO-3 data parallel for training. None if max_gpus is not enough."""
+    r = resolve(arch, plan, gpu)
     counts = [n for n in (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512) if n <= max_gpus]
     for n in counts:
         if plan.workload.task == "inference":
@@ -787,7 +785,7 @@ def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int |
             zero = 3 if n > 1 else (plan.training.zero_stage if plan.training else 0)
             p = _with(plan, hardware__count=n, hardware__nodes=1, hardware__tensor_parallel=1,
                       hardware__pipeline_parallel=1, training__zero_stage=zero)
-        if _ok(arch, p, gpu):
+        if _ok(r, p):
             return n
     return None
 

@@ -10,6 +10,7 @@ plan (the largest batch that fits, the fewest GPUs) builds a new one with `Resol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ class ResolvedPlan:
     kv_precision: str  # the KV-cache dtype: given, or the precision's default (`Precision.kv_default`)
     kv_bytes_per_element: float
     weight_bytes: float  # the whole model's weights at `precision` (quant.weight_bytes)
+    weight_parts: Mapping[str, float]  # those bytes by component (quant.weight_bytes_by_component)
     memory_class: str  # hbm / gddr / unified / host (efficiency.memory_class)
     engine: str | None  # inference: the efficiency tables' family key; training: None
     link: Interconnect | None  # between the plan's GPUs (None for one GPU)
@@ -52,22 +54,29 @@ class ResolvedPlan:
 
     def varied(self, **changes: Any) -> ResolvedPlan:
         """This plan with workload or hardware fields changed (batch, context, engine, GPU count), not
-        re-validated: the precision, KV dtype and weights stay parsed; the engine family and the link
-        follow the new engine and GPU count."""
+        re-validated (`with_plan` for a validated variant)."""
         plan = self.plan
         w = {k: v for k, v in changes.items() if k in type(plan.workload).model_fields}
         h = {k: v for k, v in changes.items() if k in type(plan.hardware).model_fields}
         unknown = set(changes) - set(w) - set(h)
         if unknown:
             raise TypeError(f"not a workload or hardware field: {', '.join(sorted(unknown))}")
-        plan = plan.model_copy(update={"workload": plan.workload.model_copy(update=w),
-                                       "hardware": plan.hardware.model_copy(update=h)})
-        link = self.link if not h else _link(plan, self.gpu)
+        return self.with_plan(plan.model_copy(update={"workload": plan.workload.model_copy(update=w),
+                                                      "hardware": plan.hardware.model_copy(update=h)}))
+
+    def with_plan(self, plan: Plan) -> ResolvedPlan:
+        """A variant of this plan on the same model and GPU, resolved reusing this parse where the
+        variant keeps the precision and KV dtype: the engine family follows its engine, the link its
+        GPU count (the bisections of `memory.max_batch_size` and friends resolve once, not per probe)."""
+        w, mine = plan.workload, self.plan.workload
+        if (w.precision, w.kv_cache_precision, w.task) != (mine.precision, mine.kv_cache_precision, mine.task):
+            return resolve(self.arch, plan, self.gpu)
         engine = self.engine
-        if engine is not None and ("engine" in w or "engine_version" in w):
-            engine = engine_family(plan.workload.engine, self.precision, self.gpu, plan.workload.engine_version)
-        return ResolvedPlan(plan, self.arch, self.gpu, self.precision, self.kv_precision,
-                            self.kv_bytes_per_element, self.weight_bytes, self.memory_class, engine, link)
+        if engine is not None and (w.engine, w.engine_version) != (mine.engine, mine.engine_version):
+            engine = engine_family(w.engine, self.precision, self.gpu, w.engine_version)
+        link = self.link if plan.hardware == self.plan.hardware else _link(plan, self.gpu)
+        return ResolvedPlan(plan, self.arch, self.gpu, self.precision, self.kv_precision, self.kv_bytes_per_element,
+                            self.weight_bytes, self.weight_parts, self.memory_class, engine, link)
 
 
 def _link(plan: Plan, gpu: GPU) -> Interconnect | None:
@@ -81,5 +90,6 @@ def resolve(arch: ModelArch, plan: Plan, gpu: GPU) -> ResolvedPlan:
     kv = w.kv_cache_precision or precision.kv_default
     kv_bytes = quant.kv_bytes_per_element(kv)
     engine = engine_family(w.engine, precision, gpu, w.engine_version) if w.task == "inference" else None
-    return ResolvedPlan(plan, arch, gpu, precision, kv, kv_bytes, float(quant.weight_bytes(arch, precision)),
+    weight_bytes, parts = quant.weight_bytes_by_component(arch, precision)
+    return ResolvedPlan(plan, arch, gpu, precision, kv, kv_bytes, float(weight_bytes), parts,
                         gpu_memory_class(gpu), engine, _link(plan, gpu))
