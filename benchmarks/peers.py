@@ -49,7 +49,9 @@ The configurations (matched by hand; the mapping is `mlrig_plan()` and `peer_cal
 
 What is measured (time.perf_counter; one warm-up pass, then the median of `--repeats` passes):
 1. mlrig scalar: `mlrig.planner.evaluate(plan)` per plan dict, configurations/s (the path `plan`,
-   `fit`, `compare` and `recommend` run). Split into inference and training rates too.
+   `fit`, `compare` and `recommend` run). Split into inference and training rates too. (1) and (3)
+   are timed interleaved: chunks of 32 configurations, each run by both tools back to back (order
+   alternating), so that load from other users of a shared machine hits both alike.
 2. mlrig batch: `mlrig eval FILE.jsonl -o OUT` on the same plans, one per line, as a subprocess:
    lines/s end to end, Python and mlrig start-up included (start-up alone is timed as `eval` of a
    one-line file). In-process: mlrig.batch has no batch function; `mlrig eval` calls
@@ -64,7 +66,9 @@ llm-analysis reports bytes and names a card's "80 GB" as 80 x 2^30 bytes), inclu
 at the efficiencies its README suggests when one "has to make assumptions" (0.7 FLOPS and 0.9
 memory efficiency for inference, 0.5 FLOPS for training), because its defaults are 1.0 (peak
 hardware: "the lower bound of training or inference latency"). The LAST line printed is
-`mlrig_over_llm_analysis_scalar=<ratio>`: (1) over (3).
+`mlrig_over_llm_analysis_scalar=<ratio>`: mlrig's scalar configurations/s over llm-analysis's, as
+the median over all (pass, chunk) pairs of llm-analysis's time / mlrig's time on that chunk (the
+ratio of the pass medians is printed beside it; on a loaded machine the paired median is steadier).
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ GPUS = {"a100-sxm-80gb": "a100-sxm-80gb", "a100-sxm-40gb": "a100-sxm-40gb",
 PRECISIONS = {"bf16": "w16a16e16", "gptq-int8": "w8a16e16", "int4": "w4a16e16"}  # mlrig -> llm-analysis
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b"]
 GIB = 2**30
+CHUNK = 32  # configurations per interleaved timing chunk
 CLI = [sys.executable, "-c", "import sys; from mlrig.cli import main; sys.argv[0] = 'mlrig'; sys.exit(main())"]
 
 
@@ -330,18 +335,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="mlrig-peers-") as tmpdir:
         tmp = Path(tmpdir)
         names = peer_model_configs(tmp)
-        outcome: dict[str, list[bool]] = {"mlrig": [], "peer": []}
-
-        def mlrig_pass(ps: list[dict[str, Any]] = plans) -> None:
+        def mlrig_fits(ps: list[dict[str, Any]]) -> list[bool]:
             fits = []
             for p in ps:
                 try:
                     fits.append(bool(evaluate(p).fits))
                 except MlrigError:
                     fits.append(False)
-            outcome["mlrig"] = fits
+            return fits
 
-        def peer_pass(cs: list[Config] = configs) -> None:
+        def peer_fits(cs: list[Config]) -> list[bool]:
             fits = []
             for c in cs:
                 try:
@@ -349,25 +352,47 @@ def main() -> int:
                     fits.append(c.task == "inference" or d["memory_left_per_gpu"] >= 0)
                 except AssertionError:
                     fits.append(False)
-            outcome["peer"] = fits
+            return fits
 
         def inproc_batch() -> None:
             for n, raw in enumerate(lines, 1):
                 result_for_line(raw, n)
 
-        t_mlrig = timed(mlrig_pass, args.repeats)
-        mlrig_fits = outcome["mlrig"]
-        inf_plans = [mlrig_plan(c) for c in inference]
-        train_plans = [mlrig_plan(c) for c in training]
-        t_mlrig_inf = timed(lambda: mlrig_pass(inf_plans), args.repeats)
-        t_mlrig_train = timed(lambda: mlrig_pass(train_plans), args.repeats)
+        # Scalar paths, interleaved: each chunk of CHUNK configurations is timed with mlrig and with
+        # llm-analysis back to back (order alternating), so a burst of load on this shared machine
+        # hits both tools alike; a pass is the sum over its chunks. Warm-up pass first (fits kept).
+        chunks = [cs[i:i + CHUNK] for cs in (inference, training) for i in range(0, len(cs), CHUNK)]
+        chunk_plans = [[mlrig_plan(c) for c in ch] for ch in chunks]
+        fits_mlrig = [f for ps in chunk_plans for f in mlrig_fits(ps)]
+        fits_peer = [f for ch in chunks for f in peer_fits(ch)]
+        per_pass: list[list[tuple[float, float]]] = []  # [pass][chunk] -> (mlrig s, llm-analysis s)
+        for _ in range(args.repeats):
+            pairs = []
+            for i, (ch, ps) in enumerate(zip(chunks, chunk_plans, strict=True)):
+                spans = {}
+                for tool in (("mlrig", "peer") if i % 2 == 0 else ("peer", "mlrig")):
+                    t0 = time.perf_counter()
+                    if tool == "mlrig":
+                        mlrig_fits(ps)
+                    else:
+                        peer_fits(ch)
+                    spans[tool] = time.perf_counter() - t0
+                pairs.append((spans["mlrig"], spans["peer"]))
+            per_pass.append(pairs)
+
+        def med(tool: int, task: str | None = None) -> float:
+            """Median over passes of one tool's time for all chunks (or one task's)."""
+            return statistics.median(
+                sum(pair[tool] for ch, pair in zip(chunks, pairs, strict=True)
+                    if task is None or (ch[0].task == "inference") == (task == "inference"))
+                for pairs in per_pass)
+
+        t_mlrig, t_mlrig_inf, t_mlrig_train = med(0), med(0, "inference"), med(0, "training")
+        t_peer, t_peer_inf, t_peer_train = med(1), med(1, "inference"), med(1, "training")
+        ratio = statistics.median(peer_s / mlrig_s for pairs in per_pass for mlrig_s, peer_s in pairs)
         default_engine = [{**p, "workload": {k: v for k, v in p["workload"].items() if k != "engine"}}
-                          for p in inf_plans]
-        t_mlrig_default = timed(lambda: mlrig_pass(default_engine), args.repeats)
-        t_peer = timed(peer_pass, args.repeats)
-        peer_fits = outcome["peer"]
-        t_peer_inf = timed(lambda: peer_pass(inference), args.repeats)
-        t_peer_train = timed(lambda: peer_pass(training), args.repeats)
+                          for c, p in zip(configs, plans, strict=True) if c.task == "inference"]
+        t_mlrig_default = timed(lambda: mlrig_fits(default_engine), args.repeats)
         t_inproc = timed(inproc_batch, args.repeats)
 
         cases, one, out = tmp / "cases.jsonl", tmp / "one.jsonl", tmp / "out.jsonl"
@@ -381,7 +406,6 @@ def main() -> int:
         t_start = timed(lambda: run_eval(one, out), args.repeats)
 
     n, ni, nt = len(configs), len(inference), len(training)
-    ratio = (n / t_mlrig) / (n / t_peer)
     print(f"{n:,} configurations ({ni} inference, {nt} training), matched by hand (module docstring); "
           f"llm-analysis {version('llm-analysis')}, Python {sys.version.split()[0]}; "
           f"median of {args.repeats} passes after a warm-up")
@@ -410,9 +434,12 @@ def main() -> int:
     print(f"{'llm-analysis batch':52s} {'-':>10s} {'-':>10s}  no batch API: a batch is a loop over "
           "infer()/train(), the scalar row")
     print()
-    both = sum(a and b for a, b in zip(mlrig_fits, peer_fits, strict=True))
-    print(f"fits: mlrig {sum(mlrig_fits)}, llm-analysis {sum(peer_fits)}, both {both}, disagree "
-          f"{sum(a != b for a, b in zip(mlrig_fits, peer_fits, strict=True))} of {n}")
+    both = sum(a and b for a, b in zip(fits_mlrig, fits_peer, strict=True))
+    print(f"fits: mlrig {sum(fits_mlrig)}, llm-analysis {sum(fits_peer)}, both {both}, disagree "
+          f"{sum(a != b for a, b in zip(fits_mlrig, fits_peer, strict=True))} of {n}")
+    print(f"scalar speed ratio, mlrig over llm-analysis: {ratio:.2f} (median over {len(per_pass[0])} chunks x "
+          f"{len(per_pass)} passes of llm-analysis's time / mlrig's on the same chunk); from the pass medians "
+          f"above: {t_peer / t_mlrig:.2f}")
 
     for c in SHOWN:
         print()
