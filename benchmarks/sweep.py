@@ -1,9 +1,13 @@
-"""Benchmark of `mlrig sweep`: configurations per second through the planner (the path `plan` runs).
+"""Benchmark of the sweep path: configurations per second with the same numbers as `mlrig plan`.
 
-Run: python benchmarks/sweep.py. Prints inference and training figures; the LAST line is
-`configs_per_s=<N>` (inference). One process, one core. The former vectorised sweep answered a
-different question than `plan` (a simplified memory model) and was removed; issue 15's batch path
-is what would raise these figures.
+Run: python benchmarks/sweep.py. One process, one core. Prints
+- `mlrig sweep`'s rows (`sweep_rows`: the planner's figures plus building each row's dict), for training
+  (`evaluate` per configuration) and inference (`mlrig.grid.evaluate_grid`: every context x batch of a
+  model, GPU, count, precision and engine at once);
+- the array path alone (`evaluate_grid`, no rows) on large grids: 100,000 (batch, context, prompt, output)
+  configurations of one plan, for a vLLM, a llama.cpp and a transformers plan, plus a tensor-parallel MoE.
+The LAST line is `grid_configs_per_s=<N>`: the slowest of those plans' array-path rates.
+tests/test_batch.py checks that the array path's figures equal `evaluate`'s exactly.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np
+
 from mlrig.commands.sweep import match_gpus, sweep_rows
+from mlrig.grid import evaluate_grid
 
 
 def rate(task: str, models: list[str], gpus: str, precisions: list[str], contexts: list[int],
@@ -24,17 +31,47 @@ def rate(task: str, models: list[str], gpus: str, precisions: list[str], context
     rows = list(sweep_rows(models, g, precisions, [None], contexts, batches, counts, task))
     dt = time.perf_counter() - t0
     errors = sum(r["error"] is not None for r in rows)
-    print(f"{task}: {len(rows):,} configurations in {dt:.2f} s = {len(rows) / dt:,.0f} configs/s "
+    print(f"sweep rows, {task}: {len(rows):,} configurations in {dt:.2f} s = {len(rows) / dt:,.0f} configs/s "
           f"({errors} with an error)")
     return len(rows) / dt
+
+
+def grid_rate(name: str, plan: dict, n: int = 100_000) -> float:
+    rng = np.random.default_rng(0)
+    batch = rng.integers(1, 257, n)
+    context = rng.choice([2048, 4096, 8192, 16384, 32768], n)
+    output = np.minimum(128, context // 4)
+    prompt = context - output
+    evaluate_grid(plan, batch[:100], context[:100], prompt[:100], output[:100])  # warm-up
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        g = evaluate_grid(plan, batch, context, prompt, output)
+        best = min(best, time.perf_counter() - t0)
+    assert all(e is None for e in g.error)
+    print(f"array path, {name}: {n:,} configurations in {best:.3f} s = {n / best:,.0f} configs/s (best of 3)")
+    return n / best
 
 
 def main() -> None:
     models = ["llama-3.1-8b", "qwen2.5-32b", "llama-3.1-70b"]
     rate("finetune", models, "RTX 40*,h100*,a100*", ["bf16"], [2048, 4096], [1, 4], [1, 8])
-    per_s = rate("inference", models, "RTX 40*,h100*,a100*,mi300x", ["bf16", "fp8", "q4_k_m"],
-                 [4096, 32768], [1, 16, 64], [1, 2, 4])
-    print(f"configs_per_s={per_s:.0f}")
+    rate("inference", models, "RTX 40*,h100*,a100*,mi300x", ["bf16", "fp8", "q4_k_m"],
+         [4096, 32768], [1, 16, 64], [1, 2, 4])
+    rate("inference", models[:1], "RTX 40*,h100*", ["bf16", "q4_k_m"],
+         [1024 * 2 ** i for i in range(8)], list(range(1, 65)), [1])
+    rates = [
+        grid_rate("vLLM, Llama-3.1-8B bf16 on H100", {
+            "model": "llama-3.1-8b", "workload": {"engine": "vllm"}, "hardware": {"gpu": "h100-sxm-80gb"}}),
+        grid_rate("llama.cpp, Llama-3.1-8B Q4_K_M on RTX 4090", {
+            "model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "rtx-4090"}}),
+        grid_rate("transformers, Llama-3.1-8B bf16 on A100", {
+            "model": "llama-3.1-8b", "workload": {"engine": "transformers"}, "hardware": {"gpu": "a100-sxm-80gb"}}),
+        grid_rate("vLLM TP4, Qwen3-30B-A3B fp8 on 4x H100", {
+            "model": "qwen3-30b-a3b", "workload": {"precision": "fp8", "engine": "vllm"},
+            "hardware": {"gpu": "h100-sxm-80gb", "count": 4}}),
+    ]
+    print(f"grid_configs_per_s={min(rates):.0f}")
 
 
 if __name__ == "__main__":

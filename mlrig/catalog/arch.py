@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from mlrig import vec
 from mlrig.catalog.params import ParamBreakdown, param_breakdown
+from mlrig.vec import Num
 
 
 class ModelArch(BaseModel):
@@ -168,7 +170,7 @@ class ModelArch(BaseModel):
     def active_params(self) -> int:
         return self.params().active
 
-    def kv_values_per_token(self, context_tokens: int) -> float:
+    def kv_values_per_token(self, context_tokens: Num) -> Num:
         """KV-cache elements held per token of a sequence of `context_tokens`, summed over layers.
 
         Standard attention stores K and V: 2 x kv_heads x head_dim per layer (Vaswani 2017; GQA,
@@ -184,6 +186,9 @@ class ModelArch(BaseModel):
             per_layer = 2.0 * self.kv_heads * self.dim_head
         full_layers = self.num_layers - self.num_sliding_layers
         held = float(full_layers)
+        if self.num_sliding_layers and self.sliding_window and vec.is_array(context_tokens):
+            # a sweep's contexts (all > 0): the same sum, element by element
+            return per_layer * (held + self.num_sliding_layers * vec.minimum(1.0, self.sliding_window / context_tokens))
         if self.num_sliding_layers and self.sliding_window and context_tokens > 0:
             held += self.num_sliding_layers * min(1.0, self.sliding_window / context_tokens)
         elif self.num_sliding_layers:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from mlrig import vec
 from mlrig.errors import UnknownNameError, closest
+from mlrig.vec import Num
 
 
 class Interconnect(BaseModel):
@@ -97,14 +99,15 @@ def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
     return resolve_interconnect(f"pcie{gen}-x16")
 
 
-def allreduce_time_s(n_bytes: float, ranks: int, link: Interconnect) -> float:
+def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect) -> Num:
     """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the link bandwidth."""
-    if ranks <= 1 or n_bytes <= 0:
+    if ranks <= 1:
         return 0.0
     steps = 2 * (ranks - 1)
-    return steps * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
+    t = steps * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
+    return vec.where(n_bytes > 0, t, 0.0)
 
 
-def p2p_time_s(n_bytes: float, link: Interconnect) -> float:
+def p2p_time_s(n_bytes: Num, link: Interconnect) -> Num:
     """One point-to-point send (pipeline stage boundary, llama.cpp layer split)."""
     return link.latency_us * 1e-6 + n_bytes / (link.bandwidth_gb_s * 1e9)

@@ -2,10 +2,12 @@
 
     mlrig sweep llama-3.1-8b --gpu 'RTX*' --precision bf16,q4_k_m --context 4k..128k --batch 1..64 -o out.csv
 
-Each row is exactly what `mlrig plan` gives for that configuration (the same `mlrig.planner.evaluate`,
-with the model and each GPU resolved once). Ranges `A..B` step by powers of two; lists are
-comma-separated; GPU names may be shell-style patterns over the catalog's ids and names. Output is CSV
-(default), JSON Lines or Parquet (with pyarrow installed), chosen by `--format` or the file's suffix.
+Each row is exactly what `mlrig plan` gives for that configuration: inference rows come from the same
+formulas run on arrays of contexts and batches (`mlrig.grid`, checked equal to `evaluate` by
+tests/test_batch.py), training rows from `mlrig.planner.evaluate`; the model and each GPU resolved once.
+Ranges `A..B` step by powers of two; lists are comma-separated; GPU names may be shell-style patterns
+over the catalog's ids and names. Output is CSV (default), JSON Lines or Parquet (with pyarrow
+installed), chosen by `--format` or the file's suffix.
 A bad configuration is a row with its error; the sweep goes on.
 """
 
@@ -121,30 +123,59 @@ def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engine
 def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisions: list[str],
                   engines: list[str | None], contexts: list[int], batches: list[int], counts: list[int],
                   task: str) -> Iterator[dict[str, Any]]:
+    """Inference: each (model, GPU, count, precision, engine) through `mlrig.grid.evaluate_grid`, all its
+    contexts x batches at once (the same formulas as `plan`, on arrays); training: `evaluate` per row."""
+    import numpy as np
+
     from mlrig.errors import MlrigError
+    from mlrig.grid import evaluate_grid
     from mlrig.planner import evaluate
 
+    ctx_b = list(itertools.product(contexts, batches))
+    ctx = np.array([c for c, _ in ctx_b], dtype=np.int64)
+    bat = np.array([b for _, b in ctx_b], dtype=np.int64)
+    out = np.minimum(128, ctx // 4)
+    prompt = np.maximum(1, ctx - out)
     for model, arch in models:
-        for gpu, count, precision, engine, context, batch in itertools.product(
-                gpus, counts, precisions, engines, contexts, batches):
-            workload: dict[str, Any] = {"task": task, "precision": precision, "batch_size": batch}
+        for gpu, count, precision, engine in itertools.product(gpus, counts, precisions, engines):
+            workload: dict[str, Any] = {"task": task, "precision": precision}
             if engine:
                 workload["engine"] = engine
-            if task == "inference":
-                workload["context_tokens"] = context
-                workload["prompt_tokens"] = max(1, context - min(128, context // 4))
-                workload["output_tokens"] = min(128, context // 4)
             plan: dict[str, Any] = {"model": {"name": model}, "workload": workload,
                                     "hardware": {"gpu": gpu.id, "count": count}}
-            if task != "inference":
-                plan["training"] = {"seq_len": context}
-            try:
-                result = evaluate(plan, arch=arch, gpu=gpu)
-            except MlrigError as exc:
-                from mlrig.results import PlanResult
+            if task == "inference":
+                grid = evaluate_grid(plan, bat, ctx, prompt, out, arch=arch, gpu=gpu)
+                for i, (context, batch) in enumerate(ctx_b):
+                    yield _grid_row(grid, i, model, gpu, count, precision, engine, task, context, batch)
+                continue
+            for context, batch in ctx_b:
+                one = {**plan, "workload": {**workload, "batch_size": batch}, "training": {"seq_len": context}}
+                try:
+                    result = evaluate(one, arch=arch, gpu=gpu)
+                except MlrigError as exc:
+                    from mlrig.results import PlanResult
 
-                result = PlanResult(error=str(exc))
-            yield _row(result, model, gpu, count, precision, engine, task, context, batch)
+                    result = PlanResult(error=str(exc))
+                yield _row(result, model, gpu, count, precision, engine, task, context, batch)
+
+
+def _grid_row(grid: Any, i: int, model: str, gpu: GPU, count: int, precision: str, engine: str | None, task: str,
+              context: int, batch: int) -> dict[str, Any]:
+    """`_row` of the grid's i-th configuration: the same columns, rounded the same way."""
+    import math
+
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(model=model, gpu=gpu.id, count=count, precision=precision, engine=grid.engine[i] or engine,
+               task=task, context=context, batch=batch, error=grid.error[i])
+    if grid.error[i] is None:
+        row.update(fits=bool(grid.fits[i]), per_gpu_gib=round(float(grid.per_gpu_gib[i]), 3),
+                   gpu_capacity_gib=round(float(grid.gpu_capacity_gib[i]), 3))
+    if grid.bound[i] is not None:
+        for k in ("prefill_tok_s", "decode_tok_s", "ttft_ms", "throughput_tok_s", "train_tokens_per_s"):
+            v = float(getattr(grid, k)[i])
+            row[k] = None if math.isnan(v) else float(f"{v:.4g}")
+        row["bound"] = grid.bound[i]
+    return row
 
 
 def _writer(path: Path | None, fmt: str) -> tuple[Any, Any]:

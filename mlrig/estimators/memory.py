@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from mlrig import quant
+from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
@@ -22,6 +22,7 @@ from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
 from mlrig.results import MemoryBreakdown
 from mlrig.units import GiB
+from mlrig.vec import Num
 from mlrig.workload import Plan
 
 
@@ -116,13 +117,13 @@ def split_weights(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int)
     return blocks / (tp * pp) + ends / tp
 
 
-def kv_bytes_per_token(arch: ModelArch, context_tokens: int, kv_precision: str, tp: int = 1,
-                       pp: int = 1) -> float:
+def kv_bytes_per_token(arch: ModelArch, context_tokens: Num, kv_precision: str, tp: int = 1,
+                       pp: int = 1) -> Num:
     """KV-cache bytes per token per GPU: `arch.kv_values_per_token` (GQA/MQA, MLA latent,
     sliding windows) x bytes per element. TP splits KV heads (Megatron / vLLM); when TP
     exceeds the KV heads each GPU keeps one replicated head; MLA's latent is replicated on
     every TP rank (vLLM MLA backend). PP splits layers."""
-    values = arch.kv_values_per_token(max(1, context_tokens))
+    values = arch.kv_values_per_token(vec.maximum(1, context_tokens))
     share = 1.0 if arch.is_mla else math.ceil(arch.kv_heads / tp) / arch.kv_heads
     return values * share * quant.kv_bytes_per_element(kv_precision) / pp
 
@@ -158,7 +159,8 @@ def _gib(x: float) -> float:
 # inference
 # ---------------------------------------------------------------------------------------------
 
-def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None) -> float:
+def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None,
+                           context: Num = None) -> Num:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
@@ -166,16 +168,17 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
     pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
-    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both."""
+    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
+    `context`: the context the plan holds (its own, unless a sweep passes an array of them)."""
     from mlrig.estimators.engines import vllm_v1
 
     big = gpu.memory_gib >= 70
-    tokens = 8192 if big else 2048
+    tokens: Num = 8192 if big else 2048
     seqs = 1024 if big else 256
     if plan is not None:
         w = plan.workload
         if not vllm_v1(w.engine_version):
-            tokens = max(w.max_model_len or w.context, 2048)
+            tokens = vec.maximum(w.max_model_len or (w.context if context is None else context), 2048)
             seqs = 256
         tokens = w.max_num_batched_tokens or tokens
         seqs = w.max_num_seqs or seqs
@@ -186,8 +189,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     return act
 
 
-def _prefill_activation_bytes(arch: ModelArch, tokens: int, flash: bool, heads_per_gpu: float,
-                              ctx: int) -> float:
+def _prefill_activation_bytes(arch: ModelArch, tokens: Num, flash: bool, heads_per_gpu: Num, ctx: Num) -> Num:
     """Peak transient working set of one layer during a prefill of `tokens` tokens (eager
     frameworks free each layer's intermediates before the next): hidden states and the MLP
     intermediates, ~3.85 x (h + i) x 2 bytes per token (same physical factor as vLLM's), plus
@@ -195,153 +197,206 @@ def _prefill_activation_bytes(arch: ModelArch, tokens: int, flash: bool, heads_p
     bf16 scores and fp32 softmax, as HF eager attention does)."""
     act = CAL.transformers_act_per_token_factor * tokens * (arch.hidden_size + _mlp_width(arch)) * 2
     if not flash:
-        act += heads_per_gpu * tokens * ctx * 6
+        act = act + heads_per_gpu * tokens * ctx * 6
     return act
 
 
-def _inference(r: ResolvedPlan) -> MemoryEstimate:
+LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
+TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
+_MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "tinychat")
+
+
+def _engine_key(r: ResolvedPlan) -> str:
+    """The engine as the memory model names it: the plan's own spelling, lower-case (transformers if none)."""
+    return (r.workload.engine or "transformers").lower().replace("_", "-")
+
+
+def _cpu_share(r: ResolvedPlan) -> float:
+    """llama.cpp -ngl N keeps N repeating layers' weights and KV on the GPU(s); the CPU holds and runs
+    the rest from host RAM (llama.cpp docs; the KV cache follows its layer by default)."""
+    w = r.workload
+    if w.gpu_layers is None or w.gpu_layers >= r.arch.num_layers:
+        return 0.0
+    if _engine_key(r) not in LLAMA_CPP_NAMES:
+        raise MlrigError("gpu_layers (-ngl) is llama.cpp's partial offload; add --engine llama.cpp, "
+                         "or drop --gpu-layers")
+    return 1.0 - w.gpu_layers / r.arch.num_layers
+
+
+@dataclass(frozen=True)
+class InferenceMemory:
+    """The figures of `inference_memory`, bytes per GPU: numbers for one plan, arrays for a sweep."""
+
+    weights: Num
+    kv: Num  # the KV cache: the paged engines' whole pool, else the batch's at full context
+    act: Num
+    overhead: Num  # outside the allocator (CUDA context) or, for paged engines, the non-torch memory
+    used: Num  # what the GPU holds (paged engines: their reservation, or what they would need)
+    host: Num  # host RAM: loading, plus any layers run from it
+    headroom: Num | None  # paged engines: reservation left after one full sequence; else None
+    kv_tok: Num  # KV bytes per token per GPU (after any -ngl share)
+    capacity_tokens: Num | None
+    fits: Num
+    batch_fits: Num
+    weights_ok: Num  # paged engines: weights + activation peak fit in the reservation
+    reserved: Num  # paged engines' reservation (0 for others)
+    cpu_share: float
+
+
+def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> InferenceMemory:
+    """Per-GPU memory of an inference plan (`_inference` gives its notes), for the plan's own batch,
+    context and prompt or for arrays of them (a sweep: `mlrig.batch_eval`). Engine-specific:
+
+    - paged serving engines (vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI) reserve a share of the card
+      and pre-allocate a KV pool in 16-token blocks from what the weights and the profiled activation
+      peak leave (`_vllm_activation_bytes`); it fits when the pool holds one full sequence;
+    - llama.cpp allocates the KV cache for all n_ctx = context x batch tokens up front and a compute
+      buffer for one n_ubatch = 512 micro-batch: fp32 logits (n_ubatch x vocab x 4) + per-token
+      intermediates; without flash attention also the KQ matrix n_ubatch x n_ctx x heads x 4 (ggml graph);
+    - HF transformers and the other eager engines grow the KV cache to batch x context; the prefill of
+      batch x prompt tokens is the activation peak (logits for the last position only since
+      transformers 4.45, fp32: batch x vocab x 4; mlx-lm prefills in steps of 2048 tokens)."""
     arch, plan, gpu = r.arch, r.plan, r.gpu
     w, hw = plan.workload, plan.hardware
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
-    engine = (w.engine or "transformers").lower().replace("_", "-")
+    engine = _engine_key(r)
+    cpu_share = _cpu_share(r)
+    weights = split_weights(arch, r.weight_parts, tp, pp)
+    kv_tok = kv_bytes_per_token(arch, ctx, r.kv_precision, tp, pp)
+    cap = gpu.capacity_gib * GiB
+    overhead = _context_overhead(gpu)
+    heads_gpu = arch.num_heads / tp
+
+    if engine in PAGED_ENGINES:
+        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None, context=ctx)
+        non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
+        if engine == "vllm":
+            reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
+            pool = reserved - weights - act - non_torch
+        elif engine == "sglang":
+            reserved = (w.gpu_memory_utilization or 0.88) * cap  # --mem-fraction-static at TP 1 (server_args.py)
+            pool = reserved - weights - non_torch
+        else:
+            # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
+            pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - overhead)
+            reserved = weights + act + overhead + pool
+        pool = vec.maximum(pool, 0.0)
+        block = VLLM_BLOCK_TOKENS * kv_tok
+        capacity = vec.where(block > 0, vec.trunc_int(pool // vec.where(block > 0, block, 1.0)) * VLLM_BLOCK_TOKENS,
+                             0)
+        fixed = weights + act + non_torch
+        weights_ok = fixed <= reserved
+        fits = vec.both(weights_ok, capacity >= ctx)
+        # The engine takes its whole reservation when it starts; when it cannot start, report what it
+        # would need. Headroom is measured against the reservation: spare KV room beyond one sequence.
+        return InferenceMemory(weights=weights, kv=pool, act=act, overhead=non_torch,
+                               used=vec.where(weights_ok, reserved, fixed), host=_load_host_bytes(weights),
+                               headroom=reserved - fixed - ctx * kv_tok, kv_tok=kv_tok, capacity_tokens=capacity,
+                               fits=fits, batch_fits=vec.both(fits, capacity >= ctx * batch), weights_ok=weights_ok,
+                               reserved=reserved, cpu_share=0.0)
+
+    kv = kv_tok * ctx * batch
+    prompt1 = vec.maximum(1, prompt)
+    if engine in LLAMA_CPP_NAMES:
+        ub = vec.minimum(LLAMA_CPP_UBATCH, prompt1)
+        act = ub * arch.vocab_size * 4 + ub * (arch.hidden_size * 4 + _mlp_width(arch) * 2) * 4
+        if not w.flash_attention:
+            act = act + ub * ctx * batch * heads_gpu * 4
+    else:
+        step_tokens = vec.minimum(prompt1, MLX_PREFILL_STEP) if engine.startswith("mlx") else prompt1
+        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu * batch, prompt1) / pp
+        act = act + batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
+        from mlrig.estimators.engines import transformers_full_logits
+
+        if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
+            # transformers < 4.45: the prefill's forward returns logits for every prompt position
+            # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
+            # forward: prompt x vocab x (2 + 4) bytes per sequence.
+            act = act + batch * prompt1 * arch.vocab_size * 6.0 / pp
+    host = _load_host_bytes(weights)
+    if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
+        host = host + cpu_share * (weights + kv) * tp * pp
+        weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
+    used = weights + kv + act + overhead
+    fits = used <= cap
+    if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
+        # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
+        # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
+        spill = vec.minimum(1.0, (used - cap) / weights)
+        host = host + vec.where(fits, 0.0, spill * (weights + kv) * tp * pp)
+    if hw.host_ram_gib is not None:
+        # offloaded layers (or loading) need more host RAM than the machine has
+        fits = vec.both(fits, host <= hw.host_ram_gib * GiB)
+    capacity = vec.where(kv_tok > 0, vec.maximum(
+        0, vec.trunc_int((cap - weights - act - overhead) // vec.where(kv_tok > 0, kv_tok, 1.0))), None)
+    return InferenceMemory(weights=weights, kv=kv, act=act, overhead=overhead, used=used, host=host, headroom=None,
+                           kv_tok=kv_tok, capacity_tokens=capacity, fits=fits, batch_fits=fits, weights_ok=True,
+                           reserved=0.0, cpu_share=cpu_share)
+
+
+def _inference(r: ResolvedPlan) -> MemoryEstimate:
+    """`inference_memory` for the plan's own batch and context, with the notes that explain it."""
+    w, hw, gpu = r.workload, r.hardware, r.gpu
+    tp, pp = hw.tensor_parallel, hw.pipeline_parallel
+    engine = _engine_key(r)
+    ctx, batch = w.context, w.batch_size
+    m = inference_memory(r, batch, ctx, w.prompt_tokens)
+    cap_gib = gpu.capacity_gib
     notes: list[str] = []
     if w.engine is None:
         notes.append("no engine given: assumed HF transformers-like (weights + KV for the batch "
                      "+ prefill activations)")
-    llama_cpp = engine in ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
-    cpu_share = 0.0
-    if w.gpu_layers is not None and w.gpu_layers < arch.num_layers:
-        if not llama_cpp:
-            raise MlrigError("gpu_layers (-ngl) is llama.cpp's partial offload; add --engine llama.cpp, "
-                             "or drop --gpu-layers")
-        # llama.cpp -ngl N keeps N repeating layers' weights and KV on the GPU(s); the CPU holds and
-        # runs the rest from host RAM (llama.cpp docs; the KV cache follows its layer by default).
-        cpu_share = 1.0 - w.gpu_layers / arch.num_layers
-        notes.append(f"-ngl {w.gpu_layers}: {w.gpu_layers} of {arch.num_layers} layers on the GPU; "
-                     f"{cpu_share:.0%} of weights and KV in host RAM, run by the CPU")
-    ctx = w.context
-    batch = w.batch_size
-    kv_prec = r.kv_precision
-    weights = split_weights(arch, r.weight_parts, tp, pp)
-    kv_tok = kv_bytes_per_token(arch, ctx, kv_prec, tp, pp)
-    cap_gib = gpu.capacity_gib
-    cap = cap_gib * GiB
-    overhead = _context_overhead(gpu)
-    heads_gpu = arch.num_heads / tp
-    capacity_tokens: int | None = None
-    concurrency: float | None = None
-
+    if m.cpu_share:
+        notes.append(f"-ngl {w.gpu_layers}: {w.gpu_layers} of {r.arch.num_layers} layers on the GPU; "
+                     f"{m.cpu_share:.0%} of weights and KV in host RAM, run by the CPU")
+    capacity = None if m.capacity_tokens is None else int(m.capacity_tokens)
+    concurrency = None if capacity is None else capacity / ctx
     if engine in PAGED_ENGINES:
-        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None)
-        non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
-            util = w.gpu_memory_utilization or 0.9  # vLLM default --gpu-memory-utilization
-            reserved = util * cap
-            pool = reserved - weights - act - non_torch
-            notes.append(f"vLLM reserves gpu_memory_utilization={util:g} x {cap_gib:.2f} GiB; KV pool = "
-                         "reservation - weights - profiled activation peak - non-torch memory")
+            notes.append(f"vLLM reserves gpu_memory_utilization={w.gpu_memory_utilization or 0.9:g} x {cap_gib:.2f} "
+                         "GiB; KV pool = reservation - weights - profiled activation peak - non-torch memory")
         elif engine == "sglang":
-            frac = w.gpu_memory_utilization or 0.88  # SGLang --mem-fraction-static default at TP 1 (server_args.py)
-            reserved = frac * cap
-            pool = reserved - weights - non_torch
-            notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
+            notes.append(f"SGLang mem_fraction_static={w.gpu_memory_utilization or 0.88:g} holds weights + KV pool; "
                          "activations use the rest")
         else:
-            frac = w.gpu_memory_utilization or 0.9  # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
-            free = cap - weights - act - overhead
-            pool = frac * free
-            reserved = weights + act + overhead + pool
-            notes.append(f"TensorRT-LLM-like: KV pool = {frac:g} x memory free after weights and "
-                         "activations (kv_cache_free_gpu_mem_fraction)")
-        pool = max(pool, 0.0)
-        block = VLLM_BLOCK_TOKENS * kv_tok
-        capacity_tokens = int(pool // block) * VLLM_BLOCK_TOKENS if block > 0 else 0
-        concurrency = capacity_tokens / ctx
-        weights_ok = weights + act + non_torch <= reserved
-        fits = weights_ok and capacity_tokens >= ctx
-        batch_fits = fits and capacity_tokens >= ctx * batch
-        if not weights_ok:
+            notes.append(f"TensorRT-LLM-like: KV pool = {w.gpu_memory_utilization or 0.9:g} x memory free after "
+                         "weights and activations (kv_cache_free_gpu_mem_fraction)")
+        assert capacity is not None and m.headroom is not None
+        if not m.weights_ok:
             notes.append("weights + activation peak exceed the reservation: the engine refuses to start")
-        elif capacity_tokens < ctx:
-            notes.append(f"KV pool holds {capacity_tokens} tokens, less than one {ctx}-token sequence")
-        if fits and not batch_fits:
+        elif capacity < ctx:
+            notes.append(f"KV pool holds {capacity} tokens, less than one {ctx}-token sequence")
+        if m.fits and not m.batch_fits:
             notes.append(f"only ~{concurrency:.1f} sequences of {ctx} tokens fit at once; the rest queue")
-        # The engine takes its whole reservation when it starts; when it cannot start, report what it
-        # would need. Headroom is measured against the reservation: spare KV room beyond one sequence.
-        fixed = weights + act + non_torch
-        used = reserved if weights_ok else fixed
-        headroom = reserved - fixed - ctx * kv_tok
-        bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=_gib(pool),
-                             activations_gib=_gib(act), overhead_gib=_gib(non_torch),
-                             host_ram_gib=_gib(_load_host_bytes(weights)),
-                             gpu_capacity_gib=cap_gib, headroom_gib=_gib(headroom),
-                             notes=notes)
-        return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits,
-                              engine=engine, batch_fits=batch_fits, max_concurrent_sequences=concurrency,
-                              kv_bytes_per_token=kv_tok, weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp)
-
-    if llama_cpp:
-        # llama.cpp allocates the KV cache for all n_ctx tokens up front (f16 by default;
-        # --parallel slots share n_ctx), and a compute buffer sized for one n_ubatch=512 micro-
-        # batch: fp32 logits (n_ubatch x vocab x 4) + per-token intermediates; without flash
-        # attention also the KQ matrix n_ubatch x n_ctx x heads x 4 (ggml graph, llama.cpp).
-        kv = kv_tok * ctx * batch
-        ub = min(LLAMA_CPP_UBATCH, max(1, w.prompt_tokens))
-        act = ub * arch.vocab_size * 4 + ub * (arch.hidden_size * 4 + _mlp_width(arch) * 2) * 4
-        if not w.flash_attention:
-            act += ub * ctx * batch * heads_gpu * 4
+        bd = MemoryBreakdown(per_gpu_gib=_gib(m.used), weights_gib=_gib(m.weights), kv_cache_gib=_gib(m.kv),
+                             activations_gib=_gib(m.act), overhead_gib=_gib(m.overhead), host_ram_gib=_gib(m.host),
+                             gpu_capacity_gib=cap_gib, headroom_gib=_gib(m.headroom), notes=notes)
+        return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
+                              batch_fits=bool(m.batch_fits), max_concurrent_sequences=concurrency,
+                              kv_bytes_per_token=m.kv_tok, weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp)
+    if engine in LLAMA_CPP_NAMES:
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch; "
-                     f"KV {kv_prec}; compute buffer for n_ubatch={LLAMA_CPP_UBATCH}")
+                     f"KV {r.kv_precision}; compute buffer for n_ubatch={LLAMA_CPP_UBATCH}")
     else:
-        if engine not in ("transformers", "hf", "pytorch", "torch", "mlx", "mlx-lm", "exllamav2", "exl2",
-                          "gpt-fast", "tinychat"):
+        if engine not in _MODELLED:
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
-        # HF generate: the KV cache grows to batch x context; the prefill of batch x prompt tokens
-        # is the activation peak (logits only for the last position since transformers 4.45,
-        # fp32: batch x vocab x 4).
-        kv = kv_tok * ctx * batch
-        # mlx-lm prefills in steps of `prefill_step_size` tokens (mlx_lm generate_step: 2048 in current
-        # releases), so its activation peak is one step's, not the whole prompt's.
-        step_tokens = min(max(1, w.prompt_tokens), MLX_PREFILL_STEP) if engine.startswith("mlx") else \
-            max(1, w.prompt_tokens)
-        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention,
-                                        heads_gpu * batch, max(1, w.prompt_tokens)) / pp
-        act += batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
         from mlrig.estimators.engines import transformers_full_logits
 
-        if engine in ("transformers", "hf", "pytorch", "torch") and transformers_full_logits(w.engine_version):
-            # transformers < 4.45: the prefill's forward returns logits for every prompt position
-            # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
-            # forward: prompt x vocab x (2 + 4) bytes per sequence.
-            act += batch * max(1, w.prompt_tokens) * arch.vocab_size * 6.0 / pp
+        if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
                          f"{w.prompt_tokens} prompt tokens in the prefill")
-    host = _load_host_bytes(weights)
-    if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
-        host += cpu_share * (weights + kv) * tp * pp
-        weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
-    used = weights + kv + act + overhead
-    fits = used <= cap
-    if llama_cpp and not fits and not cpu_share and weights > 0:
-        # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
-        # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
-        spill = min(1.0, (used - cap) / weights)
-        host += spill * (weights + kv) * tp * pp
+    if engine in LLAMA_CPP_NAMES and not m.cpu_share and m.weights > 0 and m.used > gpu.capacity_gib * GiB:
+        spill = min(1.0, (m.used - gpu.capacity_gib * GiB) / m.weights)
         notes.append(f"does not fit in VRAM: ~{spill:.0%} of layers would run from host RAM "
-                     f"(-ngl {int(arch.num_layers * (1 - spill))}); host RAM counts them")
-    if hw.host_ram_gib is not None and host > hw.host_ram_gib * GiB:
-        fits = False  # offloaded layers (or loading) need more host RAM than the machine has
-        notes.append(f"needs {_gib(host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB present/given")
-    if kv_tok > 0:
-        capacity_tokens = max(0, int((cap - weights - act - overhead) // kv_tok))
-        concurrency = capacity_tokens / ctx
-    bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights), kv_cache_gib=_gib(kv),
-                         activations_gib=_gib(act), overhead_gib=_gib(overhead), host_ram_gib=_gib(host),
-                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4), notes=notes)
-    return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity_tokens, fits=fits, engine=engine,
-                          batch_fits=fits, max_concurrent_sequences=concurrency, kv_bytes_per_token=kv_tok,
-                          weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp,
-                          offload_fraction=cpu_share)
+                     f"(-ngl {int(r.arch.num_layers * (1 - spill))}); host RAM counts them")
+    if hw.host_ram_gib is not None and m.host > hw.host_ram_gib * GiB:
+        notes.append(f"needs {_gib(m.host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB present/given")
+    bd = MemoryBreakdown(per_gpu_gib=_gib(m.used), weights_gib=_gib(m.weights), kv_cache_gib=_gib(m.kv),
+                         activations_gib=_gib(m.act), overhead_gib=_gib(m.overhead), host_ram_gib=_gib(m.host),
+                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(m.used), 4), notes=notes)
+    return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
+                          batch_fits=bool(m.fits), max_concurrent_sequences=concurrency, kv_bytes_per_token=m.kv_tok,
+                          weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp, offload_fraction=m.cpu_share)
 
 
 # ---------------------------------------------------------------------------------------------

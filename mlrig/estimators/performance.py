@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from mlrig import quant
+from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import ENGINE_NAMES, engine_family  # noqa: F401 (re-exported)
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class
 from mlrig.results import Performance
+from mlrig.vec import Num
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -100,17 +101,17 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
 class PassCost:
     """What one forward pass moves and computes (whole model, before any parallel split)."""
 
-    flops: float
-    weight_bytes: float
-    kv_bytes: float
-    other_bytes: float  # attention score spill without flash attention, activations
+    flops: Num
+    weight_bytes: Num
+    kv_bytes: Num
+    other_bytes: Num  # attention score spill without flash attention, activations
 
     @property
-    def bytes(self) -> float:
+    def bytes(self) -> Num:
         return self.weight_bytes + self.kv_bytes + self.other_bytes
 
 
-def read_fraction(arch: ModelArch, tokens_in_pass: int) -> float:
+def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     """Fraction of all weights read by one pass of `tokens_in_pass` tokens.
 
     The input embedding is a row lookup, so its table is not streamed (unless tied to the head).
@@ -119,14 +120,14 @@ def read_fraction(arch: ModelArch, tokens_in_pass: int) -> float:
     so this slightly overstates bytes at mid batch)."""
     pb = arch.params()
     total = max(1, pb.total)
-    read = float(pb.total)
+    read: Num = float(pb.total)
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
         k_over_e = arch.experts_per_token / arch.num_experts
-        frac = 1.0 - (1.0 - k_over_e) ** max(1, tokens_in_pass)
-        read -= pb.experts_routed * (1.0 - frac)
-    return max(0.0, read) / total
+        frac = 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
+        read = read - pb.experts_routed * (1.0 - frac)
+    return vec.maximum(0.0, read) / total
 
 
 def lm_head_params(arch: ModelArch) -> float:
@@ -141,24 +142,24 @@ def matmul_params(arch: ModelArch) -> float:
     return float(pb.active - (0 if arch.tie_word_embeddings else pb.embedding))
 
 
-def attention_flops(arch: ModelArch, new_tokens: int, context: int, causal: bool = True) -> float:
+def attention_flops(arch: ModelArch, new_tokens: Num, context: Num, causal: bool = True) -> Num:
     """QK^T and AV: 4 x H x d_h FLOPs per (query, key) pair per layer (Vaswani 2017). A prefill of
     s tokens on top of `context - s` cached has s x (context - s) + s^2/2 pairs when causal.
     Sliding-window layers cap the keys at the window."""
     h_dh = arch.num_heads * arch.dim_head
     if arch.is_mla:
         h_dh = arch.num_heads * ((arch.qk_nope_head_dim or arch.dim_head) + (arch.qk_rope_head_dim or 0))
-    past = max(0, context - new_tokens)
-    pairs_full = new_tokens * past + (new_tokens * new_tokens / 2.0 if causal else float(new_tokens * new_tokens))
+    past = vec.maximum(0, context - new_tokens)
+    pairs_full = new_tokens * past + (new_tokens * new_tokens / 2.0 if causal else 1.0 * (new_tokens * new_tokens))
     full_layers = arch.num_layers - arch.num_sliding_layers
     pairs = pairs_full * full_layers
     if arch.num_sliding_layers:
         w = arch.sliding_window or context
-        pairs += min(pairs_full, new_tokens * float(w)) * arch.num_sliding_layers
+        pairs = pairs + vec.minimum(pairs_full, new_tokens * (1.0 * w)) * arch.num_sliding_layers
     return 4.0 * h_dh * pairs
 
 
-def kv_bytes(arch: ModelArch, context: int, kv_bytes_per_element: float) -> float:
+def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:
     """KV cache bytes of one sequence holding `context` tokens."""
     return arch.kv_values_per_token(context) * context * kv_bytes_per_element
 
@@ -172,7 +173,7 @@ def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
 
 
 def decode_cost(
-    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: int, context: int,
+    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
     kv_read_factor: float = 1.0,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
@@ -184,7 +185,7 @@ def decode_cost(
 
 
 def prefill_cost(
-    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: int, prompt: int,
+    arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
@@ -195,19 +196,19 @@ def prefill_cost(
     flops = batch * (2.0 * body * prompt + 2.0 * head + attention_flops(arch, prompt, prompt, causal=flash_attention))
     w = weight_bytes * read_fraction(arch, batch * prompt)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
-    spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * float(prompt) ** 2 * arch.num_layers
+    spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=spill)
 
 
 # ---- timing --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PassTime:
-    seconds: float
-    compute_s: float
-    memory_s: float
-    overhead_s: float
-    comm_s: float
-    bound: str
+    seconds: Num
+    compute_s: Num
+    memory_s: Num
+    overhead_s: Num
+    comm_s: Num
+    bound: Num  # "compute" | "memory-bandwidth" | "interconnect" | "offload" (an array of them in a sweep)
     compute_known: bool = True  # False when the catalog has no compute figure for the GPU
 
 
@@ -221,7 +222,7 @@ def pass_time(
     tp: int = 1,
     link: Interconnect | None = None,
     hidden: int = 0,
-    tokens_in_pass: int = 1,
+    tokens_in_pass: Num = 1,
     decode: bool = True,
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
@@ -241,7 +242,7 @@ def pass_time(
     peak = peak_tflops(gpu, dtype, engine)
     if peak and engine == "tinychat" and fam != "f16" and gpu.hardware_class == "geforce":
         peak *= 2.0  # TinyChat 2.0's W4A16 GEMMs accumulate in FP16 (its README), 2x on GeForce (see peak_tflops)
-    compute_s = 0.0
+    compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
         if fam != "f16" and dtype == "fp16":
@@ -252,10 +253,11 @@ def pass_time(
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
-        overhead_s += layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
+        overhead_s = overhead_s + layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
     if not decode:
-        overhead_s += tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN / tp
-    comm_s = 0.0
+        overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
+                                   / eff.PREFILL_REF_HIDDEN / tp)
+    comm_s: Num = 0.0
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s
 
@@ -264,11 +266,9 @@ def pass_time(
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
-        comm_s += (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
-    core = max(compute_s, memory_s)
-    bound = "compute" if compute_s >= memory_s else "memory-bandwidth"
-    if comm_s > core:
-        bound = "interconnect"
+        comm_s = comm_s + (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
+    core = vec.maximum(compute_s, memory_s)
+    bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
     return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
 
@@ -323,9 +323,19 @@ def _setup(r: ResolvedPlan) -> _Setup:
     return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version))
 
 
-def _offload_fraction(memory: Any) -> float:
+def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib: float, weights_gib: Num) -> Num:
     """Fraction of weights run from host memory: what -ngl leaves on the CPU, else what does not fit
-    in VRAM (spilled as llama.cpp users do by lowering -ngl); 0 when it fits or is unknown."""
+    in VRAM (spilled as llama.cpp users do by lowering -ngl); 0 when it fits. From the reported
+    (rounded) GiB figures, as `mlrig plan` shows them."""
+    if cpu_share > 0:
+        return cpu_share
+    over = (per_gpu_gib - capacity_gib) / vec.where(weights_gib > 0, weights_gib, 1.0)
+    spilled = vec.minimum(1.0, vec.maximum(0.0, over))
+    return vec.where(fits, 0.0, vec.where(weights_gib > 0, spilled, 0.0))
+
+
+def _offload_fraction(memory: Any) -> float:
+    """`offload_fraction` of a memory estimate; 0 when there is none."""
     if memory is None:
         return 0.0
     if getattr(memory, "offload_fraction", 0.0) > 0:
@@ -333,36 +343,37 @@ def _offload_fraction(memory: Any) -> float:
     if getattr(memory, "fits", True):
         return 0.0
     b = memory.breakdown
-    over = b.per_gpu_gib - b.gpu_capacity_gib
-    return min(1.0, max(0.0, over / b.weights_gib)) if b.weights_gib > 0 else 0.0
+    return float(offload_fraction(False, 0.0, b.per_gpu_gib, b.gpu_capacity_gib, b.weights_gib))
 
 
-def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: int, decode: bool) -> PassTime:
+def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s)
 
 
-def _decode_cost(r: ResolvedPlan, engine: str, batch: int, context: int) -> PassCost:
+def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     return decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine))
 
 
-def decode_step(r: ResolvedPlan, batch: int, context: int, offload_fraction: float = 0.0) -> PassTime:
+def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
     """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
     served from host memory (see `_offload_time`)."""
     s = _setup(r)
     cost = _decode_cost(r, s.engine, batch, context)
     t = _timed(cost, r, s, batch, decode=True)
-    if offload_fraction > 0:
+    if vec.is_array(offload_fraction) or offload_fraction > 0:
         extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, r.gpu,
                               r.hardware.host_memory_bandwidth_gb_s)
-        return PassTime(t.seconds + extra, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, "offload")
+        off = offload_fraction > 0
+        return PassTime(vec.where(off, t.seconds + extra, t.seconds), t.compute_s, t.memory_s, t.overhead_s, t.comm_s,
+                        vec.where(off, "offload", t.bound), vec.where(off, True, t.compute_known))
     return t
 
 
-def _offload_time(offloaded_bytes: float, engine: str, gpu: GPU, host_bw_gb_s: float | None) -> float:
+def _offload_time(offloaded_bytes: Num, engine: str, gpu: GPU, host_bw_gb_s: float | None) -> Num:
     """Offloaded weights: llama.cpp runs those layers on the CPU at host memory bandwidth (-ngl;
     measured by `mlrig probe` when known, else dual-channel DDR5-4800); other engines (accelerate,
     vLLM cpu-offload) stream them over the card's PCIe link (x16 of its generation) every pass."""
@@ -373,7 +384,7 @@ def _offload_time(offloaded_bytes: float, engine: str, gpu: GPU, host_bw_gb_s: f
     return offloaded_bytes / (pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s * 1e9 * PCIE_COPY_EFF)
 
 
-def llama_cpp_pipeline_speedup(tokens: int, gpus: int) -> float:
+def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
     """Prompt-processing speed-up of llama.cpp's layer split over `gpus` GPUs (pipeline parallelism,
     llama.cpp PR #6017, March 2024): the micro-batches of one logical batch flow through the GPUs'
     layer ranges concurrently, so m micro-batches ideally take (m + G - 1) stage times instead of
@@ -381,12 +392,12 @@ def llama_cpp_pipeline_speedup(tokens: int, gpus: int) -> float:
     16/7 = 2.3x. Only `eff.LLAMA_CPP_PIPELINE_EFF` of the ideal gain is credited (see there)."""
     if gpus <= 1:
         return 1.0
-    m = math.ceil(min(tokens, LLAMA_CPP_N_BATCH) / LLAMA_CPP_N_UBATCH)
+    m = vec.ceil_int(vec.minimum(tokens, LLAMA_CPP_N_BATCH) / LLAMA_CPP_N_UBATCH)
     ideal = m * gpus / (m + gpus - 1)
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
 
-def prefill_pass(r: ResolvedPlan, batch: int, prompt: int) -> PassTime:
+def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
     s = _setup(r)
@@ -398,27 +409,50 @@ def prefill_pass(r: ResolvedPlan, batch: int, prompt: int) -> PassTime:
     return t
 
 
+@dataclass(frozen=True)
+class StaticInference:
+    """The figures of `static_inference` (numbers for one plan, arrays for a sweep)."""
+
+    prefill_tok_s: Num
+    decode_tok_s: Num
+    ttft_ms: Num
+    tpot_ms: Num
+    throughput_tok_s: Num
+    bound: Num
+    decode: PassTime
+    mid_context: Num
+
+
+def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tokens: Num,
+                     offload: Num = 0.0) -> StaticInference:
+    """A static batch: the prefill of `batch` prompts, then `output_tokens` decode steps at the mean
+    context (prompt + half the output); `offload` of the weights run from host memory (`offload_fraction`)."""
+    prompt = vec.maximum(1, prompt_tokens)
+    pre = prefill_pass(r, batch, prompt)
+    mid_ctx = vec.maximum(1, prompt + output_tokens // 2)
+    dec = decode_step(r, batch, mid_ctx, offload)
+    pre_s = pre.seconds
+    if vec.is_array(offload) or offload > 0:
+        pre_s = pre_s + _offload_time(r.weight_bytes * offload, _setup(r).engine, r.gpu,
+                                      r.hardware.host_memory_bandwidth_gb_s)
+    total_s = pre_s + output_tokens * dec.seconds
+    throughput = vec.where(output_tokens > 0, batch * output_tokens / total_s, batch * prompt / pre_s)
+    return StaticInference(prefill_tok_s=batch * prompt / pre_s, decode_tok_s=1.0 / dec.seconds, ttft_ms=pre_s * 1e3,
+                           tpot_ms=dec.seconds * 1e3, throughput_tok_s=throughput, bound=dec.bound, decode=dec,
+                           mid_context=mid_ctx)
+
+
 def estimate_inference(r: ResolvedPlan, memory: Any | None = None) -> Performance:
-    """Speed of a static inference batch: prefill/decode tokens/s, TTFT, TPOT and throughput. Serving
+    """Speed of a static inference batch (`static_inference`), with the explanation of its decode. Serving
     loads are `serving.serving_performance`, training `training_speed.estimate_training`; the one
     entry point for all three is `mlrig.estimators.speed.estimate_performance`."""
     w, gpu = r.workload, r.gpu
     b = w.batch_size
     off = _offload_fraction(memory)
-    prompt = max(1, w.prompt_tokens)
-    pre = prefill_pass(r, b, prompt)
-    mid_ctx = max(1, prompt + w.output_tokens // 2)
-    dec = decode_step(r, b, mid_ctx, off)
+    f = static_inference(r, b, w.prompt_tokens, w.output_tokens, off)
+    dec = f.decode
     s = _setup(r)
-    if off > 0:
-        pre_s = pre.seconds + _offload_time(r.weight_bytes * off, s.engine, gpu, r.hardware.host_memory_bandwidth_gb_s)
-    else:
-        pre_s = pre.seconds
-    decode_tok_s = 1.0 / dec.seconds
-    gen_s = w.output_tokens * dec.seconds
-    total_s = pre_s + gen_s
-    throughput = b * w.output_tokens / total_s if w.output_tokens else b * prompt / pre_s
-    per_tok_gb = _decode_cost(r, s.engine, 1, mid_ctx).bytes / 1e9
+    per_tok_gb = _decode_cost(r, s.engine, 1, f.mid_context).bytes / 1e9
     eff_bw = bandwidth_efficiency(gpu, s.engine)
     tp, pp = r.hardware.tensor_parallel, r.hardware.pipeline_parallel
     split = ""
@@ -432,18 +466,18 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None) -> Performanc
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s "
-        f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{decode_tok_s:.0f} tok/s per sequence "
+        f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
     if off > 0:
         expl += f"; {off:.0%} of weights offloaded"
     return Performance(
-        prefill_tok_s=b * prompt / pre_s,
-        decode_tok_s=decode_tok_s,
-        ttft_ms=pre_s * 1e3,
-        tpot_ms=dec.seconds * 1e3,
-        throughput_tok_s=throughput,
-        bound=dec.bound,
+        prefill_tok_s=f.prefill_tok_s,
+        decode_tok_s=f.decode_tok_s,
+        ttft_ms=f.ttft_ms,
+        tpot_ms=f.tpot_ms,
+        throughput_tok_s=f.throughput_tok_s,
+        bound=f.bound,
         explanation=expl,
         error_band=error_band(gpu),
     )

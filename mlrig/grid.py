@@ -1,0 +1,172 @@
+"""Many static-inference plans at once: one plan's model, GPU, precision and engine over arrays of
+batch sizes, contexts, prompts and outputs (issue 15; `mlrig sweep`).
+
+The figures come from the same formulas `mlrig plan` runs (`memory.inference_memory`,
+`performance.static_inference`), called once with numpy arrays instead of once per configuration, so
+each configuration's figures equal `mlrig.planner.evaluate`'s exactly (tests/test_batch.py draws random
+plans to check). What the array path does not cover goes through `evaluate` one configuration at a
+time, with the same result: serving loads and training, contexts beyond the model's maximum (an error
+that names the context), and setups the planner refuses as a whole (its one-line error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mlrig import vec
+from mlrig.errors import MlrigError
+from mlrig.units import GiB
+
+if TYPE_CHECKING:
+    from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
+    from mlrig.results import PlanResult
+    from mlrig.workload import Plan
+
+FIGURES = ("prefill_tok_s", "decode_tok_s", "ttft_ms", "tpot_ms", "throughput_tok_s")
+
+
+@dataclass
+class Grid:
+    """Per-configuration results, index-aligned with the inputs. `error[i]` is the planner's one-line error
+    (the other fields then hold NaN / None); a figure is NaN where a serving engine would refuse to start."""
+
+    engine: np.ndarray  # object: the engine the plan runs (None on an error)
+    fits: np.ndarray  # bool
+    per_gpu_gib: np.ndarray
+    gpu_capacity_gib: np.ndarray
+    kv_cache_capacity_tokens: np.ndarray  # float: NaN where the engine has none
+    prefill_tok_s: np.ndarray
+    decode_tok_s: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    throughput_tok_s: np.ndarray
+    train_tokens_per_s: np.ndarray
+    bound: np.ndarray  # object: "compute" | "memory-bandwidth" | "interconnect" | "offload", None without speed
+    error: np.ndarray  # object: None, or the planner's one-line error
+
+    @classmethod
+    def empty(cls, n: int) -> Grid:
+        nan = np.full(n, np.nan)
+        return cls(engine=np.full(n, None, object), fits=np.zeros(n, bool), per_gpu_gib=nan.copy(),
+                   gpu_capacity_gib=nan.copy(),
+                   kv_cache_capacity_tokens=nan.copy(), prefill_tok_s=nan.copy(), decode_tok_s=nan.copy(),
+                   ttft_ms=nan.copy(), tpot_ms=nan.copy(), throughput_tok_s=nan.copy(),
+                   train_tokens_per_s=nan.copy(), bound=np.full(n, None, object), error=np.full(n, None, object))
+
+    def put(self, i: int, result: PlanResult) -> None:
+        """Store one `evaluate` result at index i."""
+        self.error[i] = result.error
+        self.engine[i] = result.engine
+        if result.memory is not None:
+            self.fits[i] = bool(result.fits)
+            self.per_gpu_gib[i] = result.memory.per_gpu_gib
+            self.gpu_capacity_gib[i] = result.memory.gpu_capacity_gib
+        if result.kv_cache_capacity_tokens is not None:
+            self.kv_cache_capacity_tokens[i] = result.kv_cache_capacity_tokens
+        p = result.performance
+        if p is not None:
+            for k in (*FIGURES, "train_tokens_per_s"):
+                v = getattr(p, k)
+                getattr(self, k)[i] = np.nan if v is None else v
+            self.bound[i] = p.bound
+
+
+def _plan_at(plan: Plan, batch: int, context: int, prompt: int, output: int) -> Plan:
+    """`plan` with this configuration's numbers, validated as a plan file would be (the fields the user
+    left unset stay unset: the planner's defaults look at them)."""
+    from mlrig.planner import parse_plan
+
+    data = plan.model_dump(exclude_unset=True)
+    data["workload"] = {**data.get("workload", {}), "batch_size": batch, "context_tokens": context or None,
+                        "prompt_tokens": prompt, "output_tokens": output}
+    return parse_plan(data)
+
+
+def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, prompt_tokens: Any,
+                  output_tokens: Any, *, arch: ModelArch | None = None, gpu: GPU | None = None) -> Grid:
+    """`evaluate` of `plan` with each (batch, context, prompt, output) in the arrays given (equal length;
+    a context of 0 means prompt + output, as in a plan without context_tokens). Raises MlrigError only
+    when the plan itself is invalid (an unknown model or GPU); configurations fail one by one."""
+    from mlrig.planner import check_setup, evaluate, parse_plan, resolve_arch, resolve_hardware, with_defaults
+
+    base = parse_plan(plan)
+    b, c, pr, out = (np.asarray(x, dtype=np.int64) for x in (batch, context_tokens, prompt_tokens, output_tokens))
+    if not b.shape == c.shape == pr.shape == out.shape or b.ndim != 1:
+        raise MlrigError("evaluate_grid: batch, context, prompt and output must be 1-D arrays of one length")
+    n = len(b)
+    arch = arch or resolve_arch(base)
+    gpu = gpu or resolve_hardware(base)
+    grid = Grid.empty(n)
+    one_by_one = np.ones(n, bool)
+    w = base.workload
+    if w.task == "inference" and w.load == "static" and n:
+        # the planner's context check (check_setup): beyond the model's maximum is an error naming the context
+        held = np.where(c > 0, c, pr + np.maximum(0, out - 1))
+        ctx_max = np.maximum(held, w.max_model_len or 0)
+        limit = arch.max_position_embeddings
+        in_range = np.ones(n, bool) if (not limit or w.allow_long_context) else ctx_max <= limit
+        # the default engine may differ for one sequence and for a batch (planner.default_engine)
+        for part in (b == 1, b > 1):
+            idx = np.flatnonzero(part & in_range & (b >= 1) & (pr >= 0) & (out >= 0))
+            if len(idx):
+                one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out, check_setup,
+                                              with_defaults)
+    for i in np.flatnonzero(one_by_one).tolist():
+        try:
+            grid.put(i, evaluate(_plan_at(base, int(b[i]), int(c[i]), int(pr[i]), int(out[i])), arch=arch, gpu=gpu))
+        except MlrigError as exc:
+            grid.error[i] = str(exc)
+    return grid
+
+
+def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray, c: np.ndarray,
+            pr: np.ndarray, out: np.ndarray, check_setup: Any, with_defaults: Any) -> bool:
+    """Fill `grid` at `idx` through the array formulas; False (nothing filled) where the planner
+    refuses the setup as a whole, so those configurations go one by one and get its exact error."""
+    from pydantic import ValidationError
+
+    from mlrig.estimators.memory import PAGED_ENGINES, _engine_key, inference_memory
+    from mlrig.estimators.performance import offload_fraction, static_inference
+    from mlrig.estimators.resolved import resolve
+
+    i0 = int(idx[0])
+    try:
+        p, _ = with_defaults(_plan_at(base, int(b[i0]), int(c[i0]), int(pr[i0]), int(out[i0])), gpu, arch)
+        check_setup(arch, p)
+        r = resolve(arch, p, gpu)
+        bb, pp, oo = b[idx], pr[idx], out[idx]
+        cc = np.where(c[idx] > 0, c[idx], np.maximum(1, pp + oo))  # WorkloadSpec.context
+        m = inference_memory(r, bb, cc, pp)
+        shape = idx.shape
+        fits = np.broadcast_to(np.asarray(m.fits, bool), shape)
+        used_gib = vec.round_to(np.broadcast_to(np.asarray(m.used, float), shape) / GiB, 4)
+        capacity = None
+        if m.capacity_tokens is not None:
+            cap = np.broadcast_to(np.asarray(m.capacity_tokens), shape)
+            capacity = np.array([np.nan if v is None else v for v in cap.tolist()], float) \
+                if cap.dtype == object else cap.astype(float)
+        run = np.ones(shape, bool)
+        if _engine_key(r) in PAGED_ENGINES:  # planner.engine_refusal: such a setup gets no speed
+            assert capacity is not None
+            run = fits & (capacity >= np.maximum(cc, r.workload.max_model_len or 0))
+        weights_gib = vec.round_to(np.broadcast_to(np.asarray(m.weights, float), shape) / GiB, 4)
+        off = offload_fraction(fits, m.cpu_share, used_gib, gpu.capacity_gib, weights_gib)
+        f = static_inference(r, bb, pp, oo, off)
+    except (MlrigError, ValidationError):
+        return False
+    grid.fits[idx] = fits
+    grid.per_gpu_gib[idx] = used_gib
+    grid.gpu_capacity_gib[idx] = gpu.capacity_gib
+    if capacity is not None:
+        grid.kv_cache_capacity_tokens[idx] = capacity
+    for k in FIGURES:
+        getattr(grid, k)[idx] = np.where(run, np.broadcast_to(np.asarray(getattr(f, k), float), idx.shape), np.nan)
+    grid.engine[idx] = r.workload.engine
+    bound = np.array(np.broadcast_to(np.asarray(f.bound, object), idx.shape))
+    bound[~run] = None
+    grid.bound[idx] = bound
+    return True

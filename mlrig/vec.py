@@ -1,0 +1,98 @@
+"""Arithmetic that takes Python numbers or numpy arrays alike (issue 15).
+
+The estimators' formulas are written once with these helpers: `mlrig plan` calls them with numbers and
+stays in plain Python (no numpy import, no per-call overhead); a sweep calls the same formulas with
+arrays of batch sizes and context lengths, and each helper switches to numpy's element-wise twin.
+The twins round every operation the same IEEE-754 way, and where numpy's kernel may not (`power`,
+Python's correctly rounded `round`), the array path applies Python's own operation per element, so a
+sweep's figures equal `plan`'s exactly (tests/test_batch.py checks this on random plans).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+Num = Any  # a Python int / float / bool, or a numpy array of them
+
+
+def is_array(*xs: Num) -> bool:
+    return any(hasattr(x, "shape") for x in xs)
+
+
+def maximum(a: Num, b: Num) -> Num:
+    if is_array(a, b):
+        import numpy as np
+
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def minimum(a: Num, b: Num) -> Num:
+    if is_array(a, b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def where(cond: Num, a: Num, b: Num) -> Num:
+    """`a if cond else b`, element-wise for arrays (both sides are evaluated: keep them finite)."""
+    if is_array(cond, a, b):
+        import numpy as np
+
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def both(a: Num, b: Num) -> Num:
+    """`a and b` for truth values."""
+    return (a & b) if is_array(a, b) else bool(a and b)
+
+
+def ceil_int(x: Num) -> Num:
+    if is_array(x):
+        import numpy as np
+
+        return np.ceil(x).astype(np.int64)
+    return math.ceil(x)
+
+
+def trunc_int(x: Num) -> Num:
+    """`int(x)` (towards zero) for floats."""
+    if is_array(x):
+        import numpy as np
+
+        return np.trunc(x).astype(np.int64)
+    return int(x)
+
+
+def power(base: Num, exponent: Num) -> Num:
+    """`base ** exponent`, per element with Python's own `**` (numpy's SIMD pow may differ in the last bit)."""
+    if is_array(base, exponent):
+        import numpy as np
+
+        b, e = np.broadcast_arrays(np.asarray(base, dtype=float), np.asarray(exponent))
+        return np.fromiter((x ** y for x, y in zip(b.ravel().tolist(), e.ravel().tolist(), strict=True)),
+                           float, b.size).reshape(b.shape)
+    return base ** exponent
+
+
+def round_to(x: Num, digits: int) -> Num:
+    """Python's `round(x, digits)` (correctly rounded), per element for arrays."""
+    if is_array(x):
+        import numpy as np
+
+        # rint(x 10^d) / 10^d is Python's result wherever x 10^d is not within rounding error of a
+        # half: the integer is then the correct one and the division rounds it correctly, as Python's
+        # float(repr) does. The few near halves take Python's own round.
+        a = np.asarray(x, dtype=float)
+        scaled = a * 10.0 ** digits
+        out = np.rint(scaled) / 10.0 ** digits
+        # the product's rounding error is an ulp of `scaled` (2^-52 relative); 1e-9 leaves a wide margin
+        near = np.abs(scaled - np.floor(scaled) - 0.5) <= 1e-9 * np.maximum(1.0, np.abs(scaled))
+        near |= ~np.isfinite(scaled)
+        for i in np.flatnonzero(near).tolist():
+            out.flat[i] = round(float(a.flat[i]), digits)
+        return out
+    return round(x, digits)

@@ -1,0 +1,128 @@
+"""The array path (`mlrig.grid.evaluate_grid`) equals the one-plan path (`planner.evaluate`) exactly (issue 15).
+
+Random static-inference plans (every engine family, precisions, parallel layouts, -ngl offload, KV dtypes,
+engine releases, vLLM limits) over random batches, contexts, prompts and outputs; each configuration's
+figures must be bit-for-bit those of `evaluate` on the same plan, and its error the same line.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mlrig import planner
+from mlrig.grid import FIGURES, _plan_at, evaluate_grid
+from mlrig.planner import evaluate_case, parse_plan
+
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gemma-2-9b", "gemma-3-27b", "mistral-7b-v0.1",
+          "mixtral-8x7b", "gpt-oss-20b", "deepseek-v3", "llama-3.2-1b", "phi-3-mini-4k", "gpt2"]
+GPUS = ["rtx-4090", "rtx-3090", "rtx-3060-12gb", "l40s", "a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb",
+        "mi300x", "rx-7900-xtx", "arc-a770-16gb", "apple-m2-ultra-76c-192gb", "apple-m1-8c-16gb", "t4"]
+ENGINES = [None, None, "vllm", "sglang", "trt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama", "transformers",
+           "exllamav2", "mlx", "mlc", "tinychat", "gpt-fast"]
+PRECISIONS = [None, "bf16", "fp16", "fp8", "int8", "awq", "gptq", "nf4", "q8_0", "q4_k_m", "q4_0", "q2_k",
+              "iq4_xs", "mxfp4", "exl2-4.65", "q4f16_1", "mlx-4bit"]
+
+
+def random_template(rng: random.Random) -> dict[str, Any]:
+    w: dict[str, Any] = {"task": "inference"}
+    for key, choices in (("precision", PRECISIONS), ("engine", ENGINES),
+                         ("kv_cache_precision", [None, None, None, "fp8", "q8_0", "q4_0", "fp16"])):
+        v = rng.choice(choices)
+        if v is not None:
+            w[key] = v
+    if rng.random() < 0.15:
+        w["engine_version"] = rng.choice(["0.6.4", "b2800", "4.38", "0.7.3", "0.6.1"])
+    if rng.random() < 0.15:
+        w["flash_attention"] = False
+    if rng.random() < 0.15:
+        w["gpu_layers"] = rng.randint(0, 90)
+    if rng.random() < 0.15:
+        w["gpu_memory_utilization"] = round(rng.uniform(0.5, 0.97), 2)
+    if rng.random() < 0.1:
+        w["max_model_len"] = rng.choice([2048, 8192, 32768])
+    if rng.random() < 0.1:
+        w["max_num_seqs"] = rng.choice([8, 64, 512])
+    if rng.random() < 0.1:
+        w["allow_long_context"] = True
+    count = rng.choice([1, 1, 1, 2, 4, 8])
+    hw: dict[str, Any] = {"gpu": rng.choice(GPUS), "count": count}
+    if count > 1 and rng.random() < 0.4:
+        hw[rng.choice(["tensor_parallel", "pipeline_parallel"])] = rng.choice([t for t in (1, 2, 4, 8) if t <= count])
+    if rng.random() < 0.2:
+        hw["host_ram_gib"] = rng.choice([16, 64, 512])
+    if rng.random() < 0.2:
+        hw["host_memory_bandwidth_gb_s"] = round(rng.uniform(30, 400), 1)
+    return {"model": rng.choice(MODELS), "workload": w, "hardware": hw}
+
+
+def random_configs(rng: random.Random, n: int) -> tuple[list[int], ...]:
+    batch = [rng.choice([1, 1, 2, 4, 16, 64, 256, rng.randint(1, 2000)]) for _ in range(n)]
+    context = [rng.choice([0, 512, 4096, 8192, 32768, 131072, 400_000, rng.randint(1, 200_000)]) for _ in range(n)]
+    prompt = [rng.choice([0, 1, 128, 512, 2000, rng.randint(1, 100_000)]) for _ in range(n)]
+    output = [rng.choice([0, 1, 128, 1000, rng.randint(1, 8000)]) for _ in range(n)]
+    return batch, context, prompt, output
+
+
+def same(a: float | None, b: float) -> bool:
+    """`evaluate`'s figure (None when absent) against the grid's (NaN when absent): identical bits."""
+    return math.isnan(b) if a is None else a == b
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_array_path_equals_evaluate_exactly(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    checked = errors = 0
+    for _ in range(40):
+        base = parse_plan(random_template(rng))
+        batch, context, prompt, output = random_configs(rng, 6)
+        try:
+            grid = evaluate_grid(base, batch, context, prompt, output)
+        except Exception as exc:  # only an unknown model or GPU may fail the whole grid
+            pytest.fail(f"evaluate_grid raised {exc!r} for {base.model_dump(exclude_unset=True)}")
+        for i in range(len(batch)):
+            one = evaluate_case(_plan_at(base, batch[i], context[i], prompt[i], output[i]))
+            where = (base.model_dump(exclude_unset=True), batch[i], context[i], prompt[i], output[i])
+            assert grid.error[i] == one.error, where
+            if one.error:
+                errors += 1
+                continue
+            assert one.memory is not None
+            assert grid.fits[i] == one.fits, where
+            assert grid.per_gpu_gib[i] == one.memory.per_gpu_gib, where
+            assert grid.gpu_capacity_gib[i] == one.memory.gpu_capacity_gib, where
+            cap = one.kv_cache_capacity_tokens
+            assert same(None if cap is None else float(cap), grid.kv_cache_capacity_tokens[i]), where
+            assert grid.engine[i] == one.engine, where
+            perf = one.performance
+            for k in FIGURES:
+                assert same(None if perf is None else getattr(perf, k), getattr(grid, k)[i]), (k, where)
+            assert grid.bound[i] == (None if perf is None else perf.bound), where
+            checked += 1
+    assert checked > 100 and errors > 0  # both kinds were exercised
+
+
+def test_the_array_path_runs_no_plan_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Valid static-inference configurations never reach `evaluate` (the one-by-one fallback)."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("evaluate called")
+
+    monkeypatch.setattr(planner, "evaluate", refuse)
+    n = 500
+    grid = evaluate_grid({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m", "engine": "llama.cpp"},
+                          "hardware": {"gpu": "rtx-4090"}},
+                         np.arange(1, n + 1) % 16 + 1, np.full(n, 8192), np.full(n, 4000), np.arange(n) % 512)
+    assert all(e is None for e in grid.error) and np.isfinite(grid.decode_tok_s).all()
+    # more sequences share each weight read: the batch's decode step is never cheaper per sequence
+    order = np.argsort(np.arange(1, n + 1) % 16 + 1, kind="stable")
+    assert (np.diff(grid.decode_tok_s[order][grid.tpot_ms[order] > 0]) <= 1e-9).sum() > 0
+
+
+def test_a_context_beyond_the_model_is_the_planners_error() -> None:
+    grid = evaluate_grid({"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"}},
+                         [1, 1], [8192, 1_000_000], [512, 512], [128, 128])
+    assert grid.error[0] is None and grid.error[1] is not None and "exceeds" in grid.error[1]

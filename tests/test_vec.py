@@ -1,0 +1,35 @@
+"""mlrig.vec: each helper gives on arrays exactly what it gives on Python numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlrig import vec
+
+
+def test_round_to_is_pythons_round_element_by_element() -> None:
+    rng = np.random.default_rng(7)
+    halves = rng.integers(0, 10**7, 20_000) / 1e4 + 0.00005  # decimal halves, the cases numpy rounds otherwise
+    xs = np.concatenate([rng.uniform(0, 200, 50_000), rng.uniform(0, 1e7, 20_000), halves,
+                         np.array([0.0, 2.675, 0.125, 1e-9, 1.00005, 123456.78905])])
+    assert (np.round(halves, 4) != [round(v, 4) for v in halves.tolist()]).any()  # numpy alone would differ
+    for digits in (3, 4):
+        assert vec.round_to(xs, digits).tolist() == [round(v, digits) for v in xs.tolist()]
+    assert vec.round_to(2.675, 2) == round(2.675, 2) and isinstance(vec.round_to(1.5, 0), float)
+
+
+def test_power_and_the_element_wise_twins_match_python() -> None:
+    rng = np.random.default_rng(3)
+    base, exp = rng.uniform(0.5, 1.0, 2000), rng.integers(1, 100_000, 2000)
+    assert vec.power(0.875, exp).tolist() == [0.875 ** int(e) for e in exp.tolist()]
+    assert vec.power(base, 3).tolist() == [b ** 3 for b in base.tolist()]
+    a, b = rng.uniform(-5, 5, 500), rng.uniform(-5, 5, 500)
+    assert vec.maximum(a, b).tolist() == [max(x, y) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    assert vec.minimum(a, 0.0).tolist() == [min(x, 0.0) for x in a.tolist()]
+    assert vec.where(a > b, a, b).tolist() == vec.maximum(a, b).tolist()
+    assert vec.ceil_int(a * 100).tolist() == [int(np.ceil(x * 100)) for x in a.tolist()]
+    assert vec.trunc_int(a * 100).tolist() == [int(x * 100) for x in a.tolist()]
+    # Python's floor division of floats, which the KV-pool formulas use, is numpy's too
+    assert (np.abs(a) * 1e9 // 3.3).tolist() == [abs(x) * 1e9 // 3.3 for x in a.tolist()]
+    # numbers stay numbers: `mlrig plan` never touches numpy
+    assert type(vec.maximum(1, 2.5)) is float and vec.where(True, "a", "b") == "a" and vec.both(1, 0) is False
