@@ -108,7 +108,7 @@ _SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4
 # Compiled once: the index tokenises every spelling in the catalog (~600) on the first lookup.
 _CORES_RE = re.compile(r"(\d+)\s*-?\s*core")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
-_PUNCT_RE = re.compile(r"[^a-z0-9.]+")
+_WORD_RE = re.compile(r"[a-z0-9.]+")
 # Letter/digit boundaries inside a token ('rtx4090', '3090ti', 'mi300x'); size and core-count tokens
 # ('24gb', '76c') stay whole.
 _SPLIT_RE = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
@@ -123,12 +123,13 @@ def _tokens(name: str) -> tuple[str, ...]:
     'MI300X' -> mi 300 x); vendor and filler words dropped.
     """
     s = name.lower()
+    # replacement functions, not r"\1gb" templates: re expands a template in Python on every call
     if "core" in s:
-        s = _CORES_RE.sub(r"\1c", s)
+        s = _CORES_RE.sub(lambda m: m[1] + "c", s)
     if "g" in s:  # every size spelling (gib, gb, g) has one
-        s = _SIZE_RE.sub(r"\1gb", s)
+        s = _SIZE_RE.sub(lambda m: m[1] + "gb", s)
     out: list[str] = []
-    for word in _PUNCT_RE.sub(" ", s).split():
+    for word in _WORD_RE.findall(s):  # punctuation separates words
         parts = _WORD_TOKENS.get(word)
         if parts is None:
             parts = _word_tokens(word)
