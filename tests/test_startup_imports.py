@@ -55,9 +55,10 @@ def test_plan_validates_only_the_gpu_it_uses(plan_json_run: dict[str, object]) -
     assert plan_json_run["gpus_built"] == 1
 
 
-def test_the_table_view_imports_rich_but_not_numpy() -> None:
+def test_the_table_view_imports_rich_but_not_numpy_nor_the_emoji_table() -> None:
     run = _run(PLAN)
     modules = set(run["modules"])  # type: ignore[call-overload]
     assert "rich.console" in modules  # the control: this check can see rich when it is loaded
     assert "numpy" not in modules
+    assert "rich._emoji_codes" not in modules  # ~4 ms to load; plan's console has emoji codes off
     assert "fits" in str(run["out"])
