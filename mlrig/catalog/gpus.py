@@ -105,7 +105,7 @@ _SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4
              "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "max+": "max", "pro": "pro"}
 
 
-# Compiled once: the index tokenises every spelling in the catalog (~600) on the first lookup.
+# Compiled once: the index tokenises every spelling in the catalog (~860) on the first lookup.
 _CORES_RE = re.compile(r"(\d+)\s*-?\s*core")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
 _WORD_RE = re.compile(r"[a-z0-9.]+")
@@ -148,7 +148,7 @@ _WHOLE_TOKENS = frozenset(_SYNONYMS.values())
 
 
 def _word_tokens(word: str) -> tuple[str, ...]:
-    """One whitespace-free word's tokens (see `_tokens`)."""
+    """The tokens of one word, a run of a-z, 0-9 and '.' (see `_tokens`)."""
     t = word.strip(".")
     t = _SYNONYMS.get(t, t)
     parts = [t] if (t in _WHOLE_TOKENS or _KEEP_RE.fullmatch(t)) else _SPLIT_RE.split(t)
@@ -170,6 +170,8 @@ class _Index:
         for e in entries:
             gid, name, aliases = ((e.id, e.name, e.aliases) if isinstance(e, GPU)
                                   else (e["id"], e["name"], e.get("aliases", [])))
+            if gid in self._entries:  # the shipped catalog's ids are unique (tests/test_gpus.py); keep it so
+                raise ValueError(f"GPU catalog: duplicate id {gid!r}")
             self._entries[gid] = e
             self.names[gid] = name
             vs = []
@@ -191,6 +193,7 @@ class _Index:
         return e
 
     def all(self) -> list[GPU]:
+        """Every entry, validated, in catalog order."""
         return [self.gpu(gid) for gid in self._entries]
 
 
