@@ -187,3 +187,18 @@ def test_user_catalog_path_follows_the_environment(monkeypatch: pytest.MonkeyPat
     assert user_gpus_path() == tmp_path / "home" / ".config" / "mlrig" / "gpus.toml"
     monkeypatch.setenv("HOME", str(tmp_path / "home2"))
     assert user_gpus_path() == tmp_path / "home2" / ".config" / "mlrig" / "gpus.toml"
+
+
+def test_catalog_index_builds_entries_on_use_and_refuses_duplicate_ids() -> None:
+    """The packaged catalog is indexed from its raw JSON; `builtin_gpus` and `resolve_gpu` hand out
+    the same validated objects, and a duplicated id is an error rather than a silently lost entry."""
+    import json
+
+    from mlrig.catalog import gpus as cat
+
+    raw = json.loads((Path(cat.__file__).parents[1] / "data" / "gpus.json").read_text(encoding="utf-8"))
+    idx = cat._Index(raw)
+    assert [g.id for g in idx.all()] == [d["id"] for d in raw]
+    assert cat.resolve_gpu("RTX 4090") is next(g for g in cat.builtin_gpus() if g.id == "rtx-4090")
+    with pytest.raises(ValueError, match="duplicate id 'rtx-4090'"):
+        cat._Index([*raw, next(d for d in raw if d["id"] == "rtx-4090")])

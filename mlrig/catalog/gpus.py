@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -104,10 +105,10 @@ _SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4
              "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "max+": "max", "pro": "pro"}
 
 
-# Compiled once: the index tokenises every spelling in the catalog (~600) on the first lookup.
+# Compiled once: the index tokenises every spelling in the catalog (~860) on the first lookup.
 _CORES_RE = re.compile(r"(\d+)\s*-?\s*core")
 _SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
-_PUNCT_RE = re.compile(r"[^a-z0-9.]+")
+_WORD_RE = re.compile(r"[a-z0-9.]+")
 # Letter/digit boundaries inside a token ('rtx4090', '3090ti', 'mi300x'); size and core-count tokens
 # ('24gb', '76c') stay whole.
 _SPLIT_RE = re.compile(r"(?<=[a-z])(?=\d)|(?<=\d)(?=[a-z])")
@@ -122,50 +123,94 @@ def _tokens(name: str) -> tuple[str, ...]:
     'MI300X' -> mi 300 x); vendor and filler words dropped.
     """
     s = name.lower()
+    # replacement functions, not r"\1gb" templates: re expands a template in Python on every call
     if "core" in s:
-        s = _CORES_RE.sub(r"\1c", s)
-    s = _SIZE_RE.sub(r"\1gb", s)
-    s = _PUNCT_RE.sub(" ", s)
-    out = []
-    for t in s.split():
-        t = t.strip(".")
-        t = _SYNONYMS.get(t, t)
-        parts = [t] if (t in _SYNONYMS.values() or _KEEP_RE.fullmatch(t)) else _SPLIT_RE.split(t)
-        for part in parts:
-            part = part.strip(".")
-            if part and part not in _NOISE:
-                out.append(part)
+        s = _CORES_RE.sub(lambda m: m[1] + "c", s)
+    if "g" in s:  # every size spelling (gib, gb, g) has one
+        s = _SIZE_RE.sub(lambda m: m[1] + "gb", s)
+    out: list[str] = []
+    for word in _WORD_RE.findall(s):  # punctuation separates words
+        parts = _WORD_TOKENS.get(word)
+        if parts is None:
+            parts = _word_tokens(word)
+            if len(_WORD_TOKENS) < _WORD_CACHE_MAX:
+                _WORD_TOKENS[word] = parts
+        out += parts
     return tuple(out)
 
 
-class _Index:
-    """Precomputed token sets: per entry the union of all spellings, plus each spelling alone."""
+# The catalog's ~860 spellings share a few hundred words: each word's tokens are worked out once
+# (half the cost of indexing the catalog, which every `mlrig plan` pays). Bounded, so that a long-running
+# `mlrig web` looking up arbitrary names cannot grow it without limit.
+_WORD_TOKENS: dict[str, tuple[str, ...]] = {}
+_WORD_CACHE_MAX = 4096
+_WHOLE_TOKENS = frozenset(_SYNONYMS.values())
 
-    def __init__(self, gpus: list[GPU]) -> None:
-        self.gpus = gpus
-        self.by_id = {g.id: g for g in gpus}
+
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """The tokens of one word, a run of a-z, 0-9 and '.' (see `_tokens`)."""
+    t = word.strip(".")
+    t = _SYNONYMS.get(t, t)
+    parts = [t] if (t in _WHOLE_TOKENS or _KEEP_RE.fullmatch(t)) else _SPLIT_RE.split(t)
+    return tuple(p for p in (part.strip(".") for part in parts) if p and p not in _NOISE)
+
+
+class _Index:
+    """Precomputed token sets: per entry the union of all spellings, plus each spelling alone.
+
+    Entries may be given as raw catalog dicts: each is validated into a `GPU` on first use
+    (`gpu`), so a lookup builds the entry it returns, not the whole catalog."""
+
+    def __init__(self, entries: Sequence[GPU | dict[str, Any]]) -> None:
+        self._entries: dict[str, GPU | dict[str, Any]] = {}
+        self.names: dict[str, str] = {}  # id -> display name, in catalog order
         self.exact: dict[tuple[str, ...], set[str]] = {}
         self.variants: dict[str, list[frozenset[str]]] = {}
         self.union: dict[str, frozenset[str]] = {}
-        for g in gpus:
-            spellings = [g.id, g.name, *g.aliases]
+        for e in entries:
+            gid, name, aliases = ((e.id, e.name, e.aliases) if isinstance(e, GPU)
+                                  else (e["id"], e["name"], e.get("aliases", [])))
+            if gid in self._entries:  # the shipped catalog's ids are unique (tests/test_gpus.py); keep it so
+                raise ValueError(f"GPU catalog: duplicate id {gid!r}")
+            self._entries[gid] = e
+            self.names[gid] = name
             vs = []
-            for sp in spellings:
+            for sp in (gid, name, *aliases):
                 toks = _tokens(sp)
-                self.exact.setdefault(tuple(sorted(toks)), set()).add(g.id)
+                self.exact.setdefault(tuple(sorted(toks)), set()).add(gid)
                 vs.append(frozenset(toks))
-            self.variants[g.id] = vs
-            self.union[g.id] = frozenset().union(*vs)
+            self.variants[gid] = vs
+            self.union[gid] = frozenset().union(*vs)
+
+    def __contains__(self, gid: str) -> bool:
+        return gid in self._entries
+
+    def gpu(self, gid: str) -> GPU:
+        """The entry with this id (validated on first use, then kept)."""
+        e = self._entries[gid]
+        if not isinstance(e, GPU):
+            e = self._entries[gid] = GPU.model_validate(e)
+        return e
+
+    def all(self) -> list[GPU]:
+        """Every entry, validated, in catalog order."""
+        return [self.gpu(gid) for gid in self._entries]
 
 
 @lru_cache(maxsize=1)
-def builtin_gpus() -> list[GPU]:
-    """The packaged catalog, mlrig/data/gpus.json (parsed once, cached)."""
+def _builtin_index() -> _Index:
+    """The packaged catalog, mlrig/data/gpus.json, parsed once and indexed from the raw entries."""
     import json
     from importlib import resources
 
     raw = resources.files("mlrig").joinpath("data/gpus.json").read_text(encoding="utf-8")
-    return [GPU.model_validate(d) for d in json.loads(raw)]
+    return _Index(json.loads(raw))
+
+
+@lru_cache(maxsize=1)
+def builtin_gpus() -> list[GPU]:
+    """The packaged catalog, every entry validated (the same objects `resolve_gpu` returns)."""
+    return _builtin_index().all()
 
 
 def load_gpus() -> list[GPU]:
@@ -187,7 +232,7 @@ def _all_gpus(sig: tuple[str, int, int] | None) -> list[GPU]:
 
 @lru_cache(maxsize=4)
 def _index_for(sig: tuple[str, int, int] | None) -> _Index:
-    return _Index(_all_gpus(sig))
+    return _builtin_index() if sig is None else _Index(_all_gpus(sig))
 
 
 def _index() -> _Index:
@@ -252,8 +297,8 @@ def resolve_gpu(name: str) -> GPU:
     if not q:
         raise UnknownNameError("GPU", name, [], "give a GPU name such as 'RTX 4090'; see `mlrig gpus`")
     alias = _alias_tokens().get(q)
-    if alias and alias[0] in idx.by_id:
-        g = idx.by_id[alias[0]]
+    if alias and alias[0] in idx:
+        g = idx.gpu(alias[0])
         if alias[1] is None:
             return g
         note = alias[1].format(name=name, gname=g.name, gib=g.capacity_gib, bw=g.memory_bandwidth_gb_s,
@@ -261,7 +306,7 @@ def resolve_gpu(name: str) -> GPU:
         return g.model_copy(update={"resolution_notes": [note]})
     hits = idx.exact.get(tuple(sorted(q)))
     if hits and len(hits) == 1:
-        return idx.by_id[next(iter(hits))]
+        return idx.gpu(next(iter(hits)))
     qs = frozenset(q)
     scored: list[tuple[int, str]] = []
     for gid, union in idx.union.items():
@@ -272,11 +317,11 @@ def resolve_gpu(name: str) -> GPU:
         best = min(s for s, _ in scored)
         winners = [gid for s, gid in scored if s == best]
         if len(winners) == 1:
-            return idx.by_id[winners[0]]
-        chosen = _default_variant([idx.by_id[w] for w in winners])
+            return idx.gpu(winners[0])
+        chosen = _default_variant([idx.gpu(w) for w in winners])
         if chosen is not None:
             return chosen.model_copy(update={"resolution_notes": [
-                _variant_note(name, chosen, [idx.by_id[w] for w in winners if w != chosen.id])]})
+                _variant_note(name, chosen, [idx.gpu(w) for w in winners if w != chosen.id])]})
         raise AmbiguousNameError("GPU", name, winners)
     raise UnknownNameError("GPU", name, _candidates(idx, qs, name),
                            "list the catalog with `mlrig gpus --search TEXT`")
@@ -523,8 +568,8 @@ def _candidates(idx: _Index, qs: frozenset[str], name: str) -> list[str]:
 
     qn = " ".join(_tokens(name))
     scored = []
-    for g in idx.gpus:
-        ratio = difflib.SequenceMatcher(None, qn, " ".join(_tokens(g.name))).ratio()
-        scored.append((len(qs & idx.union[g.id]) + ratio, g.name))
+    for gid, gname in idx.names.items():
+        ratio = difflib.SequenceMatcher(None, qn, " ".join(_tokens(gname))).ratio()
+        scored.append((len(qs & idx.union[gid]) + ratio, gname))
     scored.sort(key=lambda t: -t[0])
     return [name for score, name in scored[:5] if score >= 0.4]

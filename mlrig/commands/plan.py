@@ -72,7 +72,9 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     from rich.table import Table
 
     # Colours come from our markup; rich's automatic highlighter compiles ~30 regexes (~5 ms of start-up).
-    con = Console(highlight=False)
+    # No ":name:" emoji codes either: none is ours, loading rich's emoji table costs ~4 ms, and a model
+    # or file name holding one (":fire:") is printed as given.
+    con = Console(highlight=False, emoji=False)
     mem = result.memory
     perf = result.performance
     wl = plan.get("workload", {})
