@@ -2,11 +2,13 @@
 
 Run: python benchmarks/sweep.py. One process, one core. Prints
 - `mlrig sweep`'s rows (`sweep_rows`: the planner's figures plus building each row's dict), for training
-  (`evaluate` per configuration) and inference (`mlrig.grid.evaluate_grid`: every context x batch of a
-  model, GPU, count, precision and engine at once);
+  and inference (`mlrig.grid.evaluate_grid`: every context x batch of a model, GPU, count, precision and
+  engine at once);
 - the array path alone (`evaluate_grid`, no rows) on large grids: 100,000 (batch, context, prompt, output)
-  configurations of one plan, for a vLLM, a llama.cpp and a transformers plan, plus a tensor-parallel MoE.
-The LAST line is `grid_configs_per_s=<N>`: the slowest of those plans' array-path rates.
+  configurations of one plan, for a vLLM, a llama.cpp and a transformers plan and a tensor-parallel MoE,
+  and 100,000 (micro-batch, sequence length) configurations of three training plans.
+The last two lines are `training_grid_configs_per_s=<N>` and `grid_configs_per_s=<N>` (inference): the
+slowest plan's array-path rate of each kind.
 tests/test_batch.py checks that the array path's figures equal `evaluate`'s exactly.
 """
 
@@ -38,7 +40,7 @@ def rate(task: str, models: list[str], gpus: str, precisions: list[str], context
 
 def grid_rate(name: str, plan: dict, n: int = 100_000) -> float:
     rng = np.random.default_rng(0)
-    batch = rng.integers(1, 257, n)
+    batch = rng.integers(1, 257 if plan["workload"].get("task", "inference") == "inference" else 17, n)
     context = rng.choice([2048, 4096, 8192, 16384, 32768], n)
     output = np.minimum(128, context // 4)
     prompt = context - output
@@ -71,6 +73,19 @@ def main() -> None:
             "model": "qwen3-30b-a3b", "workload": {"precision": "fp8", "engine": "vllm"},
             "hardware": {"gpu": "h100-sxm-80gb", "count": 4}}),
     ]
+    training = [
+        grid_rate("full fine-tune, Llama-3.1-8B on 8x H100, ZeRO-3", {
+            "model": "llama-3.1-8b", "workload": {"task": "finetune"}, "training": {"zero_stage": 3},
+            "hardware": {"gpu": "h100-sxm-80gb", "count": 8}}),
+        grid_rate("QLoRA, Llama-3.1-70B on RTX 4090, paged AdamW", {
+            "model": "llama-3.1-70b", "workload": {"task": "finetune"},
+            "training": {"method": "qlora", "optimizer": "paged-adamw-8bit"}, "hardware": {"gpu": "rtx-4090"}}),
+        grid_rate("pretrain, Llama-3.1-70B on 64x H100, TP8 PP2", {
+            "model": "llama-3.1-70b", "workload": {"task": "pretrain"}, "training": {"global_batch_tokens": 4194304},
+            "hardware": {"gpu": "h100-sxm-80gb", "count": 8, "nodes": 8, "tensor_parallel": 8,
+                         "pipeline_parallel": 2}}),
+    ]
+    print(f"training_grid_configs_per_s={min(training):.0f}")
     print(f"grid_configs_per_s={min(rates):.0f}")
 
 

@@ -1,12 +1,14 @@
-"""Many static-inference plans at once: one plan's model, GPU, precision and engine over arrays of
-batch sizes, contexts, prompts and outputs (issue 15; `mlrig sweep`).
+"""Many plans at once: one plan's model, GPU, precision, engine and parallel layout over arrays of batch
+sizes, contexts, prompts and outputs (issue 15; `mlrig sweep`).
 
-The figures come from the same formulas `mlrig plan` runs (`memory.inference_memory`,
-`performance.static_inference`), called once with numpy arrays instead of once per configuration, so
-each configuration's figures equal `mlrig.planner.evaluate`'s exactly (tests/test_batch.py draws random
-plans to check). What the array path does not cover goes through `evaluate` one configuration at a
-time, with the same result: serving loads and training, contexts beyond the model's maximum (an error
-that names the context), and setups the planner refuses as a whole (its one-line error).
+The figures come from the same formulas `mlrig plan` runs (static inference: `memory.inference_memory`,
+`performance.static_inference`; training: `memory.training_memory`, `training_speed.training_speed`),
+called once with numpy arrays instead of once per configuration, so each configuration's figures equal
+`mlrig.planner.evaluate`'s exactly (tests/test_batch.py draws random plans to check). For training the
+batch is the micro-batch and the context the sequence length (`training.seq_len`); prompt and output
+are not used. What the array path does not cover goes through `evaluate` one configuration at a time,
+with the same result: serving loads, contexts beyond the model's maximum (an error that names the
+context), and setups the planner refuses as a whole (its one-line error).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from mlrig.workload import Plan
 
 FIGURES = ("prefill_tok_s", "decode_tok_s", "ttft_ms", "tpot_ms", "throughput_tok_s")
+TRAINING_FIGURES = ("train_tokens_per_s", "step_time_s", "mfu")
 
 
 @dataclass
@@ -45,6 +48,8 @@ class Grid:
     tpot_ms: np.ndarray
     throughput_tok_s: np.ndarray
     train_tokens_per_s: np.ndarray
+    step_time_s: np.ndarray
+    mfu: np.ndarray
     bound: np.ndarray  # object: "compute" | "memory-bandwidth" | "interconnect" | "offload", None without speed
     error: np.ndarray  # object: None, or the planner's one-line error
 
@@ -55,7 +60,8 @@ class Grid:
                    gpu_capacity_gib=nan.copy(),
                    kv_cache_capacity_tokens=nan.copy(), prefill_tok_s=nan.copy(), decode_tok_s=nan.copy(),
                    ttft_ms=nan.copy(), tpot_ms=nan.copy(), throughput_tok_s=nan.copy(),
-                   train_tokens_per_s=nan.copy(), bound=np.full(n, None, object), error=np.full(n, None, object))
+                   train_tokens_per_s=nan.copy(), step_time_s=nan.copy(), mfu=nan.copy(),
+                   bound=np.full(n, None, object), error=np.full(n, None, object))
 
     def put(self, i: int, result: PlanResult) -> None:
         """Store one `evaluate` result at index i."""
@@ -69,7 +75,7 @@ class Grid:
             self.kv_cache_capacity_tokens[i] = result.kv_cache_capacity_tokens
         p = result.performance
         if p is not None:
-            for k in (*FIGURES, "train_tokens_per_s"):
+            for k in (*FIGURES, *TRAINING_FIGURES):
                 v = getattr(p, k)
                 getattr(self, k)[i] = np.nan if v is None else v
             self.bound[i] = p.bound
@@ -77,12 +83,16 @@ class Grid:
 
 def _plan_at(plan: Plan, batch: int, context: int, prompt: int, output: int) -> Plan:
     """`plan` with this configuration's numbers, validated as a plan file would be (the fields the user
-    left unset stay unset: the planner's defaults look at them)."""
+    left unset stay unset: the planner's defaults look at them). Training: the micro-batch and seq_len."""
     from mlrig.planner import parse_plan
 
     data = plan.model_dump(exclude_unset=True)
-    data["workload"] = {**data.get("workload", {}), "batch_size": batch, "context_tokens": context or None,
-                        "prompt_tokens": prompt, "output_tokens": output}
+    if plan.workload.task != "inference":
+        data["workload"] = {**data.get("workload", {}), "batch_size": batch}
+        data["training"] = {**data.get("training", {}), "seq_len": context or None}
+    else:
+        data["workload"] = {**data.get("workload", {}), "batch_size": batch, "context_tokens": context or None,
+                            "prompt_tokens": prompt, "output_tokens": output}
     return parse_plan(data)
 
 
@@ -115,6 +125,10 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
             if len(idx):
                 one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out, check_setup,
                                               with_defaults)
+    elif w.task != "inference" and n:
+        idx = np.flatnonzero((b >= 1) & (c >= 0))
+        if len(idx):
+            one_by_one[idx] = not _training_arrays(grid, idx, base, arch, gpu, b, c, check_setup, with_defaults)
     for i in np.flatnonzero(one_by_one).tolist():
         try:
             grid.put(i, evaluate(_plan_at(base, int(b[i]), int(c[i]), int(pr[i]), int(out[i])), arch=arch, gpu=gpu))
@@ -169,4 +183,35 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
     bound = np.array(np.broadcast_to(np.asarray(f.bound, object), idx.shape))
     bound[~run] = None
     grid.bound[idx] = bound
+    return True
+
+
+def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray,
+                     c: np.ndarray, check_setup: Any, with_defaults: Any) -> bool:
+    """`_arrays` for a training plan: memory and step time of each micro-batch and sequence length."""
+    from pydantic import ValidationError
+
+    from mlrig.estimators.memory import training_memory
+    from mlrig.estimators.resolved import resolve
+    from mlrig.estimators.training_speed import training_speed
+
+    i0 = int(idx[0])
+    try:
+        p, _ = with_defaults(_plan_at(base, int(b[i0]), int(c[i0]), 0, 0), gpu, arch)
+        check_setup(arch, p)
+        r = resolve(arch, p, gpu)
+        assert p.training is not None
+        bb = b[idx]
+        seq = np.where(c[idx] > 0, c[idx], base.workload.context)  # 0: no seq_len, the workload's context
+        m = training_memory(r, bb, seq)
+        f = training_speed(r, bb, seq)
+    except (MlrigError, ValidationError):
+        return False
+    shape = idx.shape
+    grid.fits[idx] = np.broadcast_to(np.asarray(m.fits, bool), shape)
+    grid.per_gpu_gib[idx] = vec.round_to(np.broadcast_to(np.asarray(m.used, float), shape) / GiB, 4)
+    grid.gpu_capacity_gib[idx] = gpu.capacity_gib
+    for k, v in (("train_tokens_per_s", f.tokens_per_s), ("step_time_s", f.step_s), ("mfu", f.mfu)):
+        getattr(grid, k)[idx] = np.broadcast_to(np.asarray(v, float), shape)
+    grid.bound[idx] = np.broadcast_to(np.asarray(f.bound, object), shape)
     return True

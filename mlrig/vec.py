@@ -67,6 +67,15 @@ def trunc_int(x: Num) -> Num:
     return int(x)
 
 
+def round_int(x: Num) -> Num:
+    """`round(x)` of a float: the nearest integer, halves to even (numpy's rint does the same)."""
+    if is_array(x):
+        import numpy as np
+
+        return np.rint(x).astype(np.int64)
+    return round(x)
+
+
 def power(base: Num, exponent: Num) -> Num:
     """`base ** exponent`, per element with Python's own `**` (numpy's SIMD pow may differ in the last bit)."""
     if is_array(base, exponent):

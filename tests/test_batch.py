@@ -1,8 +1,10 @@
 """The array path (`mlrig.grid.evaluate_grid`) equals the one-plan path (`planner.evaluate`) exactly (issue 15).
 
 Random static-inference plans (every engine family, precisions, parallel layouts, -ngl offload, KV dtypes,
-engine releases, vLLM limits) over random batches, contexts, prompts and outputs; each configuration's
-figures must be bit-for-bit those of `evaluate` on the same plan, and its error the same line.
+engine releases, vLLM limits) over random batches, contexts, prompts and outputs, and random training
+plans (methods, optimizers, ZeRO stages, offload, checkpointing, TP/PP/CP/EP, nodes) over micro-batches
+and sequence lengths; each configuration's figures must be bit-for-bit those of `evaluate` on the same
+plan, and its error the same line.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import numpy as np
 import pytest
 
 from mlrig import planner
-from mlrig.grid import FIGURES, _plan_at, evaluate_grid
+from mlrig.errors import MlrigError
+from mlrig.grid import FIGURES, TRAINING_FIGURES, _plan_at, evaluate_grid
 from mlrig.planner import evaluate_case, parse_plan
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gemma-2-9b", "gemma-3-27b", "mistral-7b-v0.1",
@@ -58,6 +61,40 @@ def random_template(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.2:
         hw["host_memory_bandwidth_gb_s"] = round(rng.uniform(30, 400), 1)
     return {"model": rng.choice(MODELS), "workload": w, "hardware": hw}
+
+
+def random_training_template(rng: random.Random) -> dict[str, Any]:
+    w: dict[str, Any] = {"task": rng.choice(["finetune", "pretrain"])}
+    if rng.random() < 0.9:
+        w["precision"] = rng.choice(["bf16", "fp16", "fp32", "fp8", "bf16-mixed", "fp16-mixed", "q4_k_m", "nf4"])
+    if rng.random() < 0.5:
+        w["engine"] = rng.choice(["hf", "torchtune", "deepspeed", "megatron", "axolotl", "unsloth"])
+    if rng.random() < 0.15:
+        w["flash_attention"] = False
+    t: dict[str, Any] = {}
+    for key, choices in (("method", ["full", "lora", "qlora"]), ("lora_rank", [4, 16, 64]),
+                         ("optimizer", ["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "lion", "adafactor",
+                                        "adamw-bf16", "adamw-in-bwd", "adamw-foreach"]),
+                         ("zero_stage", [0, 1, 2, 3]), ("offload", ["none", "optimizer", "params"]),
+                         ("gradient_checkpointing", [True, False]), ("checkpointing", ["none", "selective", "full"]),
+                         ("global_batch_tokens", [2**16, 2**20, 2**22]), ("activation_offload", [True]),
+                         ("chunked_loss", [True, False]), ("sequence_parallel", [True]),
+                         ("context_parallel", [2]), ("expert_parallel", [2, 4]),
+                         ("lora_targets", [["q", "v"], ["attention"], ["all-linear", "lm_head"]])):
+        if rng.random() < 0.3:
+            t[key] = rng.choice(choices)
+    if "checkpointing" in t:
+        t.pop("gradient_checkpointing", None)
+    count, nodes = rng.choice([1, 1, 2, 4, 8]), rng.choice([1, 1, 1, 2, 4])
+    hw: dict[str, Any] = {"gpu": rng.choice(GPUS), "count": count, "nodes": nodes}
+    if count * nodes > 1 and rng.random() < 0.4:
+        hw[rng.choice(["tensor_parallel", "pipeline_parallel"])] = rng.choice(
+            [x for x in (1, 2, 4, 8) if x <= count * nodes])
+    for key, choices in (("host_ram_gib", [64, 512]), ("power_limit_w", [250.0, 300.0]),
+                         ("interconnect", ["pcie4", "nvlink", "ib-ndr"])):
+        if rng.random() < 0.15:
+            hw[key] = rng.choice(choices)
+    return {"model": rng.choice(MODELS), "workload": w, "training": t, "hardware": hw}
 
 
 def random_configs(rng: random.Random, n: int) -> tuple[list[int], ...]:
@@ -126,3 +163,43 @@ def test_a_context_beyond_the_model_is_the_planners_error() -> None:
     grid = evaluate_grid({"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"}},
                          [1, 1], [8192, 1_000_000], [512, 512], [128, 128])
     assert grid.error[0] is None and grid.error[1] is not None and "exceeds" in grid.error[1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_training_array_path_equals_evaluate_exactly(seed: int) -> None:
+    rng = random.Random(2000 + seed)
+    checked = 0
+    for _ in range(40):
+        try:
+            base = parse_plan(random_training_template(rng))
+        except MlrigError:
+            continue  # a layout the plan format itself refuses (more parallel ranks than GPUs)
+        batch = [rng.choice([1, 1, 2, 4, 8, 32, rng.randint(1, 200)]) for _ in range(6)]
+        seq = [rng.choice([0, 512, 2048, 4096, 8192, 32768, rng.randint(1, 100_000)]) for _ in range(6)]
+        grid = evaluate_grid(base, batch, seq, [0] * 6, [0] * 6)
+        for i in range(6):
+            one = evaluate_case(_plan_at(base, batch[i], seq[i], 0, 0))
+            where = (base.model_dump(exclude_unset=True), batch[i], seq[i])
+            assert grid.error[i] == one.error, where
+            if one.error:
+                continue
+            assert one.memory is not None and one.performance is not None
+            assert grid.fits[i] == one.fits and grid.per_gpu_gib[i] == one.memory.per_gpu_gib, where
+            for k in TRAINING_FIGURES:
+                assert grid_value(grid, k, i) == getattr(one.performance, k), (k, where)
+            assert grid.bound[i] == one.performance.bound and grid.engine[i] is None, where
+            checked += 1
+    assert checked > 100
+
+
+def test_a_layout_the_planner_refuses_is_its_error_on_every_row() -> None:
+    """gpt2's 12 heads do not split over 8 tensor-parallel ranks: each row carries evaluate's line."""
+    base = parse_plan({"model": "gpt2", "workload": {"task": "finetune"},
+                       "hardware": {"gpu": "h100-sxm-80gb", "count": 8, "tensor_parallel": 8}})
+    grid = evaluate_grid(base, [1, 2], [512, 1024], [0, 0], [0, 0])
+    expected = evaluate_case(_plan_at(base, 1, 512, 0, 0)).error
+    assert expected and "tensor_parallel 8" in expected and list(grid.error) == [expected, expected]
+
+
+def grid_value(grid: Any, k: str, i: int) -> float:
+    return float(getattr(grid, k)[i])

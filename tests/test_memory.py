@@ -238,3 +238,20 @@ def test_bf16_mixed_lora_base_costs_twice_bf16() -> None:
                              gpu("h100-sxm-80gb"))).breakdown
     assert mixed.weights_gib == pytest.approx(2 * true16.weights_gib, rel=0.01)
     assert mixed.activations_gib == pytest.approx(true16.activations_gib)  # autocast: 16-bit activations
+
+
+def test_paging_and_host_ram_notes_reach_the_output() -> None:
+    """The notes written after the breakdown is built (a paged optimizer's spill, an offload that needs
+    more host RAM than given) are in the plan's notes; before the resolved-plan rewrite they were lost."""
+    from mlrig.planner import evaluate
+
+    paged = evaluate({"model": "llama-3.1-70b", "workload": {"task": "finetune", "precision": "bf16"},
+                      "training": {"method": "lora", "optimizer": "paged-adamw-8bit", "seq_len": 2048},
+                      "hardware": {"gpu": "rtx-4090"}})
+    assert paged.memory is not None and paged.memory.optimizer_gib == 0.0  # all of it paged out
+    assert any(n.startswith("paged optimizer: 1.2 GiB") for n in paged.memory.notes)
+    offload = evaluate({"model": "llama-3.1-8b", "workload": {"task": "finetune", "precision": "bf16"},
+                        "training": {"method": "full", "offload": "optimizer", "seq_len": 2048},
+                        "hardware": {"gpu": "rtx-4090", "host_ram_gib": 32}})
+    assert not offload.fits and offload.memory is not None
+    assert offload.memory.notes[-1].startswith("offload needs") and "only 32 GiB given" in offload.memory.notes[-1]

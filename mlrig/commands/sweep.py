@@ -2,9 +2,9 @@
 
     mlrig sweep llama-3.1-8b --gpu 'RTX*' --precision bf16,q4_k_m --context 4k..128k --batch 1..64 -o out.csv
 
-Each row is exactly what `mlrig plan` gives for that configuration: inference rows come from the same
-formulas run on arrays of contexts and batches (`mlrig.grid`, checked equal to `evaluate` by
-tests/test_batch.py), training rows from `mlrig.planner.evaluate`; the model and each GPU resolved once.
+Each row is exactly what `mlrig plan` gives for that configuration: rows come from the same
+formulas run on arrays of contexts (training: sequence lengths) and batches (`mlrig.grid`, checked equal
+to `evaluate` by tests/test_batch.py); the model and each GPU resolved once.
 Ranges `A..B` step by powers of two; lists are comma-separated; GPU names may be shell-style patterns
 over the catalog's ids and names. Output is CSV (default), JSON Lines or Parquet (with pyarrow
 installed), chosen by `--format` or the file's suffix.
@@ -123,13 +123,13 @@ def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engine
 def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisions: list[str],
                   engines: list[str | None], contexts: list[int], batches: list[int], counts: list[int],
                   task: str) -> Iterator[dict[str, Any]]:
-    """Inference: each (model, GPU, count, precision, engine) through `mlrig.grid.evaluate_grid`, all its
-    contexts x batches at once (the same formulas as `plan`, on arrays); training: `evaluate` per row."""
+    """Each (model, GPU, count, precision, engine) through `mlrig.grid.evaluate_grid`: all its contexts x
+    batches at once (the same formulas as `plan`, on arrays; for training, sequence lengths x micro-batches)."""
     import numpy as np
 
     from mlrig.errors import MlrigError
     from mlrig.grid import evaluate_grid
-    from mlrig.planner import evaluate
+    from mlrig.results import PlanResult
 
     ctx_b = list(itertools.product(contexts, batches))
     ctx = np.array([c for c, _ in ctx_b], dtype=np.int64)
@@ -143,20 +143,16 @@ def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisio
                 workload["engine"] = engine
             plan: dict[str, Any] = {"model": {"name": model}, "workload": workload,
                                     "hardware": {"gpu": gpu.id, "count": count}}
-            if task == "inference":
+            if task != "inference":
+                plan["training"] = {}
+            try:
                 grid = evaluate_grid(plan, bat, ctx, prompt, out, arch=arch, gpu=gpu)
-                for i, (context, batch) in enumerate(ctx_b):
-                    yield _grid_row(grid, i, model, gpu, count, precision, engine, task, context, batch)
+            except MlrigError as exc:  # the plan itself is invalid (a bad engine name): every row says so
+                for context, batch in ctx_b:
+                    yield _row(PlanResult(error=str(exc)), model, gpu, count, precision, engine, task, context, batch)
                 continue
-            for context, batch in ctx_b:
-                one = {**plan, "workload": {**workload, "batch_size": batch}, "training": {"seq_len": context}}
-                try:
-                    result = evaluate(one, arch=arch, gpu=gpu)
-                except MlrigError as exc:
-                    from mlrig.results import PlanResult
-
-                    result = PlanResult(error=str(exc))
-                yield _row(result, model, gpu, count, precision, engine, task, context, batch)
+            for i, (context, batch) in enumerate(ctx_b):
+                yield _grid_row(grid, i, model, gpu, count, precision, engine, task, context, batch)
 
 
 def _grid_row(grid: Any, i: int, model: str, gpu: GPU, count: int, precision: str, engine: str | None, task: str,

@@ -523,8 +523,8 @@ def lora_params(arch: ModelArch, rank: int, targets: list[str]) -> int:
     return total + lora_full_params(arch, targets)
 
 
-def layer_activation_bytes(arch: ModelArch, seq: int, micro_batch: int, flash: bool, tp: int = 1,
-                           element_bytes: float = 2.0, sequence_parallel: bool = False) -> float:
+def layer_activation_bytes(arch: ModelArch, seq: Num, micro_batch: Num, flash: bool, tp: int = 1,
+                           element_bytes: float = 2.0, sequence_parallel: bool = False) -> Num:
     """Activations one transformer layer keeps for backward, 16-bit (Korthikanti et al. 2022,
     "Reducing Activation Recomputation", sec. 4: s*b*h*(34 + 5*a*s/h) for a GPT layer with a 4h
     MLP and dropout). Generalised to modern blocks without dropout: attention input, Q, K, V
@@ -542,7 +542,7 @@ def layer_activation_bytes(arch: ModelArch, seq: int, micro_batch: int, flash: b
     per_token = (4 * h + attn + mlp) / tp if sequence_parallel else 4 * h + (attn + mlp) / tp
     act = seq * micro_batch * per_token
     if not flash:
-        act += 5 * (arch.num_heads / tp) * seq * seq * micro_batch
+        act = act + 5 * (arch.num_heads / tp) * seq * seq * micro_batch
     return act * element_bytes / 2
 
 
@@ -580,9 +580,36 @@ def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, s
     return trainable * state_el
 
 
-def _training(r: ResolvedPlan) -> MemoryEstimate:
-    """Training memory per GPU, as the peak over the phases of a step (issue 13's trace, docs/
-    trace-findings.md): parameters and optimizer states persist; on top of them the largest of
+PHASES = ("backward start (activations + logits)", "backward end (gradients)", "optimizer step")
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """The figures of `training_memory`, bytes per GPU: numbers for one plan, arrays for a sweep."""
+
+    weights: Num  # incl. FSDP's gathered layers
+    act: Num  # the transient part of the peak phase
+    grads: Num
+    optim: Num  # after any paging to host RAM
+    overhead: Num  # CUDA context, NCCL, allocator slack (before any paging)
+    host: Num
+    live: Num  # allocated (torch's peak statistic)
+    reserved: Num
+    used: Num
+    fits: Num
+    phase: Num  # index into PHASES: where the step peaks
+    temps: float  # the optimizer's foreach temporaries
+    paged: Num  # optimizer state paged to host RAM (bitsandbytes paged optimizers)
+    weights_total: float  # the whole model at its stored precision
+    optimizer: OptimizerCost
+    notes: list[str]  # what holds for every batch and sequence length
+
+
+def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
+    """Training memory per GPU for micro-batch `b` and sequence length `seq` (numbers, or arrays for a
+    sweep; `_training` adds the notes that name the peak), as the peak over the phases of a step (issue
+    13's trace, docs/trace-findings.md): parameters and optimizer states persist; on top of them the
+    largest of
     (a) the head of backward: saved activations + the loss's logits (+ gradients when accumulating),
     (b) the end of backward: full gradients + one layer's recompute working set,
     (c) the optimizer step: gradients + the optimizer's temporaries.
@@ -598,8 +625,6 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
     precision = r.precision
     method = t.method
     opt = optimizer_cost(t.optimizer, precision)
-    seq = t.seq_len or w.context
-    b = w.batch_size
     pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
@@ -658,7 +683,7 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
             # (FSDP forward/backward prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3)
             fsdp_work = 2 * weights / layers
         weights /= dpz
-    host = 0.0
+    host: Num = 0.0
     if t.offload in ("optimizer", "params"):
         host += optim * (dpz if z >= 1 else 1)
         optim = 0.0
@@ -676,7 +701,7 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
     el = 4.0 if base_prec.compute == "fp32" else 2.0
-    seq_l = max(1, math.ceil(seq / cp))  # context parallelism: each rank holds seq / cp tokens
+    seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
     ck = t.checkpointing
@@ -696,14 +721,14 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
     # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
     # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
     if pp > 1:
-        saved *= min(pp, 4)
+        saved = saved * min(pp, 4)
     if t.activation_offload:
         # torchtune / Megatron activation offloading: saved tensors go to pinned host memory as
         # forward proceeds and come back one layer ahead of backward: ~2 layers stay on the GPU.
-        host += saved
-        saved = min(saved, 2 * layer_saved)
+        host = host + saved
+        saved = vec.minimum(saved, 2 * layer_saved)
         notes.append("activations offloaded to host RAM; ~2 layers' worth stay on the GPU")
-    logits = 0.0
+    logits: Num = 0.0
     if arch.kind != "encoder":
         # Causal-LM loss at the head of backward (issue 13 trace, HF): bf16 logits (2 B) + fp32
         # upcast (4) + fp32 log-softmax (4) in forward; their fp32 gradient replaces the upcast at the
@@ -711,59 +736,72 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
         chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, ("torchtune",))
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
-    accumulating = bool(t.global_batch_tokens and t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp))
+    accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
+        else False
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
     if arch.tie_word_embeddings and method == "full":
         # tied embeddings: the head's weight gradient waits for the embedding's (issue 13 trace)
         tied_extra = pb.embedding * opt.grad_bytes / tp / (dpz if z >= 2 else 1)
-    phases = {
-        "backward start (activations + logits)": saved + logits + (grads if accumulating or keep_grads else 0.0),
-        "backward end (gradients)": grads + working + tied_extra,
-        "optimizer step": grads + temps,
-    }
-    phase = max(phases, key=lambda k: phases[k])
+    start = saved + logits + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
+    end = grads + working + tied_extra
+    step = grads + temps
+    # the first of the largest, as max() over (start, end, step) picks it
+    phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
+    peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
-    act = {"optimizer step": temps, "backward end (gradients)": working + tied_extra}.get(phase, saved + logits)
+    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + logits))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes
     static = weights + optim
-    dynamic = fsdp_work + phases[phase]
+    dynamic = fsdp_work + peak
     live = static + dynamic
-    frag = CAL.training_fragmentation
-    reserved = static * CAL.training_static_slack + dynamic * frag
+    reserved = static * CAL.training_static_slack + dynamic * CAL.training_fragmentation
     used = reserved + overhead
-    cap_gib = gpu.capacity_gib
-    host += _load_host_bytes(weights)
-    notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
-                 f"param" + (f", {_gib(temps):.1f} GiB foreach temporaries at the step" if temps else "")
-                 + f"; peak at the {phase}; allocator slack x{frag:g} on per-step tensors")
-    bd = MemoryBreakdown(per_gpu_gib=_gib(used), weights_gib=_gib(weights + fsdp_work), kv_cache_gib=0.0,
-                         activations_gib=_gib(act), gradients_gib=_gib(grads), optimizer_gib=_gib(optim),
-                         overhead_gib=_gib(overhead + reserved - live), host_ram_gib=_gib(host),
-                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(used), 4),
-                         allocated_gib=_gib(live), reserved_gib=_gib(reserved), notes=notes)
-    if "paged" in opt.name and used > cap_gib * GiB and optim > 0:
+    cap = gpu.capacity_gib * GiB
+    host = host + _load_host_bytes(weights)
+    slack = overhead + reserved - live
+    paged: Num = 0.0
+    if "paged" in opt.name and optim > 0:
         # bitsandbytes paged optimizers live in CUDA unified memory and are evicted to host RAM
         # under memory pressure (Dettmers et al. 2023, QLoRA, sec. 3 "Paged Optimizers").
-        spill = min(optim, (used - cap_gib * GiB) / CAL.training_static_slack)
-        optim -= spill
-        host += spill
-        live -= spill
-        reserved -= spill * CAL.training_static_slack
+        paged = vec.where(used > cap, vec.minimum(optim, (used - cap) / CAL.training_static_slack), 0.0)
+        optim = optim - paged
+        host = host + paged
+        live = live - paged
+        reserved = reserved - paged * CAL.training_static_slack
         used = reserved + overhead
-        notes.append(f"paged optimizer: {_gib(spill):.1f} GiB of optimizer state paged to host RAM (slower)")
-        bd.optimizer_gib, bd.per_gpu_gib, bd.host_ram_gib = _gib(optim), _gib(used), _gib(host)
-        bd.allocated_gib, bd.reserved_gib = _gib(live), _gib(reserved)
-        bd.headroom_gib = round(cap_gib - _gib(used), 4)
-    fits = used <= cap_gib * GiB + 1
+    fits = used <= cap + 1
+    if (t.offload != "none" or t.activation_offload) and hw.host_ram_gib is not None:
+        fits = vec.both(fits, host <= hw.host_ram_gib * GiB)
+    return TrainingMemory(weights=weights + fsdp_work, act=act, grads=grads, optim=optim, overhead=slack, host=host,
+                          live=live, reserved=reserved, used=used, fits=fits, phase=phase, temps=temps, paged=paged,
+                          weights_total=quant.weight_bytes(arch, base_prec), optimizer=opt, notes=notes)
+
+
+def _training(r: ResolvedPlan) -> MemoryEstimate:
+    """`training_memory` for the plan's own micro-batch and sequence, with the notes that explain it."""
+    w, hw, t = r.workload, r.hardware, r.training
+    assert t is not None
+    m = training_memory(r, w.batch_size, t.seq_len or w.context)
+    opt, frag, cap_gib = m.optimizer, CAL.training_fragmentation, r.gpu.capacity_gib
+    notes = list(m.notes)
+    notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
+                 f"param" + (f", {_gib(m.temps):.1f} GiB foreach temporaries at the step" if m.temps else "")
+                 + f"; peak at the {PHASES[int(m.phase)]}; allocator slack x{frag:g} on per-step tensors")
+    if m.paged > 0:
+        notes.append(f"paged optimizer: {_gib(m.paged):.1f} GiB of optimizer state paged to host RAM (slower)")
     if (t.offload != "none" or t.activation_offload) and hw.host_ram_gib is not None \
-            and host > hw.host_ram_gib * GiB:
-        fits = False
-        notes.append(f"offload needs {_gib(host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB given")
-    return MemoryEstimate(breakdown=bd, fits=fits, engine="training", batch_fits=fits, allocated_gib=_gib(live),
-                          weights_total_gib=_gib(quant.weight_bytes(arch, base_prec)), gpus=hw.total_gpus)
+            and m.host > hw.host_ram_gib * GiB:
+        notes.append(f"offload needs {_gib(m.host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB given")
+    bd = MemoryBreakdown(per_gpu_gib=_gib(m.used), weights_gib=_gib(m.weights), kv_cache_gib=0.0,
+                         activations_gib=_gib(m.act), gradients_gib=_gib(m.grads), optimizer_gib=_gib(m.optim),
+                         overhead_gib=_gib(m.overhead), host_ram_gib=_gib(m.host),
+                         gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(m.used), 4),
+                         allocated_gib=_gib(m.live), reserved_gib=_gib(m.reserved), notes=notes)
+    return MemoryEstimate(breakdown=bd, fits=bool(m.fits), engine="training", batch_fits=bool(m.fits),
+                          allocated_gib=_gib(m.live), weights_total_gib=_gib(m.weights_total), gpus=hw.total_gpus)
 
 
 # ---------------------------------------------------------------------------------------------

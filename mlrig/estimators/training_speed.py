@@ -11,11 +11,14 @@ FLOPs only, HFU counts hardware FLOPs (Chowdhery et al. 2022, PaLM, appendix B).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mlrig import vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.results import Performance, TrainingRun
+from mlrig.vec import Num
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
@@ -26,8 +29,8 @@ if TYPE_CHECKING:
 
 
 def train_flops_per_token(
-    params: float, layers: int, d_model: int, seq_len: int, recompute: bool = False
-) -> tuple[float, float]:
+    params: float, layers: int, d_model: int, seq_len: Num, recompute: bool = False
+) -> tuple[Num, Num]:
     """(model FLOPs, hardware FLOPs) per trained token: 6N + 12 L d s, plus the recomputed
     forward 2N + 4 L d s with activation checkpointing (formulas in the module docstring)."""
     attn_fwd = 4.0 * layers * d_model * seq_len
@@ -69,8 +72,35 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
 
 
-def estimate_training(r: ResolvedPlan) -> Performance:
-    """Training step time, throughput and MFU of the plan, from the parts of a step:
+@dataclass(frozen=True)
+class TrainingSpeed:
+    """The figures of `training_speed` (numbers for one plan, arrays for a sweep) and the parts of a step."""
+
+    tokens_per_s: Num
+    step_s: Num
+    mfu: Num
+    hfu: Num
+    time_to_train_s: Num | None
+    bound: Num
+    model_flops: Num  # per token
+    busy_s: Num
+    tp_s: Num
+    ep_s: Num
+    qlora_s: Num
+    bubble: Num
+    bubble_s: Num
+    micro: Num
+    opt_s: float
+    step_fixed_s: Num
+    comm_s: Num
+    offload_s: float
+    peak_bf16: float
+    dtype_label: str
+
+
+def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
+    """Training step time, throughput and MFU for micro-batch `batch` and sequence length `seq` (numbers,
+    or arrays for a sweep; `estimate_training` explains the plan's own), from the parts of a step:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
       + 2N recomputed under full checkpointing) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
@@ -94,8 +124,7 @@ def estimate_training(r: ResolvedPlan) -> Performance:
     arch, plan, gpu = r.arch, r.plan, r.gpu
     tr = plan.training
     assert tr is not None
-    w, hw = plan.workload, plan.hardware
-    seq = tr.seq_len or w.context
+    hw = plan.hardware
     fp8 = r.precision.name == "fp8"
     peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
@@ -118,42 +147,42 @@ def estimate_training(r: ResolvedPlan) -> Performance:
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
     ew_bytes = passes * (2 * h + inter) * 2.0 * layers
-    tokens_per_rank_step = seq * w.batch_size  # one micro-batch per data-parallel rank
+    tokens_per_rank_step = seq * batch  # one micro-batch per data-parallel rank
     if fp8:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
         # write 1 B, three times per micro-batch, spread over its tokens
-        ew_bytes += 3 * 3.0 * n / tokens_per_rank_step
+        ew_bytes = ew_bytes + 3 * 3.0 * n / tokens_per_rank_step
     t_token = (t_gemm + ew_bytes / bw) / (tp * pp * cp)  # seconds per token per GPU (model split)
     # With pipeline stages and no global batch given, assume 4 micro-batches per stage per step
     # (Megatron-LM users size the global batch so that m >> p; Narayanan et al. 2021 sec. 2.2)
     gbt = tr.global_batch_tokens or tokens_per_rank_step * dp * (4 * pp if pp > 1 else 1)
-    micro = max(1, round(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
+    micro = vec.maximum(1, vec.round_int(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
     compute_s = t_token * gbt / dp
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
     shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
     opt_s = OPTIMIZER_BYTES_PER_PARAM * trainable / shard / bw
-    qlora_s = 0.0
+    qlora_s: Num = 0.0
     if tr.method == "qlora":
         # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
         # the GEMM reads the 2 B copy, in forward, backward (and the recompute) of every micro-batch
         # (every routed expert's weight too: a micro-batch of thousands of tokens reaches all experts)
         qlora_s = micro * (3 if ck == "full" else 2) * 4.5 * pb.total / (tp * pp) / bw / eff.QLORA_DEQUANT_EFF
-    tp_s = 0.0
+    tp_s: Num = 0.0
     if tp > 1:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
         ar_bytes = 4 * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
         tp_s = ar_bytes * gbt / dp / cp / (link.bandwidth_gb_s * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
-    ep_s = 0.0
+    ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         link_ep = _dp_link(r)
         a2a = 4 * arch.experts_per_token * h * 2.0 * (ep - 1) / ep * arch.num_moe_layers / pp
         ep_s = a2a * gbt / dp / cp / tp / (link_ep[0] * 1e9)
     bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
-    bubble_s = busy * bubble / (1.0 - bubble) if bubble > 0 else 0.0
+    bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + eff.TRAIN_MICROBATCH_OVERHEAD_S * micro
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
@@ -169,32 +198,46 @@ def estimate_training(r: ResolvedPlan) -> Performance:
     mfu = total * model / (gpus * peak_mfu * 1e12)
     hfu = total * hardware / (gpus * peak_mfu * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
-    parts = {"compute": compute_s + qlora_s + opt_s + step_fixed + bubble_s, "interconnect": comm_s + tp_s + ep_s,
-             "offload": offload_s}
-    bound = max(parts, key=lambda k: parts[k])
+    compute_part = compute_s + qlora_s + opt_s + step_fixed + bubble_s
+    comm_part = comm_s + tp_s + ep_s
+    # the first of the largest part, as max() over (compute, interconnect, offload) picks it
+    bound = vec.where(vec.both(compute_part >= comm_part, compute_part >= offload_s), "compute",
+                      vec.where(comm_part >= offload_s, "interconnect", "offload"))
+    return TrainingSpeed(tokens_per_s=total, step_s=step_s, mfu=mfu, hfu=hfu, time_to_train_s=ttt, bound=bound,
+                         model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, qlora_s=qlora_s, bubble=bubble,
+                         bubble_s=bubble_s, micro=micro, opt_s=opt_s, step_fixed_s=step_fixed, comm_s=comm_s,
+                         offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
+
+
+def estimate_training(r: ResolvedPlan) -> Performance:
+    """`training_speed` of the plan's own micro-batch and sequence, with the explanation of its step."""
+    w, tr, gpus = r.workload, r.training, r.hardware.total_gpus
+    assert tr is not None
+    f = training_speed(r, w.batch_size, tr.seq_len or w.context)
     expl = (
-        f"{model / 1e9:.1f} GFLOP per token (6N + attention), {dtype_label} at {mfu:.0%} MFU of {peak_mfu:g} TFLOPS "
-        f"x {gpus} GPU(s): ~{total:,.0f} tokens/s; per step {busy - tp_s - ep_s:.2f} s compute (GEMMs + "
-        f"bandwidth-bound kernels{', de-quantisation' if qlora_s else ''})"
-        + (f" + {tp_s:.2f} s tensor-parallel all-reduce" if tp_s > 0 else "")
-        + (f" + {ep_s:.2f} s expert all-to-all" if ep_s > 0 else "")
-        + (f" + {bubble_s:.2f} s pipeline bubble ({bubble:.0%} at {micro} micro-batches"
+        f"{f.model_flops / 1e9:.1f} GFLOP per token (6N + attention), {f.dtype_label} at {f.mfu:.0%} MFU of "
+        f"{f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
+        f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
+        f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''})"
+        + (f" + {f.tp_s:.2f} s tensor-parallel all-reduce" if f.tp_s > 0 else "")
+        + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
+        + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
-           if bubble_s > 0 else "")
-        + f" + {opt_s + step_fixed:.2f} s optimizer step and fixed per-step cost"
-        + (f" + {comm_s:.2f} s gradient sync not hidden" if comm_s > 0 else "")
-        + (f" + {offload_s:.2f} s offload traffic" if offload_s > 0 else "")
-        + f": {bound} bound"
+           if f.bubble_s > 0 else "")
+        + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
+        + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
+        + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
+        + f": {f.bound} bound"
     )
     return Performance(
-        train_tokens_per_s=total,
-        step_time_s=step_s,
-        mfu=mfu,
-        hfu=hfu,
-        time_to_train_s=ttt,
-        bound=bound,
+        train_tokens_per_s=f.tokens_per_s,
+        step_time_s=f.step_s,
+        mfu=f.mfu,
+        hfu=f.hfu,
+        time_to_train_s=f.time_to_train_s,
+        bound=f.bound,
         explanation=expl,
-        error_band={"train_tokens_per_s": TRAIN_ERROR_BAND if tr.method == "full" and mclass == "hbm"
+        error_band={"train_tokens_per_s": TRAIN_ERROR_BAND if tr.method == "full" and r.memory_class == "hbm"
                     else TRAIN_ERROR_BAND_WIDE},
     )
 
@@ -381,8 +424,8 @@ def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
 def data_parallel_comm_s(
     grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0,
-    overlap: float = DP_OVERLAP, param_bytes: float | None = None, hide_s: float = math.inf,
-) -> float:
+    overlap: float = DP_OVERLAP, param_bytes: float | None = None, hide_s: Num = math.inf,
+) -> Num:
     """Exposed data-parallel communication per step. DDP/ZeRO-1/2: ring all-reduce of the gradients,
     2(N-1)/N x bytes. ZeRO-3 / FSDP full shard: reduce-scatter of the gradients, (N-1)/N x grad bytes,
     plus an all-gather of the sharded parameters in forward and again in backward, 2(N-1)/N x param
@@ -398,11 +441,12 @@ def data_parallel_comm_s(
     else:
         volume = 2.0 * (ranks - 1) / ranks * grad_bytes
     t = volume / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
-    return t - min(overlap * t, hide_s)
+    return t - vec.minimum(overlap * t, hide_s)
 
 
-def pipeline_bubble(stages: int, microbatches: int) -> float:
+def pipeline_bubble(stages: int, microbatches: Num) -> Num:
     """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021)."""
-    if stages < 1 or microbatches < 1:
+    too_few = (microbatches < 1).any() if vec.is_array(microbatches) else microbatches < 1
+    if stages < 1 or too_few:
         raise MlrigError("pipeline stages and micro-batches must be >= 1")
     return (stages - 1) / (microbatches + stages - 1)
