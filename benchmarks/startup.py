@@ -1,6 +1,6 @@
 """Start-up benchmark for the `mlrig` CLI: how much it adds over Python's own start-up.
 
-The goal (issue): `mlrig plan` starts in <= 300 ms over `python -c pass`. Each command runs in a
+The goal (issue 15): `mlrig plan --json` starts in <= 250 ms over `python -c pass` at the median. Each command runs in a
 fresh subprocess (so nothing is cached in-process); we report the median and the minimum of N
 runs. The median is what a user on a busy machine waits; the minimum is the cost of the code
 itself (Python's timeit docs: higher values "are typically not caused by variability in Python's

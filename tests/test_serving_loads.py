@@ -7,7 +7,8 @@ import pytest
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.errors import MlrigError
 from mlrig.estimators import engines
-from mlrig.estimators.performance import decode_step, engine_family, prefill_pass
+from mlrig.estimators.engines import engine_family
+from mlrig.estimators.performance import decode_step, prefill_pass
 from mlrig.estimators.resolved import resolve
 from mlrig.planner import evaluate, parse_plan
 

@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.engines import ENGINE_NAMES, engine_family  # noqa: F401 (re-exported)
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class
 from mlrig.results import Performance
 from mlrig.vec import Num
