@@ -25,6 +25,7 @@ from mlrig.units import GiB
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.results import PlanResult
     from mlrig.workload import Plan
 
@@ -101,7 +102,7 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
     """`evaluate` of `plan` with each (batch, context, prompt, output) in the arrays given (equal length;
     a context of 0 means prompt + output, as in a plan without context_tokens). Raises MlrigError only
     when the plan itself is invalid (an unknown model or GPU); configurations fail one by one."""
-    from mlrig.planner import check_setup, evaluate, parse_plan, resolve_arch, resolve_hardware, with_defaults
+    from mlrig.planner import evaluate, parse_plan, resolve_arch, resolve_hardware
 
     base = parse_plan(plan)
     b, c, pr, out = (np.asarray(x, dtype=np.int64) for x in (batch, context_tokens, prompt_tokens, output_tokens))
@@ -123,12 +124,11 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
         for part in (b == 1, b > 1):
             idx = np.flatnonzero(part & in_range & (b >= 1) & (pr >= 0) & (out >= 0))
             if len(idx):
-                one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out, check_setup,
-                                              with_defaults)
+                one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
     elif w.task != "inference" and n:
         idx = np.flatnonzero((b >= 1) & (c >= 0))
         if len(idx):
-            one_by_one[idx] = not _training_arrays(grid, idx, base, arch, gpu, b, c, check_setup, with_defaults)
+            one_by_one[idx] = not _training_arrays(grid, idx, base, arch, gpu, b, c)
     for i in np.flatnonzero(one_by_one).tolist():
         try:
             grid.put(i, evaluate(_plan_at(base, int(b[i]), int(c[i]), int(pr[i]), int(out[i])), arch=arch, gpu=gpu))
@@ -137,27 +137,41 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
     return grid
 
 
+def _resolve_group(base: Plan, arch: ModelArch, gpu: GPU, batch: int, context: int, prompt: int,
+                   output: int) -> ResolvedPlan:
+    """The group's plan as `evaluate` sees it (one configuration stands for all): the planner's defaults,
+    its setup check, resolved once."""
+    from mlrig.estimators.resolved import resolve
+    from mlrig.planner import check_setup, with_defaults
+
+    p, _ = with_defaults(_plan_at(base, batch, context, prompt, output), gpu, arch)
+    check_setup(arch, p)
+    return resolve(arch, p, gpu)
+
+
+def _gib(x: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Bytes -> GiB to 4 decimals, as the plan's memory breakdown reports them (memory._gib)."""
+    return vec.round_to(np.broadcast_to(np.asarray(x, float), shape) / GiB, 4)
+
+
 def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray, c: np.ndarray,
-            pr: np.ndarray, out: np.ndarray, check_setup: Any, with_defaults: Any) -> bool:
+            pr: np.ndarray, out: np.ndarray) -> bool:
     """Fill `grid` at `idx` through the array formulas; False (nothing filled) where the planner
     refuses the setup as a whole, so those configurations go one by one and get its exact error."""
     from pydantic import ValidationError
 
     from mlrig.estimators.memory import PAGED_ENGINES, _engine_key, inference_memory
     from mlrig.estimators.performance import offload_fraction, static_inference
-    from mlrig.estimators.resolved import resolve
 
     i0 = int(idx[0])
     try:
-        p, _ = with_defaults(_plan_at(base, int(b[i0]), int(c[i0]), int(pr[i0]), int(out[i0])), gpu, arch)
-        check_setup(arch, p)
-        r = resolve(arch, p, gpu)
+        r = _resolve_group(base, arch, gpu, int(b[i0]), int(c[i0]), int(pr[i0]), int(out[i0]))
         bb, pp, oo = b[idx], pr[idx], out[idx]
         cc = np.where(c[idx] > 0, c[idx], np.maximum(1, pp + oo))  # WorkloadSpec.context
         m = inference_memory(r, bb, cc, pp)
         shape = idx.shape
         fits = np.broadcast_to(np.asarray(m.fits, bool), shape)
-        used_gib = vec.round_to(np.broadcast_to(np.asarray(m.used, float), shape) / GiB, 4)
+        used_gib = _gib(m.used, shape)
         capacity = None
         if m.capacity_tokens is not None:
             cap = np.broadcast_to(np.asarray(m.capacity_tokens), shape)
@@ -167,7 +181,7 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
         if _engine_key(r) in PAGED_ENGINES:  # planner.engine_refusal: such a setup gets no speed
             assert capacity is not None
             run = fits & (capacity >= np.maximum(cc, r.workload.max_model_len or 0))
-        weights_gib = vec.round_to(np.broadcast_to(np.asarray(m.weights, float), shape) / GiB, 4)
+        weights_gib = _gib(m.weights, shape)
         off = offload_fraction(fits, m.cpu_share, used_gib, gpu.capacity_gib, weights_gib)
         f = static_inference(r, bb, pp, oo, off)
     except (MlrigError, ValidationError):
@@ -187,20 +201,15 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
 
 
 def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray,
-                     c: np.ndarray, check_setup: Any, with_defaults: Any) -> bool:
+                     c: np.ndarray) -> bool:
     """`_arrays` for a training plan: memory and step time of each micro-batch and sequence length."""
     from pydantic import ValidationError
 
     from mlrig.estimators.memory import training_memory
-    from mlrig.estimators.resolved import resolve
     from mlrig.estimators.training_speed import training_speed
 
-    i0 = int(idx[0])
     try:
-        p, _ = with_defaults(_plan_at(base, int(b[i0]), int(c[i0]), 0, 0), gpu, arch)
-        check_setup(arch, p)
-        r = resolve(arch, p, gpu)
-        assert p.training is not None
+        r = _resolve_group(base, arch, gpu, int(b[idx[0]]), int(c[idx[0]]), 0, 0)
         bb = b[idx]
         seq = np.where(c[idx] > 0, c[idx], base.workload.context)  # 0: no seq_len, the workload's context
         m = training_memory(r, bb, seq)
@@ -209,7 +218,7 @@ def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, g
         return False
     shape = idx.shape
     grid.fits[idx] = np.broadcast_to(np.asarray(m.fits, bool), shape)
-    grid.per_gpu_gib[idx] = vec.round_to(np.broadcast_to(np.asarray(m.used, float), shape) / GiB, 4)
+    grid.per_gpu_gib[idx] = _gib(m.used, shape)
     grid.gpu_capacity_gib[idx] = gpu.capacity_gib
     for k, v in (("train_tokens_per_s", f.tokens_per_s), ("step_time_s", f.step_s), ("mfu", f.mfu)):
         getattr(grid, k)[idx] = np.broadcast_to(np.asarray(v, float), shape)

@@ -505,11 +505,7 @@ def weight_bytes(arch: ModelArch, precision: str | Precision | None = None) -> i
     Exact file bytes when the architecture came from a weights file in that format; otherwise
     the per-component sum of `weight_bits_by_component` (formats in the module docstring).
     """
-    if _matches_file(arch, precision):
-        assert arch.weight_bytes is not None
-        return arch.weight_bytes
-    bits = sum(weight_bits_by_component(arch, _requested(precision) or native_precision(arch)).values())
-    return round(bits / 8)
+    return weight_bytes_by_component(arch, precision)[0]
 
 
 def weight_bytes_by_component(

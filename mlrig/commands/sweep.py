@@ -92,23 +92,6 @@ def match_gpus(patterns: str) -> list[GPU]:
     return list({g.id: g for g in out}.values())  # in order, each GPU once
 
 
-def _row(result: Any, model: str, gpu: GPU, count: int, precision: str, engine: str | None, task: str,
-         context: int, batch: int) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(COLUMNS)
-    row.update(model=model, gpu=gpu.id, count=count, precision=precision, engine=result.engine or engine,
-               task=task, context=context, batch=batch, error=result.error)
-    if result.memory is not None:
-        row.update(fits=result.fits, per_gpu_gib=round(result.memory.per_gpu_gib, 3),
-                   gpu_capacity_gib=round(result.memory.gpu_capacity_gib, 3))
-    p = result.performance
-    if p is not None:
-        for k in ("prefill_tok_s", "decode_tok_s", "ttft_ms", "throughput_tok_s", "train_tokens_per_s"):
-            v = getattr(p, k)
-            row[k] = None if v is None else float(f"{v:.4g}")
-        row["bound"] = p.bound
-    return row
-
-
 def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engines: list[str | None],
                contexts: list[int], batches: list[int], counts: list[int], task: str) -> Iterator[dict[str, Any]]:
     """Every combination through the planner; the model and GPU objects resolved once. The models are
@@ -128,8 +111,7 @@ def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisio
     import numpy as np
 
     from mlrig.errors import MlrigError
-    from mlrig.grid import evaluate_grid
-    from mlrig.results import PlanResult
+    from mlrig.grid import Grid, evaluate_grid
 
     ctx_b = list(itertools.product(contexts, batches))
     ctx = np.array([c for c, _ in ctx_b], dtype=np.int64)
@@ -147,17 +129,16 @@ def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisio
                 plan["training"] = {}
             try:
                 grid = evaluate_grid(plan, bat, ctx, prompt, out, arch=arch, gpu=gpu)
-            except MlrigError as exc:  # the plan itself is invalid (a bad engine name): every row says so
-                for context, batch in ctx_b:
-                    yield _row(PlanResult(error=str(exc)), model, gpu, count, precision, engine, task, context, batch)
-                continue
+            except MlrigError as exc:  # the plan itself is invalid: every row says so
+                grid = Grid.empty(len(ctx_b))
+                grid.error[:] = str(exc)
             for i, (context, batch) in enumerate(ctx_b):
                 yield _grid_row(grid, i, model, gpu, count, precision, engine, task, context, batch)
 
 
 def _grid_row(grid: Any, i: int, model: str, gpu: GPU, count: int, precision: str, engine: str | None, task: str,
               context: int, batch: int) -> dict[str, Any]:
-    """`_row` of the grid's i-th configuration: the same columns, rounded the same way."""
+    """The grid's i-th configuration as a row: GiB to 3 decimals, speeds to 4 significant digits."""
     import math
 
     row: dict[str, Any] = dict.fromkeys(COLUMNS)

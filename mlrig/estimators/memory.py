@@ -241,6 +241,7 @@ class InferenceMemory:
     weights_ok: Num  # paged engines: weights + activation peak fit in the reservation
     reserved: Num  # paged engines' reservation (0 for others)
     cpu_share: float
+    spill: Num = 0.0  # llama.cpp: share of the layers that do not fit and run from host RAM
 
 
 def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> InferenceMemory:
@@ -319,11 +320,12 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     fits = used <= cap
+    spill: Num = 0.0
     if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
         # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
         # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
-        spill = vec.minimum(1.0, (used - cap) / weights)
-        host = host + vec.where(fits, 0.0, spill * (weights + kv) * tp * pp)
+        spill = vec.where(fits, 0.0, vec.minimum(1.0, (used - cap) / weights))
+        host = host + spill * (weights + kv) * tp * pp
     if hw.host_ram_gib is not None:
         # offloaded layers (or loading) need more host RAM than the machine has
         fits = vec.both(fits, host <= hw.host_ram_gib * GiB)
@@ -331,7 +333,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         0, vec.trunc_int((cap - weights - act - overhead) // vec.where(kv_tok > 0, kv_tok, 1.0))), None)
     return InferenceMemory(weights=weights, kv=kv, act=act, overhead=overhead, used=used, host=host, headroom=None,
                            kv_tok=kv_tok, capacity_tokens=capacity, fits=fits, batch_fits=fits, weights_ok=True,
-                           reserved=0.0, cpu_share=cpu_share)
+                           reserved=0.0, cpu_share=cpu_share, spill=spill)
 
 
 def _inference(r: ResolvedPlan) -> MemoryEstimate:
@@ -385,10 +387,9 @@ def _inference(r: ResolvedPlan) -> MemoryEstimate:
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
                          f"{w.prompt_tokens} prompt tokens in the prefill")
-    if engine in LLAMA_CPP_NAMES and not m.cpu_share and m.weights > 0 and m.used > gpu.capacity_gib * GiB:
-        spill = min(1.0, (m.used - gpu.capacity_gib * GiB) / m.weights)
-        notes.append(f"does not fit in VRAM: ~{spill:.0%} of layers would run from host RAM "
-                     f"(-ngl {int(r.arch.num_layers * (1 - spill))}); host RAM counts them")
+    if m.spill > 0:
+        notes.append(f"does not fit in VRAM: ~{m.spill:.0%} of layers would run from host RAM "
+                     f"(-ngl {int(r.arch.num_layers * (1 - m.spill))}); host RAM counts them")
     if hw.host_ram_gib is not None and m.host > hw.host_ram_gib * GiB:
         notes.append(f"needs {_gib(m.host):.1f} GiB of host RAM; only {hw.host_ram_gib:g} GiB present/given")
     bd = MemoryBreakdown(per_gpu_gib=_gib(m.used), weights_gib=_gib(m.weights), kv_cache_gib=_gib(m.kv),
