@@ -6,8 +6,8 @@ What holds, whatever the input:
   nesting past the recursion limit, NaN/Infinity, a line over `MAX_LINE_BYTES`, a plan naming a
   named pipe or device as its model, and a blank line each become that line's `error`; later lines
   are still evaluated;
-- memory is bounded by one line: the input is read line by line with a length cap (a 1 GB line is
-  skipped, never held whole);
+- memory is bounded by one chunk of lines (`CHUNK_LINES`, `CHUNK_BYTES`): the input is read line by
+  line with a length cap (a 1 GB line is skipped, never held whole);
 - a UTF-8 byte-order mark before line 1 is dropped; `\\r\\n` line ends are accepted;
 - `id` is echoed exactly as given (a number stays a number, any JSON value), also on error lines;
 - every output line is whole: it is written with SIGINT/SIGTERM/SIGHUP held back, so a stopped batch
@@ -29,6 +29,8 @@ from mlrig.errors import MlrigError
 
 MAX_LINE_BYTES = 1_000_000  # a plan is a few hundred bytes
 MAX_LINE_ITEMS = 100_000  # JSON values per line (see userfiles.parse_json)
+CHUNK_LINES = 1_024  # plans evaluated together (mlrig.grid.evaluate_cases)
+CHUNK_BYTES = 8 * 2**20
 _BOM = b"\xef\xbb\xbf"
 _HELD = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
 
@@ -67,30 +69,56 @@ def _error(case_id: Any, message: str) -> dict[str, Any]:
 def result_for_line(raw: bytes | None, lineno: int) -> dict[str, Any]:
     """The result (JSON-ready dict) for input line `lineno` (1-based; `raw` without its line end, or
     None for a line that was over `MAX_LINE_BYTES`). Never raises for anything the line holds."""
-    from mlrig.planner import evaluate_case
+    out = results_for_lines([(lineno, raw)])[0]
+    return out if _strict_json(out) else json_ready(out)  # json_ready: rare, what JSON cannot hold
+
+
+def results_for_lines(lines: list[tuple[int, bytes | None]]) -> list[dict[str, Any]]:
+    """`result_for_line` of each (line number, line), in order, but not yet JSON-ready (`encode_line`
+    makes each its output line). The plans are evaluated together (`mlrig.grid.evaluate_cases`: plans
+    of one shape share an array pass); each result is the one its line alone would give."""
+    from mlrig.grid import evaluate_cases
+
+    out: list[dict[str, Any] | None] = []
+    cases: list[Any] = []
+    ids: list[Any] = []
+    for lineno, raw in lines:
+        parsed = _case_of_line(raw, lineno)
+        if isinstance(parsed, str):
+            out.append(_error(None, parsed))
+        else:
+            out.append(None)
+            ids.append(parsed[0])
+            cases.append(parsed[1])
+    results = iter(zip(ids, evaluate_cases(cases), strict=True))
+    for k, done in enumerate(out):
+        if done is None:
+            case_id, result = next(results)
+            plain = result.model_dump(mode="json")
+            plain["id"] = case_id
+            out[k] = plain
+    return [r for r in out if r is not None]
+
+
+def _case_of_line(raw: bytes | None, lineno: int) -> tuple[Any, Any] | str:
+    """(the id as given, the plan to evaluate) from one input line, or the line's error."""
     from mlrig.userfiles import parse_json
 
     if raw is None:
-        return _error(None, f"line {lineno}: over {MAX_LINE_BYTES:,} bytes; a plan is a few hundred bytes")
+        return f"line {lineno}: over {MAX_LINE_BYTES:,} bytes; a plan is a few hundred bytes"
     if lineno == 1 and raw.startswith(_BOM):
         raw = raw[len(_BOM):]
     if not raw.strip():
-        return _error(None, f"line {lineno}: blank line; put one plan (a JSON object) on every line")
+        return f"line {lineno}: blank line; put one plan (a JSON object) on every line"
     try:
         obj = parse_json(raw, f"line {lineno}", max_items=MAX_LINE_ITEMS)
     except MlrigError as exc:
-        return _error(None, str(exc))
+        return str(exc)
     case_id = obj.get("id") if isinstance(obj, dict) else None
     case = obj
     if isinstance(obj, dict) and case_id is not None and not isinstance(case_id, str):
         case = {k: v for k, v in obj.items() if k != "id"}  # a plan's id is text; echo other ids as given
-    out = evaluate_case(case).model_dump(mode="json")
-    if not _strict_json(out):  # rare: walk it and replace what JSON cannot hold
-        out = json_ready(out)
-    if not isinstance(out, dict):  # pragma: no cover - model_dump always gives a dict
-        raise TypeError(type(out))
-    out["id"] = case_id
-    return out
+    return case_id, case
 
 
 def read_lines(stream: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
@@ -112,6 +140,33 @@ def read_lines(stream: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[b
             yield None
 
 
+def read_chunks(stream: IO[bytes], max_lines: int = CHUNK_LINES,
+                max_bytes: int = CHUNK_BYTES) -> Iterator[list[tuple[int, bytes | None]]]:
+    """`read_lines` numbered from 1 and gathered into chunks of up to `max_lines` lines or `max_bytes`
+    bytes, so a batch evaluates many plans at once with memory bounded by one chunk. From a pipe or a
+    terminal a chunk also ends whenever no more input is waiting: a plan fed in one at a time gets its
+    result at once, never held back for lines not yet written."""
+    import select
+
+    try:
+        fd = stream.fileno()
+        import stat
+
+        waits = not stat.S_ISREG(os.fstat(fd).st_mode)
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's BytesIO): never waits
+        fd, waits = -1, False
+    chunk: list[tuple[int, bytes | None]] = []
+    size = 0
+    for lineno, raw in enumerate(read_lines(stream), 1):
+        chunk.append((lineno, raw))
+        size += len(raw or b"")
+        if len(chunk) >= max_lines or size >= max_bytes or (waits and not select.select([fd], [], [], 0)[0]):
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP back for the duration (delivered right after): a write in between
@@ -125,6 +180,15 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def encode_line(result: dict[str, Any]) -> bytes:
+    """One output line: the result as strict JSON (a NaN or infinity, should one occur, as null)."""
+    try:
+        text = json.dumps(result, allow_nan=False)
+    except ValueError:
+        text = json.dumps(json_ready(result), allow_nan=False)
+    return (text + "\n").encode("utf-8")
 
 
 class LineSink:
@@ -144,25 +208,39 @@ class LineSink:
                 self._truncatable = stat.S_ISREG(os.fstat(fd).st_mode)
 
     def write_line(self, result: dict[str, Any]) -> None:
-        data = (json.dumps(result, allow_nan=False) + "\n").encode("utf-8")
+        self.write_lines([result])
+
+    def write_lines(self, results: list[dict[str, Any]]) -> None:
+        """Write these results, a line each, in one go. On a failed write a regular file mlrig opened is
+        cut back to the last whole line; `lines` counts the whole lines on disk either way."""
+        encoded = [encode_line(r) for r in results]
+        data = b"".join(encoded)
         with signals_held():
+            written = 0
             try:
                 if self.fd is None:
                     assert self.stream is not None
                     self.stream.write(data)
                     self.stream.flush()
+                    written = len(data)
                 else:
                     view = memoryview(data)
                     while view:
-                        view = view[os.write(self.fd, view):]
+                        n = os.write(self.fd, view)
+                        written += n
+                        view = view[n:]
             except OSError:
+                whole = data.count(b"\n", 0, written)  # lines wholly on disk before the failure
+                kept = sum(len(x) for x in encoded[:whole])
                 if self._truncatable:  # a partial line would read as a corrupt result: cut it off
                     with contextlib.suppress(OSError):
-                        os.ftruncate(self.fd, self.bytes)  # type: ignore[arg-type]
+                        os.ftruncate(self.fd, self.bytes + kept)  # type: ignore[arg-type]
+                self.lines += whole
+                self.bytes += kept
                 raise
             # counted while signals are still held: a signal delivered on leaving this block must
-            # find the line both on disk and counted (the stop summary reports `lines`)
-            self.lines += 1
+            # find the lines both on disk and counted (the stop summary reports `lines`)
+            self.lines += len(encoded)
             self.bytes += len(data)
 
     def close(self) -> None:

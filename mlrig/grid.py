@@ -25,6 +25,7 @@ from mlrig.units import GiB
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
+    from mlrig.estimators.memory import MemoryEstimate
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.results import PlanResult
     from mlrig.workload import Plan
@@ -224,3 +225,153 @@ def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, g
         getattr(grid, k)[idx] = np.broadcast_to(np.asarray(v, float), shape)
     grid.bound[idx] = np.broadcast_to(np.asarray(f.bound, object), shape)
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# many whole plans (`mlrig eval`)
+# ---------------------------------------------------------------------------------------------
+
+NUMBERS = ("batch_size", "context_tokens", "prompt_tokens", "output_tokens")
+MIN_GROUP = 4  # fewer plans of one shape than this are cheaper one by one
+
+
+def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
+    """`planner.evaluate_case` of each case (a plan's JSON object, or anything a line held), in order.
+    Static-inference plans that differ only in batch, context, prompt and output form a group: its
+    plan is prepared and resolved once and its memory and speed figures come from one array pass, and
+    each plan's notes, explanation and validation from the same one-plan code `evaluate` runs, so each
+    result equals `evaluate_case`'s (tests/test_batch.py). What a group cannot take goes one by one."""
+    from mlrig.planner import evaluate_case
+
+    results: list[PlanResult | None] = [None] * len(cases)
+    groups: dict[str, list[int]] = {}
+    for i, case in enumerate(cases):
+        key = _shape_key(case)
+        if key is None:
+            results[i] = evaluate_case(case)
+        else:
+            groups.setdefault(key, []).append(i)
+    for idx in groups.values():
+        if len(idx) >= MIN_GROUP:
+            for i, result in zip(idx, _evaluate_group([cases[i] for i in idx]), strict=True):
+                results[i] = result
+        else:
+            for i in idx:
+                results[i] = evaluate_case(cases[i])
+    return [r for r in results if r is not None]
+
+
+def _shape_key(case: Any) -> str | None:
+    """What a static-inference plan is apart from its numbers and id (canonical JSON); None for a case
+    that goes one by one (not an object, a serving load, a training task)."""
+    import json
+
+    if not isinstance(case, dict):
+        return None
+    w = case.get("workload", {})
+    if not isinstance(w, dict) or w.get("task", "inference") != "inference" or w.get("load", "static") != "static":
+        return None
+    shape = {k: v for k, v in case.items() if k != "id"}
+    shape["workload"] = {k: v for k, v in w.items() if k not in NUMBERS}
+    try:
+        return json.dumps(shape, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
+    """`evaluate_case` of plans of one shape (`_shape_key`). The plans are validated one by one; the
+    model and GPU resolved once; each batch class (one sequence, several: the default engine differs)
+    prepared and resolved once, and its plans' figures worked out in one array pass."""
+    from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+
+    out: list[PlanResult | None] = [None] * len(cases)
+    plans: dict[int, Plan] = {}
+    for i, case in enumerate(cases):
+        try:
+            plans[i] = parse_plan(case)
+        except MlrigError:
+            out[i] = evaluate_case(case)  # its own error line
+    try:
+        first = next(iter(plans.values()), None)
+        arch = resolve_arch(first) if first else None
+        gpu = resolve_hardware(first) if first else None
+    except MlrigError:
+        arch = gpu = None
+    for part in (True, False):
+        idx = [i for i, p in plans.items() if (p.workload.batch_size == 1) == part]
+        done = len(idx) >= MIN_GROUP and arch is not None and gpu is not None and \
+            _static_group(out, idx, [plans[i] for i in idx], arch, gpu)
+        if not done:
+            for i in idx:
+                out[i] = evaluate_case(cases[i])
+    for i, result in enumerate(out):
+        if result is None:  # a plan `check_setup` refuses: its own error line
+            out[i] = evaluate_case(cases[i])
+    return [r for r in out if r is not None]
+
+
+def _static_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,
+                  gpu: GPU) -> bool:
+    """Fill `out` at `idx` with the results of `plans` (one shape, one batch class); False (nothing
+    filled) where anything fails for the group as a whole, so its plans go one by one and each gets
+    `evaluate_case`'s exact line. A plan `check_setup` refuses is left empty (the caller evaluates it)."""
+    try:
+        with np.errstate(all="raise"):  # arithmetic one plan would fail on sends the group one by one
+            results = _static_results(plans, arch, gpu)
+    except Exception:  # whatever it is, evaluate_case gives each plan its own line
+        return False
+    for j, result in results.items():
+        out[idx[j]] = result
+    return True
+
+
+def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+    """`_static_group`'s results by position in `plans`: the plan prepared (`planner.prepare`) and
+    resolved once; memory (`memory.inference_memory`) and speed (`performance.static_inference`) in
+    one array pass each; each plan's notes and explanation by `estimate_memory` and
+    `planner.result_of` given its element of those arrays."""
+    from mlrig.estimators.memory import estimate_memory, inference_memory
+    from mlrig.estimators.performance import _offload_fraction, static_inference
+    from mlrig.estimators.resolved import resolve
+    from mlrig.planner import check_setup, prepare, result_of
+
+    base, notes = prepare(plans[0], arch, gpu)
+    r = resolve(arch, base, gpu)
+    ws = [base.workload.model_copy(update={k: getattr(p.workload, k) for k in NUMBERS}) for p in plans]
+    batch, prompt, output, context = (np.array([getattr(w, k) for w in ws], np.int64)
+                                      for k in ("batch_size", "prompt_tokens", "output_tokens", "context"))
+    m = elements(inference_memory(r, batch, context, prompt), len(plans))
+    each: dict[int, tuple[ResolvedPlan, list[str], MemoryEstimate]] = {}
+    for j, (p, w) in enumerate(zip(plans, ws, strict=True)):
+        q = base.model_copy(update={"id": p.id, "workload": w})
+        try:
+            checked = check_setup(arch, q)
+        except MlrigError:
+            continue
+        rq = r.with_plan(q)
+        each[j] = (rq, [*notes, *checked], estimate_memory(rq, m[j]))
+    off = np.array([_offload_fraction(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
+    f = elements(static_inference(r, batch, prompt, output, off), len(plans))
+    return {j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}
+
+
+def elements(figures: Any, n: int) -> list[Any]:
+    """The n configurations of an array pass's figures (a dataclass of numbers and arrays), each as the
+    one-plan call gives it: every array's element as a Python number (or the object it holds)."""
+    import dataclasses
+
+    def column(v: Any) -> list[Any]:
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return elements(v, n)
+        if not isinstance(v, np.ndarray):
+            return [v.item() if isinstance(v, np.generic) else v] * n
+        values = np.broadcast_to(v, (n,)).tolist()
+        if v.dtype == object:
+            values = [x.item() if isinstance(x, np.generic) else x for x in values]
+        return values
+
+    names = [f.name for f in dataclasses.fields(figures) if f.init]
+    columns = [column(getattr(figures, name)) for name in names]
+    make = type(figures)
+    return [make(**dict(zip(names, row, strict=True))) for row in zip(*columns, strict=True)]

@@ -6,7 +6,7 @@ This is the one place that wires catalogs → estimators. It holds no formulas o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -15,6 +15,11 @@ from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.results import PlanResult
 from mlrig.workload import Plan
+
+if TYPE_CHECKING:
+    from mlrig.estimators.memory import MemoryEstimate
+    from mlrig.estimators.performance import StaticInference
+    from mlrig.estimators.resolved import ResolvedPlan
 
 
 def validation_message(exc: ValidationError, what: str = "plan") -> str:
@@ -215,6 +220,19 @@ def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
     return [n for n in names if not chosen.lower().startswith(n.split(".")[0])]
 
 
+def prepare(p: Plan, arch: ModelArch, gpu: GPU) -> tuple[Plan, list[str]]:
+    """The plan as the estimators see it (`with_defaults`) and the notes every result of it starts
+    with: the GPU assumed, the model's and the GPU's own notes, the defaults taken. `check_setup`'s
+    come after them."""
+    assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
+    p, notes = with_defaults(p, gpu, arch)
+    notes = [*arch.notes, *gpu.resolution_notes, *notes]
+    if assumed:
+        notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
+                        "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
+    return p, notes
+
+
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
              gpu_overrides: dict[str, Any] | None = None, alternatives: bool = False) -> PlanResult:
     """Memory and speed for one plan. Raises MlrigError on bad input.
@@ -228,38 +246,19 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     gpu = gpu or resolve_hardware(p, gpu_overrides)
     from mlrig.estimators.memory import estimate_memory
     from mlrig.estimators.resolved import resolve
-    from mlrig.estimators.speed import estimate_performance
 
-    assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
-    p, notes = with_defaults(p, gpu, arch)
-    notes = [*arch.notes, *gpu.resolution_notes, *notes, *check_setup(arch, p)]
-    if assumed:
-        notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
-                        "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
+    p, notes = prepare(p, arch, gpu)
+    notes += check_setup(arch, p)
     try:
         r = resolve(arch, p, gpu)
-        memory = estimate_memory(r)
-        refusal = engine_refusal(p, memory)
-        if refusal:
-            notes.append(refusal)
-        elif (p.workload.task == "inference" and (p.workload.engine or "").lower() == "vllm"
-              and p.workload.max_model_len is None and arch.max_position_embeddings
-              and memory.kv_cache_capacity_tokens is not None
-              and memory.kv_cache_capacity_tokens < arch.max_position_embeddings):
-            notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
-                         f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
-                         f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
-        performance = None if refusal else estimate_performance(r, memory)
-        training = None
-        if p.workload.task != "inference":
-            from mlrig.estimators.training_speed import estimate_training_run
-
-            assert performance is not None  # only inference engines refuse
-            training = estimate_training_run(r, performance)
+        result = result_of(r, estimate_memory(r), notes)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
+    performance = result.performance
     if (alternatives and performance is not None and p.workload.task == "inference"
             and p.workload.load == "static" and p.workload.engine):
+        from mlrig.estimators.speed import estimate_performance
+
         others: dict[str, dict[str, float]] = {}
         for name in alternative_engines(p.workload.precision, gpu, p.workload.engine):
             try:
@@ -270,7 +269,35 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
             if perf.decode_tok_s and perf.prefill_tok_s:
                 others[name] = {"decode_tok_s": round(perf.decode_tok_s, 2),
                                 "prefill_tok_s": round(perf.prefill_tok_s, 1)}
-        performance = performance.model_copy(update={"other_engines": others})
+        performance.other_engines = others
+    return result
+
+
+def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
+              static: StaticInference | None = None) -> PlanResult:
+    """The result of a resolved plan whose memory is estimated: what a serving engine would refuse,
+    the speed (`static`: a static batch's figures already worked out, `mlrig.grid`), training time,
+    and each figure's validation. `notes` are the plan's so far; the refusal joins them."""
+    from mlrig.estimators.speed import estimate_performance
+
+    p, arch, gpu = r.plan, r.arch, r.gpu
+    refusal = engine_refusal(p, memory)
+    if refusal:
+        notes.append(refusal)
+    elif (p.workload.task == "inference" and (p.workload.engine or "").lower() == "vllm"
+          and p.workload.max_model_len is None and arch.max_position_embeddings
+          and memory.kv_cache_capacity_tokens is not None
+          and memory.kv_cache_capacity_tokens < arch.max_position_embeddings):
+        notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
+                     f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
+                     f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
+    performance = None if refusal else estimate_performance(r, memory, static)
+    training = None
+    if p.workload.task != "inference":
+        from mlrig.estimators.training_speed import estimate_training_run
+
+        assert performance is not None  # only inference engines refuse
+        training = estimate_training_run(r, performance)
     result = PlanResult(
         id=p.id,
         fits=memory.fits,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 class MemoryBreakdown(BaseModel):
@@ -61,7 +61,10 @@ class TrainingRun(BaseModel):
 
 class FigureValidation(BaseModel):
     """How well one figure is validated (docs/PLAN-FORMAT.md): its scope's record over published runs,
-    or not validated, with the nearest scope that is (mlrig/validation/scopes.py)."""
+    or not validated, with the nearest scope that is (mlrig/validation/scopes.py). Frozen: every plan in
+    a scope shares its one object."""
+
+    model_config = ConfigDict(frozen=True)
 
     validated: bool
     scope: str  # this plan's scope in words: "llama.cpp decode_tok_s, GDDR"

@@ -1,4 +1,5 @@
-"""The array path (`mlrig.grid.evaluate_grid`) equals the one-plan path (`planner.evaluate`) exactly (issue 15).
+"""The array path (`mlrig.grid.evaluate_grid`, `evaluate_cases`) equals the one-plan path (`planner.evaluate`)
+exactly (issue 15).
 
 Random static-inference plans (every engine family, precisions, parallel layouts, -ngl offload, KV dtypes,
 engine releases, vLLM limits) over random batches, contexts, prompts and outputs, and random training
@@ -9,6 +10,7 @@ plan, and its error the same line.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 
 from mlrig import planner
 from mlrig.errors import MlrigError
-from mlrig.grid import FIGURES, TRAINING_FIGURES, _plan_at, evaluate_grid
+from mlrig.grid import FIGURES, TRAINING_FIGURES, _plan_at, evaluate_cases, evaluate_grid
 from mlrig.planner import evaluate_case, parse_plan
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gemma-2-9b", "gemma-3-27b", "mistral-7b-v0.1",
@@ -204,3 +206,57 @@ def test_a_layout_the_planner_refuses_is_its_error_on_every_row() -> None:
 
 def grid_value(grid: Any, k: str, i: int) -> float:
     return float(getattr(grid, k)[i])
+
+
+def random_case_file(rng: random.Random, shapes: int) -> list[Any]:
+    """What a batch file holds: plans in shapes of 1-24 (random numbers on one template, some left to
+    their defaults), training and serving plans, bad values, non-objects; shuffled."""
+    cases: list[Any] = []
+    for _ in range(shapes):
+        pick = rng.random()
+        template = random_training_template(rng) if pick < 0.15 else random_template(rng)
+        if 0.15 <= pick < 0.2:
+            template["workload"]["load"] = "concurrency"
+        batch, context, prompt, output = random_configs(rng, rng.choice([1, 3, 8, 16, 24]))
+        for values in zip(batch, context, prompt, output, strict=True):
+            case = json.loads(json.dumps(template))
+            for key, v in zip(("batch_size", "context_tokens", "prompt_tokens", "output_tokens"), values, strict=True):
+                if key == "context_tokens" and v == 0 or rng.random() < 0.1:
+                    continue  # left to the default
+                case["workload"][key] = v if rng.random() > 0.01 else rng.choice([-1, "x", 1.5, None])
+            if rng.random() < 0.5:
+                case["id"] = rng.choice([f"c{len(cases)}", len(cases)])
+            cases.append(case)
+    cases += [None, 3, [], {}, {"model": "no-such-model"}, {"model": "llama-3.1-8b", "workload": {"batch_size": 0}}]
+    rng.shuffle(cases)
+    return cases
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_whole_plans_equal_evaluate_case_exactly(seed: int) -> None:
+    """`grid.evaluate_cases` (what `mlrig eval` runs) gives each case the result `evaluate_case` gives it
+    alone: every field, notes, explanation and validation included."""
+    cases = random_case_file(random.Random(3000 + seed), 60)
+    together = evaluate_cases(cases)
+    assert len(together) == len(cases)
+    for case, result in zip(cases, together, strict=True):
+        alone = evaluate_case(json.loads(json.dumps(case)))
+        assert result.model_dump(mode="json") == alone.model_dump(mode="json"), case
+
+
+def test_plans_of_one_shape_take_one_array_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of one plan over many batches and contexts never evaluates a plan one by one, and the
+    results still carry each plan's own figures and notes."""
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("evaluate called")
+
+    cases = [{"id": f"{b}-{c}", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+              "workload": {"precision": "q4_k_m", "batch_size": b, "context_tokens": c}}
+             for b in (2, 4, 8, 16) for c in (4096, 32768, 131072)]
+    expected = [evaluate_case(c) for c in cases]
+    monkeypatch.setattr(planner, "evaluate", refuse)
+    results = evaluate_cases(cases)
+    assert [r.model_dump() for r in results] == [e.model_dump() for e in expected]
+    assert [r.id for r in results] == [c["id"] for c in cases]
+    kv = [r.memory.kv_cache_gib for r in results if r.memory]
+    assert kv[0] < kv[1] < kv[2]  # more context, more KV cache

@@ -261,20 +261,55 @@ GIB_DECIMALS = 3
 UNROUNDED_KEYS = frozenset({"tokens_to_train"})  # the user's own figure, echoed as given
 
 
+def _float_rule(key: str) -> int:
+    """How `round_floats` treats a float under `key`: 0 as it is, 1 to GIB_DECIMALS, 2 to
+    SIGNIFICANT_DIGITS (worked out once per key: a batch rounds the same few keys many times)."""
+    rule = _RULES.get(key)
+    if rule is None:
+        rule = _RULES[key] = 0 if (key in UNROUNDED_KEYS or "bytes" in key) else 1 if key.endswith("_gib") else 2
+    return rule
+
+
+_RULES: dict[str, int] = {}
+
+
+_INF = float("inf")
+
+
+def _round_float(x: float, key: str) -> float:
+    if x == 0 or x != x or x == _INF or x == -_INF:
+        return x
+    rule = _RULES.get(key)
+    if rule is None:
+        rule = _float_rule(key)
+    if rule == 2:
+        return float(f"{x:.{SIGNIFICANT_DIGITS}g}")
+    return round(x, GIB_DECIMALS) if rule == 1 else x
+
+
 def round_floats(obj: Any, key: str = "") -> Any:
     """The JSON rounding rule (docs/PLAN-FORMAT.md, "Numbers in JSON"): a float under a key ending in
     `_gib` keeps 3 decimals (1 MiB); any other float keeps 4 significant digits (the estimates are good
     to a few percent at best) except the user's own `tokens_to_train` and byte counts (keys naming
     `bytes`, exact sizes from the architecture); integers, booleans and strings are untouched.
-    Deterministic, so `mlrig eval` prints the same bytes for the same input."""
+    Deterministic, so `mlrig eval` prints the same bytes for the same input. Plain JSON data (what
+    model_dump gives) takes the fast branches; anything else (tuples, float subclasses) the general one."""
+    t = type(obj)
+    if t is dict:
+        out = {}
+        for k, v in obj.items():
+            tv = type(v)
+            if tv is str or tv is int or tv is bool or v is None:
+                out[k] = v
+            elif tv is float and type(k) is str:
+                out[k] = _round_float(v, k)
+            else:
+                out[k] = round_floats(v, k if type(k) is str else str(k))
+        return out
+    if t is list:
+        return [v if type(v) in (str, int, bool) or v is None else round_floats(v, key) for v in obj]
     if isinstance(obj, float):
-        if obj != obj or obj in (float("inf"), float("-inf")) or obj == 0 or key in UNROUNDED_KEYS:
-            return obj
-        if "bytes" in key:  # a byte count is exact (from the architecture), not an estimate
-            return obj
-        if key.endswith("_gib"):
-            return round(obj, GIB_DECIMALS)
-        return float(f"{obj:.{SIGNIFICANT_DIGITS}g}")
+        return _round_float(obj, key)
     if isinstance(obj, dict):
         return {k: round_floats(v, str(k)) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

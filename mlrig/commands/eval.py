@@ -70,7 +70,7 @@ def eval_cmd(
     import sys
 
     from mlrig import interrupts
-    from mlrig.batch import LineSink, count_lines, read_lines, result_for_line, signals_held
+    from mlrig.batch import LineSink, count_lines, read_chunks, results_for_lines, signals_held
     from mlrig.commands._common import round_floats
     from mlrig.errors import MlrigError
 
@@ -97,13 +97,12 @@ def eval_cmd(
             except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
                 sink = LineSink(None, sys.stdout.buffer, "stdout", close=False)
         any_error = False
-        lineno = 0
         try:
-            for lineno, raw in enumerate(read_lines(source), 1):
-                result = result_for_line(raw, lineno)
-                any_error |= result.get("error") is not None
+            for chunk in read_chunks(source):
+                results = results_for_lines(chunk)
+                any_error |= any(r.get("error") is not None for r in results)
                 try:
-                    sink.write_line({**round_floats(result), "id": result.get("id")})  # the id as given
+                    sink.write_lines([{**round_floats(r), "id": r.get("id")} for r in results])  # ids as given
                 except OSError as exc:
                     if isinstance(exc, BrokenPipeError):
                         raise

@@ -336,13 +336,15 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
                            reserved=0.0, cpu_share=cpu_share, spill=spill)
 
 
-def _inference(r: ResolvedPlan) -> MemoryEstimate:
-    """`inference_memory` for the plan's own batch and context, with the notes that explain it."""
+def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstimate:
+    """`inference_memory` for the plan's own batch and context, with the notes that explain it. `m`:
+    those figures already worked out for this plan (an element of an array pass, `mlrig.grid`)."""
     w, hw, gpu = r.workload, r.hardware, r.gpu
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
     engine = _engine_key(r)
     ctx, batch = w.context, w.batch_size
-    m = inference_memory(r, batch, ctx, w.prompt_tokens)
+    if m is None:
+        m = inference_memory(r, batch, ctx, w.prompt_tokens)
     cap_gib = gpu.capacity_gib
     notes: list[str] = []
     if w.engine is None:
@@ -809,9 +811,10 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
 # public API
 # ---------------------------------------------------------------------------------------------
 
-def estimate_memory(r: ResolvedPlan) -> MemoryEstimate:
-    """Per-GPU memory for the resolved plan: inference (engine-specific) or training."""
-    return _inference(r) if r.workload.task == "inference" else _training(r)
+def estimate_memory(r: ResolvedPlan, figures: InferenceMemory | None = None) -> MemoryEstimate:
+    """Per-GPU memory for the resolved plan: inference (engine-specific) or training. `figures`: an
+    inference plan's `inference_memory` already worked out (one element of an array pass)."""
+    return _inference(r, figures) if r.workload.task == "inference" else _training(r)
 
 
 def _with(plan: Plan, **changes: object) -> Plan:

@@ -441,14 +441,16 @@ def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tok
                            mid_context=mid_ctx)
 
 
-def estimate_inference(r: ResolvedPlan, memory: Any | None = None) -> Performance:
+def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInference | None = None) -> Performance:
     """Speed of a static inference batch (`static_inference`), with the explanation of its decode. Serving
     loads are `serving.serving_performance`, training `training_speed.estimate_training`; the one
-    entry point for all three is `mlrig.estimators.speed.estimate_performance`."""
+    entry point for all three is `mlrig.estimators.speed.estimate_performance`. `f`: this plan's
+    `static_inference` already worked out (one element of an array pass, `mlrig.grid`)."""
     w, gpu = r.workload, r.gpu
     b = w.batch_size
     off = _offload_fraction(memory)
-    f = static_inference(r, b, w.prompt_tokens, w.output_tokens, off)
+    if f is None:
+        f = static_inference(r, b, w.prompt_tokens, w.output_tokens, off)
     dec = f.decode
     s = _setup(r)
     per_tok_gb = _decode_cost(r, s.engine, 1, f.mid_context).bytes / 1e9

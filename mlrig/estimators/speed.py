@@ -7,14 +7,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mlrig.estimators.performance import StaticInference
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.results import Performance
 
 
-def estimate_performance(r: ResolvedPlan, memory: Any | None = None) -> Performance:
+def estimate_performance(r: ResolvedPlan, memory: Any | None = None,
+                         static: StaticInference | None = None) -> Performance:
     """Speed of the plan's workload: training tasks by `training_speed.estimate_training`; inference
     under a serving load (`workload.load` concurrency | offline | rate) by
-    `serving.serving_performance`; a static batch by `performance.estimate_inference`."""
+    `serving.serving_performance`; a static batch by `performance.estimate_inference` (`static`: its
+    figures already worked out, one element of an array pass)."""
     if r.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training
 
@@ -25,4 +28,4 @@ def estimate_performance(r: ResolvedPlan, memory: Any | None = None) -> Performa
         return serving_performance(r, memory)
     from mlrig.estimators.performance import estimate_inference
 
-    return estimate_inference(r, memory)
+    return estimate_inference(r, memory, static)

@@ -121,17 +121,16 @@ def _validation_fields(figure: str, engine: str, mclass: str, table: dict[str, S
                 nearest_p90_error=near.p90_error if near else None)
 
 
-# (the packaged table, {(figure, engine, memory class): FigureValidation fields}): every plan of a
-# batch asks the same few questions of the same table. Rebuilt when `scope_table()` gives another
-# table (`mlrig validate --write` clears its cache); the table is held, so its identity is safe.
-_MEMO: tuple[dict[str, ScopeRecord], dict[tuple[str, str, str], dict[str, Any]]] | None = None
+# (the packaged table, {(figure, engine, memory class): FigureValidation}): every plan of a batch asks
+# the same few questions of the same table. Rebuilt when `scope_table()` gives another table
+# (`mlrig validate --write` clears its cache); the table is held, so its identity is safe.
+_MEMO: tuple[dict[str, ScopeRecord], dict[tuple[str, str, str], FigureValidation]] | None = None
 
 
 def figure_validation(figure: str, engine: str, mclass: str,
                       table: dict[str, ScopeRecord] | None = None) -> FigureValidation:
     """The figure's validation object: its scope's record, or "not validated" and the nearest scope.
-    With the packaged table (no `table` given) the answer is worked out once per scope; every call
-    still returns a new object."""
+    With the packaged table (no `table` given) it is worked out once per scope and shared (frozen)."""
     global _MEMO
     if table is not None:
         return FigureValidation(**_validation_fields(figure, engine, mclass, table))
@@ -139,10 +138,10 @@ def figure_validation(figure: str, engine: str, mclass: str,
     if _MEMO is None or _MEMO[0] is not shipped:
         _MEMO = (shipped, {})
     key = (figure, engine, mclass)
-    fields = _MEMO[1].get(key)
-    if fields is None:
-        fields = _MEMO[1][key] = _validation_fields(figure, engine, mclass, shipped)
-    return FigureValidation(**fields)
+    found = _MEMO[1].get(key)
+    if found is None:
+        found = _MEMO[1][key] = FigureValidation(**_validation_fields(figure, engine, mclass, shipped))
+    return found
 
 
 def validation_for(result: PlanResult, plan: Plan, gpu: GPU) -> dict[str, FigureValidation]:
