@@ -54,9 +54,9 @@ What is measured (time.perf_counter; one warm-up pass, then the median of `--rep
    alternating), so that load from other users of a shared machine hits both alike.
 2. mlrig batch: `mlrig eval FILE.jsonl -o OUT` on the same plans, one per line, as a subprocess:
    lines/s end to end, Python and mlrig start-up included (start-up alone is timed as `eval` of a
-   one-line file). In-process: mlrig.batch has no batch function; `mlrig eval` calls
-   `mlrig.batch.result_for_line` per line (JSON parse, `evaluate_case`, model_dump), so the loop over
-   it is mlrig's in-process batch path.
+   one-line file). In-process: `mlrig.batch.results_for_lines` over chunks of `CHUNK_LINES`, as
+   `mlrig eval` runs it (JSON parse, `grid.evaluate_cases`: plans that differ only in batch, context,
+   prompt and output share one array pass; model_dump), without the rounding and writing.
 3. llm-analysis scalar: `infer()` / `train()` per configuration, configurations/s. Its `infer()`
    raises AssertionError for a configuration that does not fit (counted, not timed separately).
 4. llm-analysis batch: it has no batch API; a batch is a Python loop over (3).
@@ -322,7 +322,7 @@ def main() -> int:
               f"{PEER_VERSION}")
     import llm_analysis.analysis  # noqa: F401  (its import pulls transformers: kept out of the timings)
 
-    from mlrig.batch import result_for_line
+    from mlrig.batch import CHUNK_LINES, results_for_lines
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate
 
@@ -355,8 +355,9 @@ def main() -> int:
             return fits
 
         def inproc_batch() -> None:
-            for n, raw in enumerate(lines, 1):
-                result_for_line(raw, n)
+            numbered = list(enumerate(lines, 1))
+            for i in range(0, len(numbered), CHUNK_LINES):
+                results_for_lines(numbered[i:i + CHUNK_LINES])
 
         # Scalar paths, interleaved: each chunk of CHUNK configurations is timed with mlrig and with
         # llm-analysis back to back (order alternating), so a burst of load on this shared machine
@@ -426,8 +427,8 @@ def main() -> int:
     line("mlrig batch: `mlrig eval cases.jsonl -o out` (process)", n, t_eval,
          f"end to end, start-up included ({t_start * 1e3:.0f} ms for a 1-line file); {errors} error lines")
     line("  the same, start-up taken off", n, t_eval - t_start)
-    line("mlrig batch in-process: batch.result_for_line loop", n, t_inproc,
-         "no batch function in mlrig.batch: eval's per-line call (parse, evaluate, dump)")
+    line("mlrig batch in-process: batch.results_for_lines", n, t_inproc,
+         "eval's chunks: parse, grid.evaluate_cases (array pass per plan shape), dump")
     line("llm-analysis scalar: infer() / train()", n, t_peer, "log_level=ERROR, output_dir=None")
     line("  inference: infer()", ni, t_peer_inf)
     line("  training: train()", nt, t_peer_train)

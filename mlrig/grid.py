@@ -237,10 +237,11 @@ MIN_GROUP = 4  # fewer plans of one shape than this are cheaper one by one
 
 def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
     """`planner.evaluate_case` of each case (a plan's JSON object, or anything a line held), in order.
-    Static-inference plans that differ only in batch, context, prompt and output form a group: its
-    plan is prepared and resolved once and its memory and speed figures come from one array pass, and
-    each plan's notes, explanation and validation from the same one-plan code `evaluate` runs, so each
-    result equals `evaluate_case`'s (tests/test_batch.py). What a group cannot take goes one by one."""
+    Static-inference plans that differ only in batch, context, prompt and output (training plans: in
+    micro-batch and sequence length) form a group: its plan is prepared and resolved once and its
+    memory and speed figures come from one array pass, and each plan's notes, explanation and
+    validation from the same one-plan code `evaluate` runs, so each result equals `evaluate_case`'s
+    (tests/test_batch.py). What a group cannot take goes one by one."""
     from mlrig.planner import evaluate_case
 
     results: list[PlanResult | None] = [None] * len(cases)
@@ -262,17 +263,19 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
 
 
 def _shape_key(case: Any) -> str | None:
-    """What a static-inference plan is apart from its numbers and id (canonical JSON); None for a case
-    that goes one by one (not an object, a serving load, a training task)."""
+    """What a static-inference or training plan is apart from its numbers and id (canonical JSON); None
+    for a case that goes one by one (not an object, a serving load)."""
     import json
 
     if not isinstance(case, dict):
         return None
-    w = case.get("workload", {})
-    if not isinstance(w, dict) or w.get("task", "inference") != "inference" or w.get("load", "static") != "static":
+    w, t = case.get("workload", {}), case.get("training")
+    if not isinstance(w, dict) or w.get("load", "static") != "static" or not isinstance(t, dict | None):
         return None
     shape = {k: v for k, v in case.items() if k != "id"}
     shape["workload"] = {k: v for k, v in w.items() if k not in NUMBERS}
+    if t is not None:
+        shape["training"] = {k: v for k, v in t.items() if k != "seq_len"}
     try:
         return json.dumps(shape, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
@@ -301,7 +304,7 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     for part in (True, False):
         idx = [i for i, p in plans.items() if (p.workload.batch_size == 1) == part]
         done = len(idx) >= MIN_GROUP and arch is not None and gpu is not None and \
-            _static_group(out, idx, [plans[i] for i in idx], arch, gpu)
+            _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
         if not done:
             for i in idx:
                 out[i] = evaluate_case(cases[i])
@@ -311,14 +314,17 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     return [r for r in out if r is not None]
 
 
-def _static_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,
-                  gpu: GPU) -> bool:
+def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,
+                gpu: GPU) -> bool:
     """Fill `out` at `idx` with the results of `plans` (one shape, one batch class); False (nothing
     filled) where anything fails for the group as a whole, so its plans go one by one and each gets
     `evaluate_case`'s exact line. A plan `check_setup` refuses is left empty (the caller evaluates it)."""
     try:
         with np.errstate(all="raise"):  # arithmetic one plan would fail on sends the group one by one
-            results = _static_results(plans, arch, gpu)
+            if plans[0].workload.task == "inference":
+                results = _static_results(plans, arch, gpu)
+            else:
+                results = _training_results(plans, arch, gpu)
     except Exception:  # whatever it is, evaluate_case gives each plan its own line
         return False
     for j, result in results.items():
@@ -327,7 +333,7 @@ def _static_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan
 
 
 def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
-    """`_static_group`'s results by position in `plans`: the plan prepared (`planner.prepare`) and
+    """`_fill_group`'s results for static inference, by position in `plans`: the plan prepared (`planner.prepare`) and
     resolved once; memory (`memory.inference_memory`) and speed (`performance.static_inference`) in
     one array pass each; each plan's notes and explanation by `estimate_memory` and
     `planner.result_of` given its element of those arrays."""
@@ -354,6 +360,36 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
     off = np.array([_offload_fraction(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
     f = elements(static_inference(r, batch, prompt, output, off), len(plans))
     return {j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}
+
+
+def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+    """`_static_results` for training plans: memory (`memory.training_memory`) and the step
+    (`training_speed.training_speed`) of each micro-batch and sequence length in one array pass each."""
+    from mlrig.estimators.memory import estimate_memory, training_memory
+    from mlrig.estimators.resolved import resolve
+    from mlrig.estimators.training_speed import training_speed
+    from mlrig.planner import check_setup, prepare, result_of
+
+    base, notes = prepare(plans[0], arch, gpu)
+    assert base.training is not None
+    r = resolve(arch, base, gpu)
+    variants = [base.model_copy(update={
+        "id": p.id, "workload": base.workload.model_copy(update={k: getattr(p.workload, k) for k in NUMBERS}),
+        "training": base.training.model_copy(update={"seq_len": p.training.seq_len if p.training else None})})
+        for p in plans]
+    batch = np.array([q.workload.batch_size for q in variants], np.int64)
+    seq = np.array([(q.training.seq_len if q.training else None) or q.workload.context for q in variants], np.int64)
+    m = elements(training_memory(r, batch, seq), len(plans))
+    f = elements(training_speed(r, batch, seq), len(plans))
+    results = {}
+    for j, q in enumerate(variants):
+        try:
+            checked = check_setup(arch, q)
+        except MlrigError:
+            continue
+        rq = r.with_plan(q)
+        results[j] = result_of(rq, estimate_memory(rq, m[j]), [*notes, *checked], f[j])
+    return results
 
 
 def elements(figures: Any, n: int) -> list[Any]:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mlrig.estimators.memory import MemoryEstimate
     from mlrig.estimators.performance import StaticInference
     from mlrig.estimators.resolved import ResolvedPlan
+    from mlrig.estimators.training_speed import TrainingSpeed
 
 
 def validation_message(exc: ValidationError, what: str = "plan") -> str:
@@ -241,16 +242,11 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     `arch`/`gpu` may be passed pre-resolved (sweeps over many GPUs resolve once);
     `gpu_overrides` replaces datasheet figures with measured ones (`mlrig plan --machine local`).
     """
-    p = parse_plan(plan)
-    arch = arch or resolve_arch(p)
-    gpu = gpu or resolve_hardware(p, gpu_overrides)
     from mlrig.estimators.memory import estimate_memory
-    from mlrig.estimators.resolved import resolve
 
-    p, notes = prepare(p, arch, gpu)
-    notes += check_setup(arch, p)
+    r, notes = resolve_plan(plan, arch=arch, gpu=gpu, gpu_overrides=gpu_overrides)
+    p, gpu = r.plan, r.gpu
     try:
-        r = resolve(arch, p, gpu)
         result = result_of(r, estimate_memory(r), notes)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
@@ -273,11 +269,29 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     return result
 
 
+def resolve_plan(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
+                 gpu_overrides: dict[str, Any] | None = None) -> tuple[ResolvedPlan, list[str]]:
+    """What `evaluate` estimates: the plan parsed, its model and GPU resolved (unless given), its
+    defaults taken (`prepare`), its setup checked (`check_setup`) and resolved once; with the notes
+    its result starts with. Raises MlrigError on bad input."""
+    from mlrig.estimators.resolved import resolve
+
+    p = parse_plan(plan)
+    arch = arch or resolve_arch(p)
+    gpu = gpu or resolve_hardware(p, gpu_overrides)
+    p, notes = prepare(p, arch, gpu)
+    notes += check_setup(arch, p)
+    try:
+        return resolve(arch, p, gpu), notes
+    except ValidationError as exc:
+        raise MlrigError(validation_message(exc, "input")) from None
+
+
 def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
-              static: StaticInference | None = None) -> PlanResult:
+              figures: StaticInference | TrainingSpeed | None = None) -> PlanResult:
     """The result of a resolved plan whose memory is estimated: what a serving engine would refuse,
-    the speed (`static`: a static batch's figures already worked out, `mlrig.grid`), training time,
-    and each figure's validation. `notes` are the plan's so far; the refusal joins them."""
+    the speed (`figures`: a static batch's or a training step's already worked out, `mlrig.grid`),
+    training time, and each figure's validation. `notes` are the plan's so far; the refusal joins them."""
     from mlrig.estimators.speed import estimate_performance
 
     p, arch, gpu = r.plan, r.arch, r.gpu
@@ -291,7 +305,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
                      f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
                      f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
-    performance = None if refusal else estimate_performance(r, memory, static)
+    performance = None if refusal else estimate_performance(r, memory, figures)
     training = None
     if p.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training_run
@@ -418,9 +432,10 @@ def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
-    ctx_max = max_context_tokens(arch, p, gpu)
     if arch.max_position_embeddings and not p.workload.allow_long_context and p.workload.task == "inference":
-        ctx_max = min(ctx_max, arch.max_position_embeddings)  # the model's own limit (check_setup)
+        ctx_max = max_context_tokens(arch, p, gpu, limit=arch.max_position_embeddings)  # check_setup's limit
+    else:
+        ctx_max = max_context_tokens(arch, p, gpu)
     return {
         "max_batch_size": max_batch_size(arch, p, gpu),
         "max_context_tokens": ctx_max,

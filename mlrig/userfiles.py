@@ -238,13 +238,21 @@ def parse_json(raw: bytes | str, where: str, *, max_items: int = 1_000_000, fini
 
     text = decode_utf8(raw, where) if isinstance(raw, bytes | bytearray) else raw.removeprefix("\ufeff")
     _item_budget(raw, where, max_items)
+    odd: list[float] = []  # NaN, Infinity or an overflowing literal met while parsing
+
+    def number(literal: str) -> float:
+        v = float(literal)
+        if not math.isfinite(v):
+            odd.append(v)
+        return v
+
     try:
         with _parse_failures(where, "JSON"):
-            data = json.loads(text)
+            data = json.loads(text, parse_float=number, parse_constant=number)
     except json.JSONDecodeError as exc:  # a ValueError, so _parse_failures re-raises it as it is
         raise MlrigError(f"{where} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
                          "fix the syntax") from None
-    if finite:
+    if finite and odd:  # only then walk the data for the field's path
         _check_finite(data, where)
     return data
 

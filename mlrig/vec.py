@@ -17,7 +17,10 @@ Num = Any  # a Python int / float / bool, or a numpy array of them
 
 
 def is_array(*xs: Num) -> bool:
-    return any(hasattr(x, "shape") for x in xs)
+    for x in xs:  # noqa: SIM110 - a loop, not any(genexpr): this runs a dozen times per formula call
+        if hasattr(x, "shape"):
+            return True
+    return False
 
 
 def maximum(a: Num, b: Num) -> Num:

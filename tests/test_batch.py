@@ -210,12 +210,13 @@ def grid_value(grid: Any, k: str, i: int) -> float:
 
 def random_case_file(rng: random.Random, shapes: int) -> list[Any]:
     """What a batch file holds: plans in shapes of 1-24 (random numbers on one template, some left to
-    their defaults), training and serving plans, bad values, non-objects; shuffled."""
+    their defaults; training plans also random sequence lengths), serving plans, bad values,
+    non-objects; shuffled."""
     cases: list[Any] = []
     for _ in range(shapes):
         pick = rng.random()
-        template = random_training_template(rng) if pick < 0.15 else random_template(rng)
-        if 0.15 <= pick < 0.2:
+        template = random_training_template(rng) if pick < 0.3 else random_template(rng)
+        if 0.3 <= pick < 0.35:
             template["workload"]["load"] = "concurrency"
         batch, context, prompt, output = random_configs(rng, rng.choice([1, 3, 8, 16, 24]))
         for values in zip(batch, context, prompt, output, strict=True):
@@ -224,6 +225,8 @@ def random_case_file(rng: random.Random, shapes: int) -> list[Any]:
                 if key == "context_tokens" and v == 0 or rng.random() < 0.1:
                     continue  # left to the default
                 case["workload"][key] = v if rng.random() > 0.01 else rng.choice([-1, "x", 1.5, None])
+            if "training" in case and rng.random() < 0.7:
+                case["training"]["seq_len"] = rng.choice([512, 2048, 8192, rng.randint(1, 70_000)])
             if rng.random() < 0.5:
                 case["id"] = rng.choice([f"c{len(cases)}", len(cases)])
             cases.append(case)

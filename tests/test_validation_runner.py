@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from mlrig.commands.validate import verdict
 from mlrig.validation.runner import load_rows, run, scopes, target
@@ -122,8 +123,8 @@ def test_validate_cli_fits_80_columns_and_json(checked) -> None:  # type: ignore
 
 def test_packaged_table_answers_are_memoised_faithfully(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no table given, answers are worked out once per scope: they equal the uncached answer
-    from the same table for every scope (and for scopes the table lacks), each call gets its own
-    object, and a new packaged table (after `mlrig validate --write`) is not answered from the old."""
+    from the same table for every scope (and for scopes the table lacks), every plan shares the one
+    frozen object, and a new packaged table (after `mlrig validate --write`) is not answered from the old."""
     from mlrig.validation import scopes as sc
 
     shipped = scope_table()
@@ -138,7 +139,10 @@ def test_packaged_table_answers_are_memoised_faithfully(monkeypatch: pytest.Monk
                 for _ in range(2):
                     got = figure_validation(figure, engine, mclass)
                     assert got == expected, (figure, engine, mclass)
-    assert figure_validation("decode_tok_s", "vllm", "hbm") is not figure_validation("decode_tok_s", "vllm", "hbm")
+    shared = figure_validation("decode_tok_s", "vllm", "hbm")
+    assert shared is figure_validation("decode_tok_s", "vllm", "hbm")
+    with pytest.raises(ValidationError):  # frozen: no plan can change what the others see
+        shared.rows = 0
     replaced = {r.key: r for r in [_rec("decode_tok_s", "vllm", "hbm", 50, 0.01, 0.02)]}
     monkeypatch.setattr(sc, "scope_table", lambda: replaced)
     v = figure_validation("decode_tok_s", "vllm", "hbm")

@@ -144,9 +144,12 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
 
 def _across_models(gpu: str | None, precision: str | None,
                    fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-    """For each decoder in the catalog, the highest-quality precision that fits (largest models first)."""
+    """For each decoder in the catalog, the highest-quality precision that fits (largest models first):
+    each precision's memory (`planner.resolve_plan`, `estimate_memory`) until one fits, and the whole
+    result (`planner.result_of`, as `evaluate` gives it) of that one, or of the last tried."""
     from mlrig.catalog.models import load_model_catalog
-    from mlrig.planner import evaluate, limits, parse_plan, plan_from_fields, resolve_hardware
+    from mlrig.estimators.memory import estimate_memory
+    from mlrig.planner import limits, parse_plan, plan_from_fields, resolve_hardware, resolve_plan, result_of
 
     ladder = [precision] if precision else list(PRECISION_LADDER)
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
@@ -158,12 +161,15 @@ def _across_models(gpu: str | None, precision: str | None,
         if arch.max_position_embeddings and p0.workload.task == "inference" and (
                 p0.workload.context_tokens or 0) > arch.max_position_embeddings and not p0.workload.allow_long_context:
             continue  # a model that cannot hold this context is no candidate (plan refuses it)
-        for prec in ladder:
+        for k, prec in enumerate(ladder):
             p = parse_plan(plan_from_fields(arch.id, gpu=gpu, precision=prec, **fields))
-            last = _row(evaluate(p, arch=arch, gpu=spec), prec)
-            if last["result"].fits:
-                last["limits"] = limits(p, arch=arch, gpu=spec)
-                break
+            r, notes = resolve_plan(p, arch=arch, gpu=spec)
+            memory = estimate_memory(r)
+            if memory.fits or k == len(ladder) - 1:  # only the row shown needs its speed
+                last = _row(result_of(r, memory, notes), prec)
+                if memory.fits:
+                    last["limits"] = limits(p, arch=arch, gpu=spec)
+                    break
         if last is not None:
             rows.append(last)
     return rows, f"catalog models on {spec.name}: the best precision that fits"

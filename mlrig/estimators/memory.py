@@ -783,11 +783,13 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                           weights_total=quant.weight_bytes(arch, base_prec), optimizer=opt, notes=notes)
 
 
-def _training(r: ResolvedPlan) -> MemoryEstimate:
-    """`training_memory` for the plan's own micro-batch and sequence, with the notes that explain it."""
+def _training(r: ResolvedPlan, m: TrainingMemory | None = None) -> MemoryEstimate:
+    """`training_memory` for the plan's own micro-batch and sequence, with the notes that explain it. `m`:
+    those figures already worked out for this plan (an element of an array pass, `mlrig.grid`)."""
     w, hw, t = r.workload, r.hardware, r.training
     assert t is not None
-    m = training_memory(r, w.batch_size, t.seq_len or w.context)
+    if m is None:
+        m = training_memory(r, w.batch_size, t.seq_len or w.context)
     opt, frag, cap_gib = m.optimizer, CAL.training_fragmentation, r.gpu.capacity_gib
     notes = list(m.notes)
     notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
@@ -811,10 +813,14 @@ def _training(r: ResolvedPlan) -> MemoryEstimate:
 # public API
 # ---------------------------------------------------------------------------------------------
 
-def estimate_memory(r: ResolvedPlan, figures: InferenceMemory | None = None) -> MemoryEstimate:
-    """Per-GPU memory for the resolved plan: inference (engine-specific) or training. `figures`: an
-    inference plan's `inference_memory` already worked out (one element of an array pass)."""
-    return _inference(r, figures) if r.workload.task == "inference" else _training(r)
+def estimate_memory(r: ResolvedPlan, figures: InferenceMemory | TrainingMemory | None = None) -> MemoryEstimate:
+    """Per-GPU memory for the resolved plan: inference (engine-specific) or training. `figures`: the
+    plan's `inference_memory` / `training_memory` already worked out (one element of an array pass)."""
+    if r.workload.task == "inference":
+        assert figures is None or isinstance(figures, InferenceMemory)
+        return _inference(r, figures)
+    assert figures is None or isinstance(figures, TrainingMemory)
+    return _training(r, figures)
 
 
 def _with(plan: Plan, **changes: object) -> Plan:
@@ -848,24 +854,31 @@ def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
     return lo
 
 
+def fits_with(r: ResolvedPlan, batch: int, context: int, prompt: int = 0) -> bool:
+    """Whether r's plan fits with its whole batch (`MemoryEstimate.fits and batch_fits`) at another batch
+    (concurrent sequences / micro-batch), context (tokens per sequence; for training the sequence
+    length) and prompt: `inference_memory` / `training_memory` called with those numbers, not a rebuilt
+    plan (the arrays of `mlrig.grid` rest on the same property: only these arguments carry them)."""
+    if r.workload.task == "inference":
+        m = inference_memory(r, batch, context, prompt)
+        return bool(m.fits) and bool(m.batch_fits)
+    return bool(training_memory(r, batch, context).fits)
+
+
 def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000) -> int:
     """Largest batch (concurrent sequences / micro-batch) that fits; 0 if none."""
     r = resolve(arch, plan, gpu)
-    return max(0, largest_true(lambda n: _ok(r, _with(plan, workload__batch_size=n)), 1, limit))
+    w, t = plan.workload, plan.training
+    context = w.context if w.task == "inference" or t is None else t.seq_len or w.context
+    return max(0, largest_true(lambda n: fits_with(r, n, context, w.prompt_tokens), 1, limit))
 
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
-    """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len."""
+    """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len. The prompt
+    never exceeds the context (a shorter context holds a shorter prompt)."""
     r = resolve(arch, plan, gpu)
-    if plan.workload.task != "inference" and plan.training is not None:
-        def fits_t(n: int) -> bool:
-            return _ok(r, _with(plan, training__seq_len=n, workload__context_tokens=n))
-        return max(0, largest_true(fits_t, 1, limit))
-
-    def fits(n: int) -> bool:
-        return _ok(r, _with(plan, workload__context_tokens=n,
-                            workload__prompt_tokens=min(plan.workload.prompt_tokens, n)))
-    return max(0, largest_true(fits, 1, limit))
+    w = plan.workload
+    return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, min(w.prompt_tokens, n)), 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:

@@ -9,23 +9,26 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mlrig.estimators.performance import StaticInference
     from mlrig.estimators.resolved import ResolvedPlan
+    from mlrig.estimators.training_speed import TrainingSpeed
     from mlrig.results import Performance
 
 
 def estimate_performance(r: ResolvedPlan, memory: Any | None = None,
-                         static: StaticInference | None = None) -> Performance:
+                         figures: StaticInference | TrainingSpeed | None = None) -> Performance:
     """Speed of the plan's workload: training tasks by `training_speed.estimate_training`; inference
     under a serving load (`workload.load` concurrency | offline | rate) by
-    `serving.serving_performance`; a static batch by `performance.estimate_inference` (`static`: its
-    figures already worked out, one element of an array pass)."""
+    `serving.serving_performance`; a static batch by `performance.estimate_inference`. `figures`: a
+    training step's or a static batch's figures already worked out (one element of an array pass)."""
     if r.workload.task != "inference":
-        from mlrig.estimators.training_speed import estimate_training
+        from mlrig.estimators.training_speed import TrainingSpeed, estimate_training
 
-        return estimate_training(r)
+        assert figures is None or isinstance(figures, TrainingSpeed)
+        return estimate_training(r, figures)
     if r.workload.load != "static":
         from mlrig.estimators.serving import serving_performance
 
         return serving_performance(r, memory)
-    from mlrig.estimators.performance import estimate_inference
+    from mlrig.estimators.performance import StaticInference, estimate_inference
 
-    return estimate_inference(r, memory, static)
+    assert figures is None or isinstance(figures, StaticInference)
+    return estimate_inference(r, memory, figures)

@@ -209,11 +209,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                          offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
 
 
-def estimate_training(r: ResolvedPlan) -> Performance:
-    """`training_speed` of the plan's own micro-batch and sequence, with the explanation of its step."""
+def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Performance:
+    """`training_speed` of the plan's own micro-batch and sequence, with the explanation of its step. `f`:
+    those figures already worked out for this plan (an element of an array pass, `mlrig.grid`)."""
     w, tr, gpus = r.workload, r.training, r.hardware.total_gpus
     assert tr is not None
-    f = training_speed(r, w.batch_size, tr.seq_len or w.context)
+    if f is None:
+        f = training_speed(r, w.batch_size, tr.seq_len or w.context)
     expl = (
         f"{f.model_flops / 1e9:.1f} GFLOP per token (6N + attention), {f.dtype_label} at {f.mfu:.0%} MFU of "
         f"{f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
