@@ -1,6 +1,7 @@
 """`mlrig eval` under hostile and careless input: line N of the output answers line N of the input,
-every failure stays on its line, the input is never clobbered, memory is bounded by one line, and a
-batch stopped by a signal leaves complete lines and says how far it got (exit 128+N).
+every failure stays on its line, the input is never clobbered, memory is bounded by one chunk of lines,
+a plan fed in through a pipe is answered at once, and a batch stopped by a signal leaves complete lines
+and says how far it got (exit 128+N).
 
 The command runs as a real subprocess (the signal handlers and exit statuses are those of `mlrig`);
 waits are on conditions with generous deadlines, never fixed sleeps."""
@@ -313,3 +314,29 @@ def test_cases_from_a_pipe_are_read_as_they_come(tmp_path: Path) -> None:
             proc.wait()
     assert proc.returncode == 1, err  # the blank line is an error line
     assert [o["id"] for o in results(out)] == ["a", None, "b"]
+
+
+def test_a_plan_fed_through_a_pipe_is_answered_before_the_next_arrives(tmp_path: Path) -> None:
+    """eval reads in chunks, but from a pipe a chunk ends when no more input waits: a program that writes
+    one plan and waits for its result (a co-process) gets it, line by line, without closing the pipe."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLRIG_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-c", "import sys\nfrom mlrig.cli import main\n"
+                             "sys.argv = ['mlrig', 'eval', '-']\nmain()\n"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for n in range(3):
+            proc.stdin.write(line({**GOOD, "id": n, "workload": {"batch_size": n + 1}}) + b"\n")
+            proc.stdin.flush()
+            import select
+
+            ready, _, _ = select.select([proc.stdout], [], [], DEADLINE_S)  # the pipe stays open
+            assert ready, f"no result for plan {n} within {DEADLINE_S:.0f} s"
+            got = results(proc.stdout.readline())
+            assert got[0]["id"] == n and got[0]["error"] is None
+        proc.stdin.close()
+        assert proc.wait(timeout=DEADLINE_S) == 0 and proc.stdout.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
