@@ -11,7 +11,7 @@
   counted: they are results too.
 - fit: `mlrig.commands.fit.fit_rows(None, GPU)` in-process after start-up (every catalog model, the
   best precision that fits, limits included), and `mlrig fit --gpu GPU --json` as a subprocess.
-- recommend: `mlrig recommend llama-3.1-8b --json` as a subprocess.
+- recommend: `mlrig recommend --model llama-3.1-8b --json` as a subprocess.
 
 Run: python benchmarks/commands.py [--lines N] [--repeats R]. Medians of R runs. The LAST line is
 `eval_lines_per_s=<N>` (loop order, start-up taken off). Goals (issue 15): eval >= 20,000 lines/s,
@@ -119,8 +119,8 @@ def main() -> int:
         print(f"fit --gpu {gpu}: {len(rows_shown)} models, {statistics.median(times) * 1e3:.0f} ms after start-up "
               f"(median of {len(times)}, in-process); `mlrig fit --gpu {gpu} --json` "
               f"{wall([*CLI, 'fit', '--gpu', gpu, '--json'], args.repeats) * 1e3:.0f} ms wall")
-    t_rec = wall([*CLI, "recommend", "llama-3.1-8b", "--json"], args.repeats)
-    print(f"recommend llama-3.1-8b --json: {t_rec * 1e3:.0f} ms wall")
+    t_rec = wall([*CLI, "recommend", "--model", "llama-3.1-8b", "--json"], args.repeats)
+    print(f"recommend --model llama-3.1-8b --json: {t_rec * 1e3:.0f} ms wall")
     print(f"eval_lines_per_s={n / (t_ordered - start):.0f}")
     return 0
 
