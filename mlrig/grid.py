@@ -333,12 +333,12 @@ def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan],
 
 
 def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
-    """`_fill_group`'s results for static inference, by position in `plans`: the plan prepared (`planner.prepare`) and
-    resolved once; memory (`memory.inference_memory`) and speed (`performance.static_inference`) in
-    one array pass each; each plan's notes and explanation by `estimate_memory` and
-    `planner.result_of` given its element of those arrays."""
+    """`_fill_group`'s results for static inference, by position in `plans`: the plan prepared
+    (`planner.prepare`) and resolved once; memory (`memory.inference_memory`) and speed
+    (`performance.static_inference`) in one array pass each; each plan's notes and explanation by
+    `estimate_memory` and `planner.result_of` given its element of those arrays."""
     from mlrig.estimators.memory import estimate_memory, inference_memory
-    from mlrig.estimators.performance import _offload_fraction, static_inference
+    from mlrig.estimators.performance import offload_of, static_inference
     from mlrig.estimators.resolved import resolve
     from mlrig.planner import check_setup, prepare, result_of
 
@@ -350,14 +350,14 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
     m = elements(inference_memory(r, batch, context, prompt), len(plans))
     each: dict[int, tuple[ResolvedPlan, list[str], MemoryEstimate]] = {}
     for j, (p, w) in enumerate(zip(plans, ws, strict=True)):
-        q = base.model_copy(update={"id": p.id, "workload": w})
+        q = base.model_copy(update={"id": p.id, "workload": w, "training": p.training})  # as the line gave it
         try:
             checked = check_setup(arch, q)
         except MlrigError:
             continue
         rq = r.with_plan(q)
         each[j] = (rq, [*notes, *checked], estimate_memory(rq, m[j]))
-    off = np.array([_offload_fraction(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
+    off = np.array([offload_of(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
     f = elements(static_inference(r, batch, prompt, output, off), len(plans))
     return {j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}
 

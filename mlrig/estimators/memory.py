@@ -323,7 +323,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
     spill: Num = 0.0
     if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
         # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
-        # performance._offload_fraction): those layers' weights and KV live in host RAM, for every GPU.
+        # performance.offload_of): those layers' weights and KV live in host RAM, for every GPU.
         spill = vec.where(fits, 0.0, vec.minimum(1.0, (used - cap) / weights))
         host = host + spill * (weights + kv) * tp * pp
     if hw.host_ram_gib is not None:

@@ -333,7 +333,7 @@ def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib
     return vec.where(fits, 0.0, vec.where(weights_gib > 0, spilled, 0.0))
 
 
-def _offload_fraction(memory: Any) -> float:
+def offload_of(memory: Any) -> float:
     """`offload_fraction` of a memory estimate; 0 when there is none."""
     if memory is None:
         return 0.0
@@ -448,7 +448,7 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     `static_inference` already worked out (one element of an array pass, `mlrig.grid`)."""
     w, gpu = r.workload, r.gpu
     b = w.batch_size
-    off = _offload_fraction(memory)
+    off = offload_of(memory)
     if f is None:
         f = static_inference(r, b, w.prompt_tokens, w.output_tokens, off)
     dec = f.decode
