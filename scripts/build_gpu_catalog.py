@@ -161,6 +161,20 @@ CSV_OVERRIDES: dict[str, dict[str, Any]] = {
         verification="Infinity Fabric figure as MI300X (same links; AMD spec page as known to the builder)",
         note="CATALOG OVERRIDE: Infinity Fabric as MI300X (896 GB/s aggregate, 448 per direction).",
     ),
+    # Jetson Orin: NVIDIA publishes only sparse INT8 TOPS for the GPU; its Ampere tensor cores are the
+    # A100 kind (2,048 dense FP16 FLOP/clk/SM, 4,096 INT8: A100 = 312 TFLOPS FP16 / 624 TOPS INT8 over
+    # 108 SM x 1.41 GHz), so FP16/BF16 dense = INT8 dense / 2, and the SM count and clock agree (the
+    # Orin Nano in gpu_extras_2026.py likewise).
+    "jetson-agx-orin-64gb": dict(
+        set=dict(fp16_tflops_dense=42.5, bf16_tflops_dense=42.5),
+        source="https://www.nvidia.com/content/dam/en-zz/Solutions/gtcf21/jetson-orin/"
+        "nvidia-jetson-agx-orin-technical-brief.pdf",
+        verification="FP16/BF16 tensor rate DERIVED in the catalog build from the GPU's 170 sparse INT8 TOPS",
+        note="CATALOG OVERRIDE (scripts/build_gpu_catalog.py): FP16/BF16 dense DERIVED = 85 dense INT8 TOPS / 2 "
+        "= 42.5 TFLOPS (Ampere tensor cores run FP16 at half their INT8 rate; cross-check: 16 SM x 2,048 "
+        "FLOP/clk x 1.3 GHz = 42.6), so that the planner does not fall back to the 5.3 TFLOPS FP32 rate for "
+        "prefill (it did: TinyChat's FP16 prefill on an AGX Orin was predicted 8x too slow).",
+    ),
     "arc-a770-16gb": dict(
         set=dict(fp16_tflops_dense=137.6, bf16_tflops_dense=137.6, int8_tops_dense=275.3),
         source="https://www.intel.com/content/www/us/en/developer/articles/technical/"
@@ -758,7 +772,8 @@ def from_csv_row(r: dict[str, str]) -> list[dict[str, Any]]:
     ov = CSV_OVERRIDES.get(gid)
     if ov is not None:
         entry.update(ov["set"])
-        entry["source"] = f"{entry['source']} ; {ov['source']}"
+        if ov["source"] not in entry["source"]:
+            entry["source"] = f"{entry['source']} ; {ov['source']}"
         entry["verification"] = f"{ov['verification']}; table: {entry['verification']}"
         entry["notes"] = f"{ov['note']} {entry['notes']}"
     if entry["nvlink_max_gpus"] is None:

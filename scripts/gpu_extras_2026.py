@@ -361,13 +361,14 @@ EXTRAS_2026: list[dict[str, Any]] = [
         hardware_class="other", architecture="Ampere (GA10B, 8 SMs) SoC + 6-core Arm A78AE", release_year=2024,
         aliases=["Jetson Orin Nano Super", "Jetson Orin Nano 8GB", "Orin Nano"],
         nominal_gb=8, memory_gib=8.0, memory_type="LPDDR5 (128-bit, unified)", memory_bandwidth_gb_s=102,
-        fp32_tflops=2.1, int8_tops_dense=33.5, tdp_w=25, form_factor="module / developer kit",
-        launch_price_usd=249,
+        fp32_tflops=2.1, fp16_tflops_dense=16.75, bf16_tflops_dense=16.75, int8_tops_dense=33.5, tdp_w=25,
+        form_factor="module / developer kit", launch_price_usd=249,
         source="https://www.nvidia.com/en-us/autonomous-machines/embedded-systems/jetson-orin/nano-super-developer-kit/",
         verification=f"partial ({AS_RECALLED}: 8 GB LPDDR5 at 102 GB/s, '67 TOPS' INT8 with sparsity (GPU only on "
         "Nano: no DLA) -> 33.5 dense; FP32 = 1,024 CUDA cores x 2 x 1.02 GHz)",
-        notes="Same convention as the Jetson AGX Orin row: FP16 tensor rate not published, left blank (the planner "
-        "then uses the FP32 rate, which understates prefill).",
+        notes="FP16/BF16 dense DERIVED = 33.5 dense INT8 TOPS / 2 = 16.75 TFLOPS, as for the Jetson AGX Orin (Ampere "
+        "tensor cores run FP16 at half their INT8 rate; cross-check: 8 SM x 2,048 FLOP/clk x 1.02 GHz = 16.7); "
+        "NVIDIA publishes no FP16 tensor figure for it.",
     ),
     # ---------------------------------------------------------------- Google TPUs
     dict(

@@ -332,3 +332,15 @@ def test_mi250x_single_gcd_is_half_the_board() -> None:
     assert gcd.memory_bandwidth_gb_s == pytest.approx(3276.8 / 2)
     assert gcd.tensor_tflops("bf16") == pytest.approx(383 / 2, abs=0.1)
     assert 63 < gcd.memory_gib <= 64
+
+
+def test_every_tensor_core_gpu_has_a_tensor_rate() -> None:
+    """NVIDIA GPUs from Volta on have tensor cores: without an FP16/BF16 dense rate the planner would price
+    their prefill and training at the FP32 SIMD rate (the Jetson Orin rows once did: 8x too slow)."""
+    from mlrig.catalog.gpus import load_gpus
+
+    tensor = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
+    for g in load_gpus():
+        if g.vendor == "NVIDIA" and (g.architecture or "").startswith(tensor):
+            rate = g.fp16_tflops_dense or g.bf16_tflops_dense
+            assert rate and rate > (g.fp32_tflops or 0.0), g.id
