@@ -222,7 +222,7 @@ def random_case_file(rng: random.Random, shapes: int) -> list[Any]:
         for values in zip(batch, context, prompt, output, strict=True):
             case = json.loads(json.dumps(template))
             for key, v in zip(("batch_size", "context_tokens", "prompt_tokens", "output_tokens"), values, strict=True):
-                if key == "context_tokens" and v == 0 or rng.random() < 0.1:
+                if (key == "context_tokens" and v == 0) or rng.random() < 0.1:
                     continue  # left to the default
                 case["workload"][key] = v if rng.random() > 0.01 else rng.choice([-1, "x", 1.5, None])
             if "training" in case and rng.random() < 0.7:
