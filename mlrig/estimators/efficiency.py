@@ -279,6 +279,16 @@ BW_EFF["mlx"] = {**BW_EFF["mlx"], "unified": 0.85}
 # performance.pass_time) reach 15-17k tok/s (TINYCHAT-0030..0035, -0042..0047): ~0.75 of 330 TFLOPS,
 # i.e. 0.85 x QUANT_PREFILL_EFF. TinyChat 1.x (TINYCHAT-0080..0084) is slower: not separated.
 COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "gddr": 0.85}
+# ExLlamaV2 and MLC-LLM prefill with 4-bit weights the same way on GeForce: ExLlamaV2 reconstructs FP16
+# weights for a long prompt and multiplies with cuBLAS HGEMM (FP16 accumulate; its q_gemm path is for a
+# few rows only), and both engines' Llama-3-8B 4-bit prefill on an RTX 4090 reaches 12-15k tok/s at
+# 512-2048-token prompts (TINYCHAT-0066..0069, -0076..0079: 190-235 TFLOPS of GEMM work), above the
+# card's 165 TFLOPS FP32-accumulate peak, so their GEMMs accumulate in FP16 (`FP16_ACCUMULATE_4BIT`) and
+# reach TinyChat's efficiency. TensorRT-LLM's rows (9.5-10k tok/s) stay under the FP32-accumulate
+# peak: left as they are.
+FP16_ACCUMULATE_4BIT = frozenset({"tinychat", "exllamav2", "mlc"})
+for _engine in ("exllamav2", "mlc"):
+    COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 

@@ -239,8 +239,8 @@ def pass_time(
     memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
     dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
-    if peak and engine == "tinychat" and fam != "f16" and gpu.hardware_class == "geforce":
-        peak *= 2.0  # TinyChat 2.0's W4A16 GEMMs accumulate in FP16 (its README), 2x on GeForce (see peak_tflops)
+    if peak and engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and gpu.hardware_class == "geforce":
+        peak *= 2.0  # their 4-bit prefill GEMMs accumulate in FP16 (efficiency.FP16_ACCUMULATE_4BIT), 2x on GeForce
     compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
