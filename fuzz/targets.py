@@ -96,19 +96,27 @@ def plan_json(data: bytes) -> None:
 
 
 def eval_line(data: bytes) -> None:
-    """One `mlrig eval` input: split into lines exactly as the command reads them, each line through
-    `mlrig.batch.result_for_line` (which must never raise nor report an internal error, and must give
-    strict JSON)."""
+    """An `mlrig eval` input, read and evaluated as the command does: `mlrig.batch.read_chunks`, each
+    chunk through `results_for_lines` (plans of one shape share an array pass, `grid.evaluate_cases`),
+    each result encoded as its output line. No result may be missing or report an internal error, and
+    every line must be strict JSON."""
     import json
 
-    from mlrig.batch import read_lines, result_for_line
+    from mlrig.batch import encode_line, read_chunks, results_for_lines
 
-    for lineno, raw in enumerate(read_lines(io.BytesIO(data)), 1):
-        result = result_for_line(raw, lineno)
-        err = result.get("error")
-        if isinstance(err, str) and err.startswith("internal error"):
-            raise InternalError(err)
-        json.dumps(result, allow_nan=False)
+    for chunk in read_chunks(io.BytesIO(data)):
+        results = results_for_lines(chunk)
+        if len(results) != len(chunk):
+            raise InternalError(f"{len(results)} results for {len(chunk)} lines")
+        for result in results:
+            err = result.get("error")
+            if isinstance(err, str) and err.startswith("internal error"):
+                raise InternalError(err)
+            json.loads(encode_line(result), parse_constant=_no_constant)
+
+
+def _no_constant(token: str) -> None:
+    raise InternalError(f"non-standard JSON token {token} in an eval result")
 
 
 def prices(data: bytes) -> None:

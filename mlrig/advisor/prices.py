@@ -246,7 +246,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _check_numbers(path: Path, where: str, table: dict[str, Any]) -> None:
-    """Reject negative, NaN and infinite numbers (TOML allows `nan` and `inf`)."""
+    """Reject negative, NaN and infinite numbers (TOML allows `nan` and `inf`) and integers too large for a
+    float (math.isfinite would raise OverflowError on them)."""
     for field, value in table.items():
         if isinstance(value, list):
             for x in value:
@@ -254,9 +255,11 @@ def _check_numbers(path: Path, where: str, table: dict[str, Any]) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        if not math.isfinite(value) or value < 0:
+        finite = math.isfinite(value) if isinstance(value, float) else abs(value) < 10**300  # ints past floats
+        if not finite or value < 0:
             raise MlrigError(
-                f"price file {str(path)!r}: {where}.{field} = {value} must be a finite number >= 0; fix the entry"
+                f"price file {str(path)!r}: {where}.{field} = {_short(value)} must be a finite number >= 0; "
+                "fix the entry"
             )
 
 
