@@ -99,12 +99,16 @@ def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
     return resolve_interconnect(f"pcie{gen}-x16")
 
 
-def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect) -> Num:
-    """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the link bandwidth."""
+def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect, *, peer_to_peer: bool = False) -> Num:
+    """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the link bandwidth.
+    `peer_to_peer`: an engine's own all-reduce kernel over NVLink (vLLM's custom_all_reduce, gpt-fast's
+    intra-node comm): every rank writes to and reads from all peers directly, a reduce-scatter and an
+    all-gather of one hop each, so 2 latency steps whatever N, for the same bytes."""
     if ranks <= 1:
         return 0.0
     steps = 2 * (ranks - 1)
-    t = steps * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
+    hops = 2 if peer_to_peer else steps
+    t = hops * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
     return vec.where(n_bytes > 0, t, 0.0)
 
 

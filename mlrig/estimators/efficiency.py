@@ -244,6 +244,18 @@ KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 #      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
 #    - network (across nodes): the PCIe figure plus a NIC hop.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
+# Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
+#    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
+#    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the
+#      README's tensor-parallel table). Llama-2-7B decodes at 169 / 254 / 328 tok/s on 2 / 4 / 8 A100s
+#      (GPTFAST-0009..0011): after the weights' share, ~14 / 19 / 22 us per all-reduce, where a ring's
+#      2(N-1) NVLink steps would be 22 / 46 / 94 us (with ALLREDUCE_SYNC_S).
+#    - vLLM (custom_all_reduce since v0.3, NVLink-connected NVIDIA GPUs; --disable-custom-all-reduce
+#      turns it off) and SGLang (the same kernel; --disable-custom-all-reduce). AMD Infinity Fabric
+#      keeps the ring: vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) does not bear it out.
+#    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before its custom all-reduce
+#    plugin use NCCL: not listed.
+PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
