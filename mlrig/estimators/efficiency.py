@@ -239,8 +239,9 @@ KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 #    - PCIe (NCCL through the host bridge; no P2P on many boards): vLLM 0.10 Qwen2-7B on two
 #      "A100 80GB" (form factor not stated, Kubernetes pods) is no faster at TP 2 than TP 1 (TPOT
 #      13.0 ms DLVLLM-0010 vs 13.4 ms DLVLLM-0050, 10 requests), ~6 ms over 28 x 2 all-reduces:
-#      ~100 us each if those cards talk over PCIe (the rows resolve to SXM, so they stay under-
-#      predicted at TP 2). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
+#      ~100 us each. Those cards do talk through the host: the runs' startup logs say "Custom
+#      allreduce is disabled because your platform lacks GPU P2P capability" (the rows carry
+#      interconnect pcie4). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
 #      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
 #    - network (across nodes): the PCIe figure plus a NIC hop.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
