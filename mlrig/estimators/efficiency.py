@@ -95,10 +95,13 @@ UNIFIED_BW_EFF_BY_WIDTH: dict[str, tuple[float, float]] = {"llama.cpp-metal": (0
 #    llama.cpp Vulkan tg128 of Llama-2-7B Q4_0 gives 36 % on the Arc A770 (V10879-0016) and 59 %
 #    on the Arc B580 (V10879-0018). No single class factor fits both (the cards differ 1.6x);
 #    0.50 splits the miss evenly (A770 +24 %, B580 -24 % in `mlrig validate`). It applies to
-#    every engine on Arc (no calibration rows exist for other engines on Intel GPUs); Gaudi (HBM)
-#    is not capped: no rows. A hardware-class factor fitted on two rows from one source, so
-#    Arc decode figures carry a wider band (performance.INTEL_GDDR_DECODE_BAND, +-25 %).
+#    llama.cpp only (`INTEL_CAPPED_ENGINES`): vLLM's XPU build (Intel's own SYCL/oneDNN kernels) on an
+#    Arc Pro B60 decodes gpt-oss-20b at 34-54 ms TPOT (VLLMARC-*, vLLM blog 2025-11-11), which the cap
+#    made 78-103 ms; without it the engine's own GDDR figure applies (those rows, first held out, now
+#    fit this scope). Gaudi (HBM) is not capped: no rows. A hardware-class factor fitted on two rows
+#    from one source, so Arc decode figures carry a wider band (performance.INTEL_GDDR_DECODE_BAND).
 INTEL_GDDR_BW_EFF_CAP = 0.50
+INTEL_CAPPED_ENGINES = ("llama.cpp",)  # engine families starting with these names
 
 # 2. Fraction of the peak dense tensor rate reached by prefill GEMMs (16-bit weights).
 #    llama.cpp uses cuBLAS with FP16 accumulation for F16 GEMMs, so on GeForce cards the

@@ -64,15 +64,16 @@ def is_intel_arc(gpu: GPU) -> bool:
 def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
     """Fraction of peak DRAM bandwidth the engine's decode kernels reach on this GPU.
 
-    efficiency.BW_EFF by engine family and memory class, capped on Intel Arc cards
-    (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on the llama.cpp Vulkan scoreboard rows); Apple's narrow
+    efficiency.BW_EFF by engine family and memory class, capped for llama.cpp on Intel Arc cards
+    (efficiency.INTEL_GDDR_BW_EFF_CAP, fitted on its Vulkan scoreboard rows); Apple's narrow
     and wide chips apart for llama.cpp (efficiency.UNIFIED_BW_EFF_BY_WIDTH, fitted on its Metal rows)."""
     memory_class = gpu_memory_class(gpu)
     if memory_class == "unified" and gpu.hardware_class == "apple" and engine in eff.UNIFIED_BW_EFF_BY_WIDTH:
         narrow, wide = eff.UNIFIED_BW_EFF_BY_WIDTH[engine]
         return narrow if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S else wide
     fraction = eff.BW_EFF[engine][memory_class]
-    return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if is_intel_arc(gpu) else fraction
+    capped = is_intel_arc(gpu) and engine.startswith(eff.INTEL_CAPPED_ENGINES)
+    return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if capped else fraction
 
 
 def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
