@@ -24,9 +24,11 @@ iteration that samples its first token:
   per iteration (each chunk also carries the n decodes), else one prefill pass;
 - requests beyond the running cap wait for a slot: (users - n) / n request durations.
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
-(`wave_ttft_s`). With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
-request sees the wave (LMDeploy's profile_generation rows); with `num_requests` N > users only the
-first users / N of the requests do, the rest arrive into the steady state.
+(`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
+iteration. With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
+request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token prompts equals that
+at 128-token ones); with `num_requests` N > users only the first users / N of the requests do, the
+rest arrive into the steady state.
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time; a rate run (Poisson arrivals) runs as many
 sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
@@ -86,6 +88,7 @@ class LoadPoint:
 
     running: int  # sequences decoding together
     step_s: float  # one iteration: n decodes + the mean prefill share
+    tpot_s: float  # between a request's output tokens: iterations, less the prefills a wave front-loads
     throughput_tok_s: float  # output tokens/s, all sequences
     requests_per_s: float
     ttft_s: float
@@ -191,13 +194,17 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     if saturated:
         queue = math.inf
     ttft = queue + own
+    tpot = step
     if wave_weight > 0 and not saturated:
         # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
         # into the steady state above; the wave's later members past the cap also wait for slots.
+        # A wave's prompts are all prefilled before its first tokens, so its members then decode
+        # without prefills in between: their TPOT is the decode-only iteration.
         wave = wave_ttft_s(r, n, budget) + slot_wait
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
         queue = ttft - own
-    return LoadPoint(running=n, step_s=step, throughput_tok_s=throughput, requests_per_s=lam,
+        tpot = wave_weight * dec_only + (1.0 - wave_weight) * step
+    return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
 
@@ -249,7 +256,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
         decode_tok_s=1.0 / single.seconds,
         ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
-        tpot_ms=pt.step_s * 1e3,
+        tpot_ms=pt.tpot_s * 1e3,
         throughput_tok_s=pt.throughput_tok_s,
         total_throughput_tok_s=total,
         requests_per_s=pt.requests_per_s,
@@ -287,7 +294,7 @@ def serving_curve(
                 concurrency=c,
                 throughput_tok_s=pt.throughput_tok_s,
                 tok_s_per_user=pt.throughput_tok_s / c,
-                tpot_ms=pt.step_s * 1e3,
+                tpot_ms=pt.tpot_s * 1e3,
                 ttft_ms=pt.ttft_s * 1e3,
                 bound=pt.bound,
                 fits=fits,
