@@ -313,3 +313,21 @@ def test_offloaded_layers_are_checked_against_the_host_ram_present() -> None:
     assert roomy.memory and tight.memory and roomy.memory.host_ram_gib > 15
     assert not tight.fits and any("GiB of host RAM; only 8 GiB" in n for n in tight.memory.notes)
     assert roomy.fits is not False or roomy.memory.per_gpu_gib > roomy.memory.gpu_capacity_gib
+
+
+def test_a_paged_pool_runs_sequences_at_their_mean_footprint() -> None:
+    """LMDeploy 0.1, 32 users of 2,048 + 2,048 tokens on one A100 (LMDEPLOY-0027): the ~121k-token pool
+    holds 29 full contexts but all 32 at their mean footprint (3,072), and nobody waited for a slot
+    (mean first-token latency 4.1 s). A slot wait would add a whole request's duration."""
+    from mlrig.estimators.serving import running_slots
+
+    data = {"model": "llama-2-7b", "hardware": {"gpu": "A100 SXM4 80GB"},
+            "workload": {"engine": "lmdeploy", "engine_version": "0.1.0", "precision": "fp16",
+                         "kv_cache_precision": "fp16", "load": "concurrency", "batch_size": 32,
+                         "prompt_tokens": 2048, "output_tokens": 2048}}
+    r = evaluate(data)
+    assert r.kv_cache_capacity_tokens is not None and r.performance is not None and r.performance.ttft_ms is not None
+    pool = r.kv_cache_capacity_tokens
+    assert pool // 4096 < 32 <= running_slots(pool, parse_plan(data).workload)
+    assert "capped" not in (r.performance.explanation or "")
+    assert 0.5 < r.performance.ttft_ms / 4118.0 < 2.0

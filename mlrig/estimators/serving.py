@@ -57,7 +57,7 @@ from mlrig.results import Performance
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.estimators.resolved import ResolvedPlan
-    from mlrig.workload import Plan
+    from mlrig.workload import Plan, WorkloadSpec
 
 # Engines' default batch caps (running sequences), when the plan gives no max_num_seqs:
 # - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB (engine/arg_utils.py
@@ -208,6 +208,15 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
 
+def running_slots(kv_tokens: int, w: WorkloadSpec) -> int:
+    """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
+    grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
+    at their mean footprint, the prompt plus half the output, not at their final context. LMDeploy 0.1
+    ran 32 users of 2,048 + 2,048 tokens on a pool of ~121k tokens (LMDEPLOY-0027: no one waited for a
+    slot, mean first-token latency 4.1 s), where full contexts would have held 29."""
+    return max(1, kv_tokens // max(1, w.prompt_tokens + w.output_tokens // 2))
+
+
 def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     """A serving load (`workload.load` = concurrency | offline | rate) through `load_point`:
     throughput, requests/s and TTFT/TPOT medians of the steady state (see mlrig/estimators/py)."""
@@ -220,7 +229,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     budget = prefill_budget(plan, s.engine, gpu, v1)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
-    slots = max(1, kv_tokens // max(1, w.context)) if (paged and kv_tokens) else None
+    slots = running_slots(kv_tokens, w) if (paged and kv_tokens) else None
     if w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
@@ -282,7 +291,7 @@ def serving_curve(
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(r.plan, s.engine, r.gpu, v1)
     budget = prefill_budget(r.plan, s.engine, r.gpu, v1)
-    slots = None if kv_capacity_tokens is None else max(1, kv_capacity_tokens // max(1, w.context))
+    slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w)
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
