@@ -255,3 +255,27 @@ def test_paging_and_host_ram_notes_reach_the_output() -> None:
                         "hardware": {"gpu": "rtx-4090", "host_ram_gib": 32}})
     assert not offload.fits and offload.memory is not None
     assert offload.memory.notes[-1].startswith("offload needs") and "only 32 GiB given" in offload.memory.notes[-1]
+
+
+def test_largest_true_bisects_and_gallops_to_the_same_answer() -> None:
+    """The bisection behind fit's limits: for a predicate true up to t, the largest n in [lo, hi] is
+    min(t, hi) (lo - 1 if none), with or without the galloping start the largest batch uses."""
+    import random
+
+    from mlrig.estimators.memory import largest_true
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        lo = rng.randint(0, 5)
+        hi = lo + rng.randint(0, 5000)
+        t = rng.choice([rng.randint(-2, 50), rng.randint(0, 6000), hi, lo, lo - 1])
+        want = min(t, hi) if t >= lo else lo - 1
+        for gallop in (False, True):
+            calls: list[int] = []
+
+            def pred(n: int, t: int = t, calls: list[int] = calls) -> bool:
+                calls.append(n)
+                return n <= t
+
+            assert largest_true(pred, lo, hi, gallop=gallop) == want, (lo, hi, t, gallop)
+            assert all(lo <= n <= hi for n in calls)

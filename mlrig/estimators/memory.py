@@ -840,11 +840,21 @@ def _ok(r: ResolvedPlan, plan: Plan) -> bool:
     return e.fits and e.batch_fits
 
 
-def largest_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+def largest_true(pred: Callable[[int], bool], lo: int, hi: int, *, gallop: bool = False) -> int:
     """Largest n in [lo, hi] with pred(n) true, for a pred true up to some n and false after
-    (bisection); lo - 1 if none."""
+    (bisection); lo - 1 if none. `gallop`: first double the step from lo until pred fails, then
+    bisect (about 2 log2(answer) probes instead of log2(hi - lo): cheaper when answers are small
+    next to `hi`, as the largest batch is)."""
     if not pred(lo):
         return lo - 1
+    if gallop:
+        step = 1
+        while lo < hi:
+            probe = min(hi, lo + step)
+            if not pred(probe):
+                hi = probe - 1
+                break
+            lo, step = probe, step * 2
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if pred(mid):
@@ -870,7 +880,7 @@ def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000
     r = resolve(arch, plan, gpu)
     w, t = plan.workload, plan.training
     context = w.context if w.task == "inference" or t is None else t.seq_len or w.context
-    return max(0, largest_true(lambda n: fits_with(r, n, context, w.prompt_tokens), 1, limit))
+    return max(0, largest_true(lambda n: fits_with(r, n, context, w.prompt_tokens), 1, limit, gallop=True))
 
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
