@@ -403,3 +403,23 @@ def test_apple_narrow_chip_reaches_more_of_its_bandwidth_than_a_wide_one() -> No
     assert bandwidth_efficiency(narrow, "llama.cpp-metal") > bandwidth_efficiency(wide, "llama.cpp-metal")
     # engines without their own split keep the one unified figure
     assert bandwidth_efficiency(narrow, "mlx") == bandwidth_efficiency(wide, "mlx") == eff.BW_EFF["mlx"]["unified"]
+
+
+def test_bitsandbytes_nf4_batched_decode_pays_for_its_dequantised_copy() -> None:
+    """HF transformers + bitsandbytes NF4 (OPTGPTQ-0054..0086, Llama-2-13B on an A100): one sequence decodes
+    through the fused 4-bit gemv (45 ms a step), but from batch 2 each linear is de-quantised to a 16-bit
+    copy first, so a step costs more than fp16's (68-82 ms against 30-40 ms)."""
+    from mlrig.planner import evaluate
+
+    def tpot(precision: str, batch: int) -> float:
+        plan = {"model": "llama-2-13b", "hardware": {"gpu": "A100 SXM4 80GB"},
+                "workload": {"engine": "transformers", "engine_version": "4.37.2", "precision": precision,
+                             "batch_size": batch, "prompt_tokens": 1, "output_tokens": 512}}
+        perf = evaluate(plan).performance
+        assert perf is not None and perf.tpot_ms is not None
+        return perf.tpot_ms
+
+    assert tpot("nf4-nodq", 1) < tpot("nf4-nodq", 2)
+    for batch, measured in ((2, 68.0), (16, 82.29)):
+        assert tpot("nf4-nodq", batch) > 1.8 * tpot("fp16", batch)
+        assert 0.8 < tpot("nf4-nodq", batch) / measured < 1.25

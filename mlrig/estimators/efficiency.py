@@ -151,6 +151,15 @@ LAYER_OVERHEAD_S: dict[str, float] = {
 # ~65 us per quantised linear.
 TRANSFORMERS_QUANT_LINEAR_S = 65e-6
 
+# bitsandbytes 4-bit (NF4 / FP4) under HF transformers: its fused gemv_4bit kernel serves a forward of
+# one token only; for more tokens (batch > 1 decode, prefill) matmul_4bit de-quantises each linear's
+# whole weight to a 16-bit copy and calls cuBLAS (bitsandbytes autograd/_functions.py, matmul_4bit), so
+# every step also writes and reads that copy: 2 + 2 bytes per quantised parameter beyond the 4-bit
+# read. Llama-2-13B NF4 on an A100 SXM4 decodes batch 2-16 in 68-82 ms per step against fp16's 30-40
+# ms (OPTGPTQ-0062/0070/0078/0086 vs -0056/0064/0072/0080): ~2.3x fp16's weight traffic, as
+# (0.56 + 4) / 2 bytes per parameter gives; at batch 1 (gemv) NF4 takes 45 ms (OPTGPTQ-0054).
+BNB4_DEQUANT_BYTES_PER_PARAM = 4.0
+
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
 # rows leave 60-85 us per token over 32 layers after the GEMM term (RTX 3090, A6000, A40, A100,

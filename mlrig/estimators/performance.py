@@ -355,8 +355,16 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
 
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
-    return decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
+    cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine))
+    if engine == "transformers" and r.precision.name.startswith("nf4"):
+        # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
+        # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
+        quantised = (matmul_params(r.arch) - lm_head_params(r.arch)) * read_fraction(r.arch, batch)
+        extra = vec.where(batch > 1, quantised * eff.BNB4_DEQUANT_BYTES_PER_PARAM, 0.0)
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + extra)
+    return cost
 
 
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
