@@ -89,6 +89,16 @@ def vllm_v1(text: str | None) -> bool:
     return not before(text, (0, 8))
 
 
+def vllm_big_gpu_defaults(gpu: GPU) -> bool:
+    """Whether vLLM V1 takes its large defaults on this GPU (8,192 batched tokens for the server, 1,024
+    sequences): GPUs with >= 70 GiB except the A100 (vLLM engine/arg_utils.py `_set_default_args`,
+    checked in its tests/engine/test_arg_utils.py: `device_memory >= 70 GiB and "a100" not in
+    device_name`; "large max_num_batched_tokens for A100 reduces throughput"). An A100 80GB runs
+    2,048 / 256: vLLM 0.10.1 logs "Chunked prefill is enabled with max_num_batched_tokens=2048" on one
+    (the DLVLLM-* runs' startup logs)."""
+    return gpu.memory_gib >= 70 and "a100" not in gpu.name.lower()
+
+
 def transformers_full_logits(text: str | None) -> bool:
     """transformers < 4.45 computes logits for every prompt token in the prefill."""
     return before(text, (4, 45))

@@ -164,15 +164,16 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
-    with >= 70 GiB, 2048 / 256 otherwise (OpenAI server).
+    with >= 70 GiB other than the A100, 2048 / 256 otherwise (OpenAI server; engines.vllm_big_gpu_defaults).
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
     pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
     leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them)."""
-    from mlrig.estimators.engines import vllm_v1
+    from mlrig.estimators.engines import vllm_big_gpu_defaults, vllm_v1
 
-    big = gpu.memory_gib >= 70
+    # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
+    big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= 70
     tokens: Num = 8192 if big else 2048
     seqs = 1024 if big else 256
     if plan is not None:

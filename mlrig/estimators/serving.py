@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
+from mlrig.estimators.engines import vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
     ServingPoint,
@@ -60,8 +61,8 @@ if TYPE_CHECKING:
     from mlrig.workload import Plan, WorkloadSpec
 
 # Engines' default batch caps (running sequences), when the plan gives no max_num_seqs:
-# - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB (engine/arg_utils.py
-#   `_set_default_args`, the same rule as memory._vllm_activation_bytes);
+# - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB other than the A100
+#   (engine/arg_utils.py `_set_default_args`; engines.vllm_big_gpu_defaults, as memory._vllm_activation_bytes);
 # - TensorRT-LLM: max_batch_size 256 (trtllm-build / BuildConfig default);
 # - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2+; v0.1's
 #   profile_throughput ran at the concurrency given);
@@ -77,8 +78,8 @@ DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
 BIG_GPU_GIB = 70.0
-# Chunked-prefill token budget per iteration by default: vLLM V1 8192 on >= 70 GiB GPUs, 2048
-# otherwise (same source); V0 did not chunk by default (whole prompts, one prefill iteration).
+# Chunked-prefill token budget per iteration by default: vLLM V1 8192 where it takes its large
+# defaults (>= 70 GiB, not an A100), 2048 otherwise (same source); V0 did not chunk by default.
 VLLM_V1_BUDGET = {True: 8192, False: 2048}
 
 
@@ -102,7 +103,7 @@ def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     w = plan.workload
     if w.max_num_seqs is not None:
         return w.max_num_seqs
-    if engine == "vllm" and v1 and gpu.memory_gib >= BIG_GPU_GIB:
+    if engine == "vllm" and v1 and vllm_big_gpu_defaults(gpu):
         return VLLM_V1_BIG_GPU_MAX_NUM_SEQS
     return DEFAULT_MAX_NUM_SEQS.get(engine)
 
@@ -114,7 +115,7 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "vllm" and v1:
-        return VLLM_V1_BUDGET[gpu.memory_gib >= BIG_GPU_GIB]
+        return VLLM_V1_BUDGET[vllm_big_gpu_defaults(gpu)]
     if engine == "sglang":
         return 8192 if gpu.memory_gib >= BIG_GPU_GIB else 2048  # --chunked-prefill-size defaults (server_args.py)
     return None
