@@ -140,14 +140,11 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
 
 def _resolve_group(base: Plan, arch: ModelArch, gpu: GPU, batch: int, context: int, prompt: int,
                    output: int) -> ResolvedPlan:
-    """The group's plan as `evaluate` sees it (one configuration stands for all): the planner's defaults,
-    its setup check, resolved once."""
-    from mlrig.estimators.resolved import resolve
-    from mlrig.planner import check_setup, with_defaults
+    """The group's plan as `evaluate` sees it (one configuration stands for all): `planner.resolve_plan`
+    (defaults, setup check, resolved once)."""
+    from mlrig.planner import resolve_plan
 
-    p, _ = with_defaults(_plan_at(base, batch, context, prompt, output), gpu, arch)
-    check_setup(arch, p)
-    return resolve(arch, p, gpu)
+    return resolve_plan(_plan_at(base, batch, context, prompt, output), arch=arch, gpu=gpu)[0]
 
 
 def _gib(x: Any, shape: tuple[int, ...]) -> np.ndarray:

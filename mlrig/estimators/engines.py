@@ -89,6 +89,11 @@ def vllm_v1(text: str | None) -> bool:
     return not before(text, (0, 8))
 
 
+# vLLM V1 and SGLang size their defaults by the card: 70 GiB or more is "big" (vLLM engine/arg_utils.py
+# `_set_default_args`, SGLang server_args.py).
+BIG_GPU_GIB = 70.0
+
+
 def vllm_big_gpu_defaults(gpu: GPU) -> bool:
     """Whether vLLM V1 takes its large defaults on this GPU (8,192 batched tokens for the server, 1,024
     sequences): GPUs with >= 70 GiB except the A100 (vLLM engine/arg_utils.py `_set_default_args`,
@@ -96,7 +101,7 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
     device_name`; "large max_num_batched_tokens for A100 reduces throughput"). An A100 80GB runs
     2,048 / 256: vLLM 0.10.1 logs "Chunked prefill is enabled with max_num_batched_tokens=2048" on one
     (the DLVLLM-* runs' startup logs)."""
-    return gpu.memory_gib >= 70 and "a100" not in gpu.name.lower()
+    return gpu.memory_gib >= BIG_GPU_GIB and "a100" not in gpu.name.lower()
 
 
 def transformers_full_logits(text: str | None) -> bool:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
-from mlrig.estimators.engines import vllm_big_gpu_defaults
+from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
     ServingPoint,
@@ -77,7 +77,6 @@ DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
     "llama.cpp-metal": 1,
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
-BIG_GPU_GIB = 70.0
 # Chunked-prefill token budget per iteration by default: vLLM V1 8192 where it takes its large
 # defaults (>= 70 GiB, not an A100), 2048 otherwise (same source); V0 did not chunk by default.
 VLLM_V1_BUDGET = {True: 8192, False: 2048}
