@@ -7,7 +7,8 @@
   written in loop order (one setup's numbers on consecutive lines, as nested loops write them) and
   shuffled (the worst order for eval's chunks: few plans of one shape meet in 1,024 lines). Timed as
   `mlrig eval FILE -o OUT` in a subprocess, end to end, and with the start-up (a 1-line file)
-  taken off. Error lines (a plan beyond a model's context, an engine the GPU cannot run) are
+  taken off; in one process (`-j 1`) and with the default worker processes (the CPUs, at most 8).
+  Error lines (a plan beyond a model's context, an engine the GPU cannot run) are
   counted: they are results too.
 - fit: `mlrig.commands.fit.fit_rows(None, GPU)` in-process after start-up (every catalog model, the
   best precision that fits, limits included), and `mlrig fit --gpu GPU --json` as a subprocess.
@@ -94,15 +95,18 @@ def main() -> int:
         shuffled.write_text("".join(json.dumps(r) + "\n" for r in mixed))
         one.write_text(json.dumps(rows[0]) + "\n")
         start = wall([*CLI, "eval", str(one), "-o", str(out)], args.repeats)
+        t_one = wall([*CLI, "eval", str(ordered), "-o", str(out), "-j", "1"], args.repeats)
         t_ordered = wall([*CLI, "eval", str(ordered), "-o", str(out)], args.repeats)
         errors = sum(json.loads(x)["error"] is not None for x in out.read_text().splitlines())
         t_shuffled = wall([*CLI, "eval", str(shuffled), "-o", str(out)], 1)
     n = len(rows)
     del rows, mixed  # 100,000 plan dicts alive would slow every garbage collection in the fit timing below
     gc.collect()
+    from mlrig.batch import default_jobs
+
     print(f"mlrig eval, {n:,} lines ({errors:,} error lines), median of {args.repeats}; start-up "
-          f"(a 1-line file) {start * 1e3:.0f} ms")
-    for label, t in (("loop order", t_ordered), ("shuffled (1 run)", t_shuffled)):
+          f"(a 1-line file) {start * 1e3:.0f} ms; default --jobs here {default_jobs()}")
+    for label, t in (("loop order, -j 1", t_one), ("loop order", t_ordered), ("shuffled (1 run)", t_shuffled)):
         print(f"  {label:18s} {t:6.2f} s end to end = {n / t:8,.0f} lines/s; start-up taken off "
               f"{n / (t - start):8,.0f} lines/s")
 

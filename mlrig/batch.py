@@ -100,6 +100,123 @@ def results_for_lines(lines: list[tuple[int, bytes | None]]) -> list[dict[str, A
     return [r for r in out if r is not None]
 
 
+def encoded_chunk(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], bool]:
+    """A chunk's output lines (`results_for_lines`, rounded as every JSON output is, ids as given,
+    `encode_line`) and whether any of them is an error: the unit of work of `mlrig eval`, in this
+    process or a worker (`ChunkPool`)."""
+    from mlrig.commands._common import round_floats
+
+    results = results_for_lines(chunk)
+    lines = [encode_line({**round_floats(r), "id": r.get("id")}) for r in results]
+    return lines, any(r.get("error") is not None for r in results)
+
+
+def default_jobs() -> int:
+    """Worker processes for a large batch: the CPUs this process may run on, at most 8 (each worker
+    holds its own copy of the catalogs; past 8 the writer and the reader become the bound)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
+def _worker_signals() -> None:
+    """A worker ignores Ctrl-C and SIGHUP (a terminal sends them to the whole process group): the main
+    process alone stops the batch, writes the summary and shuts the pool down. SIGTERM keeps its
+    default, so a worker can always be killed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)  # forked while the parent held them (ChunkPool.map)
+
+
+class ChunkPool:
+    """`encoded_chunk` of each chunk, in input order, on `jobs` worker processes: chunks are independent
+    (each result is the one its line alone would give), so the output is byte for byte the one-process
+    output. At most 2 x jobs chunks are in flight, so memory stays bounded by a few chunks. An input of
+    one chunk, or jobs = 1, is evaluated here without starting a pool; a pool that breaks (a worker
+    killed, e.g. by the kernel's out-of-memory killer) leaves its chunks to this process.
+
+        with ChunkPool(jobs) as pool:
+            for lines, any_error in pool.map(read_chunks(source)): ...
+    """
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = max(1, jobs)
+        self._executor: Any = None
+
+    def __enter__(self) -> ChunkPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._executor is not None:  # chunks not started are dropped; running ones end by themselves
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def map(self, chunks: Iterator[list[tuple[int, bytes | None]]]) -> Iterator[tuple[list[bytes], bool]]:
+        import collections
+        import itertools
+
+        if self.jobs == 1:  # each chunk as it comes: no read-ahead (from a pipe it would wait for input)
+            yield from map(encoded_chunk, chunks)
+            return
+        first = next(chunks, None)
+        if first is None:
+            return
+        second = next(chunks, None)
+        if second is None:  # one chunk: not worth starting workers
+            yield encoded_chunk(first)
+            return
+        pending: collections.deque[tuple[list[tuple[int, bytes | None]], Any]] = collections.deque()
+        # The pool's threads (its manager and queue feeder, started by the first submit) inherit this
+        # thread's signal mask: started with the signals held, they never take SIGINT/SIGTERM/SIGHUP, so
+        # the kernel delivers those to this thread alone and `signals_held` still guards every write.
+        with signals_held():
+            self._executor = self._start()
+            pending.append((first, self._submit(first)))
+        for chunk in itertools.chain((second,), chunks):
+            pending.append((chunk, self._submit(chunk)))
+            if len(pending) >= 2 * self.jobs:
+                yield self._result(*pending.popleft())
+        while pending:
+            yield self._result(*pending.popleft())
+
+    def _start(self) -> Any:
+        import multiprocessing
+        import sys
+        from concurrent.futures import ProcessPoolExecutor
+
+        # fork on Linux: the workers start with mlrig and its catalogs already loaded (no re-import);
+        # elsewhere the platform's default (spawn on macOS and Windows)
+        context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
+        return ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_worker_signals)
+
+    def _submit(self, chunk: list[tuple[int, bytes | None]]) -> Any:
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self._executor is None:
+            return None
+        try:
+            return self._executor.submit(encoded_chunk, chunk)
+        except BrokenProcessPool:
+            return None
+
+    def _result(self, chunk: list[tuple[int, bytes | None]], future: Any) -> tuple[list[bytes], bool]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        if future is not None:
+            try:
+                return future.result()
+            except BrokenProcessPool:  # this chunk and every one after it: evaluated here
+                if self._executor is not None:
+                    self._executor.shutdown(wait=False, cancel_futures=True)
+                    self._executor = None
+        return encoded_chunk(chunk)
+
+
 def _case_of_line(raw: bytes | None, lineno: int) -> tuple[Any, Any] | str:
     """(the id as given, the plan to evaluate) from one input line, or the line's error."""
     from mlrig.userfiles import parse_json
@@ -183,12 +300,18 @@ def signals_held() -> Iterator[None]:
 
 
 def encode_line(result: dict[str, Any]) -> bytes:
-    """One output line: the result as strict JSON (a NaN or infinity, should one occur, as null)."""
+    """One output line: the result as compact strict JSON, UTF-8 (a NaN or infinity, should one occur,
+    as null). orjson writes a result ~10x faster than the json module (a 3 KB result: ~4 us against
+    ~40 us, which alone was most of `mlrig eval`'s budget per line); what orjson refuses (an integer
+    beyond 64 bits, a non-text key, a lone surrogate, very deep nesting: only echoed ids and odd
+    input carry those) the json module writes, in the same compact form, with non-ASCII escaped."""
+    import orjson
+
     try:
-        text = json.dumps(result, allow_nan=False)
-    except ValueError:
-        text = json.dumps(json_ready(result), allow_nan=False)
-    return (text + "\n").encode("utf-8")
+        return orjson.dumps(result, option=orjson.OPT_APPEND_NEWLINE)
+    except (orjson.JSONEncodeError, TypeError):
+        text = json.dumps(json_ready(result), allow_nan=False, separators=(",", ":"))
+        return (text + "\n").encode("utf-8")
 
 
 class LineSink:
@@ -211,9 +334,13 @@ class LineSink:
         self.write_lines([result])
 
     def write_lines(self, results: list[dict[str, Any]]) -> None:
-        """Write these results, a line each, in one go. On a failed write a regular file mlrig opened is
-        cut back to the last whole line; `lines` counts the whole lines on disk either way."""
-        encoded = [encode_line(r) for r in results]
+        """Write these results, a line each, in one go (`write_encoded`)."""
+        self.write_encoded([encode_line(r) for r in results])
+
+    def write_encoded(self, encoded: list[bytes]) -> None:
+        """Write these lines (each `encode_line`'s, ending in a line end) in one go. On a failed write a
+        regular file mlrig opened is cut back to the last whole line; `lines` counts the whole lines on
+        disk either way."""
         data = b"".join(encoded)
         with signals_held():
             written = 0

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from mlrig.batch import MAX_LINE_BYTES, LineSink, read_lines, result_for_line
+from mlrig.batch import MAX_LINE_BYTES, LineSink, encoded_chunk, read_lines, result_for_line
 
 DEADLINE_S = 120.0
 GOOD = {"model": "llama-3.1-8b", "hardware": {"gpu": "RTX 4090"}}
@@ -207,7 +207,7 @@ def test_a_short_write_then_enospc_leaves_only_whole_lines(tmp_path: Path, monke
         sink.write_line({"id": 2, "pad": "y" * 100})
     monkeypatch.undo()
     sink.close()
-    assert out.read_bytes() == b'{"id": 1}\n' and sink.lines == 1
+    assert out.read_bytes() == b'{"id":1}\n' and sink.lines == 1
 
 
 def test_result_for_line_never_raises_on_odd_values() -> None:
@@ -284,7 +284,8 @@ def test_batch_stopped_by_a_signal_leaves_complete_lines_and_a_summary(
     name = "Ctrl-C" if sig == signal.SIGINT else sig.name
     m = re.search(rb"mlrig: eval stopped by " + name.encode() + rb": ([\d,]+) of ([\d,]+) lines evaluated", err)
     assert m, err
-    assert int(m.group(1).replace(b",", b"")) == len(got) and int(m.group(2).replace(b",", b"")) == n_lines
+    assert int(m.group(1).replace(b",", b"")) == len(got), err
+    assert int(m.group(2).replace(b",", b"")) == n_lines
 
 
 def test_cases_from_a_pipe_are_read_as_they_come(tmp_path: Path) -> None:
@@ -340,3 +341,68 @@ def test_a_plan_fed_through_a_pipe_is_answered_before_the_next_arrives(tmp_path:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_line_orjson_refuses_is_still_written_as_strict_json() -> None:
+    """encode_line: orjson refuses integers beyond 64 bits, non-text keys and lone surrogates (an echoed
+    id can hold any of them); the json module then writes the line, NaN still as null."""
+    from mlrig.batch import encode_line
+
+    for odd in ({"id": 2**70}, {"id": {1: "a"}}, {"id": "\ud800"}):
+        line = encode_line({**odd, "x": float("nan"), "y": 1.5})
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        back = json.loads(line)
+        assert back["x"] is None and back["y"] == 1.5
+        assert back["id"] == (odd["id"] if not isinstance(odd["id"], dict) else {"1": "a"})
+    assert encode_line({"id": "é", "v": float("inf")}) == '{"id":"é","v":null}\n'.encode()
+
+
+# ---- worker processes ----
+
+def _mixed_cases(n: int) -> bytes:
+    """n lines of several shapes, with error lines among them."""
+    rows = []
+    for i in range(n):
+        if i % 97 == 0:
+            rows.append(b"{not json")
+            continue
+        gpu = ("RTX 4090", "H100 SXM", "A100 80GB")[i % 3]
+        rows.append(line({"id": i, "model": ("llama-3.1-8b", "qwen2.5-7b")[i % 2], "hardware": {"gpu": gpu},
+                          "workload": {"batch_size": 1 + i % 7, "context_tokens": 1024 * (1 + i % 5)}}))
+    return b"\n".join(rows) + b"\n"
+
+
+def test_workers_write_the_same_bytes_as_one_process(tmp_path: Path) -> None:
+    """eval -j 2 over several chunks (a regular file of 2,500 lines) gives the output of -j 1, byte for
+    byte, with the same exit status (error lines among them: 1)."""
+    cases = tmp_path / "cases.jsonl"
+    cases.write_bytes(_mixed_cases(2_500))
+    one = mlrig(["eval", str(cases), "-j", "1"], tmp_path)
+    two = mlrig(["eval", str(cases), "-j", "2"], tmp_path)
+    assert one.returncode == two.returncode == 1, two.stderr
+    assert two.stdout == one.stdout and len(results(two.stdout)) == 2_500
+
+
+_PARENT: list[int] = []
+_REAL_ENCODED_CHUNK = encoded_chunk
+
+
+def _dies_in_a_worker(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], bool]:
+    """encoded_chunk, except that a worker process dies on it (module level: the pool pickles it)."""
+    if os.getpid() not in _PARENT:
+        os._exit(9)
+    return _REAL_ENCODED_CHUNK(chunk)
+
+
+def test_a_pool_that_breaks_leaves_its_chunks_to_the_main_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed mid-batch (say by the out-of-memory killer) costs no line: ChunkPool evaluates the
+    chunks it had sent there itself, and the lines come out complete and in order."""
+    import mlrig.batch as batch
+
+    _PARENT[:] = [os.getpid()]
+    chunks = list(batch.read_chunks(io.BytesIO(_mixed_cases(300)), max_lines=40))
+    expected = [batch.encoded_chunk(c) for c in chunks]
+    monkeypatch.setattr(batch, "encoded_chunk", _dies_in_a_worker)  # the forked workers get it too
+    with batch.ChunkPool(2) as pool:
+        got = list(pool.map(iter(chunks)))
+    assert got == expected and len(got) == 8

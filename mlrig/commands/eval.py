@@ -57,9 +57,22 @@ def _refuse_same_file(source: IO[bytes], out: Path | int) -> None:
                          "before it is read; pick another output path")
 
 
+def _is_regular(source: IO[bytes]) -> bool:
+    import os
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(source.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def eval_cmd(
     cases: Annotated[Path, typer.Argument(help="JSON Lines file, one plan per line ('-' for stdin)")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="write results here instead of stdout")] = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", min=1, help="worker processes for a cases file of more than 1,024 lines "
+        "(default: the CPUs, at most 8; 1 = none). Input from a pipe is evaluated as it comes, here")] = None,
 ) -> None:
     """Evaluate plans in batch (JSON Lines in, one result per line out, line N for line N).
 
@@ -70,8 +83,7 @@ def eval_cmd(
     import sys
 
     from mlrig import interrupts
-    from mlrig.batch import LineSink, count_lines, read_chunks, results_for_lines, signals_held
-    from mlrig.commands._common import round_floats
+    from mlrig.batch import ChunkPool, LineSink, count_lines, default_jobs, read_chunks, signals_held
     from mlrig.errors import MlrigError
 
     source: IO[bytes] = sys.stdin.buffer if str(cases) == "-" else _open_cases(cases)
@@ -97,18 +109,20 @@ def eval_cmd(
             except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
                 sink = LineSink(None, sys.stdout.buffer, "stdout", close=False)
         any_error = False
+        if not _is_regular(source):
+            jobs = 1  # a pipe's plans are answered as they come (read_chunks), never queued behind workers
         try:
-            for chunk in read_chunks(source):
-                results = results_for_lines(chunk)
-                any_error |= any(r.get("error") is not None for r in results)
-                try:
-                    sink.write_lines([{**round_floats(r), "id": r.get("id")} for r in results])  # ids as given
-                except OSError as exc:
-                    if isinstance(exc, BrokenPipeError):
-                        raise
-                    raise MlrigError(f"cannot write results to {sink.name}: {exc.strerror or exc} after "
-                                     f"{sink.lines:,} lines (each one complete); free some space or write "
-                                     "elsewhere") from None
+            with ChunkPool(jobs or default_jobs()) as pool:
+                for lines, chunk_error in pool.map(read_chunks(source)):
+                    any_error |= chunk_error
+                    try:
+                        sink.write_encoded(lines)
+                    except OSError as exc:
+                        if isinstance(exc, BrokenPipeError):
+                            raise
+                        raise MlrigError(f"cannot write results to {sink.name}: {exc.strerror or exc} after "
+                                         f"{sink.lines:,} lines (each one complete); free some space or write "
+                                         "elsewhere") from None
         except interrupts.STOP as exc:
             with signals_held():
                 sink.close()

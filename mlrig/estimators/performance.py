@@ -430,6 +430,7 @@ class StaticInference:
     bound: Num
     decode: PassTime
     mid_context: Num
+    decode_bytes_one_sequence: Num  # what one sequence's decode step reads at mid_context (the explanation's)
 
 
 def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tokens: Num,
@@ -448,7 +449,8 @@ def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tok
     throughput = vec.where(output_tokens > 0, batch * output_tokens / total_s, batch * prompt / pre_s)
     return StaticInference(prefill_tok_s=batch * prompt / pre_s, decode_tok_s=1.0 / dec.seconds, ttft_ms=pre_s * 1e3,
                            tpot_ms=dec.seconds * 1e3, throughput_tok_s=throughput, bound=dec.bound, decode=dec,
-                           mid_context=mid_ctx)
+                           mid_context=mid_ctx,
+                           decode_bytes_one_sequence=_decode_cost(r, _setup(r).engine, 1, mid_ctx).bytes)
 
 
 def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInference | None = None) -> Performance:
@@ -463,7 +465,7 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         f = static_inference(r, b, w.prompt_tokens, w.output_tokens, off)
     dec = f.decode
     s = _setup(r)
-    per_tok_gb = _decode_cost(r, s.engine, 1, f.mid_context).bytes / 1e9
+    per_tok_gb = f.decode_bytes_one_sequence / 1e9
     eff_bw = bandwidth_efficiency(gpu, s.engine)
     tp, pp = r.hardware.tensor_parallel, r.hardware.pipeline_parallel
     split = ""
