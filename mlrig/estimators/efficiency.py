@@ -195,7 +195,10 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # detokenising and streaming each sequence's output): it grows with the batch, unlike the per-step
 # figure above. vLLM (Python scheduler and output processing): its offline runs on one A100 80GB at
 # 50-232 running sequences (DLVLLM-0076/0078/0080/0082/0086) leave 96-110 us per sequence per step
-# above the roofline; at 10-20 sequences the same rows leave more (fixed costs). Engines with a C++
+# above the roofline; at 10-20 sequences the same rows leave more (fixed costs). With the roofline
+# taken per kernel group (performance.pass_time: compute-bound GEMMs no longer hide the KV reads) the
+# rows at 50-100 sequences still leave 96-110 us, those at 200-256 less (~35-65 us): the figure
+# over-states vLLM < 0.12's host time at its largest batches. Engines with a C++
 # batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
 # users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
