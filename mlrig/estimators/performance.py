@@ -7,8 +7,9 @@ Inference"):
     t = max(FLOPs / (eff_compute x peak_tensor), bytes / (eff_bw x fmt_eff x bandwidth))
         + layers x per-layer overhead + per-step overhead + communication
 
-with the max taken per kernel group and the groups added: the GEMMs (weights, 2 x params FLOPs per
-token) and the attention kernels (KV cache, QK^T / AV FLOPs) run one after another (`pass_time`).
+with the max (a smooth one near the ridge, `_soft_max`) taken per kernel group and the groups added:
+the GEMMs (weights, 2 x params FLOPs per token) and the attention kernels (KV cache, QK^T / AV FLOPs)
+run one after another (`pass_time`).
 
 - Decode reads every weight a token touches (only the routed experts actually selected for MoE)
   and the KV cache of every sequence; FLOPs are 2 x active params per token plus attention.
@@ -219,6 +220,15 @@ class PassTime:
     compute_known: bool = True  # False when the catalog has no compute figure for the GPU
 
 
+def _soft_max(a: Num, b: Num) -> Num:
+    """(a^p + b^p)^(1/p) with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where
+    one dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
+    p = eff.ROOFLINE_SMOOTHING_P
+    hi = vec.maximum(a, b)
+    safe = vec.where(hi > 0, hi, 1.0)
+    return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
+
+
 def pass_time(
     cost: PassCost,
     gpu: GPU,
@@ -287,8 +297,8 @@ def pass_time(
     # (Williams et al. 2009 bound each kernel; vLLM's and FlashInfer's decode attention are kernels
     # of their own, launched between the projections). Where both parts sit on the same side (batch-1
     # decode: both memory-bound; a long prefill: both compute-bound) this equals the single max.
-    core = (vec.maximum(compute_s - attn_compute_s, weights_s)
-            + vec.maximum(attn_compute_s, attn_mem_s))
+    # Within a group, compute and memory overlap only partly near the ridge (efficiency.ROOFLINE_SMOOTHING_P).
+    core = _soft_max(compute_s - attn_compute_s, weights_s) + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
     return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
