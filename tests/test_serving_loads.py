@@ -338,3 +338,18 @@ def test_a_paged_pool_runs_sequences_at_their_mean_footprint() -> None:
     assert pool // 4096 < 32 <= running_slots(pool, parse_plan(data).workload)
     assert "capped" not in (r.performance.explanation or "")
     assert 0.5 < r.performance.ttft_ms / 4118.0 < 2.0
+
+
+@pytest.mark.parametrize("model,gpus,published_ms", [("meta-llama/Llama-2-7b-chat-hf", 1, 139.0),
+                                                      ("meta-llama/Llama-2-13b-chat-hf", 1, 242.0),
+                                                      ("meta-llama/Llama-2-70b-chat-hf", 4, 402.0)])
+def test_lmdeploy_prefill_near_its_published_first_token_latency(model: str, gpus: int, published_ms: float) -> None:
+    """LMDeploy 0.1 (TurboMind, fp16) on A100 SXM4: one user, a 2,048-token prompt (LMDEPLOY-0007 / -0045 /
+    -0132): the prefill runs at efficiency.COMPUTE_EFF['lmdeploy']['hbm'] of the peak, within 15 %."""
+    data = {"model": {"name": model}, "workload": {"precision": "fp16", "engine": "lmdeploy", "engine_version": "0.1.0",
+                                                    "load": "concurrency", "batch_size": 1, "prompt_tokens": 2048,
+                                                    "output_tokens": 128},
+            "hardware": {"gpu": "A100 SXM4 80GB", "count": gpus, "tensor_parallel": gpus}}
+    perf = evaluate(data).performance
+    assert perf is not None and perf.ttft_ms is not None
+    assert perf.ttft_ms == pytest.approx(published_ms, rel=0.15)

@@ -229,6 +229,12 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+# LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its
+# batch-1 TTFT rows alone, where nothing but the prompt's forward pass is timed: 2,048-token prompts of
+# Llama-2-7B / 13B, InternLM-20B (TP 2) and Llama-2-70B (TP 4) on A100 SXM4 in 139 / 242 / 217 / 402 ms
+# (LMDEPLOY-0007/0009/0045/0047/0087/0089/0132/0135): 0.68 of the fp16 peak leaves them within
+# -4..+14 % (TensorRT-LLM's 0.60, which it started from, put them 7-28 % slow).
+COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
