@@ -335,9 +335,14 @@ def test_a_paged_pool_runs_sequences_at_their_mean_footprint() -> None:
     r = evaluate(data)
     assert r.kv_cache_capacity_tokens is not None and r.performance is not None and r.performance.ttft_ms is not None
     pool = r.kv_cache_capacity_tokens
-    assert pool // 4096 < 32 <= running_slots(pool, parse_plan(data).workload)
+    assert pool // 4096 < 32 <= running_slots(pool, parse_plan(data).workload, "lmdeploy")
     assert "capped" not in (r.performance.explanation or "")
     assert 0.5 < r.performance.ttft_ms / 4118.0 < 2.0
+    # TensorRT-LLM's default GUARANTEED_NO_EVICT policy reserves each request's full length
+    w = parse_plan(data).workload
+    assert running_slots(pool, w, "trt-llm") == pool // 4096 < running_slots(pool, w, "vllm")
+    trt = evaluate({**data, "workload": {**data["workload"], "engine": "trt-llm", "engine_version": None}})
+    assert trt.performance is not None and "capped" in (trt.performance.explanation or "")
 
 
 @pytest.mark.parametrize("model,gpus,published_ms", [("meta-llama/Llama-2-7b-chat-hf", 1, 139.0),

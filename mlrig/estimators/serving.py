@@ -208,13 +208,20 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
 
-def running_slots(kv_tokens: int, w: WorkloadSpec) -> int:
+def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
     grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
     at their mean footprint, the prompt plus half the output, not at their final context. LMDeploy 0.1
     ran 32 users of 2,048 + 2,048 tokens on a pool of ~121k tokens (LMDEPLOY-0027: no one waited for a
-    slot, mean first-token latency 4.1 s), where full contexts would have held 29."""
-    return max(1, kv_tokens // max(1, w.prompt_tokens + w.output_tokens // 2))
+    slot, mean first-token latency 4.1 s), where full contexts would have held 29.
+
+    TensorRT-LLM is the exception: its default capacity scheduler policy, GUARANTEED_NO_EVICT, starts a
+    request only when the pool can hold it to its maximum length (prompt + max new tokens) so that it is
+    never paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"; MAX_UTILIZATION,
+    which packs by current length and may pause, is opt-in), and its STATIC_BATCH mode needs the whole
+    batch at its final length: the pool holds sequences at their full context."""
+    per_seq = w.prompt_tokens + (w.output_tokens if engine.startswith("trt-llm") else w.output_tokens // 2)
+    return max(1, kv_tokens // max(1, per_seq))
 
 
 def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
@@ -229,7 +236,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     budget = prefill_budget(plan, s.engine, gpu, v1)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
-    slots = running_slots(kv_tokens, w) if (paged and kv_tokens) else None
+    slots = running_slots(kv_tokens, w, s.engine) if (paged and kv_tokens) else None
     if w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
@@ -291,7 +298,7 @@ def serving_curve(
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(r.plan, s.engine, r.gpu, v1)
     budget = prefill_budget(r.plan, s.engine, r.gpu, v1)
-    slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w)
+    slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w, s.engine)
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
