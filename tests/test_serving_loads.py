@@ -358,3 +358,27 @@ def test_lmdeploy_prefill_near_its_published_first_token_latency(model: str, gpu
     perf = evaluate(data).performance
     assert perf is not None and perf.ttft_ms is not None
     assert perf.ttft_ms == pytest.approx(published_ms, rel=0.15)
+
+
+def test_median_ttft_does_not_queue_below_half_load() -> None:
+    """TTFT is a median: an M/G/1 arrival finds the prefill queue empty with probability 1 - rho, so
+    the median request waits for nothing but the running iteration below half load; above it the
+    median wait grows without bound as rho -> 1 and stays below the M/D/1 mean rho S / (2 (1 - rho))."""
+    from mlrig.estimators.serving import median_prefill_wait_s
+
+    assert median_prefill_wait_s(0.3, 1.0) == 0.0 == median_prefill_wait_s(0.5, 1.0)
+    waits = [median_prefill_wait_s(rho, 1.0) for rho in (0.6, 0.8, 0.9, 0.95)]
+    assert waits == sorted(waits) and waits[0] > 0
+    for rho, wait in zip((0.6, 0.8, 0.9, 0.95), waits, strict=True):
+        assert wait < rho / (2 * (1 - rho))
+    # 8 users of 20k-token prompts on an H100 (VLLMFP8KV-0001's setup), steady state: the prefill queue
+    # is below half load, so the median request waits only for the running iteration's remainder
+    from mlrig.estimators.serving import load_point
+    from mlrig.planner import resolve_plan
+
+    r, _ = resolve_plan({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "precision": "bf16",
+                                                              "load": "concurrency", "batch_size": 8,
+                                                              "prompt_tokens": 20000, "output_tokens": 2000},
+                         "hardware": {"gpu": "h100-sxm-80gb"}})
+    pt = load_point(r, users=8, budget=8192)
+    assert pt.queue_s == pytest.approx(pt.step_s / 2.0, rel=1e-9)

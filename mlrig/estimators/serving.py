@@ -18,8 +18,9 @@ iteration that samples its first token:
 - half an iteration on average for the running one to end (requests arrive mid-iteration);
 - the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
-  times (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
-  "Queueing Systems" vol. 1 eq. 5.105);
+  times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
+  "Queueing Systems" vol. 1 eq. 5.105); TTFT is reported as a median, and the median wait is 0
+  below half load (`median_prefill_wait_s`);
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
 - requests beyond the running cap wait for a slot: (users - n) / n request durations.
@@ -180,7 +181,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
     service = prompt * t_p
     rho = min(0.95, lam * service)
-    wait_prefill = rho / (2.0 * (1.0 - rho)) * service
+    wait_prefill = median_prefill_wait_s(rho, service)
     if budget is not None and budget > n:
         chunks = math.ceil(prompt / (budget - n))
         dec_only, _ = _iteration(r, n, 0.0)
@@ -206,6 +207,20 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         tpot = wave_weight * dec_only + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+
+
+def median_prefill_wait_s(rho: float, service_s: float) -> float:
+    """Median wait in the prefill queue (FCFS, utilisation `rho`, deterministic service `service_s`).
+
+    The reported TTFT is a median (vLLM's and SGLang's benchmarks, PLAN-FORMAT's `ttft_ms`), and the
+    wait of an M/G/1 queue is 0 with probability 1 - rho (an arrival finds the server idle; Kleinrock
+    1975, "Queueing Systems" vol. 1 sec. 5.7), so below half load the median request does not queue at
+    all. Above it the waits that do occur are taken as exponential with the M/D/1 mean wait
+    rho S / (2 (1 - rho)) (Pollaczek-Khinchine), P(W > t) = rho exp(-2 (1 - rho) t / S): the median is
+    S ln(2 rho) / (2 (1 - rho))."""
+    if rho <= 0.5:
+        return 0.0
+    return service_s * math.log(2.0 * rho) / (2.0 * (1.0 - rho))
 
 
 def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
