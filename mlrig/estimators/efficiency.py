@@ -196,9 +196,10 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # figure above. vLLM (Python scheduler and output processing): its offline runs on one A100 80GB at
 # 50-232 running sequences (DLVLLM-0076/0078/0080/0082/0086) leave 96-110 us per sequence per step
 # above the roofline; at 10-20 sequences the same rows leave more (fixed costs). With the roofline
-# taken per kernel group (performance.pass_time: compute-bound GEMMs no longer hide the KV reads) the
-# rows at 50-100 sequences still leave 96-110 us, those at 200-256 less (~35-65 us): the figure
-# over-states vLLM < 0.12's host time at its largest batches. Engines with a C++
+# taken per kernel group and smoothed near the ridge (performance.pass_time, ROOFLINE_SMOOTHING_P) the
+# same rows leave 92 / 78 / 63 / 55 us at 50 / 75 / 100 / 200 sequences and -30..+26 us at 256: the
+# figure, kept, over-states vLLM < 0.12's host time beyond ~75 sequences (those TPOT rows are 7-59 %
+# high). Engines with a C++
 # batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
 # users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
@@ -257,7 +258,9 @@ KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 #    (TRT061-0038/0040/0050/0052/0054: TTFT 25-46 % under the max), LMDeploy's 70B TP 4 decode at 32-64
 #    users (LMDEPLOY-0160/0162/0164/0172: TPOT 18-28 % under) and its ShareGPT request rates
 #    (LMDEPLOY-0173..0208: 8-38 % over); held out, LMDeploy 0.2's request rates (LMDEPLOY2) go from
-#    15 % to 5 % median error. p = 3 or 4 leave most of those errors in place.
+#    15 % to 5 % median error (11 % once COMPUTE_EFF['lmdeploy'] was fitted). p = 3 or 4 leave most of
+#    those errors in place. Cost: llama.cpp's HBM prefill rows, whose COMPUTE_EFF was fitted under the
+#    plain max, move from 18.1 % to 20.0 % median error.
 ROOFLINE_SMOOTHING_P = 2.0
 
 # Tensor-parallel synchronisation: every one of the 2 all-reduces per layer (Megatron-LM) is also a

@@ -296,8 +296,9 @@ def pass_time(
     # the pass's totals would let the GEMMs' arithmetic hide the KV reads, which no kernel does
     # (Williams et al. 2009 bound each kernel; vLLM's and FlashInfer's decode attention are kernels
     # of their own, launched between the projections). Where both parts sit on the same side (batch-1
-    # decode: both memory-bound; a long prefill: both compute-bound) this equals the single max.
-    # Within a group, compute and memory overlap only partly near the ridge (efficiency.ROOFLINE_SMOOTHING_P).
+    # decode: both memory-bound; a long prefill: both compute-bound) this is the single max again.
+    # Within a group, compute and memory overlap only partly near the ridge: a smooth max
+    # (`_soft_max`, efficiency.ROOFLINE_SMOOTHING_P), equal to the max where one side dominates.
     core = _soft_max(compute_s - attn_compute_s, weights_s) + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
     return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
