@@ -423,3 +423,44 @@ def test_bitsandbytes_nf4_batched_decode_pays_for_its_dequantised_copy() -> None
     for batch, measured in ((2, 68.0), (16, 82.29)):
         assert tpot("nf4-nodq", batch) > 1.8 * tpot("fp16", batch)
         assert 0.8 < tpot("nf4-nodq", batch) / measured < 1.25
+
+
+def test_batched_decode_adds_the_gemm_and_attention_kernels_rooflines() -> None:
+    """A decode step runs its GEMMs and its attention kernels one after another, each bound by its own
+    roofline: at batch 256 and 2,048 tokens held on an A100, Llama-3-8B's GEMMs are compute-bound and
+    its KV reads memory-bound, so the step is the sum of the two, not one max over the totals (that
+    would let GEMM arithmetic hide the KV reads). At batch 1 both are memory-bound: the two agree.
+    Within a group compute and memory combine as a p-norm (efficiency.ROOFLINE_SMOOTHING_P)."""
+    from mlrig.estimators.performance import decode_cost, pass_time
+
+    p = eff.ROOFLINE_SMOOTHING_P
+
+    def soft(a: float, b: float) -> float:
+        return float((a**p + b**p) ** (1 / p))
+
+    gpu = resolve_gpu("a100-sxm-80gb")
+    r = resolve(ARCH, plan(gpu=gpu.id, batch_size=256), gpu)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.BW_EFF["vllm"]["hbm"]
+    peak = gpu.tensor_tflops("bf16") * 1e12 * eff.COMPUTE_EFF["vllm"]["hbm"]
+    for batch in (1, 256):
+        cost = decode_cost(ARCH, r.weight_bytes, r.kv_bytes_per_element, batch, 2048)
+        t = pass_time(cost, gpu, "vllm", r.precision, layers=32)
+        gemm = soft((cost.flops - cost.attn_flops) / peak, cost.weight_bytes / bw)
+        attn = soft(cost.attn_flops / peak, cost.kv_bytes / bw)
+        overhead = 32 * eff.LAYER_OVERHEAD_S["vllm"] + eff.STEP_OVERHEAD_S["vllm"]
+        assert t.seconds == pytest.approx(gemm + attn + overhead, rel=1e-9)
+        single_max = max(cost.flops / peak, cost.bytes / bw) + overhead
+        if batch == 1:
+            assert t.seconds == pytest.approx(single_max, rel=0.005)
+        else:  # GEMMs compute-bound (256 x 15 GFLOP), 256 x 2,048 x 128 KiB of KV read: well above one max
+            assert (cost.flops - cost.attn_flops) / peak > cost.weight_bytes / bw
+            assert t.seconds > 1.2 * single_max
+
+
+def test_soft_roofline_is_the_max_when_one_side_dominates() -> None:
+    from mlrig.estimators.performance import _soft_max
+
+    assert _soft_max(1.0, 0.0) == 1.0 and _soft_max(0.0, 0.0) == 0.0
+    assert _soft_max(1.0, 0.05) == pytest.approx(1.0, rel=0.002)  # batch-1 decode: compute 5 % of memory
+    assert _soft_max(2.0, 2.0) == pytest.approx(2.0 * 2 ** (1 / eff.ROOFLINE_SMOOTHING_P))
+    assert 4.0 < _soft_max(3.0, 4.0) < 7.0  # between the max and the sum

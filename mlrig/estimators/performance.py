@@ -7,6 +7,10 @@ Inference"):
     t = max(FLOPs / (eff_compute x peak_tensor), bytes / (eff_bw x fmt_eff x bandwidth))
         + layers x per-layer overhead + per-step overhead + communication
 
+with the max (a smooth one near the ridge, `_soft_max`) taken per kernel group and the groups added:
+the GEMMs (weights, 2 x params FLOPs per token) and the attention kernels (KV cache, QK^T / AV FLOPs)
+run one after another (`pass_time`).
+
 - Decode reads every weight a token touches (only the routed experts actually selected for MoE)
   and the KV cache of every sequence; FLOPs are 2 x active params per token plus attention.
 - Prefill is 2 x active params per prompt token plus attention (causal: 2 s^2 H d_h per layer
@@ -104,11 +108,13 @@ class PassCost:
     flops: Num
     weight_bytes: Num
     kv_bytes: Num
-    other_bytes: Num  # attention score spill without flash attention, activations
+    other_bytes: Num  # moved by the GEMM kernels beside the weights (de-quantised copies), at plain bandwidth
+    attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
+    spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
 
     @property
     def bytes(self) -> Num:
-        return self.weight_bytes + self.kv_bytes + self.other_bytes
+        return self.weight_bytes + self.kv_bytes + self.other_bytes + self.spill_bytes
 
 
 def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
@@ -180,8 +186,9 @@ def decode_cost(
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's."""
     w = weight_bytes * read_fraction(arch, batch)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
-    flops = batch * (2.0 * matmul_params(arch) + attention_flops(arch, 1, context))
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0)
+    attn = batch * attention_flops(arch, 1, context)
+    flops = batch * 2.0 * matmul_params(arch) + attn
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn)
 
 
 def prefill_cost(
@@ -193,11 +200,12 @@ def prefill_cost(
     and write/read them in fp32 (4 bytes x 2) per head per layer."""
     head = lm_head_params(arch)
     body = matmul_params(arch) - head
-    flops = batch * (2.0 * body * prompt + 2.0 * head + attention_flops(arch, prompt, prompt, causal=flash_attention))
+    attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
+    flops = batch * (2.0 * body * prompt + 2.0 * head) + attn
     w = weight_bytes * read_fraction(arch, batch * prompt)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=spill)
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill)
 
 
 # ---- timing --------------------------------------------------------------------------------------
@@ -210,6 +218,15 @@ class PassTime:
     comm_s: Num
     bound: Num  # "compute" | "memory-bandwidth" | "interconnect" | "offload" (an array of them in a sweep)
     compute_known: bool = True  # False when the catalog has no compute figure for the GPU
+
+
+def _soft_max(a: Num, b: Num) -> Num:
+    """(a^p + b^p)^(1/p) with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where
+    one dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
+    p = eff.ROOFLINE_SMOOTHING_P
+    hi = vec.maximum(a, b)
+    safe = vec.where(hi > 0, hi, 1.0)
+    return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
 
 
 def pass_time(
@@ -237,17 +254,21 @@ def pass_time(
     fam = precision.family
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
-    memory_s = (cost.weight_bytes / w_bw + (cost.kv_bytes + cost.other_bytes) / bw) / tp
+    weights_s = (cost.weight_bytes / w_bw + cost.other_bytes / bw) / tp
+    attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
+    memory_s = weights_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
     if peak and engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and gpu.hardware_class == "geforce":
         peak *= 2.0  # their 4-bit prefill GEMMs accumulate in FP16 (efficiency.FP16_ACCUMULATE_4BIT), 2x on GeForce
     compute_s: Num = 0.0
+    attn_compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
         if fam != "f16" and dtype == "fp16":
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
+        attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
     overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
         eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
     if engine == "transformers" and fam in ("gpu4", "q8"):
@@ -268,7 +289,17 @@ def pass_time(
         from mlrig.catalog.interconnects import p2p_time_s
 
         comm_s = comm_s + (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
-    core = vec.maximum(compute_s, memory_s)
+    # The roofline holds per kernel, and a pass runs its kernels one after another: the GEMMs (weights
+    # streamed, 2 x params FLOPs per token) and the attention kernels (the KV cache read or written,
+    # QK^T / AV FLOPs) each take the max of their own compute and memory times, and the two add.
+    # A decode step of many sequences has compute-bound GEMMs but memory-bound attention; one max over
+    # the pass's totals would let the GEMMs' arithmetic hide the KV reads, which no kernel does
+    # (Williams et al. 2009 bound each kernel; vLLM's and FlashInfer's decode attention are kernels
+    # of their own, launched between the projections). Where both parts sit on the same side (batch-1
+    # decode: both memory-bound; a long prefill: both compute-bound) this is the single max again.
+    # Within a group, compute and memory overlap only partly near the ridge: a smooth max
+    # (`_soft_max`, efficiency.ROOFLINE_SMOOTHING_P), equal to the max where one side dominates.
+    core = _soft_max(compute_s - attn_compute_s, weights_s) + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
     return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
@@ -363,7 +394,7 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         quantised = (matmul_params(r.arch) - lm_head_params(r.arch)) * read_fraction(r.arch, batch)
         extra = vec.where(batch > 1, quantised * eff.BNB4_DEQUANT_BYTES_PER_PARAM, 0.0)
         cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
-                        other_bytes=cost.other_bytes + extra)
+                        other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops)
     return cost
 
 
@@ -549,7 +580,8 @@ def verify_cost_ratio(r: ResolvedPlan, batch: int, k: int) -> float:
     one = _decode_cost(r, s.engine, batch, ctx)
     tokens = batch * (k + 1)
     weights = r.weight_bytes * read_fraction(r.arch, tokens)
-    cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0)
+    cost = PassCost(flops=one.flops * (k + 1), weight_bytes=weights, kv_bytes=one.kv_bytes, other_bytes=0.0,
+                    attn_flops=one.attn_flops * (k + 1))
     return _timed(cost, r, s, tokens, decode=True).seconds / step.seconds
 
 

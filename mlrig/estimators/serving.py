@@ -18,8 +18,9 @@ iteration that samples its first token:
 - half an iteration on average for the running one to end (requests arrive mid-iteration);
 - the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
-  times (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
-  "Queueing Systems" vol. 1 eq. 5.105);
+  times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
+  "Queueing Systems" vol. 1 eq. 5.105); TTFT is reported as a median, and the median wait is 0
+  below half load (`median_prefill_wait_s`);
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
 - requests beyond the running cap wait for a slot: (users - n) / n request durations.
@@ -180,7 +181,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
     service = prompt * t_p
     rho = min(0.95, lam * service)
-    wait_prefill = rho / (2.0 * (1.0 - rho)) * service
+    wait_prefill = median_prefill_wait_s(rho, service)
     if budget is not None and budget > n:
         chunks = math.ceil(prompt / (budget - n))
         dec_only, _ = _iteration(r, n, 0.0)
@@ -208,13 +209,34 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
 
-def running_slots(kv_tokens: int, w: WorkloadSpec) -> int:
+def median_prefill_wait_s(rho: float, service_s: float) -> float:
+    """Median wait in the prefill queue (FCFS, utilisation `rho`, deterministic service `service_s`).
+
+    The reported TTFT is a median (vLLM's and SGLang's benchmarks, PLAN-FORMAT's `ttft_ms`), and the
+    wait of an M/G/1 queue is 0 with probability 1 - rho (an arrival finds the server idle; Kleinrock
+    1975, "Queueing Systems" vol. 1 sec. 5.7), so below half load the median request does not queue at
+    all. Above it the waits that do occur are taken as exponential with the M/D/1 mean wait
+    rho S / (2 (1 - rho)) (Pollaczek-Khinchine), P(W > t) = rho exp(-2 (1 - rho) t / S): the median is
+    S ln(2 rho) / (2 (1 - rho))."""
+    if rho <= 0.5:
+        return 0.0
+    return service_s * math.log(2.0 * rho) / (2.0 * (1.0 - rho))
+
+
+def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
     grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
     at their mean footprint, the prompt plus half the output, not at their final context. LMDeploy 0.1
     ran 32 users of 2,048 + 2,048 tokens on a pool of ~121k tokens (LMDEPLOY-0027: no one waited for a
-    slot, mean first-token latency 4.1 s), where full contexts would have held 29."""
-    return max(1, kv_tokens // max(1, w.prompt_tokens + w.output_tokens // 2))
+    slot, mean first-token latency 4.1 s), where full contexts would have held 29.
+
+    TensorRT-LLM is the exception: its default capacity scheduler policy, GUARANTEED_NO_EVICT, starts a
+    request only when the pool can hold it to its maximum length (prompt + max new tokens) so that it is
+    never paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"; MAX_UTILIZATION,
+    which packs by current length and may pause, is opt-in), and its STATIC_BATCH mode needs the whole
+    batch at its final length: the pool holds sequences at their full context."""
+    per_seq = w.prompt_tokens + (w.output_tokens if engine.startswith("trt-llm") else w.output_tokens // 2)
+    return max(1, kv_tokens // max(1, per_seq))
 
 
 def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
@@ -229,7 +251,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     budget = prefill_budget(plan, s.engine, gpu, v1)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
-    slots = running_slots(kv_tokens, w) if (paged and kv_tokens) else None
+    slots = running_slots(kv_tokens, w, s.engine) if (paged and kv_tokens) else None
     if w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
@@ -291,7 +313,7 @@ def serving_curve(
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(r.plan, s.engine, r.gpu, v1)
     budget = prefill_budget(r.plan, s.engine, r.gpu, v1)
-    slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w)
+    slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w, s.engine)
     out: list[ServingPoint] = []
     for c in concurrencies:
         if c <= 0:
