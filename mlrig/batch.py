@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 from collections.abc import Iterator
 from typing import IO, Any
 
 from mlrig.errors import MlrigError
+from mlrig.jsonout import json_ready, round_floats
 
 MAX_LINE_BYTES = 1_000_000  # a plan is a few hundred bytes
 MAX_LINE_ITEMS = 100_000  # JSON values per line (see userfiles.parse_json)
@@ -33,18 +33,6 @@ CHUNK_LINES = 1_024  # plans evaluated together (mlrig.grid.evaluate_cases)
 CHUNK_BYTES = 8 * 2**20
 _BOM = b"\xef\xbb\xbf"
 _HELD = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
-
-
-def json_ready(obj: Any) -> Any:
-    """Plain data with every NaN/infinite float replaced by None: RFC 8259 JSON has no NaN or Infinity,
-    and a reader that is strict about it must never meet one in mlrig's output."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_ready(x) for x in obj]
-    return obj
 
 
 def _strict_json(obj: Any) -> bool:
@@ -104,8 +92,6 @@ def encoded_chunk(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], b
     """A chunk's output lines (`results_for_lines`, rounded as every JSON output is, ids as given,
     `encode_line`) and whether any of them is an error: the unit of work of `mlrig eval`, in this
     process or a worker (`ChunkPool`)."""
-    from mlrig.commands._common import round_floats
-
     results = results_for_lines(chunk)
     lines = [encode_line({**round_floats(r), "id": r.get("id")}) for r in results]
     return lines, any(r.get("error") is not None for r in results)

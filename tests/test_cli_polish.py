@@ -340,7 +340,7 @@ def test_fixes_in_text_and_absent_when_it_fits() -> None:
 # ---- JSON numbers ----
 
 def test_round_floats_rule() -> None:
-    from mlrig.commands._common import round_floats
+    from mlrig.jsonout import round_floats
 
     data = {"per_gpu_gib": 15.55449, "decode_tok_s": 31.4987, "ttft_ms": 130.4321, "tokens_to_train": 1e11,
             "kv_cache_capacity_tokens": 69745, "fits": True, "mfu": 0.412345, "x": [1234567.0, 0.0],

@@ -15,7 +15,7 @@ def print_json(obj: Any) -> None:
     """Print pydantic models, lists of them, or plain data as JSON on stdout (NaN/infinity as null)."""
     from pydantic import BaseModel
 
-    from mlrig.batch import json_ready
+    from mlrig.jsonout import json_ready
 
     def conv(o: Any) -> Any:
         if isinstance(o, BaseModel):
@@ -256,67 +256,3 @@ def table_width(columns: list[str], rows: list[list[str]]) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
-SIGNIFICANT_DIGITS = 4
-GIB_DECIMALS = 3
-UNROUNDED_KEYS = frozenset({"tokens_to_train"})  # the user's own figure, echoed as given
-
-
-def _float_rule(key: str) -> int:
-    """How `round_floats` treats a float under `key`: 0 as it is, 1 to GIB_DECIMALS, 2 to
-    SIGNIFICANT_DIGITS (worked out once per key: a batch rounds the same few keys many times)."""
-    rule = _RULES.get(key)
-    if rule is None:
-        rule = _RULES[key] = 0 if (key in UNROUNDED_KEYS or "bytes" in key) else 1 if key.endswith("_gib") else 2
-    return rule
-
-
-_RULES: dict[str, int] = {}
-
-
-def _round_float(x: float, key: str) -> float:
-    """(0, NaN and the infinities come through both roundings as they are.)"""
-    rule = _RULES.get(key)
-    if rule is None:
-        rule = _float_rule(key)
-    if rule == 2:
-        return float(format(x, _SIGNIFICANT))
-    return round(x, GIB_DECIMALS) if rule == 1 else x
-
-
-_SIGNIFICANT = f".{SIGNIFICANT_DIGITS}g"
-_PLAIN = (str, int, bool, type(None))
-
-
-def round_floats(obj: Any, key: str = "") -> Any:
-    """The JSON rounding rule (docs/PLAN-FORMAT.md, "Numbers in JSON"): a float under a key ending in
-    `_gib` keeps 3 decimals (1 MiB); any other float keeps 4 significant digits (the estimates are good
-    to a few percent at best) except the user's own `tokens_to_train` and byte counts (keys naming
-    `bytes`, exact sizes from the architecture); integers, booleans and strings are untouched.
-    Deterministic, so `mlrig eval` prints the same bytes for the same input. Plain JSON data (what
-    model_dump gives) takes the fast branches (`mlrig eval` rounds ~30 floats a line); anything else
-    (tuples, float subclasses) the general one."""
-    t = type(obj)
-    if t is dict:
-        out = {}
-        rules = _RULES
-        for k, v in obj.items():
-            tv = type(v)
-            if tv is float and type(k) is str:
-                rule = rules.get(k)
-                if rule is None:
-                    rule = _float_rule(k)
-                out[k] = float(format(v, _SIGNIFICANT)) if rule == 2 else round(v, GIB_DECIMALS) if rule == 1 else v
-            elif tv in _PLAIN:
-                out[k] = v
-            else:
-                out[k] = round_floats(v, k if type(k) is str else str(k))
-        return out
-    if t is list:
-        return [v if type(v) in (str, int, bool) or v is None else round_floats(v, key) for v in obj]
-    if isinstance(obj, float):
-        return _round_float(obj, key)
-    if isinstance(obj, dict):
-        return {k: round_floats(v, str(k)) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [round_floats(v, key) for v in obj]
-    return obj

@@ -18,9 +18,9 @@ from mlrig.commands._common import (
     TaskOpt,
     TpOpt,
     fmt_num,
-    round_floats,
     workload_fields,
 )
+from mlrig.jsonout import round_floats
 
 GpusOpt = Annotated[list[str] | None, typer.Option("--gpu", "-g", help="GPU to compare (repeat)")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", help="precision to compare (repeat)")]

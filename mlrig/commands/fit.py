@@ -102,7 +102,7 @@ def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, pre
 
 def fit_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`mlrig fit --json`: each row's PlanResult with the precision tried and its limits."""
-    from mlrig.commands._common import round_floats
+    from mlrig.jsonout import round_floats
 
     return [round_floats({**r["result"].model_dump(mode="json"), "precision": r["precision"], "limits": r["limits"]})
             for r in rows]

@@ -343,7 +343,7 @@ def plan_json(result: PlanResult, lims: dict[str, int | None] | None,
         out["limits"] = lims
     if fixes is not None:
         out["fixes"] = [f.model_dump(mode="json") for f in fixes]
-    from mlrig.commands._common import round_floats
+    from mlrig.jsonout import round_floats
 
     return dict(round_floats(out))
 

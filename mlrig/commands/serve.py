@@ -197,7 +197,8 @@ def serve_cmd(
 
     Throughput/latency over concurrency, KV capacity, the binding limit, and the speed-up from speculative
     decoding (--draft-model; the draft's weights and KV cache come out of the target's KV pool)."""
-    from mlrig.commands._common import print_json, round_floats
+    from mlrig.commands._common import print_json
+    from mlrig.jsonout import round_floats
 
     res = serve_report(model, gpu=gpu, count=count, tp=tp, precision=precision, kv_precision=kv_precision,
                        engine=engine, prompt=prompt, output=output, context=context,

@@ -141,7 +141,7 @@ def serve(q: ServeQuery, *, allow_hub: bool = False) -> dict[str, Any]:
     check_model_name(q.model, allow_hub=allow_hub)
     if q.draft_model is not None:
         check_model_name(q.draft_model, "draft_model", allow_hub=allow_hub)
-    from mlrig.commands._common import round_floats
+    from mlrig.jsonout import round_floats
 
     return dict(round_floats(serve_report(**q.model_dump()).out))
 
