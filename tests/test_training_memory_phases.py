@@ -119,3 +119,25 @@ def test_parallel_sizes_must_fit_the_gpus() -> None:
     with pytest.raises(MlrigError, match="context parallel"):
         evaluate({"model": "llama-3.2-1b", "workload": {"task": "pretrain"},
                   "training": {"context_parallel": 4}, "hardware": {"count": 2}})
+
+
+def test_litgpt_fsdp_lora_accumulating_keeps_unsharded_block_gradients() -> None:
+    """FSDP1 with LoRA blocks wrapped whole and no_sync while accumulating (LitGPT): every block weight,
+    frozen or not, gets a 16-bit gradient that stays unsharded, so 2 A100s need about the one-GPU
+    peak. lit-gpt Resource Tables (LITGPT-0063): Llama-2-7B LoRA on 2 x A100-40GB, micro-batch 1,
+    1,304 tokens, global batch 128: 22.18 GB = 20.66 GiB per GPU (one GPU: 21.3 GB)."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-SXM4-40GB", count=2,
+                              workload={"engine": "litgpt", "precision": "bf16"}, method="lora", lora_rank=8,
+                              lora_targets=["q", "v"], seq_len=1304, optimizer="adamw-bf16",
+                              activation_checkpointing="full", zero_stage=3)
+    acc = _mem(global_batch_tokens=128 * 1304, **kw)
+    per_step = _mem(**kw)
+    arch = resolve_model("meta-llama/Llama-2-7b-hf")
+    pb = arch.params()
+    blocks = arch.total_params - pb.embedding - pb.lm_head
+    assert acc.gradients_gib == pytest.approx(2 * blocks / GiB, rel=0.01)  # unsharded, frozen included
+    assert per_step.gradients_gib == pytest.approx(blocks / GiB, rel=0.01)  # reduce-scattered: shards
+    assert acc.allocated_gib == pytest.approx(20.66, rel=0.10)
+    # DeepSpeed ZeRO-3 reduce-scatters every micro-batch and keeps adapter gradients only
+    ds = _mem(global_batch_tokens=128 * 1304, **{**kw, "workload": {"engine": "deepspeed", "precision": "bf16"}})
+    assert ds.gradients_gib < 0.1

@@ -564,6 +564,14 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
 
 
+# Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
+# together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
+# `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
+# `fabric.no_backward_sync(model, enabled=is_accumulating)` in finetune/lora.py and full.py). See
+# `fsdp1_grad_bytes`.
+FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -582,6 +590,28 @@ def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, s
     if "foreach" not in o and _engine_is(engine, FUSED_OPTIMIZER_ENGINES):
         return 0.0
     return trainable * state_el
+
+
+def fsdp1_grad_bytes(block_params: float, trainable: float, grad_bytes: float, param_bytes: float, dp: int,
+                     accumulating: Num, lora: bool) -> Num:
+    """Gradient bytes per GPU under PyTorch FSDP1 in the LitGPT set-up (`FSDP1_NO_SYNC_ENGINES`).
+
+    - A flat parameter that mixes frozen and trainable weights (a LoRA block wrapped whole, which
+      FSDP allows with use_orig_params=True) gets a gradient for all of it, frozen parts included, in
+      the parameters' dtype: PyTorch's FullyShardedDataParallel docstring, "For use_orig_params=True,
+      FSDP supports mixing frozen and non-frozen parameters, but it's recommended to avoid doing so to
+      prevent higher than expected gradient memory usage".
+    - Under `no_sync()` (gradient accumulation without a reduce-scatter per micro-batch) the gradients
+      stay unsharded until the synchronising micro-batch: FullyShardedDataParallel.no_sync docstring,
+      "FSDP will accumulate the full model gradients (instead of gradient shards) until the eventual
+      sync" (PyTorch PR #126166 names the two flavours: reduce-scatter per micro-batch, or unsharded
+      gradients).
+    `block_params`: the parameters in the LoRA-carrying units (the transformer blocks); `trainable`,
+    `grad_bytes`: the trainable parameters and their gradient bytes. Checked on the lit-gpt Resource
+    Tables (LITGPT-0057..0066: LoRA on 2-4 A100s measures its single-GPU peak: the 16-bit weights once
+    as gradients, plus their shards)."""
+    numel, el = (block_params, param_bytes) if lora else (trainable, grad_bytes)
+    return numel * el / vec.where(accumulating, 1, dp)
 
 
 PHASES = ("backward start (activations + logits)", "backward end (gradients)", "optimizer step")
@@ -681,6 +711,15 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         temps /= dpz
     if z >= 2:
         grads /= dpz
+    accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
+        else False
+    if z >= 3 and dpz > 1 and _engine_is(w.engine, FSDP1_NO_SYNC_ENGINES):
+        param_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights) else 2.0
+        blocks = (n_total - pb.embedding - (0 if arch.tie_word_embeddings else pb.lm_head)) / shard * expert_share
+        grads = fsdp1_grad_bytes(blocks, trainable, opt.grad_bytes, param_el, dpz, accumulating, method != "full")
+        notes.append("FSDP1 (LitGPT): gradients unsharded while accumulating (no_sync)"
+                     + ("; LoRA blocks wrapped whole, so their frozen weights get gradients too" if method != "full"
+                        else ""))
     if z >= 3:
         if dpz > 1:
             # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
@@ -740,8 +779,6 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
         chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, ("torchtune",))
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
-    accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
-        else False
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
     if arch.tie_word_embeddings and method == "full":
