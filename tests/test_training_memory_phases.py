@@ -141,3 +141,40 @@ def test_litgpt_fsdp_lora_accumulating_keeps_unsharded_block_gradients() -> None
     # DeepSpeed ZeRO-3 reduce-scatters every micro-batch and keeps adapter gradients only
     ds = _mem(global_batch_tokens=128 * 1304, **{**kw, "workload": {"engine": "deepspeed", "precision": "bf16"}})
     assert ds.gradients_gib < 0.1
+
+
+def test_first_recomputed_layer_is_counted_at_the_head_of_backward() -> None:
+    """Full recomputation: when the loss is chunked, the last layer's rebuilt working set outweighs the
+    logits, on top of every layer's checkpoint (Chen et al. 2016). Llama-2-7B, one 4,096-token sequence:
+    checkpoints 32 x 4096 x 4096 x 2 B = 1.0 GiB; one layer's working set 4096 x (4h + 2(3h + 2kv) + 2h + 8i)
+    = 4096 x 153,600 B = 0.586 GiB; chunked logits 4096 x 32,000 x 4 B = 0.488 GiB."""
+    m = _mem("meta-llama/Llama-2-7b-hf", method="lora", lora_rank=8, lora_targets=["q", "v"], seq_len=4096,
+             optimizer="adamw-fused", activation_checkpointing="full", chunked_loss=True)
+    assert m.activations_gib == pytest.approx((32 * 4096 * 4096 * 2 + 4096 * 153_600) / GiB, rel=0.005)
+
+
+def test_litgpt_lora_dropout_keeps_a_copy_of_each_adapted_input() -> None:
+    """LitGPT's LoRA (lora_dropout 0.05 by default) drops the adapters' input out: a 16-bit copy and a
+    1-byte mask per element. q and v share LitGPT's fused QKV input: 3 x 4096 B per token and layer on
+    Llama-2-7B, x 1,024 tokens x 32 layers = 0.375 GiB; PEFT's default has no dropout."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, method="lora", lora_rank=32,
+                              lora_targets=["q", "v"], seq_len=512, optimizer="adamw-fused",
+                              activation_checkpointing="none", chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt"}, **kw)
+    peft = _mem(workload={"engine": "hf-peft"}, **kw)
+    assert lit.allocated_gib - peft.allocated_gib == pytest.approx(3 * 4096 * 1024 * 32 / GiB, rel=0.01)
+    # with q, k, v, o, the MLP's gate/up and down: h + h + 2h + i dropped inputs
+    full = dict(kw, lora_targets=["attention", "mlp"])
+    gap = _mem(workload={"engine": "litgpt"}, **full).allocated_gib - _mem(workload={"engine": "hf-peft"},
+                                                                             **full).allocated_gib
+    assert gap == pytest.approx(3 * (4 * 4096 + 11008) * 1024 * 32 / GiB, rel=0.01)
+
+
+def test_litgpt_computes_its_loss_in_chunks() -> None:
+    """LitGPT's fine-tuning scripts call model(..., lm_head_chunk_size=128) and chunked_cross_entropy:
+    ~4 B per logit, not the 12 B of a whole-batch fp32 loss (Gemma-2B: 1,024 x 256,000 x 8 B saved)."""
+    kw: dict[str, Any] = dict(model="google/gemma-2b", batch=2, seq_len=512, method="lora", lora_rank=8,
+                              lora_targets=["q", "v"], optimizer="adamw-fused", activation_checkpointing="none")
+    lit = _mem(workload={"engine": "litgpt"}, **kw)
+    plain = _mem(workload={"engine": "litgpt"}, chunked_loss=False, **kw)
+    assert plain.allocated_gib - lit.allocated_gib == pytest.approx(1024 * 256_000 * 8 / GiB, rel=0.01)

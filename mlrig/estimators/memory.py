@@ -564,6 +564,36 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
 
 
+# Frameworks whose fine-tuning computes the loss in chunks by default, never holding fp32 logits for the
+# whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
+# full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
+CHUNKED_LOSS_ENGINES = ("torchtune", "litgpt", "lit-gpt")
+# Frameworks whose LoRA default has dropout on the adapters' input: LitGPT (finetune/lora.py
+# `lora_dropout: float = 0.05`, and its config_hub LoRA/QLoRA yamls). PEFT's LoraConfig (lora_dropout=0.0),
+# torchtune's LoRA builders (lora_dropout=0.0) and Unsloth (0 recommended) default to none.
+LORA_DROPOUT_ENGINES = ("litgpt", "lit-gpt")
+
+
+def lora_dropout_bytes_per_token(arch: ModelArch, targets: list[str], tp: int = 1, element_bytes: float = 2.0) -> float:
+    """Activation bytes per token and layer that LoRA dropout adds (LitGPT, `LORA_DROPOUT_ENGINES`):
+    each adapted input is dropped out once more for the adapter path, `lora_B(lora_A(dropout(x)))`
+    (Hu et al. 2021 with the dropout of PEFT/LitGPT), and torch's native_dropout keeps that copy (the
+    input of lora_A's matmul) and its 1-byte mask for backward. LitGPT fuses q, k, v into one LoRAQKVLinear
+    (litgpt/lora.py): one copy of the block input for any of them; the output projection, the MLP's gate
+    and up (one LoRALinear each) and its down projection each drop their own input."""
+    keys, _ = _lora_target_keys(targets)
+    h = arch.hidden_size
+    dense = (arch.num_layers - arch.num_moe_layers) / arch.num_layers if arch.num_layers else 1.0
+    widths: list[float] = [h] if any(k in keys for k in ("q", "k", "v")) else []
+    if "o" in keys:
+        widths.append(arch.num_heads * arch.dim_head / tp)
+    gate_up = [k for k in ("gate", "up") if k in keys and not (k == "gate" and arch.mlp == "plain")]
+    widths += [h * dense] * len(gate_up)  # routed MoE experts carry no adapters (lora_params)
+    if "down" in keys:
+        widths.append(_mlp_width(arch) / tp * dense)
+    return sum(widths) * (element_bytes + 1)
+
+
 # Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
 # together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
 # `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
@@ -747,6 +777,8 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
+    if method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES):
+        layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
     ck = t.checkpointing
     if ck == "full":
         # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
@@ -777,21 +809,27 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # upcast (4) + fp32 log-softmax (4) in forward; their fp32 gradient replaces the upcast at the
         # start of backward: ~12 B per logit. Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
-        chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, ("torchtune",))
+        chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, CHUNKED_LOSS_ENGINES)
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
     if arch.tie_word_embeddings and method == "full":
         # tied embeddings: the head's weight gradient waits for the embedding's (issue 13 trace)
         tied_extra = pb.embedding * opt.grad_bytes / tp / (dpz if z >= 2 else 1)
-    start = saved + logits + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
+    # The head of backward holds every saved activation plus the larger of (i) the loss's logits and their
+    # gradient and (ii) the last layer's recomputed working set: with recomputation that layer is rebuilt
+    # right after the head's backward frees the logits, while all other layers' checkpoints still wait
+    # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", sec. 4: peak = the checkpoints
+    # plus one segment's activations). Without recomputation `working` is 0.
+    head = vec.maximum(logits, working)
+    start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
     end = grads + working + tied_extra
     step = grads + temps
     # the first of the largest, as max() over (start, end, step) picks it
     phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
-    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + logits))
+    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes
