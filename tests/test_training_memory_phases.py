@@ -178,3 +178,19 @@ def test_litgpt_computes_its_loss_in_chunks() -> None:
     lit = _mem(workload={"engine": "litgpt"}, **kw)
     plain = _mem(workload={"engine": "litgpt"}, chunked_loss=False, **kw)
     assert plain.allocated_gib - lit.allocated_gib == pytest.approx(1024 * 256_000 * 8 / GiB, rel=0.01)
+
+
+def test_autocast_keeps_16_bit_weight_copies_and_fp32_layer_inputs() -> None:
+    """bf16-mixed (fp32 weights under autocast): every matmul keeps the 16-bit cast of its weight for the
+    backward, 2 B per matmul parameter when nothing is recomputed (Llama-2-7B: all but the embedding);
+    under full recomputation only the head's copy stays, but the fp32 residual stream makes each kept
+    layer input 4 B per element instead of 2."""
+    arch = resolve_model("meta-llama/Llama-2-7b-hf")
+    pb = arch.params()
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", method="lora", lora_rank=8, lora_targets=["q", "v"],
+                              seq_len=1024, optimizer="adamw-fused", chunked_loss=True)
+    for ck, extra in (("none", 2 * (arch.total_params - pb.embedding)),
+                      ("full", 32 * 2 * 1024 * 4096 + 2 * pb.lm_head)):
+        amp = _mem(workload={"precision": "bf16-mixed"}, activation_checkpointing=ck, **kw)
+        half = _mem(workload={"precision": "bf16"}, activation_checkpointing=ck, **kw)
+        assert amp.activations_gib - half.activations_gib == pytest.approx(extra / GiB, rel=0.01), ck

@@ -780,10 +780,16 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     if method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES):
         layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
     ck = t.checkpointing
+    # AMP (bf16-mixed / fp16-mixed: fp32 weights under torch.autocast): the embedding's output and every
+    # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
+    # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
+    # embedding, add and norms are not on the lower-precision list).
+    amp = base_prec.master_in_weights
+    resid_el = 4.0 if amp else el
     if ck == "full":
         # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
         # layer's recomputed working set (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1).
-        layer_saved = el * seq_l * b * arch.hidden_size / (tp if sp else 1)
+        layer_saved = resid_el * seq_l * b * arch.hidden_size / (tp if sp else 1)
         working = layer_act
     elif ck == "selective":
         # Selective recomputation (Korthikanti et al. 2022 sec. 5): only the attention core
@@ -793,6 +799,14 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     else:
         layer_saved, working = layer_act, 0.0
     saved = layers * layer_saved
+    if amp:
+        # autocast casts each fp32 weight to 16 bits for its matmul, and the matmul keeps that copy for
+        # the backward (its input gradient needs it; trainable leaves are also held in autocast's weight
+        # cache: aten/src/ATen/autocast_mode.cpp `cached_cast`). Layers run under recomputation save
+        # nothing in their first forward, so only the output head's copy stays there.
+        matmul_params = pb.lm_head if ck == "full" else n_total - pb.embedding + (
+            pb.embedding if arch.tie_word_embeddings else 0)
+        saved = saved + 2.0 * matmul_params / shard * (expert_share if ck != "full" else 1.0)
     # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
     # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
     if pp > 1:
