@@ -594,6 +594,28 @@ def lora_dropout_bytes_per_token(arch: ModelArch, targets: list[str], tp: int = 
     return sum(widths) * (element_bytes + 1)
 
 
+def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropout: bool, tp: int = 1,
+                                     element_bytes: float = 2.0) -> float:
+    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base.
+
+    PyTorch's own linear saves its input only when the weight needs a gradient (autograd's generated
+    code saves `self` for mm/addmm under `should_compute_output` of the weight), so a frozen 16-bit
+    projection keeps nothing of its input. bitsandbytes' 4-bit matmul is a custom autograd Function that
+    keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py, MatMul4Bit:
+    `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
+    input (for q, k, v), the attention output's reshaped copy (o), the MLP input (gate, up) and the down
+    projection's input, unless a LoRA adapter without dropout on that projection keeps it anyway (its
+    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). Fitted on
+    nothing; checked on LitGPT's QLoRA rows (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the
+    weights)."""
+    keys, _ = _lora_target_keys(targets)
+    h = arch.hidden_size
+    inputs = ((("q", "k", "v"), h), (("o",), arch.num_heads * arch.dim_head / tp), (("gate", "up"), h),
+              (("down",), _mlp_width(arch) / tp))
+    kept = sum(width for names, width in inputs if dropout or not any(k in keys for k in names))
+    return kept * element_bytes
+
+
 # Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
 # together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
 # `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
@@ -777,8 +799,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
-    if method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES):
+    lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
+    if lora_dropout:
         layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
+    if method == "qlora":
+        layer_act = layer_act + seq_l * b * qlora_kept_input_bytes_per_token(arch, t.lora_targets, lora_dropout,
+                                                                             tp, el)
     ck = t.checkpointing
     # AMP (bf16-mixed / fp16-mixed: fp32 weights under torch.autocast): the embedding's output and every
     # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
