@@ -213,3 +213,20 @@ def test_qlora_keeps_the_inputs_of_its_4bit_projections() -> None:
     q_all = _mem(workload=peft, method="qlora", lora_targets=["all-linear"], **kw)
     lo_all = _mem(workload=peft, method="lora", lora_targets=["all-linear"], **kw)
     assert q_all.activations_gib == pytest.approx(lo_all.activations_gib, rel=0.001)
+
+
+def test_litgpt_keeps_its_own_output_head_for_tied_models() -> None:
+    """LitGPT's GPT has its own lm_head beside the embedding, even for Gemma, whose checkpoint ties them:
+    Gemma-2B LoRA on LitGPT carries 256,000 x 2,048 more 16-bit weights than on PEFT; full fine-tuning
+    also trains that copy (its 2 B gradient and 4 B of bf16 AdamW moments)."""
+    arch = resolve_model("google/gemma-2b")
+    head = arch.params().embedding
+    assert head == 256_000 * 2048
+    kw: dict[str, Any] = dict(model="google/gemma-2b", seq_len=512, optimizer="adamw-bf16-fused",
+                              activation_checkpointing="none", chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt"}, method="lora", lora_rank=8, lora_targets=["q", "v"], **kw)
+    peft = _mem(workload={"engine": "hf-peft"}, method="lora", lora_rank=8, lora_targets=["q", "v"], **kw)
+    assert lit.weights_gib - peft.weights_gib == pytest.approx(2 * head / GiB, rel=0.01)
+    full_lit = _mem(workload={"engine": "litgpt"}, method="full", **kw)
+    full_tt = _mem(workload={"engine": "torchtune"}, method="full", **kw)
+    assert full_lit.optimizer_gib - full_tt.optimizer_gib == pytest.approx(4 * head / GiB, rel=0.01)

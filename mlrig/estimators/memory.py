@@ -568,6 +568,9 @@ HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl",
 # whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
 # full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
 CHUNKED_LOSS_ENGINES = ("torchtune", "litgpt", "lit-gpt")
+# Frameworks whose model code gives the output head its own matrix even when the checkpoint ties it to the
+# embedding: LitGPT (litgpt/model.py).
+UNTIED_HEAD_ENGINES = ("litgpt", "lit-gpt")
 # Frameworks whose LoRA default has dropout on the adapters' input: LitGPT (finetune/lora.py
 # `lora_dropout: float = 0.05`, and its config_hub LoRA/QLoRA yamls). PEFT's LoraConfig (lora_dropout=0.0),
 # torchtune's LoRA builders (lora_dropout=0.0) and Unsloth (0 recommended) default to none.
@@ -748,6 +751,17 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                              "(prepare_model_for_kbit_training)")
         notes.append(f"{method}: base frozen at {base_prec.name}, rank-{t.lora_rank} adapters on "
                      f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params trained)")
+    # LitGPT never ties the output head to the embedding (litgpt/model.py GPT: its own nn.Linear lm_head
+    # beside transformer.wte; the checkpoint converter copies the shared matrix into both): a tied model
+    # (Gemma, Llama-3.2-1B/3B) carries a second vocab x hidden matrix, trained in full fine-tuning and,
+    # being an nn.Linear, 4-bit under LitGPT's bitsandbytes QLoRA (Lightning's BitsandbytesPrecision
+    # replaces every Linear).
+    untied = pb.embedding if arch.tie_word_embeddings and _engine_is(w.engine, UNTIED_HEAD_ENGINES) else 0
+    if untied:
+        weights += untied * quant.scheme(base_prec).linear_bpw / 8 / tp
+        if method == "full":
+            trainable += untied / shard
+        notes.append("LitGPT: the output head is a separate copy of the tied embedding")
 
     grads = trainable * opt.grad_bytes
     optim = trainable * opt.state_bytes
@@ -853,7 +867,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
-    if arch.tie_word_embeddings and method == "full":
+    if arch.tie_word_embeddings and method == "full" and not untied:
         # tied embeddings: the head's weight gradient waits for the embedding's (issue 13 trace)
         tied_extra = pb.embedding * opt.grad_bytes / tp / (dpz if z >= 2 else 1)
     # The head of backward holds every saved activation plus the larger of (i) the loss's logits and their
