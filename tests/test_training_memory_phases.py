@@ -230,3 +230,16 @@ def test_litgpt_keeps_its_own_output_head_for_tied_models() -> None:
     full_lit = _mem(workload={"engine": "litgpt"}, method="full", **kw)
     full_tt = _mem(workload={"engine": "torchtune"}, method="full", **kw)
     assert full_lit.optimizer_gib - full_tt.optimizer_gib == pytest.approx(4 * head / GiB, rel=0.01)
+
+
+def test_fsdp_cpu_offload_keeps_two_gathered_layers_not_two_shards() -> None:
+    """FSDP with parameter offload copies a unit's shard to the GPU and all-gathers it: the resident set is
+    two whole layers whatever the GPU count (Llama-3.1-70B in bf16: 2 x 131.4 GiB / 80 layers = 3.3 GiB)."""
+    from mlrig import quant
+
+    arch = resolve_model("llama-3.1-70b")
+    full = quant.weight_bytes(arch, "bf16") / GiB
+    for n in (2, 8):
+        m = _mem("llama-3.1-70b", gpu="a100-sxm-80gb", count=n, method="full", optimizer="adamw-bf16-fused",
+                 zero_stage=3, offload="params", activation_checkpointing="full", workload={"engine": "torchtune"})
+        assert m.weights_gib == pytest.approx(2 * full / 80, rel=0.01), n

@@ -803,9 +803,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                 grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
-        host += weights * (dpz if z >= 3 else 1)
-        # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time
-        weights = 2 * weights / layers
+        full_weights = weights * (dpz if z >= 3 else 1)
+        host += full_weights
+        # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time, gathered
+        # whole (FSDP copies a unit's shard to the GPU and all-gathers it before use: "PyTorch FSDP",
+        # Zhao et al. 2023, sec. 3.3), so two full layers, not two layers of this rank's shard
+        weights = 2 * full_weights / layers
         fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
