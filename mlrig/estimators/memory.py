@@ -783,7 +783,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         param_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights) else 2.0
         blocks = (n_total - pb.embedding - (0 if arch.tie_word_embeddings else pb.lm_head)) / shard * expert_share
         grads = fsdp1_grad_bytes(blocks, trainable, opt.grad_bytes, param_el, dpz, accumulating, method != "full")
-        notes.append("FSDP1 (LitGPT): gradients unsharded while accumulating (no_sync)"
+        when = "reduce-scattered every micro-batch" if accumulating is False \
+            else "unsharded while accumulating (no_sync)"
+        notes.append(f"FSDP1 (LitGPT): gradients {when}"
                      + ("; LoRA blocks wrapped whole, so their frozen weights get gradients too" if method != "full"
                         else ""))
     if z >= 3:
