@@ -237,7 +237,9 @@ def test_bf16_mixed_lora_base_costs_twice_bf16() -> None:
     true16 = estimate_memory(resolve(arch, plan("llama-2-7b", task="finetune", precision="bf16", training=tr),
                              gpu("h100-sxm-80gb"))).breakdown
     assert mixed.weights_gib == pytest.approx(2 * true16.weights_gib, rel=0.01)
-    assert mixed.activations_gib == pytest.approx(true16.activations_gib)  # autocast: 16-bit activations
+    # autocast: 16-bit activations, plus the matmuls' 16-bit weight copies and fp32 layer inputs
+    # (exact figures: test_training_memory_phases.test_autocast_keeps_16_bit_weight_copies_and_fp32_layer_inputs)
+    assert mixed.activations_gib > true16.activations_gib
 
 
 def test_paging_and_host_ram_notes_reach_the_output() -> None:

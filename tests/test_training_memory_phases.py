@@ -119,3 +119,127 @@ def test_parallel_sizes_must_fit_the_gpus() -> None:
     with pytest.raises(MlrigError, match="context parallel"):
         evaluate({"model": "llama-3.2-1b", "workload": {"task": "pretrain"},
                   "training": {"context_parallel": 4}, "hardware": {"count": 2}})
+
+
+def test_litgpt_fsdp_lora_accumulating_keeps_unsharded_block_gradients() -> None:
+    """FSDP1 with LoRA blocks wrapped whole and no_sync while accumulating (LitGPT): every block weight,
+    frozen or not, gets a 16-bit gradient that stays unsharded, so 2 A100s need about the one-GPU
+    peak. lit-gpt Resource Tables (LITGPT-0063): Llama-2-7B LoRA on 2 x A100-40GB, micro-batch 1,
+    1,304 tokens, global batch 128: 22.18 GB = 20.66 GiB per GPU (one GPU: 21.3 GB)."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-SXM4-40GB", count=2,
+                              workload={"engine": "litgpt", "precision": "bf16"}, method="lora", lora_rank=8,
+                              lora_targets=["q", "v"], seq_len=1304, optimizer="adamw-bf16",
+                              activation_checkpointing="full", zero_stage=3)
+    acc = _mem(global_batch_tokens=128 * 1304, **kw)
+    per_step = _mem(**kw)
+    arch = resolve_model("meta-llama/Llama-2-7b-hf")
+    pb = arch.params()
+    blocks = arch.total_params - pb.embedding - pb.lm_head
+    assert acc.gradients_gib == pytest.approx(2 * blocks / GiB, rel=0.01)  # unsharded, frozen included
+    assert per_step.gradients_gib == pytest.approx(blocks / GiB, rel=0.01)  # reduce-scattered: shards
+    assert acc.allocated_gib == pytest.approx(20.66, rel=0.10)
+    # DeepSpeed ZeRO-3 reduce-scatters every micro-batch and keeps adapter gradients only
+    ds = _mem(global_batch_tokens=128 * 1304, **{**kw, "workload": {"engine": "deepspeed", "precision": "bf16"}})
+    assert ds.gradients_gib < 0.1
+
+
+def test_first_recomputed_layer_is_counted_at_the_head_of_backward() -> None:
+    """Full recomputation: when the loss is chunked, the last layer's rebuilt working set outweighs the
+    logits, on top of every layer's checkpoint (Chen et al. 2016). Llama-2-7B, one 4,096-token sequence:
+    checkpoints 32 x 4096 x 4096 x 2 B = 1.0 GiB; one layer's working set 4096 x (4h + 2(3h + 2kv) + 2h + 8i)
+    = 4096 x 153,600 B = 0.586 GiB; chunked logits 4096 x 32,000 x 4 B = 0.488 GiB."""
+    m = _mem("meta-llama/Llama-2-7b-hf", method="lora", lora_rank=8, lora_targets=["q", "v"], seq_len=4096,
+             optimizer="adamw-fused", activation_checkpointing="full", chunked_loss=True)
+    assert m.activations_gib == pytest.approx((32 * 4096 * 4096 * 2 + 4096 * 153_600) / GiB, rel=0.005)
+
+
+def test_litgpt_lora_dropout_keeps_a_copy_of_each_adapted_input() -> None:
+    """LitGPT's LoRA (lora_dropout 0.05 by default) drops the adapters' input out: a 16-bit copy and a
+    1-byte mask per element. q and v share LitGPT's fused QKV input: 3 x 4096 B per token and layer on
+    Llama-2-7B, x 1,024 tokens x 32 layers = 0.375 GiB; PEFT's default has no dropout."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, method="lora", lora_rank=32,
+                              lora_targets=["q", "v"], seq_len=512, optimizer="adamw-fused",
+                              activation_checkpointing="none", chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt"}, **kw)
+    peft = _mem(workload={"engine": "hf-peft"}, **kw)
+    assert lit.allocated_gib - peft.allocated_gib == pytest.approx(3 * 4096 * 1024 * 32 / GiB, rel=0.01)
+    # with q, k, v, o, the MLP's gate/up and down: h + h + 2h + i dropped inputs
+    full = dict(kw, lora_targets=["attention", "mlp"])
+    gap = _mem(workload={"engine": "litgpt"}, **full).allocated_gib - _mem(workload={"engine": "hf-peft"},
+                                                                             **full).allocated_gib
+    assert gap == pytest.approx(3 * (4 * 4096 + 11008) * 1024 * 32 / GiB, rel=0.01)
+
+
+def test_litgpt_computes_its_loss_in_chunks() -> None:
+    """LitGPT's fine-tuning scripts call model(..., lm_head_chunk_size=128) and chunked_cross_entropy:
+    ~4 B per logit, not the 12 B of a whole-batch fp32 loss (Gemma-2B: 1,024 x 256,000 x 8 B saved)."""
+    kw: dict[str, Any] = dict(model="google/gemma-2b", batch=2, seq_len=512, method="lora", lora_rank=8,
+                              lora_targets=["q", "v"], optimizer="adamw-fused", activation_checkpointing="none")
+    lit = _mem(workload={"engine": "litgpt"}, **kw)
+    plain = _mem(workload={"engine": "litgpt"}, chunked_loss=False, **kw)
+    assert plain.allocated_gib - lit.allocated_gib == pytest.approx(1024 * 256_000 * 8 / GiB, rel=0.01)
+
+
+def test_autocast_keeps_16_bit_weight_copies_and_fp32_layer_inputs() -> None:
+    """bf16-mixed (fp32 weights under autocast): every matmul keeps the 16-bit cast of its weight for the
+    backward, 2 B per matmul parameter when nothing is recomputed (Llama-2-7B: all but the embedding);
+    under full recomputation only the head's copy stays, but the fp32 residual stream makes each kept
+    layer input 4 B per element instead of 2."""
+    arch = resolve_model("meta-llama/Llama-2-7b-hf")
+    pb = arch.params()
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", method="lora", lora_rank=8, lora_targets=["q", "v"],
+                              seq_len=1024, optimizer="adamw-fused", chunked_loss=True)
+    for ck, extra in (("none", 2 * (arch.total_params - pb.embedding)),
+                      ("full", 32 * 2 * 1024 * 4096 + 2 * pb.lm_head)):
+        amp = _mem(workload={"precision": "bf16-mixed"}, activation_checkpointing=ck, **kw)
+        half = _mem(workload={"precision": "bf16"}, activation_checkpointing=ck, **kw)
+        assert amp.activations_gib - half.activations_gib == pytest.approx(extra / GiB, rel=0.01), ck
+
+
+def test_qlora_keeps_the_inputs_of_its_4bit_projections() -> None:
+    """bitsandbytes' MatMul4Bit keeps its input for the backward even for a frozen weight; PyTorch's
+    linear does not. With LitGPT's dropout adapters every quantised projection's input stays: attention
+    input, o_proj input, MLP input (h each) and down-projection input (i): 2 x (3 x 4096 + 11,008) B per
+    token and layer on Llama-2-7B. PEFT adapters without dropout on all seven projections keep those
+    inputs already, so QLoRA adds none there."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, lora_rank=8, seq_len=512,
+                              optimizer="adamw-fused", activation_checkpointing="none", chunked_loss=True)
+    lit = {"engine": "litgpt", "precision": "bf16"}
+    q = _mem(workload=lit, method="qlora", lora_targets=["q", "v"], **kw)
+    lo = _mem(workload=lit, method="lora", lora_targets=["q", "v"], **kw)
+    assert q.activations_gib - lo.activations_gib == pytest.approx(2 * (3 * 4096 + 11008) * 1024 * 32 / GiB,
+                                                                   rel=0.01)
+    peft = {"engine": "hf-peft", "precision": "bf16"}
+    q_all = _mem(workload=peft, method="qlora", lora_targets=["all-linear"], **kw)
+    lo_all = _mem(workload=peft, method="lora", lora_targets=["all-linear"], **kw)
+    assert q_all.activations_gib == pytest.approx(lo_all.activations_gib, rel=0.001)
+
+
+def test_litgpt_keeps_its_own_output_head_for_tied_models() -> None:
+    """LitGPT's GPT has its own lm_head beside the embedding, even for Gemma, whose checkpoint ties them:
+    Gemma-2B LoRA on LitGPT carries 256,000 x 2,048 more 16-bit weights than on PEFT; full fine-tuning
+    also trains that copy (its 2 B gradient and 4 B of bf16 AdamW moments)."""
+    arch = resolve_model("google/gemma-2b")
+    head = arch.params().embedding
+    assert head == 256_000 * 2048
+    kw: dict[str, Any] = dict(model="google/gemma-2b", seq_len=512, optimizer="adamw-bf16-fused",
+                              activation_checkpointing="none", chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt"}, method="lora", lora_rank=8, lora_targets=["q", "v"], **kw)
+    peft = _mem(workload={"engine": "hf-peft"}, method="lora", lora_rank=8, lora_targets=["q", "v"], **kw)
+    assert lit.weights_gib - peft.weights_gib == pytest.approx(2 * head / GiB, rel=0.01)
+    full_lit = _mem(workload={"engine": "litgpt"}, method="full", **kw)
+    full_tt = _mem(workload={"engine": "torchtune"}, method="full", **kw)
+    assert full_lit.optimizer_gib - full_tt.optimizer_gib == pytest.approx(4 * head / GiB, rel=0.01)
+
+
+def test_fsdp_cpu_offload_keeps_two_gathered_layers_not_two_shards() -> None:
+    """FSDP with parameter offload copies a unit's shard to the GPU and all-gathers it: the resident set is
+    two whole layers whatever the GPU count (Llama-3.1-70B in bf16: 2 x 131.4 GiB / 80 layers = 3.3 GiB)."""
+    from mlrig import quant
+
+    arch = resolve_model("llama-3.1-70b")
+    full = quant.weight_bytes(arch, "bf16") / GiB
+    for n in (2, 8):
+        m = _mem("llama-3.1-70b", gpu="a100-sxm-80gb", count=n, method="full", optimizer="adamw-bf16-fused",
+                 zero_stage=3, offload="params", activation_checkpointing="full", workload={"engine": "torchtune"})
+        assert m.weights_gib == pytest.approx(2 * full / 80, rel=0.01), n

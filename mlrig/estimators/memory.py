@@ -564,6 +564,69 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
 
 
+# Frameworks whose fine-tuning computes the loss in chunks by default, never holding fp32 logits for the
+# whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
+# full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
+CHUNKED_LOSS_ENGINES = ("torchtune", "litgpt", "lit-gpt")
+# Frameworks whose model code gives the output head its own matrix even when the checkpoint ties it to the
+# embedding: LitGPT (litgpt/model.py).
+UNTIED_HEAD_ENGINES = ("litgpt", "lit-gpt")
+# Frameworks whose LoRA default has dropout on the adapters' input: LitGPT (finetune/lora.py
+# `lora_dropout: float = 0.05`, and its config_hub LoRA/QLoRA yamls). PEFT's LoraConfig (lora_dropout=0.0),
+# torchtune's LoRA builders (lora_dropout=0.0) and Unsloth (0 recommended) default to none.
+LORA_DROPOUT_ENGINES = ("litgpt", "lit-gpt")
+
+
+def lora_dropout_bytes_per_token(arch: ModelArch, targets: list[str], tp: int = 1, element_bytes: float = 2.0) -> float:
+    """Activation bytes per token and layer that LoRA dropout adds (LitGPT, `LORA_DROPOUT_ENGINES`):
+    each adapted input is dropped out once more for the adapter path, `lora_B(lora_A(dropout(x)))`
+    (Hu et al. 2021 with the dropout of PEFT/LitGPT), and torch's native_dropout keeps that copy (the
+    input of lora_A's matmul) and its 1-byte mask for backward. LitGPT fuses q, k, v into one LoRAQKVLinear
+    (litgpt/lora.py): one copy of the block input for any of them; the output projection, the MLP's gate
+    and up (one LoRALinear each) and its down projection each drop their own input."""
+    keys, _ = _lora_target_keys(targets)
+    h = arch.hidden_size
+    dense = (arch.num_layers - arch.num_moe_layers) / arch.num_layers if arch.num_layers else 1.0
+    widths: list[float] = [h] if any(k in keys for k in ("q", "k", "v")) else []
+    if "o" in keys:
+        widths.append(arch.num_heads * arch.dim_head / tp)
+    gate_up = [k for k in ("gate", "up") if k in keys and not (k == "gate" and arch.mlp == "plain")]
+    widths += [h * dense] * len(gate_up)  # routed MoE experts carry no adapters (lora_params)
+    if "down" in keys:
+        widths.append(_mlp_width(arch) / tp * dense)
+    return sum(widths) * (element_bytes + 1)
+
+
+def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropout: bool, tp: int = 1,
+                                     element_bytes: float = 2.0) -> float:
+    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base.
+
+    PyTorch's own linear saves its input only when the weight needs a gradient (autograd's generated
+    code saves `self` for mm/addmm under `should_compute_output` of the weight), so a frozen 16-bit
+    projection keeps nothing of its input. bitsandbytes' 4-bit matmul is a custom autograd Function that
+    keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py, MatMul4Bit:
+    `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
+    input (for q, k, v), the attention output's reshaped copy (o), the MLP input (gate, up) and the down
+    projection's input, unless a LoRA adapter without dropout on that projection keeps it anyway (its
+    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). Fitted on
+    nothing; checked on LitGPT's QLoRA rows (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the
+    weights)."""
+    keys, _ = _lora_target_keys(targets)
+    h = arch.hidden_size
+    inputs = ((("q", "k", "v"), h), (("o",), arch.num_heads * arch.dim_head / tp), (("gate", "up"), h),
+              (("down",), _mlp_width(arch) / tp))
+    kept = sum(width for names, width in inputs if dropout or not any(k in keys for k in names))
+    return kept * element_bytes
+
+
+# Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
+# together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
+# `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
+# `fabric.no_backward_sync(model, enabled=is_accumulating)` in finetune/lora.py and full.py). See
+# `fsdp1_grad_bytes`.
+FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -582,6 +645,28 @@ def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, s
     if "foreach" not in o and _engine_is(engine, FUSED_OPTIMIZER_ENGINES):
         return 0.0
     return trainable * state_el
+
+
+def fsdp1_grad_bytes(block_params: float, trainable: float, grad_bytes: float, param_bytes: float, dp: int,
+                     accumulating: Num, lora: bool) -> Num:
+    """Gradient bytes per GPU under PyTorch FSDP1 in the LitGPT set-up (`FSDP1_NO_SYNC_ENGINES`).
+
+    - A flat parameter that mixes frozen and trainable weights (a LoRA block wrapped whole, which
+      FSDP allows with use_orig_params=True) gets a gradient for all of it, frozen parts included, in
+      the parameters' dtype: PyTorch's FullyShardedDataParallel docstring, "For use_orig_params=True,
+      FSDP supports mixing frozen and non-frozen parameters, but it's recommended to avoid doing so to
+      prevent higher than expected gradient memory usage".
+    - Under `no_sync()` (gradient accumulation without a reduce-scatter per micro-batch) the gradients
+      stay unsharded until the synchronising micro-batch: FullyShardedDataParallel.no_sync docstring,
+      "FSDP will accumulate the full model gradients (instead of gradient shards) until the eventual
+      sync" (PyTorch PR #126166 names the two flavours: reduce-scatter per micro-batch, or unsharded
+      gradients).
+    `block_params`: the parameters in the LoRA-carrying units (the transformer blocks); `trainable`,
+    `grad_bytes`: the trainable parameters and their gradient bytes. Checked on the lit-gpt Resource
+    Tables (LITGPT-0057..0066: LoRA on 2-4 A100s measures its single-GPU peak: the 16-bit weights once
+    as gradients, plus their shards)."""
+    numel, el = (block_params, param_bytes) if lora else (trainable, grad_bytes)
+    return numel * el / vec.where(accumulating, 1, dp)
 
 
 PHASES = ("backward start (activations + logits)", "backward end (gradients)", "optimizer step")
@@ -666,6 +751,17 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                              "(prepare_model_for_kbit_training)")
         notes.append(f"{method}: base frozen at {base_prec.name}, rank-{t.lora_rank} adapters on "
                      f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params trained)")
+    # LitGPT never ties the output head to the embedding (litgpt/model.py GPT: its own nn.Linear lm_head
+    # beside transformer.wte; the checkpoint converter copies the shared matrix into both): a tied model
+    # (Gemma, Llama-3.2-1B/3B) carries a second vocab x hidden matrix, trained in full fine-tuning and,
+    # being an nn.Linear, 4-bit under LitGPT's bitsandbytes QLoRA (Lightning's BitsandbytesPrecision
+    # replaces every Linear).
+    untied = pb.embedding if arch.tie_word_embeddings and _engine_is(w.engine, UNTIED_HEAD_ENGINES) else 0
+    if untied:
+        weights += untied * quant.scheme(base_prec).linear_bpw / 8 / tp
+        if method == "full":
+            trainable += untied / shard
+        notes.append("LitGPT: the output head is a separate copy of the tied embedding")
 
     grads = trainable * opt.grad_bytes
     optim = trainable * opt.state_bytes
@@ -681,6 +777,17 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         temps /= dpz
     if z >= 2:
         grads /= dpz
+    accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
+        else False
+    if z >= 3 and dpz > 1 and _engine_is(w.engine, FSDP1_NO_SYNC_ENGINES):
+        param_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights) else 2.0
+        blocks = (n_total - pb.embedding - (0 if arch.tie_word_embeddings else pb.lm_head)) / shard * expert_share
+        grads = fsdp1_grad_bytes(blocks, trainable, opt.grad_bytes, param_el, dpz, accumulating, method != "full")
+        when = "reduce-scattered every micro-batch" if accumulating is False \
+            else "unsharded while accumulating (no_sync)"
+        notes.append(f"FSDP1 (LitGPT): gradients {when}"
+                     + ("; LoRA blocks wrapped whole, so their frozen weights get gradients too" if method != "full"
+                        else ""))
     if z >= 3:
         if dpz > 1:
             # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
@@ -698,9 +805,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                 grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
-        host += weights * (dpz if z >= 3 else 1)
-        # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time
-        weights = 2 * weights / layers
+        full_weights = weights * (dpz if z >= 3 else 1)
+        host += full_weights
+        # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time, gathered
+        # whole (FSDP copies a unit's shard to the GPU and all-gathers it before use: "PyTorch FSDP",
+        # Zhao et al. 2023, sec. 3.3), so two full layers, not two layers of this rank's shard
+        weights = 2 * full_weights / layers
         fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
@@ -708,11 +818,23 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
+    lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
+    if lora_dropout:
+        layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
+    if method == "qlora":
+        layer_act = layer_act + seq_l * b * qlora_kept_input_bytes_per_token(arch, t.lora_targets, lora_dropout,
+                                                                             tp, el)
     ck = t.checkpointing
+    # AMP (bf16-mixed / fp16-mixed: fp32 weights under torch.autocast): the embedding's output and every
+    # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
+    # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
+    # embedding, add and norms are not on the lower-precision list).
+    amp = base_prec.master_in_weights
+    resid_el = 4.0 if amp else el
     if ck == "full":
         # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
         # layer's recomputed working set (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1).
-        layer_saved = el * seq_l * b * arch.hidden_size / (tp if sp else 1)
+        layer_saved = resid_el * seq_l * b * arch.hidden_size / (tp if sp else 1)
         working = layer_act
     elif ck == "selective":
         # Selective recomputation (Korthikanti et al. 2022 sec. 5): only the attention core
@@ -722,6 +844,14 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     else:
         layer_saved, working = layer_act, 0.0
     saved = layers * layer_saved
+    if amp:
+        # autocast casts each fp32 weight to 16 bits for its matmul, and the matmul keeps that copy for
+        # the backward (its input gradient needs it; trainable leaves are also held in autocast's weight
+        # cache: aten/src/ATen/autocast_mode.cpp `cached_cast`). Layers run under recomputation save
+        # nothing in their first forward, so only the output head's copy stays there.
+        matmul_params = pb.lm_head if ck == "full" else n_total - pb.embedding + (
+            pb.embedding if arch.tie_word_embeddings else 0)
+        saved = saved + 2.0 * matmul_params / shard * (expert_share if ck != "full" else 1.0)
     # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
     # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
     if pp > 1:
@@ -738,23 +868,27 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # upcast (4) + fp32 log-softmax (4) in forward; their fp32 gradient replaces the upcast at the
         # start of backward: ~12 B per logit. Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
-        chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, ("torchtune",))
+        chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, CHUNKED_LOSS_ENGINES)
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
-    accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
-        else False
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
-    if arch.tie_word_embeddings and method == "full":
+    if arch.tie_word_embeddings and method == "full" and not untied:
         # tied embeddings: the head's weight gradient waits for the embedding's (issue 13 trace)
         tied_extra = pb.embedding * opt.grad_bytes / tp / (dpz if z >= 2 else 1)
-    start = saved + logits + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
+    # The head of backward holds every saved activation plus the larger of (i) the loss's logits and their
+    # gradient and (ii) the last layer's recomputed working set: with recomputation that layer is rebuilt
+    # right after the head's backward frees the logits, while all other layers' checkpoints still wait
+    # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", sec. 4: peak = the checkpoints
+    # plus one segment's activations). Without recomputation `working` is 0.
+    head = vec.maximum(logits, working)
+    start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
     end = grads + working + tied_extra
     step = grads + temps
     # the first of the largest, as max() over (start, end, step) picks it
     phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
-    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + logits))
+    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes
