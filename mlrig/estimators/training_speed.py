@@ -103,7 +103,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     or arrays for a sweep; `estimate_training` explains the plan's own), from the parts of a step:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
-      + 2N recomputed under full checkpointing) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
+      + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
+      on all tokens, `dense_moe_experts`) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
@@ -129,6 +130,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
     n = float(pb.active)
+    # GEMM parameters per token: the active ones, or every expert where the framework runs them densely
+    n_gemm = n + (float(pb.experts_routed - pb.experts_routed_active) if dense_moe_experts(arch, plan) else 0.0)
     mclass = r.memory_class
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel, tr.expert_parallel
     gpus = hw.total_gpus
@@ -143,7 +146,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
     gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     attn_eff = gemm_eff * attention_efficiency(gpu)
-    t_gemm = lin_passes * n / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
     ew_bytes = passes * (2 * h + inter) * 2.0 * layers
@@ -209,6 +212,26 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                          offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
 
 
+# Training frameworks that run a model through Hugging Face transformers' own modelling code.
+HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora")
+# transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
+# huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
+# multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
+# on EVERY token: `routed_in = hidden_states.repeat(num_experts, 1)`, then one batched GEMM over
+# all experts (axolotl's linearised experts for QLoRA, src/axolotl/monkeypatch/models/llama4/
+# modeling.py, loop over all 16 experts with all tokens the same way). The arithmetic is that of a
+# dense model of the total parameter count, not of the 17B active ones.
+HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
+
+
+def dense_moe_experts(arch: ModelArch, plan: Plan) -> bool:
+    """Whether this plan's framework computes all routed experts for every token
+    (`HF_DENSE_MOE_MODEL_TYPES` under `HF_MODELLING_ENGINES`)."""
+    engine = (plan.workload.engine or "").lower()
+    return (arch.is_moe and arch.model_type in HF_DENSE_MOE_MODEL_TYPES
+            and any(engine.startswith(e) for e in HF_MODELLING_ENGINES))
+
+
 def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Performance:
     """`training_speed` of the plan's own micro-batch and sequence, with the explanation of its step. `f`:
     those figures already worked out for this plan (an element of an array pass, `mlrig.grid`)."""
@@ -226,6 +249,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
+        + (" (every routed expert runs on every token, as transformers' Llama-4 MoE block does)"
+           if dense_moe_experts(r.arch, r.plan) else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
