@@ -159,3 +159,27 @@ def test_axolotl_llama4_scout_qlora_against_its_readme() -> None:
     r = evaluate(plan)
     assert r.performance is not None and r.performance.train_tokens_per_s
     assert 0.6 < r.performance.train_tokens_per_s / measured < 1.6
+
+
+def test_geforce_fsdp_over_pcie_hides_none_of_its_all_gathers() -> None:
+    """GeForce cards have no PCIe peer-to-peer, and Answer.AI's same-rig FSDP/DDP pairs show the whole
+    all-gather on top of the step: 2x RTX 4090 FSDP LoRA of Llama-2-7B exposes all of it (hand check:
+    ring over 2 ranks moves (2-1)/2 x (LoRA grads + 2 x 13.5 GB of bf16 weights) at 31.5 GB/s, plus
+    2 latency steps); the same setup on RTX A6000s (workstation cards, with P2P) still hides 70 % of it."""
+    from mlrig.estimators.training_speed import DP_OVERLAP, _adapter_params, training_speed
+    from mlrig.planner import resolve_plan
+
+    def parts(gpu: str) -> tuple[float, float, float]:
+        r, _ = resolve_plan({"model": "meta-llama/Llama-2-7b-hf",
+                          "workload": {"task": "finetune", "precision": "bf16", "batch_size": 4, "engine": "hf-peft"},
+                          "training": {"method": "lora", "lora_rank": 64, "lora_targets": ["attention", "mlp"],
+                                       "seq_len": 2048, "activation_checkpointing": "full", "zero_stage": 3},
+                          "hardware": {"gpu": gpu, "count": 2, "interconnect": "pcie4-x16"}})
+        f = training_speed(r, 4, 2048)
+        volume = 0.5 * (2.0 * _adapter_params(r.arch, 64, ["attention", "mlp"]) + 2.0 * r.weight_bytes)
+        return float(f.comm_s), volume / 31.5e9 + 2 * 12e-6, float(f.busy_s)
+
+    comm, whole, _ = parts("RTX 4090")
+    assert abs(comm - whole) < 1e-3 * whole and whole > 0.4
+    comm_ws, whole_ws, busy = parts("RTX A6000")
+    assert abs(comm_ws - (whole_ws - min(DP_OVERLAP * whole_ws, busy))) < 1e-3 * whole_ws

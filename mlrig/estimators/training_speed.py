@@ -191,7 +191,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
     comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(r),
-                                  zero_stage=tr.zero_stage, overlap=DP_OVERLAP,
+                                  zero_stage=tr.zero_stage, overlap=dp_overlap(r),
                                   param_bytes=stored_bytes / (tp * pp), hide_s=busy)
     offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
@@ -296,6 +296,28 @@ TRAIN_ERROR_BAND_WIDE = 0.60
 # Distributed", sec. 3.2.3, reports most of the communication overlapped); not fitted - the
 # calibration runs (MosaicML, 1600 Gb/s RoCE) are compute bound either way.
 DP_OVERLAP = 0.7
+
+# GeForce cards have no PCIe peer-to-peer: the 4090 lacks the mailbox P2P hardware the driver uses
+# (tinygrad/open-gpu-kernel-modules README, 2024), GeForce 30-series cards peer only over an NVLink
+# bridge, so NCCL stages every transfer through pinned host memory. Answer.AI's fsdp_qlora benchmarks
+# (benchmarks_03_2024.md) ran the same setups under FSDP and DDP on such rigs: FSDP adds the whole
+# parameter all-gather on top of the DDP step however much compute there is to hide it behind - Llama-2-7B
+# LoRA on 2x RTX 3090, 3.8 s at batch 4 (FSDPQLORA-0013 vs -0019: 10.7 s vs 6.9 s a step) and 4.3-4.6 s at
+# batch 1 (-0005/-0007); QLoRA 1.0-1.7 s (-0001/-0003/-0009 vs -0017); 2x RTX 4090 LoRA at batch 6, 0.5 s
+# for 13.5 GB (-0028 vs -0027), the transfer time at the link's rate. So none of it overlaps.
+DP_OVERLAP_NO_P2P = 0.0
+
+
+def dp_overlap(r: ResolvedPlan) -> float:
+    """Fraction of the data-parallel traffic that hides behind compute: `DP_OVERLAP`, or
+    `DP_OVERLAP_NO_P2P` for GeForce cards talking over PCIe (no peer-to-peer; through host memory)."""
+    from mlrig.estimators.hardware import plan_link
+
+    link = r.link or plan_link(r.plan, r.gpu)
+    if r.gpu.hardware_class == "geforce" and link.kind == "pcie":
+        return DP_OVERLAP_NO_P2P
+    return DP_OVERLAP
+
 
 # CPU Adam reads and writes fp32 master weights, two moments and the gradient: ~16 B read +
 # 12 B written per parameter per step, at host memory bandwidth (Ren et al. 2021, ZeRO-Offload).
