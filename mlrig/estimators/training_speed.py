@@ -111,8 +111,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
       casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
       forward, recompute and backward;
-    - the optimizer step: `OPTIMIZER_BYTES_PER_PARAM` per trainable parameter this GPU holds, at the
-      memory bandwidth (AdamW reads weight, gradient, fp32 master and two moments, writes four);
+    - the optimizer step: `optimizer_step_bytes` per trainable parameter this GPU holds, at the
+      memory bandwidth (fused AdamW reads weight, gradient, fp32 master and two moments, writes four;
+      PyTorch's foreach AdamW and gradient clipping under HF-modelling frameworks make ~8 passes);
     - fixed costs per step and per micro-batch (`eff.TRAIN_STEP_OVERHEAD_S`, `TRAIN_MICROBATCH_OVERHEAD_S`:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
@@ -164,7 +165,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
     shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
-    opt_s = OPTIMIZER_BYTES_PER_PARAM * trainable / shard / bw
+    opt_s = optimizer_step_bytes(tr.optimizer, r.precision, plan.workload.engine) * trainable / shard / bw
     qlora_s: Num = 0.0
     if tr.method == "qlora":
         # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
@@ -282,6 +283,38 @@ def attention_efficiency(gpu: GPU) -> float:
 # moments (8) = 16 B, writes master, moments and the bf16 weight = 14 B (fused/foreach kernels are
 # bandwidth bound: Rajbhandari et al. 2020 ZeRO sec. 3; the brief's 16-18 B/param/step counts reads).
 OPTIMIZER_BYTES_PER_PARAM = 30.0
+
+
+# Frameworks that step PyTorch's own torch.optim.AdamW with its default foreach implementation and clip
+# gradients by default (HF Trainer / TRL / axolotl max_grad_norm=1.0; PEFT's method-comparison runner
+# grad_norm_clip; unsloth runs HF Trainer). Fused-optimizer engines are `memory.FUSED_OPTIMIZER_ENGINES`.
+FOREACH_ADAMW_ENGINES = (*HF_MODELLING_ENGINES, "unsloth")
+
+
+def optimizer_step_bytes(optimizer: str, precision: Precision, engine: str | None) -> float:
+    """DRAM bytes per trainable parameter of one optimizer step.
+
+    Fused AdamW (one kernel per tensor): `OPTIMIZER_BYTES_PER_PARAM`. PyTorch's foreach AdamW
+    (torch/optim/adamw.py `_multi_tensor_adamw`, the default on CUDA; torch.optim docs, "foreach") runs one
+    pass per operation over all tensors: weight decay p *= 1 - lr wd (read + write P), m.lerp_(g) (2E + G),
+    v *= beta2 (2E), v.addcmul_(g, g) (2E + G), sqrt(v) into a new tensor (2E), its division by the bias
+    correction (2E) and + eps (2E), p.addcdiv_(m, denominator) (2P + 2E): 4P + 12E + 2G, with P the
+    trainable weight's bytes (fp32 under AMP or a master copy), E a moment's, G a gradient's. Clipping the
+    gradient norm (torch.nn.utils.clip_grad_norm_: one read for the norms, one read + write to scale) adds 3G.
+    bf16 weights and moments: 8 + 24 + 4 + 6 = 42 B, against ~30 fused. 8-bit / paged optimizers
+    (bitsandbytes' fused kernels) and other optimizers keep the fused figure."""
+    from mlrig.estimators.memory import optimizer_cost
+
+    o = optimizer.strip().lower().replace("_", "-")
+    e = (engine or "").lower()
+    if ("adam" not in o or "8bit" in o or "8-bit" in o or "paged" in o or "in-bwd" in o
+            or not any(e.startswith(x) for x in FOREACH_ADAMW_ENGINES)):
+        return OPTIMIZER_BYTES_PER_PARAM
+    cost = optimizer_cost(optimizer, precision)
+    grad = cost.grad_bytes
+    moment = 2.0 if cost.state_bytes <= 4.0 else 4.0  # bf16 moments (no master) or fp32 ones
+    weight = 4.0 if (grad >= 4.0 or cost.state_bytes > 8.0) else 2.0  # fp32 weights (AMP) or a master copy
+    return 4.0 * weight + 12.0 * moment + 2.0 * grad + 3.0 * grad
 
 
 # Relative error band of the training speed. Full training on HBM cards: the p90 of |pred/meas - 1|
