@@ -50,11 +50,19 @@ def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: 
     return peak_tflops * (power_limit_w / tdp_w) ** (1.0 / 3.0)
 
 
+def fp4_training(precision: Precision, gpu: GPU) -> bool:
+    """NVFP4 / MXFP4 training on a GPU with an FP4 tensor rate (Blackwell): Transformer Engine's NVFP4
+    recipe runs the linear layers' forward and backward GEMMs in FP4 (block-scaled E2M1, an FP8 scale per
+    16 values), attention and the rest in bf16, as MLPerf Training v5.1's NVFP4 Llama-2-70B LoRA runs do.
+    Elsewhere an FP4 precision trains at the bf16 rate."""
+    return precision.family == "fp4" and bool(gpu.fp4_tflops_dense)
+
+
 def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> tuple[float, float, str]:
     """(peak for the linear GEMMs, peak for attention and the rest, label), TFLOPS. FP8 training runs
     only the linear layers' GEMMs in FP8 (Transformer Engine `fp8_autocast`; torchao float8 converts
-    nn.Linear only): attention, norms and the optimizer stay bf16/fp32. FP32 training runs at the
-    non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
+    nn.Linear only): attention, norms and the optimizer stay bf16/fp32; FP4 likewise (`fp4_training`).
+    FP32 training runs at the non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
     (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), and a V100 has no TF32."""
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
     if not bf16:
@@ -62,6 +70,9 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     if precision.name == "fp8":
         linear = gpu.tensor_tflops("fp8") or bf16
         label = "FP8 linear GEMMs"
+    elif fp4_training(precision, gpu):
+        linear = gpu.fp4_tflops_dense or bf16
+        label = "FP4 linear GEMMs"
     elif precision.compute == "fp32":
         bf16 = linear = gpu.fp32_tflops or bf16
         label = "FP32 (no tensor cores)"
@@ -156,6 +167,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
         # write 1 B, three times per micro-batch, spread over its tokens
         ew_bytes = ew_bytes + 3 * 3.0 * n / tokens_per_rank_step
+    elif fp4_training(r.precision, gpu):
+        # the same three casts to NVFP4: read 2 B, write 0.5 B + one 1-byte scale per 16 values
+        ew_bytes = ew_bytes + 3 * (2.0 + 0.5 + 1.0 / 16) * n / tokens_per_rank_step
     t_token = (t_gemm + ew_bytes / bw) / (tp * pp * cp)  # seconds per token per GPU (model split)
     # With pipeline stages and no global batch given, assume 4 micro-batches per stage per step
     # (Megatron-LM users size the global batch so that m >> p; Narayanan et al. 2021 sec. 2.2)
