@@ -208,7 +208,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(r),
                                   zero_stage=tr.zero_stage, overlap=dp_overlap(r),
                                   param_bytes=stored_bytes / (tp * pp), hide_s=busy)
-    offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
+    offload_s = _offload_s(plan, gpu, trainable / (tp * pp), stored_bytes / (tp * pp),
+                           dp * cp if tr.zero_stage >= 1 else 1)
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
     model, hardware = train_flops_per_token(n, layers, h, seq, ck == "full")
@@ -386,11 +387,15 @@ def _dp_link(r: ResolvedPlan) -> tuple[float, float]:
     return link.bandwidth_gb_s, link.latency_us
 
 
-def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
+def _offload_s(plan: Plan, gpu: GPU, trainable: float, param_bytes: float, shards: int = 1) -> float:
     """Per-step time for ZeRO-Offload / ZeRO-Infinity traffic (Ren et al. 2021; Rajbhandari et al.
     2021), not overlapped (conservative): optimizer offload sends bf16 gradients to the host and
     bf16 parameters back (4 B/param over PCIe) and runs Adam on the CPU at host bandwidth; parameter
-    offload also streams the bf16 weights in for forward and backward (4 B/param more)."""
+    offload also streams the weights in for forward and backward: twice `param_bytes`, the weights
+    as stored (bf16: 4 B/param; FSDP-QLoRA offloads the NF4-quantised shards, Answer.AI fsdp_qlora
+    train.py with cpu_offload, so ~0.56 B/param x 2). Under ZeRO / FSDP each GPU moves only its own
+    1/`shards` partition over its own PCIe link (the gathered weights then travel GPU to GPU); the CPU
+    Adam of all the node's partitions shares the host's memory bandwidth."""
     tr = plan.training
     assert tr is not None
     if tr.offload == "none":
@@ -400,9 +405,9 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
 
     pcie = pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s
     host_bw = plan.hardware.host_memory_bandwidth_gb_s or DEFAULT_HOST_BW_GB_S
-    t = 4.0 * trainable / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
+    t = 4.0 * trainable / shards / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
     if tr.offload == "params":
-        t += 4.0 * params / (pcie * 1e9)
+        t += 2.0 * param_bytes / shards / (pcie * 1e9)
     return t
 
 
