@@ -157,7 +157,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
     gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
-    attn_eff = gemm_eff * attention_efficiency(gpu)
+    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
@@ -285,12 +285,22 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     )
 
 
-def attention_efficiency(gpu: GPU) -> float:
+# Frameworks whose attention is Transformer Engine's DotProductAttention, which picks cuDNN's fused
+# (flash) attention on Hopper and newer (TE docs, "Attention backends"): NeMo and Megatron-Core.
+CUDNN_ATTENTION_ENGINES = ("nemo", "megatron")
+
+
+def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
     """Flash attention's efficiency relative to the GEMMs, by GPU generation (`eff.TRAIN_ATTN_REL_EFF`):
     FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
-    H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1)."""
+    H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
+    Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
+    Blackwell ("cudnn-hopper+")."""
     arch = (gpu.architecture or "").lower()
     newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
+    nvidia_newer = gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+    if nvidia_newer and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+        return eff.TRAIN_ATTN_REL_EFF["cudnn-hopper+"]
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
 
 
