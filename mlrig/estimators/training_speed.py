@@ -363,7 +363,8 @@ DP_OVERLAP = 0.7
 # parameter all-gather on top of the DDP step however much compute there is to hide it behind - Llama-2-7B
 # LoRA on 2x RTX 3090, 3.8 s at batch 4 (FSDPQLORA-0013 vs -0019: 10.7 s vs 6.9 s a step) and 4.3-4.6 s at
 # batch 1 (-0005/-0007); QLoRA 1.0-1.7 s (-0001/-0003/-0009 vs -0017); 2x RTX 4090 LoRA at batch 6, 0.5 s
-# for 13.5 GB (-0028 vs -0027), the transfer time at the link's rate. So none of it overlaps.
+# for 13.5 GB (-0028 vs -0027), about its transfer time at NCCL's PCIe rate (`PCIE_COLLECTIVE_EFF`). So none
+# of it overlaps.
 DP_OVERLAP_NO_P2P = 0.0
 
 
