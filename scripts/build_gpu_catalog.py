@@ -138,6 +138,14 @@ CSV_META: dict[str, dict[str, Any]] = {
 # fields of the CSV-built entry, `source` is appended to the row's source, and `verification` / `note`
 # go in front of the row's own (whose note may still say "not entered": the override supersedes it).
 CSV_OVERRIDES: dict[str, dict[str, Any]] = {
+    "b200-180gb": dict(
+        set=dict(fp4_tflops_dense=9000.0),
+        source="https://www.nvidia.com/en-us/data-center/hgx/",
+        verification="FP4 dense = the HGX B200 page's 18 PF per GPU (with sparsity) halved; the row's own "
+        "cross-checks (Blackwell datasheet 'FP4 18 PF*', glennklockwood.com FP4 9000/18000) agree",
+        note="CATALOG OVERRIDE: FP4 dense 9,000 TFLOPS entered (the reference table has no FP4 column; NVFP4 "
+        "training prices its linear GEMMs at it).",
+    ),
     "dgx-spark": dict(
         set=dict(fp16_tflops_dense=125.0, bf16_tflops_dense=125.0, fp8_tflops_dense=250.0, fp4_tflops_dense=500.0),
         source="https://www.nvidia.com/en-us/products/workstations/dgx-spark/",

@@ -336,12 +336,42 @@ def finetune_row(r: dict[str, str]) -> Row:
     value = float(r["value"])
     metric = metric_map[r["metric"]]
     unit = r["unit"]
-    if metric == "train_tokens_per_s":
+    note = r["source_note"]
+    extra: dict[str, Any] = {}
+    if torchtune and r["hardware"].startswith("A100 (variant unstated)"):
+        # torchtune's README tables name only "A100"; the same tables print peaks of 42.9-70.4 GB, so 80 GB
+        plan["hardware"]["gpu"] = TORCHTUNE_A100
+        note += (" [mlrig: GPU read as A100 80GB: the same README tables give peaks above 40 GB (44.8 GB 405B"
+                 " QLoRA, 70.4 GB 70B full, 60.0 GiB packed 3B); the README says only 'A100', SXM assumed]")
+    if metric == "train_tokens_per_s" and torchtune and n == 1:
         metric = "train_tokens_per_s_per_gpu"  # torchtune logs tokens_per_second_per_gpu
+        if r["id"] in TORCHTUNE_OVER_PEAK:
+            extra["anomaly"] = True
+            note += (f" [mlrig: excluded (anomaly): at {value:g} tokens/s the linear GEMMs alone of the recipe's"
+                     " default configuration (activation checkpointing on: 6N LoRA / 8N full FLOPs per token)"
+                     f" need {TORCHTUNE_OVER_PEAK[r['id']]} of the GPU's dense bf16 peak; the row cannot be the"
+                     " configuration it names (what the figure counts is not stated)]")
+    elif metric == "train_tokens_per_s" and torchtune:
+        # whole job: per GPU, the 8x A100 rows of these tables would need 2.8-5.1x the A100's peak
+        note += (" [mlrig: metric read as tokens/s of the whole job, summed over the GPUs: per GPU, the 8x A100"
+                 " figures of this README's tables would need 2.8-5.1x the A100's 312 TFLOPS dense bf16 peak at"
+                 " the recipes' 6N-8N FLOPs per token (e.g. 70B LoRA 3,497 x 6 x 70.6e9 = 1.5 PFLOP/s), so a"
+                 " table row's tokens/sec can only be the sum over its GPUs; the same reading is applied to every"
+                 " multi-GPU row of the table. The recipes themselves log tokens_per_second_per_gpu from the"
+                 " local rank's token count.]")
     elif unit == "GB" and not torchtune:
         value = value * 1e9 / GIB
-    return _row(r, plan, metric, value, unit=unit, software=software, source_date=date,
-                **({"memory_measure": measure} if metric == "per_gpu_gib" else {}))
+    out = _row({**r, "source_note": note}, plan, metric, value, unit=unit, software=software, source_date=date,
+               **({"memory_measure": measure} if metric == "per_gpu_gib" else {}))
+    out.update(extra)
+    return out
+
+
+# torchtune README A100 rows (see finetune_row) and the single-GPU speed rows whose figure exceeds the
+# card's dense bf16 peak in the recipe's default configuration (RTX A6000, 154.8 TFLOPS: 8B full 2,579
+# and LoRA 4,699 tokens/s at 8N / 6N FLOPs per token).
+TORCHTUNE_A100 = "a100-sxm-80gb"
+TORCHTUNE_OVER_PEAK = {"M-torchtune-004": "107 %", "M-torchtune-008": "146 %"}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -361,7 +361,12 @@ TRAIN_GEMM_EFF: dict[str, float] = {"hbm": 0.72, "gddr": 0.65, "unified": 0.40, 
 TRAIN_GEMM_WIDTH_D0 = 220.0
 # Flash attention relative to the GEMMs (training_speed.attention_efficiency): FA2 reaches 50-73 % of
 # an A100's peak (Dao 2023) - about the GEMMs' - but ~35 % of an H100's (Shah et al. 2024, FA3).
-TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.9, "hopper+": 0.45}
+# "cudnn-hopper+": Transformer Engine's cuDNN fused attention (NeMo / Megatron-Core) on Hopper and
+# Blackwell, which uses their wgmma/TMA units: NVIDIA measured NeMo + TE Llama-2-70B LoRA on 8x H200 1.11x
+# faster end to end with cuDNN SDPA in bf16 than with it disabled (FlashAttention-2; NVIDIA blog
+# "Accelerating Transformers with NVIDIA cuDNN 9", 2024, Table 1); that ratio for the MLPerf setup
+# (8192-token sequences, FP8 linears) gives 0.58 against FA2's 0.45 (derived, not fitted on rows).
+TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.9, "hopper+": 0.45, "cudnn-hopper+": 0.58}
 # Fraction of peak DRAM bandwidth the element-wise kernels and the optimizer step reach: the same
 # ~80 % that streaming kernels reach in inference decode on HBM (BW_EFF above: vllm/sglang/trt-llm on HBM); not fitted.
 TRAIN_BW_EFF = 0.80

@@ -50,11 +50,19 @@ def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: 
     return peak_tflops * (power_limit_w / tdp_w) ** (1.0 / 3.0)
 
 
+def fp4_training(precision: Precision, gpu: GPU) -> bool:
+    """NVFP4 / MXFP4 training on a GPU with an FP4 tensor rate (Blackwell): Transformer Engine's NVFP4
+    recipe runs the linear layers' forward and backward GEMMs in FP4 (block-scaled E2M1, an FP8 scale per
+    16 values), attention and the rest in bf16, as MLPerf Training v5.1's NVFP4 Llama-2-70B LoRA runs do.
+    Elsewhere an FP4 precision trains at the bf16 rate."""
+    return precision.family == "fp4" and bool(gpu.fp4_tflops_dense)
+
+
 def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> tuple[float, float, str]:
     """(peak for the linear GEMMs, peak for attention and the rest, label), TFLOPS. FP8 training runs
     only the linear layers' GEMMs in FP8 (Transformer Engine `fp8_autocast`; torchao float8 converts
-    nn.Linear only): attention, norms and the optimizer stay bf16/fp32. FP32 training runs at the
-    non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
+    nn.Linear only): attention, norms and the optimizer stay bf16/fp32; FP4 likewise (`fp4_training`).
+    FP32 training runs at the non-tensor FP32 rate: PyTorch leaves TF32 matmuls off by default
     (torch.backends.cuda.matmul.allow_tf32 = False since 1.12), and a V100 has no TF32."""
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
     if not bf16:
@@ -62,6 +70,9 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     if precision.name == "fp8":
         linear = gpu.tensor_tflops("fp8") or bf16
         label = "FP8 linear GEMMs"
+    elif fp4_training(precision, gpu):
+        linear = gpu.fp4_tflops_dense or bf16
+        label = "FP4 linear GEMMs"
     elif precision.compute == "fp32":
         bf16 = linear = gpu.fp32_tflops or bf16
         label = "FP32 (no tensor cores)"
@@ -103,15 +114,17 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     or arrays for a sweep; `estimate_training` explains the plan's own), from the parts of a step:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
-      + 2N recomputed under full checkpointing) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
+      + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
+      on all tokens, `dense_moe_experts`) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
       casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
       forward, recompute and backward;
-    - the optimizer step: `OPTIMIZER_BYTES_PER_PARAM` per trainable parameter this GPU holds, at the
-      memory bandwidth (AdamW reads weight, gradient, fp32 master and two moments, writes four);
+    - the optimizer step: `optimizer_step_bytes` per trainable parameter this GPU holds, at the
+      memory bandwidth (fused AdamW reads weight, gradient, fp32 master and two moments, writes four;
+      PyTorch's foreach AdamW and gradient clipping under HF-modelling frameworks make ~8 passes);
     - fixed costs per step and per micro-batch (`eff.TRAIN_STEP_OVERHEAD_S`, `TRAIN_MICROBATCH_OVERHEAD_S`:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
@@ -129,6 +142,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
     n = float(pb.active)
+    # GEMM parameters per token: the active ones, or every expert where the framework runs them densely
+    n_gemm = n + (float(pb.experts_routed - pb.experts_routed_active) if dense_moe_experts(arch, plan) else 0.0)
     mclass = r.memory_class
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel, tr.expert_parallel
     gpus = hw.total_gpus
@@ -142,8 +157,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
     gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
-    attn_eff = gemm_eff * attention_efficiency(gpu)
-    t_gemm = lin_passes * n / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
+    t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
     ew_bytes = passes * (2 * h + inter) * 2.0 * layers
@@ -152,6 +167,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
         # write 1 B, three times per micro-batch, spread over its tokens
         ew_bytes = ew_bytes + 3 * 3.0 * n / tokens_per_rank_step
+    elif fp4_training(r.precision, gpu):
+        # the same three casts to NVFP4: read 2 B, write 0.5 B + one 1-byte scale per 16 values
+        ew_bytes = ew_bytes + 3 * (2.0 + 0.5 + 1.0 / 16) * n / tokens_per_rank_step
     t_token = (t_gemm + ew_bytes / bw) / (tp * pp * cp)  # seconds per token per GPU (model split)
     # With pipeline stages and no global batch given, assume 4 micro-batches per stage per step
     # (Megatron-LM users size the global batch so that m >> p; Narayanan et al. 2021 sec. 2.2)
@@ -161,7 +179,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
     shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
-    opt_s = OPTIMIZER_BYTES_PER_PARAM * trainable / shard / bw
+    opt_s = optimizer_step_bytes(tr.optimizer, r.precision, plan.workload.engine) * trainable / shard / bw
     qlora_s: Num = 0.0
     if tr.method == "qlora":
         # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
@@ -174,7 +192,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
         ar_bytes = 4 * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
-        tp_s = ar_bytes * gbt / dp / cp / (link.bandwidth_gb_s * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
+        tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
+        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         link_ep = _dp_link(r)
@@ -188,9 +207,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
     comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(r),
-                                  zero_stage=tr.zero_stage, overlap=DP_OVERLAP,
+                                  zero_stage=tr.zero_stage, overlap=dp_overlap(r),
                                   param_bytes=stored_bytes / (tp * pp), hide_s=busy)
-    offload_s = _offload_s(plan, gpu, trainable / (tp * pp), pb.total / (tp * pp))
+    offload_s = _offload_s(plan, gpu, trainable / (tp * pp), stored_bytes / (tp * pp),
+                           dp * cp if tr.zero_stage >= 1 else 1)
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
     model, hardware = train_flops_per_token(n, layers, h, seq, ck == "full")
@@ -207,6 +227,26 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                          model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, qlora_s=qlora_s, bubble=bubble,
                          bubble_s=bubble_s, micro=micro, opt_s=opt_s, step_fixed_s=step_fixed, comm_s=comm_s,
                          offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
+
+
+# Training frameworks that run a model through Hugging Face transformers' own modelling code.
+HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora")
+# transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
+# huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
+# multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
+# on EVERY token: `routed_in = hidden_states.repeat(num_experts, 1)`, then one batched GEMM over
+# all experts (axolotl's linearised experts for QLoRA, src/axolotl/monkeypatch/models/llama4/
+# modeling.py, loop over all 16 experts with all tokens the same way). The arithmetic is that of a
+# dense model of the total parameter count, not of the 17B active ones.
+HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
+
+
+def dense_moe_experts(arch: ModelArch, plan: Plan) -> bool:
+    """Whether this plan's framework computes all routed experts for every token
+    (`HF_DENSE_MOE_MODEL_TYPES` under `HF_MODELLING_ENGINES`)."""
+    engine = (plan.workload.engine or "").lower()
+    return (arch.is_moe and arch.model_type in HF_DENSE_MOE_MODEL_TYPES
+            and any(engine.startswith(e) for e in HF_MODELLING_ENGINES))
 
 
 def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Performance:
@@ -226,6 +266,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
+        + (" (every routed expert runs on every token, as transformers' Llama-4 MoE block does)"
+           if dense_moe_experts(r.arch, r.plan) else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
@@ -244,12 +286,22 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     )
 
 
-def attention_efficiency(gpu: GPU) -> float:
+# Frameworks whose attention is Transformer Engine's DotProductAttention, which picks cuDNN's fused
+# (flash) attention on Hopper and newer (TE docs, "Attention backends"): NeMo and Megatron-Core.
+CUDNN_ATTENTION_ENGINES = ("nemo", "megatron")
+
+
+def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
     """Flash attention's efficiency relative to the GEMMs, by GPU generation (`eff.TRAIN_ATTN_REL_EFF`):
     FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
-    H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1)."""
+    H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
+    Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
+    Blackwell ("cudnn-hopper+")."""
     arch = (gpu.architecture or "").lower()
     newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
+    nvidia_newer = gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+    if nvidia_newer and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+        return eff.TRAIN_ATTN_REL_EFF["cudnn-hopper+"]
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
 
 
@@ -257,6 +309,38 @@ def attention_efficiency(gpu: GPU) -> float:
 # moments (8) = 16 B, writes master, moments and the bf16 weight = 14 B (fused/foreach kernels are
 # bandwidth bound: Rajbhandari et al. 2020 ZeRO sec. 3; the brief's 16-18 B/param/step counts reads).
 OPTIMIZER_BYTES_PER_PARAM = 30.0
+
+
+# Frameworks that step PyTorch's own torch.optim.AdamW with its default foreach implementation and clip
+# gradients by default (HF Trainer / TRL / axolotl max_grad_norm=1.0; PEFT's method-comparison runner
+# grad_norm_clip; unsloth runs HF Trainer). Fused-optimizer engines are `memory.FUSED_OPTIMIZER_ENGINES`.
+FOREACH_ADAMW_ENGINES = (*HF_MODELLING_ENGINES, "unsloth")
+
+
+def optimizer_step_bytes(optimizer: str, precision: Precision, engine: str | None) -> float:
+    """DRAM bytes per trainable parameter of one optimizer step.
+
+    Fused AdamW (one kernel per tensor): `OPTIMIZER_BYTES_PER_PARAM`. PyTorch's foreach AdamW
+    (torch/optim/adamw.py `_multi_tensor_adamw`, the default on CUDA; torch.optim docs, "foreach") runs one
+    pass per operation over all tensors: weight decay p *= 1 - lr wd (read + write P), m.lerp_(g) (2E + G),
+    v *= beta2 (2E), v.addcmul_(g, g) (2E + G), sqrt(v) into a new tensor (2E), its division by the bias
+    correction (2E) and + eps (2E), p.addcdiv_(m, denominator) (2P + 2E): 4P + 12E + 2G, with P the
+    trainable weight's bytes (fp32 under AMP or a master copy), E a moment's, G a gradient's. Clipping the
+    gradient norm (torch.nn.utils.clip_grad_norm_: one read for the norms, one read + write to scale) adds 3G.
+    bf16 weights and moments: 8 + 24 + 4 + 6 = 42 B, against ~30 fused. 8-bit / paged optimizers
+    (bitsandbytes' fused kernels) and other optimizers keep the fused figure."""
+    from mlrig.estimators.memory import optimizer_cost
+
+    o = optimizer.strip().lower().replace("_", "-")
+    e = (engine or "").lower()
+    if ("adam" not in o or "8bit" in o or "8-bit" in o or "paged" in o or "in-bwd" in o
+            or not any(e.startswith(x) for x in FOREACH_ADAMW_ENGINES)):
+        return OPTIMIZER_BYTES_PER_PARAM
+    cost = optimizer_cost(optimizer, precision)
+    grad = cost.grad_bytes
+    moment = 2.0 if cost.state_bytes <= 4.0 else 4.0  # bf16 moments (no master) or fp32 ones
+    weight = 4.0 if (grad >= 4.0 or cost.state_bytes > 8.0) else 2.0  # fp32 weights (AMP) or a master copy
+    return 4.0 * weight + 12.0 * moment + 2.0 * grad + 3.0 * grad
 
 
 # Relative error band of the training speed. Full training on HBM cards: the p90 of |pred/meas - 1|
@@ -272,6 +356,29 @@ TRAIN_ERROR_BAND_WIDE = 0.60
 # calibration runs (MosaicML, 1600 Gb/s RoCE) are compute bound either way.
 DP_OVERLAP = 0.7
 
+# GeForce cards have no PCIe peer-to-peer: the 4090 lacks the mailbox P2P hardware the driver uses
+# (tinygrad/open-gpu-kernel-modules README, 2024), GeForce 30-series cards peer only over an NVLink
+# bridge, so NCCL stages every transfer through pinned host memory. Answer.AI's fsdp_qlora benchmarks
+# (benchmarks_03_2024.md) ran the same setups under FSDP and DDP on such rigs: FSDP adds the whole
+# parameter all-gather on top of the DDP step however much compute there is to hide it behind - Llama-2-7B
+# LoRA on 2x RTX 3090, 3.8 s at batch 4 (FSDPQLORA-0013 vs -0019: 10.7 s vs 6.9 s a step) and 4.3-4.6 s at
+# batch 1 (-0005/-0007); QLoRA 1.0-1.7 s (-0001/-0003/-0009 vs -0017); 2x RTX 4090 LoRA at batch 6, 0.5 s
+# for 13.5 GB (-0028 vs -0027), about its transfer time at NCCL's PCIe rate (`PCIE_COLLECTIVE_EFF`). So none
+# of it overlaps.
+DP_OVERLAP_NO_P2P = 0.0
+
+
+def dp_overlap(r: ResolvedPlan) -> float:
+    """Fraction of the data-parallel traffic that hides behind compute: `DP_OVERLAP`, or
+    `DP_OVERLAP_NO_P2P` for GeForce cards talking over PCIe (no peer-to-peer; through host memory)."""
+    from mlrig.estimators.hardware import plan_link
+
+    link = r.link or plan_link(r.plan, r.gpu)
+    if r.gpu.hardware_class == "geforce" and link.kind == "pcie":
+        return DP_OVERLAP_NO_P2P
+    return DP_OVERLAP
+
+
 # CPU Adam reads and writes fp32 master weights, two moments and the gradient: ~16 B read +
 # 12 B written per parameter per step, at host memory bandwidth (Ren et al. 2021, ZeRO-Offload).
 CPU_ADAM_BYTES_PER_PARAM = 28.0
@@ -284,19 +391,31 @@ def _adapter_params(arch: ModelArch, rank: int, targets: list[str]) -> float:
     return float(lora_params(arch, rank, targets))
 
 
+# NCCL collectives over PCIe move ~78 % of the link's per-direction rate: all_reduce_perf on six RTX 4090s
+# on PCIe 4.0 x16 (P2P enabled) measures 24.5 GB/s bus bandwidth against 31.5 (tinygrad/open-gpu-kernel-
+# modules README, 2024): TLP headers at 256-byte payloads and NCCL's protocol overheads. NVLink is left at
+# its rate (no comparable figure taken).
+PCIE_COLLECTIVE_EFF = 24.5 / 31.5
+
+
 def _dp_link(r: ResolvedPlan) -> tuple[float, float]:
-    """(GB/s per direction, latency us) of the data-parallel links (`hardware.plan_link`)."""
+    """(GB/s per direction, latency us) of the data-parallel links (`hardware.plan_link`); collectives
+    over PCIe at `PCIE_COLLECTIVE_EFF` of the link's rate."""
     from mlrig.estimators.hardware import plan_link
 
     link = r.link or plan_link(r.plan, r.gpu)
-    return link.bandwidth_gb_s, link.latency_us
+    return link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0), link.latency_us
 
 
-def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
+def _offload_s(plan: Plan, gpu: GPU, trainable: float, param_bytes: float, shards: int = 1) -> float:
     """Per-step time for ZeRO-Offload / ZeRO-Infinity traffic (Ren et al. 2021; Rajbhandari et al.
     2021), not overlapped (conservative): optimizer offload sends bf16 gradients to the host and
     bf16 parameters back (4 B/param over PCIe) and runs Adam on the CPU at host bandwidth; parameter
-    offload also streams the bf16 weights in for forward and backward (4 B/param more)."""
+    offload also streams the weights in for forward and backward: twice `param_bytes`, the weights
+    as stored (bf16: 4 B/param; FSDP-QLoRA offloads the NF4-quantised shards, Answer.AI fsdp_qlora
+    train.py with cpu_offload, so ~0.56 B/param x 2). Under ZeRO / FSDP each GPU moves only its own
+    1/`shards` partition over its own PCIe link (the gathered weights then travel GPU to GPU); the CPU
+    Adam of all the node's partitions shares the host's memory bandwidth."""
     tr = plan.training
     assert tr is not None
     if tr.offload == "none":
@@ -306,9 +425,9 @@ def _offload_s(plan: Plan, gpu: GPU, trainable: float, params: float) -> float:
 
     pcie = pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s
     host_bw = plan.hardware.host_memory_bandwidth_gb_s or DEFAULT_HOST_BW_GB_S
-    t = 4.0 * trainable / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
+    t = 4.0 * trainable / shards / (pcie * 1e9) + CPU_ADAM_BYTES_PER_PARAM * trainable / (host_bw * 1e9)
     if tr.offload == "params":
-        t += 4.0 * params / (pcie * 1e9)
+        t += 2.0 * param_bytes / shards / (pcie * 1e9)
     return t
 
 
