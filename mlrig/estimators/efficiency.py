@@ -247,6 +247,18 @@ COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
 #    and gives 1.9-2.4x Llama-70B throughput at ISL/OSL 128/2048. The full group factor is an upper
 #    bound (L2 hits between query heads of a group are ignored).
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
+# llama.cpp without flash attention (-fa 0: llama-bench's default before 2025, LocalScore/llamafile's
+#    only mode, every build before FA existed in April 2024) runs decode attention as two ggml_mul_mat
+#    calls, KQ = K x Q and KQV = V x softmax(KQ), that broadcast each KV head over the query heads of its
+#    group (ggml's mul_mat broadcasts src0 over dim 2 with ratio ne12 / ne02, one mat-vec per query head),
+#    so the cache is read once per query head, as in TensorRT-LLM before XQA. The XD-* llama-bench rows
+#    (b2795-b2843) measure it: tg4096 minus tg512 of the same model and card (KV at ~2048 vs ~256 tokens)
+#    costs 2.3-5.5x (median ~2.8x) what one read of the added cache at the card's decode bandwidth costs for
+#    Llama-3-8B (group 4: RTX 3090, A6000, A40, RTX 6000 Ada, A100, H100 PCIe, M1/M3 Max) and 3.1-6.8x for
+#    Llama-3-70B (group 8); the big-L2 Ada cards (RTX 4070 Ti / 4080 / 4000-5000 Ada) show 1.3-1.9x (the
+#    re-reads partly hit L2; not modelled: the full group factor is an upper bound, as above).
+#    The flash-attention kernels (ggml_flash_attn_ext) load a KV head once for its query heads.
+UNFUSED_GQA_DECODE_ENGINES = ("llama.cpp",)  # engine families starting with these names, flash attention off
 
 # Near the roofline's ridge a kernel reaches neither roof: a GEMM whose compute and memory times are
 #    alike streams its tiles and runs its tensor-core math with only partial overlap (tile and wave

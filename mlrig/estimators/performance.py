@@ -170,10 +170,13 @@ def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:
     return arch.kv_values_per_token(context) * context * kv_bytes_per_element
 
 
-def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
+def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = True) -> float:
     """How many times a decode step reads each cached KV byte: 1, or the GQA group size for engines
-    whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`)."""
-    if engine in eff.KV_READ_PER_QUERY_HEAD and not arch.is_mla and arch.num_kv_heads:
+    whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`;
+    llama.cpp with flash attention off, `efficiency.UNFUSED_GQA_DECODE_ENGINES`)."""
+    per_query_head = engine in eff.KV_READ_PER_QUERY_HEAD or (
+        not flash_attention and engine.startswith(eff.UNFUSED_GQA_DECODE_ENGINES))
+    if per_query_head and not arch.is_mla and arch.num_kv_heads:
         return arch.num_heads / arch.num_kv_heads
     return 1.0
 
@@ -387,7 +390,7 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
-                       decode_kv_read_factor(r.arch, engine))
+                       decode_kv_read_factor(r.arch, engine, r.workload.flash_attention))
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)

@@ -40,7 +40,7 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     b, prompt = w.batch_size, max(1, w.prompt_tokens)
     pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention)
     dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, max(1, prompt + w.output_tokens // 2),
-                           perf.decode_kv_read_factor(arch, engine))
+                           perf.decode_kv_read_factor(arch, engine, w.flash_attention))
     points = []
     for name, cost, seconds in (("prefill", pre, speed["ttft_ms"] / 1e3), ("decode", dec, 1.0 / speed["decode_tok_s"])):
         if cost.bytes > 0 and seconds > 0:
