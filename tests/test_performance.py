@@ -162,6 +162,18 @@ def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
     assert two.decode_tok_s <= one.decode_tok_s
 
 
+def test_llama_cpp_layer_split_pays_a_synchronisation_per_gpu_boundary() -> None:
+    """Each GPU boundary of a layer split costs ggml's scheduler a copy + synchronise (~0.25 ms,
+    efficiency.LLAMA_CPP_SPLIT_BOUNDARY_S), far more than the 8 KB hidden state's wire time: XD-* tg512
+    of Llama-3-8B Q4_K_M on 1 and 4 RTX 3090s is 115.42 and 108.66 tok/s, 0.54 ms more per token over
+    3 boundaries; on 4 A6000s 0.87 ms."""
+    gpu = resolve_gpu("rtx-3090")
+    kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "q4_k_m", "engine_version": "b2824"}
+    one = decode_step(resolve(ARCH, plan(**kw), gpu), 1, 256).seconds
+    four = decode_step(resolve(ARCH, plan(count=4, **kw), gpu), 1, 256).seconds
+    assert 0.5e-3 < four - one < 1.2e-3
+
+
 def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
     """llama.cpp PR #6017: micro-batches of 512 tokens overlap across the split's GPUs. One micro-batch
     gains nothing; 4096 tokens on 4 GPUs ideally gain 16/7 (4 micro-batches of a 2048 batch), of

@@ -315,6 +315,18 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    error band carries the disagreement.
 LLAMA_CPP_PIPELINE_EFF = 0.5
 
+# Fixed time per GPU boundary that a llama.cpp layer split (-sm layer, several GPUs) crosses in one
+#    pass, beyond the hidden state's wire time (interconnects.p2p_time_s, ~10 us): ggml's backend
+#    scheduler runs each GPU's layers as a graph split of its own and, at every boundary, copies the
+#    split's inputs to the next device and synchronises the two (ggml-backend.cpp,
+#    ggml_backend_sched_compute_splits: tensor copy + event record / wait, or a full device synchronise
+#    where events are missing), so the next GPU's kernels start only after the previous GPU's drained.
+#    The XD-* rows give it as (t_N - t_1) / (N - 1) for the same model at tg512 on 1 and N GPUs:
+#    Llama-3-8B (Q4_K_M and F16) 0.05-0.42 ms per boundary on RTX 3090 x 2/4/6, RTX A6000, A40,
+#    RTX 4000/5000/6000 Ada, A100 PCIe and H100 PCIe x 4 (median 0.25 ms); A100 SXM4 x 4 ~1 ms (not
+#    separated). Applied once per pass (a prompt's micro-batches add a few such waits, negligible there).
+LLAMA_CPP_SPLIT_BOUNDARY_S = 0.25e-3
+
 # Weight-format families: de-quantisation work in the mat-vec lowers the bandwidth reached.
 #   f16: fp32/bf16/fp16 (no de-quantisation); q8: q8_0 / int8 / fp8; legacy: q4_0, q4_1, q5_0,
 #   q5_1 (one scale per block of 32, cheap); kquant: q2_k..q6_k, iq* (super-blocks with 6-bit

@@ -292,6 +292,9 @@ def pass_time(
         from mlrig.catalog.interconnects import p2p_time_s
 
         comm_s = comm_s + (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
+        if engine.startswith("llama.cpp"):
+            # the backend scheduler's copy + synchronise at each GPU boundary (efficiency.LLAMA_CPP_SPLIT_BOUNDARY_S)
+            comm_s = comm_s + (serial_gpus - 1) * eff.LLAMA_CPP_SPLIT_BOUNDARY_S
     # The roofline holds per kernel, and a pass runs its kernels one after another: the GEMMs (weights
     # streamed, 2 x params FLOPs per token) and the attention kernels (the KV cache read or written,
     # QK^T / AV FLOPs) each take the max of their own compute and memory times, and the two add.
