@@ -176,11 +176,13 @@ def test_llama_cpp_layer_split_pays_a_synchronisation_per_gpu_boundary() -> None
 
 def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
     """llama.cpp PR #6017: micro-batches of 512 tokens overlap across the split's GPUs. One micro-batch
-    gains nothing; 4096 tokens on 4 GPUs ideally gain 16/7 (4 micro-batches of a 2048 batch), of
-    which half is credited (efficiency.LLAMA_CPP_PIPELINE_EFF)."""
+    gains nothing; 4096 tokens on 4 GPUs ideally gain 32/11 (8 micro-batches: llama_decode does not
+    synchronise between the prompt's two 2048-token batches), of which half is credited
+    (efficiency.LLAMA_CPP_PIPELINE_EFF)."""
     assert llama_cpp_pipeline_speedup(512, 4) == 1.0
     assert llama_cpp_pipeline_speedup(4096, 1) == 1.0
-    assert llama_cpp_pipeline_speedup(4096, 4) == pytest.approx(1 + eff.LLAMA_CPP_PIPELINE_EFF * (16 / 7 - 1))
+    assert llama_cpp_pipeline_speedup(4096, 4) == pytest.approx(1 + eff.LLAMA_CPP_PIPELINE_EFF * (32 / 11 - 1))
+    assert llama_cpp_pipeline_speedup(2048, 4) == pytest.approx(1 + eff.LLAMA_CPP_PIPELINE_EFF * (16 / 7 - 1))
     assert llama_cpp_pipeline_speedup(1024, 4) < llama_cpp_pipeline_speedup(4096, 4)
     gpu = resolve_gpu("rtx-3090")
     kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "f16"}

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 PCIE_COPY_EFF = 0.8
 
 # llama.cpp's defaults for a prompt: logical batches of n_batch = 2048 tokens, each split into
-# micro-batches of n_ubatch = 512 (common/common.h; llama-bench uses the same defaults).
-LLAMA_CPP_N_BATCH = 2048
+# micro-batches of n_ubatch = 512 (common/common.h; llama-bench uses the same defaults). The layer
+# split's pipeline runs over micro-batches across batches (`llama_cpp_pipeline_speedup`).
 LLAMA_CPP_N_UBATCH = 512
 
 
@@ -432,13 +432,18 @@ def _offload_time(offloaded_bytes: Num, engine: str, gpu: GPU, host_bw_gb_s: flo
 
 def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
     """Prompt-processing speed-up of llama.cpp's layer split over `gpus` GPUs (pipeline parallelism,
-    llama.cpp PR #6017, March 2024): the micro-batches of one logical batch flow through the GPUs'
-    layer ranges concurrently, so m micro-batches ideally take (m + G - 1) stage times instead of
-    m x G. A 512-token prompt is one micro-batch (no gain); 4096 tokens on 4 GPUs ideally gain
-    16/7 = 2.3x. Only `eff.LLAMA_CPP_PIPELINE_EFF` of the ideal gain is credited (see there)."""
+    llama.cpp PR #6017, March 2024): the prompt's micro-batches flow through the GPUs' layer ranges
+    concurrently, so m micro-batches ideally take (m + G - 1) stage times instead of m x G. The
+    pipeline spans the whole prompt, not one logical batch of n_batch tokens: llama_decode returns
+    without synchronising ("wait for the computation to finish (automatically done when obtaining the
+    model output)", llama_decode_internal, 2024 builds; llama_context::decode since), and llama-bench
+    synchronises once after the prompt's last batch, so the next batch's micro-batches enter the
+    pipeline while the previous one drains (the scheduler keeps GGML_SCHED_MAX_COPIES = 4 sets of
+    inputs in flight). A 512-token prompt is one micro-batch (no gain); 4096 tokens on 4 GPUs ideally
+    gain 32/11 = 2.9x. Only `eff.LLAMA_CPP_PIPELINE_EFF` of the ideal gain is credited (see there)."""
     if gpus <= 1:
         return 1.0
-    m = vec.ceil_int(vec.minimum(tokens, LLAMA_CPP_N_BATCH) / LLAMA_CPP_N_UBATCH)
+    m = vec.ceil_int(tokens / LLAMA_CPP_N_UBATCH)
     ideal = m * gpus / (m + gpus - 1)
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
