@@ -11,10 +11,12 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import (
     ERROR_BAND,
     cpu_decode_tok_s,
+    decode_cost,
     decode_kv_read_factor,
     decode_step,
     llama_cpp_pipeline_speedup,
     lm_head_params,
+    prefill_cost,
     prefill_pass,
     speculative_speedup,
 )
@@ -172,6 +174,22 @@ def test_llama_cpp_layer_split_pays_a_synchronisation_per_gpu_boundary() -> None
     one = decode_step(resolve(ARCH, plan(**kw), gpu), 1, 256).seconds
     four = decode_step(resolve(ARCH, plan(count=4, **kw), gpu), 1, 256).seconds
     assert 0.5e-3 < four - one < 1.2e-3
+
+
+def test_llama_cpp_prefill_gemms_stream_weights_at_the_serving_engines_hbm_figure() -> None:
+    """llama.cpp's HBM decode bandwidth figure (0.60) is its batch-1 mat-vec shortfall; a prefill's GEMMs
+    stream their weights at efficiency.LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM (0.80). GDDR keeps its figure."""
+    for gpu_id, fraction in (("h100-pcie-80gb", 0.80), ("rtx-a6000", eff.BW_EFF["llama.cpp-2024"]["gddr"])):
+        gpu = resolve_gpu(gpu_id)
+        r = resolve(ARCH, plan(gpu=gpu_id, engine="llama.cpp", engine_version="b2843", precision="fp16"), gpu)
+        cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 512)
+        assert prefill_pass(r, 1, 512).memory_s == pytest.approx(
+            cost.bytes / (gpu.memory_bandwidth_gb_s * 1e9 * fraction), rel=1e-6)
+    gpu = resolve_gpu("h100-pcie-80gb")
+    r = resolve(ARCH, plan(gpu=gpu.id, engine="llama.cpp", engine_version="b2843", precision="fp16"), gpu)
+    dec = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 512)
+    assert decode_step(r, 1, 512).memory_s == pytest.approx(
+        dec.bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.BW_EFF["llama.cpp-2024"]["hbm"]), rel=1e-6)
 
 
 def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:

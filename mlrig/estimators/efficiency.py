@@ -78,6 +78,18 @@ BW_EFF: dict[str, dict[str, float]] = {
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
 }
 
+# 1'. llama.cpp's HBM figure above is its batch-1 mat-vec grids' shortfall. A prefill's GEMMs (hundreds of
+#    tokens per pass, cuBLAS or MMQ tiles over the whole weight matrix) launch full grids and stream their
+#    weight tiles as the serving engines' kernels do, so their weight reads take that HBM figure
+#    (BW_EFF["vllm"]["hbm"], 0.80) in the prefill roofline (performance.pass_time). It matters near the
+#    roofline's ridge (ROOFLINE_SMOOTHING_P), where F16 prompts of a few hundred tokens sit on HBM cards:
+#    with 0.60 the XD-* F16 pp512 rows of Llama-3-8B on A100 PCIe / H100 PCIe came out 21-23 % slow while
+#    Q4_K_M (a quarter of the bytes) fit, i.e. the model's Q4_K_M / F16 prefill ratio was 0.90-0.98
+#    where the rows measure 0.75-0.77 (XD-0370/0376, XD-0538/0544), the GEMM-efficiency ratio that
+#    QUANT_PREFILL_EFF = 0.80 states. With 0.80 they are 19-21 % slow (most of a pp512 pass there is
+#    PREFILL_TOKEN_LAYER_S's per-token time); `mlrig validate` prefill llama.cpp hbm 21 % -> 19 % median.
+LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM = BW_EFF["vllm"]["hbm"]
+
 # 1a. Apple silicon by bus width: one unified factor left base/Pro chips (68-273 GB/s, 64-256-bit
 #    LPDDR) 10-17 % too slow and Max/Ultra chips (400-819 GB/s, 512-1024-bit, the Ultras two dies
 #    joined by UltraFusion) up to 23 % too fast in llama.cpp Metal decode (A4167-* and XD-018x..024x,

@@ -253,7 +253,11 @@ def pass_time(
     unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
     sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
     mclass = gpu_memory_class(gpu)
-    bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
+    fraction = bandwidth_efficiency(gpu, engine)
+    if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
+        # prefill GEMMs launch full grids: not llama.cpp's batch-1 mat-vec shortfall on HBM
+        fraction = max(fraction, eff.LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM)
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
