@@ -453,9 +453,15 @@ def weight_bits_by_component(arch: ModelArch, precision: str | Precision) -> dic
         linear_bits = _gguf_linear_bits(arch, s.gguf_mix, linear)
     else:
         linear_bits = linear * s.linear_bpw
+    embed_bpw = s.embed_bpw
+    if s.is_gguf and arch.tie_word_embeddings and not p.lm_head:
+        # a tied token_embd is also the output tensor: llama.cpp quantises it with the output's type
+        # (`llama_tensor_get_type`, src/llama-quant.cpp: `name == output.weight || (!qs.has_output &&
+        # name == token_embd.weight)`), Q6_K in the K-quant mixes: Llama-3.2-1B Q4_K_M is 0.81 GB, not 0.73
+        embed_bpw = s.head_bpw
     return {
         "linear": linear_bits,
-        "embedding": p.embedding * s.embed_bpw,
+        "embedding": p.embedding * embed_bpw,
         "lm_head": p.lm_head * s.head_bpw,
         "norms": p.norms * s.norm_bpw,
         # vision towers, gates and other extras stay 16-bit in quantised checkpoints

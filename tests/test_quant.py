@@ -167,3 +167,20 @@ def test_amp_mixed_precisions_keep_fp32_weights_and_compute_16_bit() -> None:
         quant.normalise_precision("bf16-true")
     arch = resolve_model("llama-2-7b")
     assert quant.weight_bytes(arch, "bf16-mixed") == 2 * quant.weight_bytes(arch, "bf16")
+
+
+def test_gguf_tied_embedding_is_stored_at_the_output_type() -> None:
+    """llama.cpp quantises a tied token_embd with the output tensor's type (Q6_K in the K-quant mixes,
+    llama_tensor_get_type): Llama-3.2-1B's 128256 x 2048 table at 6.5625 bpw, not Q4_K's 4.5; an untied
+    model (Llama-3.1-8B) keeps token_embd at the base type and its output at Q6_K."""
+    small = resolve_model("meta-llama/Llama-3.2-1B-Instruct")
+    _, parts = quant.weight_bytes_by_component(small, "q4_k_m")
+    assert parts["embedding"] == pytest.approx(128256 * 2048 * 6.5625 / 8)
+    assert parts["lm_head"] == 0
+    big = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    _, parts = quant.weight_bytes_by_component(big, "q4_k_m")
+    assert parts["embedding"] == pytest.approx(128256 * 4096 * 4.5 / 8)
+    assert parts["lm_head"] == pytest.approx(128256 * 4096 * 6.5625 / 8)
+    # safetensors formats are untouched: the tied table stays 16-bit
+    _, parts = quant.weight_bytes_by_component(small, "bf16")
+    assert parts["embedding"] == pytest.approx(128256 * 2048 * 2)
