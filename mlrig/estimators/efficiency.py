@@ -66,9 +66,15 @@ def memory_class(hardware_class: str, memory_type: str | None = None) -> str:
 #    stacks busy at batch 1. Apple (Metal, A4167-* and XD-018x..024x F16/Q8_0 rows): ~80 %.
 #    Serving engines (vLLM, SGLang, TensorRT-LLM) with CUDA graphs reach ~80 % on HBM at batch 1
 #    (TensorRT-LLM TRT061-* throughput rows; vLLM/SGLang are assumed equal, no calibration rows).
+#    GDDR refitted 0.86 -> 0.90 once decode attention read a GQA cache once per query head without
+#    flash attention (UNFUSED_GQA_DECODE_ENGINES): that re-read had been absorbed here, leaving the XD-*
+#    GDDR decode rows at a median predicted/measured of 0.93 (0.97 before) and the C15013-* GDDR rows
+#    (current builds, tg128) at 0.95; 0.90 recentres both: `mlrig validate` decode llama.cpp gddr
+#    7.3 % / 16 % -> 4.8 % / 13 %; held out, Jan's llama.cpp throughput rows (JANTRT-*) 9.9 % -> 8.3 %
+#    median (p90 45 % -> 47 %: the eGPU row over Thunderbolt, which a plan cannot state).
 BW_EFF: dict[str, dict[str, float]] = {
-    "llama.cpp": {"gddr": 0.86, "hbm": 0.60, "unified": 0.80, "host": 0.65},
-    "llama.cpp-2024": {"gddr": 0.86, "hbm": 0.60, "unified": 0.80, "host": 0.65},
+    "llama.cpp": {"gddr": 0.90, "hbm": 0.60, "unified": 0.80, "host": 0.65},
+    "llama.cpp-2024": {"gddr": 0.90, "hbm": 0.60, "unified": 0.80, "host": 0.65},
     "llama.cpp-metal": {"gddr": 0.80, "hbm": 0.70, "unified": 0.80, "host": 0.65},
     "vllm": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "sglang": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
