@@ -83,6 +83,15 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
 
 
+def train_gemm_eff(gpu: GPU, mclass: str) -> float:
+    """Fraction of the catalog's dense tensor rate that training GEMMs reach (`eff.TRAIN_GEMM_EFF`), by
+    memory class; GeForce cards have their own figure (`eff.TRAIN_GEMM_EFF_GEFORCE`): their catalog rate is
+    the half-rate FP16/BF16-with-FP32-accumulate one, which their GEMMs reach in full."""
+    if gpu.hardware_class == "geforce" and mclass == "gddr":
+        return eff.TRAIN_GEMM_EFF_GEFORCE
+    return eff.TRAIN_GEMM_EFF[mclass]
+
+
 @dataclass(frozen=True)
 class TrainingSpeed:
     """The figures of `training_speed` (numbers for one plan, arrays for a sweep) and the parts of a step."""
@@ -156,7 +165,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
-    gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
+    gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
