@@ -137,7 +137,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
       + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
-      on all tokens, `dense_moe_experts`) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
+      on all tokens, `dense_moe_experts`) at `train_gemm_eff` of the tensor peak (FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
