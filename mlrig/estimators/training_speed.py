@@ -44,7 +44,8 @@ def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: 
     DVFS range, voltage scales roughly with frequency, so P ~ f^3 and the sustained clock under a
     cap P below TDP is ~ (P / TDP)^(1/3) of the boost clock (Weste & Harris, "CMOS VLSI Design",
     sec. 5.1 on dynamic power; the cube law is an approximation, treat it as +-5 %). Memory
-    bandwidth is not scaled: HBM/GDDR clocks do not follow the core's."""
+    bandwidth is not scaled: HBM/GDDR clocks do not follow the core's. `tdp_w`: what the card draws under
+    the load at full clocks (its board power unless known lower: `GEFORCE_TRAIN_DRAW_FRACTION`)."""
     if not power_limit_w or not tdp_w or power_limit_w >= tdp_w:
         return peak_tflops
     return peak_tflops * (power_limit_w / tdp_w) ** (1.0 / 3.0)
@@ -79,8 +80,29 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     else:
         linear = bf16
         label = "bf16"
-    tdp = gpu.tdp_w
-    return (power_capped_tflops(linear, power_limit_w, tdp), power_capped_tflops(bf16, power_limit_w, tdp), label)
+    draw = gpu.tdp_w  # what the card draws under the load at full clocks
+    if draw and gpu.hardware_class == "geforce":
+        draw = draw * GEFORCE_TRAIN_DRAW_FRACTION
+    return (power_capped_tflops(linear, power_limit_w, draw), power_capped_tflops(bf16, power_limit_w, draw), label)
+
+
+# What a GeForce card draws while training at full clocks, as a fraction of its board power (TDP): Answer.AI's
+# dual RTX 4090 workstation 'peaked at 400 watts per card' (450 W TDP) on its Llama-2-7B and Yi-34B
+# FSDP/DDP LoRA and QLoRA runs, and at 375 W on the 70B ones (fsdp_qlora benchmarks_03_2024.md, the
+# FSDPQLORA-0027..0040 rows): at half-rate FP32-accumulate tensor work the card is not at its power limit.
+# A power cap (`power_capped_tflops`) slows the clock only below that draw: the same source's RTX 3090s
+# capped at 280 W (350 W TDP) lose (280 / 311)^(1/3) = 3.5 % rather than 7 %. Taken from the 4090 for every
+# GeForce card (the 3090 rig's draw is not published).
+GEFORCE_TRAIN_DRAW_FRACTION = 400.0 / 450.0
+
+
+def train_gemm_eff(gpu: GPU, mclass: str) -> float:
+    """Fraction of the catalog's dense tensor rate that training GEMMs reach (`eff.TRAIN_GEMM_EFF`), by
+    memory class; GeForce cards have their own figure (`eff.TRAIN_GEMM_EFF_GEFORCE`): their catalog rate is
+    the half-rate FP16/BF16-with-FP32-accumulate one, which their GEMMs reach in full."""
+    if gpu.hardware_class == "geforce" and mclass == "gddr":
+        return eff.TRAIN_GEMM_EFF_GEFORCE
+    return eff.TRAIN_GEMM_EFF[mclass]
 
 
 @dataclass(frozen=True)
@@ -115,7 +137,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
       + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
-      on all tokens, `dense_moe_experts`) at `eff.TRAIN_GEMM_EFF` of the tensor peak (FP8
+      on all tokens, `dense_moe_experts`) at `train_gemm_eff` of the tensor peak (FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
@@ -156,7 +178,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
-    gemm_eff = eff.TRAIN_GEMM_EFF[mclass] * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
+    gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
