@@ -39,10 +39,10 @@ DEFAULT_HOURS_PER_RUN = 4.0
 OLD_ARCH = ("kepler", "maxwell", "pascal")
 # NVIDIA added bf16 with Ampere (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020).
 NO_BF16_ARCH = ("kepler", "maxwell", "pascal", "volta", "turing")
-# The training-speed calibration rows are all full-parameter runs on A100/V100 datacentre GPUs
-# (mlrig/data/calibration/training_speed.csv: MosaicML llm-foundry, Megatron): no consumer, workstation
-# or Apple GPU, and no LoRA/QLoRA. Outside that the training speed carries no validated band, so we show
-# ×0.5-2 instead (wide enough to say the answer may flip, not a fitted error).
+# Training speed is validated per scope (method x memory class: full, LoRA, QLoRA on HBM and on GDDR
+# cards, from the published runs in mlrig/data/calibration/). A scope with too few runs (Apple unified
+# memory, CPU, full fine-tuning on GDDR today) carries no validated band, so we show ×0.5-2 instead
+# (wide enough to say the answer may flip, not a fitted error).
 UNVALIDATED_TRAIN_FACTOR = 2.0
 
 

@@ -367,8 +367,9 @@ def optimizer_step_bytes(optimizer: str, precision: Precision, engine: str | Non
 
 # Relative error band of the training speed. Full training on HBM cards: the p90 of |pred/meas - 1|
 # over the 184 fit rows of train_tokens_per_s / training-full / hbm in scripts/calibration_report.py
-# is 21 % (the legacy MPT table in `mlrig.validation.speed`: 13 %). LoRA/QLoRA and GDDR cards have
-# few rows and a p90 of 35-120 %: a wide band, said as such.
+# is 21 % (the legacy MPT table in `mlrig.validation.speed`: 13 %). Elsewhere the wide default stands
+# only where no scope validates the plan: a validated scope's own p90 replaces either figure
+# (planner.attach_validation; LoRA/QLoRA on GDDR and HBM cards: 14-108 % in `mlrig validate`, 2026-11-24).
 TRAIN_ERROR_BAND = 0.25
 TRAIN_ERROR_BAND_WIDE = 0.60
 
