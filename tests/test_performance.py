@@ -134,6 +134,23 @@ def test_pre_xqa_trt_llm_reads_gqa_cache_once_per_query_head() -> None:
     assert old1 / new1 < 1.1
 
 
+def test_transformers_dynamic_cache_copies_the_whole_cache_every_decode_step() -> None:
+    """HF transformers' dynamic cache grows by torch.cat: each decode step reads the cache for attention
+    and reads + writes it once more for the concatenation (efficiency.KV_EXTRA_PASSES_PER_STEP), so its
+    KV bytes are 3x vLLM's. Llama-2-7B fp16 (512 KiB of cache per token) on an A100 80GB at batch 16 and
+    1,024 tokens: 8 GiB of cache, three passes = 25.8 GB more than at 1 token, at the engine's HBM
+    bandwidth (0.55 x 2,039 GB/s) ~23 ms; optimum's benchmark measured ~30 ms per step for this much
+    growth on Llama-2-13B (OPTGPTQ-0026 vs -0080)."""
+    mha = resolve_model("llama-2-7b")
+    assert decode_kv_read_factor(mha, "transformers") == 3.0
+    assert decode_kv_read_factor(mha, "vllm") == 1.0
+    gpu = resolve_gpu("a100-sxm-80gb")
+    r = resolve(mha, plan(engine="transformers", precision="fp16", gpu=gpu.id), gpu)
+    grown = decode_step(r, 16, 1024).seconds - decode_step(r, 16, 1).seconds
+    kv_bytes = 16 * 1023 * 32 * 2 * 4096 * 2
+    assert grown == pytest.approx(3 * kv_bytes / (0.55 * gpu.memory_bandwidth_gb_s * 1e9), rel=0.1)
+
+
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
     gpu = resolve_gpu("rtx-3090")
     kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "q4_k_m"}

@@ -248,6 +248,16 @@ COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
 #    bound (L2 hits between query heads of a group are ignored).
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 
+# HF transformers' default (dynamic) KV cache grows by concatenation: every decode step each layer runs
+#    `torch.cat([past, new], dim=-2)` (the legacy tuples before 4.36, `DynamicCache.update` since), which
+#    reads the whole cache and writes a new copy of it, besides the attention kernel's own read: passes
+#    over the cache per step beyond that read, at plain bandwidth (`performance.decode_kv_read_factor`).
+#    The static cache (`cache_implementation="static"`) writes in place; it is not the default. Rows:
+#    Llama-2-13B fp16 on an A100 SXM4, batch 16 (optimum benchmark): 40.2 ms TPOT at 1-512 tokens
+#    (OPTGPTQ-0080, 3.3 GB of cache at the mean context) and 69.9 ms per token at 512-1,024 tokens
+#    (OPTGPTQ-0026: 9.8 GB) - ~30 ms for ~6.5 GB more cache, three passes over it at ~0.85 TB/s.
+KV_EXTRA_PASSES_PER_STEP: dict[str, float] = {"transformers": 2.0}
+
 # Near the roofline's ridge a kernel reaches neither roof: a GEMM whose compute and memory times are
 #    alike streams its tiles and runs its tensor-core math with only partial overlap (tile and wave
 #    quantisation, pipeline fill; NVIDIA, "Matrix Multiplication Background User's Guide", DU-09799-001,

@@ -171,11 +171,13 @@ def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:
 
 
 def decode_kv_read_factor(arch: ModelArch, engine: str) -> float:
-    """How many times a decode step reads each cached KV byte: 1, or the GQA group size for engines
-    whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`)."""
+    """How many times a decode step moves each cached KV byte: 1, or the GQA group size for engines
+    whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`),
+    plus the passes of a cache grown by concatenation (`efficiency.KV_EXTRA_PASSES_PER_STEP`)."""
+    extra = eff.KV_EXTRA_PASSES_PER_STEP.get(engine, 0.0)
     if engine in eff.KV_READ_PER_QUERY_HEAD and not arch.is_mla and arch.num_kv_heads:
-        return arch.num_heads / arch.num_kv_heads
-    return 1.0
+        return arch.num_heads / arch.num_kv_heads + extra
+    return 1.0 + extra
 
 
 def decode_cost(
