@@ -15,10 +15,11 @@ from mlrig.estimators.performance import (
     decode_step,
     llama_cpp_pipeline_speedup,
     lm_head_params,
+    prefill_cost,
     prefill_pass,
     speculative_speedup,
 )
-from mlrig.estimators.resolved import resolve
+from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.estimators.serving import max_concurrency_for_latency, serving_curve
 from mlrig.estimators.speed import estimate_performance
 from mlrig.estimators.training_speed import (
@@ -149,6 +150,38 @@ def test_transformers_dynamic_cache_copies_the_whole_cache_every_decode_step() -
     grown = decode_step(r, 16, 1024).seconds - decode_step(r, 16, 1).seconds
     kv_bytes = 16 * 1023 * 32 * 2 * 4096 * 2
     assert grown == pytest.approx(3 * kv_bytes / (0.55 * gpu.memory_bandwidth_gb_s * 1e9), rel=0.1)
+
+
+def test_old_transformers_prefill_runs_the_lm_head_on_every_prompt_token() -> None:
+    """transformers < 4.45 returns logits for every prompt position: the head's 2 x params FLOPs per
+    prompt token, not once per sequence (Llama-2-7B: 4096 x 32000 head parameters)."""
+    arch = resolve_model("llama-2-7b")
+    last = prefill_cost(arch, 13.5e9, 2.0, 4, 512)
+    every = prefill_cost(arch, 13.5e9, 2.0, 4, 512, all_logits=True)
+    assert every.flops - last.flops == pytest.approx(4 * 2.0 * 4096 * 32000 * 511, rel=1e-6)
+
+
+def test_transformers_quantised_prefill_at_the_fp16_gemm_rate_with_launches_hidden() -> None:
+    """HF transformers' GPTQ prefill runs its GEMMs at the 16-bit rate (efficiency.DEQUANT_TO_FP16_GEMM_ENGINES)
+    and its per-linear host cost is hidden behind a prefill's long GEMMs (HOST_LAUNCH_OVERLAPPED_IN_PREFILL):
+    Llama-2-13B GPTQ 512-token prompts on an A100 take as long as fp16 (OPTGPTQ-0033 95 ms vs -0031 99 ms),
+    while its decode step pays the quantised linears' launches. NF4 adds bitsandbytes' de-quantised copy
+    (4 bytes per quantised parameter) as a kernel of its own: ~46 ms at batch 1 (OPTGPTQ-0034: +42 ms)."""
+    arch = resolve_model("meta-llama/Llama-2-13b-chat-hf")
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def r(precision: str, engine: str = "transformers") -> ResolvedPlan:
+        return resolve(arch, plan(engine=engine, precision=precision, gpu=gpu.id, engine_version="4.37.2"), gpu)
+    fp16, gptq, nf4 = r("fp16"), r("gptq"), r("nf4")
+    assert prefill_pass(gptq, 1, 512).seconds <= prefill_pass(fp16, 1, 512).seconds
+    assert prefill_pass(gptq, 16, 512).seconds == pytest.approx(prefill_pass(fp16, 16, 512).seconds, rel=0.02)
+    launches = arch.num_layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
+    assert decode_step(gptq, 1, 256).overhead_s - decode_step(fp16, 1, 256).overhead_s == pytest.approx(launches)
+    # vLLM's quantised prefill keeps the MMQ-style discount
+    assert prefill_pass(r("gptq", "vllm"), 16, 512).seconds > 1.15 * prefill_pass(r("fp16", "vllm"), 16, 512).seconds
+    copy_s = (13.0e9 - 5120 * 32000) * 4.0 / (eff.BW_EFF["transformers"]["hbm"] * gpu.memory_bandwidth_gb_s * 1e9)
+    extra = prefill_pass(nf4, 1, 512).seconds - prefill_pass(gptq, 1, 512).seconds
+    assert extra == pytest.approx(copy_s, rel=0.1)
 
 
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:

@@ -118,8 +118,12 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "trt-llm": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
-    "transformers": {"gddr": 0.40, "hbm": 0.50, "unified": 0.35, "host": 0.30},  # hbm: OPTGPTQ-0031/0035/
-    # 0039/0043/0047 (Llama-2-13B fp16 prefill of 512 tokens on an A100 SXM4 at batch 1-16: 43-52 % of peak)
+    "transformers": {"gddr": 0.40, "hbm": 0.65, "unified": 0.35, "host": 0.30},  # hbm: OPTGPTQ-0031..0050
+    # (Llama-2-13B prefill of 512 tokens on an A100 SXM4 at batch 1-16, fp16 / GPTQ / NF4: 43-52 % of peak
+    # over the whole pass, element-wise kernels included). Those kernels are PREFILL_TOKEN_LAYER_S below
+    # (~25 ms of the 83 ms per 512-token sequence at batch 4-16), so the GEMMs themselves reach ~0.65 of
+    # the peak (~200 TFLOPS, cuBLAS on large fp16 GEMMs). It was 0.50, the whole-pass rate, which counted
+    # the element-wise time twice (prefill 29 % / 36 % median / p90 error -> 6 % / 17 %).
     "exllamav2": {"gddr": 0.45, "hbm": 0.40, "unified": 0.40, "host": 0.30},
     "mlc": {"gddr": 0.45, "hbm": 0.40, "unified": 0.50, "host": 0.30},
 }
@@ -358,6 +362,21 @@ FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0
 # XD-0328/0334). We model quantised prefill as the FP16 tensor path times this factor (not the
 # int8 peak, which it never approaches).
 QUANT_PREFILL_EFF = 0.80
+# Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
+# kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
+# int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;
+# its copy's traffic is BNB4_DEQUANT_BYTES_PER_PARAM). Rows: Llama-2-13B on an A100 SXM4, 512-token
+# prompts at batch 1-16 (optimum benchmark, transformers 4.37.2): GPTQ Marlin 95 ms at batch 1 against
+# fp16's 99 ms (OPTGPTQ-0033 / -0031); GPTQ ExLlamaV2, Marlin and NF4 within -10..+3 % of fp16 at batch
+# 8-16 (OPTGPTQ-0043..0050), where QUANT_PREFILL_EFF (llama.cpp's MMQ kernels) made them 20 % slower.
+DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers"})
+# Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
+# execution"): the host's per-layer Python and launch time (LAYER_OVERHEAD_S, the quantised linears'
+# TRANSFORMERS_QUANT_LINEAR_S) runs ahead of the GPU and shows only where the GPU's own work is shorter.
+# In a decode step the kernels are short and it adds (fitted so); in a prefill every layer's GEMMs take
+# milliseconds and it is hidden: GPTQ decode pays ~0.45 ms per layer more than fp16 (OPTGPTQ-0052 vs
+# -0051) but its 512-token prefill at batch 1 is no slower than fp16's (OPTGPTQ-0033 vs -0031).
+HOST_LAUNCH_OVERLAPPED_IN_PREFILL = frozenset({"transformers"})
 
 # Training step physics (training_speed.estimate_training). Fitted on the fit-split rows of
 # mlrig/data/calibration with `python scripts/calibration_report.py --metric train_tokens_per_s_per_gpu`.

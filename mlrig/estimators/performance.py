@@ -108,7 +108,7 @@ class PassCost:
     flops: Num
     weight_bytes: Num
     kv_bytes: Num
-    other_bytes: Num  # moved by the GEMM kernels beside the weights (de-quantised copies), at plain bandwidth
+    other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies), at plain bandwidth
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
 
@@ -195,15 +195,17 @@ def decode_cost(
 
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
-    flash_attention: bool = True,
+    flash_attention: bool = True, all_logits: bool = False,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
-    head runs once per sequence). Without flash attention engines compute the full s x s scores
-    and write/read them in fp32 (4 bytes x 2) per head per layer."""
+    head runs once per sequence), or for every prompt token with `all_logits` (transformers before
+    4.45, engines.transformers_full_logits). Without flash attention engines compute the full s x s
+    scores and write/read them in fp32 (4 bytes x 2) per head per layer."""
     head = lm_head_params(arch)
     body = matmul_params(arch) - head
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
-    flops = batch * (2.0 * body * prompt + 2.0 * head) + attn
+    head_tokens = prompt if all_logits else 1.0
+    flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
     w = weight_bytes * read_fraction(arch, batch * prompt)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
@@ -256,9 +258,13 @@ def pass_time(
     fam = precision.family
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
-    weights_s = (cost.weight_bytes / w_bw + cost.other_bytes / bw) / tp
+    weights_s = cost.weight_bytes / w_bw / tp
+    # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
+    # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
+    # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic at ~1.1 TB/s)
+    other_s = cost.other_bytes / bw / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
-    memory_s = weights_s + attn_mem_s
+    memory_s = weights_s + other_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
     if peak and engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and gpu.hardware_class == "geforce":
@@ -267,7 +273,7 @@ def pass_time(
     attn_compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
-        if fam != "f16" and dtype == "fp16":
+        if fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
@@ -277,6 +283,9 @@ def pass_time(
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
         overhead_s = overhead_s + layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
+    host_s: Num = 0.0
+    if not decode and engine in eff.HOST_LAUNCH_OVERLAPPED_IN_PREFILL:
+        host_s, overhead_s = overhead_s, 0.0  # runs ahead of the GPU; only what the GPU does not cover shows
     if not decode:
         overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
                                    / eff.PREFILL_REF_HIDDEN / tp)
@@ -301,9 +310,13 @@ def pass_time(
     # decode: both memory-bound; a long prefill: both compute-bound) this is the single max again.
     # Within a group, compute and memory overlap only partly near the ridge: a smooth max
     # (`_soft_max`, efficiency.ROOFLINE_SMOOTHING_P), equal to the max where one side dominates.
-    core = _soft_max(compute_s - attn_compute_s, weights_s) + _soft_max(attn_compute_s, attn_mem_s)
+    core = _soft_max(compute_s - attn_compute_s, weights_s) + other_s + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
-    return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
+    gpu_s = core + overhead_s
+    if not decode and engine in eff.HOST_LAUNCH_OVERLAPPED_IN_PREFILL:
+        overhead_s = overhead_s + vec.maximum(0.0, host_s - gpu_s)
+        gpu_s = vec.maximum(gpu_s, host_s)
+    return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
 
 # ---- public API ------------------------------------------------------------------------------------
@@ -442,8 +455,19 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
 def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
+    from mlrig.estimators.engines import transformers_full_logits
+
     s = _setup(r)
-    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention)
+    transformers = s.engine == "transformers"
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
+                        all_logits=transformers and transformers_full_logits(r.workload.engine_version))
+    if transformers and r.precision.name.startswith("nf4"):
+        # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
+        # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
+        extra = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops,
+                        spill_bytes=cost.spill_bytes)
     t = _timed(cost, r, s, batch * prompt, decode=False)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
