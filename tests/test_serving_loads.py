@@ -211,6 +211,20 @@ def test_old_transformers_generate_holds_two_copies_of_the_kv_cache() -> None:
     assert engines.transformers_legacy_cache("4.32") and not engines.transformers_legacy_cache(None)
 
 
+def test_eager_attention_scores_grow_with_the_batch_not_its_square() -> None:
+    """Without fused attention a prefill materialises batch x heads x prompt x prompt scores (bf16 + fp32
+    softmax, 6 B each) for one layer: Llama-2-13B (40 heads), 4 x 512 tokens: 0.23 GiB more than with
+    flash attention, four times batch 1's."""
+    def act(flash: bool, batch: int) -> float:
+        r = evaluate({"model": "meta-llama/Llama-2-13b-chat-hf", "workload": {
+            "engine": "transformers", "engine_version": "4.46", "precision": "fp16", "batch_size": batch,
+            "prompt_tokens": 512, "output_tokens": 16, "flash_attention": flash}, "hardware": {"gpu": "a100-sxm-80gb"}})
+        assert r.memory is not None
+        return r.memory.activations_gib
+    assert act(False, 4) - act(True, 4) == pytest.approx(4 * 40 * 512 * 512 * 6 / 2**30, rel=0.02)
+    assert act(False, 4) - act(True, 4) == pytest.approx(4 * (act(False, 1) - act(True, 1)), rel=0.02)
+
+
 def test_vllm_v0_profile_run_shrinks_the_kv_pool_at_long_max_model_len() -> None:
     def kv(version: str) -> int:
         r = evaluate({"model": "llama-3.1-8b", "workload": {"engine": "vllm", "engine_version": version,

@@ -309,7 +309,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             act = act + ub * ctx * batch * heads_gpu * 4
     else:
         step_tokens = vec.minimum(prompt1, MLX_PREFILL_STEP) if engine.startswith("mlx") else prompt1
-        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu * batch, prompt1) / pp
+        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu, prompt1) / pp
         act = act + batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
         from mlrig.estimators.engines import transformers_full_logits, transformers_legacy_cache
 
