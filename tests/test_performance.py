@@ -184,6 +184,22 @@ def test_transformers_quantised_prefill_at_the_fp16_gemm_rate_with_launches_hidd
     assert extra == pytest.approx(copy_s, rel=0.1)
 
 
+def test_transformers_eager_attention_adds_host_time_per_layer_in_decode() -> None:
+    """Unfused attention in eager transformers launches ~6 kernels per layer where SDPA launches one:
+    efficiency.EAGER_ATTENTION_LAYER_S per layer in a decode step (Llama-2-13B: 40 x 100 us = 4 ms; the
+    optimum benchmark's 4.32 eager runs are ~6 ms slower per token than its 4.37 SDPA ones). Prefill's
+    host time is hidden behind its GEMMs, and engines with fused attention are unaffected."""
+    arch = resolve_model("meta-llama/Llama-2-13b-chat-hf")
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def r(flash: bool, engine: str = "transformers") -> ResolvedPlan:
+        return resolve(arch, plan(engine=engine, precision="fp16", gpu=gpu.id, flash_attention=flash), gpu)
+    extra = decode_step(r(False), 1, 768).seconds - decode_step(r(True), 1, 768).seconds
+    assert extra == pytest.approx(40 * eff.EAGER_ATTENTION_LAYER_S["transformers"])
+    assert 3e-3 < extra < 6e-3
+    assert decode_step(r(False, "vllm"), 1, 768).seconds == decode_step(r(True, "vllm"), 1, 768).seconds
+
+
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:
     gpu = resolve_gpu("rtx-3090")
     kw = {"gpu": "rtx-3090", "engine": "llama.cpp", "precision": "q4_k_m"}

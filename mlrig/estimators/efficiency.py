@@ -377,6 +377,15 @@ DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers"})
 # milliseconds and it is hidden: GPTQ decode pays ~0.45 ms per layer more than fp16 (OPTGPTQ-0052 vs
 # -0051) but its 512-token prefill at batch 1 is no slower than fp16's (OPTGPTQ-0033 vs -0031).
 HOST_LAUNCH_OVERLAPPED_IN_PREFILL = frozenset({"transformers"})
+# HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
+#    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
+#    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or
+#    flash-attention is one call. Host time per layer, added where decode is launch-bound. Llama-2-13B
+#    fp16 at batch 1 on an A100 SXM4 (optimum benchmark): 36.8 ms per token with eager attention at
+#    512-1,024 tokens (transformers 4.32, OPTGPTQ-0002) against 30.4 ms with SDPA at 1-512 (4.37.2,
+#    OPTGPTQ-0051), ~6 ms of which the larger cache's reads and copies explain ~2; NF4 shows the same
+#    ~7 ms (OPTGPTQ-0006 vs -0054). ~100 us per layer.
+EAGER_ATTENTION_LAYER_S: dict[str, float] = {"transformers": 100e-6}
 
 # Training step physics (training_speed.estimate_training). Fitted on the fit-split rows of
 # mlrig/data/calibration with `python scripts/calibration_report.py --metric train_tokens_per_s_per_gpu`.

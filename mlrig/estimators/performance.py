@@ -247,12 +247,14 @@ def pass_time(
     decode: bool = True,
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
+    extra_layer_s: float = 0.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
     unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
-    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
+    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`). `extra_layer_s`: per-layer
+    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`)."""
     mclass = gpu_memory_class(gpu)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(gpu, engine)
     fam = precision.family
@@ -277,7 +279,7 @@ def pass_time(
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
-    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
+    overhead_s = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s) + (
         eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
@@ -393,11 +395,17 @@ def offload_of(memory: Any) -> float:
     return float(offload_fraction(False, 0.0, b.per_gpu_gib, b.gpu_capacity_gib, b.weights_gib))
 
 
+def eager_attention_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Host time per layer of an unfused attention (`flash_attention` false) in an eager engine:
+    efficiency.EAGER_ATTENTION_LAYER_S, 0 elsewhere."""
+    return 0.0 if r.workload.flash_attention else eff.EAGER_ATTENTION_LAYER_S.get(engine, 0.0)
+
+
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial, seq_step_s=s.seq_step_s)
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine))
 
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
