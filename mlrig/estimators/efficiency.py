@@ -150,10 +150,18 @@ LAYER_OVERHEAD_S: dict[str, float] = {
 
 # HF transformers with quantised weights (GPTQ through AutoGPTQ / Optimum, int8 bitsandbytes): each
 # quantised linear is a Python module launching its own de-quantise + GEMM kernels. Llama-2-13B GPTQ
-# 4-bit decodes at 19-35 tok/s on an A100 (OPTGPTQ-0004..0006, -0052..0054; fp16 at 27-33 tok/s,
-# OPTGPTQ-0002/0051) where its 7 GB read alone would allow ~150: ~0.45 ms per layer more than fp16,
-# ~65 us per quantised linear.
-TRANSFORMERS_QUANT_LINEAR_S = 65e-6
+# 4-bit decodes at 29-35 tok/s on an A100 at batch 1 (ExLlama v1 OPTGPTQ-0004, ExLlamaV2 -0052, Marlin
+# -0053; fp16 at 27-33 tok/s, OPTGPTQ-0002/0051) where its 7 GB read alone would allow ~150: once the
+# cache copies (KV_EXTRA_PASSES_PER_STEP) and eager attention (EAGER_ATTENTION_LAYER_S) are counted,
+# 44-57 us per quantised linear (it was 65 us, fitted before them on GPTQ and bitsandbytes rows together).
+TRANSFORMERS_QUANT_LINEAR_S = 50e-6
+# bitsandbytes' 4-bit linear (NF4 / FP4) costs more per call: Linear4bit casts its input and bias,
+# unpacks the quant state and calls its kernels through ctypes (bitsandbytes functional.py, gemv_4bit /
+# dequantize_4bit). Llama-2-13B FP4 decodes at 22.2 tok/s at batch 1 (OPTGPTQ-0054: 45 ms, against GPTQ's
+# 29-32 ms for the same bytes): ~105 us per linear. One source (the optimum benchmark, bitsandbytes
+# 0.41.1); an independent report has NF4 batch-1 decode at 0.75x fp16 (Mistral-7B, 36.5 vs 48.6 tok/s,
+# bitsandbytes-foundation/bitsandbytes issue #611, 2023-11-22); this gives 0.68x here.
+BNB4_LINEAR_S = 105e-6
 
 # bitsandbytes 4-bit (NF4 / FP4) under HF transformers: its fused gemv_4bit kernel serves a forward of
 # one token only; for more tokens (batch > 1 decode, prefill) matmul_4bit de-quantises each linear's
@@ -163,6 +171,12 @@ TRANSFORMERS_QUANT_LINEAR_S = 65e-6
 # ms (OPTGPTQ-0062/0070/0078/0086 vs -0056/0064/0072/0080): ~2.3x fp16's weight traffic, as
 # (0.56 + 4) / 2 bytes per parameter gives; at batch 1 (gemv) NF4 takes 45 ms (OPTGPTQ-0054).
 BNB4_DEQUANT_BYTES_PER_PARAM = 4.0
+# That copy is written by a plain streaming kernel and read back by cuBLAS, not by the eager engine's
+# mat-vecs: it moves at the fraction of peak bandwidth streaming kernels reach on HBM (the serving
+# engines' decode figure, BW_EFF['vllm']['hbm']; not fitted). At the eager mat-vecs' 0.55, NF4 batched
+# decode (OPTGPTQ-0062/0070/0078/0086) came out 21-34 % slow once BNB4_LINEAR_S was counted; at 0.80,
+# 4-14 %.
+DEQUANT_COPY_BW_EFF = 0.80
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512

@@ -264,7 +264,7 @@ def pass_time(
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic at ~1.1 TB/s)
-    other_s = cost.other_bytes / bw / tp
+    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.DEQUANT_COPY_BW_EFF) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
@@ -284,7 +284,9 @@ def pass_time(
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
-        overhead_s = overhead_s + layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
+        # (bitsandbytes' 4-bit linears more than the GPTQ kernels': efficiency.BNB4_LINEAR_S)
+        per_linear = eff.BNB4_LINEAR_S if precision.name.startswith("nf4") else eff.TRANSFORMERS_QUANT_LINEAR_S
+        overhead_s = overhead_s + layers * 7 * per_linear
     host_s: Num = 0.0
     if not decode and engine in eff.HOST_LAUNCH_OVERLAPPED_IN_PREFILL:
         host_s, overhead_s = overhead_s, 0.0  # runs ahead of the GPU; only what the GPU does not cover shows
