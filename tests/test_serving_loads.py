@@ -323,8 +323,11 @@ def test_eager_transformers_pays_per_quantised_linear() -> None:
         data = _plan(engine="transformers", precision=precision)
         p = parse_plan(data)
         from mlrig.planner import resolve_arch
-        return decode_step(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 1, 640).overhead_s
-    assert over("gptq") - over("fp16") == pytest.approx(32 * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S)
+        return float(decode_step(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 1, 640).seconds)
+    # batch-1 decode is host-bound (efficiency.HOST_LAUNCH_OVERLAPPED): bitsandbytes' dearer calls show nearly
+    # in full, 32 layers x 7 linears x the difference in per-call cost
+    extra = 32 * 7 * (eff.BNB4_LINEAR_S - eff.TRANSFORMERS_QUANT_LINEAR_S)
+    assert 0.8 * extra < over("nf4") - over("gptq") < 1.05 * extra
 
 
 def test_engines_without_continuous_batching_serve_one_request_at_a_time() -> None:

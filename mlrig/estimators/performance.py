@@ -224,13 +224,17 @@ class PassTime:
     compute_known: bool = True  # False when the catalog has no compute figure for the GPU
 
 
-def _soft_max(a: Num, b: Num) -> Num:
-    """(a^p + b^p)^(1/p) with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where
-    one dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
-    p = eff.ROOFLINE_SMOOTHING_P
+def _p_norm(a: Num, b: Num, p: float) -> Num:
+    """(a^p + b^p)^(1/p) of two non-negative times: their max where one dominates, more where alike."""
     hi = vec.maximum(a, b)
     safe = vec.where(hi > 0, hi, 1.0)
     return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
+
+
+def _soft_max(a: Num, b: Num) -> Num:
+    """`_p_norm` with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where one
+    dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
+    return _p_norm(a, b, eff.ROOFLINE_SMOOTHING_P)
 
 
 def pass_time(
@@ -263,7 +267,7 @@ def pass_time(
     weights_s = cost.weight_bytes / w_bw / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
-    # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic at ~1.1 TB/s)
+    # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
     other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.DEQUANT_COPY_BW_EFF) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
@@ -279,17 +283,20 @@ def pass_time(
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
-    overhead_s = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s) + (
-        eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
+    layer_s: Num = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
         # (bitsandbytes' 4-bit linears more than the GPTQ kernels': efficiency.BNB4_LINEAR_S)
         per_linear = eff.BNB4_LINEAR_S if precision.name.startswith("nf4") else eff.TRANSFORMERS_QUANT_LINEAR_S
-        overhead_s = overhead_s + layers * 7 * per_linear
+        layer_s = layer_s + layers * 7 * per_linear
+    step_s = eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0
     host_s: Num = 0.0
-    if not decode and engine in eff.HOST_LAUNCH_OVERLAPPED_IN_PREFILL:
-        host_s, overhead_s = overhead_s, 0.0  # runs ahead of the GPU; only what the GPU does not cover shows
+    overlapped = engine in eff.HOST_LAUNCH_OVERLAPPED
+    if overlapped:
+        host_s, overhead_s = layer_s, step_s  # runs ahead of the GPU; only what the GPU does not cover shows
+    else:
+        overhead_s = layer_s + step_s
     if not decode:
         overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
                                    / eff.PREFILL_REF_HIDDEN / tp)
@@ -317,9 +324,12 @@ def pass_time(
     core = _soft_max(compute_s - attn_compute_s, weights_s) + other_s + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
     gpu_s = core + overhead_s
-    if not decode and engine in eff.HOST_LAUNCH_OVERLAPPED_IN_PREFILL:
-        overhead_s = overhead_s + vec.maximum(0.0, host_s - gpu_s)
-        gpu_s = vec.maximum(gpu_s, host_s)
+    if overlapped:
+        # the host's launches run ahead of the GPU (efficiency.HOST_LAUNCH_OVERLAPPED): about the longer of
+        # the two shows, a p-norm of them
+        both = _p_norm(gpu_s, host_s, eff.HOST_OVERLAP_P)
+        overhead_s = overhead_s + both - gpu_s
+        gpu_s = both
     return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
 
