@@ -9,7 +9,9 @@ Inference"):
 
 with the max (a smooth one near the ridge, `_soft_max`) taken per kernel group and the groups added:
 the GEMMs (weights, 2 x params FLOPs per token) and the attention kernels (KV cache, QK^T / AV FLOPs)
-run one after another (`pass_time`).
+run one after another (`pass_time`). In eager engines (HF transformers) the per-layer overhead is the
+host's launch time, which runs ahead of the GPU: a pass takes about the longer of the two
+(efficiency.HOST_LAUNCH_OVERLAPPED).
 
 - Decode reads every weight a token touches (only the routed experts actually selected for MoE)
   and the KV cache of every sequence; FLOPs are 2 x active params per token plus attention.
@@ -108,7 +110,7 @@ class PassCost:
     flops: Num
     weight_bytes: Num
     kv_bytes: Num
-    other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies), at plain bandwidth
+    other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies): DEQUANT_COPY_BW_EFF
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
 
@@ -495,7 +497,8 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     if transformers and r.precision.name.startswith("nf4"):
         # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
         # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
-        extra = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
+        copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
+        extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
                         other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops,
                         spill_bytes=cost.spill_bytes)
