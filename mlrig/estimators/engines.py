@@ -17,8 +17,9 @@ assumed (said in a note). The behaviours (each with its source):
   Before v4.42 `generate` kept the KV cache as tuples of tensors (the "legacy" format) and held the
   previous step's tuple while the forward built the next one with `torch.cat`, so two copies of the
   cache were alive at each step's peak (huggingface/transformers PR #30536, "Reduce by 2 the memory
-  requirement in `generate()`", merged May 2024, released in v4.42.0: `generate` keeps one
-  `DynamicCache` from start to end).
+  requirement in `generate()`": `generate` keeps one `DynamicCache` from start to end). The PR was
+  ready for merge in the second half of May 2024, after v4.41.0 (17 May); v4.42 (June 2024) is taken
+  as the first release with it - inferred from those dates, not read from release notes.
 - vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
   not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
   dummy forward's activations at max_model_len tokens (memory.py).
