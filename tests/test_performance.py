@@ -216,6 +216,9 @@ def test_transformers_batch1_decode_is_host_bound_and_scales_with_layers_not_byt
     hf = step("meta-llama/Llama-2-13b-chat-hf", "transformers") / step("llama-2-7b", "transformers")
     vllm = step("meta-llama/Llama-2-13b-chat-hf", "vllm") / step("llama-2-7b", "vllm")
     assert 1.1 < hf < 1.45 < 1.6 < vllm
+    r13 = resolve(resolve_model("meta-llama/Llama-2-13b-chat-hf"), plan(engine="transformers", precision="fp16",
+                                                                        gpu=gpu.id), gpu)
+    assert decode_step(r13, 1, 256).bound == "host" and decode_step(r13, 64, 256).bound != "host"
     assert step("meta-llama/Llama-2-13b-chat-hf", "transformers") == pytest.approx(30.4e-3, rel=0.1)
 
 

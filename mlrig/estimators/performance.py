@@ -341,6 +341,7 @@ def pass_time(
         # the host's launches run ahead of the GPU (efficiency.HOST_LAUNCH_OVERLAPPED): about the longer of
         # the two shows, a p-norm of them
         both = _p_norm(gpu_s, host_s, eff.HOST_OVERLAP_P)
+        bound = vec.where(host_s > gpu_s, "host", bound)  # results.Performance.bound: the host's launches
         overhead_s = overhead_s + both - gpu_s
         gpu_s = both
     return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
@@ -573,6 +574,8 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
+    if dec.bound == "host":
+        expl += " (the host's Python and kernel launches take longer than the GPU's work)"
     if off > 0:
         expl += f"; {off:.0%} of weights offloaded"
     return Performance(
