@@ -52,7 +52,7 @@ class Grid:
     train_tokens_per_s: np.ndarray
     step_time_s: np.ndarray
     mfu: np.ndarray
-    bound: np.ndarray  # object: "compute" | "memory-bandwidth" | "interconnect" | "offload", None without speed
+    bound: np.ndarray  # object: "compute" | "memory-bandwidth" | "interconnect" | "offload" | "host"; None: no speed
     error: np.ndarray  # object: None, or the planner's one-line error
 
     @classmethod

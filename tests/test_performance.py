@@ -20,7 +20,7 @@ from mlrig.estimators.performance import (
     prefill_pass,
     speculative_speedup,
 )
-from mlrig.estimators.resolved import resolve
+from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.estimators.serving import max_concurrency_for_latency, serving_curve
 from mlrig.estimators.speed import estimate_performance
 from mlrig.estimators.training_speed import (
@@ -153,6 +153,110 @@ def test_llama_cpp_without_flash_attention_reads_gqa_cache_once_per_query_head()
     slow_down_on = decode_step(on, 1, 2304).seconds / decode_step(on, 1, 256).seconds
     assert 1.06 < slow_down_off < 1.25  # measured 115.42 / 97.31 = 1.19 (XD-* README, 3090 8B Q4_K_M)
     assert slow_down_on < 1.05
+
+
+def test_transformers_dynamic_cache_copies_the_whole_cache_every_decode_step() -> None:
+    """HF transformers' dynamic cache grows by torch.cat: each decode step reads the cache for attention
+    and reads + writes it once more for the concatenation (efficiency.KV_EXTRA_PASSES_PER_STEP), so its
+    KV bytes are 3x vLLM's. Llama-2-7B fp16 (512 KiB of cache per token) on an A100 80GB at batch 16 and
+    1,024 tokens: 8 GiB of cache, three passes = 25.8 GB more memory traffic than at 1 token, at the
+    engine's HBM bandwidth (0.60 x 2,039 GB/s) ~21 ms; optimum's benchmark measured ~30 ms per step for
+    this much growth on Llama-2-13B (OPTGPTQ-0026 vs -0080)."""
+    mha = resolve_model("llama-2-7b")
+    assert decode_kv_read_factor(mha, "transformers") == 3.0
+    assert decode_kv_read_factor(mha, "vllm") == 1.0
+    gpu = resolve_gpu("a100-sxm-80gb")
+    r = resolve(mha, plan(engine="transformers", precision="fp16", gpu=gpu.id), gpu)
+    grown = decode_step(r, 16, 1024).memory_s - decode_step(r, 16, 1).memory_s
+    kv_bytes = 16 * 1023 * 32 * 2 * 4096 * 2
+    bw = eff.BW_EFF["transformers"]["hbm"] * gpu.memory_bandwidth_gb_s * 1e9
+    assert grown == pytest.approx(3 * kv_bytes / bw, rel=0.01)
+    assert decode_step(r, 16, 1024).seconds > decode_step(r, 16, 1).seconds + 0.5 * grown
+
+
+def test_old_transformers_prefill_runs_the_lm_head_on_every_prompt_token() -> None:
+    """transformers < 4.45 returns logits for every prompt position: the head's 2 x params FLOPs per
+    prompt token, not once per sequence (Llama-2-7B: 4096 x 32000 head parameters)."""
+    arch = resolve_model("llama-2-7b")
+    last = prefill_cost(arch, 13.5e9, 2.0, 4, 512)
+    every = prefill_cost(arch, 13.5e9, 2.0, 4, 512, all_logits=True)
+    assert every.flops - last.flops == pytest.approx(4 * 2.0 * 4096 * 32000 * 511, rel=1e-6)
+
+
+def test_transformers_quantised_prefill_at_the_fp16_gemm_rate_with_launches_hidden() -> None:
+    """HF transformers' GPTQ prefill runs its GEMMs at the 16-bit rate (efficiency.DEQUANT_TO_FP16_GEMM_ENGINES)
+    and its host time is hidden behind a prefill's long GEMMs (HOST_LAUNCH_OVERLAPPED): Llama-2-13B GPTQ
+    512-token prompts on an A100 take as long as fp16 (OPTGPTQ-0033 95 ms vs -0031 99 ms). NF4 adds
+    bitsandbytes' de-quantised copy (4 bytes per quantised parameter) as a kernel of its own: ~50 ms at
+    batch 1 (OPTGPTQ-0034: +42 ms)."""
+    arch = resolve_model("meta-llama/Llama-2-13b-chat-hf")
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def r(precision: str, engine: str = "transformers") -> ResolvedPlan:
+        return resolve(arch, plan(engine=engine, precision=precision, gpu=gpu.id, engine_version="4.37.2"), gpu)
+    fp16, gptq, nf4 = r("fp16"), r("gptq"), r("nf4")
+    assert prefill_pass(gptq, 1, 512).seconds <= prefill_pass(fp16, 1, 512).seconds
+    assert prefill_pass(gptq, 16, 512).seconds == pytest.approx(prefill_pass(fp16, 16, 512).seconds, rel=0.02)
+    # vLLM's quantised prefill keeps the MMQ-style discount
+    assert prefill_pass(r("gptq", "vllm"), 16, 512).seconds > 1.15 * prefill_pass(r("fp16", "vllm"), 16, 512).seconds
+    copy_s = (13.0e9 - 5120 * 32000) * 4.0 / (eff.DEQUANT_COPY_BW_EFF * gpu.memory_bandwidth_gb_s * 1e9)
+    extra = prefill_pass(nf4, 1, 512).seconds - prefill_pass(gptq, 1, 512).seconds
+    assert extra == pytest.approx(copy_s, rel=0.1)
+
+
+def test_bitsandbytes_4bit_linears_cost_more_per_call_than_gptq_kernels() -> None:
+    """Batch-1 decode under HF transformers: bitsandbytes' Linear4bit pays efficiency.BNB4_LINEAR_S per
+    call, the GPTQ kernels TRANSFORMERS_QUANT_LINEAR_S; NF4 then decodes Llama-2-13B at ~0.7x fp16 on an
+    A100 (measured 22.2 vs 32.9 tok/s, OPTGPTQ-0054/-0051; 0.75x for Mistral-7B in bitsandbytes issue #611)
+    and GPTQ at about fp16's speed (31.6-34.5 tok/s, OPTGPTQ-0052/-0053)."""
+    arch = resolve_model("meta-llama/Llama-2-13b-chat-hf")
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def step(precision: str) -> float:
+        r = resolve(arch, plan(engine="transformers", precision=precision, gpu=gpu.id), gpu)
+        return float(decode_step(r, 1, 257).seconds)
+    nf4, gptq, fp16 = step("nf4-nodq"), step("gptq"), step("fp16")
+    assert 0.6 < fp16 / nf4 < 0.8
+    assert 0.9 < fp16 / gptq < 1.1
+
+
+def test_transformers_batch1_decode_is_host_bound_and_scales_with_layers_not_bytes() -> None:
+    """Eager PyTorch launches asynchronously: a decode step takes about the longer of the host's Python time
+    (efficiency.LAYER_OVERHEAD_S per layer, ~0.75 ms for HF transformers) and the GPU's, not their sum
+    (HOST_LAUNCH_OVERLAPPED). At batch 1 on an A100 the host is the longer, so Llama-2-13B (40 layers, 26 GB)
+    decodes ~1.25x slower than Llama-2-7B (32 layers, 13.5 GB), not ~1.9x as the bytes would say; vLLM
+    (CUDA graphs) follows the bytes. The optimum benchmark measures Llama-2-13B fp16 at 30.4 ms per token
+    (OPTGPTQ-0051), host-bound at ~0.7 ms per layer."""
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def step(model: str, engine: str) -> float:
+        arch = resolve_model(model)
+        r = resolve(arch, plan(engine=engine, precision="fp16", gpu=gpu.id), gpu)
+        return float(decode_step(r, 1, 256).seconds)
+    hf = step("meta-llama/Llama-2-13b-chat-hf", "transformers") / step("llama-2-7b", "transformers")
+    vllm = step("meta-llama/Llama-2-13b-chat-hf", "vllm") / step("llama-2-7b", "vllm")
+    assert 1.1 < hf < 1.45 < 1.6 < vllm
+    r13 = resolve(resolve_model("meta-llama/Llama-2-13b-chat-hf"), plan(engine="transformers", precision="fp16",
+                                                                        gpu=gpu.id), gpu)
+    assert decode_step(r13, 1, 256).bound == "host" and decode_step(r13, 64, 256).bound != "host"
+    assert step("meta-llama/Llama-2-13b-chat-hf", "transformers") == pytest.approx(30.4e-3, rel=0.1)
+
+
+def test_transformers_eager_attention_adds_host_time_per_layer_in_decode() -> None:
+    """Unfused attention in eager transformers launches ~6 kernels per layer where SDPA launches one:
+    efficiency.EAGER_ATTENTION_LAYER_S of host time per layer (Llama-2-13B: 40 x 150 us = 6 ms; the optimum
+    benchmark's 4.32 eager runs are ~6 ms slower per token than its 4.37 SDPA ones). Batch-1 decode is
+    host-bound, so nearly all of it shows; engines with fused attention are unaffected."""
+    arch = resolve_model("meta-llama/Llama-2-13b-chat-hf")
+    gpu = resolve_gpu("a100-sxm-80gb")
+
+    def r(flash: bool, engine: str = "transformers") -> ResolvedPlan:
+        return resolve(arch, plan(engine=engine, precision="fp16", gpu=gpu.id, flash_attention=flash), gpu)
+    extra = decode_step(r(False), 1, 768).seconds - decode_step(r(True), 1, 768).seconds
+    host = 40 * eff.EAGER_ATTENTION_LAYER_S["transformers"]
+    assert 0.8 * host < extra <= host
+    assert 4e-3 < extra < 7e-3
+    assert decode_step(r(False, "vllm"), 1, 768).seconds == decode_step(r(True, "vllm"), 1, 768).seconds
 
 
 def test_llama_cpp_layer_split_gives_no_decode_speedup() -> None:

@@ -79,7 +79,8 @@ BW_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "sglang": {"gddr": 0.82, "hbm": 0.80, "unified": 0.75, "host": 0.60},
     "trt-llm": {"gddr": 0.85, "hbm": 0.82, "unified": 0.75, "host": 0.60},
-    "transformers": {"gddr": 0.60, "hbm": 0.55, "unified": 0.55, "host": 0.50},  # eager PyTorch: no graphs
+    "transformers": {"gddr": 0.60, "hbm": 0.60, "unified": 0.55, "host": 0.50},  # eager PyTorch: no graphs;
+    # hbm: fitted with LAYER_OVERHEAD_S's host time overlapped (HOST_LAUNCH_OVERLAPPED), see there
     "exllamav2": {"gddr": 0.82, "hbm": 0.75, "unified": 0.70, "host": 0.60},
     "mlc": {"gddr": 0.80, "hbm": 0.75, "unified": 0.80, "host": 0.60},
 }
@@ -136,8 +137,12 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "trt-llm": {"gddr": 0.60, "hbm": 0.60, "unified": 0.45, "host": 0.40},
-    "transformers": {"gddr": 0.40, "hbm": 0.50, "unified": 0.35, "host": 0.30},  # hbm: OPTGPTQ-0031/0035/
-    # 0039/0043/0047 (Llama-2-13B fp16 prefill of 512 tokens on an A100 SXM4 at batch 1-16: 43-52 % of peak)
+    "transformers": {"gddr": 0.40, "hbm": 0.65, "unified": 0.35, "host": 0.30},  # hbm: OPTGPTQ-0031..0050
+    # (Llama-2-13B prefill of 512 tokens on an A100 SXM4 at batch 1-16, fp16 / GPTQ / NF4: 43-52 % of peak
+    # over the whole pass, element-wise kernels included). Those kernels are PREFILL_TOKEN_LAYER_S below
+    # (~25 ms of the 83 ms per 512-token sequence at batch 4-16), so the GEMMs themselves reach ~0.65 of
+    # the peak (~200 TFLOPS, cuBLAS on large fp16 GEMMs). It was 0.50, the whole-pass rate, which counted
+    # the element-wise time twice (prefill 29 % / 36 % median / p90 error -> 6 % / 17 %).
     "exllamav2": {"gddr": 0.45, "hbm": 0.40, "unified": 0.40, "host": 0.30},
     "mlc": {"gddr": 0.45, "hbm": 0.40, "unified": 0.50, "host": 0.30},
 }
@@ -157,17 +162,25 @@ LAYER_OVERHEAD_S: dict[str, float] = {
     "vllm": 25e-6,
     "sglang": 25e-6,
     "trt-llm": 20e-6,
-    "transformers": 150e-6,
+    "transformers": 750e-6,  # host time, overlapped with the GPU's: HOST_LAUNCH_OVERLAPPED below
     "exllamav2": 40e-6,
     "mlc": 40e-6,
 }
 
 # HF transformers with quantised weights (GPTQ through AutoGPTQ / Optimum, int8 bitsandbytes): each
-# quantised linear is a Python module launching its own de-quantise + GEMM kernels. Llama-2-13B GPTQ
-# 4-bit decodes at 19-35 tok/s on an A100 (OPTGPTQ-0004..0006, -0052..0054; fp16 at 27-33 tok/s,
-# OPTGPTQ-0002/0051) where its 7 GB read alone would allow ~150: ~0.45 ms per layer more than fp16,
-# ~65 us per quantised linear.
-TRANSFORMERS_QUANT_LINEAR_S = 65e-6
+# quantised linear is a Python module launching its own kernels; host time per call beyond nn.Linear's
+# (part of the host time that HOST_LAUNCH_OVERLAPPED overlaps with the GPU). GPTQ kernels: ~5 us - with
+# the host time per layer overlapped, Llama-2-13B GPTQ decodes at batch 1 on an A100 at fp16's speed,
+# as measured (ExLlama v1 OPTGPTQ-0004, ExLlamaV2 -0052, Marlin -0053: 29.7-34.5 tok/s; fp16 27.1-32.9,
+# -0002/-0051): both host-bound. (65 us when that time was added to the GPU's instead.)
+TRANSFORMERS_QUANT_LINEAR_S = 5e-6
+# bitsandbytes' 4-bit linear (NF4 / FP4) costs more per call: Linear4bit casts its input and bias,
+# unpacks the quant state and calls its kernels through ctypes (bitsandbytes functional.py, gemv_4bit /
+# dequantize_4bit). Llama-2-13B FP4 decodes at 22.2 tok/s at batch 1 (OPTGPTQ-0054: 45 ms, against GPTQ's
+# 29-32 ms for the same bytes): ~55 us per linear more than GPTQ's. One source (the optimum benchmark,
+# bitsandbytes 0.41.1); an independent report has NF4 batch-1 decode at 0.75x fp16 (Mistral-7B, 36.5 vs
+# 48.6 tok/s, bitsandbytes-foundation/bitsandbytes issue #611, 2023-11-22); this gives 0.7x here.
+BNB4_LINEAR_S = 55e-6
 
 # bitsandbytes 4-bit (NF4 / FP4) under HF transformers: its fused gemv_4bit kernel serves a forward of
 # one token only; for more tokens (batch > 1 decode, prefill) matmul_4bit de-quantises each linear's
@@ -177,6 +190,11 @@ TRANSFORMERS_QUANT_LINEAR_S = 65e-6
 # ms (OPTGPTQ-0062/0070/0078/0086 vs -0056/0064/0072/0080): ~2.3x fp16's weight traffic, as
 # (0.56 + 4) / 2 bytes per parameter gives; at batch 1 (gemv) NF4 takes 45 ms (OPTGPTQ-0054).
 BNB4_DEQUANT_BYTES_PER_PARAM = 4.0
+# Fraction of peak bandwidth that copy moves at (bitsandbytes' blockwise de-quantisation: 4-bit unpack,
+# code-table lookup and absmax scale per element, then cuBLAS reading the result). Fitted on the NF4
+# batched decode rows, where it dominates the step: OPTGPTQ-0062/0070/0078/0086 (batch 2-16, 68-82 ms)
+# come out 6-14 % fast at 0.50, 15-23 % at the eager mat-vecs' 0.60; the batch-1 prefill (-0034) -1 %.
+DEQUANT_COPY_BW_EFF = 0.50
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
@@ -277,6 +295,16 @@ KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 #    re-reads partly hit L2; not modelled: the full group factor is an upper bound, as above).
 #    The flash-attention kernels (ggml_flash_attn_ext) load a KV head once for its query heads.
 UNFUSED_GQA_DECODE_ENGINES = ("llama.cpp",)  # engine families starting with these names, flash attention off
+
+# HF transformers' default (dynamic) KV cache grows by concatenation: every decode step each layer runs
+#    `torch.cat([past, new], dim=-2)` (the legacy tuples before 4.36, `DynamicCache.update` since), which
+#    reads the whole cache and writes a new copy of it, besides the attention kernel's own read: passes
+#    over the cache per step beyond that read, at plain bandwidth (`performance.decode_kv_read_factor`).
+#    The static cache (`cache_implementation="static"`) writes in place; it is not the default. Rows:
+#    Llama-2-13B fp16 on an A100 SXM4, batch 16 (optimum benchmark): 40.2 ms TPOT at 1-512 tokens
+#    (OPTGPTQ-0080, 3.3 GB of cache at the mean context) and 69.9 ms per token at 512-1,024 tokens
+#    (OPTGPTQ-0026: 9.8 GB) - ~30 ms for ~6.5 GB more cache, three passes over it at ~0.85 TB/s.
+KV_EXTRA_PASSES_PER_STEP: dict[str, float] = {"transformers": 2.0}
 
 # Near the roofline's ridge a kernel reaches neither roof: a GEMM whose compute and memory times are
 #    alike streams its tiles and runs its tensor-core math with only partial overlap (tile and wave
@@ -390,6 +418,42 @@ FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0
 # XD-0328/0334). We model quantised prefill as the FP16 tensor path times this factor (not the
 # int8 peak, which it never approaches).
 QUANT_PREFILL_EFF = 0.80
+# Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
+# kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
+# int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;
+# its copy's traffic is BNB4_DEQUANT_BYTES_PER_PARAM). Rows: Llama-2-13B on an A100 SXM4, 512-token
+# prompts at batch 1-16 (optimum benchmark, transformers 4.37.2): GPTQ Marlin 95 ms at batch 1 against
+# fp16's 99 ms (OPTGPTQ-0033 / -0031); GPTQ ExLlamaV2, Marlin and NF4 within -10..+3 % of fp16 at batch
+# 8-16 (OPTGPTQ-0043..0050), where QUANT_PREFILL_EFF (llama.cpp's MMQ kernels) made them 20 % slower.
+DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers"})
+# Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
+# execution"): the host's Python and launch time per layer (LAYER_OVERHEAD_S, EAGER_ATTENTION_LAYER_S, the
+# quantised linears' TRANSFORMERS_QUANT_LINEAR_S / BNB4_LINEAR_S) runs ahead of the GPU, so a pass takes
+# about the longer of the two, not their sum (`performance.pass_time`): the p-norm of host and GPU time,
+# HOST_OVERLAP_P = 4 (the max where one dominates; ~1.19x where they are equal: queue drain at each
+# step's sync, sampling). HF transformers decode at batch 1 is host-bound: ~0.75 ms per layer whatever
+# the model's size. Fitted on the optimum rows (Llama-2-13B on an A100 SXM4, OPTGPTQ-0002..0086, with
+# BW_EFF['transformers']['hbm'] = 0.60). It was an additive 150 us per layer with 0.55: the held-out
+# stock generate() runs came out +110 % (SPOT-0014, Llama-2-7B on an A100) and -10 % (SPOT-0013, A10G),
+# +108 % / -20 % once the cache copies and eager attention were added; overlapped, +59 % / -10 %. Not in
+# the calibration but looked at when choosing 750 us among 690-750 (so not an independent check), the
+# Qwen README's BF16 generation speeds (QwenLM/Qwen README
+# "Inference Performance", transformers 4.32, flash-attn 2, A100-SXM4-80G: 1.8B / 7B / 14B at 54.1 /
+# 40.9 / 32.2 tok/s, 24 / 32 / 40 layers) come out +3 / -2 / -7 % (added instead: +109 / +17 / -9 %).
+# A prefill's GEMMs take milliseconds per layer and hide the host time:
+# GPTQ's 512-token prefill at batch 1 is no slower than fp16's (OPTGPTQ-0033 vs -0031).
+HOST_LAUNCH_OVERLAPPED = frozenset({"transformers"})
+HOST_OVERLAP_P = 4.0
+# HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
+#    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
+#    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or
+#    flash-attention is one call. Host time per layer, added where decode is launch-bound. Llama-2-13B
+#    fp16 at batch 1 on an A100 SXM4 (optimum benchmark): 36.8 ms per token with eager attention at
+#    512-1,024 tokens (transformers 4.32, OPTGPTQ-0002) against 30.4 ms with SDPA at 1-512 (4.37.2,
+#    OPTGPTQ-0051), ~6 ms of which the larger cache's reads and copies explain ~2; NF4 shows the same
+#    ~7 ms (OPTGPTQ-0006 vs -0054). Host time, overlapped like LAYER_OVERHEAD_S (HOST_LAUNCH_OVERLAPPED):
+#    ~150 us per layer.
+EAGER_ATTENTION_LAYER_S: dict[str, float] = {"transformers": 150e-6}
 
 # Training step physics (training_speed.estimate_training). Fitted on the fit-split rows of
 # mlrig/data/calibration with `python scripts/calibration_report.py --metric train_tokens_per_s_per_gpu`.

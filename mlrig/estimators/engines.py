@@ -14,6 +14,12 @@ assumed (said in a note). The behaviours (each with its source):
 - transformers: `generate` computes logits for the last prompt position only since v4.45
   (`num_logits_to_keep`, PR #31292, Sept 2024); before, the prefill's logits are
   prompt x vocab x fp32 (a 30k-token prompt of a 128k-vocab model holds 14.6 GiB of them).
+  Before v4.42 `generate` kept the KV cache as tuples of tensors (the "legacy" format) and held the
+  previous step's tuple while the forward built the next one with `torch.cat`, so two copies of the
+  cache were alive at each step's peak (huggingface/transformers PR #30536, "Reduce by 2 the memory
+  requirement in `generate()`": `generate` keeps one `DynamicCache` from start to end). The PR was
+  ready for merge in the second half of May 2024, after v4.41.0 (17 May); v4.42 (June 2024) is taken
+  as the first release with it - inferred from those dates, not read from release notes.
 - vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
   not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
   dummy forward's activations at max_model_len tokens (memory.py).
@@ -107,6 +113,12 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 def transformers_full_logits(text: str | None) -> bool:
     """transformers < 4.45 computes logits for every prompt token in the prefill."""
     return before(text, (4, 45))
+
+
+def transformers_legacy_cache(text: str | None) -> bool:
+    """transformers < 4.42: `generate` holds the previous step's KV tuples while the next are built
+    (two copies of the cache at the peak; PR #30536, see the module docstring)."""
+    return before(text, (4, 42))
 
 
 def trt_llm_pre_xqa(text: str | None) -> bool:

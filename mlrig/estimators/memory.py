@@ -257,7 +257,9 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
       intermediates; without flash attention also the KQ matrix n_ubatch x n_ctx x heads x 4 (ggml graph);
     - HF transformers and the other eager engines grow the KV cache to batch x context; the prefill of
       batch x prompt tokens is the activation peak (logits for the last position only since
-      transformers 4.45, fp32: batch x vocab x 4; mlx-lm prefills in steps of 2048 tokens)."""
+      transformers 4.45, fp32: batch x vocab x 4; mlx-lm prefills in steps of 2048 tokens); before
+      transformers 4.42 two copies of the cache are alive at a decode step's peak
+      (engines.transformers_legacy_cache), the second counted with the activations."""
     arch, plan, gpu = r.arch, r.plan, r.gpu
     w, hw = plan.workload, plan.hardware
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
@@ -298,6 +300,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
                                reserved=reserved, cpu_share=0.0)
 
     kv = kv_tok * ctx * batch
+    kv_copies = 1.0  # copies of the cache alive at the peak
     prompt1 = vec.maximum(1, prompt)
     if engine in LLAMA_CPP_NAMES:
         ub = vec.minimum(LLAMA_CPP_UBATCH, prompt1)
@@ -306,15 +309,22 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             act = act + ub * ctx * batch * heads_gpu * 4
     else:
         step_tokens = vec.minimum(prompt1, MLX_PREFILL_STEP) if engine.startswith("mlx") else prompt1
-        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu * batch, prompt1) / pp
+        act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu, prompt1) / pp
         act = act + batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
-        from mlrig.estimators.engines import transformers_full_logits
+        from mlrig.estimators.engines import transformers_full_logits, transformers_legacy_cache
 
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             # transformers < 4.45: the prefill's forward returns logits for every prompt position
             # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
             # forward: prompt x vocab x (2 + 4) bytes per sequence.
             act = act + batch * prompt1 * arch.vocab_size * 6.0 / pp
+        if engine in TRANSFORMERS_NAMES and transformers_legacy_cache(w.engine_version):
+            # transformers < 4.42 (engines.transformers_legacy_cache): `generate` holds the previous
+            # step's KV tuples while the forward concatenates the next ones, so a second copy of the
+            # cache is alive at each decode step's peak (PR #30536). Counted with the transients.
+            kv_copies = 2.0
+    capacity_act = act
+    act = act + (kv_copies - 1.0) * kv
     host = _load_host_bytes(weights)
     if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
         host = host + cpu_share * (weights + kv) * tp * pp
@@ -331,7 +341,8 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         # offloaded layers (or loading) need more host RAM than the machine has
         fits = vec.both(fits, host <= hw.host_ram_gib * GiB)
     capacity = vec.where(kv_tok > 0, vec.maximum(
-        0, vec.trunc_int((cap - weights - act - overhead) // vec.where(kv_tok > 0, kv_tok, 1.0))), None)
+        0, vec.trunc_int((cap - weights - capacity_act - overhead) // vec.where(kv_tok > 0, kv_copies * kv_tok, 1.0))),
+        None)
     return InferenceMemory(weights=weights, kv=kv, act=act, overhead=overhead, used=used, host=host, headroom=None,
                            kv_tok=kv_tok, capacity_tokens=capacity, fits=fits, batch_fits=fits, weights_ok=True,
                            reserved=0.0, cpu_share=cpu_share, spill=spill)
@@ -385,11 +396,14 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
     else:
         if engine not in _MODELLED:
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
-        from mlrig.estimators.engines import transformers_full_logits
+        from mlrig.estimators.engines import transformers_full_logits, transformers_legacy_cache
 
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
                          f"{w.prompt_tokens} prompt tokens in the prefill")
+        if engine in TRANSFORMERS_NAMES and transformers_legacy_cache(w.engine_version):
+            notes.append(f"transformers {w.engine_version} (< 4.42): generate() holds the previous step's KV "
+                         "cache while building the next, two copies at the peak (counted in activations)")
     if m.spill > 0:
         notes.append(f"does not fit in VRAM: ~{m.spill:.0%} of layers would run from host RAM "
                      f"(-ngl {int(r.arch.num_layers * (1 - m.spill))}); host RAM counts them")

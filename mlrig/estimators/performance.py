@@ -9,7 +9,9 @@ Inference"):
 
 with the max (a smooth one near the ridge, `_soft_max`) taken per kernel group and the groups added:
 the GEMMs (weights, 2 x params FLOPs per token) and the attention kernels (KV cache, QK^T / AV FLOPs)
-run one after another (`pass_time`).
+run one after another (`pass_time`). In eager engines (HF transformers) the per-layer overhead is the
+host's launch time, which runs ahead of the GPU: a pass takes about the longer of the two
+(efficiency.HOST_LAUNCH_OVERLAPPED).
 
 - Decode reads every weight a token touches (only the routed experts actually selected for MoE)
   and the KV cache of every sequence; FLOPs are 2 x active params per token plus attention.
@@ -108,7 +110,7 @@ class PassCost:
     flops: Num
     weight_bytes: Num
     kv_bytes: Num
-    other_bytes: Num  # moved by the GEMM kernels beside the weights (de-quantised copies), at plain bandwidth
+    other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies): DEQUANT_COPY_BW_EFF
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
 
@@ -171,14 +173,16 @@ def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:
 
 
 def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = True) -> float:
-    """How many times a decode step reads each cached KV byte: 1, or the GQA group size for engines
+    """How many times a decode step moves each cached KV byte: 1, or the GQA group size for engines
     whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`;
-    llama.cpp with flash attention off, `efficiency.UNFUSED_GQA_DECODE_ENGINES`)."""
+    llama.cpp with flash attention off, `efficiency.UNFUSED_GQA_DECODE_ENGINES`), plus the passes of a
+    cache grown by concatenation (`efficiency.KV_EXTRA_PASSES_PER_STEP`)."""
+    extra = eff.KV_EXTRA_PASSES_PER_STEP.get(engine, 0.0)
     per_query_head = engine in eff.KV_READ_PER_QUERY_HEAD or (
         not flash_attention and engine.startswith(eff.UNFUSED_GQA_DECODE_ENGINES))
     if per_query_head and not arch.is_mla and arch.num_kv_heads:
-        return arch.num_heads / arch.num_kv_heads
-    return 1.0
+        return arch.num_heads / arch.num_kv_heads + extra
+    return 1.0 + extra
 
 
 def decode_cost(
@@ -196,15 +200,17 @@ def decode_cost(
 
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
-    flash_attention: bool = True,
+    flash_attention: bool = True, all_logits: bool = False,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
-    head runs once per sequence). Without flash attention engines compute the full s x s scores
-    and write/read them in fp32 (4 bytes x 2) per head per layer."""
+    head runs once per sequence), or for every prompt token with `all_logits` (transformers before
+    4.45, engines.transformers_full_logits). Without flash attention engines compute the full s x s
+    scores and write/read them in fp32 (4 bytes x 2) per head per layer."""
     head = lm_head_params(arch)
     body = matmul_params(arch) - head
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
-    flops = batch * (2.0 * body * prompt + 2.0 * head) + attn
+    head_tokens = prompt if all_logits else 1.0
+    flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
     w = weight_bytes * read_fraction(arch, batch * prompt)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
@@ -223,13 +229,28 @@ class PassTime:
     compute_known: bool = True  # False when the catalog has no compute figure for the GPU
 
 
-def _soft_max(a: Num, b: Num) -> Num:
-    """(a^p + b^p)^(1/p) with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where
-    one dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
-    p = eff.ROOFLINE_SMOOTHING_P
+def _p_norm(a: Num, b: Num, p: float) -> Num:
+    """(a^p + b^p)^(1/p) of two non-negative times: their max where one dominates, more where alike.
+    For p a power of two, by squarings and square roots, which floats and numpy arrays round alike (a
+    sweep's figures equal `evaluate`'s to the bit); other p through `vec.power`."""
     hi = vec.maximum(a, b)
     safe = vec.where(hi > 0, hi, 1.0)
-    return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
+    x, y = a / safe, b / safe
+    k = round(math.log2(p))
+    if k >= 1 and 2 ** k == p:
+        for _ in range(k):
+            x, y = x ** 2, y ** 2
+        total = x + y
+        for _ in range(k):
+            total = total ** 0.5
+        return hi * total
+    return hi * vec.power(vec.power(x, p) + vec.power(y, p), 1.0 / p)
+
+
+def _soft_max(a: Num, b: Num) -> Num:
+    """`_p_norm` with p = efficiency.ROOFLINE_SMOOTHING_P: the max of two non-negative times where one
+    dominates, more where they are alike (a kernel near the roofline's ridge reaches neither roof)."""
+    return _p_norm(a, b, eff.ROOFLINE_SMOOTHING_P)
 
 
 def pass_time(
@@ -246,12 +267,14 @@ def pass_time(
     decode: bool = True,
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
+    extra_layer_s: float = 0.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
     unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
-    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`)."""
+    sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`). `extra_layer_s`: per-layer
+    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`)."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -261,9 +284,13 @@ def pass_time(
     fam = precision.family
     fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
     w_bw = bw * fmt_table[fam]
-    weights_s = (cost.weight_bytes / w_bw + cost.other_bytes / bw) / tp
+    weights_s = cost.weight_bytes / w_bw / tp
+    # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
+    # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
+    # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
+    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.DEQUANT_COPY_BW_EFF) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
-    memory_s = weights_s + attn_mem_s
+    memory_s = weights_s + other_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
     if peak and engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and gpu.hardware_class == "geforce":
@@ -272,16 +299,24 @@ def pass_time(
     attn_compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
-        if fam != "f16" and dtype == "fp16":
+        if fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
-    overhead_s = layers * eff.LAYER_OVERHEAD_S[engine] + (
-        eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0)
+    layer_s: Num = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
-        overhead_s = overhead_s + layers * 7 * eff.TRANSFORMERS_QUANT_LINEAR_S
+        # (bitsandbytes' 4-bit linears more than the GPTQ kernels': efficiency.BNB4_LINEAR_S)
+        per_linear = eff.BNB4_LINEAR_S if precision.name.startswith("nf4") else eff.TRANSFORMERS_QUANT_LINEAR_S
+        layer_s = layer_s + layers * 7 * per_linear
+    step_s = eff.STEP_OVERHEAD_S[engine] + tokens_in_pass * seq_step_s if decode else 0.0
+    host_s: Num = 0.0
+    overlapped = engine in eff.HOST_LAUNCH_OVERLAPPED
+    if overlapped:
+        host_s, overhead_s = layer_s, step_s  # runs ahead of the GPU; only what the GPU does not cover shows
+    else:
+        overhead_s = layer_s + step_s
     if not decode:
         overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
                                    / eff.PREFILL_REF_HIDDEN / tp)
@@ -309,9 +344,17 @@ def pass_time(
     # decode: both memory-bound; a long prefill: both compute-bound) this is the single max again.
     # Within a group, compute and memory overlap only partly near the ridge: a smooth max
     # (`_soft_max`, efficiency.ROOFLINE_SMOOTHING_P), equal to the max where one side dominates.
-    core = _soft_max(compute_s - attn_compute_s, weights_s) + _soft_max(attn_compute_s, attn_mem_s)
+    core = _soft_max(compute_s - attn_compute_s, weights_s) + other_s + _soft_max(attn_compute_s, attn_mem_s)
     bound = vec.where(comm_s > core, "interconnect", vec.where(compute_s >= memory_s, "compute", "memory-bandwidth"))
-    return PassTime(core + overhead_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
+    gpu_s = core + overhead_s
+    if overlapped:
+        # the host's launches run ahead of the GPU (efficiency.HOST_LAUNCH_OVERLAPPED): about the longer of
+        # the two shows, a p-norm of them
+        both = _p_norm(gpu_s, host_s, eff.HOST_OVERLAP_P)
+        bound = vec.where(host_s > gpu_s, "host", bound)  # results.Performance.bound: the host's launches
+        overhead_s = overhead_s + both - gpu_s
+        gpu_s = both
+    return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
 
 # ---- public API ------------------------------------------------------------------------------------
@@ -388,11 +431,17 @@ def offload_of(memory: Any) -> float:
     return float(offload_fraction(False, 0.0, b.per_gpu_gib, b.gpu_capacity_gib, b.weights_gib))
 
 
+def eager_attention_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Host time per layer of an unfused attention (`flash_attention` false) in an eager engine:
+    efficiency.EAGER_ATTENTION_LAYER_S, 0 elsewhere."""
+    return 0.0 if r.workload.flash_attention else eff.EAGER_ATTENTION_LAYER_S.get(engine, 0.0)
+
+
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial, seq_step_s=s.seq_step_s)
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine))
 
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
@@ -455,8 +504,20 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
 def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
+    from mlrig.estimators.engines import transformers_full_logits
+
     s = _setup(r)
-    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention)
+    transformers = s.engine == "transformers"
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
+                        all_logits=transformers and transformers_full_logits(r.workload.engine_version))
+    if transformers and r.precision.name.startswith("nf4"):
+        # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
+        # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
+        copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
+        extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops,
+                        spill_bytes=cost.spill_bytes)
     t = _timed(cost, r, s, batch * prompt, decode=False)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
@@ -528,6 +589,8 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
+    if dec.bound == "host":
+        expl += " (the host's Python and kernel launches take longer than the GPU's work)"
     if off > 0:
         expl += f"; {off:.0%} of weights offloaded"
     return Performance(
