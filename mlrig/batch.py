@@ -98,8 +98,9 @@ def encoded_chunk(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], b
 
 
 def default_jobs() -> int:
-    """Worker processes for a large batch: the CPUs this process may run on, at most 8 (each worker
-    holds its own copy of the catalogs; past 8 the writer and the reader become the bound)."""
+    """Worker processes for a large batch: the CPUs this process may run on, at most 8 unless `-j` asks
+    for more (each worker holds its own copy of the catalogs, and one process reads and writes every
+    line; not measured beyond the 2 cores of the benchmark machine)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
