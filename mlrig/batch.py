@@ -244,6 +244,17 @@ def read_lines(stream: IO[bytes], max_bytes: int = MAX_LINE_BYTES) -> Iterator[b
             yield None
 
 
+def is_regular_file(stream: IO[bytes]) -> bool | None:
+    """Whether the stream reads a regular file (all of it there to read: no pipe or terminal to wait
+    on); None when it has no descriptor (a test's BytesIO)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def read_chunks(stream: IO[bytes], max_lines: int = CHUNK_LINES,
                 max_bytes: int = CHUNK_BYTES) -> Iterator[list[tuple[int, bytes | None]]]:
     """`read_lines` numbered from 1 and gathered into chunks of up to `max_lines` lines or `max_bytes`
@@ -252,13 +263,9 @@ def read_chunks(stream: IO[bytes], max_lines: int = CHUNK_LINES,
     result at once, never held back for lines not yet written."""
     import select
 
-    try:
-        fd = stream.fileno()
-        import stat
-
-        waits = not stat.S_ISREG(os.fstat(fd).st_mode)
-    except (AttributeError, OSError, ValueError):  # no descriptor (a test's BytesIO): never waits
-        fd, waits = -1, False
+    regular = is_regular_file(stream)
+    waits = regular is False  # a pipe or terminal; no descriptor (a test's BytesIO): never waits
+    fd = stream.fileno() if waits else -1
     chunk: list[tuple[int, bytes | None]] = []
     size = 0
     for lineno, raw in enumerate(read_lines(stream), 1):

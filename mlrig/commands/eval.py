@@ -57,16 +57,6 @@ def _refuse_same_file(source: IO[bytes], out: Path | int) -> None:
                          "before it is read; pick another output path")
 
 
-def _is_regular(source: IO[bytes]) -> bool:
-    import os
-    import stat
-
-    try:
-        return stat.S_ISREG(os.fstat(source.fileno()).st_mode)
-    except (AttributeError, OSError, ValueError):
-        return False
-
-
 def eval_cmd(
     cases: Annotated[Path, typer.Argument(help="JSON Lines file, one plan per line ('-' for stdin)")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="write results here instead of stdout")] = None,
@@ -83,7 +73,7 @@ def eval_cmd(
     import sys
 
     from mlrig import interrupts
-    from mlrig.batch import ChunkPool, LineSink, count_lines, default_jobs, read_chunks, signals_held
+    from mlrig.batch import ChunkPool, LineSink, count_lines, default_jobs, is_regular_file, read_chunks, signals_held
     from mlrig.errors import MlrigError
 
     source: IO[bytes] = sys.stdin.buffer if str(cases) == "-" else _open_cases(cases)
@@ -109,7 +99,7 @@ def eval_cmd(
             except (AttributeError, OSError, ValueError):  # captured stdout without a descriptor
                 sink = LineSink(None, sys.stdout.buffer, "stdout", close=False)
         any_error = False
-        if not _is_regular(source):
+        if not is_regular_file(source):
             jobs = 1  # a pipe's plans are answered as they come (read_chunks), never queued behind workers
         try:
             with ChunkPool(jobs or default_jobs()) as pool:
