@@ -1,13 +1,19 @@
 """Turn the seed calibration tables (mlrig/data/calibration/*.csv) into plan rows.
 
-    python scripts/convert_seed_calibration.py      # writes mlrig/data/calibration/seed_*.jsonl
+    python scripts/convert_seed_calibration.py              # compare with the committed seed_*.jsonl
+    python scripts/convert_seed_calibration.py --overwrite  # write them afresh (drops later corrections)
 
 The seed tables (published measurements, each row with its source URL and a note on the settings)
 describe each measurement in free-form columns. Validation must run exactly the code path users run,
 so every row becomes a plan (docs/PLAN-FORMAT.md) plus the metric it measured, in the JSON Lines
 format of mlrig/data/calibration/README.md. The mapping decisions live here, once, with their reasons;
 rows whose settings cannot be stated as a plan are left out and counted, with the reason, in the
-summary this script prints. The output is committed; a test checks it is what this script writes.
+summary this script prints.
+
+The committed seed_*.jsonl are the maintained copy: rows were corrected by hand since the first
+conversion (a plan that misstated the measured run, an anomaly found later; each says why in its
+`source_note`). So by default this script only reports which committed rows differ from a fresh
+conversion, and writes nothing; `--overwrite` would discard those corrections.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -506,13 +513,29 @@ def convert() -> tuple[dict[str, list[Row]], Counter[str]]:
     return out, skipped
 
 
+def _committed(name: str) -> dict[str, Row]:
+    path = OUT / name
+    if not path.exists():
+        return {}
+    with path.open(encoding="utf-8") as f:
+        return {row["id"]: row for row in map(json.loads, filter(str.strip, f))}
+
+
 def main() -> None:
     out, skipped = convert()
+    overwrite = "--overwrite" in sys.argv[1:]
     for name, rows in out.items():
-        with (OUT / name).open("w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(f"{name}: {len(rows)} rows")
+        if overwrite:
+            with (OUT / name).open("w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            print(f"{name}: wrote {len(rows)} rows")
+            continue
+        committed = _committed(name)
+        fresh = {row["id"]: row for row in rows}
+        changed = sorted(i for i in fresh.keys() & committed.keys() if fresh[i] != committed[i])
+        print(f"{name}: {len(rows)} rows converted; committed copy: {len(changed)} corrected, "
+              f"{len(committed.keys() - fresh.keys())} only there, {len(fresh.keys() - committed.keys())} missing")
     for reason, n in skipped.most_common():
         print(f"  left out {n:4d}: {reason}")
 
