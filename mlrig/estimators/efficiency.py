@@ -33,6 +33,7 @@ ENGINES = (
     "mlx",
     "gpt-fast",
     "tinychat",
+    "tinychat-2024",
 )
 
 # Memory classes: what limits a mat-vec's achievable bandwidth is the memory system, not the brand.
@@ -195,6 +196,22 @@ BNB4_DEQUANT_BYTES_PER_PARAM = 4.0
 # batched decode rows, where it dominates the step: OPTGPTQ-0062/0070/0078/0086 (batch 2-16, 68-82 ms)
 # come out 6-14 % fast at 0.50, 15-23 % at the eager mat-vecs' 0.60; the batch-1 prefill (-0034) -1 %.
 DEQUANT_COPY_BW_EFF = 0.50
+# ExLlamaV2 prompts (performance.exllama_reconstruct_bytes): above MAX_Q_GEMM_ROWS = 32 rows
+#    (exllamav2_ext/config.h) each 4-bit matrix is rebuilt as FP16 in a scratch buffer and multiplied by
+#    cublasHgemm, 2 bytes written and 2 read per parameter, and the HGEMM runs at the FP16 rate
+#    (DEQUANT_TO_FP16_GEMM_ENGINES: no QUANT_PREFILL_EFF). Rows: Llama-3-8B 4-bit on an RTX 4090 (TinyChat
+#    README, TINYCHAT-0075..0079) takes 40 / 51 / 77 / 139 / 294 ms for 256 / 512 / 1,024 / 2,048 / 4,096
+#    tokens: ~48 us per token (~0.89 of the 330 TFLOPS FP16-accumulate peak) on top of ~28 ms per pass,
+#    the time 28 GB of copy traffic (6.98 B parameters x 4 bytes) takes at the card's full 1,008 GB/s.
+#    Fitted at 1.0 of peak (0.82, the engine's decode figure, leaves the rows 6-20 % slow): the scratch of
+#    an attention matrix (8-32 MB in FP16) is read back by cuBLAS from the 72 MB L2 before it reaches
+#    DRAM, so the copy moves somewhat less than 4 bytes per parameter; 1.0 of peak stands for that. Its
+#    element-wise work per token-layer is fused (RMSNorm, RoPE, flash attention): PREFILL_TOKEN_LAYER_S
+#    0.1 us, as TinyChat 2.0's, where the inherited 0.8 us was half the per-token time. Without the copy
+#    the 256-token row came out 1.56x fast and the 2,048-token row 0.75x slow; with it -11..+12 %.
+EXLLAMA_MAX_Q_GEMM_ROWS = 32
+EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM = 4.0
+DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
@@ -427,13 +444,14 @@ STEP_OVERHEAD_S["tinychat"] = 0.2e-3
 #    AWQ rows -0031..0035 came out 28-31 % slow); 0.1 us leaves the FP16 and AWQ 2.0 rows within
 #    -8..+11 %.
 PREFILL_TOKEN_LAYER_S["tinychat"] = 0.1e-6
+PREFILL_TOKEN_LAYER_S["exllamav2"] = 0.1e-6  # fused kernels too (EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM's note)
 # TinyChat before 2.0 ("tinychat-2024", engines.tinychat_legacy): the same engine with the earlier W4A16
 #    GEMM, which accumulates in FP32 (not in FP16_ACCUMULATE_4BIT below), so on GeForce its 4-bit prefill
 #    runs under the 165 TFLOPS FP32-accumulate peak of an RTX 4090: the README's "TinyChat (Legacy)" row
 #    takes 0.101 / 0.219 s for 1,024 / 2,048 tokens of Llama-3-8B (TINYCHAT-0082/0083), ~125 TFLOPS,
 #    where TinyChat 2.0 reaches ~230 (-0087/0088). Every factor is 2.0's.
 for _table in (BW_EFF, COMPUTE_EFF, FORMAT_DECODE_EFF):
-    _table["tinychat-2024"] = dict(_table["tinychat"])  # type: ignore[index]
+    _table["tinychat-2024"] = dict(_table["tinychat"])
 for _scalar in (LAYER_OVERHEAD_S, PREFILL_TOKEN_LAYER_S, STEP_OVERHEAD_S):
     _scalar["tinychat-2024"] = _scalar["tinychat"]
 # ExLlamaV2 and MLC-LLM prefill with 4-bit weights the same way on GeForce: ExLlamaV2 reconstructs FP16
@@ -479,7 +497,7 @@ QUANT_PREFILL_EFF = 0.80
 # prompts at batch 1-16 (optimum benchmark, transformers 4.37.2): GPTQ Marlin 95 ms at batch 1 against
 # fp16's 99 ms (OPTGPTQ-0033 / -0031); GPTQ ExLlamaV2, Marlin and NF4 within -10..+3 % of fp16 at batch
 # 8-16 (OPTGPTQ-0043..0050), where QUANT_PREFILL_EFF (llama.cpp's MMQ kernels) made them 20 % slower.
-DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers"})
+DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers", "exllamav2"})
 # Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
 # execution"): the host's Python and launch time per layer (LAYER_OVERHEAD_S, EAGER_ATTENTION_LAYER_S, the
 # quantised linears' TRANSFORMERS_QUANT_LINEAR_S / BNB4_LINEAR_S) runs ahead of the GPU, so a pass takes

@@ -308,7 +308,8 @@ def pass_time(
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
-    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.DEQUANT_COPY_BW_EFF) / tp
+    copy_eff = eff.DEQUANT_COPY_BW_EFF_BY_ENGINE.get(engine, eff.DEQUANT_COPY_BW_EFF)
+    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * copy_eff) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
@@ -474,6 +475,10 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
                        embedding_bytes=r.weight_parts.get("embedding"))
+    copy = exllama_reconstruct_bytes(r, engine, batch)
+    if vec.is_array(copy) or copy > 0:
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops)
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
@@ -482,6 +487,21 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
                         other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops)
     return cost
+
+
+def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Bytes ExLlamaV2 moves to de-quantise its weights for a pass of more than MAX_Q_GEMM_ROWS (32)
+    tokens: gemm_half_q_half_cuda (exllamav2_ext/cuda/q_gemm.cu, @b9c025b) then reconstructs each
+    quantised matrix as FP16 into a scratch buffer (`b->reconstruct(stream, temp_dq, ...)`) and multiplies
+    with cublasHgemm, so every quantised parameter is written and read back at 2 bytes each
+    (efficiency.EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM) besides its 4-bit read; at 32 tokens or fewer its
+    fused q_gemm kernel reads the 4-bit weights only. The output head is not reconstructed (the
+    prefill's logits are one token's)."""
+    if engine != "exllamav2" or r.precision.family == "f16":
+        return 0.0
+    quantised = matmul_params(r.arch) - lm_head_params(r.arch)
+    return vec.where(tokens_in_pass > eff.EXLLAMA_MAX_Q_GEMM_ROWS,
+                     quantised * eff.EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM, 0.0)
 
 
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
@@ -538,6 +558,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
                         all_logits=transformers and transformers_full_logits(r.workload.engine_version),
                         embedding_bytes=r.weight_parts.get("embedding"))
+    copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
+    if vec.is_array(copy) or copy > 0:
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops,
+                        spill_bytes=cost.spill_bytes)
     if transformers and r.precision.name.startswith("nf4"):
         # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
         # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
