@@ -33,6 +33,7 @@ ENGINES = (
     "mlx",
     "gpt-fast",
     "tinychat",
+    "tinychat-2024",
 )
 
 # Memory classes: what limits a mat-vec's achievable bandwidth is the memory system, not the brand.
@@ -195,6 +196,22 @@ BNB4_DEQUANT_BYTES_PER_PARAM = 4.0
 # batched decode rows, where it dominates the step: OPTGPTQ-0062/0070/0078/0086 (batch 2-16, 68-82 ms)
 # come out 6-14 % fast at 0.50, 15-23 % at the eager mat-vecs' 0.60; the batch-1 prefill (-0034) -1 %.
 DEQUANT_COPY_BW_EFF = 0.50
+# ExLlamaV2 prompts (performance.exllama_reconstruct_bytes): above MAX_Q_GEMM_ROWS = 32 rows
+#    (exllamav2_ext/config.h) each 4-bit matrix is rebuilt as FP16 in a scratch buffer and multiplied by
+#    cublasHgemm, 2 bytes written and 2 read per parameter, and the HGEMM runs at the FP16 rate
+#    (DEQUANT_TO_FP16_GEMM_ENGINES: no QUANT_PREFILL_EFF). Rows: Llama-3-8B 4-bit on an RTX 4090 (TinyChat
+#    README, TINYCHAT-0075..0079) takes 40 / 51 / 77 / 139 / 294 ms for 256 / 512 / 1,024 / 2,048 / 4,096
+#    tokens: ~48 us per token (~0.89 of the 330 TFLOPS FP16-accumulate peak) on top of ~28 ms per pass,
+#    the time 28 GB of copy traffic (6.98 B parameters x 4 bytes) takes at the card's full 1,008 GB/s.
+#    Fitted at 1.0 of peak (0.82, the engine's decode figure, leaves the rows 6-20 % slow): the scratch of
+#    an attention matrix (8-32 MB in FP16) is read back by cuBLAS from the 72 MB L2 before it reaches
+#    DRAM, so the copy moves somewhat less than 4 bytes per parameter; 1.0 of peak stands for that. Its
+#    element-wise work per token-layer is fused (RMSNorm, RoPE, flash attention): PREFILL_TOKEN_LAYER_S
+#    0.1 us, as TinyChat 2.0's, where the inherited 0.8 us was half the per-token time. Without the copy
+#    the 256-token row came out 1.56x fast and the 2,048-token row 0.75x slow; with it -11..+12 %.
+EXLLAMA_MAX_Q_GEMM_ROWS = 32
+EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM = 4.0
+DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
@@ -399,6 +416,44 @@ BW_EFF["mlx"] = {**BW_EFF["mlx"], "unified": 0.85}
 # performance.pass_time) reach 15-17k tok/s (TINYCHAT-0030..0035, -0042..0047): ~0.75 of 330 TFLOPS,
 # i.e. 0.85 x QUANT_PREFILL_EFF. TinyChat 1.x (TINYCHAT-0080..0084) is slower: not separated.
 COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "gddr": 0.85}
+# TinyChat decode (batch 1, tinychat/benchmark.py: eager PyTorch, no CUDA graphs, one argmax and
+#    torch.cuda.synchronize per token; in W4A16 mode attention, RoPE, norms and the gate/up MLP are
+#    fused kernels: make_quant_attn / make_quant_norm / make_fused_mlp). Its own rows (README
+#    "Decoding Speed", TinyChat 2.0) separate bandwidth from fixed costs, with the weights counted at their
+#    own bytes (performance.read_weight_bytes: AWQ keeps the fp16 embedding out of the read):
+#    - RTX 4090, AWQ W4A16 g128: Llama-2-7B 5.28 ms (TINYCHAT-0004, 3.63 GB read), Llama-2-13B 9.19 ms
+#      (-0005, 6.92 GB, 40 layers), Llama-3-8B 6.39 ms (-0002, 4.68 GB). The 7B -> 13B step gives
+#      3.29 GB in 3.91 ms less 8 layers' overhead: ~0.9 of the 1,008 GB/s peak, the figure llama.cpp's
+#      GDDR mat-vecs reach (BW_EFF["llama.cpp"]["gddr"]); what is left, ~1.3 ms over 32 layers, is
+#      ExLlamaV2's 40 us per layer that TinyChat started from, with ~0.2 ms per step (argmax + sync).
+#    - The AWQ GEMV (awq/kernels/csrc/quantization_new/gemv) de-quantises in registers: on the Jetson AGX
+#      Orin the int4 rows' 7B -> 13B slope reaches 0.75 of the 204.8 GB/s peak (-0011 / -0013: 25.94 /
+#      47.67 ms) and the fp16 rows' 0.78 (-0010 / -0012: 83.95 / 162.33 ms): no format penalty, so the
+#      4-bit family's FORMAT_DECODE_EFF is 1.0 here (the default 0.85 is a guess for GPTQ-style kernels).
+#      0.76 of peak for the unified class (Orin's LPDDR5), ExLlamaV2's inherited 0.70 made every Orin row
+#      slow (the int4 ones by 21-29 % with the format penalty).
+#    `mlrig validate` decode tinychat gddr 26 % / 29 % -> ~4 % / 5 %, unified 16 % / 24 % -> ~3 % / 4 %
+#    (median / p90; 7 and 8 rows, one source).
+BW_EFF["tinychat"] = {**BW_EFF["tinychat"], "gddr": BW_EFF["llama.cpp"]["gddr"], "unified": 0.76}
+FORMAT_DECODE_EFF["tinychat"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0}
+STEP_OVERHEAD_S["tinychat"] = 0.2e-3
+# TinyChat's prefill time per token-layer outside the GEMMs: 2.0 runs fused norms, RoPE-in-attention,
+#    flash attention and a fused gate/up MLP (README "Prefilling Speed"), so its FP16 rows are GEMM-bound
+#    from 256 tokens on (TINYCHAT-0024..0029: 31 -> 446 ms for 256 -> 4,096 tokens, linear in the prompt).
+#    ExLlamaV2's inherited 0.8 us per token-layer added ~13 ms to a 512-token prompt of Llama-3-8B (its
+#    AWQ rows -0031..0035 came out 28-31 % slow); 0.1 us leaves the FP16 and AWQ 2.0 rows within
+#    -8..+11 %.
+PREFILL_TOKEN_LAYER_S["tinychat"] = 0.1e-6
+PREFILL_TOKEN_LAYER_S["exllamav2"] = 0.1e-6  # fused kernels too (EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM's note)
+# TinyChat before 2.0 ("tinychat-2024", engines.tinychat_legacy): the same engine with the earlier W4A16
+#    GEMM, which accumulates in FP32 (not in FP16_ACCUMULATE_4BIT below), so on GeForce its 4-bit prefill
+#    runs under the 165 TFLOPS FP32-accumulate peak of an RTX 4090: the README's "TinyChat (Legacy)" row
+#    takes 0.101 / 0.219 s for 1,024 / 2,048 tokens of Llama-3-8B (TINYCHAT-0082/0083), ~125 TFLOPS,
+#    where TinyChat 2.0 reaches ~230 (-0087/0088). Every factor is 2.0's.
+for _table in (BW_EFF, COMPUTE_EFF, FORMAT_DECODE_EFF):
+    _table["tinychat-2024"] = dict(_table["tinychat"])
+for _scalar in (LAYER_OVERHEAD_S, PREFILL_TOKEN_LAYER_S, STEP_OVERHEAD_S):
+    _scalar["tinychat-2024"] = _scalar["tinychat"]
 # ExLlamaV2 and MLC-LLM prefill with 4-bit weights the same way on GeForce: ExLlamaV2 reconstructs FP16
 # weights for a long prompt and multiplies with cuBLAS HGEMM (FP16 accumulate; its q_gemm path is for a
 # few rows only), and both engines' Llama-3-8B 4-bit prefill on an RTX 4090 reaches 12-15k tok/s at
@@ -407,6 +462,23 @@ COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "gddr": 0.85}
 # reach TinyChat's efficiency. TensorRT-LLM's rows (9.5-10k tok/s) stay under the FP32-accumulate
 # peak: left as they are.
 FP16_ACCUMULATE_4BIT = frozenset({"tinychat", "exllamav2", "mlc"})
+# GeForce cards run FP16/BF16 tensor MMAs that accumulate in FP32 at half their FP16-accumulate rate
+#    (the catalog's figure; NVIDIA Ada whitepaper v2.02 Table 2: RTX 4090 165.2 vs 330.3 TFLOPS). At half
+#    rate the tensor pipe, not the kernel's other work, is the limit: large GEMMs reach most of the
+#    figure (training_speed's TRAIN_GEMM_EFF_GEFORCE, from torch's >= 165 TFLOPS cuBLAS GEMM on a 4090),
+#    and the de-quantisation a fused W4A16 GEMM does per tile (QUANT_PREFILL_EFF's 0.8 at full rate)
+#    hides in the slack. Rows, Llama-3-8B prefill on an RTX 4090 at 256-4096 tokens:
+#    - TinyChat's FP16 path (cuBLAS via nn.Linear, FP32 accumulate): 8.3-10.2k tok/s
+#      (TINYCHAT-0024..0029, -0036..0041), 0.85-0.9 of 165 TFLOPS;
+#    - TensorRT-LLM with 4-bit weights (its CUTLASS fpA_intB mixed-input GEMM, FP32 accumulate, weights
+#      de-quantised in registers): 9.5-10.2k tok/s (TINYCHAT-0060..0064), ~0.9 of 165 TFLOPS, where
+#      COMPUTE_EFF["trt-llm"]["gddr"] x QUANT_PREFILL_EFF (0.60 x 0.8, fitted on the full-rate L40S)
+#      gave 5.1-5.4k;
+#    - TinyChat before 2.0 (FP32-accumulating W4A16 GEMM): 8.3-10.1k tok/s (TINYCHAT-0080..0084).
+#    0.85 (the FP16 path's figure). Engines listed in GEFORCE_HALF_RATE_ENGINES only: the other engines'
+#    GeForce prefill factors were fitted by their own rows and are left as they are.
+GEFORCE_HALF_RATE_GEMM_EFF = 0.85
+GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "tinychat-2024"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
@@ -425,7 +497,7 @@ QUANT_PREFILL_EFF = 0.80
 # prompts at batch 1-16 (optimum benchmark, transformers 4.37.2): GPTQ Marlin 95 ms at batch 1 against
 # fp16's 99 ms (OPTGPTQ-0033 / -0031); GPTQ ExLlamaV2, Marlin and NF4 within -10..+3 % of fp16 at batch
 # 8-16 (OPTGPTQ-0043..0050), where QUANT_PREFILL_EFF (llama.cpp's MMQ kernels) made them 20 % slower.
-DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers"})
+DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers", "exllamav2"})
 # Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
 # execution"): the host's Python and launch time per layer (LAYER_OVERHEAD_S, EAGER_ATTENTION_LAYER_S, the
 # quantised linears' TRANSFORMERS_QUANT_LINEAR_S / BNB4_LINEAR_S) runs ahead of the GPU, so a pass takes

@@ -20,6 +20,12 @@ assumed (said in a note). The behaviours (each with its source):
   requirement in `generate()`": `generate` keeps one `DynamicCache` from start to end). The PR was
   ready for merge in the second half of May 2024, after v4.41.0 (17 May); v4.42 (June 2024) is taken
   as the first release with it - inferred from those dates, not read from release notes.
+- TinyChat (mit-han-lab/llm-awq): release 2.0 (PR #244, commit e4bdec2, 2024-12-12) brought a new W4A16
+  GEMM (awq/kernels/csrc/quantization_new/gemm/gemm_cuda.cu) whose tensor-core MMAs accumulate in FP16
+  (`mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`; README: "For W4A16 GEMM, we introduce FP16
+  accumulation when applicable"); the earlier kernel (awq/kernels/csrc/quantization/gemm_cuda_gen.cu)
+  accumulates in FP32 (`...f32.f16.f16.f32`), half the tensor rate on GeForce cards. Versions before 2.0
+  (the README's "TinyChat (Legacy)") are the efficiency key "tinychat-2024".
 - vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
   not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
   dummy forward's activations at max_model_len tokens (memory.py).
@@ -40,7 +46,7 @@ if TYPE_CHECKING:
 
 # The release assumed when none is given (the current one as of the catalog date, Nov 2026).
 CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.11",
-           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.28"}
+           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.28", "tinychat": "2.0"}
 
 LLAMA_CPP_GRAPHS_BUILD = 3000
 LLAMA_CPP_GRAPHS_DATE = (2024, 6)
@@ -125,6 +131,11 @@ def trt_llm_pre_xqa(text: str | None) -> bool:
     return before(text, (0, 8))
 
 
+def tinychat_legacy(text: str | None) -> bool:
+    """TinyChat before 2.0: its W4A16 GEMM accumulates in FP32 (module docstring)."""
+    return before(text, (2, 0))
+
+
 # ---- engine family keys ----------------------------------------------------------------------------
 ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
                 "gpt-fast, tinychat")
@@ -138,7 +149,7 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
     e = (engine or "").lower().replace(" ", "").replace("_", "-")
     if not e:
         e = "llama.cpp" if (gpu.hardware_class in ("apple", "cpu") or _llama_cpp_only(precision)) else "vllm"
-    if e in ("llama.cpp-2024", "trt-llm-2023"):
+    if e in ("llama.cpp-2024", "trt-llm-2023", "tinychat-2024"):
         # The efficiency tables' keys for old releases, still accepted from internal callers
         # (mlrig.validation.speed); users give --engine-version instead (engines.py).
         return e
@@ -180,6 +191,8 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
                 raise MlrigError(f"TensorRT-LLM runs on NVIDIA GPUs only, not on {gpu.name}; use --engine vllm")
             if fam == "trt-llm" and trt_llm_pre_xqa(version):
                 return "trt-llm-2023"
+            if fam == "tinychat" and tinychat_legacy(version):
+                return "tinychat-2024"
             return fam
     raise MlrigError(f"unknown engine {engine!r}; use one of {ENGINE_NAMES}")
 

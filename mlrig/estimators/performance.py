@@ -138,6 +138,25 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     return vec.maximum(0.0, read) / total
 
 
+def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
+                      embedding_bytes: float | None = None) -> Num:
+    """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
+    with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
+    quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
+    which is its share of the bytes only when every weight has the same width: weight-only 4-bit formats
+    (AWQ, GPTQ, MLC q4f16, EXL2) keep the embedding at 16 bits, so a quarter-size body carries a full-size
+    table. Llama-3-8B AWQ (4.156 bpw linears, fp16 embedding and head, 128k vocabulary): the embedding is
+    6.5 % of the parameters but 18 % of the 5.73 GB file, so a decode step reads 4.68 GB, not 5.35 GB
+    (the AWQ row TINYCHAT-0002, 6.39 ms per token on an RTX 4090, reaches 0.73 of the card's bandwidth
+    on 4.68 GB where 5.35 GB would need 0.83)."""
+    read = weight_bytes * read_fraction(arch, tokens_in_pass)
+    if embedding_bytes is None or arch.tie_word_embeddings:
+        return read
+    pb = arch.params()
+    share = weight_bytes * pb.embedding / max(1, pb.total)  # what read_fraction took out
+    return vec.maximum(0.0, read + share - embedding_bytes)
+
+
 def lm_head_params(arch: ModelArch) -> float:
     """Parameters of the output projection: the untied head, else the tied embedding, else 0."""
     pb = arch.params()
@@ -187,11 +206,12 @@ def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = 
 
 def decode_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
-    kv_read_factor: float = 1.0,
+    kv_read_factor: float = 1.0, embedding_bytes: float | None = None,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
-    read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's."""
-    w = weight_bytes * read_fraction(arch, batch)
+    read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
+    `embedding_bytes`: its input embedding's (`read_weight_bytes`)."""
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
@@ -200,7 +220,7 @@ def decode_cost(
 
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
-    flash_attention: bool = True, all_logits: bool = False,
+    flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
@@ -211,7 +231,7 @@ def prefill_cost(
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
     head_tokens = prompt if all_logits else 1.0
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
-    w = weight_bytes * read_fraction(arch, batch * prompt)
+    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill)
@@ -288,18 +308,25 @@ def pass_time(
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
-    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * eff.DEQUANT_COPY_BW_EFF) / tp
+    copy_eff = eff.DEQUANT_COPY_BW_EFF_BY_ENGINE.get(engine, eff.DEQUANT_COPY_BW_EFF)
+    other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * copy_eff) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
     dtype = precision.gemm_dtype(engine)
     peak = peak_tflops(gpu, dtype, engine)
-    if peak and engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and gpu.hardware_class == "geforce":
+    geforce = gpu.hardware_class == "geforce"
+    fp16_acc = engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and geforce
+    if peak and fp16_acc:
         peak *= 2.0  # their 4-bit prefill GEMMs accumulate in FP16 (efficiency.FP16_ACCUMULATE_4BIT), 2x on GeForce
+    # GEMMs accumulating in FP32 at GeForce's half tensor rate (efficiency.GEFORCE_HALF_RATE_GEMM_EFF)
+    half_rate = geforce and not fp16_acc and engine in eff.GEFORCE_HALF_RATE_ENGINES and dtype == "fp16"
     compute_s: Num = 0.0
     attn_compute_s: Num = 0.0
     if peak:
         ce = eff.COMPUTE_EFF[engine][mclass]
-        if fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
+        if half_rate:
+            ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
+        elif fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
@@ -446,7 +473,12 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
-                       decode_kv_read_factor(r.arch, engine, r.workload.flash_attention))
+                       decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
+                       embedding_bytes=r.weight_parts.get("embedding"))
+    copy = exllama_reconstruct_bytes(r, engine, batch)
+    if vec.is_array(copy) or copy > 0:
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops)
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
@@ -455,6 +487,21 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
                         other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops)
     return cost
+
+
+def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Bytes ExLlamaV2 moves to de-quantise its weights for a pass of more than MAX_Q_GEMM_ROWS (32)
+    tokens: gemm_half_q_half_cuda (exllamav2_ext/cuda/q_gemm.cu, @b9c025b) then reconstructs each
+    quantised matrix as FP16 into a scratch buffer (`b->reconstruct(stream, temp_dq, ...)`) and multiplies
+    with cublasHgemm, so every quantised parameter is written and read back at 2 bytes each
+    (efficiency.EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM) besides its 4-bit read; at 32 tokens or fewer its
+    fused q_gemm kernel reads the 4-bit weights only. The output head is not reconstructed (the
+    prefill's logits are one token's)."""
+    if engine != "exllamav2" or r.precision.family == "f16":
+        return 0.0
+    quantised = matmul_params(r.arch) - lm_head_params(r.arch)
+    return vec.where(tokens_in_pass > eff.EXLLAMA_MAX_Q_GEMM_ROWS,
+                     quantised * eff.EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM, 0.0)
 
 
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
@@ -509,7 +556,13 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     s = _setup(r)
     transformers = s.engine == "transformers"
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
-                        all_logits=transformers and transformers_full_logits(r.workload.engine_version))
+                        all_logits=transformers and transformers_full_logits(r.workload.engine_version),
+                        embedding_bytes=r.weight_parts.get("embedding"))
+    copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
+    if vec.is_array(copy) or copy > 0:
+        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
+                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops,
+                        spill_bytes=cost.spill_bytes)
     if transformers and r.precision.name.startswith("nf4"):
         # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
         # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)

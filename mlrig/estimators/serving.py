@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 # other users wait for the slot (serving.load_point's slot wait).
 DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
     "vllm": 256, "trt-llm": 256, "trt-llm-2023": 256, "lmdeploy": 128, "tgi": 128, "sglang": None,
-    "transformers": 1, "gpt-fast": 1, "tinychat": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
+    "transformers": 1, "gpt-fast": 1, "tinychat": 1, "tinychat-2024": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
     "llama.cpp-metal": 1,
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024

@@ -38,9 +38,11 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
         return None
     tp = p.hardware.tensor_parallel
     b, prompt = w.batch_size, max(1, w.prompt_tokens)
-    pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention)
+    emb = r.weight_parts.get("embedding")
+    pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention,
+                            embedding_bytes=emb)
     dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, max(1, prompt + w.output_tokens // 2),
-                           perf.decode_kv_read_factor(arch, engine, w.flash_attention))
+                           perf.decode_kv_read_factor(arch, engine, w.flash_attention), embedding_bytes=emb)
     points = []
     for name, cost, seconds in (("prefill", pre, speed["ttft_ms"] / 1e3), ("decode", dec, 1.0 / speed["decode_tok_s"])):
         if cost.bytes > 0 and seconds > 0:
