@@ -392,8 +392,8 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
 # instructions (a bitcast and one multiply), reaching "over 80 % efficiency of hardware capacity"
 # (Intel vLLM team, vLLM blog 2025-11-11 "Fast and Affordable LLMs serving on Intel Arc Pro B-Series
 # GPUs with vLLM", Optimisations 1-3). So the fp4 family reads at the engine's plain bandwidth figure
-# there (`performance.format_efficiency`), not at the CUDA kernels' 0.85 above. The Arc Pro B60 rows
-# (VLLMARC-*) still decode faster than this gives (see SOURCES-inference.md); a vendor figure, not a fit.
+# there (`performance.format_efficiency`), not at the CUDA kernels' 0.85 above. A vendor figure, not a
+# fit: the Arc Pro B60 rows (VLLMARC-*) still decode faster than this gives (their TPOT 12-43 % over).
 XPU_PREPACKED_FP4_ENGINES = frozenset({"vllm"})
 
 # MLX (fitted on the rows after starting from llama.cpp Metal): mlx-lm 0.20 decodes Llama-3.3-70B

@@ -150,8 +150,9 @@ def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     prompts, FCFS) the i-th member gets its first token after i prompts' work and then decodes inside
     the chunked iterations that prefill the other m - i prompts: its TPOT, (e2e - TTFT) / (O - 1) as
     `vllm bench serve` computes it, carries (m - i) / m of the wave's prefill, (m - 1) / (2m) of it on
-    average. The vLLM blog's Arc Pro B60 table bears this out (VLLMARC-*: 2 x TTFT + (O - 1) x
-    (TPOT - TTFT / O) equals users x O / throughput within 2 % on all six rows)."""
+    average. The vLLM blog's Arc Pro B60 table is consistent with it (VLLMARC-*: 2 x TTFT + (O - 1) x
+    (TPOT - TTFT / O) equals users x O / throughput within 2 % on all six rows), though that table
+    alone would also fit every first token coming at the wave's end (TTFT + (O - 1) x TPOT)."""
     if budget is None or m <= 1:
         return 0.0
     w = r.workload
