@@ -85,10 +85,13 @@ def test_pre_graph_llama_cpp_is_slower_per_layer() -> None:
 # ---- serving loads ------------------------------------------------------------------------------
 def test_concurrency_load_hand_check() -> None:
     """n users, iteration = decode step of n + n x P/O prompt tokens at the prompt's cost per token.
-    With fixed lengths and no request count the loop runs in waves: every prompt of a wave is
-    prefilled before its first tokens, so TPOT is the decode step alone (LMDeploy's profile rows:
-    2048-token prompts and 128-token outputs decode as fast as 128-token prompts); with 4x as many
-    requests as users a quarter of them arrive in a wave, the rest see the prefills in between."""
+    With fixed lengths and no request count the loop runs in waves: once a wave's prompts are
+    prefilled its members decode without prefills in between (LMDeploy's profile rows: 2048-token
+    prompts and 128-token outputs decode as fast as 128-token prompts), but vLLM V1 chunks the
+    prefill (2,048 tokens per iteration on an A100), so the i-th member decodes through the other
+    prompts' chunks: (n - 1) / (2n) of the wave's prefill over its O - 1 intervals on average. With
+    4x as many requests as users a quarter of them arrive in a wave, the rest see the prefills in
+    between."""
     data = _plan(load="concurrency", batch_size=32)
     r = evaluate(data)
     assert r.performance is not None
@@ -97,10 +100,19 @@ def test_concurrency_load_hand_check() -> None:
     arch = resolve_arch(p)
     decode = decode_step(resolve(arch, p, gpu), 32, 512 + 128).seconds
     step = decode + 32 * (512 / 256) * (prefill_pass(resolve(arch, p, gpu), 1, 512).seconds / 512)
-    assert r.performance.tpot_ms == pytest.approx(decode * 1e3, rel=1e-6)
+    wave = prefill_pass(resolve(arch, p, gpu), 32, 512).seconds
+    in_wave = decode + wave * (31 / 64) / 255
+    assert r.performance.tpot_ms == pytest.approx(in_wave * 1e3, rel=1e-6)
+    assert r.performance.tpot_ms > decode * 1e3 * 1.01  # the chunks are not negligible here
     mixed = evaluate(_plan(load="concurrency", batch_size=32, num_requests=128)).performance
     assert mixed is not None
-    assert mixed.tpot_ms == pytest.approx((0.25 * decode + 0.75 * step) * 1e3, rel=1e-6)
+    assert mixed.tpot_ms == pytest.approx((0.25 * in_wave + 0.75 * step) * 1e3, rel=1e-6)
+    # without chunked prefill (TensorRT-LLM) the wave is prefilled first: TPOT is the decode step alone
+    trt = _plan(engine="trt-llm", load="concurrency", batch_size=32)
+    trt_r = evaluate(trt).performance
+    pt = parse_plan(trt)
+    assert trt_r is not None and trt_r.tpot_ms == pytest.approx(
+        decode_step(resolve(arch, pt, gpu), 32, 512 + 128).seconds * 1e3, rel=1e-6)
     assert r.performance.throughput_tok_s == pytest.approx(32 / step, rel=1e-6)
     assert r.performance.requests_per_s == pytest.approx(32 / step / 256, rel=1e-6)
     assert r.performance.total_throughput_tok_s == pytest.approx(32 / step * 768 / 256, rel=1e-6)
@@ -416,3 +428,53 @@ def test_median_ttft_does_not_queue_below_half_load() -> None:
                          "hardware": {"gpu": "h100-sxm-80gb"}})
     pt = load_point(r, users=8, budget=8192)
     assert pt.queue_s == pytest.approx(pt.step_s / 2.0, rel=1e-9)
+
+
+def test_wave_tpot_under_chunked_prefill_matches_the_arc_table_identity() -> None:
+    """A wave of m requests under chunked prefill (FCFS): every member finishes within a few iterations
+    of the others, so users x O / throughput = the last member's TTFT + (O - 1) x the decode step,
+    and the mean TPOT = the decode step + (the wave's prefill - mean TTFT) / (O - 1). The vLLM blog's
+    Arc Pro B60 table (2025-11-11, gpt-oss-20b, 75 users, 1024/1024: TTFT 7.614 s, TPOT 53.96 ms,
+    1210.74 tok/s) satisfies it with the last TTFT = 2 x the mean; mlrig's figures must satisfy it too."""
+    users, out = 75, 1024
+    ttft, tpot, thr = 7.614, 53.96e-3, 1210.74
+    decode = tpot - ttft / out  # mean TTFT = half the wave; the wave adds (2 TTFT - TTFT) / (O - 1)
+    assert users * out / thr == pytest.approx(2 * ttft + (out - 1) * decode, rel=0.02)
+    data = {"model": "openai/gpt-oss-20b",
+            "workload": {"precision": "mxfp4", "engine": "vllm", "engine_version": "0.10.2", "load": "concurrency",
+                         "batch_size": users, "prompt_tokens": 1024, "output_tokens": out,
+                         "max_num_batched_tokens": 8192, "max_model_len": 16384},
+            "hardware": {"gpu": "Intel Arc Pro B60"}}
+    perf = evaluate(data).performance
+    assert perf and perf.ttft_ms and perf.tpot_ms and perf.throughput_tok_s
+    m_ttft, m_tpot = perf.ttft_ms / 1e3, perf.tpot_ms / 1e3
+    m_decode = m_tpot - (2 * m_ttft * users / (users + 1) - m_ttft) / (out - 1)
+    assert users * out / perf.throughput_tok_s == pytest.approx(
+        2 * m_ttft * users / (users + 1) + (out - 1) * m_decode, rel=0.02)
+
+
+def test_a_narrow_card_links_at_its_own_lane_count() -> None:
+    """Tensor-parallel peers talk over the narrower end of the link: an Arc Pro B60 (PCIe 5.0 x8
+    card) gets 31.5 GB/s per direction, not an x16 slot's 63; an x16 RTX 4090 keeps PCIe 4.0 x16."""
+    from mlrig.estimators.hardware import plan_link
+
+    b60 = plan_link(parse_plan({"model": "llama-3-8b", "workload": {"precision": "fp16"},
+                                "hardware": {"gpu": "Intel Arc Pro B60", "count": 4, "tensor_parallel": 4}}),
+                    resolve_gpu("Intel Arc Pro B60"))
+    assert b60.id == "pcie5-x8" and b60.bandwidth_gb_s == pytest.approx(31.5)
+    rtx = plan_link(parse_plan({"model": "llama-3-8b", "workload": {"precision": "fp16"},
+                                "hardware": {"gpu": "RTX 4090", "count": 2, "tensor_parallel": 2}}),
+                    resolve_gpu("RTX 4090"))
+    assert rtx.id == "pcie4-x16"
+
+
+def test_vllm_xpu_reads_mxfp4_prepacked_at_full_bandwidth() -> None:
+    """Intel's MoE kernel in vLLM's XPU build loads MXFP4 prepacked (vLLM blog 2025-11-11): no format
+    penalty there; CUDA kernels and llama.cpp keep the fp4 family's 0.85."""
+    from mlrig.estimators import efficiency as eff
+    from mlrig.estimators.performance import format_efficiency
+
+    assert format_efficiency("vllm", "fp4", resolve_gpu("Intel Arc Pro B60")) == 1.0
+    assert format_efficiency("vllm", "fp4", resolve_gpu("L40S")) == eff.FORMAT_DECODE_EFF["default"]["fp4"] == 0.85
+    assert format_efficiency("llama.cpp", "fp4", resolve_gpu("Intel Arc Pro B60")) == 0.85
+    assert format_efficiency("vllm", "gpu4", resolve_gpu("Intel Arc Pro B60")) == 0.85

@@ -66,9 +66,12 @@ def resolve_interconnect(name: str) -> Interconnect:
 
 
 def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,
-                 nvlink_max_gpus: int | None = None) -> Interconnect:
+                 nvlink_max_gpus: int | None = None, pcie_lanes: int | None = None) -> Interconnect:
     """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
-    else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice).
+    else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice), or at
+    the card's own width where it has fewer lanes (`pcie_lanes`, the catalog's edge-connector width:
+    an x8 card such as the Arc Pro B60 or RTX 4060 Ti moves half an x16 slot's bytes whatever slot it
+    sits in - PCI-SIG: a link trains to the narrower of its two ends).
     Bridged cards (`nvlink_max_gpus`, e.g. 2 for an A100 PCIe pair) use NVLink only up to that count:
     a ring over more of them crosses PCIe, whose bandwidth then bounds every step.
     Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric)."""
@@ -76,6 +79,10 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
         return _nvlink_at(nvlink_gb_s)
+    if pcie_lanes is not None and pcie_lanes <= 8:
+        narrow = _lookup(f"pcie{pcie_gen if pcie_gen in (3, 4, 5) else 4}-x8")
+        if narrow is not None:
+            return narrow
     return pcie_x16_link(pcie_gen)
 
 

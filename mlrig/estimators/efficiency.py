@@ -403,6 +403,16 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
     "llama.cpp-metal": {"f16": 1.0, "q8": 0.92, "legacy": 0.90, "kquant": 0.65, "gpu4": 0.80, "fp4": 0.80},
 }
 
+# vLLM's XPU build (Intel Arc) runs MXFP4 MoE weights through Intel's own persistent MoE GEMM kernel,
+# which loads the 4-bit weights prepacked into a hardware-friendly layout ("for 4-bit memory loads, a
+# hardware-friendly format can increase efficiency by up to 30 %") and converts FP4 to BF16 in a few
+# instructions (a bitcast and one multiply), reaching "over 80 % efficiency of hardware capacity"
+# (Intel vLLM team, vLLM blog 2025-11-11 "Fast and Affordable LLMs serving on Intel Arc Pro B-Series
+# GPUs with vLLM", Optimisations 1-3). So the fp4 family reads at the engine's plain bandwidth figure
+# there (`performance.format_efficiency`), not at the CUDA kernels' 0.85 above. A vendor figure, not a
+# fit: the Arc Pro B60 rows (VLLMARC-*) still decode faster than this gives (their TPOT 12-43 % over).
+XPU_PREPACKED_FP4_ENGINES = frozenset({"vllm"})
+
 # MLX (fitted on the rows after starting from llama.cpp Metal): mlx-lm 0.20 decodes Llama-3.3-70B
 # 4-bit (group 64, 39.2 GB read per token) at 9.35 tok/s on an M3 Max 40-core (400 GB/s) at short
 # context (MLXCHIGKIM-0002..0012): ~90 % of the bandwidth figure once 80 layers of launch overhead

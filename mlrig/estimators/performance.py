@@ -82,6 +82,15 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
     return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if capped else fraction
 
 
+def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
+    """Fraction of the bandwidth figure that weight reads of a format family reach
+    (efficiency.FORMAT_DECODE_EFF); MXFP4 under vLLM's XPU build on Intel GPUs reads prepacked at
+    the full figure (efficiency.XPU_PREPACKED_FP4_ENGINES)."""
+    if family == "fp4" and gpu.hardware_class == "intel" and engine in eff.XPU_PREPACKED_FP4_ENGINES:
+        return 1.0
+    return eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])[family]
+
+
 def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     """Dense tensor peak for the GEMM dtype. llama.cpp's cuBLAS path accumulates in FP16, which
     GeForce cards run at twice their FP32-accumulate rate (NVIDIA Ampere/Ada/Blackwell GeForce
@@ -302,8 +311,7 @@ def pass_time(
         fraction = max(fraction, eff.LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
-    fmt_table = eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])
-    w_bw = bw * fmt_table[fam]
+    w_bw = bw * format_efficiency(engine, fam, gpu)
     weights_s = cost.weight_bytes / w_bw / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
@@ -633,7 +641,7 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
-    fmt_eff = eff.FORMAT_DECODE_EFF.get(s.engine, eff.FORMAT_DECODE_EFF["default"])[r.precision.family]
+    fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
     expl = (

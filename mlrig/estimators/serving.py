@@ -141,6 +141,26 @@ def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
 
 
+def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
+    """Mean time per output token that a wave's own prefills add to its members' TPOT.
+
+    Without chunked prefill the m prompts are prefilled as one batch before any first token, so the
+    members then decode with no prefill in between: nothing. With chunked prefill (vLLM V1's scheduler
+    puts the running requests' decode tokens first and fills the rest of the `budget` with waiting
+    prompts, FCFS) the i-th member gets its first token after i prompts' work and then decodes inside
+    the chunked iterations that prefill the other m - i prompts: its TPOT, (e2e - TTFT) / (O - 1) as
+    `vllm bench serve` computes it, carries (m - i) / m of the wave's prefill, (m - 1) / (2m) of it on
+    average. The vLLM blog's Arc Pro B60 table is consistent with it (VLLMARC-*: 2 x TTFT + (O - 1) x
+    (TPOT - TTFT / O) equals users x O / throughput within 2 % on all six rows), though that table
+    alone would also fit every first token coming at the wave's end (TTFT + (O - 1) x TPOT)."""
+    if budget is None or m <= 1:
+        return 0.0
+    w = r.workload
+    out = max(1, w.output_tokens)
+    batch_s = prefill_pass(r, m, max(1, w.prompt_tokens)).seconds
+    return batch_s * (m - 1) / (2 * m) / max(1, out - 1)
+
+
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
                wave_weight: float = 0.0) -> LoadPoint:
@@ -199,12 +219,13 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     if wave_weight > 0 and not saturated:
         # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
         # into the steady state above; the wave's later members past the cap also wait for slots.
-        # A wave's prompts are all prefilled before its first tokens, so its members then decode
-        # without prefills in between: their TPOT is the decode-only iteration.
+        # Once a wave's prompts are prefilled its members decode without prefills in between: their
+        # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
+        # prefill that ran between their own tokens (`wave_tpot_extra_s`).
         wave = wave_ttft_s(r, n, budget) + slot_wait
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
         queue = ttft - own
-        tpot = wave_weight * dec_only + (1.0 - wave_weight) * step
+        tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
 
