@@ -106,6 +106,31 @@ def test_pipeline_bubble_and_tensor_parallel_cost_time() -> None:
     assert pipeline_bubble(8, 4) == pytest.approx(7 / 11)
 
 
+def test_full_checkpointing_repeats_the_forward_tensor_parallel_all_reduces() -> None:
+    """Megatron's full recompute re-runs each layer's forward in backward, with its two row-parallel
+    all-reduces: 6 per layer instead of 4 (selective recompute: 4). Hand check on the Megatron-LM 2020 8B
+    case (h 4096, 42 layers) at TP 8 on a DGX-A100 (NVSwitch, 300 GB/s per direction, T-meg20-021): per token
+    6 x 2 x 7/8 x 4096 x 2 B x 42 = 3.6 MB, x 16,384 tokens = 59 GB a step: 0.20 s at 300 GB/s."""
+    from mlrig.estimators.training_speed import training_speed
+    from mlrig.planner import resolve_plan
+
+    def tp_s(ck: str) -> float:
+        r, _ = resolve_plan({"model": {"name": "GPT-2 8B", "hidden_size": 4096, "num_layers": 42, "num_heads": 32,
+                                       "intermediate_size": 16384, "mlp": "plain", "vocab_size": 51200,
+                                       "tie_word_embeddings": True},
+                             "workload": {"task": "pretrain", "precision": "fp16", "batch_size": 16,
+                                          "engine": "megatron"},
+                             "training": {"method": "full", "seq_len": 1024, "activation_checkpointing": ck,
+                                          "global_batch_tokens": 16384},
+                             "hardware": {"gpu": "a100-sxm-40gb", "count": 8, "tensor_parallel": 8}})
+        return float(training_speed(r, 16, 1024).tp_s)
+
+    full, selective = tp_s("full"), tp_s("selective")
+    assert full == pytest.approx(1.5 * selective)
+    hand = 6 * 2 * 7 / 8 * 4096 * 2 * 42 * 16384 / 300e9
+    assert full == pytest.approx(hand, rel=0.02)  # + 252 link latencies of a few microseconds
+
+
 def test_power_cap_scales_compute_by_the_cube_root() -> None:
     from mlrig.estimators.training_speed import power_capped_tflops
     assert power_capped_tflops(100.0, 280, 350) == pytest.approx(100 * 0.8 ** (1 / 3))
@@ -343,14 +368,14 @@ def test_transformer_engine_cudnn_attention_on_hopper() -> None:
 def test_collectives_over_pcie_run_at_nccls_measured_bus_bandwidth() -> None:
     """nccl-tests all_reduce_perf over PCIe 4.0 x16 measures 24.5 GB/s bus bandwidth (tinygrad's six-4090
     box), 78 % of the link: the tensor-parallel all-reduces of a TP-2 run over PCIe take 31.5 / 24.5 of the
-    link-rate time (hand check for Llama-2-7B on 2x L40S: 4 all-reduces per layer of b s h 16-bit values,
-    ring (2-1)/2 x 2, 32 layers, 2 x 2048 tokens)."""
+    link-rate time (hand check for Llama-2-7B on 2x L40S without checkpointing: 4 all-reduces per layer of
+    b s h 16-bit values, ring (2-1)/2 x 2, 32 layers, 2 x 2048 tokens)."""
     from mlrig.estimators.training_speed import training_speed
     from mlrig.planner import resolve_plan
 
     r, _ = resolve_plan({"model": "meta-llama/Llama-2-7b-hf",
                          "workload": {"task": "finetune", "precision": "bf16", "batch_size": 2, "engine": "nemo"},
-                         "training": {"method": "full", "seq_len": 2048},
+                         "training": {"method": "full", "seq_len": 2048, "activation_checkpointing": "none"},
                          "hardware": {"gpu": "L40S", "count": 2, "tensor_parallel": 2}})
     f = training_speed(r, 2, 2048)
     bytes_ = 4 * 2.0 * 0.5 * 4096 * 2.0 * 32 * 2 * 2048

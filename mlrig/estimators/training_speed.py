@@ -151,7 +151,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     - fixed costs per step and per micro-batch (`eff.TRAIN_STEP_OVERHEAD_S`, `TRAIN_MICROBATCH_OVERHEAD_S`:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
-      ring 2(t-1)/t; sequence parallelism moves the same bytes as reduce-scatter + all-gather),
+      and 2 more when full checkpointing re-runs the forward, `tp_all_reduces_per_layer`; ring 2(t-1)/t;
+      sequence parallelism moves the same bytes as reduce-scatter + all-gather),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
@@ -217,9 +218,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
-        ar_bytes = 4 * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
+        n_ar = tp_all_reduces_per_layer(ck)
+        ar_bytes = n_ar * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
         tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
-        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
+        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         link_ep = _dp_link(r)
@@ -263,6 +265,16 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
 # its bf16 weight: that read is part of the GEMM's own time (`train_gemm_eff`), so it is not counted again
 # here (counting it, 4.5 B, priced QLoRA's extra traffic 1.8x too high).
 QLORA_DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 16 + 2.0
+
+
+def tp_all_reduces_per_layer(checkpointing: str) -> int:
+    """Tensor-parallel all-reduces of a layer's b x s x h activations per micro-batch (Megatron-LM's
+    column/row-parallel split; Shoeybi et al. 2019, sec. 3): one after the attention block and one after
+    the MLP in forward, their conjugates in backward - 4. Full activation checkpointing re-runs each
+    layer's forward inside backward (Megatron-LM's `CheckpointFunction.backward` calls
+    `ctx.run_function(*detached_inputs)`, megatron/core/tensor_parallel/random.py), row-parallel
+    all-reduces included: 6. Selective checkpointing recomputes only the attention core, which has none."""
+    return 6 if checkpointing == "full" else 4
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
