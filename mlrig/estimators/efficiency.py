@@ -586,4 +586,26 @@ TRAIN_MICROBATCH_OVERHEAD_S = 0.01
 # bitsandbytes' NF4 de-quantisation kernel reaches this fraction of TRAIN_BW_EFF's bandwidth. Weakly
 # constrained: over the 31 QLoRA speed rows (FSDPQLORA-*, M-torchtune-*, AXOLOTL-*) the median error
 # is 23-24 % anywhere from 0.3 to 1.0 (p90 91 % at 0.3, 111 % at 0.5, 133 % at 1.0); 0.5 is the middle.
+# Not re-fitted when the bytes it moves dropped from 4.5 to 2.56 per parameter
+# (training_speed.QLORA_DEQUANT_BYTES_PER_PARAM no longer counts the GEMM's own read of the bf16 copy).
 QLORA_DEQUANT_EFF = 0.5
+# HF-modelling frameworks (training_speed.HF_MODELLING_ENGINES: transformers + PEFT + bitsandbytes under
+# fsdp_qlora, axolotl, TRL; eager PyTorch modules with FlashAttention-2 and no Transformer Engine) on NVIDIA
+# Hopper and newer: their GEMMs reach this fraction of what TRAIN_GEMM_EFF gives the same code elsewhere.
+# Answer.AI's fsdp_qlora table (benchmarks_03_2024.md, 'Recommendations for Different Hardware
+# Configurations': Llama-2-70B QLoRA, context 2048) has the same script on A100 40GB SXM and H100 80GB SXM:
+# 414 and 390 tokens/s per GPU on 4 and 8 A100s (FSDPQLORA-0048/-0049, predicted within +4/+11 % at
+# TRAIN_GEMM_EFF) but 786 on 4 H100s (FSDPQLORA-0050), 1.9x the A100 where the bf16 peaks differ 3.2x
+# (989 vs 312 TFLOPS) and the bandwidths 2.2x; the source says the H100 run was compute bound ('Changing
+# the batch size from 8 to 12 made little difference, as did switching from QLoRA to LoRA'), so neither the
+# all-gathers nor the de-quantisation explain it: the H100 reached ~33 % of its peak on the work,
+# against ~55 % on the A100. axolotl's single-H100 Llama-4 Scout QLoRA (AXOLOTL-0001, another source and
+# framework on the same stack: 519 tokens/s with all 16 experts computed per token, ~34 % of the peak)
+# agrees. Without the factor (and at the former 4.5 B of de-quantisation) they came out 1.66x and 1.49x too
+# fast; 0.57 brings both within 2 %. The held-out FMS-FSDP H100 rows (another eager-PyTorch stack, not in
+# HF_MODELLING_ENGINES, untouched) are mostly 1.1-1.5x too fast as well: checked, not used to choose the value.
+# What loses the rate on Hopper is not isolated: cuBLAS reaches ~80 % of the H100's peak on its best
+# shapes (S. Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS': 792 of 989 TFLOPS, A100 86 %),
+# so it is not the GEMM kernels alone; the stacks with Transformer Engine (NeMo, Megatron: MLPERF-*) do not
+# show it and keep TRAIN_GEMM_EFF. Blackwell is assumed to behave as Hopper (no row).
+TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57

@@ -137,7 +137,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
 
     - GEMMs: linear FLOPs (6N full; LoRA/QLoRA skip the frozen weights' weight-gradient GEMMs: 4N;
       + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
-      on all tokens, `dense_moe_experts`) at `train_gemm_eff` of the tensor peak (FP8
+      on all tokens, `dense_moe_experts`) at `train_gemm_eff` of the tensor peak (times
+      `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` for HF-modelling frameworks on Hopper, `hf_stack_on_hopper`; FP8
       peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
@@ -150,7 +151,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     - fixed costs per step and per micro-batch (`eff.TRAIN_STEP_OVERHEAD_S`, `TRAIN_MICROBATCH_OVERHEAD_S`:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
-      ring 2(t-1)/t; sequence parallelism moves the same bytes as reduce-scatter + all-gather),
+      and 2 more when full checkpointing re-runs the forward, `tp_all_reduces_per_layer`; ring 2(t-1)/t;
+      sequence parallelism moves the same bytes as reduce-scatter + all-gather),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
@@ -179,6 +181,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
     gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
+    if hf_stack_on_hopper(gpu, plan.workload.engine):
+        gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
@@ -204,18 +208,20 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     opt_s = optimizer_step_bytes(tr.optimizer, r.precision, plan.workload.engine) * trainable / shard / bw
     qlora_s: Num = 0.0
     if tr.method == "qlora":
-        # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM: read 0.5 B + write 2 B +
-        # the GEMM reads the 2 B copy, in forward, backward (and the recompute) of every micro-batch
-        # (every routed expert's weight too: a micro-batch of thousands of tokens reaches all experts)
-        qlora_s = micro * (3 if ck == "full" else 2) * 4.5 * pb.total / (tp * pp) / bw / eff.QLORA_DEQUANT_EFF
+        # bitsandbytes de-quantises each NF4 weight to bf16 before its GEMM (`QLORA_DEQUANT_BYTES_PER_PARAM`),
+        # in forward, backward (and the recompute) of every micro-batch (every routed expert's weight too:
+        # a micro-batch of thousands of tokens reaches all experts)
+        qlora_s = (micro * (3 if ck == "full" else 2) * QLORA_DEQUANT_BYTES_PER_PARAM * pb.total / (tp * pp)
+                   / bw / eff.QLORA_DEQUANT_EFF)
     tp_s: Num = 0.0
     if tp > 1:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
-        ar_bytes = 4 * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
+        n_ar = tp_all_reduces_per_layer(ck)
+        ar_bytes = n_ar * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
         tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
-        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + 4 * layers / pp * micro * link.latency_us * 1e-6
+        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         link_ep = _dp_link(r)
@@ -251,6 +257,26 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                          offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
 
 
+# bitsandbytes' training path (`MatMul4Bit.forward` / `.backward` in bitsandbytes/autograd/_functions.py:
+# `F.dequantize_4bit(B, quant_state)` then `torch.nn.functional.linear` / `torch.matmul` with the bf16 copy)
+# de-quantises each weight into a new bf16 tensor before each GEMM that uses it: it reads the packed NF4
+# values (0.5 B per parameter) and the block scales (an fp32 absmax per 64 values, 1/16 B; double
+# quantisation makes it ~1/64 B) and writes 2 B. The GEMM then reads the 2 B copy, as a LoRA run's GEMM reads
+# its bf16 weight: that read is part of the GEMM's own time (`train_gemm_eff`), so it is not counted again
+# here (counting it, 4.5 B, priced QLoRA's extra traffic 1.8x too high).
+QLORA_DEQUANT_BYTES_PER_PARAM = 0.5 + 1.0 / 16 + 2.0
+
+
+def tp_all_reduces_per_layer(checkpointing: str) -> int:
+    """Tensor-parallel all-reduces of a layer's b x s x h activations per micro-batch (Megatron-LM's
+    column/row-parallel split; Shoeybi et al. 2019, sec. 3): one after the attention block and one after
+    the MLP in forward, their conjugates in backward - 4. Full activation checkpointing re-runs each
+    layer's forward inside backward (Megatron-LM's `CheckpointFunction.backward` calls
+    `ctx.run_function(*detached_inputs)`, megatron/core/tensor_parallel/random.py), row-parallel
+    all-reduces included: 6. Selective checkpointing recomputes only the attention core, which has none."""
+    return 6 if checkpointing == "full" else 4
+
+
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
 HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
@@ -261,6 +287,16 @@ HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "
 # modeling.py, loop over all 16 experts with all tokens the same way). The arithmetic is that of a
 # dense model of the total parameter count, not of the 17B active ones.
 HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
+
+
+def hf_stack_on_hopper(gpu: GPU, engine: str | None) -> bool:
+    """Whether a plan runs an HF-modelling framework (`HF_MODELLING_ENGINES`: eager PyTorch modules,
+    bitsandbytes, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or newer GPU, whose GEMMs
+    reach `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` of what the same code reaches on earlier GPUs."""
+    arch = (gpu.architecture or "").lower()
+    e = (engine or "").lower()
+    return (gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+            and any(e.startswith(x) for x in HF_MODELLING_ENGINES))
 
 
 def dense_moe_experts(arch: ModelArch, plan: Plan) -> bool:
@@ -290,6 +326,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
            if f.bubble_s > 0 else "")
         + (" (every routed expert runs on every token, as transformers' Llama-4 MoE block does)"
            if dense_moe_experts(r.arch, r.plan) else "")
+        + (f" (GEMMs at {eff.TRAIN_GEMM_REL_EFF_HF_HOPPER:.0%} of their usual rate: HF-modelling stacks on "
+           "Hopper reach ~1/3 of its peak in published runs)" if hf_stack_on_hopper(r.gpu, w.engine) else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
@@ -369,7 +407,7 @@ def optimizer_step_bytes(optimizer: str, precision: Precision, engine: str | Non
 # over the 184 fit rows of train_tokens_per_s / training-full / hbm in scripts/calibration_report.py
 # is 21 % (the legacy MPT table in `mlrig.validation.speed`: 13 %). Elsewhere the wide default stands
 # only where no scope validates the plan: a validated scope's own p90 replaces either figure
-# (planner.attach_validation; LoRA/QLoRA on GDDR and HBM cards: 14-108 % in `mlrig validate`, 2026-11-24).
+# (planner.attach_validation; LoRA/QLoRA on GDDR and HBM cards: 14-42 % in `mlrig validate`, 2026-11-24).
 TRAIN_ERROR_BAND = 0.25
 TRAIN_ERROR_BAND_WIDE = 0.60
 
