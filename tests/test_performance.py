@@ -619,3 +619,33 @@ def test_soft_roofline_is_the_max_when_one_side_dominates() -> None:
     assert _soft_max(1.0, 0.05) == pytest.approx(1.0, rel=0.002)  # batch-1 decode: compute 5 % of memory
     assert _soft_max(2.0, 2.0) == pytest.approx(2.0 * 2 ** (1 / eff.ROOFLINE_SMOOTHING_P))
     assert 4.0 < _soft_max(3.0, 4.0) < 7.0  # between the max and the sum
+
+
+def test_gpt_fast_on_an_intel_gpu_launches_every_kernel_without_a_graph() -> None:
+    """torch.compile's reduce-overhead mode captures no graph on Intel GPUs (Inductor's cudagraph trees
+    accept CUDA devices only), so gpt-fast / torchao pays the host's launches per layer there
+    (efficiency.NO_GRAPH_LAYER_OVERHEAD_S_INTEL, ~180 us from SGLang's XPU-graph PR) instead of its graph
+    replay's 25 us. Hand check, Llama-2-7B bf16 at batch 1 on a Max 1100 (1228.8 GB/s): the step is the
+    same roofline plus 32 x (180 - 25) us. Other engines there, and gpt-fast on an A100, are unchanged."""
+    from mlrig.estimators.hardware import graph_replay_missing
+    from mlrig.estimators.performance import layer_overhead_s
+
+    max1100, a100 = resolve_gpu("Intel Data Center GPU Max 1100"), resolve_gpu("a100-sxm-80gb")
+    assert graph_replay_missing("gpt-fast", max1100) and not graph_replay_missing("gpt-fast", a100)
+    assert not graph_replay_missing("vllm", max1100)
+    assert layer_overhead_s("gpt-fast", max1100) == eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL == 180e-6
+    assert layer_overhead_s("gpt-fast", a100) == eff.LAYER_OVERHEAD_S["gpt-fast"]
+    assert layer_overhead_s("vllm", max1100) == eff.LAYER_OVERHEAD_S["vllm"]
+
+    arch = resolve_model("meta-llama/Llama-2-7b-chat-hf")
+    p = Plan.model_validate({"model": "meta-llama/Llama-2-7b-chat-hf", "hardware": {"gpu": max1100.id},
+                             "workload": {"precision": "bf16", "engine": "gpt-fast", "batch_size": 1,
+                                          "prompt_tokens": 6, "output_tokens": 200}})
+    r = resolve(arch, p, max1100)
+    step = decode_step(r, 1, 106)
+    cost = decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, 1, 106)
+    roofline = cost.bytes / (1228.8e9 * eff.BW_EFF["gpt-fast"]["hbm"])
+    expected = roofline + 32 * 180e-6 + eff.STEP_OVERHEAD_S["gpt-fast"]
+    assert step.seconds == pytest.approx(expected, rel=1e-3)
+    # the held-out torchao XPU row (TORCHAO-0027: 42.2 tok/s) was 55 % slower than the graph-replay figure
+    assert 1 / step.seconds == pytest.approx(42.2, rel=0.20)

@@ -266,6 +266,20 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+# gpt-fast's LAYER_OVERHEAD_S above assumes torch.compile(mode="reduce-overhead") replays each decode step as
+#    one CUDA graph. On Intel GPUs (PyTorch's XPU backend) that mode captures nothing: Inductor's cudagraph
+#    trees accept only CUDA devices (torch/_inductor/cudagraph_utils.py, check_multiple_devices_or_any_cpu_nodes;
+#    "Inductor cudagraphs silently no-op on XPU", intel/torch-xpu-ops issue #5338, and "mode='reduce-overhead'
+#    silently no-ops on XPU", intel/intel-xpu-backend-for-triton issue #1721), so every Triton kernel of a step
+#    is launched from the host through the XPU launcher. What that launching costs per layer on an Intel GPU
+#    comes from SGLang's XPU graph runner (sgl-project/sglang PR #25853, 2026-05-20): capturing the decode
+#    step as one XPUGraph took Llama-3.2-3B (28 layers) on an Arc Pro B60 from 18 to 13 ms per token at
+#    batch 1, ~5 ms / 28 = ~180 us per layer of dispatch left exposed without a graph. Host-side (Level Zero /
+#    SYCL submission), so it is taken for the HBM Max series as well. Not fitted on any calibration row; the
+#    held-out torchao XPU rows (TORCHAO-0027/0029/0031/0033, Max 1100) are its check.
+NO_GRAPH_LAYER_OVERHEAD_S_INTEL = 180e-6
+GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S is a graph replay's
+
 # LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its
 # batch-1 TTFT rows alone, where nothing but the prompt's forward pass is timed: 2,048-token prompts of
 # Llama-2-7B / 13B, InternLM-20B (TP 2) and Llama-2-70B (TP 4) on A100 SXM4 in 139 / 242 / 217 / 402 ms

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class
+from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
 from mlrig.results import Performance
 from mlrig.vec import Num
 
@@ -100,6 +100,14 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
     return t
+
+
+def layer_overhead_s(engine: str, gpu: GPU) -> float:
+    """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
+    replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`)."""
+    if graph_replay_missing(engine, gpu):
+        return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
+    return eff.LAYER_OVERHEAD_S[engine]
 
 
 # ---- per-pass costs -----------------------------------------------------------------------------
@@ -303,7 +311,7 @@ def pass_time(
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
-    layer_s: Num = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s)
+    layer_s: Num = layers * (layer_overhead_s(engine, gpu) + extra_layer_s)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
