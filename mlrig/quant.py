@@ -150,6 +150,12 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
            description="generic 4-bit weight-only, group 128 (as GPTQ/AWQ)"),
     Scheme("gptq", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="GPTQ 4-bit, group 128"),
     Scheme("awq", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="AWQ 4-bit, group 128"),
+    # GPTQ checkpoints run by a named kernel (AutoGPTQ / transformers `exllama_config={"version": 2}`,
+    # `use_marlin=True`): same bytes as "gptq"; HF transformers' batched decode differs by kernel
+    # (efficiency.GPTQ_KERNEL_ROWS)
+    Scheme("gptq-exllamav2", GROUP128_INT4_BPW, 16, 16, 16, "fp16",
+           description="GPTQ 4-bit, group 128, ExLlamaV2 kernel"),
+    Scheme("gptq-marlin", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="GPTQ 4-bit, group 128, Marlin kernel"),
     Scheme("nf4", NF4_DQ_BPW, 16, 16, 16, "bf16", description="bitsandbytes NF4 + double quant"),
     Scheme("nf4-nodq", NF4_BPW, 16, 16, 16, "bf16", description="bitsandbytes NF4, no double quant"),
     Scheme("mxfp4", 16, 16, 16, 16, "bf16", experts_bpw=MXFP4_BPW,
@@ -208,6 +214,8 @@ _ALIASES: dict[str, str] = {
     "autoawq": "awq",
     "gptq-int4": "gptq", "gptq_int4": "gptq", "gptq-4bit": "gptq", "gptq_int8": "gptq-int8",
     "gptq-8bit": "gptq-int8", "int8-gptq": "gptq-int8", "awq-int4": "awq", "awq_int4": "awq",
+    "gptq_marlin": "gptq-marlin", "marlin": "gptq-marlin", "gptq_exllamav2": "gptq-exllamav2",
+    "gptq-exllama-v2": "gptq-exllamav2",
     "nv-fp4": "nvfp4", "fp4": "nvfp4", "mx-fp8": "mxfp8", "mxfp8_e4m3": "mxfp8",
     "q4f16_0": "q4f16_1", "q4bf16_1": "q4f16_1", "q4bf16_0": "q4f16_1", "q3f16_0": "q3f16_1",
     "q0f16": "fp16", "q0bf16": "bf16", "q0f32": "fp32", "mlc-q4": "q4f16_1",

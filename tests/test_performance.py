@@ -649,3 +649,57 @@ def test_gpt_fast_on_an_intel_gpu_launches_every_kernel_without_a_graph() -> Non
     assert step.seconds == pytest.approx(expected, rel=1e-3)
     # the held-out torchao XPU row (TORCHAO-0027: 42.2 tok/s) was 55 % slower than the graph-replay figure
     assert 1 / step.seconds == pytest.approx(42.2, rel=0.20)
+
+
+def test_transformers_gptq_kernels_pay_per_block_of_rows() -> None:
+    """HF transformers' GPTQ kernels at batch > 1 (efficiency.GPTQ_KERNEL_ROWS): ExLlama v1 (the default
+    kernel of transformers 4.32) reads and de-quantises the weights once per input row below 8 rows and
+    reconstructs a 16-bit copy from 8; ExLlamaV2 takes 8 rows per pass; Marlin one pass for all. Hand check
+    of the step's bytes, then the optimum benchmark's Llama-2-13B rows on an A100 SXM4: ExLlamaV2 at batch 16
+    48.1 ms per step against Marlin's 31.7 (OPTGPTQ-0082 / -0084); ExLlama v1 at batch 8 108.73 tok/s
+    (OPTGPTQ-0022, 1.85x too fast before)."""
+    from mlrig.estimators.performance import _decode_cost, matmul_params, transformers_gptq_kernel
+    from mlrig.planner import evaluate
+    from mlrig.quant import GROUP128_INT4_BPW
+
+    gpu = resolve_gpu("a100-sxm-80gb")
+    arch = resolve_model("llama-2-13b")
+
+    def resolved(precision: str, version: str) -> ResolvedPlan:
+        p = Plan.model_validate({"model": "llama-2-13b", "hardware": {"gpu": gpu.id}, "workload": {
+            "engine": "transformers", "engine_version": version, "precision": precision, "batch_size": 1,
+            "prompt_tokens": 1, "output_tokens": 512}})
+        return resolve(arch, p, gpu)
+
+    v1, v2, marlin = resolved("gptq", "4.32"), resolved("gptq_exllamav2", "4.37.2"), resolved("gptq-marlin", "4.37.2")
+    assert [transformers_gptq_kernel(r.precision, r.workload.engine_version) for r in (v1, v2, marlin)] == [
+        "exllama", "exllamav2", None]
+    assert transformers_gptq_kernel(resolved("gptq", "4.49.0").precision, "4.49.0") is None
+    quantised = matmul_params(arch) - lm_head_params(arch)
+    q_bytes = quantised * GROUP128_INT4_BPW / 8
+    plain = _decode_cost(marlin, "transformers", 4, 256)
+    rel = eff.GPTQ_FUSED_PASS_REL_EFF
+    # v1 at 4 rows: 4 passes; at 8 rows: one 4-bit read + a reconstructed 16-bit copy written and read
+    assert _decode_cost(v1, "transformers", 4, 256).weight_bytes == pytest.approx(
+        plain.weight_bytes + 4 * q_bytes / rel - q_bytes)
+    eight = _decode_cost(v1, "transformers", 8, 256)
+    assert eight.other_bytes == pytest.approx(quantised * eff.GPTQ_RECONS_BYTES_PER_PARAM)
+    assert eight.weight_bytes == _decode_cost(marlin, "transformers", 8, 256).weight_bytes
+    # ExLlamaV2: one pass up to 8 rows, two at 16
+    assert _decode_cost(v2, "transformers", 16, 256).weight_bytes == pytest.approx(
+        _decode_cost(marlin, "transformers", 16, 256).weight_bytes + 2 * q_bytes / rel - q_bytes)
+
+    def figure(precision: str, version: str, batch: int, prompt: int, field: str) -> float:
+        perf = evaluate({"model": "meta-llama/Llama-2-13b-chat-hf", "hardware": {"gpu": "A100 SXM4 80GB"},
+                         "workload": {"engine": "transformers", "engine_version": version, "precision": precision,
+                                      "batch_size": batch, "prompt_tokens": prompt, "output_tokens": 512,
+                                      "flash_attention": version != "4.32"}}).performance
+        assert perf is not None
+        value = getattr(perf, field)
+        assert value is not None
+        return float(value)
+
+    exllamav2_b16 = figure("gptq-exllamav2", "4.37.2", 16, 1, "tpot_ms")
+    assert exllamav2_b16 > 1.2 * figure("gptq-marlin", "4.37.2", 16, 1, "tpot_ms")
+    assert exllamav2_b16 == pytest.approx(48.1, rel=0.20)
+    assert figure("gptq", "4.32", 8, 512, "throughput_tok_s") == pytest.approx(108.73, rel=0.10)

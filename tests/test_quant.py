@@ -184,3 +184,15 @@ def test_gguf_tied_embedding_is_stored_at_the_output_type() -> None:
     # safetensors formats are untouched: the tied table stays 16-bit
     _, parts = quant.weight_bytes_by_component(small, "bf16")
     assert parts["embedding"] == pytest.approx(128256 * 2048 * 2)
+
+
+def test_gptq_kernel_names_keep_gptq_bytes() -> None:
+    """gptq-marlin / gptq-exllamav2 name the kernel a GPTQ checkpoint runs with (HF transformers prices
+    their batched decode apart, efficiency.GPTQ_KERNEL_ROWS); the checkpoint's bytes are GPTQ's."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.quant import normalise_precision, weight_bytes
+
+    assert normalise_precision("gptq_marlin") == normalise_precision("Marlin") == "gptq-marlin"
+    assert normalise_precision("gptq_exllamav2") == "gptq-exllamav2"
+    arch = resolve_model("llama-2-13b")
+    assert weight_bytes(arch, "gptq-marlin") == weight_bytes(arch, "gptq-exllamav2") == weight_bytes(arch, "gptq")
