@@ -205,7 +205,7 @@ def _prefill_activation_bytes(arch: ModelArch, tokens: Num, flash: bool, heads_p
 
 LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
 TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
-_MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "tinychat")
+_MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "gptfast", "torchao", "tinychat")
 
 
 def _engine_key(r: ResolvedPlan) -> str:
@@ -374,8 +374,10 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
     if torchao_quantises_on_device(r) and graph_replay_missing(r.engine, gpu):
-        # the load's reservation is never handed back on this device (TORCHAO_QUANT_TEMP_BYTES_PER_PARAM)
-        used = vec.maximum(used, torchao_load_peak_bytes(r) + overhead)
+        # the load's reservation is never handed back on this device (TORCHAO_QUANT_TEMP_BYTES_PER_PARAM):
+        # what it holds beyond the run's own tensors is shown with the workspace
+        held = vec.maximum(0.0, torchao_load_peak_bytes(r) + overhead - used)
+        act, used = act + held, used + held
     fits = used <= cap
     spill: Num = 0.0
     if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
