@@ -134,6 +134,19 @@ def _mlx(bits: int, group: int) -> Scheme:
                   description=f"MLX {bits}-bit, group {group} (16-bit scale + bias)")
 
 
+INT4_GROUPS = (32, 64, 128, 256)
+
+
+def _int4_group(group: int) -> Scheme:
+    """gpt-fast / torchao int4 weight-only (tinygemm `_weight_int4pack_mm`): 4 bits per weight and a 16-bit
+    scale and zero per `group` weights (gpt-fast quantize.py `group_quantize_tensor`, torchao
+    `int4_weight_only(group_size=...)`). Both quantise every nn.Linear, the output head included
+    (gpt-fast `replace_linear_int4`, torchao `quantize_`'s default filter); the embedding stays 16-bit."""
+    bpw = 4 + 2 * 16 / group
+    return Scheme(f"int4-g{group}", bpw, 16, bpw, 16, "fp16",
+                  description=f"int4 weight-only, group {group}, 16-bit scale + zero (gpt-fast / torchao), head too")
+
+
 def _exl2(bpw: float) -> Scheme:
     """EXL2 at a stated average rate over the linear layers (head at 6 bits, embedding fp16)."""
     return Scheme(f"exl2-{bpw:g}", bpw, 16, EXL2_HEAD_BPW, 16, "fp16",
@@ -150,6 +163,12 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
            description="generic 4-bit weight-only, group 128 (as GPTQ/AWQ)"),
     Scheme("gptq", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="GPTQ 4-bit, group 128"),
     Scheme("awq", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="AWQ 4-bit, group 128"),
+    # GPTQ checkpoints run by a named kernel (AutoGPTQ / transformers `exllama_config={"version": 2}`,
+    # `use_marlin=True`): same bytes as "gptq"; HF transformers' batched decode differs by kernel
+    # (efficiency.GPTQ_KERNEL_ROWS)
+    Scheme("gptq-exllamav2", GROUP128_INT4_BPW, 16, 16, 16, "fp16",
+           description="GPTQ 4-bit, group 128, ExLlamaV2 kernel"),
+    Scheme("gptq-marlin", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="GPTQ 4-bit, group 128, Marlin kernel"),
     Scheme("nf4", NF4_DQ_BPW, 16, 16, 16, "bf16", description="bitsandbytes NF4 + double quant"),
     Scheme("nf4-nodq", NF4_BPW, 16, 16, 16, "bf16", description="bitsandbytes NF4, no double quant"),
     Scheme("mxfp4", 16, 16, 16, 16, "bf16", experts_bpw=MXFP4_BPW,
@@ -208,6 +227,8 @@ _ALIASES: dict[str, str] = {
     "autoawq": "awq",
     "gptq-int4": "gptq", "gptq_int4": "gptq", "gptq-4bit": "gptq", "gptq_int8": "gptq-int8",
     "gptq-8bit": "gptq-int8", "int8-gptq": "gptq-int8", "awq-int4": "awq", "awq_int4": "awq",
+    "gptq_marlin": "gptq-marlin", "marlin": "gptq-marlin", "gptq_exllamav2": "gptq-exllamav2",
+    "gptq-exllama-v2": "gptq-exllamav2",
     "nv-fp4": "nvfp4", "fp4": "nvfp4", "mx-fp8": "mxfp8", "mxfp8_e4m3": "mxfp8",
     "q4f16_0": "q4f16_1", "q4bf16_1": "q4f16_1", "q4bf16_0": "q4f16_1", "q3f16_0": "q3f16_1",
     "q0f16": "fp16", "q0bf16": "bf16", "q0f32": "fp32", "mlc-q4": "q4f16_1",
@@ -220,6 +241,9 @@ _ALIASES: dict[str, str] = {
     "fp16-amp": "fp16-mixed", "32-true": "fp32",
     **{f"mlx-{b}bit-g64": f"mlx-{b}bit" for b in MLX_BITS},
 }
+
+# "int4-g32" ... "int4-g256": gpt-fast / torchao int4 weight-only at a group size (added on first use)
+_INT4_GROUP_RE = re.compile(r"int4[-_]?g(?:roup)?(\d+)")
 
 # "mlx-4bit-g32", "mlx-5bit-g128": MLX affine at a non-default group size (added on first use)
 _MLX_RE = re.compile(r"mlx-(\d)bit-g(\d+)")
@@ -249,11 +273,19 @@ def normalise_precision(precision: str) -> str:
                 raise MlrigError(f"MLX quantisation {precision!r}: bits must be one of "
                                  f"{', '.join(map(str, MLX_BITS))} and the group 32, 64 or 128 (e.g. mlx-4bit-g32)")
             return SCHEMES.setdefault(p, _mlx(bits, group)).name
+        m = _INT4_GROUP_RE.fullmatch(p)
+        if m:
+            group = int(m.group(1))
+            if group not in INT4_GROUPS:
+                raise MlrigError(f"int4 group size {group} is not one of {', '.join(map(str, INT4_GROUPS))} "
+                                 "(e.g. int4-g64)")
+            return SCHEMES.setdefault(f"int4-g{group}", _int4_group(group)).name
         if p == "exl2":
             raise MlrigError("EXL2 needs its bits per weight: write exl2-4.65 (or the rate of your download)")
-        shown = [k for k in SCHEMES if not k.startswith("exl2-") and not _MLX_RE.fullmatch(k)]
+        shown = [k for k in SCHEMES if not k.startswith("exl2-") and not _MLX_RE.fullmatch(k)
+                 and not _INT4_GROUP_RE.fullmatch(k)]
         raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(shown)}, exl2-<bpw>, "
-                         "mlx-<bits>bit-g<32|128>")
+                         "mlx-<bits>bit-g<32|128>, int4-g<32|64|128|256>")
     return p
 
 

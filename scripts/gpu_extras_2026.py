@@ -496,7 +496,9 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "Overview' (ID 766085, updated 2024-04-08: 8 vector + 8 XMX engines per Xe-core, 512-bit vector, 4096-bit "
         "matrix engines); Max 1100 = 56 Xe-cores, 48 GB, 300 W (geektopia.es 2023-04-11 after Tom's Hardware; "
         "glennklockwood.com/garden/processors/pvc lists the SKU), read 2026-11-23; 1.55 GHz max clock, "
-        "1228.8 GB/s and PCIe 5.0 x16 from Intel's ark page as known to the builder, not re-read). DERIVED: "
+        "1228.8 GB/s and PCIe 5.0 x16 from Intel's ark page as known to the builder, not re-read; the bandwidth "
+        "re-derived 2026-11-24 from the 8192-bit HBM2e interface at 600 MHz (DDR) listed by "
+        "topcpu.net/en/gpu-c/data-center-gpu-max-1100-vs-tesla-m4: 8192 / 8 x 1.2 GT/s = 1228.8 GB/s). DERIVED: "
         "FP32 = 448 x 16 lanes x 2 x 1.55 GHz = 22.2 TFLOPS; XMX BF16/FP16 = 448 x 512 ops/clk x 1.55 GHz = 355.5 "
         "TFLOPS (512 ops/clk per 4096-bit engine at 16-bit inputs); INT8 = 2x",
         notes="One Ponte Vecchio stack (the Max 1550 has two). XPU backend in PyTorch (torch.xpu).",

@@ -619,3 +619,87 @@ def test_soft_roofline_is_the_max_when_one_side_dominates() -> None:
     assert _soft_max(1.0, 0.05) == pytest.approx(1.0, rel=0.002)  # batch-1 decode: compute 5 % of memory
     assert _soft_max(2.0, 2.0) == pytest.approx(2.0 * 2 ** (1 / eff.ROOFLINE_SMOOTHING_P))
     assert 4.0 < _soft_max(3.0, 4.0) < 7.0  # between the max and the sum
+
+
+def test_gpt_fast_on_an_intel_gpu_launches_every_kernel_without_a_graph() -> None:
+    """torch.compile's reduce-overhead mode captures no graph on Intel GPUs (Inductor's cudagraph trees
+    accept CUDA devices only), so gpt-fast / torchao pays the host's launches per layer there
+    (efficiency.NO_GRAPH_LAYER_OVERHEAD_S_INTEL, ~180 us from SGLang's XPU-graph PR) instead of its graph
+    replay's 25 us. Hand check, Llama-2-7B bf16 at batch 1 on a Max 1100 (1228.8 GB/s): the step is the
+    same roofline plus 32 x (180 - 25) us. Other engines there, and gpt-fast on an A100, are unchanged."""
+    from mlrig.estimators.hardware import graph_replay_missing
+    from mlrig.estimators.performance import layer_overhead_s
+
+    max1100, a100 = resolve_gpu("Intel Data Center GPU Max 1100"), resolve_gpu("a100-sxm-80gb")
+    assert graph_replay_missing("gpt-fast", max1100) and not graph_replay_missing("gpt-fast", a100)
+    assert not graph_replay_missing("vllm", max1100)
+    assert layer_overhead_s("gpt-fast", max1100) == eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL == 180e-6
+    assert layer_overhead_s("gpt-fast", a100) == eff.LAYER_OVERHEAD_S["gpt-fast"]
+    assert layer_overhead_s("vllm", max1100) == eff.LAYER_OVERHEAD_S["vllm"]
+
+    arch = resolve_model("meta-llama/Llama-2-7b-chat-hf")
+    p = Plan.model_validate({"model": "meta-llama/Llama-2-7b-chat-hf", "hardware": {"gpu": max1100.id},
+                             "workload": {"precision": "bf16", "engine": "gpt-fast", "batch_size": 1,
+                                          "prompt_tokens": 6, "output_tokens": 200}})
+    r = resolve(arch, p, max1100)
+    step = decode_step(r, 1, 106)
+    cost = decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, 1, 106)
+    roofline = cost.bytes / (1228.8e9 * eff.BW_EFF["gpt-fast"]["hbm"])
+    expected = roofline + 32 * 180e-6 + eff.STEP_OVERHEAD_S["gpt-fast"]
+    assert step.seconds == pytest.approx(expected, rel=1e-3)
+    # the held-out torchao XPU row (TORCHAO-0027: 42.2 tok/s) was 55 % slower than the graph-replay figure
+    assert 1 / step.seconds == pytest.approx(42.2, rel=0.20)
+
+
+def test_transformers_gptq_kernels_pay_per_block_of_rows() -> None:
+    """HF transformers' GPTQ kernels at batch > 1 (efficiency.GPTQ_KERNEL_ROWS): ExLlama v1 (the default
+    kernel of transformers 4.32) reads and de-quantises the weights once per input row below 8 rows and
+    reconstructs a 16-bit copy from 8; ExLlamaV2 takes 8 rows per pass; Marlin one pass for all. Hand check
+    of the step's bytes, then the optimum benchmark's Llama-2-13B rows on an A100 SXM4: ExLlamaV2 at batch 16
+    48.1 ms per step against Marlin's 31.7 (OPTGPTQ-0082 / -0084); ExLlama v1 at batch 8 108.73 tok/s
+    (OPTGPTQ-0022, 1.85x too fast before)."""
+    from mlrig.estimators.performance import _decode_cost, matmul_params, transformers_gptq_kernel
+    from mlrig.planner import evaluate
+    from mlrig.quant import GROUP128_INT4_BPW
+
+    gpu = resolve_gpu("a100-sxm-80gb")
+    arch = resolve_model("llama-2-13b")
+
+    def resolved(precision: str, version: str) -> ResolvedPlan:
+        p = Plan.model_validate({"model": "llama-2-13b", "hardware": {"gpu": gpu.id}, "workload": {
+            "engine": "transformers", "engine_version": version, "precision": precision, "batch_size": 1,
+            "prompt_tokens": 1, "output_tokens": 512}})
+        return resolve(arch, p, gpu)
+
+    v1, v2, marlin = resolved("gptq", "4.32"), resolved("gptq_exllamav2", "4.37.2"), resolved("gptq-marlin", "4.37.2")
+    assert [transformers_gptq_kernel(r.precision, r.workload.engine_version) for r in (v1, v2, marlin)] == [
+        "exllama", "exllamav2", None]
+    assert transformers_gptq_kernel(resolved("gptq", "4.49.0").precision, "4.49.0") is None
+    quantised = matmul_params(arch) - lm_head_params(arch)
+    q_bytes = quantised * GROUP128_INT4_BPW / 8
+    plain = _decode_cost(marlin, "transformers", 4, 256)
+    rel = eff.GPTQ_FUSED_PASS_REL_EFF
+    # v1 at 4 rows: 4 passes; at 8 rows: one 4-bit read + a reconstructed 16-bit copy written and read
+    assert _decode_cost(v1, "transformers", 4, 256).weight_bytes == pytest.approx(
+        plain.weight_bytes + 4 * q_bytes / rel - q_bytes)
+    eight = _decode_cost(v1, "transformers", 8, 256)
+    assert eight.other_bytes == pytest.approx(quantised * eff.GPTQ_RECONS_BYTES_PER_PARAM)
+    assert eight.weight_bytes == _decode_cost(marlin, "transformers", 8, 256).weight_bytes
+    # ExLlamaV2: one pass up to 8 rows, two at 16
+    assert _decode_cost(v2, "transformers", 16, 256).weight_bytes == pytest.approx(
+        _decode_cost(marlin, "transformers", 16, 256).weight_bytes + 2 * q_bytes / rel - q_bytes)
+
+    def figure(precision: str, version: str, batch: int, prompt: int, field: str) -> float:
+        perf = evaluate({"model": "meta-llama/Llama-2-13b-chat-hf", "hardware": {"gpu": "A100 SXM4 80GB"},
+                         "workload": {"engine": "transformers", "engine_version": version, "precision": precision,
+                                      "batch_size": batch, "prompt_tokens": prompt, "output_tokens": 512,
+                                      "flash_attention": version != "4.32"}}).performance
+        assert perf is not None
+        value = getattr(perf, field)
+        assert value is not None
+        return float(value)
+
+    exllamav2_b16 = figure("gptq-exllamav2", "4.37.2", 16, 1, "tpot_ms")
+    assert exllamav2_b16 > 1.2 * figure("gptq-marlin", "4.37.2", 16, 1, "tpot_ms")
+    assert exllamav2_b16 == pytest.approx(48.1, rel=0.20)
+    assert figure("gptq", "4.32", 8, 512, "throughput_tok_s") == pytest.approx(108.73, rel=0.10)

@@ -184,3 +184,34 @@ def test_gguf_tied_embedding_is_stored_at_the_output_type() -> None:
     # safetensors formats are untouched: the tied table stays 16-bit
     _, parts = quant.weight_bytes_by_component(small, "bf16")
     assert parts["embedding"] == pytest.approx(128256 * 2048 * 2)
+
+
+def test_gptq_kernel_names_keep_gptq_bytes() -> None:
+    """gptq-marlin / gptq-exllamav2 name the kernel a GPTQ checkpoint runs with (HF transformers prices
+    their batched decode apart, efficiency.GPTQ_KERNEL_ROWS); the checkpoint's bytes are GPTQ's."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.quant import normalise_precision, weight_bytes
+
+    assert normalise_precision("gptq_marlin") == normalise_precision("Marlin") == "gptq-marlin"
+    assert normalise_precision("gptq_exllamav2") == "gptq-exllamav2"
+    arch = resolve_model("llama-2-13b")
+    assert weight_bytes(arch, "gptq-marlin") == weight_bytes(arch, "gptq-exllamav2") == weight_bytes(arch, "gptq")
+
+
+def test_int4_group_sizes_of_gpt_fast_and_torchao() -> None:
+    """gpt-fast's '4-bit (G=32)' and torchao's int4wo-64 store 4 bits + a bf16 scale and zero per group and
+    quantise the output head too: torchao's README prints Llama-3-8B int4wo-64 at 'Model Size 4.22 GB'
+    (generate.py's size without the embedding): (all linears + head) x 4.5 bits."""
+    import pytest
+
+    from mlrig.catalog.models import resolve_model
+    from mlrig.errors import MlrigError
+    from mlrig.quant import SCHEMES, normalise_precision, weight_bytes_by_component
+
+    assert normalise_precision("int4-g32") == normalise_precision("INT4_G32") == "int4-g32"
+    assert SCHEMES["int4-g32"].linear_bpw == SCHEMES["int4-g32"].head_bpw == 5.0
+    assert normalise_precision("int4-g64") == "int4-g64" and SCHEMES["int4-g64"].linear_bpw == 4.5
+    with pytest.raises(MlrigError, match="group size 48"):
+        normalise_precision("int4-g48")
+    _, parts = weight_bytes_by_component(resolve_model("meta-llama/Meta-Llama-3-8B"), "int4-g64")
+    assert (parts["linear"] + parts["lm_head"]) / 1e9 == pytest.approx(4.22, abs=0.02)

@@ -183,6 +183,32 @@ TRANSFORMERS_QUANT_LINEAR_S = 5e-6
 # 48.6 tok/s, bitsandbytes-foundation/bitsandbytes issue #611, 2023-11-22); this gives 0.7x here.
 BNB4_LINEAR_S = 55e-6
 
+# GPTQ kernels under HF transformers (AutoGPTQ / optimum) at more than one row per linear (batched decode).
+#    Their fused 4-bit kernels stream and de-quantise the weights once per block of input rows, and above a row
+#    count they reconstruct a 16-bit weight and call cuBLAS instead:
+#    - ExLlama (v1), transformers' default kernel (GPTQConfig `exllama_config` version 1): q4_matmul gives each
+#      input row its own block row, so the weights are read and de-quantised once per row; from
+#      `matmul_recons_thd` = 8 rows it reconstructs (AutoGPTQ's autogptq_post_init: "Using the default from
+#      exllama repo here. matmul_recons_thd = 8").
+#    - ExLlamaV2 (`exllama_config={"version": 2}`): the GPTQ q_gemm kernel takes BLOCK_M_SIZE_MAX = 8 rows per
+#      weight pass and reconstructs above MAX_Q_GEMM_ROWS = 50 (q_gemm.cu, as AutoGPTQ and vLLM carry it).
+#    - Marlin (`use_marlin=True`): one pass for all rows (a mixed-precision GEMM built for batches to ~32):
+#      no extra cost, and so "gptq" under transformers from 4.49 (GPTQModel's kernel choice) is not priced.
+#    (rows per weight pass, rows from which it reconstructs). Rows: Llama-2-13B on an A100 SXM4 (optimum
+#    benchmark): ExLlama v1 from batch 4 slower than fp16 where Marlin / fp16 are not (OPTGPTQ-0016/0022/0028
+#    against -0014/0020/0026), ExLlamaV2 at batch 16 48.1 ms per step against Marlin's 31.7 and its own 32.6
+#    at batch 8 (OPTGPTQ-0082 / -0084 / -0074): the second 8-row pass.
+GPTQ_KERNEL_ROWS: dict[str, tuple[int, int]] = {"exllama": (1, 8), "exllamav2": (8, 51)}
+# Rate of one such pass relative to the engine's batch-1 mat-vec rate (BW_EFF x FORMAT_DECODE_EFF): each pass
+#    de-quantises every weight again and multiplies it into up to 8 rows, arithmetic the 4-bit stream does not
+#    hide. Fitted on the rows above: ExLlama v1 at batch 4 (OPTGPTQ-0016, 4 passes) wants ~0.6, ExLlamaV2 at
+#    batch 16 (OPTGPTQ-0081/0082, 2 passes of 8 rows) ~0.38; 0.5 between them leaves both within ~15 %.
+#    At batch 1 the pass hides under the host's launches (HOST_LAUNCH_OVERLAPPED), as the rows show.
+GPTQ_FUSED_PASS_REL_EFF = 0.5
+# Reconstruction: the 4-bit weight read, a 16-bit copy written and read back by cuBLAS (as bitsandbytes'
+# BNB4_DEQUANT_BYTES_PER_PARAM), at DEQUANT_COPY_BW_EFF.
+GPTQ_RECONS_BYTES_PER_PARAM = 4.0
+
 # bitsandbytes 4-bit (NF4 / FP4) under HF transformers: its fused gemv_4bit kernel serves a forward of
 # one token only; for more tokens (batch > 1 decode, prefill) matmul_4bit de-quantises each linear's
 # whole weight to a 16-bit copy and calls cuBLAS (bitsandbytes autograd/_functions.py, matmul_4bit), so
@@ -283,6 +309,20 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+# gpt-fast's LAYER_OVERHEAD_S above assumes torch.compile(mode="reduce-overhead") replays each decode step as
+#    one CUDA graph. On Intel GPUs (PyTorch's XPU backend) that mode captures nothing: Inductor's cudagraph
+#    trees accept only CUDA devices (torch/_inductor/cudagraph_utils.py, check_multiple_devices_or_any_cpu_nodes;
+#    "Inductor cudagraphs silently no-op on XPU", intel/torch-xpu-ops issue #5338, and "mode='reduce-overhead'
+#    silently no-ops on XPU", intel/intel-xpu-backend-for-triton issue #1721), so every Triton kernel of a step
+#    is launched from the host through the XPU launcher. What that launching costs per layer on an Intel GPU
+#    comes from SGLang's XPU graph runner (sgl-project/sglang PR #25853, 2026-05-20): capturing the decode
+#    step as one XPUGraph took Llama-3.2-3B (28 layers) on an Arc Pro B60 from 18 to 13 ms per token at
+#    batch 1, ~5 ms / 28 = ~180 us per layer of dispatch left exposed without a graph. Host-side (Level Zero /
+#    SYCL submission), so it is taken for the HBM Max series as well. Not fitted on any calibration row; the
+#    held-out torchao XPU rows (TORCHAO-0027/0029/0031/0033, Max 1100) are its check.
+NO_GRAPH_LAYER_OVERHEAD_S_INTEL = 180e-6
+GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S is a graph replay's
+
 # LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its
 # batch-1 TTFT rows alone, where nothing but the prompt's forward pass is timed: 2,048-token prompts of
 # Llama-2-7B / 13B, InternLM-20B (TP 2) and Llama-2-70B (TP 4) on A100 SXM4 in 139 / 242 / 217 / 402 ms

@@ -23,6 +23,13 @@ def gpu_memory_class(gpu: GPU) -> str:
     return eff.memory_class(gpu.hardware_class, gpu.memory_type)
 
 
+def graph_replay_missing(engine: str | None, gpu: GPU) -> bool:
+    """True where the engine's decode step would be one replayed graph but the device captures none:
+    torch.compile's reduce-overhead mode on Intel GPUs (efficiency.NO_GRAPH_LAYER_OVERHEAD_S_INTEL).
+    `engine`: the efficiency tables' family key (`engines.engine_family`)."""
+    return engine in eff.GRAPH_REPLAY_ENGINES and gpu.vendor.lower() == "intel"
+
+
 def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
     """The link between the plan's GPUs: its named interconnect, else the catalog default
     (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""

@@ -18,6 +18,7 @@ from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
+from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
 from mlrig.results import MemoryBreakdown
@@ -204,7 +205,7 @@ def _prefill_activation_bytes(arch: ModelArch, tokens: Num, flash: bool, heads_p
 
 LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
 TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
-_MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "tinychat")
+_MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "gptfast", "torchao", "tinychat")
 
 
 def _engine_key(r: ResolvedPlan) -> str:
@@ -222,6 +223,48 @@ def _cpu_share(r: ResolvedPlan) -> float:
         raise MlrigError("gpu_layers (-ngl) is llama.cpp's partial offload; add --engine llama.cpp, "
                          "or drop --gpu-layers")
     return 1.0 - w.gpu_layers / r.arch.num_layers
+
+
+# torchao's benchmark script (torchao/_models/llama/generate.py, the TORCHAO-* rows) loads the bf16 checkpoint
+#    onto the device and quantises it there (`_load_model(checkpoint_path, device, precision)`, then
+#    `quantize_(model, int8_weight_only())` etc.). Each linear's 16-bit weight is freed once replaced, but the
+#    caching allocator keeps those blocks reserved; the script resets the peak counters after the compile
+#    warm-up, so what it reports as "Peak Memory" (max_memory_reserved) is the run's own peak only if the
+#    reservation was handed back before. On NVIDIA GPUs it is: torch.compile's reduce-overhead mode captures
+#    a CUDA graph, and `torch.cuda.graph.__enter__` calls `torch.cuda.empty_cache()` ("Free as much memory as
+#    we can for the graph", torch/cuda/graphs.py). On an Intel GPU no graph is captured
+#    (hardware.graph_replay_missing), nothing empties the cache, and the reservation stays at the load's peak:
+#    the whole bf16 model plus the quantisation's temporaries for the largest matrix. torchao quantises a
+#    weight in `_quantize_affine_no_dtype_cast` (quant_primitives.py, at pytorch/ao e06fa8d, the commit that
+#    added the XPU rows) as `clamp(round(w * (1 / scale)) + zero_point, ...)`: two 16-bit temporaries of the
+#    weight's size alive at once (`TORCHAO_QUANT_TEMP_BYTES_PER_PARAM`), in segments of their own (large
+#    allocations are not carved from the freed weights' smaller blocks). The same mechanism showed on CUDA
+#    before the script reset its counters after loading (pytorch/ao commit ead8cc8, 2024-06-12: "we were
+#    hitting the peak upon model load, not during model runtime"; int8wo Llama-2-7B 14.50 GB before, 8.95
+#    after, in torchao/_models/llama/benchmark_results.txt). Derived, not fitted; the held-out XPU int8 rows
+#    (TORCHAO-0030/0034, 14.6 / 18.6 GB with int8wo peaking above bf16) are its check.
+TORCHAO_QUANT_TEMP_BYTES_PER_PARAM = 4.0
+TORCHAO_NAMES = ("torchao",)
+
+
+def torchao_quantises_on_device(r: ResolvedPlan) -> bool:
+    """The plan runs torchao's generate.py flow: the gpt-fast family named `torchao` (engine or engine_version),
+    with weights quantised at load time (not 16-bit)."""
+    w = r.workload
+    named = _engine_key(r) in TORCHAO_NAMES or (w.engine_version or "").strip().lower().startswith("torchao")
+    return r.engine == "gpt-fast" and named and r.precision.family != "f16"
+
+
+def torchao_load_peak_bytes(r: ResolvedPlan) -> float:
+    """Reserved bytes per GPU after torchao loads the 16-bit checkpoint on the device and quantises it there
+    (see TORCHAO_QUANT_TEMP_BYTES_PER_PARAM): the bf16 weights plus two 16-bit temporaries of the largest
+    linear (the untied head or an MLP projection)."""
+    arch, hw = r.arch, r.hardware
+    tp, pp = hw.tensor_parallel, hw.pipeline_parallel
+    bf16 = weights_per_gpu_bytes(arch, "bf16", tp, pp)
+    head = arch.params().lm_head or (arch.vocab_size * arch.hidden_size if arch.tie_word_embeddings else 0)
+    largest = max(float(head), float(arch.hidden_size) * _mlp_width(arch)) / tp
+    return bf16 + TORCHAO_QUANT_TEMP_BYTES_PER_PARAM * largest
 
 
 @dataclass(frozen=True)
@@ -330,6 +373,11 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         host = host + cpu_share * (weights + kv) * tp * pp
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
     used = weights + kv + act + overhead
+    if torchao_quantises_on_device(r) and graph_replay_missing(r.engine, gpu):
+        # the load's reservation is never handed back on this device (TORCHAO_QUANT_TEMP_BYTES_PER_PARAM):
+        # what it holds beyond the run's own tensors is shown with the workspace
+        held = vec.maximum(0.0, torchao_load_peak_bytes(r) + overhead - used)
+        act, used = act + held, used + held
     fits = used <= cap
     spill: Num = 0.0
     if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
@@ -404,6 +452,10 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         if engine in TRANSFORMERS_NAMES and transformers_legacy_cache(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.42): generate() holds the previous step's KV "
                          "cache while building the next, two copies at the peak (counted in activations)")
+        if torchao_quantises_on_device(r) and graph_replay_missing(r.engine, gpu):
+            notes.append("torchao loads the bf16 checkpoint on the device and quantises it there; with no graph "
+                         "capture on this GPU the allocator keeps that reservation: peak = bf16 weights + "
+                         "quantisation temporaries")
     if m.spill > 0:
         notes.append(f"does not fit in VRAM: ~{m.spill:.0%} of layers would run from host RAM "
                      f"(-ngl {int(r.arch.num_layers * (1 - m.spill))}); host RAM counts them")

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class
+from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
 from mlrig.results import Performance
 from mlrig.vec import Num
 
@@ -109,6 +109,14 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
     return t
+
+
+def layer_overhead_s(engine: str, gpu: GPU) -> float:
+    """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
+    replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`)."""
+    if graph_replay_missing(engine, gpu):
+        return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
+    return eff.LAYER_OVERHEAD_S[engine]
 
 
 # ---- per-pass costs -----------------------------------------------------------------------------
@@ -338,7 +346,7 @@ def pass_time(
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
-    layer_s: Num = layers * (eff.LAYER_OVERHEAD_S[engine] + extra_layer_s)
+    layer_s: Num = layers * (layer_overhead_s(engine, gpu) + extra_layer_s)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
         # several kernels each: a fixed cost per linear, 7 per layer (q, k, v, o, gate, up, down)
@@ -494,6 +502,8 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         extra = vec.where(batch > 1, quantised * eff.BNB4_DEQUANT_BYTES_PER_PARAM, 0.0)
         cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
                         other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops)
+    if engine == "transformers":
+        cost = _gptq_rows_cost(r, cost, batch)
     return cost
 
 
@@ -510,6 +520,42 @@ def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num)
     quantised = matmul_params(r.arch) - lm_head_params(r.arch)
     return vec.where(tokens_in_pass > eff.EXLLAMA_MAX_Q_GEMM_ROWS,
                      quantised * eff.EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM, 0.0)
+
+
+def transformers_gptq_kernel(precision: Precision, version: str | None) -> str | None:
+    """The GPTQ kernel HF transformers runs a plan's 4-bit GPTQ weights with (efficiency.GPTQ_KERNEL_ROWS'
+    keys), or None where batched decode costs nothing beyond one pass (Marlin, or a release whose kernel
+    choice is not modelled): "gptq-exllamav2" names ExLlamaV2; plain "gptq" before transformers 4.49 is
+    the default ExLlama (v1) kernel (GPTQConfig `exllama_config` version 1, AutoGPTQ / optimum)."""
+    from mlrig.estimators.engines import before
+
+    if precision.name == "gptq-exllamav2":
+        return "exllamav2"
+    if precision.name == "gptq" and before(version, (4, 49)):
+        return "exllama"
+    return None
+
+
+def _gptq_rows_cost(r: ResolvedPlan, cost: PassCost, batch: Num) -> PassCost:
+    """A transformers GPTQ decode step of `batch` rows per linear (efficiency.GPTQ_KERNEL_ROWS): the fused
+    kernel reads and de-quantises the 4-bit weights once per block of rows, each pass at
+    efficiency.GPTQ_FUSED_PASS_REL_EFF of the mat-vec rate, or, from its threshold, reconstructs a 16-bit
+    copy that cuBLAS reads (efficiency.GPTQ_RECONS_BYTES_PER_PARAM)."""
+    kernel = transformers_gptq_kernel(r.precision, r.workload.engine_version)
+    if kernel is None:
+        return cost
+    rows_per_pass, recons_from = eff.GPTQ_KERNEL_ROWS[kernel]
+    # linear weights the step reads (all but the untouched experts), less the 16-bit head
+    params = r.arch.params().total * read_fraction(r.arch, batch) - lm_head_params(r.arch)
+    quantised_bytes = params * r.precision.scheme.linear_bpw / 8.0
+    fused = batch < recons_from
+    passes = vec.ceil_int(batch / rows_per_pass)
+    # the fused passes stream at GPTQ_FUSED_PASS_REL_EFF of the mat-vec rate: priced as that many more bytes
+    weights = cost.weight_bytes + vec.where(fused, passes * quantised_bytes / eff.GPTQ_FUSED_PASS_REL_EFF
+                                            - quantised_bytes, 0.0)
+    other = cost.other_bytes + vec.where(fused, 0.0, params * eff.GPTQ_RECONS_BYTES_PER_PARAM)
+    return PassCost(flops=cost.flops, weight_bytes=weights, kv_bytes=cost.kv_bytes, other_bytes=other,
+                    attn_flops=cost.attn_flops)
 
 
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
