@@ -574,9 +574,10 @@ def _metal_decode_tok_s(model: str, gpu: str, precision: str, **gpu_overrides: f
 def test_metal_kquant_matvec_dequantisation_time_hand_checked() -> None:
     """ggml-metal's Q4_K mat-vec spends efficiency.MATVEC_DEQUANT_OPS ALU operations per weight at the
     GPU's FP32 rate: Llama-3-8B (7.50 G weights in its GEMMs, the LM head's 0.53 G included) on an M1 Max
-    32-core (10.4 TFLOPS) takes 7.50e9 x 20 / 10.4e12 = 14.4 ms per token; an M3 Max (Metal family Apple9, dual-issue ALUs) divides
-    its 14.13 TFLOPS-rate time by 1.8. F16 weights take none; up to 8 tokens each column unpacks again,
-    beyond that ggml's mat-mat kernel does it once (the time stays at 8 columns')."""
+    32-core (10.4 TFLOPS) takes 7.50e9 x 20 / 10.4e12 = 14.4 ms per token; an M3 Max (Metal family
+    Apple9, dual-issue ALUs) divides its 14.13 TFLOPS-rate time by 1.8. F16 weights take none; up to 8
+    tokens each column unpacks again, beyond that ggml's mat-mat kernel does it once (the time stays at
+    8 columns')."""
     from mlrig.estimators.performance import apple_alu_speedup, matmul_params, matvec_dequant_s
     from mlrig.quant import parse_precision
 
@@ -629,6 +630,23 @@ def test_metal_decode_near_published_across_generations(row_id: str, model: str,
     M1 Max's; with the de-quantisation as ALU time (Apple9's dual-issue ALUs on the M3) and the one-die
     Max at 0.85 of its bandwidth, every one lands within 15 %."""
     assert _metal_decode_tok_s(model, gpu, precision) == pytest.approx(published_tok_s, rel=0.15), row_id
+
+
+def test_metal_explanation_names_the_unpacking_time() -> None:
+    """The decode line says what the figure is made of: on an M1 Max a Q4_K_M decode is ALU-bound, so
+    the bandwidth arithmetic alone (4.67 GB at 85 % of 400 GB/s: ~56 tok/s) would not add up to ~39."""
+    from mlrig.planner import evaluate
+
+    def explanation(precision: str, gpu: str = "Apple M1 Max 32-core GPU 64GB") -> str:
+        perf = evaluate({"model": "meta-llama/Meta-Llama-3-8B-Instruct", "hardware": {"gpu": gpu},
+                         "workload": {"precision": precision, "engine": "llama.cpp"}}).performance
+        assert perf is not None and perf.explanation is not None
+        return perf.explanation
+
+    assert "14.4 ms of ALU time unpacking q4_k_m weights (20 ops each at 10.4 FP32 TFLOPS)" in explanation("q4_k_m")
+    assert "compute bound" in explanation("q4_k_m")
+    assert "x 1.8 dual issue" in explanation("q4_k_m", "Apple M3 Max 40-core GPU 64GB")
+    assert "ALU time" not in explanation("fp16") and "ALU time" not in explanation("q4_k_m", "RTX 3090")
 
 
 def test_apple_two_die_ultra_reaches_less_bandwidth_than_one_die_max() -> None:

@@ -613,9 +613,17 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     fmt_eff = eff.FORMAT_DECODE_EFF.get(s.engine, eff.FORMAT_DECODE_EFF["default"])[r.precision.family]
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
+    # the mat-vecs' unpacking as ALU time (efficiency.MATVEC_DEQUANT_OPS, llama.cpp Metal)
+    unpack_s = float(matvec_dequant_s(_decode_cost(r, s.engine, b, f.mid_context), gpu, s.engine,
+                                      r.precision.family, b)) / max(1, tp)
+    speedup = apple_alu_speedup(gpu)
+    issue = f" x {speedup:g} dual issue" if speedup > 1 else ""
+    alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
+           f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
+           f"{issue})" if unpack_s > 0 else "")
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
-        f"{gpu.memory_bandwidth_gb_s:g} GB/s "
+        f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
