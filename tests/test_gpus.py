@@ -113,6 +113,18 @@ def test_per_device_boards_and_apple_working_set() -> None:
     assert m.capacity_gib == m.usable_memory_gib
 
 
+def test_apple_entries_name_their_metal_gpu_family() -> None:
+    """The estimators read an Apple GPU's shader-core generation from `architecture` (performance.
+    apple_alu_speedup): Apple's Metal feature set tables put M1 in family Apple7, M2 in Apple8, M3 and M4
+    in Apple9 and M5 in Apple10."""
+    expected = {"apple-m1-": "Apple7", "apple-m2-": "Apple8", "apple-m3-": "Apple9", "apple-m4-": "Apple9",
+                "apple-m5-": "Apple10"}
+    apple = [g for g in load_gpus() if g.vendor == "Apple"]
+    for g in apple:
+        family = next(f for prefix, f in expected.items() if g.id.startswith(prefix))
+        assert g.architecture and g.architecture.endswith(f"(Metal GPU family {family})"), g.id
+
+
 def test_llm_platforms_have_compute_figures() -> None:
     """Prefill needs a compute rate: Apple M3/M4 (every bin), RTX 4000 Ada and Arc A770 carry one."""
     apple = [g for g in load_gpus() if g.vendor == "Apple"]

@@ -98,18 +98,24 @@ BW_EFF: dict[str, dict[str, float]] = {
 #    PREFILL_TOKEN_LAYER_S's per-token time); `mlrig validate` prefill llama.cpp hbm 21 % -> 19 % median.
 LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM = BW_EFF["vllm"]["hbm"]
 
-# 1a. Apple silicon by bus width: one unified factor left base/Pro chips (68-273 GB/s, 64-256-bit
-#    LPDDR) 10-17 % too slow and Max/Ultra chips (400-819 GB/s, 512-1024-bit, the Ultras two dies
-#    joined by UltraFusion) up to 23 % too fast in llama.cpp Metal decode (A4167-* and XD-018x..024x,
-#    per chip, F16/Q8_0/Q4_0/Q4_K_M alike). The narrow chips' GPU reaches ~90 % of the figure; on the
-#    wide ones the fabric does not hand the full figure to one block (AnandTech, "Apple M1 Max
-#    performance review", 2021-10-25, "Huge Memory Bandwidth, but not for every Block"). Searched on
-#    the fit rows only (0.80/0.90/0.95 x 0.70/0.75/0.80): |e| median 11.8 % -> 7.1 %, p90 22.9 % ->
-#    17.4 % over the 65 rows; the 101 held-out LocalScore rows stay at 17 % / 42 %. Fitted for
-#    llama.cpp only: MLX's rows (mostly wide chips) reach 0.85, so the split is not the fabric alone
-#    and other engines keep their one "unified" figure.
+# 1a. Apple silicon by bus width and die count: one unified factor left base/Pro chips (68-273 GB/s,
+#    64-256-bit LPDDR) 10-17 % too slow and Max/Ultra chips too fast in llama.cpp Metal decode
+#    (A4167-* and XD-018x..024x). The narrow chips' GPU reaches ~90 % of the figure. A Max (one die,
+#    400-546 GB/s, 512-bit) reaches less: its fabric does not hand the full figure to one block
+#    (AnandTech, "Apple M1 Max performance review", 2021-10-25, "Huge Memory Bandwidth, but not for every
+#    Block"). An Ultra (two Max dies joined by UltraFusion, 800-819 GB/s; Apple newsroom, "Apple unveils
+#    M1 Ultra", 2022-03-08) less again: half its memory sits behind the die-to-die link. F16 tg128 of
+#    Llama-2-7B shows the three tiers before any de-quantisation work: M2 / M2 Pro 0.82-0.89 of the figure
+#    (A4167-0050/0056/0062), M2 Max 0.80-0.81 (A4167-0068/0074), M2 Ultra 0.66-0.68 (A4167-0080/0086), M1
+#    Ultra 0.56-0.61 (A4167-0034/0040), counting the per-layer time (LAYER_OVERHEAD_S) the Max and Ultra
+#    rows reach ~0.85 and ~0.75. Fitted together with MATVEC_DEQUANT_OPS on the fit rows only (the
+#    k-quant rows had hidden the Max's figure: fitted alone it was 0.75, with the de-quantisation time
+#    left inside it). Any Apple chip above UNIFIED_TWO_DIE_MIN_GB_S is an Ultra. Fitted for llama.cpp
+#    only: MLX's rows (mostly wide chips) reach 0.85, and other engines keep their one "unified" figure.
 UNIFIED_NARROW_MAX_GB_S = 300.0
-UNIFIED_BW_EFF_BY_WIDTH: dict[str, tuple[float, float]] = {"llama.cpp-metal": (0.90, 0.75)}  # (narrow, wide)
+UNIFIED_TWO_DIE_MIN_GB_S = 600.0
+# (narrow, wide one-die, two-die)
+UNIFIED_BW_EFF_BY_WIDTH: dict[str, tuple[float, float, float]] = {"llama.cpp-metal": (0.90, 0.85, 0.75)}
 
 # 1b. Intel Arc (GDDR) cards reach far less of their peak bandwidth than NVIDIA or AMD GDDR cards:
 #    llama.cpp Vulkan tg128 of Llama-2-7B Q4_0 gives 36 % on the Arc A770 (V10879-0016) and 59 %
@@ -156,10 +162,14 @@ COMPUTE_EFF: dict[str, dict[str, float]] = {
 #    t = bytes / (eff x bandwidth) + layers x tau on the 8B (32 layers) and 70B (80 layers)
 #    Q4_K_M/F16 pairs above gives tau ~ 0.08-0.11 ms on RTX 3090, RTX 6000 Ada and H100 PCIe.
 #    Engines with CUDA graphs (vLLM, SGLang, TensorRT-LLM) launch a whole step at once: ~20 us.
+#    llama.cpp Metal encodes every kernel of every layer into command buffers on the CPU each token
+#    (ggml-metal has no graph replay): 120 us, fitted on the fit rows with MATVEC_DEQUANT_OPS (the M1
+#    Max and M3 Max 8B / 70B Q4_K_M pairs XD-0187/0199 and XD-0230/0242 separate it from the per-weight
+#    time); 90 us before the de-quantisation time was separated.
 LAYER_OVERHEAD_S: dict[str, float] = {
     "llama.cpp": 25e-6,
     "llama.cpp-2024": 90e-6,
-    "llama.cpp-metal": 90e-6,
+    "llama.cpp-metal": 120e-6,
     "vllm": 25e-6,
     "sglang": 25e-6,
     "trt-llm": 20e-6,
@@ -436,11 +446,11 @@ LLAMA_CPP_SPLIT_BOUNDARY_S = 0.25e-3
 #   sub-scales, more ALU per byte); gpu4: GPTQ / AWQ / EXL2 / Marlin kernels; mxfp4/nvfp4.
 # Rows: llama.cpp CUDA Q4_K_M decode (XD-*) reaches F16's efficiency once per-layer overhead is
 # separated (8B vs 70B pairs), so kquant = 1.0 on CUDA;
-# Q4_0 decode (C15013-*, scoreboard) ~0.95; Metal Q4_K_M vs F16 on M1/M3 Max (XD-0187/0193,
-# XD-0229/0235) ~0.65; Metal Q8_0/Q4_0 (A4167-*) ~0.9.
+# Q4_0 decode (C15013-*, scoreboard) ~0.95. Metal: 1.0 for every GGUF format; what a format costs
+# there is ALU time, not bandwidth (MATVEC_DEQUANT_OPS below; it was a flat 0.65 for k-quants).
 FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
     "default": {"f16": 1.0, "q8": 0.92, "legacy": 0.95, "kquant": 1.0, "gpu4": 0.85, "fp4": 0.85},
-    "llama.cpp-metal": {"f16": 1.0, "q8": 0.92, "legacy": 0.90, "kquant": 0.65, "gpu4": 0.80, "fp4": 0.80},
+    "llama.cpp-metal": {"f16": 1.0, "q8": 1.0, "legacy": 1.0, "kquant": 1.0, "gpu4": 0.80, "fp4": 0.80},
 }
 
 # vLLM's XPU build (Intel Arc) runs MXFP4 MoE weights through Intel's own persistent MoE GEMM kernel,
@@ -649,3 +659,36 @@ QLORA_DEQUANT_EFF = 0.5
 # so it is not the GEMM kernels alone; the stacks with Transformer Engine (NeMo, Megatron: MLPERF-*) do not
 # show it and keep TRAIN_GEMM_EFF. Blackwell is assumed to behave as Hopper (no row).
 TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57
+
+# De-quantisation is ALU work, and Apple GPUs have little ALU per byte of bandwidth (an M1 Max: 10.4
+#    FP32 TFLOPS for 400 GB/s, 26 FLOP/byte; an RTX 3090: 36 TFLOPS for 936 GB/s, 38; and CUDA's mat-vecs
+#    unpack with int8 dot-product instructions Metal lacks). ggml-metal's k-quant mat-vecs
+#    (kernel_mul_mv_q4_K_f32 etc.: 6-bit packed sub-scales and mins per 32 weights, nibble masks and shifts,
+#    int-to-float conversion, scale x q - min per weight, a SIMD-group reduction per row) then run out of
+#    ALU before bandwidth: Llama-3-8B and -70B Q4_K_M on an M1 Max decode at 35.7 and 4.3 tok/s
+#    (XD-0187, XD-0199), 0.41-0.45 of the bandwidth figure whatever the model size, against F16's 0.70
+#    (XD-0193), and a 24-core M1 Max is slower than a 32-core one on the same memory (LocalScore, held out,
+#    agrees). A flat k-quant bandwidth factor (0.65) cannot say that a chip with more ALU per byte (an
+#    M2 Max 38-core, an M3 Pro) is bandwidth-bound where an M1 is not. So a decode pass's mat-vecs also
+#    take MATVEC_DEQUANT_OPS ALU operations per weight at the GPU's FP32 rate
+#    (performance.matvec_dequant_s), combined with the bandwidth time like any compute side of the
+#    roofline (ROOFLINE_SMOOTHING_P). Ops per weight, fitted on the fit rows (A4167-*, XD-018x..024x) with
+#    UNIFIED_BW_EFF_BY_WIDTH, LAYER_OVERHEAD_S["llama.cpp-metal"] and APPLE_CONCURRENT_ALU_SPEEDUP by a
+#    coordinate search minimising median + p90 |log(pred / meas)|: Q4_K_M 20 (16 or 24 leave the 8B
+#    and 70B pairs apart), Q8_0 / Q4_0 4 (one scale per 32 weights). F16: only the FMA the compute side
+#    counts. `mlrig validate` decode llama.cpp unified 11 % / 28 % -> 6.8 % / 21 %; held out, LocalScore's
+#    101 rows 15 % -> 8.9 % median.
+MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0, "legacy": 4.0, "kquant": 20.0}}
+# ggml-metal runs a matrix product through its mat-vec kernels up to 8 token columns, unpacking each
+#    weight again per column (ggml/src/ggml-metal/ggml-metal-ops.cpp, `ne11_mm_min = 8`); above, its
+#    mat-mat kernel unpacks a weight tile once into threadgroup memory for many tokens.
+METAL_MATVEC_MAX_TOKENS = 8
+# From Metal GPU family Apple9 (M3, M4; the catalog's `architecture`) each shader-core scheduler issues
+#    two instructions per cycle to its FP32, FP16 and integer pipelines (Apple tech talk "Explore GPU
+#    advancements in M3 and A17 Pro", 2023-11, "high-performance ALU pipelines"; AppleInsider, "What
+#    Apple's three GPU enhancements in A17 Pro and M3 actually do", 2023-11-10). De-quantisation mixes
+#    integer unpacking with float math, so it runs faster than the FP32 rate says. 1.8 (of at most 2)
+#    fitted on the one fit chip of that family: the M3 Max 40-core's Q4_K_M 8B / 70B decode
+#    (XD-0229..0231, XD-0241..0243; predicted / measured 0.58-0.75 before, 0.85-1.02 after). Held out, the
+#    LocalScore M3 / M4 rows agree (8B Q4_K_M on M3 Pro / M4 / M4 Pro / M4 Max 0.72-0.92 -> 0.90-1.07).
+APPLE_CONCURRENT_ALU_SPEEDUP = 1.8

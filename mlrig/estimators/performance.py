@@ -75,8 +75,10 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
     and wide chips apart for llama.cpp (efficiency.UNIFIED_BW_EFF_BY_WIDTH, fitted on its Metal rows)."""
     memory_class = gpu_memory_class(gpu)
     if memory_class == "unified" and gpu.hardware_class == "apple" and engine in eff.UNIFIED_BW_EFF_BY_WIDTH:
-        narrow, wide = eff.UNIFIED_BW_EFF_BY_WIDTH[engine]
-        return narrow if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S else wide
+        narrow, wide, two_die = eff.UNIFIED_BW_EFF_BY_WIDTH[engine]
+        if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S:
+            return narrow
+        return two_die if gpu.memory_bandwidth_gb_s >= eff.UNIFIED_TWO_DIE_MIN_GB_S else wide
     fraction = eff.BW_EFF[engine][memory_class]
     capped = is_intel_arc(gpu) and engine.startswith(eff.INTEL_CAPPED_ENGINES)
     return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if capped else fraction
@@ -117,6 +119,32 @@ def layer_overhead_s(engine: str, gpu: GPU) -> float:
     if graph_replay_missing(engine, gpu):
         return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
     return eff.LAYER_OVERHEAD_S[engine]
+
+
+def matvec_dequant_s(cost: PassCost, gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
+    """ALU time of a decode pass's mat-vec kernels unpacking their weights, beside the 2 FLOPs per weight
+    the roofline's compute side already counts: efficiency.MATVEC_DEQUANT_OPS (ALU operations per
+    weight, by engine and weight format) at the GPU's FP32 vector rate (times
+    efficiency.APPLE_CONCURRENT_ALU_SPEEDUP on GPUs whose shader core issues FP and integer work
+    concurrently). The weights a pass reads are its GEMM FLOPs / 2 per token; ggml-metal's mat-vec
+    kernels unpack each weight again for every token column, up to efficiency.METAL_MATVEC_MAX_TOKENS
+    columns (beyond, its mat-mat kernel unpacks a tile once for many tokens). 0 where no figure is known."""
+    ops = eff.MATVEC_DEQUANT_OPS.get(engine, {}).get(family, 0.0)
+    if not ops or not gpu.fp32_tflops:
+        return 0.0
+    tokens = vec.maximum(tokens_in_pass, 1)
+    weights = (cost.flops - cost.attn_flops) / (2.0 * tokens)
+    rate = gpu.fp32_tflops * 1e12 * apple_alu_speedup(gpu)
+    return weights * ops * vec.minimum(tokens, eff.METAL_MATVEC_MAX_TOKENS) / rate
+
+
+def apple_alu_speedup(gpu: GPU) -> float:
+    """efficiency.APPLE_CONCURRENT_ALU_SPEEDUP on Apple GPUs of family Apple9 or later (M3, M4, M5: the
+    catalog's `architecture` names the family), else 1."""
+    arch = (gpu.architecture or "")
+    if gpu.hardware_class == "apple" and any(f"Apple{n}" in arch for n in (9, 10, 11)):
+        return eff.APPLE_CONCURRENT_ALU_SPEEDUP
+    return 1.0
 
 
 # ---- per-pass costs -----------------------------------------------------------------------------
@@ -346,6 +374,8 @@ def pass_time(
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
+    if decode:
+        compute_s = compute_s + matvec_dequant_s(cost, gpu, engine, fam, tokens_in_pass) / tp
     layer_s: Num = layers * (layer_overhead_s(engine, gpu) + extra_layer_s)
     if engine == "transformers" and fam in ("gpu4", "q8"):
         # eager PyTorch calls a quantised linear (AutoGPTQ / bitsandbytes) through Python wrappers and
@@ -690,9 +720,17 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
+    # the mat-vecs' unpacking as ALU time (efficiency.MATVEC_DEQUANT_OPS, llama.cpp Metal)
+    unpack_s = float(matvec_dequant_s(_decode_cost(r, s.engine, b, f.mid_context), gpu, s.engine,
+                                      r.precision.family, b)) / max(1, tp)
+    speedup = apple_alu_speedup(gpu)
+    issue = f" x {speedup:g} dual issue" if speedup > 1 else ""
+    alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
+           f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
+           f"{issue})" if unpack_s > 0 else "")
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
-        f"{gpu.memory_bandwidth_gb_s:g} GB/s "
+        f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({s.engine}, batch {b}): {dec.bound} bound"
     )
