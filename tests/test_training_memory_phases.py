@@ -243,3 +243,24 @@ def test_fsdp_cpu_offload_keeps_two_gathered_layers_not_two_shards() -> None:
         m = _mem("llama-3.1-70b", gpu="a100-sxm-80gb", count=n, method="full", optimizer="adamw-bf16-fused",
                  zero_stage=3, offload="params", activation_checkpointing="full", workload={"engine": "torchtune"})
         assert m.weights_gib == pytest.approx(2 * full / 80, rel=0.01), n
+
+
+def test_hf_model_checkpointed_from_outside_keeps_its_kv_cache() -> None:
+    """atorch's FSDP recipe checkpoints HF LlamaDecoderLayer with torch's apply_activation_checkpointing, so
+    transformers leaves use_cache on and every layer's post-RoPE K and V stay in past_key_values: Llama-2-7B,
+    4 x 4,096 tokens, 32 layers x 2 x 4,096 x 2 B = 8 GiB more than the same run under a framework that turns
+    the cache off. The dlrover README's FSDP rows (ATORCH-0002 LoRA 32.57 GiB, ATORCH-0004 full 38.67 GiB on
+    8 x A100-80GB) need it; atorch's DeepSpeed 3D pipeline path and runs without recomputation do not."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="A100 SXM4 80GB", batch=4, count=8, seq_len=4096,
+                              method="lora", lora_rank=16, lora_targets=["attention"], optimizer="adamw",
+                              zero_stage=3, activation_checkpointing="full")
+    amp = {"precision": "bf16-mixed"}
+    atorch = _mem(workload={**amp, "engine": "atorch (FSDP via auto_accelerate)"}, **kw)
+    other = _mem(workload={**amp, "engine": "deepspeed"}, **kw)
+    pipeline = _mem(workload={**amp, "engine": "atorch + DeepSpeed 3D"}, **kw)
+    assert atorch.activations_gib - other.activations_gib == pytest.approx(8.0, rel=0.001)
+    assert pipeline.activations_gib == pytest.approx(other.activations_gib, rel=0.001)
+    no_ck = dict(kw, activation_checkpointing="none")
+    assert _mem(workload={**amp, "engine": "atorch"}, **no_ck).activations_gib == pytest.approx(
+        _mem(workload={**amp, "engine": "deepspeed"}, **no_ck).activations_gib, rel=0.001)
+    assert atorch.allocated_gib == pytest.approx(32.57, rel=0.20)

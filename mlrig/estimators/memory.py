@@ -633,6 +633,36 @@ def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropou
     return kept * element_bytes
 
 
+# Frameworks that train Hugging Face transformers models with activation checkpointing applied from outside the
+# model, so that HF's own `gradient_checkpointing` flag stays off and `use_cache` keeps its config default (True
+# for Llama, Mistral, Qwen, ...): atorch's FSDP path (dlrover atorch/examples/llama2/fsdp_llama2.py builds
+# AutoModelForCausalLM.from_config and auto_accelerate's "checkpoint" strategy calls torch's
+# apply_activation_checkpointing on the decoder layers: atorch/auto/opt_lib/checkpoint_optimization.py). See
+# `hf_train_kv_cache_bytes_per_token`. atorch's DeepSpeed 3D path runs LlamaModel layers as pipeline stages,
+# which pass only hidden states on: it is excluded by name.
+HF_CACHE_IN_TRAINING_ENGINES = ("atorch",)
+
+
+def keeps_hf_kv_cache(engine: str | None, checkpointing: str) -> bool:
+    """Whether a training run keeps every layer's K/V as HF past_key_values (`HF_CACHE_IN_TRAINING_ENGINES`,
+    with full recomputation: without it the attention's own saved K/V are the same tensors)."""
+    e = (engine or "").lower()
+    return checkpointing == "full" and _engine_is(e, HF_CACHE_IN_TRAINING_ENGINES) and "deepspeed" not in e
+
+
+def hf_train_kv_cache_bytes_per_token(arch: ModelArch, tp: int = 1, element_bytes: float = 2.0) -> float:
+    """Bytes per token and layer of the KV cache a Hugging Face causal LM builds while training with
+    `use_cache=True`: transformers' LlamaModel.forward turns use_cache off only under its own gradient
+    checkpointing ("`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`");
+    otherwise each decoder layer returns its post-RoPE keys and values (`past_key_value = (key_states,
+    value_states) if use_cache`) and the model output holds all of them (past_key_values) until the training
+    loop drops that output, after backward. Under full recomputation nothing else keeps those tensors, so they
+    add K + V at the compute dtype for every layer: 2 x kv_heads x head_dim x element bytes (TP splits heads).
+    Checked on the atorch FSDP rows ATORCH-0002..0016 (Llama-2-7B, 4 x 4096 tokens: 8 GiB, the part of the
+    measured peak that is the same for full and LoRA fine-tuning and for 8 to 64 GPUs)."""
+    return 2 * arch.kv_heads * arch.dim_head / tp * element_bytes
+
+
 # Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
 # together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
 # `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
@@ -858,6 +888,10 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     else:
         layer_saved, working = layer_act, 0.0
     saved = layers * layer_saved
+    if keeps_hf_kv_cache(w.engine, ck):
+        saved = saved + layers * seq_l * b * hf_train_kv_cache_bytes_per_token(arch, tp, el)
+        notes.append("HF model with use_cache on under external recomputation: every layer's K/V is kept "
+                     "(past_key_values) until backward ends")
     if amp:
         # autocast casts each fp32 weight to 16 bits for its matmul, and the matmul keeps that copy for
         # the backward (its input gradient needs it; trainable leaves are also held in autocast's weight
