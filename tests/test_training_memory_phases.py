@@ -264,3 +264,20 @@ def test_hf_model_checkpointed_from_outside_keeps_its_kv_cache() -> None:
     assert _mem(workload={**amp, "engine": "atorch"}, **no_ck).activations_gib == pytest.approx(
         _mem(workload={**amp, "engine": "deepspeed"}, **no_ck).activations_gib, rel=0.001)
     assert atorch.allocated_gib == pytest.approx(32.57, rel=0.20)
+
+
+def test_litgpt_qlora_dequantises_its_4bit_output_head() -> None:
+    """bitsandbytes dequantises a whole 4-bit matrix for each GEMM; LitGPT quantises the output head too, so its
+    transient 16-bit copy is vocab x hidden, not the widest MLP projection: Llama-2-7B 32,000 x 4,096 x 2 B
+    against 4,096 x 11,008 x 2 B under torchtune (whose output projection stays bf16); Gemma-2B 0.98 GiB."""
+    from mlrig.estimators.memory import qlora_dequant_buffer_bytes
+
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, seq_len=512, method="qlora", lora_rank=8,
+                              lora_targets=["q", "v"], optimizer="adamw-fused", activation_checkpointing="none",
+                              chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt", "precision": "bf16"}, **kw)
+    tt = _mem(workload={"engine": "torchtune", "precision": "bf16"}, **kw)
+    assert lit.weights_gib - tt.weights_gib == pytest.approx((32_000 - 11_008) * 4096 * 2 / GiB, rel=0.01)
+    gemma = resolve_model("google/gemma-2b")
+    assert qlora_dequant_buffer_bytes(gemma, "litgpt") / GiB == pytest.approx(256_000 * 2048 * 2 / GiB, rel=1e-6)
+    assert qlora_dequant_buffer_bytes(gemma, "hf-peft") == 2048 * 16_384 * 2

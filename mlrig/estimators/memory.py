@@ -633,6 +633,28 @@ def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropou
     return kept * element_bytes
 
 
+# Frameworks whose bitsandbytes QLoRA quantises the output head too: LitGPT (Lightning's BitsandbytesPrecision
+# swaps every torch.nn.Linear for its 4-bit class in module_init_context, lm_head included; litgpt/model.py keeps
+# lm_head an nn.Linear). HF transformers keeps the output embedding unquantised (integrations/bitsandbytes
+# get_keys_to_not_convert), as do torchtune's QLoRA builders (output_proj a plain nn.Linear).
+QUANTISED_HEAD_ENGINES = ("litgpt", "lit-gpt")
+
+
+def qlora_dequant_buffer_bytes(arch: ModelArch, engine: str | None, tp: int = 1) -> float:
+    """The 16-bit copy bitsandbytes makes of a 4-bit weight for each GEMM: MatMul4Bit.forward runs
+    `linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t())` and its backward dequantises again for the
+    input gradient (bitsandbytes/autograd/_functions.py), the whole matrix each time. The largest quantised
+    matrix sets the transient: the widest block projection (hidden x MLP width), or under
+    `QUANTISED_HEAD_ENGINES` the output head, vocab x hidden (Gemma-2B: 256,000 x 2,048 x 2 B = 0.98 GiB,
+    where the MLP's is 0.06 GiB). LitGPT's chunked head (lm_head_chunk_size=128) dequantises it again for
+    every chunk, one at a time. Checked on LitGPT's QLoRA rows of large-vocabulary models (LITGPT-0005/0028/
+    0029/0032/0035, 0.67-0.76 of measured before)."""
+    largest = arch.hidden_size * max(arch.intermediate_size, arch.hidden_size)
+    if _engine_is(engine, QUANTISED_HEAD_ENGINES):
+        largest = max(largest, arch.vocab_size * arch.hidden_size)
+    return largest * 2 / tp
+
+
 # Frameworks that train Hugging Face transformers models with activation checkpointing applied from outside the
 # model, so that HF's own `gradient_checkpointing` flag stays off and `use_cache` keeps its config default (True
 # for Llama, Mistral, Qwen, ...): atorch's FSDP path (dlrover atorch/examples/llama2/fsdp_llama2.py builds
@@ -786,9 +808,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
         weights += adapters * (4 if base_prec.master_in_weights else 2)
         if method == "qlora":
-            # de-quantised copy of the weight being multiplied (bitsandbytes dequantize_4bit: the
-            # largest linear, 16-bit), alive during each forward/backward GEMM
-            weights += arch.hidden_size * max(arch.intermediate_size, arch.hidden_size) * 2 / tp
+            weights += qlora_dequant_buffer_bytes(arch, w.engine, tp)
             if w.engine is None or _engine_is(w.engine, HF_PEFT_ENGINES):
                 weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
                 notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
