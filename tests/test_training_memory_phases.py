@@ -281,3 +281,25 @@ def test_litgpt_qlora_dequantises_its_4bit_output_head() -> None:
     gemma = resolve_model("google/gemma-2b")
     assert qlora_dequant_buffer_bytes(gemma, "litgpt") / GiB == pytest.approx(256_000 * 2048 * 2 / GiB, rel=1e-6)
     assert qlora_dequant_buffer_bytes(gemma, "hf-peft") == 2048 * 16_384 * 2
+
+
+def test_fsdp_root_unit_stays_gathered_where_only_blocks_are_wrapped() -> None:
+    """PyTorch FSDP does not reshard the root unit after forward; frameworks that wrap only the decoder blocks
+    (HF accelerate/Trainer, LitGPT, atorch, fsdp_qlora) leave the embedding and the head there, so both are
+    whole on every rank at the head of backward: Llama-2-7B in bf16, 2 x 32,000 x 4,096 x 2 B = 0.49 GiB
+    (fp32 under AMP: twice that). torchtune shards them as units of their own and DeepSpeed ZeRO-3 releases
+    them after use; one GPU has no FSDP at all."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="a100-sxm-80gb", count=8, seq_len=2048,
+                              method="lora", lora_rank=8, lora_targets=["q", "v"], optimizer="adamw-fused",
+                              zero_stage=3, activation_checkpointing="full", chunked_loss=True)
+    ends = 2 * 32_000 * 4096
+
+    def alloc(engine: str, precision: str = "bf16", **over: Any) -> float:
+        return float(_mem(workload={"engine": engine, "precision": precision}, **{**kw, **over}).allocated_gib)
+
+    assert alloc("hf-trainer") - alloc("deepspeed") == pytest.approx(ends * 2 / GiB, rel=0.01)
+    assert alloc("torchtune") == pytest.approx(alloc("deepspeed"), rel=1e-6)
+    assert alloc("hf-trainer", "bf16-mixed") - alloc("deepspeed", "bf16-mixed") == pytest.approx(ends * 4 / GiB,
+                                                                                               rel=0.01)
+    assert alloc("hf-trainer", count=1, zero_stage=0) == pytest.approx(alloc("deepspeed", count=1, zero_stage=0),
+                                                                       rel=1e-6)

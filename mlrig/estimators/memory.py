@@ -693,6 +693,22 @@ def hf_train_kv_cache_bytes_per_token(arch: ModelArch, tp: int = 1, element_byte
 FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
 
 
+# Frameworks whose FSDP wraps only the transformer blocks, leaving the embedding and the output head in the root
+# unit, which PyTorch FSDP does not reshard after forward: "Do not free the root's parameters in the post-forward
+# for FULL_SHARD with the intention that they are immediately used for backward computation"
+# (torch/distributed/fsdp/_runtime_utils.py `_post_forward`; FSDP2 likewise skips the root's post-forward
+# reshard). So at the head of backward the whole embedding and head are gathered on every rank, at the
+# parameters' dtype. LitGPT (Fabric FSDPStrategy(auto_wrap_policy={Block})), atorch (atorch_wrap_cls =
+# decoder layer), Answer.AI fsdp_qlora (decoder layers + LoRA modules) and HF accelerate / Trainer FSDP
+# (transformer_layer_cls_to_wrap, as axolotl and TRL use). Not torchtune, whose distributed configs shard
+# tok_embeddings and output as units of their own (custom_sharded_layers; training.shard_model), nor
+# DeepSpeed ZeRO-3, which releases each module's parameters after its use. Checked on the FSDP rows of
+# LitGPT (LITGPT-0003/0038/0039/0057..0066), atorch (ATORCH-0002..0016) and fsdp_qlora (FSDPQLORA-0002..0041):
+# all below their measurements before, by up to the size of these matrices.
+FSDP_ROOT_UNIT_ENGINES = ("litgpt", "lit-gpt", "lightning", "atorch", "fsdp_qlora", "fsdp-qlora", "accelerate",
+                          "hf", "transformers", "peft", "trl", "axolotl")
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -836,6 +852,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     z = t.zero_stage
     layers = max(1, arch.total_layers // pp)
     fsdp_work = 0.0
+    fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
     if z >= 1:
         optim /= dpz
         temps /= dpz
@@ -857,6 +874,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
             # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
             # (FSDP forward/backward prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3)
             fsdp_work = 2 * weights / layers
+            if _engine_is(w.engine, FSDP_ROOT_UNIT_ENGINES):
+                root_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights or (
+                    method == "qlora" and _engine_is(w.engine, HF_PEFT_ENGINES))) else 2.0  # PEFT's fp32 upcast
+                ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
+                fsdp_root = ends * root_el / tp
+                notes.append("FSDP: the root unit (embedding, output head) stays unsharded from forward to backward")
         weights /= dpz
     host: Num = 0.0
     if t.offload in ("optimizer", "params"):
@@ -878,6 +901,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
+    fsdp_work = fsdp_work + fsdp_root  # offloaded parameters too: the root unit is copied in and kept
     el = 4.0 if base_prec.compute == "fp32" else 2.0
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
