@@ -287,8 +287,8 @@ def test_fsdp_root_unit_stays_gathered_where_only_blocks_are_wrapped() -> None:
     """PyTorch FSDP does not reshard the root unit after forward; frameworks that wrap only the decoder blocks
     (HF accelerate/Trainer, LitGPT, atorch, fsdp_qlora) leave the embedding and the head there, so both are
     whole on every rank at the head of backward: Llama-2-7B in bf16, 2 x 32,000 x 4,096 x 2 B = 0.49 GiB
-    (fp32 under AMP: twice that). torchtune shards them as units of their own and DeepSpeed ZeRO-3 releases
-    them after use; one GPU has no FSDP at all."""
+    (fp32 under AMP: twice that). DeepSpeed ZeRO-3 releases them after use; torchtune is left out (its full
+    configs shard them as units of their own); one GPU has no FSDP at all."""
     kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="a100-sxm-80gb", count=8, seq_len=2048,
                               method="lora", lora_rank=8, lora_targets=["q", "v"], optimizer="adamw-fused",
                               zero_stage=3, activation_checkpointing="full", chunked_loss=True)

@@ -700,9 +700,13 @@ FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
 # reshard). So at the head of backward the whole embedding and head are gathered on every rank, at the
 # parameters' dtype. LitGPT (Fabric FSDPStrategy(auto_wrap_policy={Block})), atorch (atorch_wrap_cls =
 # decoder layer), Answer.AI fsdp_qlora (decoder layers + LoRA modules) and HF accelerate / Trainer FSDP
-# (transformer_layer_cls_to_wrap, as axolotl and TRL use). Not torchtune, whose distributed configs shard
-# tok_embeddings and output as units of their own (custom_sharded_layers; training.shard_model), nor
-# DeepSpeed ZeRO-3, which releases each module's parameters after its use. Checked on the FSDP rows of
+# (transformer_layer_cls_to_wrap, as axolotl and TRL use). Not DeepSpeed ZeRO-3, which releases each module's
+# parameters after its use. torchtune is left out: its full fine-tuning configs shard tok_embeddings and output
+# as units of their own (custom_sharded_layers in 8B_full.yaml / 70B_full.yaml), while for its LoRA recipes,
+# where they sit in the root, whether FSDP2 keeps the root gathered has changed across versions (torch's
+# fully_shard now skips the root's reshard only for reshard_after_forward=None; torchtune's shard_model sets
+# the root's reshard_after_forward=False since 2025): not modelled (with it, the Sep-2024 README's 70B LoRA
+# and 405B QLoRA rows M-torchtune-013/015 would read 1.12x / 1.23x their measurements). Checked on the FSDP rows of
 # LitGPT (LITGPT-0003/0038/0039/0057..0066), atorch (ATORCH-0002..0016) and fsdp_qlora (FSDPQLORA-0002..0041):
 # all below their measurements before, by up to the size of these matrices.
 FSDP_ROOT_UNIT_ENGINES = ("litgpt", "lit-gpt", "lightning", "atorch", "fsdp_qlora", "fsdp-qlora", "accelerate",
