@@ -696,21 +696,28 @@ FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
 # Frameworks whose FSDP wraps only the transformer blocks, leaving the embedding and the output head in the root
 # unit, which PyTorch FSDP does not reshard after forward: "Do not free the root's parameters in the post-forward
 # for FULL_SHARD with the intention that they are immediately used for backward computation"
-# (torch/distributed/fsdp/_runtime_utils.py `_post_forward`; FSDP2 likewise skips the root's post-forward
-# reshard). So at the head of backward the whole embedding and head are gathered on every rank, at the
-# parameters' dtype. LitGPT (Fabric FSDPStrategy(auto_wrap_policy={Block})), atorch (atorch_wrap_cls =
-# decoder layer), Answer.AI fsdp_qlora (decoder layers + LoRA modules) and HF accelerate / Trainer FSDP
-# (transformer_layer_cls_to_wrap, as axolotl and TRL use). Not DeepSpeed ZeRO-3, which releases each module's
-# parameters after its use. torchtune is left out: its full fine-tuning configs shard tok_embeddings and output
-# as units of their own (custom_sharded_layers in 8B_full.yaml / 70B_full.yaml), while for its LoRA recipes,
-# where they sit in the root, whether FSDP2 keeps the root gathered has changed across versions (torch's
-# fully_shard now skips the root's reshard only for reshard_after_forward=None; torchtune's shard_model sets
-# the root's reshard_after_forward=False since 2025): not modelled (with it, the Sep-2024 README's 70B LoRA
-# and 405B QLoRA rows M-torchtune-013/015 would read 1.12x / 1.23x their measurements). Checked on the FSDP rows of
-# LitGPT (LITGPT-0003/0038/0039/0057..0066), atorch (ATORCH-0002..0016) and fsdp_qlora (FSDPQLORA-0002..0041):
-# all below their measurements before, by up to the size of these matrices.
-FSDP_ROOT_UNIT_ENGINES = ("litgpt", "lit-gpt", "lightning", "atorch", "fsdp_qlora", "fsdp-qlora", "accelerate",
-                          "hf", "transformers", "peft", "trl", "axolotl")
+# (torch/distributed/fsdp/_runtime_utils.py `_post_forward`; FSDP2's fully_shard skips the root's reshard too,
+# when reshard_after_forward is left at its default). So at the head of backward the whole embedding and head are
+# gathered on every rank, at the parameters' dtype: LitGPT (Fabric FSDPStrategy(auto_wrap_policy={Block})),
+# atorch (atorch_wrap_cls = decoder layer), Answer.AI fsdp_qlora (decoder layers + LoRA modules), and any engine
+# named with "fsdp" (HF accelerate / Trainer FSDP wraps transformer_layer_cls_to_wrap the same way). An HF
+# Trainer / accelerate / axolotl run named without it may as well be DeepSpeed ZeRO-3, which gathers and
+# releases parameters per module: left out. torchtune is left out too: its full fine-tuning configs shard
+# tok_embeddings and output as units of their own (custom_sharded_layers in 8B_full.yaml / 70B_full.yaml), while
+# for its LoRA recipes, where they sit in the root, whether FSDP2 keeps the root gathered has changed across
+# versions (torch's default above; torchtune's shard_model sets the root's reshard_after_forward=False since
+# 2025): not modelled (with it, the Sep-2024 README's 70B LoRA and 405B QLoRA rows M-torchtune-013/015 would
+# read 1.12x / 1.23x their measurements). Checked on the FSDP rows of LitGPT (LITGPT-0003/0038/0039/
+# 0057..0066), atorch (ATORCH-0002..0016) and fsdp_qlora (FSDPQLORA-0002..0041): all below their measurements
+# before, by up to the size of these matrices.
+FSDP_ROOT_UNIT_ENGINES = ("litgpt", "lit-gpt", "lightning", "atorch", "fsdp_qlora", "fsdp-qlora")
+
+
+def fsdp_keeps_root_gathered(engine: str | None) -> bool:
+    """Whether the engine's FSDP leaves the embedding and head in a root unit gathered through backward
+    (`FSDP_ROOT_UNIT_ENGINES`, or "fsdp" in the engine's name without "deepspeed")."""
+    e = (engine or "").lower()
+    return "deepspeed" not in e and (_engine_is(e, FSDP_ROOT_UNIT_ENGINES) or "fsdp" in e)
 
 
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
@@ -878,7 +885,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
             # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
             # (FSDP forward/backward prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3)
             fsdp_work = 2 * weights / layers
-            if _engine_is(w.engine, FSDP_ROOT_UNIT_ENGINES):
+            if fsdp_keeps_root_gathered(w.engine):
                 root_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights or (
                     method == "qlora" and _engine_is(w.engine, HF_PEFT_ENGINES))) else 2.0  # PEFT's fp32 upcast
                 ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
