@@ -243,3 +243,64 @@ def test_fsdp_cpu_offload_keeps_two_gathered_layers_not_two_shards() -> None:
         m = _mem("llama-3.1-70b", gpu="a100-sxm-80gb", count=n, method="full", optimizer="adamw-bf16-fused",
                  zero_stage=3, offload="params", activation_checkpointing="full", workload={"engine": "torchtune"})
         assert m.weights_gib == pytest.approx(2 * full / 80, rel=0.01), n
+
+
+def test_hf_model_checkpointed_from_outside_keeps_its_kv_cache() -> None:
+    """atorch's FSDP recipe checkpoints HF LlamaDecoderLayer with torch's apply_activation_checkpointing, so
+    transformers leaves use_cache on and every layer's post-RoPE K and V stay in past_key_values: Llama-2-7B,
+    4 x 4,096 tokens, 32 layers x 2 x 4,096 x 2 B = 8 GiB more than the same run under a framework that turns
+    the cache off. The dlrover README's FSDP rows (ATORCH-0002 LoRA 32.57 GiB, ATORCH-0004 full 38.67 GiB on
+    8 x A100-80GB) need it; atorch's DeepSpeed 3D pipeline path and runs without recomputation do not."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="A100 SXM4 80GB", batch=4, count=8, seq_len=4096,
+                              method="lora", lora_rank=16, lora_targets=["attention"], optimizer="adamw",
+                              zero_stage=3, activation_checkpointing="full")
+    amp = {"precision": "bf16-mixed"}
+    atorch = _mem(workload={**amp, "engine": "atorch (FSDP via auto_accelerate)"}, **kw)
+    other = _mem(workload={**amp, "engine": "deepspeed"}, **kw)
+    pipeline = _mem(workload={**amp, "engine": "atorch + DeepSpeed 3D"}, **kw)
+    assert atorch.activations_gib - other.activations_gib == pytest.approx(8.0, rel=0.001)
+    assert pipeline.activations_gib == pytest.approx(other.activations_gib, rel=0.001)
+    no_ck = dict(kw, activation_checkpointing="none")
+    assert _mem(workload={**amp, "engine": "atorch"}, **no_ck).activations_gib == pytest.approx(
+        _mem(workload={**amp, "engine": "deepspeed"}, **no_ck).activations_gib, rel=0.001)
+    assert atorch.allocated_gib == pytest.approx(32.57, rel=0.20)
+
+
+def test_litgpt_qlora_dequantises_its_4bit_output_head() -> None:
+    """bitsandbytes dequantises a whole 4-bit matrix for each GEMM; LitGPT quantises the output head too, so its
+    transient 16-bit copy is vocab x hidden, not the widest MLP projection: Llama-2-7B 32,000 x 4,096 x 2 B
+    against 4,096 x 11,008 x 2 B under torchtune (whose output projection stays bf16); Gemma-2B 0.98 GiB."""
+    from mlrig.estimators.memory import qlora_dequant_buffer_bytes
+
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, seq_len=512, method="qlora", lora_rank=8,
+                              lora_targets=["q", "v"], optimizer="adamw-fused", activation_checkpointing="none",
+                              chunked_loss=True)
+    lit = _mem(workload={"engine": "litgpt", "precision": "bf16"}, **kw)
+    tt = _mem(workload={"engine": "torchtune", "precision": "bf16"}, **kw)
+    assert lit.weights_gib - tt.weights_gib == pytest.approx((32_000 - 11_008) * 4096 * 2 / GiB, rel=0.01)
+    gemma = resolve_model("google/gemma-2b")
+    assert qlora_dequant_buffer_bytes(gemma, "litgpt") / GiB == pytest.approx(256_000 * 2048 * 2 / GiB, rel=1e-6)
+    assert qlora_dequant_buffer_bytes(gemma, "hf-peft") == 2048 * 16_384 * 2
+
+
+def test_fsdp_root_unit_stays_gathered_where_only_blocks_are_wrapped() -> None:
+    """PyTorch FSDP does not reshard the root unit after forward; frameworks that wrap only the decoder blocks
+    (LitGPT, atorch, fsdp_qlora, an HF Trainer named as FSDP) leave the embedding and the head there, so both are
+    whole on every rank at the head of backward: Llama-2-7B in bf16, 2 x 32,000 x 4,096 x 2 B = 0.49 GiB
+    (fp32 under AMP: twice that). DeepSpeed ZeRO-3 releases them after use (an HF Trainer not named as FSDP may
+    be either); torchtune is left out (its full configs shard them as units of their own); one GPU has no FSDP."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="a100-sxm-80gb", count=8, seq_len=2048,
+                              method="lora", lora_rank=8, lora_targets=["q", "v"], optimizer="adamw-fused",
+                              zero_stage=3, activation_checkpointing="full", chunked_loss=True)
+    ends = 2 * 32_000 * 4096
+
+    def alloc(engine: str, precision: str = "bf16", **over: Any) -> float:
+        return float(_mem(workload={"engine": engine, "precision": precision}, **{**kw, **over}).allocated_gib)
+
+    assert alloc("hf-trainer (FSDP)") - alloc("deepspeed") == pytest.approx(ends * 2 / GiB, rel=0.01)
+    for engine in ("torchtune", "hf-trainer", "hf-trainer + DeepSpeed ZeRO-3 (not FSDP)"):
+        assert alloc(engine) == pytest.approx(alloc("deepspeed"), rel=1e-6), engine
+    assert alloc("hf-trainer (FSDP)", "bf16-mixed") - alloc("deepspeed", "bf16-mixed") == pytest.approx(
+        ends * 4 / GiB, rel=0.01)
+    assert alloc("hf-trainer (FSDP)", count=1, zero_stage=0) == pytest.approx(
+        alloc("deepspeed", count=1, zero_stage=0), rel=1e-6)

@@ -685,12 +685,91 @@ def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropou
     return kept * element_bytes
 
 
+# Frameworks whose bitsandbytes QLoRA quantises the output head too: LitGPT (Lightning's BitsandbytesPrecision
+# swaps every torch.nn.Linear for its 4-bit class in module_init_context, lm_head included; litgpt/model.py keeps
+# lm_head an nn.Linear). HF transformers keeps the output embedding unquantised (integrations/bitsandbytes
+# get_keys_to_not_convert), as do torchtune's QLoRA builders (output_proj a plain nn.Linear).
+QUANTISED_HEAD_ENGINES = ("litgpt", "lit-gpt")
+
+
+def qlora_dequant_buffer_bytes(arch: ModelArch, engine: str | None, tp: int = 1) -> float:
+    """The 16-bit copy bitsandbytes makes of a 4-bit weight for each GEMM: MatMul4Bit.forward runs
+    `linear(A, dequantize_4bit(B, quant_state).to(A.dtype).t())` and its backward dequantises again for the
+    input gradient (bitsandbytes/autograd/_functions.py), the whole matrix each time. The largest quantised
+    matrix sets the transient: the widest block projection (hidden x MLP width), or under
+    `QUANTISED_HEAD_ENGINES` the output head, vocab x hidden (Gemma-2B: 256,000 x 2,048 x 2 B = 0.98 GiB,
+    where the MLP's is 0.06 GiB). LitGPT's chunked head (lm_head_chunk_size=128) dequantises it again for
+    every chunk, one at a time. Checked on LitGPT's QLoRA rows of large-vocabulary models (LITGPT-0005/0028/
+    0029/0032/0035, 0.67-0.76 of measured before)."""
+    largest = arch.hidden_size * max(arch.intermediate_size, arch.hidden_size)
+    if _engine_is(engine, QUANTISED_HEAD_ENGINES):
+        largest = max(largest, arch.vocab_size * arch.hidden_size)
+    return largest * 2 / tp
+
+
+# Frameworks that train Hugging Face transformers models with activation checkpointing applied from outside the
+# model, so that HF's own `gradient_checkpointing` flag stays off and `use_cache` keeps its config default (True
+# for Llama, Mistral, Qwen, ...): atorch's FSDP path (dlrover atorch/examples/llama2/fsdp_llama2.py builds
+# AutoModelForCausalLM.from_config and auto_accelerate's "checkpoint" strategy calls torch's
+# apply_activation_checkpointing on the decoder layers: atorch/auto/opt_lib/checkpoint_optimization.py). See
+# `hf_train_kv_cache_bytes_per_token`. atorch's DeepSpeed 3D path runs LlamaModel layers as pipeline stages,
+# which pass only hidden states on: it is excluded by name.
+HF_CACHE_IN_TRAINING_ENGINES = ("atorch",)
+
+
+def keeps_hf_kv_cache(engine: str | None, checkpointing: str) -> bool:
+    """Whether a training run keeps every layer's K/V as HF past_key_values (`HF_CACHE_IN_TRAINING_ENGINES`,
+    with full recomputation: without it the attention's own saved K/V are the same tensors)."""
+    e = (engine or "").lower()
+    return checkpointing == "full" and _engine_is(e, HF_CACHE_IN_TRAINING_ENGINES) and "deepspeed" not in e
+
+
+def hf_train_kv_cache_bytes_per_token(arch: ModelArch, tp: int = 1, element_bytes: float = 2.0) -> float:
+    """Bytes per token and layer of the KV cache a Hugging Face causal LM builds while training with
+    `use_cache=True`: transformers' LlamaModel.forward turns use_cache off only under its own gradient
+    checkpointing ("`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`");
+    otherwise each decoder layer returns its post-RoPE keys and values (`past_key_value = (key_states,
+    value_states) if use_cache`) and the model output holds all of them (past_key_values) until the training
+    loop drops that output, after backward. Under full recomputation nothing else keeps those tensors, so they
+    add K + V at the compute dtype for every layer: 2 x kv_heads x head_dim x element bytes (TP splits heads).
+    Checked on the atorch FSDP rows ATORCH-0002..0016 (Llama-2-7B, 4 x 4096 tokens: 8 GiB, the part of the
+    measured peak that is the same for full and LoRA fine-tuning and for 8 to 64 GPUs)."""
+    return 2 * arch.kv_heads * arch.dim_head / tp * element_bytes
+
+
 # Frameworks whose multi-GPU fine-tuning wraps each transformer block, adapters and frozen weights
 # together, in one PyTorch FSDP1 unit (use_orig_params=True) and accumulate gradients under FSDP's
 # `no_sync()`: LitGPT / lit-gpt (Lightning Fabric FSDPStrategy(auto_wrap_policy={Block}) and
 # `fabric.no_backward_sync(model, enabled=is_accumulating)` in finetune/lora.py and full.py). See
 # `fsdp1_grad_bytes`.
 FSDP1_NO_SYNC_ENGINES = ("litgpt", "lit-gpt", "lightning")
+
+
+# Frameworks whose FSDP wraps only the transformer blocks, leaving the embedding and the output head in the root
+# unit, which PyTorch FSDP does not reshard after forward: "Do not free the root's parameters in the post-forward
+# for FULL_SHARD with the intention that they are immediately used for backward computation"
+# (torch/distributed/fsdp/_runtime_utils.py `_post_forward`; FSDP2's fully_shard skips the root's reshard too,
+# when reshard_after_forward is left at its default). So at the head of backward the whole embedding and head are
+# gathered on every rank, at the parameters' dtype: LitGPT (Fabric FSDPStrategy(auto_wrap_policy={Block})),
+# atorch (atorch_wrap_cls = decoder layer), Answer.AI fsdp_qlora (decoder layers + LoRA modules), and any engine
+# named with "fsdp" (HF accelerate / Trainer FSDP wraps transformer_layer_cls_to_wrap the same way). An HF
+# Trainer / accelerate / axolotl run named without it may as well be DeepSpeed ZeRO-3, which gathers and
+# releases parameters per module: left out. torchtune is left out too: its full fine-tuning configs shard
+# tok_embeddings and output as units of their own (custom_sharded_layers in 8B_full.yaml / 70B_full.yaml), while
+# for its LoRA recipes, where they sit in the root, whether FSDP2 keeps the root gathered has changed across
+# versions (torch's default above; torchtune's shard_model sets the root's reshard_after_forward=False since
+# 2025): not modelled (with it, the Sep-2024 README's 70B LoRA and 405B QLoRA rows M-torchtune-013/015 would
+# read 1.12x / 1.23x their measurements). Checked on the FSDP rows of LitGPT (LITGPT-0003/0038/0039/
+# 0057..0066), atorch (ATORCH-0002..0016) and fsdp_qlora (FSDPQLORA-0002..0041): all below their measurements
+# before, by up to the size of these matrices.
+FSDP_ROOT_UNIT_ENGINES = ("litgpt", "lit-gpt", "lightning", "atorch", "fsdp_qlora", "fsdp-qlora")
+
+
+def fsdp_keeps_root_gathered(engine: str | None) -> bool:
+    """Whether the engine's FSDP leaves the embedding and head in a root unit gathered through backward
+    (`FSDP_ROOT_UNIT_ENGINES`, or "fsdp" in the engine's name without "deepspeed")."""
+    e = (engine or "").lower()
+    return "deepspeed" not in e and (_engine_is(e, FSDP_ROOT_UNIT_ENGINES) or "fsdp" in e)
 
 
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
@@ -808,9 +887,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
         weights += adapters * (4 if base_prec.master_in_weights else 2)
         if method == "qlora":
-            # de-quantised copy of the weight being multiplied (bitsandbytes dequantize_4bit: the
-            # largest linear, 16-bit), alive during each forward/backward GEMM
-            weights += arch.hidden_size * max(arch.intermediate_size, arch.hidden_size) * 2 / tp
+            weights += qlora_dequant_buffer_bytes(arch, w.engine, tp)
             if w.engine is None or _engine_is(w.engine, HF_PEFT_ENGINES):
                 weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
                 notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
@@ -838,6 +915,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     z = t.zero_stage
     layers = max(1, arch.total_layers // pp)
     fsdp_work = 0.0
+    fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
     if z >= 1:
         optim /= dpz
         temps /= dpz
@@ -859,6 +937,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
             # FSDP all-gathers one layer's full parameters at a time, plus the next one prefetched
             # (FSDP forward/backward prefetch; Zhao et al. 2023, "PyTorch FSDP", sec. 3.3)
             fsdp_work = 2 * weights / layers
+            if fsdp_keeps_root_gathered(w.engine):
+                root_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights or (
+                    method == "qlora" and _engine_is(w.engine, HF_PEFT_ENGINES))) else 2.0  # PEFT's fp32 upcast
+                ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
+                fsdp_root = ends * root_el / tp
+                notes.append("FSDP: the root unit (embedding, output head) stays unsharded from forward to backward")
         weights /= dpz
     host: Num = 0.0
     if t.offload in ("optimizer", "params"):
@@ -880,6 +964,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         fsdp_work = 0.0
         notes.append("parameters offloaded to host RAM; a two-layer working set stays on the GPU")
 
+    fsdp_work = fsdp_work + fsdp_root  # offloaded parameters too: the root unit is copied in and kept
     el = 4.0 if base_prec.compute == "fp32" else 2.0
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
@@ -910,6 +995,10 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     else:
         layer_saved, working = layer_act, 0.0
     saved = layers * layer_saved
+    if keeps_hf_kv_cache(w.engine, ck):
+        saved = saved + layers * seq_l * b * hf_train_kv_cache_bytes_per_token(arch, tp, el)
+        notes.append("HF model with use_cache on under external recomputation: every layer's K/V is kept "
+                     "(past_key_values) until backward ends")
     if amp:
         # autocast casts each fp32 weight to 16 bits for its matmul, and the matmul keeps that copy for
         # the backward (its input gradient needs it; trainable leaves are also held in autocast's weight
