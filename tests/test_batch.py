@@ -263,3 +263,24 @@ def test_plans_of_one_shape_take_one_array_pass(monkeypatch: pytest.MonkeyPatch)
     assert [r.id for r in results] == [c["id"] for c in cases]
     kv = [r.memory.kv_cache_gib for r in results if r.memory]
     assert kv[0] < kv[1] < kv[2]  # more context, more KV cache
+
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_eval_lines_are_the_rounded_dumps_of_the_results(seed: int) -> None:
+    """`mlrig eval`'s line for each plan (`batch.encoded_chunk`: shared validation entries dumped and
+    rounded once, the rest as it is) is byte for byte the rounded dump of `evaluate_case`'s result
+    (`round_floats` of `model_dump`, in field order), with the id as given (a number unrounded)."""
+    from mlrig.batch import encode_line, encoded_chunk
+    from mlrig.jsonout import round_floats
+
+    cases = [c for c in random_case_file(random.Random(4000 + seed), 40) if isinstance(c, dict)]
+    cases.append({"id": 1.23456789, "model": "gpt2", "workload": {"prompt_tokens": 100}})
+    lines, _ = encoded_chunk([(n, json.dumps(c).encode()) for n, c in enumerate(cases, 1)])
+    assert len(lines) == len(cases)
+    for line, case in zip(lines, cases, strict=True):
+        case_id = case.get("id")
+        plan = case if case_id is None or isinstance(case_id, str) else {k: v for k, v in case.items() if k != "id"}
+        result = evaluate_case(json.loads(json.dumps(plan)))
+        assert line == encode_line({**round_floats(result.model_dump(mode="json")), "id": case_id}), case
+    assert b'"id":1.23456789,' in lines[-1] and b'"validation":{"' in lines[-1]
