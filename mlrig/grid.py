@@ -242,7 +242,7 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
     from mlrig.planner import evaluate_case
 
     results: list[PlanResult | None] = [None] * len(cases)
-    groups: dict[str, list[int]] = {}
+    groups: dict[bytes | str, list[int]] = {}
     for i, case in enumerate(cases):
         key = _shape_key(case)
         if key is None:
@@ -259,10 +259,14 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
     return [r for r in results if r is not None]
 
 
-def _shape_key(case: Any) -> str | None:
+def _shape_key(case: Any) -> bytes | str | None:
     """What a static-inference or training plan is apart from its numbers and id (canonical JSON); None
-    for a case that goes one by one (not an object, a serving load)."""
+    for a case that goes one by one (not an object, a serving load). orjson writes it (~10x faster than
+    the json module); it writes NaN and the infinities as null, so a key with a null in it is written
+    by the json module instead, which refuses them (as str: never equal to an orjson key)."""
     import json
+
+    import orjson
 
     if not isinstance(case, dict):
         return None
@@ -274,8 +278,9 @@ def _shape_key(case: Any) -> str | None:
     if t is not None:
         shape["training"] = {k: v for k, v in t.items() if k != "seq_len"}
     try:
-        return json.dumps(shape, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
+        key = orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)
+        return key if b"null" not in key else json.dumps(shape, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # orjson.JSONEncodeError is a TypeError
         return None
 
 

@@ -284,3 +284,22 @@ def test_eval_lines_are_the_rounded_dumps_of_the_results(seed: int) -> None:
         result = evaluate_case(json.loads(json.dumps(plan)))
         assert line == encode_line({**round_floats(result.model_dump(mode="json")), "id": case_id}), case
     assert b'"id":1.23456789,' in lines[-1] and b'"validation":{"' in lines[-1]
+
+
+def test_plan_scope_memo_answers_as_the_rule_does() -> None:
+    """`scopes.plan_scope` is worked out once per (method, engine, precision, GPU class and memory
+    type): for random plans, in any order, it answers what `_plan_scope` works out afresh."""
+    from mlrig.planner import prepare, resolve_arch, resolve_hardware
+    from mlrig.validation.scopes import _plan_scope, plan_scope
+
+    rng = random.Random(11)
+    for _ in range(150):
+        template = random_training_template(rng) if rng.random() < 0.3 else random_template(rng)
+        try:
+            p = parse_plan(template)
+            gpu = resolve_hardware(p)
+            p, _ = prepare(p, resolve_arch(p), gpu)
+            fresh = _plan_scope(p, gpu)
+        except MlrigError:
+            continue
+        assert plan_scope(p, gpu) == fresh == plan_scope(p, gpu), template
