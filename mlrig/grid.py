@@ -410,7 +410,7 @@ def elements(figures: Any, n: int) -> list[Any]:
             values = [x.item() if isinstance(x, np.generic) else x for x in values]
         return values
 
-    make = type(figures)
+    make: Any = type(figures)
     plain = _plain_fields(make)
     names = plain or tuple(f.name for f in dataclasses.fields(figures) if f.init)
     columns = [column(getattr(figures, name)) for name in names]
