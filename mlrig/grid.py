@@ -405,7 +405,7 @@ def elements(figures: Any, n: int) -> list[Any]:
             return elements(v, n)
         if not isinstance(v, np.ndarray):
             return [v.item() if isinstance(v, np.generic) else v] * n
-        values = np.broadcast_to(v, (n,)).tolist()
+        values = (v if v.shape == (n,) else np.broadcast_to(v, (n,))).tolist()
         if v.dtype == object:
             values = [x.item() if isinstance(x, np.generic) else x for x in values]
         return values
