@@ -295,7 +295,7 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     plans: dict[int, Plan] = {}
     for i, case in enumerate(cases):
         try:
-            plans[i] = parse_plan(case)
+            plans[i] = parse_member(case, plans[next(iter(plans))]) if plans else parse_plan(case)
         except MlrigError:
             out[i] = evaluate_case(case)  # its own error line
     try:
@@ -315,6 +315,31 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
         if result is None:  # a plan `check_setup` refuses: its own error line
             out[i] = evaluate_case(cases[i])
     return [r for r in out if r is not None]
+
+
+def parse_member(case: dict[str, Any], first: Plan) -> Plan:
+    """`planner.parse_plan(case)` for a case of the same shape (`_shape_key`) as a plan `first` already
+    validated: the case differs from first's only in its id, the workload's numbers and training's
+    seq_len, so it validates its id (as `Plan.id`), its workload (`WorkloadSpec`) and its training
+    (`TrainingSpec`) as parse_plan would, and takes its model and hardware from first (the same
+    sections, already validated; `Plan`'s own checks read only those and the training's layout). Any
+    id or section that fails goes through parse_plan whole, which raises its one-line error."""
+    from pydantic import ValidationError
+
+    from mlrig.planner import parse_plan
+    from mlrig.workload import TrainingSpec, WorkloadSpec
+
+    case_id = case.get("id")
+    if case_id is not None and not (type(case_id) is str and case_id.strip() and len(case_id) <= 1000):
+        return parse_plan(case)
+    try:
+        w = WorkloadSpec.model_validate(case.get("workload", {}))
+        t = case.get("training")
+        training = TrainingSpec.model_validate(t) if t is not None else \
+            TrainingSpec(method="full") if w.task != "inference" else None  # Plan._training_defaults
+    except ValidationError:
+        return parse_plan(case)
+    return first.model_copy(update={"id": case_id, "workload": w, "training": training})
 
 
 def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,

@@ -303,3 +303,42 @@ def test_plan_scope_memo_answers_as_the_rule_does() -> None:
         except MlrigError:
             continue
         assert plan_scope(p, gpu) == fresh == plan_scope(p, gpu), template
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_member_of_a_shape_parses_as_parse_plan_does(seed: int) -> None:
+    """`grid.parse_member` (a plan of the shape of one already validated: only its id, workload and
+    training validated again) gives what `parse_plan` gives the case alone: the same plan, the same
+    fields given in each section, or the same one-line error; odd ids and numbers included."""
+    from mlrig.grid import _shape_key, parse_member
+
+    rng = random.Random(5000 + seed)
+    cases = [c for c in random_case_file(rng, 80) if isinstance(c, dict)]
+    for c in cases[::7]:  # ids and sections parse_plan refuses
+        c["id"] = rng.choice(["", "  ", "x" * 1001, 7, None, "ok"])
+    for c in cases[::11]:
+        c.pop("workload", None) if rng.random() < 0.5 else c.update(training=None)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for c in cases:
+        key = _shape_key(c)
+        if key is not None:
+            groups.setdefault(key, []).append(c)
+
+    def outcome(parse: Any) -> Any:
+        try:
+            p = parse()
+        except MlrigError as exc:
+            return str(exc)
+        return (p.model_dump(), p.workload.model_fields_set, p.hardware.model_fields_set, p.model.model_fields_set,
+                p.training.model_fields_set if p.training else None)
+
+    checked = 0
+    for members in groups.values():
+        valid = [c for c in members if not isinstance(outcome(lambda c=c: parse_plan(c)), str)]
+        if not valid:
+            continue
+        base = parse_plan(valid[0])
+        for c in members:
+            assert outcome(lambda c=c, b=base: parse_member(c, b)) == outcome(lambda c=c: parse_plan(c)), c
+            checked += 1
+    assert checked > 50
