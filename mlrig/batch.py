@@ -22,10 +22,13 @@ import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mlrig.errors import MlrigError
 from mlrig.jsonout import json_ready, round_floats
+
+if TYPE_CHECKING:
+    from mlrig.results import PlanResult
 
 MAX_LINE_BYTES = 1_000_000  # a plan is a few hundred bytes
 MAX_LINE_ITEMS = 100_000  # JSON values per line (see userfiles.parse_json)
@@ -46,14 +49,6 @@ def _strict_json(obj: Any) -> bool:
     return True
 
 
-def _error(case_id: Any, message: str) -> dict[str, Any]:
-    from mlrig.results import PlanResult
-
-    out = PlanResult(error=message).model_dump(mode="json")
-    out["id"] = case_id
-    return out
-
-
 def result_for_line(raw: bytes | None, lineno: int) -> dict[str, Any]:
     """The result (JSON-ready dict) for input line `lineno` (1-based; `raw` without its line end, or
     None for a line that was over `MAX_LINE_BYTES`). Never raises for anything the line holds."""
@@ -65,36 +60,76 @@ def results_for_lines(lines: list[tuple[int, bytes | None]]) -> list[dict[str, A
     """`result_for_line` of each (line number, line), in order, but not yet JSON-ready (`encode_line`
     makes each its output line). The plans are evaluated together (`mlrig.grid.evaluate_cases`: plans
     of one shape share an array pass); each result is the one its line alone would give."""
-    from mlrig.grid import evaluate_cases
+    out = []
+    for case_id, result in evaluated_lines(lines):
+        plain = result.model_dump(mode="json")
+        plain["id"] = case_id
+        out.append(plain)
+    return out
 
-    out: list[dict[str, Any] | None] = []
+
+def evaluated_lines(lines: list[tuple[int, bytes | None]]) -> list[tuple[Any, PlanResult]]:
+    """(the id as given, the result) of each (line number, line), in order: a line that is no plan
+    gets a result whose `error` says why; the plans are evaluated together (`results_for_lines`)."""
+    from mlrig.grid import evaluate_cases
+    from mlrig.results import PlanResult
+
+    out: list[tuple[Any, PlanResult] | None] = []
     cases: list[Any] = []
     ids: list[Any] = []
     for lineno, raw in lines:
         parsed = _case_of_line(raw, lineno)
         if isinstance(parsed, str):
-            out.append(_error(None, parsed))
+            out.append((None, PlanResult(error=parsed)))
         else:
             out.append(None)
             ids.append(parsed[0])
             cases.append(parsed[1])
     results = iter(zip(ids, evaluate_cases(cases), strict=True))
-    for k, done in enumerate(out):
-        if done is None:
-            case_id, result = next(results)
-            plain = result.model_dump(mode="json")
-            plain["id"] = case_id
-            out[k] = plain
-    return [r for r in out if r is not None]
+    return [done if done is not None else next(results) for done in out]
 
 
 def encoded_chunk(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], bool]:
-    """A chunk's output lines (`results_for_lines`, rounded as every JSON output is, ids as given,
+    """A chunk's output lines (`evaluated_lines`, rounded as every JSON output is, ids as given,
     `encode_line`) and whether any of them is an error: the unit of work of `mlrig eval`, in this
     process or a worker (`ChunkPool`)."""
-    results = results_for_lines(chunk)
-    lines = [encode_line({**round_floats(r), "id": r.get("id")}) for r in results]
-    return lines, any(r.get("error") is not None for r in results)
+    results = evaluated_lines(chunk)
+    lines = [encode_line(rounded_result(result, case_id)) for case_id, result in results]
+    return lines, any(result.error is not None for _, result in results)
+
+
+def rounded_result(result: PlanResult, case_id: Any) -> dict[str, Any]:
+    """`round_floats(result.model_dump(mode="json"))` with `id` the id as given (unrounded), in fewer
+    steps: the `validation` entries, frozen objects that every plan of a scope shares
+    (`validation.scopes.figure_validation`), are dumped and rounded once each (`_rounded_validation`);
+    the rest of the result is dumped and rounded as it is. Its validation entries are those shared
+    dicts: encode it (`encode_line`), do not change it."""
+    plain = round_floats(result.model_dump(mode="json", exclude=_VALIDATION))
+    plain["id"] = case_id
+    if not result.validation:
+        plain["validation"] = {}
+        plain["notes"] = plain.pop("notes")  # field order: validation, then notes
+        return plain
+    validation = {k: _rounded_validation(v) for k, v in result.validation.items()}
+    return {k: (validation if k == "validation" else plain[k]) for k in type(result).__pydantic_fields__}
+
+
+_VALIDATION = {"validation"}
+# id(FigureValidation) -> (the object, its rounded dump); the object is held, so its id stays its own
+_ROUNDED: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _rounded_validation(v: Any) -> dict[str, Any]:
+    """`round_floats` of a validation entry's dump (a dict: each float is rounded by its own key, so
+    the figure it sits under changes nothing), worked out once per object."""
+    hit = _ROUNDED.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    if len(_ROUNDED) > 4096:  # objects made outside the shared table: keep the memo bounded
+        _ROUNDED.clear()
+    plain = round_floats(v.model_dump(mode="json"))
+    _ROUNDED[id(v)] = (v, plain)
+    return plain
 
 
 def default_jobs() -> int:

@@ -48,7 +48,25 @@ def _round_float(x: float, key: str) -> float:
 
 
 _SIGNIFICANT = f".{SIGNIFICANT_DIGITS}g"
-_PLAIN = (str, int, bool, type(None))
+_PLAIN = frozenset({str, int, bool, type(None)})
+# x -> x rounded by rule 2 / rule 1: a batch rounds the same few values (capacities, weights, error
+# bands) on line after line, and a lookup costs a fraction of formatting. 0.0 and -0.0 are one key, so
+# zeros are never stored; a memo that grows past MEMO_SIZE starts again.
+_MEMO: tuple[dict[float, float], dict[float, float]] = ({}, {})
+MEMO_SIZE = 100_000
+
+
+def _rounded(v: float, rule: int) -> float:
+    """`v` by rule 1 (GIB_DECIMALS) or 2 (SIGNIFICANT_DIGITS), through the memo."""
+    memo = _MEMO[rule - 1]
+    r = memo.get(v)
+    if r is None or not v:
+        r = float(format(v, _SIGNIFICANT)) if rule == 2 else round(v, GIB_DECIMALS)
+        if v:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[v] = r
+    return r
 
 
 def round_floats(obj: Any, key: str = "") -> Any:
@@ -69,14 +87,14 @@ def round_floats(obj: Any, key: str = "") -> Any:
                 rule = rules.get(k)
                 if rule is None:
                     rule = _float_rule(k)
-                out[k] = float(format(v, _SIGNIFICANT)) if rule == 2 else round(v, GIB_DECIMALS) if rule == 1 else v
+                out[k] = _rounded(v, rule) if rule else v
             elif tv in _PLAIN:
                 out[k] = v
             else:
                 out[k] = round_floats(v, k if type(k) is str else str(k))
         return out
     if t is list:
-        return [v if type(v) in (str, int, bool) or v is None else round_floats(v, key) for v in obj]
+        return [v if type(v) in _PLAIN else round_floats(v, key) for v in obj]
     if isinstance(obj, float):
         return _round_float(obj, key)
     if isinstance(obj, dict):

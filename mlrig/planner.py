@@ -324,6 +324,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         performance=performance,
         training=training,
         notes=notes,
+        validation={},  # given, not defaulted: pydantic deep-copies a mutable default on every instance
     )
     attach_validation(result, p, gpu)
     return result

@@ -228,6 +228,19 @@ def _parse_failures(where: str, fmt: str) -> Iterator[None]:
         raise MlrigError(f"{where} is too large to parse; give a smaller file") from None
 
 
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _orjson_reads_alike(raw: bytes, max_items: int) -> bool:
+    """Whether orjson, where it accepts `raw`, gives exactly what `parse_json`'s json module path gives
+    (orjson is ~5x faster on a plan line): within the item budget, nesting bounded far below the
+    recursion limit (at most 256 brackets), and no run of 19 digits (orjson turns integers beyond 64
+    bits into floats). What orjson refuses (bad UTF-8 or syntax, a byte-order mark, NaN, Infinity,
+    1e400, a lone surrogate) goes the json module's way, for its one-line error or its value."""
+    opens = raw.count(b"[") + raw.count(b"{")
+    return opens <= 256 and opens + raw.count(b",") <= max_items and _LONG_DIGITS.search(raw) is None
+
+
 def parse_json(raw: bytes | str, where: str, *, max_items: int = 1_000_000, finite: bool = True) -> Any:
     """JSON from bytes (UTF-8) or text; every failure a one-line `MlrigError` naming `where`.
 
@@ -236,6 +249,11 @@ def parse_json(raw: bytes | str, where: str, *, max_items: int = 1_000_000, fini
     False, for callers that check numbers field by field) NaN, Infinity and floats beyond the range."""
     import json
 
+    if isinstance(raw, bytes) and _orjson_reads_alike(raw, max_items):
+        import orjson
+
+        with contextlib.suppress(orjson.JSONDecodeError):  # what it refuses, the json module explains
+            return orjson.loads(raw)
     text = decode_utf8(raw, where) if isinstance(raw, bytes | bytearray) else raw.removeprefix("\ufeff")
     _item_budget(raw, where, max_items)
     odd: list[float] = []  # NaN, Infinity or an overflowing literal met while parsing

@@ -263,3 +263,82 @@ def test_plans_of_one_shape_take_one_array_pass(monkeypatch: pytest.MonkeyPatch)
     assert [r.id for r in results] == [c["id"] for c in cases]
     kv = [r.memory.kv_cache_gib for r in results if r.memory]
     assert kv[0] < kv[1] < kv[2]  # more context, more KV cache
+
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_eval_lines_are_the_rounded_dumps_of_the_results(seed: int) -> None:
+    """`mlrig eval`'s line for each plan (`batch.encoded_chunk`: shared validation entries dumped and
+    rounded once, the rest as it is) is byte for byte the rounded dump of `evaluate_case`'s result
+    (`round_floats` of `model_dump`, in field order), with the id as given (a number unrounded)."""
+    from mlrig.batch import encode_line, encoded_chunk
+    from mlrig.jsonout import round_floats
+
+    cases = [c for c in random_case_file(random.Random(4000 + seed), 40) if isinstance(c, dict)]
+    cases.append({"id": 1.23456789, "model": "gpt2", "workload": {"prompt_tokens": 100}})
+    lines, _ = encoded_chunk([(n, json.dumps(c).encode()) for n, c in enumerate(cases, 1)])
+    assert len(lines) == len(cases)
+    for line, case in zip(lines, cases, strict=True):
+        case_id = case.get("id")
+        plan = case if case_id is None or isinstance(case_id, str) else {k: v for k, v in case.items() if k != "id"}
+        result = evaluate_case(json.loads(json.dumps(plan)))
+        assert line == encode_line({**round_floats(result.model_dump(mode="json")), "id": case_id}), case
+    assert b'"id":1.23456789,' in lines[-1] and b'"validation":{"' in lines[-1]
+
+
+def test_plan_scope_memo_answers_as_the_rule_does() -> None:
+    """`scopes.plan_scope` is worked out once per (method, engine, precision, GPU class and memory
+    type): for random plans, in any order, it answers what `_plan_scope` works out afresh."""
+    from mlrig.planner import prepare, resolve_arch, resolve_hardware
+    from mlrig.validation.scopes import _plan_scope, plan_scope
+
+    rng = random.Random(11)
+    for _ in range(150):
+        template = random_training_template(rng) if rng.random() < 0.3 else random_template(rng)
+        try:
+            p = parse_plan(template)
+            gpu = resolve_hardware(p)
+            p, _ = prepare(p, resolve_arch(p), gpu)
+            fresh = _plan_scope(p, gpu)
+        except MlrigError:
+            continue
+        assert plan_scope(p, gpu) == fresh == plan_scope(p, gpu), template
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_member_of_a_shape_parses_as_parse_plan_does(seed: int) -> None:
+    """`grid.parse_member` (a plan of the shape of one already validated: only its id, workload and
+    training validated again) gives what `parse_plan` gives the case alone: the same plan, the same
+    fields given in each section, or the same one-line error; odd ids and numbers included."""
+    from mlrig.grid import _shape_key, parse_member
+
+    rng = random.Random(5000 + seed)
+    cases = [c for c in random_case_file(rng, 80) if isinstance(c, dict)]
+    for c in cases[::7]:  # ids and sections parse_plan refuses
+        c["id"] = rng.choice(["", "  ", "x" * 1001, 7, None, "ok"])
+    for c in cases[::11]:
+        c.pop("workload", None) if rng.random() < 0.5 else c.update(training=None)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for c in cases:
+        key = _shape_key(c)
+        if key is not None:
+            groups.setdefault(key, []).append(c)
+
+    def outcome(parse: Any) -> Any:
+        try:
+            p = parse()
+        except MlrigError as exc:
+            return str(exc)
+        return (p.model_dump(), p.workload.model_fields_set, p.hardware.model_fields_set, p.model.model_fields_set,
+                p.training.model_fields_set if p.training else None)
+
+    checked = 0
+    for members in groups.values():
+        valid = [c for c in members if not isinstance(outcome(lambda c=c: parse_plan(c)), str)]
+        if not valid:
+            continue
+        base = parse_plan(valid[0])
+        for c in members:
+            assert outcome(lambda c=c, b=base: parse_member(c, b)) == outcome(lambda c=c: parse_plan(c)), c
+            checked += 1
+    assert checked > 50

@@ -355,6 +355,24 @@ def test_round_floats_rule() -> None:
         "draft_kv_bytes_per_token": 32768.0, "decode_tok_s": 32770.0}
 
 
+def test_round_floats_memo_gives_the_rule_exactly() -> None:
+    """`round_floats` looks rounded values up in a memo (a batch meets the same ones often): whatever
+    it has seen before, each float comes out as the rule itself rounds it, -0.0 and 0.0 apart."""
+    import math
+    import random
+
+    from mlrig.jsonout import GIB_DECIMALS, round_floats
+
+    rng = random.Random(7)
+    values = [0.0, -0.0, 0.0, 5e-324, 1e308, 2.5, 0.15, 1234.5, 1234.5] + \
+        [rng.uniform(-1e6, 1e6) * 10 ** rng.randint(-12, 12) for _ in range(300)]
+    for v in [*values, *values]:  # the second pass meets every value again
+        out = round_floats({"decode_tok_s": v, "weights_gib": v, "step_bytes": v})
+        want = (float(format(v, ".4g")), round(v, GIB_DECIMALS), v)
+        got = (out["decode_tok_s"], out["weights_gib"], out["step_bytes"])
+        assert [(math.copysign(1, x), x) for x in got] == [(math.copysign(1, x), x) for x in want], v
+
+
 def test_plan_and_eval_json_are_rounded(tmp_path: os.PathLike[str]) -> None:
     def floats(o: object) -> list[tuple[str, float]]:
         found: list[tuple[str, float]] = []

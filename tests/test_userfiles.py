@@ -63,6 +63,31 @@ def test_bom_is_dropped_and_non_finite_allowed_on_request() -> None:
     assert first_non_finite({"a": [1.0, {"b": 2}]}) is None
 
 
+ODD_JSON = [b'{"a": 1, "b": [1.5, -0.0, 5e-324, 1e308, 0.1e1], "c": {"d": null, "e": true}}', b'{"a":1,"a":2}',
+            b'18446744073709551616', b'[-9223372036854775809, 9223372036854775807]', b'"\\ud800"',
+            b'"\\ud83d\\ude00"', b'1e400', b'[NaN]', b'{"x": -Infinity}', b'\xef\xbb\xbf{"a": 1}', b'\x80',
+            b'[' * 300 + b']' * 300, b'[' * 1010 + b']' * 1010, b'{"a": 1,}', b'"a\tb"', b'\t1\r', b'',
+            b'[' + b'1,' * 20 + b'1]', b'{"n": 1234567890123456789012}', b'0.000000000000000000001']
+
+
+@pytest.mark.parametrize("raw", ODD_JSON)
+def test_parse_json_of_bytes_equals_the_json_module_path(raw: bytes) -> None:
+    """Bytes take orjson where it reads alike (`userfiles._orjson_reads_alike`); the same text as str
+    takes the json module: the value (types included) or the one-line error must be the same."""
+    def outcome(x: bytes | str) -> str:
+        try:
+            return repr(parse_json(x, "line 1", max_items=30))
+        except MlrigError as exc:
+            return f"error: {exc}"
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert outcome(raw).startswith("error: line 1 is not UTF-8")
+        return
+    assert outcome(raw) == outcome(text)
+
+
 def test_named_pipe_and_device_are_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "p.json"
     os.mkfifo(fifo)

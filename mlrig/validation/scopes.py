@@ -70,7 +70,24 @@ def scope_label(figure: str, engine: str, memory_class: str) -> str:
 def plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
     """(engine label, memory class) of a plan with its defaults filled in. Inference: the engine
     family (its dated builds and backends counted with it; the memory class already separates Apple).
-    Training: the method ("training-full", "training-lora", "training-qlora")."""
+    Training: the method ("training-full", "training-lora", "training-qlora"). Worked out once per
+    (task, method, engine, precision, GPU class and memory type): what it reads of the plan and GPU."""
+    w = plan.workload
+    method = (plan.training.method if plan.training is not None else "full") if w.task != "inference" else None
+    key = (method, w.engine, w.precision, gpu.hardware_class, gpu.memory_type)
+    found = _PLAN_SCOPES.get(key)
+    if found is None:
+        found = _plan_scope(plan, gpu)
+        if len(_PLAN_SCOPES) >= 10_000:
+            _PLAN_SCOPES.clear()
+        _PLAN_SCOPES[key] = found
+    return found
+
+
+_PLAN_SCOPES: dict[tuple[str | None, ...], tuple[str, str]] = {}
+
+
+def _plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
     from mlrig.estimators.efficiency import memory_class
 
     mclass = memory_class(gpu.hardware_class, gpu.memory_type)
