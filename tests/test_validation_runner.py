@@ -49,6 +49,19 @@ def test_packaged_scope_table_is_what_the_planner_gives_today(checked) -> None: 
         assert shipped[key].p90_error == pytest.approx(rec.p90_error, abs=2e-4), key
 
 
+def test_default_band_is_not_narrower_than_the_rows_say(checked) -> None:  # type: ignore[no-untyped-def]
+    """A figure with no validated scope of its own gets performance.ERROR_BAND: it must cover what the
+    published runs of that figure show together (p90 over all of them), and not be needlessly wide."""
+    from mlrig.estimators.performance import ERROR_BAND
+    from mlrig.validation import quantile
+
+    for figure, band in ERROR_BAND.items():
+        errors = [c.rel_error for c in checked if c.figure == figure and c.predicted is not None]
+        assert len(errors) > 50, figure
+        p90 = quantile(errors, 0.9)
+        assert p90 - 0.02 <= band <= p90 + 0.12, (figure, band, round(p90, 3))
+
+
 def _rec(figure: str, engine: str, mclass: str, rows: int, med: float, p90: float) -> ScopeRecord:
     return ScopeRecord(figure=figure, engine=engine, memory_class=mclass, rows=rows, median_error=med,
                        p90_error=p90)
