@@ -145,6 +145,32 @@ def test_offline_runs_at_the_batch_cap() -> None:
     assert big.throughput_tok_s > 2 * small.throughput_tok_s > 8 * one.throughput_tok_s  # type: ignore[operator]
 
 
+def test_offline_burst_ttft_waits_for_the_requests_ahead() -> None:
+    """`vllm bench serve` with no --max-concurrency sends every request at once; the engine admits them
+    FCFS, `n` at a time. The median request (rank N/2) waits for the first wave's prefills and then for
+    N/2 - n completions at the steady request rate (serving.offline_backlog): with 1,000 requests and a
+    cap of 100 that is minutes, not one iteration plus its own prefill (GPUStack's lab: Qwen3-32B on one
+    A100, ~100 running, median TTFT 106 s of a 242 s run)."""
+    from mlrig.estimators.serving import load_point
+    from mlrig.planner import resolve_arch
+
+    data = _plan(load="offline", num_requests=1000, max_num_seqs=100)
+    perf = evaluate(data).performance
+    assert perf is not None and perf.ttft_ms is not None and perf.requests_per_s is not None
+    p = parse_plan(data)
+    r = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
+    steady = load_point(r, users=100, cap=100, budget=2048)  # vLLM V1 on an A100: 2,048-token chunks
+    wave = prefill_pass(r, 100, 512).seconds
+    expected = steady.ttft_s + wave + (500 - 100) / steady.requests_per_s
+    assert perf.ttft_ms == pytest.approx(expected * 1e3, rel=1e-3)
+    assert perf.ttft_ms > 1e3 * 400 / perf.requests_per_s  # at least the 400 completions ahead
+    # the steady state itself (throughput, TPOT) is unchanged by the backlog
+    assert perf.throughput_tok_s == pytest.approx(steady.throughput_tok_s, rel=1e-6)
+    # a burst whose median request is in the first wave waits only for the prefills ahead of it
+    half = evaluate(_plan(load="offline", num_requests=150, max_num_seqs=100)).performance
+    assert half is not None and half.ttft_ms is not None and half.ttft_ms < 0.1 * perf.ttft_ms
+
+
 def test_rate_load_serves_the_rate_until_saturated() -> None:
     low = evaluate(_plan(load="rate", request_rate=1.0)).performance
     assert low and low.requests_per_s == pytest.approx(1.0)
