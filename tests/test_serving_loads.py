@@ -161,11 +161,22 @@ def test_offline_burst_ttft_waits_for_the_requests_ahead() -> None:
     r = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
     steady = load_point(r, users=100, cap=100, budget=2048)  # vLLM V1 on an A100: 2,048-token chunks
     wave = prefill_pass(r, 100, 512).seconds
-    expected = steady.ttft_s + wave + (500 - 100) / steady.requests_per_s
+    # its own prefill as in the steady state, but no Poisson (M/D/1) queue: the burst's wait is the backlog
+    expected = steady.ttft_s - steady.queue_s + wave + (500 - 100) / steady.requests_per_s
     assert perf.ttft_ms == pytest.approx(expected * 1e3, rel=1e-3)
     assert perf.ttft_ms > 1e3 * 400 / perf.requests_per_s  # at least the 400 completions ahead
     # the steady state itself (throughput, TPOT) is unchanged by the backlog
     assert perf.throughput_tok_s == pytest.approx(steady.throughput_tok_s, rel=1e-6)
+    # prefill-heavy: the steady state's Poisson prefill queue (M/D/1 near saturation) is not added
+    heavy = _plan(load="offline", num_requests=400, max_num_seqs=8, prompt_tokens=8000, output_tokens=64)
+    hp = parse_plan(heavy)
+    hr = resolve(resolve_arch(hp), hp, resolve_gpu("a100-sxm-80gb"))
+    hs = load_point(hr, users=8, cap=8, budget=2048)
+    assert hs.queue_s > 0.5 * (hs.ttft_s - hs.queue_s)  # a Poisson queue would be a big share here
+    hperf = evaluate(heavy).performance
+    assert hperf is not None and hperf.ttft_ms is not None
+    hexp = hs.ttft_s - hs.queue_s + prefill_pass(hr, 8, 8000).seconds + (200 - 8) / hs.requests_per_s
+    assert hperf.ttft_ms == pytest.approx(hexp * 1e3, rel=1e-3)
     # a burst whose median request is in the first wave waits only for the prefills ahead of it
     half = evaluate(_plan(load="offline", num_requests=150, max_num_seqs=100)).performance
     assert half is not None and half.ttft_ms is not None and half.ttft_ms < 0.1 * perf.ttft_ms

@@ -242,7 +242,9 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     - past the first wave, N / 2 - n completions: with completions at the steady rate lambda that is
       (N / 2 - n) / lambda (a fluid approximation of the batch-arrival queue; with fixed lengths the
       completions come in waves, which this smooths);
-    and then the steady-state TTFT of `load_point`. GPUStack's performance lab (GPUSTACK-* rows, 1,000
+    and then its own prefill (chunked where the engine chunks) as in `load_point`. The steady state's
+    queueing terms (the M/D/1 prefill queue of Poisson arrivals, half an iteration) do not apply: a
+    burst's waiting is this backlog, not a random queue. GPUStack's performance lab (GPUSTACK-* rows, 1,000
     ShareGPT or 500 random requests sent at once) shows the scale: Qwen3-32B on one A100 under vLLM 0.11
     ran ~100 sequences at a time and its median TTFT was 106 s of a 242 s run."""
     w = r.workload
@@ -251,7 +253,8 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     ahead = min(math.ceil(n_requests / 2), pt.running)
     wave = prefill_pass(r, ahead, max(1, w.prompt_tokens)).seconds
     wait = wave + max(0.0, n_requests / 2.0 - pt.running) / pt.requests_per_s
-    return replace(pt, ttft_s=pt.ttft_s + wait, queue_s=pt.queue_s + wait)
+    own = pt.ttft_s - pt.queue_s
+    return replace(pt, ttft_s=own + wait, queue_s=wait)
 
 
 def median_prefill_wait_s(rho: float, service_s: float) -> float:
