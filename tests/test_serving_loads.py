@@ -182,6 +182,27 @@ def test_offline_burst_ttft_waits_for_the_requests_ahead() -> None:
     assert half is not None and half.ttft_ms is not None and half.ttft_ms < 0.1 * perf.ttft_ms
 
 
+def test_chunked_prefill_budget_caps_the_decoding_sequences() -> None:
+    """An iteration holds at most `budget` tokens; in steady state each request brings P prompt tokens
+    per O outputs, so at most budget / (1 + P / O) sequences can be decoding (Sarathi-Serve; vLLM V1's
+    scheduler): 4,096-token prompts with 64 outputs under vLLM's 2,048-token budget on an A100 leave
+    2048 / 65 = 31 decoding, not the 64 users. DLVLLM-0037/-0038 (fit rows) imply 214 decoding where
+    this gives 226 and vLLM's batch cap 256."""
+    from mlrig.estimators.serving import chunked_decode_cap, load_point
+    from mlrig.planner import resolve_arch
+
+    assert chunked_decode_cap(2048, 4096, 64) == 31
+    assert chunked_decode_cap(2048, 1021, 127) == 226
+    assert chunked_decode_cap(8192, 128, 128) == 4096  # short prompts: the batch cap binds instead
+    data = _plan(load="concurrency", batch_size=64, prompt_tokens=4096, output_tokens=64)
+    p = parse_plan(data)
+    r = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
+    assert load_point(r, users=64, cap=256, budget=2048).running == 31
+    assert load_point(r, users=64, cap=256, budget=None).running == 64  # no chunking: no such cap
+    perf = evaluate(data).performance
+    assert perf is not None and "31 sequences decode together" in (perf.explanation or "")
+
+
 def test_rate_load_serves_the_rate_until_saturated() -> None:
     low = evaluate(_plan(load="rate", request_rate=1.0)).performance
     assert low and low.requests_per_s == pytest.approx(1.0)

@@ -131,6 +131,25 @@ def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[flo
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
+def chunked_decode_cap(budget: int, prompt: int, out: int) -> int:
+    """Sequences that can be decoding at once in a chunked-prefill steady state.
+
+    Every iteration holds at most `budget` tokens (vLLM's `max_num_batched_tokens`, SGLang's
+    `--chunked-prefill-size`): the running requests' decode tokens first, waiting prompts' chunks in
+    what is left (Agrawal et al. 2024, "Sarathi-Serve", OSDI '24, sec. 4; vLLM V1 scheduler). In steady
+    state each request needs P prompt tokens per O outputs, so n decoding sequences need n (1 + P / O)
+    tokens per iteration; when that exceeds the budget the prompts cannot be prefilled as fast as
+    requests finish, and the decoding count settles at budget / (1 + P / O): the others wait in the
+    queue or part-prefilled. An iteration then carries about `budget` tokens, and TPOT is its time.
+    GPUStack's lab (GPUSTACK-*, gpt-oss-20b on one A100 under vLLM 0.11, 2,048-token budget, 100 prompts
+    of 32,000 tokens with ~95 outputs at once) shows it: 2,048 / (1 + 337) = 6 decoding, and the measured
+    21.6 output tok/s over a 278 ms median TPOT is 6.0 sequences; dennislee22's Qwen2-7B run on two
+    A100s (DLVLLM-0037/-0038, vLLM 0.10.1, 500 x 1,021 / 127 tokens at once, 2,048-token budget) gives
+    2,048 / (1 + 8.04) = 226 where its 1,037 tok/s x 206 ms TPOT implies 214 decoding (vLLM's cap of
+    256 would run all 256)."""
+    return max(1, math.floor(budget / (1.0 + prompt / max(1, out))))
+
+
 def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
     lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
@@ -173,6 +192,8 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     t_p = prefill_pass(r, 1, prompt).seconds / prompt  # s per prompt token
     limit = min(x for x in (cap, slots, 10**9) if x is not None)
     limit = max(1, limit)
+    if budget is not None:
+        limit = min(limit, chunked_decode_cap(budget, prompt, out))
     saturated = False
     if rate is None:
         if users is None or users <= 0:
