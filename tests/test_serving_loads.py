@@ -145,6 +145,64 @@ def test_offline_runs_at_the_batch_cap() -> None:
     assert big.throughput_tok_s > 2 * small.throughput_tok_s > 8 * one.throughput_tok_s  # type: ignore[operator]
 
 
+def test_offline_burst_ttft_waits_for_the_requests_ahead() -> None:
+    """`vllm bench serve` with no --max-concurrency sends every request at once; the engine admits them
+    FCFS, `n` at a time. The median request (rank N/2) waits for the first wave's prefills and then for
+    N/2 - n completions at the steady request rate (serving.offline_backlog): with 1,000 requests and a
+    cap of 100 that is minutes, not one iteration plus its own prefill (GPUStack's lab: Qwen3-32B on one
+    A100, ~100 running, median TTFT 106 s of a 242 s run)."""
+    from mlrig.estimators.serving import load_point
+    from mlrig.planner import resolve_arch
+
+    data = _plan(load="offline", num_requests=1000, max_num_seqs=100)
+    perf = evaluate(data).performance
+    assert perf is not None and perf.ttft_ms is not None and perf.requests_per_s is not None
+    p = parse_plan(data)
+    r = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
+    steady = load_point(r, users=100, cap=100, budget=2048)  # vLLM V1 on an A100: 2,048-token chunks
+    wave = prefill_pass(r, 100, 512).seconds
+    # its own prefill as in the steady state, but no Poisson (M/D/1) queue: the burst's wait is the backlog
+    expected = steady.ttft_s - steady.queue_s + wave + (500 - 100) / steady.requests_per_s
+    assert perf.ttft_ms == pytest.approx(expected * 1e3, rel=1e-3)
+    assert perf.ttft_ms > 1e3 * 400 / perf.requests_per_s  # at least the 400 completions ahead
+    # the steady state itself (throughput, TPOT) is unchanged by the backlog
+    assert perf.throughput_tok_s == pytest.approx(steady.throughput_tok_s, rel=1e-6)
+    # prefill-heavy: the steady state's Poisson prefill queue (M/D/1 near saturation) is not added
+    heavy = _plan(load="offline", num_requests=400, max_num_seqs=8, prompt_tokens=8000, output_tokens=64)
+    hp = parse_plan(heavy)
+    hr = resolve(resolve_arch(hp), hp, resolve_gpu("a100-sxm-80gb"))
+    hs = load_point(hr, users=8, cap=8, budget=2048)
+    assert hs.queue_s > 0.5 * (hs.ttft_s - hs.queue_s)  # a Poisson queue would be a big share here
+    hperf = evaluate(heavy).performance
+    assert hperf is not None and hperf.ttft_ms is not None
+    hexp = hs.ttft_s - hs.queue_s + prefill_pass(hr, 8, 8000).seconds + (200 - 8) / hs.requests_per_s
+    assert hperf.ttft_ms == pytest.approx(hexp * 1e3, rel=1e-3)
+    # a burst whose median request is in the first wave waits only for the prefills ahead of it
+    half = evaluate(_plan(load="offline", num_requests=150, max_num_seqs=100)).performance
+    assert half is not None and half.ttft_ms is not None and half.ttft_ms < 0.1 * perf.ttft_ms
+
+
+def test_chunked_prefill_budget_caps_the_decoding_sequences() -> None:
+    """An iteration holds at most `budget` tokens; in steady state each request brings P prompt tokens
+    per O outputs, so at most budget / (1 + P / O) sequences can be decoding (Sarathi-Serve; vLLM V1's
+    scheduler): 4,096-token prompts with 64 outputs under vLLM's 2,048-token budget on an A100 leave
+    2048 / 65 = 31 decoding, not the 64 users. DLVLLM-0037/-0038 (fit rows) imply 214 decoding where
+    this gives 226 and vLLM's batch cap 256."""
+    from mlrig.estimators.serving import chunked_decode_cap, load_point
+    from mlrig.planner import resolve_arch
+
+    assert chunked_decode_cap(2048, 4096, 64) == 31
+    assert chunked_decode_cap(2048, 1021, 127) == 226
+    assert chunked_decode_cap(8192, 128, 128) == 4096  # short prompts: the batch cap binds instead
+    data = _plan(load="concurrency", batch_size=64, prompt_tokens=4096, output_tokens=64)
+    p = parse_plan(data)
+    r = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
+    assert load_point(r, users=64, cap=256, budget=2048).running == 31
+    assert load_point(r, users=64, cap=256, budget=None).running == 64  # no chunking: no such cap
+    perf = evaluate(data).performance
+    assert perf is not None and "31 sequences decode together" in (perf.explanation or "")
+
+
 def test_rate_load_serves_the_rate_until_saturated() -> None:
     low = evaluate(_plan(load="rate", request_rate=1.0)).performance
     assert low and low.requests_per_s == pytest.approx(1.0)

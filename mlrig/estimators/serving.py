@@ -31,14 +31,15 @@ request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token pr
 at 128-token ones); with `num_requests` N > users only the first users / N of the requests do, the
 rest arrive into the steady state.
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
-tables) runs at the batch cap the whole time; a rate run (Poisson arrivals) runs as many
+tables) runs at the batch cap the whole time, and its median request first waits for the requests
+admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
 sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -130,6 +131,25 @@ def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[flo
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
+def chunked_decode_cap(budget: int, prompt: int, out: int) -> int:
+    """Sequences that can be decoding at once in a chunked-prefill steady state.
+
+    Every iteration holds at most `budget` tokens (vLLM's `max_num_batched_tokens`, SGLang's
+    `--chunked-prefill-size`): the running requests' decode tokens first, waiting prompts' chunks in
+    what is left (Agrawal et al. 2024, "Sarathi-Serve", OSDI '24, sec. 4; vLLM V1 scheduler). In steady
+    state each request needs P prompt tokens per O outputs, so n decoding sequences need n (1 + P / O)
+    tokens per iteration; when that exceeds the budget the prompts cannot be prefilled as fast as
+    requests finish, and the decoding count settles at budget / (1 + P / O): the others wait in the
+    queue or part-prefilled. An iteration then carries about `budget` tokens, and TPOT is its time.
+    GPUStack's lab (GPUSTACK-*, gpt-oss-20b on one A100 under vLLM 0.11, 2,048-token budget, 100 prompts
+    of 32,000 tokens with ~95 outputs at once) shows it: 2,048 / (1 + 337) = 6 decoding, and the measured
+    21.6 output tok/s over a 278 ms median TPOT is 6.0 sequences; dennislee22's Qwen2-7B run on two
+    A100s (DLVLLM-0037/-0038, vLLM 0.10.1, 500 x 1,021 / 127 tokens at once, 2,048-token budget) gives
+    2,048 / (1 + 8.04) = 226 where its 1,037 tok/s x 206 ms TPOT implies 214 decoding (vLLM's cap of
+    256 would run all 256)."""
+    return max(1, math.floor(budget / (1.0 + prompt / max(1, out))))
+
+
 def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
     lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
@@ -172,6 +192,8 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     t_p = prefill_pass(r, 1, prompt).seconds / prompt  # s per prompt token
     limit = min(x for x in (cap, slots, 10**9) if x is not None)
     limit = max(1, limit)
+    if budget is not None:
+        limit = min(limit, chunked_decode_cap(budget, prompt, out))
     saturated = False
     if rate is None:
         if users is None or users <= 0:
@@ -228,6 +250,32 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+
+
+def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
+    """TTFT of an offline burst larger than the engine runs at once: the median request's wait.
+
+    `vllm bench serve` without `--max-concurrency` (request rate inf) sends all N requests at once; the
+    engine admits them first come, first served (vLLM's FCFS scheduler policy, SGLang's and
+    TensorRT-LLM's default queues), `n` at a time, so the median request (rank N / 2) waits for
+    - the prompts admitted before it: the first wave's min(N / 2, n) prefills, which all come before
+      its own first token (FCFS prefill);
+    - past the first wave, N / 2 - n completions: with completions at the steady rate lambda that is
+      (N / 2 - n) / lambda (a fluid approximation of the batch-arrival queue; with fixed lengths the
+      completions come in waves, which this smooths);
+    and then its own prefill (chunked where the engine chunks) as in `load_point`. The steady state's
+    queueing terms (the M/D/1 prefill queue of Poisson arrivals, half an iteration) do not apply: a
+    burst's waiting is this backlog, not a random queue. GPUStack's performance lab (GPUSTACK-* rows, 1,000
+    ShareGPT or 500 random requests sent at once) shows the scale: Qwen3-32B on one A100 under vLLM 0.11
+    ran ~100 sequences at a time and its median TTFT was 106 s of a 242 s run."""
+    w = r.workload
+    if n_requests <= pt.running or pt.requests_per_s <= 0:
+        return pt
+    ahead = min(math.ceil(n_requests / 2), pt.running)
+    wave = prefill_pass(r, ahead, max(1, w.prompt_tokens)).seconds
+    wait = wave + max(0.0, n_requests / 2.0 - pt.running) / pt.requests_per_s
+    own = pt.ttft_s - pt.queue_s
+    return replace(pt, ttft_s=own + wait, queue_s=wait)
 
 
 def median_prefill_wait_s(rho: float, service_s: float) -> float:
@@ -288,6 +336,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "requests_per_s": thr / out_tok,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
+        pt = offline_backlog(r, pt, users)
     elif w.load == "rate":
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
