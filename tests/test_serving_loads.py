@@ -506,3 +506,29 @@ def test_chunked_prefill_prices_a_fused_prompt_token_at_its_arithmetic() -> None
     assert fused_prefill_s_per_token(own, 40, None) == pytest.approx(own.seconds / 40)
     v0 = evaluate({**plan, "workload": {**plan["workload"], "engine_version": "0.6.4"}}).performance  # type: ignore[dict-item]
     assert v0 is not None and v0.tpot_ms is not None and v0.tpot_ms > 1.5 * perf.tpot_ms
+
+
+def test_serving_engines_read_4bit_weights_at_full_bandwidth() -> None:
+    """vLLM's Marlin kernels and LMDeploy's TurboMind GEMV de-quantise 4-bit weights in registers, so a
+    batch-1 AWQ decode reads at the engine's plain bandwidth figure (efficiency.FORMAT_DECODE_EFF), not at
+    the GPTQ-style default of 0.85. Published: vLLM 0.11, Qwen2.5-7B-Instruct-AWQ on an RTX 5060 Ti,
+    ~79 tok/s single-request (HOMELAB5060-0002; 62 with the penalty); TurboMind AWQ Llama-2-7B-chat on an
+    RTX 4090, 206.4 tok/s (LMDW4-0001; 159 with it). TensorRT-LLM keeps the default."""
+    from mlrig.estimators.performance import format_efficiency
+
+    gpu = resolve_gpu("rtx-5060-ti-16gb")
+    assert format_efficiency("vllm", "gpu4", gpu) == 1.0
+    assert format_efficiency("lmdeploy", "gpu4", gpu) == 1.0
+    assert format_efficiency("trt-llm", "gpu4", gpu) == pytest.approx(0.85)
+    assert format_efficiency("vllm", "gpu4", resolve_gpu("t4")) == pytest.approx(0.85)  # Turing: no Marlin
+    vllm = evaluate({"model": "Qwen/Qwen2.5-7B-Instruct",
+                     "workload": {"precision": "awq", "engine": "vllm", "engine_version": "0.11.0", "batch_size": 1,
+                                  "prompt_tokens": 35, "output_tokens": 300, "max_model_len": 32768,
+                                  "gpu_memory_utilization": 0.85},
+                     "hardware": {"gpu": "NVIDIA GeForce RTX 5060 Ti"}}).performance
+    assert vllm is not None and vllm.decode_tok_s == pytest.approx(79.1, rel=0.15)
+    lmd = evaluate({"model": "meta-llama/Llama-2-7b-chat-hf",
+                    "workload": {"precision": "awq", "engine": "lmdeploy", "batch_size": 1, "prompt_tokens": 1,
+                                 "output_tokens": 512},
+                    "hardware": {"gpu": "NVIDIA GeForce RTX 4090"}}).performance
+    assert lmd is not None and lmd.decode_tok_s == pytest.approx(206.4, rel=0.15)
