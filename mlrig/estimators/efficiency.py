@@ -543,6 +543,22 @@ for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
+# 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
+#    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which
+#    de-quantise in registers while the next weight tiles stream in and reach near the ideal 4x of FP16 at
+#    batch 1-16 (Frantar et al. 2024, "MARLIN: Mixed-Precision Auto-Regressive Parallel Inference on Large
+#    Language Models", arXiv 2408.11743); LMDeploy's TurboMind AWQ GEMV de-quantises in registers as
+#    TinyChat's does (above). So the 4-bit family reads at the engine's plain bandwidth figure, not at the
+#    default's 0.85 (a guess for GPTQ-style kernels). Rows (fit): LMDW4-0001/-0002 (TurboMind AWQ, Llama-2-7B
+#    / 13B-chat, RTX 4090: 206.4 / 115.8 tok/s, 0.85 gave 159 / 90, -23 %), HOMELAB5060-0001..0004 (vLLM 0.11
+#    AWQ Qwen2.5-7B, RTX 5060 Ti: 79 tok/s, 0.85 gave 62, -22 %). Older vLLM (AWQ before awq_marlin, pre-Ampere
+#    GPUs without Marlin) is not separated. TensorRT-LLM keeps 0.85: no fit rows at batch 1 (the held-out
+#    JANTRT AWQ rows on GeForce are 26-34 % slow, its large-batch QSERVETRT W4A16 rows on an L40S fast).
+#    Marlin and TurboMind are CUDA kernels for Ampere and newer (Marlin needs sm80+): on Volta / Turing /
+#    Pascal NVIDIA cards and on other vendors (vLLM's XPU or ROCm builds) the default stays
+#    (`performance.format_efficiency`).
+REGISTER_DEQUANT_4BIT_ENGINES = frozenset({"vllm", "lmdeploy"})
+PRE_AMPERE_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 
 # Prefill with quantised weights: llama.cpp de-quantises on the fly inside its MMQ (int8 tensor
 # core) or de-quantise+cuBLAS path; measured Q4_K_M/F16 prefill ratio on the same card is

@@ -87,8 +87,13 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
     """Fraction of the bandwidth figure that weight reads of a format family reach
     (efficiency.FORMAT_DECODE_EFF); MXFP4 under vLLM's XPU build on Intel GPUs reads prepacked at
-    the full figure (efficiency.XPU_PREPACKED_FP4_ENGINES)."""
+    the full figure (efficiency.XPU_PREPACKED_FP4_ENGINES); vLLM's Marlin and LMDeploy's TurboMind read
+    4-bit GPTQ / AWQ weights at the full figure on NVIDIA Ampere and newer
+    (efficiency.REGISTER_DEQUANT_4BIT_ENGINES)."""
     if family == "fp4" and gpu.hardware_class == "intel" and engine in eff.XPU_PREPACKED_FP4_ENGINES:
+        return 1.0
+    if (family == "gpu4" and engine in eff.REGISTER_DEQUANT_4BIT_ENGINES and gpu.vendor == "NVIDIA"
+            and not str(gpu.architecture or "").startswith(eff.PRE_AMPERE_ARCHITECTURES)):
         return 1.0
     return eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])[family]
 

@@ -20,7 +20,8 @@ iteration that samples its first token:
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
   times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
   "Queueing Systems" vol. 1 eq. 5.105); TTFT is reported as a median, and the median wait is 0
-  below half load (`median_prefill_wait_s`);
+  below half load (`median_prefill_wait_s`); under chunked prefill the service is the prompt's
+  arithmetic only (`fused_prefill_s_per_token`), as is its share of each steady-state iteration;
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
 - requests beyond the running cap wait for a slot: (users - n) / n request durations.
@@ -48,6 +49,7 @@ from mlrig.errors import MlrigError
 from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
+    PassTime,
     ServingPoint,
     _setup,
     decode_step,
@@ -122,6 +124,33 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     return None
 
 
+def fused_prefill_s_per_token(own: PassTime, prompt: int, budget: int | None) -> float:
+    """Time per prompt token that the steady state's prefills add to a continuous-batching iteration.
+
+    Under chunked prefill (`budget` not None: vLLM V1, SGLang, or a plan's max_num_batched_tokens) the
+    scheduler packs the waiting prompts' tokens into the same forward pass as the running decodes
+    (vLLM V1 "unified" scheduler; Agrawal et al. 2024, Sarathi-Serve, arXiv 2403.02310, "stall-free
+    batching": a hybrid batch reads the weights once for its decode and prefill tokens). The weights are
+    read for the decodes anyway, so a prompt token adds its arithmetic only: the compute time of its own
+    prefill pass per token, `own.compute_s / prompt`, not that pass's wall time, which for a short prompt
+    is mostly one more read of all the weights (a 40-token prompt of a 7B model on a 768 GB/s card:
+    ~0.5 ms per token as a pass of its own, ~0.1 ms of arithmetic). Without chunked prefill (vLLM V0,
+    TensorRT-LLM and LMDeploy as modelled here) a prefill is an iteration of its own that stalls the
+    decodes and reads the weights again: the pass's full time per token, as before. A tensor-parallel
+    pass's all-reduces grow with its tokens, so they stay in (`own.comm_s`). The same share is the
+    prefill queue's service time and a chunked prompt's own work in `load_point`'s TTFT (its chunks'
+    iterations are counted there already). No factor is fitted: the compute time is the engine's
+    prefill GEMM rate (efficiency.COMPUTE_EFF).
+    Rows: LDSINGH-* (vLLM 0.23 on an RTX A6000, ~40-token prompts at 64-256 users: TPOT 27.5-53 ms,
+    priced with a weight read per prompt 54-119 ms, now 34-75 ms; validate's TPOT vllm gddr p90
+    110 % -> 44 %, throughput vllm gddr p90 57 % -> 23 %); the held-out VLLMFP8KV TTFT rows (20k-token
+    prompts, 8 users on an H100) 38 % -> 15 % median, which had paid the weight read once more per chunk."""
+    t_p = own.seconds / prompt
+    if budget is None or not own.compute_known:
+        return t_p
+    return min(t_p, (own.compute_s + own.comm_s) / prompt)
+
+
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
     w = r.workload
@@ -189,7 +218,9 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
     w = r.workload
     prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
-    t_p = prefill_pass(r, 1, prompt).seconds / prompt  # s per prompt token
+    alone = prefill_pass(r, 1, prompt)
+    t_p = alone.seconds / prompt  # s per prompt token of a prefill pass of its own
+    t_f = fused_prefill_s_per_token(alone, prompt, budget)  # its share inside a decode iteration
     limit = min(x for x in (cap, slots, 10**9) if x is not None)
     limit = max(1, limit)
     if budget is not None:
@@ -199,14 +230,14 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         if users is None or users <= 0:
             raise MlrigError("a closed-loop load needs users > 0")
         n = min(users, limit)
-        step, bound = _iteration(r, n, t_p)
+        step, bound = _iteration(r, n, t_f)
         lam = n / step / out  # requests/s completed (= arriving, closed loop)
     else:
         # Little's law: running = rate x request duration, solved by fixed-point iteration
         # (duration grows with the batch); capped at the limit.
         n = 1
         for _ in range(50):
-            step, _b = _iteration(r, n, t_p)
+            step, _b = _iteration(r, n, t_f)
             want = max(1, math.ceil(rate * (prompt * t_p + out * step)))
             if want >= limit:
                 n = limit
@@ -214,14 +245,15 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
             if want == n:
                 break
             n = want
-        step, bound = _iteration(r, n, t_p)
+        step, bound = _iteration(r, n, t_f)
         capacity = n / step / out
         saturated = n >= limit and rate > capacity
         lam = min(rate, capacity)
         users = n
     throughput = lam * out
     # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
-    service = prompt * t_p
+    # under chunked prefill a prompt's tokens ride in decode iterations: its arithmetic only (`t_f`)
+    service = prompt * t_f
     rho = min(0.95, lam * service)
     wait_prefill = median_prefill_wait_s(rho, service)
     if budget is not None and budget > n:
@@ -230,7 +262,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         own = service + chunks * dec_only
     else:
         dec_only, _ = _iteration(r, n, 0.0)
-        own = service + dec_only  # the prefill pass, then the iteration that samples the first token
+        own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
     queue = step / 2.0 + wait_prefill + slot_wait
