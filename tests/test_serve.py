@@ -156,6 +156,30 @@ def test_serve_json_shape() -> None:
             assert pt[key] == float(f"{pt[key]:.4g}"), (key, pt[key])
 
 
+def test_per_user_band_widens_to_tpot_under_load() -> None:
+    """One user decodes alone (decode scope); more users' speed is 1 / TPOT under load (TPOT scope)."""
+    from mlrig.validation.scopes import per_user_band
+
+    assert per_user_band(0.10, 0.44, 1) == 0.10
+    assert per_user_band(0.10, 0.44, 2) == 0.44
+    assert per_user_band(0.30, 0.20, 64) == 0.30  # never narrower than batch-1 decode
+
+
+def test_serve_bands_come_from_the_plans_validation() -> None:
+    d = invoke("serve", "llama-3.1-8b", "--gpu", "RTX 4090", "--json")
+    plan = invoke("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--json")
+    band = plan["performance"]["error_band"]
+    assert d["decode_error_band"] == pytest.approx(band["decode_tok_s"])
+    assert d["tpot_error_band"] == pytest.approx(band["tpot_ms"])
+    assert plan["validation"]["tpot_ms"]["validated"] is True  # vLLM TPOT on GDDR cards has published rows
+    r = CliRunner().invoke(app, ["serve", "llama-3.1-8b", "--gpu", "RTX 4090"], env={"COLUMNS": "200"})
+    one = d["curve"][0]
+    two = next(p for p in d["curve"] if p["concurrency"] >= 2)
+    assert f"{one['tok_s_per_user']:.1f}±{one['tok_s_per_user'] * d['decode_error_band']:.1f}" in r.stdout
+    wide = max(d["decode_error_band"], d["tpot_error_band"])
+    assert f"{two['tok_s_per_user']:.1f}±{two['tok_s_per_user'] * wide:.1f}" in r.stdout
+
+
 def test_serve_human_answer_line() -> None:
     r = CliRunner().invoke(app, ["serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "20"])
     assert r.exit_code == 0, r.output

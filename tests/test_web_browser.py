@@ -209,6 +209,9 @@ def test_serve_page(page: Any, shots: Path) -> None:
     cli = cli_json("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "20")
     assert int(page.inner_text("#max-concurrency").replace(",", "")) == cli["max_concurrency"]
     assert page.locator("#serve-table tbody tr").count() == len(cli["curve"])
+    # the ± of each row: the decode band at 1 user, the wider TPOT band under load (as the CLI's table)
+    wide = max(cli["decode_error_band"], cli["tpot_error_band"])
+    assert f"TPOT {wide * 100:.0f}% above" in page.inner_text("#serve-table caption")
     assert page.locator('svg[data-chart="xy"] polyline').count() >= 4
     page.screenshot(path=str(shots / "serve.png"), full_page=True)
 

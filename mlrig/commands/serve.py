@@ -270,11 +270,13 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
         "kv_capacity_sequences": None if kv_tokens is None else kv_tokens // ctx,
         "kv_capacity_tokens_without_draft": kv_without_draft,
         "min_tok_s_per_user": min_tok_s, "max_ttft_ms": max_ttft_ms,
-        "decode_error_band": 0.0, "curve": [], "max_concurrency": 0, "binding_limit": None,
+        "decode_error_band": 0.0, "tpot_error_band": 0.0, "curve": [], "max_concurrency": 0, "binding_limit": None,
         "limits": None, "speculative": None,
     }
     if result.performance is not None:
-        out["decode_error_band"] = result.performance.error_band.get("decode_tok_s", 0.0)
+        band = result.performance.error_band
+        out["decode_error_band"] = band.get("decode_tok_s", 0.0)
+        out["tpot_error_band"] = band.get("tpot_ms", out["decode_error_band"])
     if not fits:
         out["binding_limit"] = "memory"
     else:
@@ -334,17 +336,20 @@ def _render(out: dict[str, Any]) -> None:
     from rich.table import Table
 
     from mlrig.commands._common import console
+    from mlrig.validation.scopes import per_user_band
 
     con = console()
-    band = out["decode_error_band"]
+    one, more = out["decode_error_band"], out["tpot_error_band"]
     con.print(f"[bold]{out['model']}[/] · {out['precision']} · {out['engine']} on {out['gpu_count']} × "
               f"{out['gpu']} · {out['context_tokens']:,} tokens per sequence")
-    table = Table(title=f"Serving curve (continuous batching; ± = decode p90 error {band:.0%})",
+    table = Table(title=f"Serving curve (continuous batching; ± = p90 error: decode {one:.0%} at 1 user, "
+                        f"TPOT {max(one, more):.0%} above)",
                   header_style="bold")
     for col in ("users", "total tok/s", "tok/s/user", "TPOT ms", "TTFT ms", "KV fits?", "bound"):
         table.add_column(col, justify="left" if col == "bound" else "right", no_wrap=True)
     for p in out["curve"]:
         per_user = p["tok_s_per_user"]
+        band = per_user_band(one, more, p["concurrency"])
         mark = "" if per_user >= out["min_tok_s_per_user"] else "[dim]"
         table.add_row(f"{p['concurrency']:,}", fmt_num(p["throughput_tok_s"]),
                       f"{mark}{fmt_num(per_user)}±{fmt_num(per_user * band)}",

@@ -59,6 +59,13 @@ class ScopeRecord(BaseModel):
         return scope_label(self.figure, self.engine, self.memory_class)
 
 
+def per_user_band(decode_band: float, tpot_band: float, users: int) -> float:
+    """The ± band of a serving curve's per-user speed at `users` concurrent users: the decode scope's p90
+    for one user; above, each user's speed is 1 / TPOT under load, so the wider of that and the TPOT
+    scope's p90 (published TPOT under load misses more than batch-1 decode does)."""
+    return decode_band if users <= 1 else max(decode_band, tpot_band)
+
+
 def scope_key(figure: str, engine: str, memory_class: str) -> str:
     return f"{figure} / {engine} / {memory_class}"
 

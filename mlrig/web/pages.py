@@ -228,7 +228,7 @@ def add_page_routes(app: FastAPI) -> None:
             out = service.serve(q, allow_hub=hub)
         except MlrigError as exc:
             return render(request, "serve", 400, error=str(exc), error_field=error_field(exc), **ctx)
-        ctx.update(out=out, charts=serve_charts(out))
+        ctx.update(out=out, charts=serve_charts(out), bands=user_bands(out))
         return render(request, "serve", **ctx)
 
     @app.get("/recommend", response_class=HTMLResponse, include_in_schema=False)
@@ -304,22 +304,30 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
             "gpus_tried": len(fits), "training": perf.get("train_tokens_per_s") is not None}
 
 
+def user_bands(out: dict[str, Any]) -> list[float]:
+    """The ± band of each curve point's per-user speed (validation.scopes.per_user_band)."""
+    from mlrig.validation.scopes import per_user_band
+
+    one, more = out.get("decode_error_band") or 0.0, out.get("tpot_error_band") or 0.0
+    return [per_user_band(one, more, p["concurrency"]) for p in out.get("curve") or []]
+
+
 def serve_charts(out: dict[str, Any]) -> list[str]:
     curve = out.get("curve") or []
     if not curve:
         return []
-    band = out.get("decode_error_band") or 0.0
     users = [(float(p["concurrency"]), p["tok_s_per_user"]) for p in curve]
+    bands = user_bands(out)
     log_x = len(curve) > 2 and curve[-1]["concurrency"] / max(1, curve[0]["concurrency"]) >= 16
     marks = [charts.Mark("y", out["min_tok_s_per_user"], f"target {out['min_tok_s_per_user']:g} tok/s")]
     if out.get("max_concurrency"):
         marks.append(charts.Mark("x", out["max_concurrency"], f"max {out['max_concurrency']:,} users"))
     per_user = charts.xy("Per-user decode speed over concurrency", [
         charts.Series("tok/s per user", users),
-        charts.Series(f"−{band:.0%} (p90 band)", [(x, y * (1 - band)) for x, y in users], dashed=True,
-                      colour=charts.PALETTE[5]),
-        charts.Series(f"+{band:.0%}", [(x, y * (1 + band)) for x, y in users], dashed=True,
-                      colour=charts.PALETTE[5])],
+        charts.Series("− p90 band", [(x, y * (1 - b)) for (x, y), b in zip(users, bands, strict=True)],
+                      dashed=True, colour=charts.PALETTE[5]),
+        charts.Series("+ p90 band", [(x, y * (1 + b)) for (x, y), b in zip(users, bands, strict=True)],
+                      dashed=True, colour=charts.PALETTE[5])],
         x_label="concurrent users", y_label="tok/s per user", log_x=log_x, marks=marks)
     total = charts.xy("Total throughput over concurrency", [
         charts.Series("total tok/s", [(float(p["concurrency"]), p["throughput_tok_s"]) for p in curve])],

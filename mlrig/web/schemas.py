@@ -281,7 +281,8 @@ class ServeResponse(BaseModel):
     kv_capacity_tokens_without_draft: int | None
     min_tok_s_per_user: float
     max_ttft_ms: float | None
-    decode_error_band: float
+    decode_error_band: float  # p90 band of the per-user speed at 1 user (the decode scope's)
+    tpot_error_band: float = 0.0  # p90 band of TPOT under load; more users get the wider of the two
     curve: list[ServingPoint]
     max_concurrency: int
     binding_limit: str | None
