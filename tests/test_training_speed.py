@@ -422,3 +422,28 @@ def test_batch_one_fsdp_on_the_dual_3090_rig_is_bound_by_its_x4_link() -> None:
     x8 = _fsdp_qlora_lora_7b("RTX 3090", 2, 1, 512, 3, "pcie3-x8", power_limit_w=280)
     assert abs(x4 / (1024 * 512 / 2597) - 1) < 0.15
     assert x8 > 1.6 * x4
+
+
+@pytest.mark.parametrize(("gpu", "expected"), [
+    ("H100 SXM", True), ("B200", True),  # datacentre Hopper / Blackwell: the H100 rows' factor applies
+    ("RTX 5090", False), ("RTX PRO 6000", False), ("A100 80GB", False),  # GB20x and Ampere: it does not
+])
+def test_hf_hopper_factor_only_on_datacentre_hopper_and_newer(gpu: str, expected: bool) -> None:
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.estimators.training_speed import hf_stack_on_hopper
+
+    assert hf_stack_on_hopper(resolve_gpu(gpu), "axolotl") is expected
+    assert hf_stack_on_hopper(resolve_gpu(gpu), "nemo") is False  # Transformer Engine stacks never
+
+
+def test_qlora_on_rtx_5090_is_not_slowed_by_the_hopper_factor() -> None:
+    """The same axolotl QLoRA plan on an RTX 5090 is not priced at 0.57 of its GEMM rate."""
+    def plan(engine: str) -> dict[str, object]:
+        return {"model": {"name": "llama-3.1-8b"},
+                "workload": {"task": "finetune", "precision": "nf4", "batch_size": 1, "engine": engine},
+                "training": {"method": "qlora", "seq_len": 2048}, "hardware": {"gpu": "RTX 5090"}}
+    hf = evaluate(plan("axolotl")).performance
+    other = evaluate(plan("torchtune")).performance
+    assert hf is not None and other is not None
+    assert "HF-modelling stacks on Hopper" not in (hf.explanation or "")
+    assert hf.train_tokens_per_s == pytest.approx(other.train_tokens_per_s, rel=0.2)

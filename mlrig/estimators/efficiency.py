@@ -673,7 +673,8 @@ QLORA_DEQUANT_EFF = 0.5
 # What loses the rate on Hopper is not isolated: cuBLAS reaches ~80 % of the H100's peak on its best
 # shapes (S. Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS': 792 of 989 TFLOPS, A100 86 %),
 # so it is not the GEMM kernels alone; the stacks with Transformer Engine (NeMo, Megatron: MLPERF-*) do not
-# show it and keep TRAIN_GEMM_EFF. Blackwell is assumed to behave as Hopper (no row).
+# show it and keep TRAIN_GEMM_EFF. Datacentre Blackwell (B200, B300) is assumed to behave as Hopper
+# (no row); GeForce and workstation Blackwell (GB20x) are not (training_speed.hf_stack_on_hopper).
 TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57
 
 # De-quantisation is ALU work, and Apple GPUs have little ALU per byte of bandwidth (an M1 Max: 10.4

@@ -26,7 +26,7 @@ The efficiency factors (mlrig/estimators/efficiency.py) are per engine family an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -528,15 +528,13 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                        embedding_bytes=r.weight_parts.get("embedding"))
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
-        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
-                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops)
+        cost = replace(cost, other_bytes=cost.other_bytes + copy)
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
         quantised = (matmul_params(r.arch) - lm_head_params(r.arch)) * read_fraction(r.arch, batch)
         extra = vec.where(batch > 1, quantised * eff.BNB4_DEQUANT_BYTES_PER_PARAM, 0.0)
-        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
-                        other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops)
+        cost = replace(cost, other_bytes=cost.other_bytes + extra)
     if engine == "transformers":
         cost = _gptq_rows_cost(r, cost, batch)
     return cost
@@ -589,8 +587,7 @@ def _gptq_rows_cost(r: ResolvedPlan, cost: PassCost, batch: Num) -> PassCost:
     weights = cost.weight_bytes + vec.where(fused, passes * quantised_bytes / eff.GPTQ_FUSED_PASS_REL_EFF
                                             - quantised_bytes, 0.0)
     other = cost.other_bytes + vec.where(fused, 0.0, params * eff.GPTQ_RECONS_BYTES_PER_PARAM)
-    return PassCost(flops=cost.flops, weight_bytes=weights, kv_bytes=cost.kv_bytes, other_bytes=other,
-                    attn_flops=cost.attn_flops)
+    return replace(cost, weight_bytes=weights, other_bytes=other)
 
 
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
@@ -649,17 +646,13 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
                         embedding_bytes=r.weight_parts.get("embedding"))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
-        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
-                        other_bytes=cost.other_bytes + copy, attn_flops=cost.attn_flops,
-                        spill_bytes=cost.spill_bytes)
+        cost = replace(cost, other_bytes=cost.other_bytes + copy)
     if transformers and r.precision.name.startswith("nf4"):
         # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
         # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
-        cost = PassCost(flops=cost.flops, weight_bytes=cost.weight_bytes, kv_bytes=cost.kv_bytes,
-                        other_bytes=cost.other_bytes + extra, attn_flops=cost.attn_flops,
-                        spill_bytes=cost.spill_bytes)
+        cost = replace(cost, other_bytes=cost.other_bytes + extra)
     t = _timed(cost, r, s, batch * prompt, decode=False)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
@@ -726,8 +719,10 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
     # the mat-vecs' unpacking as ALU time (efficiency.MATVEC_DEQUANT_OPS, llama.cpp Metal)
-    unpack_s = float(matvec_dequant_s(_decode_cost(r, s.engine, b, f.mid_context), gpu, s.engine,
-                                      r.precision.family, b)) / max(1, tp)
+    unpack_s = 0.0
+    if eff.MATVEC_DEQUANT_OPS.get(s.engine, {}).get(r.precision.family):  # one scalar pass, only where it counts
+        unpack_s = float(matvec_dequant_s(_decode_cost(r, s.engine, b, f.mid_context), gpu, s.engine,
+                                          r.precision.family, b)) / max(1, tp)
     speedup = apple_alu_speedup(gpu)
     issue = f" x {speedup:g} dual issue" if speedup > 1 else ""
     alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "

@@ -291,11 +291,14 @@ HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
 
 def hf_stack_on_hopper(gpu: GPU, engine: str | None) -> bool:
     """Whether a plan runs an HF-modelling framework (`HF_MODELLING_ENGINES`: eager PyTorch modules,
-    bitsandbytes, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or newer GPU, whose GEMMs
-    reach `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` of what the same code reaches on earlier GPUs."""
+    bitsandbytes, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or newer datacentre GPU,
+    whose GEMMs reach `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` of what the same code reaches on earlier GPUs.
+    Datacentre parts only: the rows behind the factor are H100s, and the GeForce / workstation Blackwell
+    chips (GB20x, sm_120) are a different design (no Hopper-style warp-group MMA), closer to Ada."""
     arch = (gpu.architecture or "").lower()
     e = (engine or "").lower()
-    return (gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+    return (gpu.vendor == "NVIDIA" and gpu.hardware_class == "datacenter"
+            and any(k in arch for k in ("hopper", "blackwell", "rubin"))
             and any(e.startswith(x) for x in HF_MODELLING_ENGINES))
 
 
