@@ -754,14 +754,16 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # it further to the nearest validated scope's p90): p90 of |pred/meas - 1| over every calibration row of
 # that figure, all engines and hardware classes together (`mlrig validate --json --rows`, 2,827 rows at
 # stop 23: decode 0.195, prefill 0.37, TTFT 0.73, TPOT 0.41, throughput 0.63; serving under load is the
-# least certain, chiefly SGLang and MoE models at high load). tests/test_validation_runner.py checks it is
-# not narrower than today's rows say.
+# least certain, chiefly SGLang and MoE models at high load; with the held-out static-batch and offline
+# sources of branch s24-data, 3,281 rows: TTFT 0.72, TPOT 0.38, throughput 0.80, the widening from vLLM on
+# MI300X: ROCm vLLM 0.6.1 batches that outgrow the KV pool, TP8 decode faster than predicted).
+# tests/test_validation_runner.py checks it is not narrower than today's rows say.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
     "ttft_ms": 0.75,
     "tpot_ms": 0.45,
-    "throughput_tok_s": 0.65,
+    "throughput_tok_s": 0.80,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
 INTEL_GDDR_DECODE_BAND = 0.25
