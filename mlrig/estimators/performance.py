@@ -770,7 +770,11 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     tp, pp = r.hardware.tensor_parallel, r.hardware.pipeline_parallel
     split = ""
     if tp > 1:
-        split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
+        per_gpu_gb = per_tok_gb / tp
+        rep = kv_read_replication(r.arch, tp)
+        if rep != 1.0:  # ranks holding copies of the KV cache each read their own (`kv_read_replication`)
+            per_gpu_gb += float(_decode_cost(r, s.engine, 1, f.mid_context).kv_bytes) * (rep - 1.0) / tp / 1e9
+        split = f" ({per_gpu_gb:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
