@@ -307,13 +307,14 @@ SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 #    decode-only rows of DSTACKR1 (dstack's DeepSeek-R1 FP8 runs on 8x H200 and 8x MI300X, vLLM 0.7 and SGLang
 #    0.4, median TPOT at 4-128 users, 33 rows). The rows hold two things: a fixed ~15 ms per step at 4 users
 #    (H200) that no MoE term explains (DeepSeek's MLA, grouped routing and block-FP8 quantisation kernels
-#    of those releases; one model, so not modelled), and a part growing with the experts touched. Fitted
-#    jointly with a free fixed time per layer, the expert factor comes out 0.5-0.6 (median |error| 16-18 %);
-#    fitted alone it would take 0.4 and carry that fixed time into every expert byte, slowing large batches
-#    (where all experts are read) too much. 0.5: the rows' median predicted/measured TPOT 0.46 -> 0.76 (H200)
-#    and 0.45 -> 0.60 (MI300X), 0.82 / 0.67 at 64-128 users; the shortfall left is that fixed time. Only
-#    where these kernels run (NVIDIA, AMD); vLLM's XPU build on Intel GPUs has its own MoE kernels, and its
-#    gpt-oss rows (VLLMARC-*, fit) are met at the dense rate.
+#    of those releases; one model, so not modelled), and a part growing with the experts touched. The rows
+#    do not separate the two: fitted jointly with a free fixed time per layer, every pair from (200 us, 0.4)
+#    to (400 us, 0.8) leaves a 14-17 % median error; fitted alone, with no fixed term, the expert factor
+#    takes 0.4 (27 %) and so carries that fixed time into every expert byte, which grows with the batch.
+#    0.5 sits in the joint fit's valley (350 us) and near the lone fit: the rows' median predicted/measured
+#    TPOT 0.45 -> 0.75 (H200) and 0.44 -> 0.60 (MI300X), 0.80 / 0.64 at 64-128 users; the shortfall left is
+#    the fixed time. Only where these kernels run (NVIDIA, AMD); vLLM's XPU build on Intel GPUs has its own
+#    MoE kernels, and its gpt-oss rows (VLLMARC-*, fit) are met at the dense rate.
 MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 

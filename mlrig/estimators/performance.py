@@ -235,8 +235,9 @@ def kv_read_replication(arch: ModelArch, tp: int) -> float:
     relative to one copy: 1 where TP splits the KV heads, more where ranks hold copies.
     - MLA (DeepSeek-V2/V3, Kimi K2) caches one latent vector per token and layer shared by all query
       heads (DeepSeek-V2 paper, arXiv 2405.04434, sec. 2.1.2): TP splits the query heads but every rank
-      keeps and reads the whole latent cache ("MLA ... the KV cache is duplicated across TP ranks",
-      LMSYS blog "SGLang v0.4", 2024-12-04, data-parallel attention; vLLM's MLA backend likewise), tp copies.
+      keeps and reads the whole latent cache, tp copies (LMSYS blog "SGLang v0.4", 2024-12-04, section on
+      data-parallel attention: with one KV head, TP duplicates the KV cache on every GPU, which DP attention
+      avoids; vLLM's MLA backend keeps the latent on every rank too).
     - GQA with fewer KV heads than ranks: each rank keeps one head, replicated tp / kv_heads times
       (Qwen3-235B-A22B's 4 KV heads on 8 GPUs: 2 copies).
     memory.kv_bytes_per_token sizes the cache the same way."""
