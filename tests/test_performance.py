@@ -316,7 +316,9 @@ def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
     assert short_four >= short_one
 
 
-def test_moe_reads_only_active_experts() -> None:
+def test_moe_reads_only_active_experts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the bytes read, at the dense rate (the fused MoE kernels' own rate: tests/test_moe_serving.py)
+    monkeypatch.setitem(eff.MOE_EXPERT_BW_REL, "vllm", 1.0)
     moe = resolve_model("mixtral-8x7b")
     gpu = resolve_gpu("h100-sxm-80gb")
     p = Plan.model_validate(

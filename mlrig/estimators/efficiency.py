@@ -295,6 +295,29 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # scheduler since 0.4) and TGI: no rows, 0.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 
+# Routed-expert weights of a MoE model are read by the engines' fused MoE kernels, not by their dense
+#    GEMMs: vLLM's and SGLang's Triton `fused_moe` (one launch for all experts, tokens sorted by expert with
+#    `moe_align_block_size`, each program a BLOCK_M x BLOCK_N tile of one expert's weight). In decode each
+#    touched expert sees only B k / E tokens (1-16 at a serving batch of 32-512 for DeepSeek-V3's 256
+#    experts, top-8), so its tile rows are mostly padding and each expert's slice under TP is small and
+#    skinny (DeepSeek-V3 at TP 8: a 7168 x 512 gate/up and 256 x 7168 down projection per expert, 5.5 MB in
+#    FP8): the kernel streams those weights well below the rate the dense projections reach (MegaBlocks, Gale
+#    et al. 2022, arXiv 2211.15841, sec. 3, on padding and small per-expert GEMMs; the fused_moe kernels are
+#    tuned per shape, vLLM's `benchmark_moe.py` configs). The fraction of the dense rate is fitted on the
+#    decode-only rows of DSTACKR1 (dstack's DeepSeek-R1 FP8 runs on 8x H200 and 8x MI300X, vLLM 0.7 and SGLang
+#    0.4, median TPOT at 4-128 users, 33 rows). The rows hold two things: a fixed ~15 ms per step at 4 users
+#    (H200) that no MoE term explains (DeepSeek's MLA, grouped routing and block-FP8 quantisation kernels
+#    of those releases; one model, so not modelled), and a part growing with the experts touched. The rows
+#    do not separate the two: fitted jointly with a free fixed time per layer, every pair from (200 us, 0.4)
+#    to (400 us, 0.8) leaves a 14-17 % median error; fitted alone, with no fixed term, the expert factor
+#    takes 0.4 (27 %) and so carries that fixed time into every expert byte, which grows with the batch.
+#    0.5 sits in the joint fit's valley (350 us) and near the lone fit: the rows' median predicted/measured
+#    TPOT 0.45 -> 0.75 (H200) and 0.44 -> 0.60 (MI300X), 0.80 / 0.64 at 64-128 users; the shortfall left is
+#    the fixed time. Only where these kernels run (NVIDIA, AMD); vLLM's XPU build on Intel GPUs has its own
+#    MoE kernels, and its gpt-oss rows (VLLMARC-*, fit) are met at the dense rate.
+MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
+FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
+
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
 BW_EFF["trt-llm-2023"] = BW_EFF["trt-llm"]

@@ -118,6 +118,15 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     return t
 
 
+def moe_expert_bw_rel(engine: str, gpu: GPU) -> float:
+    """Rate at which an engine's fused MoE kernels stream routed-expert weights, relative to its dense
+    GEMMs' (efficiency.MOE_EXPERT_BW_REL): vLLM's and SGLang's Triton `fused_moe` kernels on NVIDIA and AMD
+    GPUs (efficiency.FUSED_MOE_VENDORS); 1 elsewhere (vLLM's XPU build on Intel runs its own MoE kernels)."""
+    if gpu.vendor not in eff.FUSED_MOE_VENDORS:
+        return 1.0
+    return eff.MOE_EXPERT_BW_REL.get(engine, 1.0)
+
+
 def layer_overhead_s(engine: str, gpu: GPU) -> float:
     """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
     replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`)."""
@@ -163,6 +172,7 @@ class PassCost:
     other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies): DEQUANT_COPY_BW_EFF
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
+    expert_bytes: Num = 0.0  # the part of `weight_bytes` that is routed experts (MoE grouped GEMMs)
 
     @property
     def bytes(self) -> Num:
@@ -205,6 +215,38 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     pb = arch.params()
     share = weight_bytes * pb.embedding / max(1, pb.total)  # what read_fraction took out
     return vec.maximum(0.0, read + share - embedding_bytes)
+
+
+def expert_read_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num) -> Num:
+    """Bytes of routed-expert weights one pass of `tokens_in_pass` tokens streams: the experts' share
+    of `weight_bytes` times the fraction of experts the pass touches, 1 - (1 - k/E)^n per layer
+    (`read_fraction`'s uniform-routing figure). They are read by the fused / grouped MoE GEMM
+    kernels, not the dense ones (efficiency.MOE_EXPERT_BW_REL). 0 for a dense model."""
+    pb = arch.params()
+    if not (arch.is_moe and pb.experts_routed):
+        return 0.0
+    k_over_e = arch.experts_per_token / arch.num_experts
+    frac = 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
+    return weight_bytes * pb.experts_routed / max(1, pb.total) * frac
+
+
+def kv_read_replication(arch: ModelArch, tp: int) -> float:
+    """How many times the whole model's KV bytes are moved, summed over `tp` tensor-parallel ranks,
+    relative to one copy: 1 where TP splits the KV heads, more where ranks hold copies.
+    - MLA (DeepSeek-V2/V3, Kimi K2) caches one latent vector per token and layer shared by all query
+      heads (DeepSeek-V2 paper, arXiv 2405.04434, sec. 2.1.2): TP splits the query heads but every rank
+      keeps and reads the whole latent cache, tp copies (LMSYS blog "SGLang v0.4", 2024-12-04, section on
+      data-parallel attention: with one KV head, TP duplicates the KV cache on every GPU, which DP attention
+      avoids; vLLM's MLA backend keeps the latent on every rank too).
+    - GQA with fewer KV heads than ranks: each rank keeps one head, replicated tp / kv_heads times
+      (Qwen3-235B-A22B's 4 KV heads on 8 GPUs: 2 copies).
+    memory.kv_bytes_per_token sizes the cache the same way."""
+    if tp <= 1:
+        return 1.0
+    if arch.is_mla:
+        return float(tp)
+    heads = max(1, arch.kv_heads)
+    return tp * math.ceil(heads / tp) / heads
 
 
 def lm_head_params(arch: ModelArch) -> float:
@@ -265,7 +307,8 @@ def decode_cost(
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn)
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn,
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch))
 
 
 def prefill_cost(
@@ -284,7 +327,8 @@ def prefill_cost(
     w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill)
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch * prompt))
 
 
 # ---- timing --------------------------------------------------------------------------------------
@@ -338,13 +382,21 @@ def pass_time(
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
     extra_layer_s: float = 0.0,
+    fp8_attention: bool = False,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
     unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
     sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`). `extra_layer_s`: per-layer
-    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`)."""
+    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`). Routed-expert weights
+    (`cost.expert_bytes`) stream at efficiency.MOE_EXPERT_BW_REL of the dense kernels' rate (`moe_expert_bw_rel`).
+    `fp8_attention`: the attention kernels run in FP8 (an FP8 KV cache). Otherwise they run at the 16-bit
+    tensor rate whatever the weights' GEMMs do: FP8 weights make the projections and MLP FP8 GEMMs (W8A8),
+    but attention multiplies queries with the cached K and V, which stay 16-bit unless the cache is FP8;
+    FlashAttention-3 runs FP8 attention on FP8 inputs only (Shah et al. 2024, arXiv 2407.08608, sec. 3.3)
+    and vLLM / SGLang choose it with `--kv-cache-dtype fp8`. On Hopper / Ada / Blackwell that is half the
+    FP8 rate; a 32k-token prompt of a 14B model spends ~30 % of its prefill FLOPs in attention."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -353,7 +405,8 @@ def pass_time(
     bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
     w_bw = bw * format_efficiency(engine, fam, gpu)
-    weights_s = cost.weight_bytes / w_bw / tp
+    moe_rel = moe_expert_bw_rel(engine, gpu)
+    weights_s = (cost.weight_bytes - cost.expert_bytes + cost.expert_bytes / moe_rel) / w_bw / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
@@ -377,8 +430,10 @@ def pass_time(
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         elif fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
             ce *= eff.QUANT_PREFILL_EFF
-        compute_s = cost.flops / (ce * peak * 1e12) / tp
-        attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
+        # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
+        attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
+        attn_compute_s = cost.attn_flops / (ce * attn_peak * 1e12) / tp
+        compute_s = (cost.flops - cost.attn_flops) / (ce * peak * 1e12) / tp + attn_compute_s
     if decode:
         compute_s = compute_s + matvec_dequant_s(cost, gpu, engine, fam, tokens_in_pass) / tp
     layer_s: Num = layers * (layer_overhead_s(engine, gpu) + extra_layer_s)
@@ -517,9 +572,13 @@ def eager_attention_layer_s(r: ResolvedPlan, engine: str) -> float:
 
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
+    rep = kv_read_replication(r.arch, s.tp)
+    if rep != 1.0:
+        cost = replace(cost, kv_bytes=cost.kv_bytes * rep)  # ranks holding copies each read their own
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine))
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine),
+                     fp8_attention=r.kv_bytes_per_element <= 1.0)
 
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
@@ -712,7 +771,11 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     tp, pp = r.hardware.tensor_parallel, r.hardware.pipeline_parallel
     split = ""
     if tp > 1:
-        split = f" ({per_tok_gb / tp:.2f} GB on each of {tp} GPUs in parallel)"
+        per_gpu_gb = per_tok_gb / tp
+        rep = kv_read_replication(r.arch, tp)
+        if rep != 1.0:  # ranks holding copies of the KV cache each read their own (`kv_read_replication`)
+            per_gpu_gb += float(_decode_cost(r, s.engine, 1, f.mid_context).kv_bytes) * (rep - 1.0) / tp / 1e9
+        split = f" ({per_gpu_gb:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
@@ -754,16 +817,17 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # it further to the nearest validated scope's p90): p90 of |pred/meas - 1| over every calibration row of
 # that figure, all engines and hardware classes together (`mlrig validate --json --rows`, 2,827 rows at
 # stop 23: decode 0.195, prefill 0.37, TTFT 0.73, TPOT 0.41, throughput 0.63; serving under load is the
-# least certain, chiefly SGLang and MoE models at high load; with the held-out static-batch and offline
-# sources of branch s24-data, 3,281 rows: TTFT 0.72, TPOT 0.38, throughput 0.80, the widening from vLLM on
-# MI300X: ROCm vLLM 0.6.1 batches that outgrow the KV pool, TP8 decode faster than predicted).
-# tests/test_validation_runner.py checks it is not narrower than today's rows say.
+# least certain, chiefly SGLang and MoE models at high load). tests/test_validation_runner.py checks it is
+# not narrower than today's rows say. Stop 24 added held-out static-batch / offline sources (ROCm vLLM on
+# MI300X, Argonne) and dstack's DeepSeek-R1 runs (DSTACKR1, fit): early-2025 vLLM and SGLang prefilled
+# DeepSeek's FP8 weights far slower than the roofline says and ROCm vLLM 0.6 batches outgrew the KV pool,
+# so TTFT and throughput p90s widened; the default bands say so.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
-    "ttft_ms": 0.75,
+    "ttft_ms": 0.90,
     "tpot_ms": 0.45,
-    "throughput_tok_s": 0.80,
+    "throughput_tok_s": 1.20,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
 INTEL_GDDR_DECODE_BAND = 0.25

@@ -1,0 +1,131 @@
+"""MoE and tensor-parallel serving terms: KV copies per rank, routed-expert reads, FP8 attention rate.
+
+Hand-checked values and invariants for `performance.kv_read_replication`, `performance.expert_read_bytes`,
+efficiency.MOE_EXPERT_BW_REL and the 16-bit attention rate under FP8 weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.catalog.models import resolve_model
+from mlrig.estimators import efficiency as eff
+from mlrig.estimators.performance import (
+    _decode_cost,
+    bandwidth_efficiency,
+    decode_step,
+    expert_read_bytes,
+    format_efficiency,
+    kv_read_replication,
+    prefill_cost,
+    prefill_pass,
+)
+from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.workload import Plan
+
+DEEPSEEK = "deepseek-ai/DeepSeek-R1"
+QWEN_MOE = "Qwen/Qwen3-235B-A22B-Instruct-2507"
+
+
+def resolved(model: str, gpu: str, tp: int = 1, **workload: Any) -> ResolvedPlan:
+    w: dict[str, Any] = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1,
+                         "prompt_tokens": 1000, "output_tokens": 100}
+    w.update(workload)
+    p = Plan.model_validate({"model": model, "workload": w,
+                             "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})
+    return resolve(resolve_model(model), p, resolve_gpu(gpu))
+
+
+def test_kv_copies_per_rank_hand_checked() -> None:
+    # MLA: one latent per token and layer shared by all heads, every rank keeps all of it
+    assert kv_read_replication(resolve_model(DEEPSEEK), 8) == 8.0
+    # Qwen3-235B-A22B: 4 KV heads; on 8 ranks each keeps one, every head held twice
+    qwen = resolve_model(QWEN_MOE)
+    assert qwen.kv_heads == 4
+    assert kv_read_replication(qwen, 8) == 2.0
+    assert kv_read_replication(qwen, 4) == 1.0
+    # Llama-3-8B: 8 KV heads split over 8 ranks, one copy
+    assert kv_read_replication(resolve_model("llama-3-8b"), 8) == 1.0
+    assert kv_read_replication(resolve_model(DEEPSEEK), 1) == 1.0
+
+
+def _kv_time_per_rank(r: ResolvedPlan) -> float:
+    """Decode memory time added by 2,000 more tokens of context (same batch: same weights read)."""
+    return decode_step(r, 64, 4000).memory_s - decode_step(r, 64, 2000).memory_s
+
+
+def test_mla_cache_read_per_rank_does_not_shrink_with_tensor_parallelism() -> None:
+    # Each of 8 ranks reads the whole latent cache: the per-rank time of the extra KV equals one GPU's.
+    one = _kv_time_per_rank(resolved(DEEPSEEK, "H200 SXM", 1))
+    eight = _kv_time_per_rank(resolved(DEEPSEEK, "H200 SXM", 8))
+    assert one > 0
+    assert eight == pytest.approx(one, rel=1e-9)
+    # a GQA cache with enough heads is split: 1/8 of it per rank (Llama-3-70B: 8 KV heads)
+    g1 = _kv_time_per_rank(resolved("llama-3-70b", "H200 SXM", 1, precision="bf16"))
+    g8 = _kv_time_per_rank(resolved("llama-3-70b", "H200 SXM", 8, precision="bf16"))
+    assert g8 == pytest.approx(g1 / 8, rel=1e-9)
+    # 4 KV heads on 8 ranks: 1/4 per rank
+    q1 = _kv_time_per_rank(resolved(QWEN_MOE, "H200 SXM", 1))
+    q8 = _kv_time_per_rank(resolved(QWEN_MOE, "H200 SXM", 8))
+    assert q8 == pytest.approx(q1 / 4, rel=1e-9)
+
+
+def test_expert_bytes_hand_checked() -> None:
+    arch = resolve_model(DEEPSEEK)
+    pb = arch.params()
+    assert (arch.num_experts, arch.experts_per_token) == (256, 8)
+    w = 1e12
+    share = pb.experts_routed / pb.total
+    # one token touches 8 of 256 experts per layer
+    assert expert_read_bytes(arch, w, 1) == pytest.approx(w * share * 8 / 256, rel=1e-12)
+    # 32 tokens: 1 - (1 - 8/256)^32 = 0.6377 of them
+    assert expert_read_bytes(arch, w, 32) == pytest.approx(w * share * (1 - (1 - 8 / 256) ** 32), rel=1e-12)
+    assert expert_read_bytes(resolve_model("llama-3-8b"), w, 32) == 0.0
+    # a prefill of 1,000 tokens reads practically every expert
+    cost = prefill_cost(arch, w, 2.0, 1, 1000)
+    assert cost.expert_bytes == pytest.approx(w * share, rel=1e-9)
+
+
+def test_routed_experts_stream_at_the_fused_moe_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = resolved(DEEPSEEK, "H200 SXM", 8)
+    batch, ctx = 32, 2000
+    with_rel = decode_step(r, batch, ctx).memory_s
+    monkeypatch.setitem(eff.MOE_EXPERT_BW_REL, "vllm", 1.0)
+    dense_rate = decode_step(r, batch, ctx).memory_s
+    # hand check: the expert bytes take 1 / 0.5 - 1 = 1x longer, on each of 8 ranks
+    experts = _decode_cost(r, "vllm", batch, ctx).expert_bytes
+    w_bw = r.gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(r.gpu, "vllm") * format_efficiency(
+        "vllm", r.precision.family, r.gpu)
+    assert eff.MOE_EXPERT_BW_REL["sglang"] == 0.5
+    assert with_rel - dense_rate == pytest.approx(experts * (1 / 0.5 - 1) / w_bw / 8, rel=1e-9)
+    assert with_rel > 1.3 * dense_rate
+
+
+def test_fused_moe_rate_only_where_those_kernels_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # vLLM's XPU build on Intel runs its own MoE kernels; a dense model has no experts
+    for model, gpu, precision in (("openai/gpt-oss-20b", "Intel Arc Pro B60", "mxfp4"),
+                                  ("llama-3-8b", "H100 SXM", "bf16")):
+        r = resolved(model, gpu, 1, precision=precision)
+        before = decode_step(r, 16, 2000).seconds
+        monkeypatch.setitem(eff.MOE_EXPERT_BW_REL, "vllm", 1.0)
+        assert decode_step(r, 16, 2000).seconds == before
+        monkeypatch.setitem(eff.MOE_EXPERT_BW_REL, "vllm", 0.5)
+
+
+def test_fp8_weights_keep_16_bit_attention_unless_the_cache_is_fp8() -> None:
+    # Qwen3-14B FP8 on an H100, a 32k prompt: the attention FLOPs run at the 16-bit rate with a bf16 cache
+    # and at the FP8 rate with an FP8 cache; the linear GEMMs at the FP8 rate either way.
+    model, prompt = "Qwen/Qwen3-14B", 32000
+    bf16_kv = resolved(model, "H100 SXM", 1, prompt_tokens=prompt, kv_cache_precision="bf16")
+    fp8_kv = resolved(model, "H100 SXM", 1, prompt_tokens=prompt, kv_cache_precision="fp8")
+    a = prefill_pass(bf16_kv, 1, prompt).compute_s
+    b = prefill_pass(fp8_kv, 1, prompt).compute_s
+    attn = prefill_cost(bf16_kv.arch, bf16_kv.weight_bytes, 2.0, 1, prompt).attn_flops
+    gpu = bf16_kv.gpu
+    ce = eff.COMPUTE_EFF["vllm"]["hbm"]
+    fp16, fp8 = gpu.tensor_tflops("fp16"), gpu.tensor_tflops("fp8")
+    assert fp16 is not None and fp8 is not None and fp8 == pytest.approx(2 * fp16, rel=0.01)
+    assert a - b == pytest.approx(attn / (ce * 1e12) * (1 / fp16 - 1 / fp8), rel=1e-9)
+    assert a > 1.2 * b  # attention is a large share of a 32k prompt's FLOPs
