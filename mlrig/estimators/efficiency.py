@@ -304,9 +304,9 @@ SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 # figure for every GPU class: over the vLLM TTFT fit rows (INFBENCH-0001/-0003 on an H100, LDSINGH-* on an
 # RTX A6000, VLLMARC-* on an Arc Pro B60) the median error is 38 % at 0, 25 % at 5.5 ms, 31 % at 10 ms,
 # 51 % at 15 ms. LDSINGH-0001 (vLLM 0.23, 1 user, ~40-token prompt) would want ~20 ms: hosts differ.
-# Not separable per part; other engines have no rows: 0. GPUStack's vLLM 0.11 runs at 1-8 users (held out) show ~45 ms more than the GPU
-# work (SGLang: 27 ms median TTFT on the same machine and prompts); a public vLLM 0.21 measurement does not
-# reproduce it, so it is not taken as the front end's size.
+# Not separable per part; other engines have no rows: 0. GPUStack's vLLM 0.11 runs at 1-8 users (held
+# out, checked only) show ~45 ms more than the GPU work (SGLang: 27 ms median TTFT on the same machine and
+# prompts); the public vLLM 0.21 measurement above does not reproduce it, so it is not the front end's size.
 API_FRONTEND_S: dict[str, float] = {"vllm": 5.5e-3}
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
