@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
+from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
@@ -317,8 +318,6 @@ def frontend_s(r: ResolvedPlan) -> float:
     """The serving front end's share of TTFT (efficiency.API_FRONTEND_S): the OpenAI-compatible server's
     HTTP handling, chat template and tokenisation, the hand-off to the engine process and the first
     token's detokenisation and streaming, which a benchmark client's TTFT includes."""
-    from mlrig.estimators import efficiency as eff
-
     return eff.API_FRONTEND_S.get(r.engine or "", 0.0)
 
 
