@@ -598,40 +598,34 @@ def test_a_lone_request_does_not_wait_for_an_iteration_and_async_scheduling_adds
     user finds the engine idle. Under vLLM's async scheduling (from 0.12) the iteration after the
     running one is already scheduled when a request arrives, so with others running it waits 1.5
     iterations, against half of one in earlier releases (serving.iteration_wait_s)."""
-    from mlrig.estimators.serving import frontend_s, iteration_wait_s, load_point
+    from mlrig.estimators.resolved import ResolvedPlan
+    from mlrig.estimators.serving import iteration_wait_s, load_point
+    from mlrig.planner import resolve_arch
 
-    def point(version: str, users: int) -> tuple[float, float, float]:
-        plan = parse_plan(_plan(load="concurrency", batch_size=users, num_requests=50 * users,
-                                engine_version=version))
-        from mlrig.planner import resolve_arch
-        r = resolve(resolve_arch(plan), plan, resolve_gpu("a100-sxm-80gb"))
+    def resolved(**w: object) -> ResolvedPlan:
+        plan = parse_plan(_plan(load="concurrency", **w))
+        return resolve(resolve_arch(plan), plan, resolve_gpu("a100-sxm-80gb"))
+
+    def point(version: str, users: int) -> tuple[float, float]:
+        r = resolved(batch_size=users, num_requests=50 * users, engine_version=version)
         pt = load_point(r, users=users, budget=2048, wave_weight=0.0)
-        return pt.queue_s, pt.step_s, frontend_s(r)
+        return pt.queue_s, pt.step_s
 
     for version in ("0.11.0", "0.21.0"):
-        queue, _step, _fe = point(version, 1)
-        assert queue == 0.0
-    old_q, old_step, _ = point("0.11.0", 8)
-    new_q, new_step, _ = point("0.21.0", 8)
+        assert point(version, 1)[0] == 0.0
+    old_q, old_step = point("0.11.0", 8)
+    new_q, new_step = point("0.21.0", 8)
     assert old_q == pytest.approx(0.5 * old_step, rel=1e-9)
     assert new_q == pytest.approx(1.5 * new_step, rel=1e-9)
-    plan = parse_plan(_plan(load="concurrency", batch_size=8))
-    from mlrig.planner import resolve_arch
-    r_trt = resolve(resolve_arch(plan), parse_plan(_plan(engine="trt-llm", load="concurrency", batch_size=8)),
-                    resolve_gpu("a100-sxm-80gb"))
-    assert iteration_wait_s(r_trt, 0.01, 7) == pytest.approx(0.005)  # no async scheduling there
-    assert iteration_wait_s(r_trt, 0.01, 0) == 0.0
+    trt = resolved(engine="trt-llm", batch_size=8)
+    assert iteration_wait_s(trt, 0.01, 7) == pytest.approx(0.005)  # no async scheduling there
+    assert iteration_wait_s(trt, 0.01, 0) == 0.0
 
 
 def test_vllm_ttft_includes_the_front_end_and_matches_the_published_h100_sweep() -> None:
     """The OpenAI-compatible front end adds a fixed ~5.5 ms to vLLM's TTFT (efficiency.API_FRONTEND_S);
     InferenceBench's H100 run (vLLM 0.21, Llama-3.1-8B-Instruct, ~43-token chat prompts) measured
     median TTFT 13.98 ms at 1 user and 22.75 ms at 4 (INFBENCH-0001/-0003)."""
-    from mlrig.estimators import efficiency as eff
-
-    assert eff.API_FRONTEND_S["vllm"] == pytest.approx(5.5e-3)
-    assert eff.API_FRONTEND_S.get("trt-llm", 0.0) == 0.0
-
     def ttft(users: int, requests: int) -> float:
         plan = {"model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
                 "workload": {"task": "inference", "precision": "fp16", "engine": "vllm", "engine_version": "0.21.0",
