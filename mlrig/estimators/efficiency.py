@@ -318,6 +318,20 @@ SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 
+# The OpenAI-compatible front end's share of TTFT (serving.frontend_s): the API server's HTTP handling,
+# chat template and tokenisation, the hand-off to the engine core process (ZMQ in vLLM V1) and the first
+# token's detokenisation and server-sent event, as the benchmark client's clock sees it. vLLM:
+# InferenceBench's single-user H100 run (INFBENCH-0001: vLLM 0.21, Llama-3.1-8B-Instruct through its
+# chat endpoint with a LiteLLM client, ~43-token prompts) has a median TTFT of 13.98 ms where the GPU
+# work, a ~43-token prefill and the first decode iteration, is ~8.5 ms: ~5.5 ms. A host-side cost, so one
+# figure for every GPU class: over the vLLM TTFT fit rows (INFBENCH-0001/-0003 on an H100, LDSINGH-* on an
+# RTX A6000, VLLMARC-* on an Arc Pro B60) the median error is 38 % at 0, 25 % at 5.5 ms, 31 % at 10 ms,
+# 51 % at 15 ms. LDSINGH-0001 (vLLM 0.23, 1 user, ~40-token prompt) would want ~20 ms: hosts differ.
+# Not separable per part; other engines have no rows: 0. GPUStack's vLLM 0.11 runs at 1-8 users (held
+# out, checked only) show ~45 ms more than the GPU work (SGLang: 27 ms median TTFT on the same machine and
+# prompts); the public vLLM 0.21 measurement above does not reproduce it, so it is not the front end's size.
+API_FRONTEND_S: dict[str, float] = {"vllm": 5.5e-3}
+
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
 BW_EFF["trt-llm-2023"] = BW_EFF["trt-llm"]

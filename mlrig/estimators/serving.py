@@ -15,7 +15,8 @@ Per iteration, with `n` running sequences, prompt P and output O tokens per requ
 
 TTFT under load is what a request waits before its prefill runs, plus the prefill, plus the
 iteration that samples its first token:
-- half an iteration on average for the running one to end (requests arrive mid-iteration);
+- half an iteration on average for the running one to end (requests arrive mid-iteration), none when
+  nothing else runs, one more under vLLM's async scheduling (`iteration_wait_s`);
 - the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
   times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
@@ -24,7 +25,8 @@ iteration that samples its first token:
   arithmetic only (`fused_prefill_s_per_token`), as is its share of each steady-state iteration;
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
-- requests beyond the running cap wait for a slot: (users - n) / n request durations.
+- requests beyond the running cap wait for a slot: (users - n) / n request durations;
+- the serving front end (HTTP, tokenisation, the first token's trip back: `frontend_s`).
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
 (`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
 iteration. With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
+from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
@@ -265,9 +268,10 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
-    queue = step / 2.0 + wait_prefill + slot_wait
+    queue = iteration_wait_s(r, step, users - 1 if rate is None else n - 1) + wait_prefill + slot_wait
     if saturated:
         queue = math.inf
+    own = own + frontend_s(r)
     ttft = queue + own
     tpot = step
     if wave_weight > 0 and not saturated:
@@ -276,12 +280,45 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         # Once a wave's prompts are prefilled its members decode without prefills in between: their
         # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
         # prefill that ran between their own tokens (`wave_tpot_extra_s`).
-        wave = wave_ttft_s(r, n, budget) + slot_wait
+        wave = wave_ttft_s(r, n, budget) + slot_wait + frontend_s(r)
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
-        queue = ttft - own
+        queue = max(0.0, ttft - own)
         tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+
+
+def vllm_async_scheduling(r: ResolvedPlan) -> bool:
+    """vLLM schedules iteration N+1 while iteration N runs on the GPU from 0.12 (async scheduling on by
+    default, vllm-project/vllm PR #27614; the same boundary as performance.host_seq_step_s)."""
+    from mlrig.estimators.engines import before
+
+    return r.engine == "vllm" and not before(r.workload.engine_version, (0, 12))
+
+
+def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int) -> float:
+    """Time a new request waits for the engine's iterations before its own prefill can start.
+
+    - With no other sequence running (`others` <= 0: one user of a closed loop, a rate load of one
+      request in flight) the engine is idle when the request arrives: no wait.
+    - Otherwise it arrives mid-iteration and waits for that one to end, half an iteration on average
+      (iteration-level scheduling, Yu et al. 2022 "Orca").
+    - Under async scheduling (`vllm_async_scheduling`) the next iteration has already been scheduled
+      while the running one executes, so the request joins the one after it: one iteration more.
+      InferenceBench's H100 sweep (INFBENCH-0001/-0003, vLLM 0.21, Llama-3.1-8B, ~43-token chat prompts)
+      shows it: median TTFT 13.98 ms at 1 user and 22.75 ms at 4, +8.8 ms where TPOT, the iteration,
+      is 6.5-6.6 ms: ~1.3 iterations more at 4 users, where half an iteration alone gave none (the
+      model had 12.2 ms at both)."""
+    if others <= 0:
+        return 0.0
+    return step_s * (1.5 if vllm_async_scheduling(r) else 0.5)
+
+
+def frontend_s(r: ResolvedPlan) -> float:
+    """The serving front end's share of TTFT (efficiency.API_FRONTEND_S): the OpenAI-compatible server's
+    HTTP handling, chat template and tokenisation, the hand-off to the engine process and the first
+    token's detokenisation and streaming, which a benchmark client's TTFT includes."""
+    return eff.API_FRONTEND_S.get(r.engine or "", 0.0)
 
 
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
@@ -382,7 +419,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
             f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
-            f"({s.engine})")
+            f"and the server's front end ({s.engine})")
     if pt.saturated:
         expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
     return Performance(
