@@ -44,9 +44,11 @@ if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.quant import Precision
 
-# The release assumed when none is given (the current one as of the catalog date, Nov 2026).
-CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.11",
-           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.28", "tinychat": "2.0"}
+# The release named when none is given: the newest one the calibration rows were measured on (Nov 2026:
+# vLLM 0.23.0 in LDSINGH-*, TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate itself always takes the
+# current behaviour for a missing version (`before(None, ...)` is False), so this is what the note names.
+CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.2", "transformers": "4.57", "vllm": "0.23",
+           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.31", "tinychat": "2.0"}
 
 LLAMA_CPP_GRAPHS_BUILD = 3000
 LLAMA_CPP_GRAPHS_DATE = (2024, 6)
