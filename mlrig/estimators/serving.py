@@ -252,20 +252,10 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         users = n
     throughput = lam * out
     # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
-    # under chunked prefill a prompt's tokens ride in decode iterations: its arithmetic only (`t_f`)
-    service = prompt * t_f
-    rho = min(0.95, lam * service)
-    wait_prefill = median_prefill_wait_s(rho, service)
-    if budget is not None and budget > n:
-        chunks = math.ceil(prompt / (budget - n))
-        dec_only, _ = _iteration(r, n, 0.0)
-        own = service + chunks * dec_only
-    else:
-        dec_only, _ = _iteration(r, n, 0.0)
-        own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
+    waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget)
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
-    queue = step / 2.0 + wait_prefill + slot_wait
+    queue = waiting + slot_wait
     if saturated:
         queue = math.inf
     ttft = queue + own
@@ -282,6 +272,134 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+
+
+def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float, t_f: float,
+                   budget: int | None) -> tuple[float, float, float]:
+    """TTFT terms of a request admitted at once into `n` running sequences (iterations of `step` s,
+    prompts arriving at `lam` per s): (the wait, the own prefill with the iteration that samples the first
+    token, the decode-only iteration). The wait is half an iteration plus the median wait in the prefill
+    queue (M/D/1, `median_prefill_wait_s`); under chunked prefill a prompt's tokens ride in decode
+    iterations, its arithmetic only (`t_f`), in ceil(P / (budget - n)) chunks."""
+    prompt = max(1, r.workload.prompt_tokens)
+    service = prompt * t_f
+    rho = min(0.95, lam * service)
+    wait_prefill = median_prefill_wait_s(rho, service)
+    dec_only, _ = _iteration(r, n, 0.0)
+    if budget is not None and budget > n:
+        own = service + math.ceil(prompt / (budget - n)) * dec_only
+    else:
+        own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
+    return step / 2.0 + wait_prefill, own, dec_only
+
+
+# Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
+# RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
+RATE_RUN_STEPS_PER_DURATION = 10
+RATE_RUN_MAX_STEPS = 20_000
+
+
+def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
+                   cap: int | None = None, budget: int | None = None) -> LoadPoint:
+    """A finite Poisson-rate run (`vllm bench serve --request-rate R --num-prompts N`): N requests arrive
+    at `rate` over T = N / rate seconds, starting from an idle engine; the figures are those of the
+    median request (the one arriving at T / 2) and the whole run's throughput (N x O / the time the
+    last request ends: the benchmark's output tokens over its duration).
+
+    A fluid model of the engine (the deterministic limit of the queue, Kleinrock 1976, "Queueing
+    Systems" vol. 2 ch. 2, "the fluid approximation"; Newell 1982, "Applications of Queueing Theory"
+    ch. 2-3 for a queue whose arrival rate exceeds its service rate over a finite period): `n` running
+    sequences and `q` waiting ones, with
+    - admissions: continuous-batching schedulers admit a waiting request as soon as the batch cap and
+      the KV pool allow (vLLM's scheduler takes waiting requests after the running ones each step, V0
+      running prefills first; Kwon et al. 2023 sec. 4.5; LMDeploy's and TensorRT-LLM's in-flight
+      batching likewise), so below the limit every arrival joins the batch at once and q stays 0;
+    - completions: each iteration decodes one token of every running request, and the prompts admitted
+      per second take `rate x P x t` of the GPU's time (t: a prompt token's cost, `load_point`'s), so
+      c = n (1 - a P t) / (t_dec(n) O) requests/s, and a request's TPOT is t_dec(n) / (1 - a P t);
+    - dn/dt = a - c, dq/dt = arrivals - a.
+    In steady state this is `load_point`'s Little's-law batch (n = rate x duration). What it adds is
+    time: below capacity n approaches that batch with a time constant of about one request duration,
+    1 / (1 - rho) longer near capacity, so a run of a few hundred seconds at 98 % load never reaches the
+    steady batch that `load_point` finds (it would take ~20 durations); above capacity the batch grows
+    to the limit (TPOT rising while TTFT stays short, as the V0 scheduler admits prefills first) and
+    then the queue grows at rate - c, so the median request waits q(T / 2) / c: a finite TTFT that
+    grows with N, where `load_point` has none. Rows (held out, checked, not fitted: nothing here is
+    fitted): zhjunqin's RTX 3090 runs (ZHJUNQIN-*, `benchmark_serving.py`, 1,000 ShareGPT prompts at
+    5 and 8 req/s): vLLM 0.4.1 at 8 req/s median TTFT 24.9 s, TensorRT-LLM 37.6 s, where
+    (rate - capacity) x (T / 2) / capacity gives ~25 and ~40 s; the measured output throughput is N x O
+    over arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
+    w = r.workload
+    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    alone = prefill_pass(r, 1, prompt)
+    t_p = alone.seconds / prompt
+    t_f = fused_prefill_s_per_token(alone, prompt, budget)
+    limit = max(1, min(x for x in (cap, slots, 10**9) if x is not None))
+    if budget is not None:
+        limit = min(limit, chunked_decode_cap(budget, prompt, out))
+    dec_cache: dict[int, float] = {}
+
+    def dec(k: int) -> float:
+        k = max(1, min(limit, k))
+        if k not in dec_cache:
+            dec_cache[k] = _iteration(r, k, 0.0)[0]
+        return dec_cache[k]
+
+    def dec_at(x: float) -> float:  # linear between the whole batch sizes around x
+        lo = math.floor(x)
+        return dec(lo) + (x - lo) * (dec(lo + 1) - dec(lo)) if lo >= 1 else dec(1)
+
+    steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
+    horizon = n_requests / rate
+    duration = prompt * t_p + out * steady.step_s  # one request at the steady state
+    cap_rps = limit / (_iteration(r, limit, t_f)[0] * out)  # completions/s at the limit
+    total = max(horizon, n_requests / max(cap_rps, 1e-9)) + 2.0 * duration
+    dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
+    n = q = 0.0
+    a = rate
+    t = 0.0
+    tags: dict[str, dict[str, float]] = {"median": {"arrive": horizon / 2.0}, "last": {"arrive": horizon}}
+    median_state: tuple[float, float, float, float] | None = None
+    for _ in range(RATE_RUN_MAX_STEPS * 2):
+        arrivals = rate if t < horizon else 0.0
+        f = min(0.95, a * prompt * t_f)  # share of the GPU's time the admitted prompts take
+        d = dec_at(max(n, 1.0))
+        tpot = d / (1.0 - f)
+        c = n * (1.0 - f) / (d * out)
+        room = max(0.0, limit - n) / dt + c  # admissions that keep n within the limit
+        a = min(arrivals + q / dt, room)
+        for name, tag in tags.items():
+            if "start" not in tag and t >= tag["arrive"]:
+                k = max(1, min(limit, round(n)))
+                step_k = d / (1.0 - f)
+                waiting, own, _ = _admitted_ttft(r, k, max(a, 1e-9), step_k, t_p, t_f, budget)
+                backlog = q / max(a, c, 1e-9)  # FCFS: the requests queued ahead of it go first
+                tag["ttft"] = backlog + waiting + own
+                tag["queue"] = backlog + waiting
+                tag["start"] = t + tag["ttft"]
+                tag["tokens"] = 0.0
+                if name == "median":
+                    median_state = (n, step_k, q, a)
+            if "start" in tag and "end" not in tag and t + dt > tag["start"]:
+                tag["tokens"] += min(dt, t + dt - tag["start"]) / tpot
+                if tag["tokens"] >= out:
+                    tag["end"] = t + dt - (tag["tokens"] - out) * tpot
+        if "end" in tags["last"] and "end" in tags["median"]:
+            break
+        n = min(float(limit), max(0.0, n + (a - c) * dt))
+        q = max(0.0, q + (arrivals - a) * dt)
+        t += dt
+    med, last = tags["median"], tags["last"]
+    if median_state is None or "end" not in med or "end" not in last:
+        return steady  # not resolved within the step budget: the steady state
+    n_med, step_med, q_med, _a = median_state
+    running = max(1, min(limit, round(n_med)))
+    _s, bound = _iteration(r, running, t_f)
+    end = last["end"]
+    return LoadPoint(running=running, step_s=step_med,
+                     tpot_s=(med["end"] - med["start"]) / out,
+                     throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
+                     ttft_s=med["ttft"], queue_s=med["queue"], bound=bound, saturated=q_med > 0.5)
 
 
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
@@ -369,6 +487,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
         pt = offline_backlog(r, pt, users)
+    elif w.load == "rate" and w.num_requests:
+        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget)
     elif w.load == "rate":
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:

@@ -1,0 +1,80 @@
+"""Finite Poisson-rate runs (serving.rate_run_point) and the GDDR serving terms (issue 10)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.estimators.performance import prefill_pass
+from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.estimators.serving import _iteration, load_point, rate_run_point
+from mlrig.planner import evaluate, parse_plan, resolve_arch
+
+
+def _plan(gpu: str = "rtx-3090", **w: object) -> dict[str, object]:
+    wl: dict[str, object] = {"precision": "bf16", "engine": "trt-llm", "prompt_tokens": 214,
+                             "output_tokens": 200, "max_num_seqs": 40}
+    wl.update(w)
+    return {"model": "llama-3-8b", "workload": wl, "hardware": {"gpu": gpu}}
+
+
+def _resolved(data: dict[str, object]) -> ResolvedPlan:
+    p = parse_plan(data)
+    hw = data["hardware"]
+    assert isinstance(hw, dict)
+    return resolve(resolve_arch(p), p, resolve_gpu(str(hw["gpu"])))
+
+
+def test_overloaded_finite_run_has_the_fluid_queue_ttft() -> None:
+    """Above capacity the batch fills to its cap and the queue then grows at rate - capacity: the median
+    request (arriving at T / 2 = N / (2 rate)) waits about q / capacity, finite and growing with N, where
+    the infinite-horizon steady state has no TTFT at all (ZHJUNQIN-0056: TensorRT-LLM at 8 req/s on an RTX
+    3090, 1,000 requests, median TTFT 37.6 s)."""
+    r = _resolved(_plan(load="rate", request_rate=8.0, num_requests=1000))
+    assert load_point(r, rate=8.0, cap=40).saturated
+    step, _ = _iteration(r, 40, prefill_pass(r, 1, 214).seconds / 214)
+    mu = 40 / step / 200  # requests/s at the cap
+    assert mu < 8.0
+    fill = 40 / (8.0 - mu)  # the batch fills at >= rate - mu requests/s (completions are below mu until then)
+    pts = {n: rate_run_point(r, 8.0, n, cap=40) for n in (1000, 2000)}
+    for n, pt in pts.items():
+        assert pt.saturated
+        half = n / 8.0 / 2.0
+        hi = (8.0 - mu) * half / mu  # queued ahead of it, drained at mu
+        lo = (8.0 - mu) * (half - fill) / mu
+        assert lo <= pt.queue_s <= hi + 1.0
+    assert pts[2000].ttft_s == pytest.approx(2 * pts[1000].ttft_s, rel=0.1)  # linear in the run's length
+    perf = evaluate(_plan(load="rate", request_rate=8.0, num_requests=1000)).performance
+    assert perf is not None and perf.ttft_ms == pytest.approx(pts[1000].ttft_s * 1e3)
+
+
+def test_light_finite_run_throughput_counts_the_tail() -> None:
+    """The benchmark's throughput is N x O over its duration: arrivals for N / rate seconds plus the last
+    request's own duration (ZHJUNQIN-0001: 100 x 218 tokens at 1 req/s in 105 s, 207 tok/s, not 218).
+    Far below capacity the median request sees the steady state."""
+    r = _resolved(_plan(load="rate", request_rate=1.0, num_requests=100))
+    steady = load_point(r, rate=1.0, cap=40)
+    pt = rate_run_point(r, 1.0, 100, cap=40)
+    duration = steady.ttft_s + 200 * steady.tpot_s
+    assert pt.throughput_tok_s == pytest.approx(100 * 200 / (100 + duration), rel=0.03)
+    assert pt.throughput_tok_s < steady.throughput_tok_s
+    assert pt.tpot_s == pytest.approx(steady.tpot_s, rel=0.03)
+    assert pt.ttft_s == pytest.approx(steady.ttft_s, rel=0.05)
+    assert not pt.saturated
+    # without num_requests the plan is the infinite-horizon steady state, as before
+    perf = evaluate(_plan(load="rate", request_rate=1.0)).performance
+    assert perf is not None and perf.throughput_tok_s == pytest.approx(200.0)
+
+
+def test_near_capacity_a_finite_run_stays_below_the_steady_batch() -> None:
+    """Near capacity the batch approaches Little's-law size with a time constant ~ duration / (1 - rho):
+    a 1,000-request run at ~97 % load ends long before, so its median request sees a smaller batch (lower
+    TPOT) than the steady state; the batch only grows over the run."""
+    r = _resolved(_plan(load="rate", request_rate=1.0, num_requests=1000, max_num_seqs=256))
+    cap_rps = 256 / _iteration(r, 256, prefill_pass(r, 1, 214).seconds / 214)[0] / 200
+    rate = 0.97 * cap_rps
+    steady = load_point(r, rate=rate, cap=256)
+    short = rate_run_point(r, rate, 1000, cap=256)
+    long = rate_run_point(r, rate, 20000, cap=256)
+    assert short.running < steady.running and short.tpot_s < steady.tpot_s
+    assert short.running <= long.running <= steady.running
