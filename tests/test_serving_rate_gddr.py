@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
-from mlrig.estimators.performance import prefill_pass
+from mlrig.estimators import efficiency as eff
+from mlrig.estimators.performance import prefill_cost, prefill_pass
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.estimators.serving import _iteration, load_point, rate_run_point
 from mlrig.planner import evaluate, parse_plan, resolve_arch
@@ -78,3 +79,19 @@ def test_near_capacity_a_finite_run_stays_below_the_steady_batch() -> None:
     long = rate_run_point(r, rate, 20000, cap=256)
     assert short.running < steady.running and short.tpot_s < steady.tpot_s
     assert short.running <= long.running <= steady.running
+
+
+def test_vllm_and_lmdeploy_gemms_at_geforce_half_rate() -> None:
+    """cuBLAS FP32-accumulating GEMMs (vLLM's unquantised linears, TurboMind's FP16 linears) on a GeForce
+    card run at its half tensor rate and reach efficiency.GEFORCE_HALF_RATE_GEMM_EFF of it, as TinyChat's
+    FP16 path does, not the engines' full-rate figure (0.55 / 0.60)."""
+    for engine in ("vllm", "lmdeploy", "trt-llm"):
+        r = _resolved(_plan(engine=engine))
+        cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
+        t = prefill_pass(r, 1, 214)
+        assert t.compute_s == pytest.approx(cost.flops / (eff.GEFORCE_HALF_RATE_GEMM_EFF * 71.0e12), rel=1e-6)
+    # a full-rate workstation card keeps the engine's own figure
+    r = _resolved(_plan(gpu="NVIDIA RTX A6000", engine="vllm"))
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
+    ce = eff.COMPUTE_EFF["vllm"]["gddr"]
+    assert prefill_pass(r, 1, 214).compute_s == pytest.approx(cost.flops / (ce * 154.8e12), rel=1e-6)

@@ -539,6 +539,19 @@ FP16_ACCUMULATE_4BIT = frozenset({"tinychat", "exllamav2", "mlc"})
 #    GeForce prefill factors were fitted by their own rows and are left as they are.
 GEFORCE_HALF_RATE_GEMM_EFF = 0.85
 GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "tinychat-2024"})
+# vLLM and LMDeploy on GeForce join them: neither had GeForce rows of its own that bound compute (their GDDR
+#    fit rows, HOMELAB5060-* and LMDW4-*, are batch-1 decode), so both ran at the full-rate figure they
+#    inherited (COMPUTE_EFF 0.55 / 0.60 of the half-rate peak), as if the half rate were a full-rate
+#    card's. Their 16-bit GEMMs are the same FP32-accumulating tensor-core GEMMs as TinyChat's FP16 path:
+#    vLLM's unquantised linear layers call torch.nn.functional.linear, i.e. cuBLAS (vllm/model_executor/
+#    layers/linear.py, UnquantizedLinearMethod.apply), and TurboMind's FP16 linears go through the
+#    cublasMMWrapper it inherits from FasterTransformer, whose setFP16GemmConfig asks cuBLAS for FP32
+#    compute (computeType_ = CUDA_R_32F), so the same half-rate figure applies. The
+#    held-out RTX 3090 serving rows check it (ZHJUNQIN-*, Llama-3-8B bf16): at 0.55 / 0.60 of the 71 TFLOPS
+#    half-rate peak, a 229-token prompt's median TTFT came out +77 % (vLLM) and +61 % (LMDeploy), and LMDeploy
+#    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
+GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy"})
+GEFORCE_HALF_RATE_ENGINES = GEFORCE_HALF_RATE_ENGINES | GEFORCE_HALF_RATE_SERVING_ENGINES
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
