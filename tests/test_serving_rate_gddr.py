@@ -90,6 +90,11 @@ def test_vllm_and_lmdeploy_gemms_at_geforce_half_rate() -> None:
         cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
         t = prefill_pass(r, 1, 214)
         assert t.compute_s == pytest.approx(cost.flops / (eff.GEFORCE_HALF_RATE_GEMM_EFF * 71.0e12), rel=1e-6)
+    # their 4-bit kernels are not the cuBLAS path: the engine's figure x QUANT_PREFILL_EFF, as before
+    r = _resolved(_plan(engine="vllm", precision="awq"))
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
+    ce = eff.COMPUTE_EFF["vllm"]["gddr"] * eff.QUANT_PREFILL_EFF
+    assert prefill_pass(r, 1, 214).compute_s == pytest.approx(cost.flops / (ce * 71.0e12), rel=1e-6)
     # a full-rate workstation card keeps the engine's own figure
     r = _resolved(_plan(gpu="NVIDIA RTX A6000", engine="vllm"))
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)

@@ -550,8 +550,9 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 #    held-out RTX 3090 serving rows check it (ZHJUNQIN-*, Llama-3-8B bf16): at 0.55 / 0.60 of the 71 TFLOPS
 #    half-rate peak, a 229-token prompt's median TTFT came out +77 % (vLLM) and +61 % (LMDeploy), and LMDeploy
 #    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
+#    16-bit weights only (`performance.pass_time`): their 4-bit kernels are not that cuBLAS path (vLLM's
+#    AWQ GEMM before awq_marlin, TurboMind's own W4A16 GEMM) and have no GeForce compute rows either.
 GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy"})
-GEFORCE_HALF_RATE_ENGINES = GEFORCE_HALF_RATE_ENGINES | GEFORCE_HALF_RATE_SERVING_ENGINES
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
