@@ -97,6 +97,14 @@ BW_EFF: dict[str, dict[str, float]] = {
 #    QUANT_PREFILL_EFF = 0.80 states. With 0.80 they are 19-21 % slow (most of a pp512 pass there is
 #    PREFILL_TOKEN_LAYER_S's per-token time); `mlrig validate` prefill llama.cpp hbm 21 % -> 19 % median.
 LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM = BW_EFF["vllm"]["hbm"]
+# vLLM on GDDR cards: 0.82 above was assumed (no rows); its batch-1 decode rows on GDDR, now fit rows, all
+#    come out 10 % slow at it and recentre at 0.90, llama.cpp's GDDR figure (a CUDA-graph decode step of
+#    cuBLAS / Marlin mat-vecs streams the weights as llama.cpp's do): Qwen2.5-7B AWQ (Marlin) on an RTX 5060
+#    Ti, 78.8-79.1 tok/s against 71.0-71.3 (HOMELAB5060-0001..0004, vLLM 0.11), and Qwen2.5-7B bf16 on an RTX
+#    A6000, 45.7 tok/s against 41.4 (LDSINGH-0004, the same source's TPOT 21.9-22.3 ms at 1-8 users,
+#    LDSINGH-0002/-0006/-0009/-0012, against 24.3-24.9). Set after the engines copied from vLLM's table
+#    below (TGI, gpt-fast) took theirs: they keep 0.82.
+VLLM_GDDR_BW_EFF = 0.90
 
 # 1a. Apple silicon by bus width and die count: one unified factor left base/Pro chips (68-273 GB/s,
 #    64-256-bit LPDDR) 10-17 % too slow and Max/Ultra chips too fast in llama.cpp Metal decode
@@ -319,6 +327,7 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
 # gpt-fast's LAYER_OVERHEAD_S above assumes torch.compile(mode="reduce-overhead") replays each decode step as
 #    one CUDA graph. On Intel GPUs (PyTorch's XPU backend) that mode captures nothing: Inductor's cudagraph
 #    trees accept only CUDA devices (torch/_inductor/cudagraph_utils.py, check_multiple_devices_or_any_cpu_nodes;
