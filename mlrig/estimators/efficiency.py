@@ -348,6 +348,17 @@ GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S
 # (LMDEPLOY-0007/0009/0045/0047/0087/0089/0132/0135): 0.68 of the fp16 peak leaves them within
 # -4..+14 % (TensorRT-LLM's 0.60, which it started from, put them 7-28 % slow).
 COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
+# vLLM's GEMMs on full-rate GDDR cards (RTX A6000 and the like; GeForce cards take GEFORCE_HALF_RATE_GEMM_EFF
+#    below): 0.55 was vLLM's HBM prefill figure, assumed here. Fitted on the closed-loop rows where big
+#    batched iterations bind on the tensor rate: Qwen2.5-7B bf16 on an RTX A6000 under vLLM 0.23 at 64-512
+#    users (~40-token prompts, ~52 outputs: iterations of ~110-450 tokens) served 2,128 / 3,138 / 4,040 /
+#    3,896 tok/s at TPOT 27.5 / 36.0 / 53.1 / 56.4 ms (LDSINGH-0015..0025): at 0.55 -8..-21 % and +18..+38 %,
+#    at 0.70 -4..0 % and -2..+14 % (4,040 tok/s x (1 + 40 / 52) tokens x 14.2 GFLOP is ~100 TFLOPS, 0.65 of
+#    the 154.8 TFLOPS peak over whole iterations, attention and element-wise work included). Intel's Arc Pro
+#    B60 rows under vLLM's XPU build (VLLMARC-*, same class) gain on TPOT (+10..+34 % -> +8..+33 %) and lose
+#    on TTFT (-23..-51 % -> -39..-58 %); their median TTFT is ~8 s on one GPU and on four alike, at 1k-5k-token
+#    prompts, which a GEMM rate does not explain, so they do not pin this figure.
+COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
