@@ -112,3 +112,43 @@ def test_vllm_gddr_decode_reaches_its_published_batch1_speed() -> None:
     assert perf is not None and perf.decode_tok_s == pytest.approx(79.02, rel=0.05)
     assert eff.BW_EFF["vllm"]["gddr"] == eff.VLLM_GDDR_BW_EFF > eff.BW_EFF["tgi"]["gddr"]
     assert eff.BW_EFF["gpt-fast"]["gddr"] == eff.BW_EFF["tgi"]["gddr"]
+
+
+def test_a_wave_past_the_batch_cap_reports_its_median_request() -> None:
+    """512 users send 512 requests at once to vLLM V1 with a 256-sequence cap (LDSINGH-0023): ranks 1-256
+    are admitted and prefilled FCFS in 2,048-token chunks, ranks 257-512 wait for a slot. The median
+    request (rank 256) gets its first token after 256 prompts' work, no slot wait; the mean keeps the slot
+    wait of the second half (the figure LMDeploy's FTL(ave) rows are compared with)."""
+    data = {"model": {"name": "Qwen/Qwen2.5-7B-Instruct"},
+            "workload": {"precision": "bf16", "engine": "vllm", "engine_version": "0.23.0", "batch_size": 512,
+                         "load": "concurrency", "num_requests": 512, "prompt_tokens": 40, "output_tokens": 52},
+            "hardware": {"gpu": "NVIDIA RTX A6000"}}
+    r = _resolved(data)
+    pt = load_point(r, users=512, cap=256, budget=2048, wave_weight=1.0)
+    assert pt.running == 256
+    assert pt.ttft_s == pytest.approx(prefill_pass(r, 256, 40).seconds, rel=1e-9)
+    assert pt.ttft_mean_s is not None and pt.ttft_mean_s > 2 * pt.ttft_s  # with the second half's slot wait
+    perf = evaluate(data).performance
+    assert perf is not None and perf.ttft_ms == pytest.approx(pt.ttft_s * 1e3)
+    assert perf.ttft_mean_ms == pytest.approx(pt.ttft_mean_s * 1e3)
+    # past the first wave the median request waits for the completions ahead of it too
+    many = load_point(r, users=1024, cap=256, budget=2048, wave_weight=1.0)
+    assert many.ttft_s > prefill_pass(r, 256, 40).seconds + 256 / many.requests_per_s
+    # a wave within the cap: the median is the mean (one hump), no separate mean
+    within = load_point(r, users=128, cap=256, budget=2048, wave_weight=1.0)
+    assert within.ttft_mean_s is None
+
+
+def test_validation_compares_a_mean_ttft_row_with_the_mean() -> None:
+    """Rows saying `"statistic": "mean"` read the result's ttft_mean_ms where it exists (like for like)."""
+    from mlrig.validation.runner import CalibrationRow, check
+
+    plan = {"model": {"name": "Qwen/Qwen2.5-7B-Instruct"},
+            "workload": {"precision": "bf16", "engine": "vllm", "engine_version": "0.23.0", "batch_size": 512,
+                         "load": "concurrency", "num_requests": 512, "prompt_tokens": 40, "output_tokens": 52},
+            "hardware": {"gpu": "NVIDIA RTX A6000"}}
+    perf = evaluate(plan).performance
+    assert perf is not None and perf.ttft_mean_ms is not None and perf.ttft_ms is not None
+    row = {"id": "T-0001", "plan": plan, "metric": "ttft_ms", "value": 1000.0, "source_url": "x"}
+    assert check(CalibrationRow(**row)).predicted == pytest.approx(perf.ttft_ms)
+    assert check(CalibrationRow(**row, statistic="mean")).predicted == pytest.approx(perf.ttft_mean_ms)
