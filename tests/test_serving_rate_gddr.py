@@ -47,6 +47,8 @@ def test_overloaded_finite_run_has_the_fluid_queue_ttft() -> None:
     assert pts[2000].ttft_s == pytest.approx(2 * pts[1000].ttft_s, rel=0.1)  # linear in the run's length
     perf = evaluate(_plan(load="rate", request_rate=8.0, num_requests=1000)).performance
     assert perf is not None and perf.ttft_ms == pytest.approx(pts[1000].ttft_s * 1e3)
+    assert "1000 requests over 125 s" in (perf.explanation or "")
+    assert "the queue grows over the run" in (perf.explanation or "")
 
 
 def test_light_finite_run_throughput_counts_the_tail() -> None:

@@ -527,8 +527,13 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
             f"({s.engine})")
+    finite = w.load == "rate" and bool(w.num_requests)
+    if finite:
+        expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
+                 "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
     if pt.saturated:
-        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
+        grows = "the queue grows over the run" if finite else "queues grow"
+        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: {grows}"
     return Performance(
         prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
         decode_tok_s=1.0 / single.seconds,
