@@ -320,7 +320,7 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
 # Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
 # RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
 RATE_RUN_STEPS_PER_DURATION = 10
-RATE_RUN_MAX_STEPS = 20_000
+RATE_RUN_MAX_STEPS = 5_000
 
 
 def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
@@ -379,31 +379,43 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     cap_rps = limit / (_iteration(r, limit, t_f)[0] * out)  # completions/s at the limit
     total = max(horizon, n_requests / max(cap_rps, 1e-9)) + 2.0 * duration
     dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
-    n = q = 0.0
-    a = rate
+    c_full = limit / (dec(limit) * out + limit * prompt * t_f)  # completions/s of a full batch: the capacity
+    n = q = arrived = admitted = 0.0
     t = 0.0
-    tags: dict[str, dict[str, float]] = {"median": {"arrive": horizon / 2.0}, "last": {"arrive": horizon}}
-    median_state: tuple[float, float, float, float] | None = None
+    # the median request (rank N / 2) and the last one (rank N), followed through the run: FCFS, a request
+    # is admitted when the admissions so far reach its rank
+    tags: dict[str, dict[str, float]] = {"median": {"rank": max(1.0, n_requests / 2.0)},
+                                         "last": {"rank": float(n_requests)}}
+    median_state: tuple[float, float, float] | None = None
     for _ in range(RATE_RUN_MAX_STEPS * 2):
-        arrivals = rate if t < horizon else 0.0
-        f = min(0.95, a * prompt * t_f)  # share of the GPU's time the admitted prompts take
+        arrivals = min(rate, (n_requests - arrived) / dt) if arrived < n_requests - 1e-9 else 0.0
         d = dec_at(max(n, 1.0))
-        tpot = d / (1.0 - f)
+        want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
+        f = min(0.95, want * prompt * t_f)  # share of the GPU's time the admitted prompts take
         c = n * (1.0 - f) / (d * out)
-        room = max(0.0, limit - n) / dt + c  # admissions that keep n within the limit
-        a = min(arrivals + q / dt, room)
+        a = want
+        free = max(0.0, limit - n) / dt  # admissions that fill the batch to its limit this step
+        if want > free + c:
+            # limited by room: a = free + c (admissions replace completions), with c = n (1 - a P t) / (t_dec O)
+            # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
+            c = max(0.0, n * (1.0 - min(0.95, free * prompt * t_f)) / (d * out + n * prompt * t_f))
+            a = free + c
+            f = min(0.95, a * prompt * t_f)
+        tpot = d / (1.0 - f)
         for name, tag in tags.items():
-            if "start" not in tag and t >= tag["arrive"]:
-                k = max(1, min(limit, round(n)))
-                step_k = d / (1.0 - f)
-                waiting, own, _ = _admitted_ttft(r, k, max(a, 1e-9), step_k, t_p, t_f, budget)
-                backlog = q / max(a, c, 1e-9)  # FCFS: the requests queued ahead of it go first
-                tag["ttft"] = backlog + waiting + own
-                tag["queue"] = backlog + waiting
-                tag["start"] = t + tag["ttft"]
+            k = tag["rank"]
+            if "arrive" not in tag and arrived + arrivals * dt >= k - 1e-9:
+                tag["arrive"] = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
+            if "arrive" in tag and "start" not in tag and admitted + a * dt >= k - 1e-9:
+                t_admit = max(tag["arrive"], t + max(0.0, k - admitted) / max(a, 1e-12))
+                waiting, own, _ = _admitted_ttft(r, max(1, min(limit, round(n))), max(min(a, rate), 1e-9), tpot,
+                                                 t_p, t_f, budget)
+                tag["queue"] = t_admit - tag["arrive"] + waiting
+                tag["ttft"] = tag["queue"] + own
+                tag["start"] = tag["arrive"] + tag["ttft"]
                 tag["tokens"] = 0.0
                 if name == "median":
-                    median_state = (n, step_k, q, a)
+                    median_state = (n, tpot, q)
             if "start" in tag and "end" not in tag and t + dt > tag["start"]:
                 tag["tokens"] += min(dt, t + dt - tag["start"]) / tpot
                 if tag["tokens"] >= out:
@@ -412,18 +424,22 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             break
         n = min(float(limit), max(0.0, n + (a - c) * dt))
         q = max(0.0, q + (arrivals - a) * dt)
+        arrived += arrivals * dt
+        admitted += a * dt
         t += dt
     med, last = tags["median"], tags["last"]
     if median_state is None or "end" not in med or "end" not in last:
         return steady  # not resolved within the step budget: the steady state
-    n_med, step_med, q_med, _a = median_state
+    n_med, step_med, _q = median_state
     running = max(1, min(limit, round(n_med)))
     _s, bound = _iteration(r, running, t_f)
-    end = last["end"]
+    # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
+    # fixed-length requests' while a batch drains)
+    end = max(last["end"], n_requests / c_full)
     return LoadPoint(running=running, step_s=step_med,
                      tpot_s=(med["end"] - med["start"]) / out,
                      throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
-                     ttft_s=med["ttft"], queue_s=med["queue"], bound=bound, saturated=q_med > 0.5)
+                     ttft_s=med["ttft"], queue_s=med["queue"], bound=bound, saturated=rate > c_full)
 
 
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
