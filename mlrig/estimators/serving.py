@@ -544,7 +544,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
             f"({s.engine})")
     finite = w.load == "rate" and bool(w.num_requests)
-    if finite:
+    if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
                  "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
     if pt.saturated:
