@@ -34,7 +34,9 @@ rest arrive into the steady state.
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
-sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
+sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap; a rate run
+of a stated number of requests is followed through time from an idle engine (`rate_run_point`). A wave of
+more users than the cap reports its median request (`wave_median_ttft_s`), and the mean apart.
 """
 
 from __future__ import annotations
@@ -341,7 +343,11 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     - completions: each iteration decodes one token of every running request, and the prompts admitted
       per second take `rate x P x t` of the GPU's time (t: a prompt token's cost, `load_point`'s), so
       c = n (1 - a P t) / (t_dec(n) O) requests/s, and a request's TPOT is t_dec(n) / (1 - a P t);
-    - dn/dt = a - c, dq/dt = arrivals - a.
+    - dn/dt = a - c, dq/dt = arrivals - a; at the limit a = c and c = n / (t_dec(n) O + n P t), solved
+      together; FCFS, so a request of rank k is admitted when the admissions so far reach k (its wait is
+      the queue ahead of it at the full batch's completion rate), and the run cannot end before N requests
+      at that rate (the fluid's completions, n / duration, run ahead of fixed-length requests' as a
+      batch drains).
     In steady state this is `load_point`'s Little's-law batch (n = rate x duration). What it adds is
     time: below capacity n approaches that batch with a time constant of about one request duration,
     1 / (1 - rho) longer near capacity, so a run of a few hundred seconds at 98 % load never reaches the
