@@ -357,8 +357,11 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     grows with N, where `load_point` has none. Rows (held out, checked, not fitted: nothing here is
     fitted): zhjunqin's RTX 3090 runs (ZHJUNQIN-*, `benchmark_serving.py`, 1,000 ShareGPT prompts at
     5 and 8 req/s): vLLM 0.4.1 at 8 req/s median TTFT 24.9 s, TensorRT-LLM 37.6 s, where
-    (rate - capacity) x (T / 2) / capacity gives ~25 and ~40 s; the measured output throughput is N x O
-    over arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
+    (rate - capacity) x (T / 2) / capacity with the capacity they measured there (986 / 200 and 816 / 169
+    req/s) gives 39 and 41 s (the model's own capacity for them is higher, so its TTFTs are lower); at 5
+    req/s, ~98 % of vLLM's capacity, the median TPOT was 83 ms where the steady state's batch gives 121 ms
+    (this model: 94 ms with the GEMM rates of that time); the measured output throughput is N x O over
+    arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
     w = r.workload
     prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
     alone = prefill_pass(r, 1, prompt)
