@@ -385,10 +385,9 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
     horizon = n_requests / rate
     duration = prompt * t_p + out * steady.step_s  # one request at the steady state
-    cap_rps = limit / (_iteration(r, limit, t_f)[0] * out)  # completions/s at the limit
-    total = max(horizon, n_requests / max(cap_rps, 1e-9)) + 2.0 * duration
-    dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
     c_full = limit / (dec(limit) * out + limit * prompt * t_f)  # completions/s of a full batch: the capacity
+    total = max(horizon, n_requests / max(c_full, 1e-9)) + 2.0 * duration
+    dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
     n = q = arrived = admitted = 0.0
     t = 0.0
     # the median request (rank N / 2) and the last one (rank N), followed through the run: FCFS, a request
