@@ -26,6 +26,9 @@ class Performance(BaseModel):
     decode_tok_s: float | None = None
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    # serving loads: the mean TTFT where it differs from the median `ttft_ms` (a wave of more requests than
+    # run at once: the first ones wait for no slot, the rest a request's duration; serving.wave_median_ttft_s)
+    ttft_mean_ms: float | None = None
     throughput_tok_s: float | None = None  # output tokens/s, all sequences
     total_throughput_tok_s: float | None = None  # prompt + output tokens/s (serving loads)
     requests_per_s: float | None = None  # completed requests/s (serving loads)

@@ -97,6 +97,14 @@ BW_EFF: dict[str, dict[str, float]] = {
 #    QUANT_PREFILL_EFF = 0.80 states. With 0.80 they are 19-21 % slow (most of a pp512 pass there is
 #    PREFILL_TOKEN_LAYER_S's per-token time); `mlrig validate` prefill llama.cpp hbm 21 % -> 19 % median.
 LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM = BW_EFF["vllm"]["hbm"]
+# vLLM on GDDR cards: 0.82 above was assumed (no rows); its batch-1 decode rows on GDDR, now fit rows, all
+#    come out 10 % slow at it and recentre at 0.90, llama.cpp's GDDR figure (a CUDA-graph decode step of
+#    cuBLAS / Marlin mat-vecs streams the weights as llama.cpp's do): Qwen2.5-7B AWQ (Marlin) on an RTX 5060
+#    Ti, 78.8-79.1 tok/s against 71.0-71.3 (HOMELAB5060-0001..0004, vLLM 0.11), and Qwen2.5-7B bf16 on an RTX
+#    A6000, 45.7 tok/s against 41.4 (LDSINGH-0004, the same source's TPOT 21.9-22.3 ms at 1-8 users,
+#    LDSINGH-0002/-0006/-0009/-0012, against 24.3-24.9). Set after the engines copied from vLLM's table
+#    below (TGI, gpt-fast) took theirs: they keep 0.82.
+VLLM_GDDR_BW_EFF = 0.90
 
 # 1a. Apple silicon by bus width and die count: one unified factor left base/Pro chips (68-273 GB/s,
 #    64-256-bit LPDDR) 10-17 % too slow and Max/Ultra chips too fast in llama.cpp Metal decode
@@ -356,6 +364,7 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     LAYER_OVERHEAD_S[_new] = LAYER_OVERHEAD_S[_base]
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
+BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
 # gpt-fast's LAYER_OVERHEAD_S above assumes torch.compile(mode="reduce-overhead") replays each decode step as
 #    one CUDA graph. On Intel GPUs (PyTorch's XPU backend) that mode captures nothing: Inductor's cudagraph
 #    trees accept only CUDA devices (torch/_inductor/cudagraph_utils.py, check_multiple_devices_or_any_cpu_nodes;
@@ -376,6 +385,17 @@ GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S
 # (LMDEPLOY-0007/0009/0045/0047/0087/0089/0132/0135): 0.68 of the fp16 peak leaves them within
 # -4..+14 % (TensorRT-LLM's 0.60, which it started from, put them 7-28 % slow).
 COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
+# vLLM's GEMMs on full-rate GDDR cards (RTX A6000 and the like; GeForce cards take GEFORCE_HALF_RATE_GEMM_EFF
+#    below): 0.55 was vLLM's HBM prefill figure, assumed here. Fitted on the closed-loop rows where big
+#    batched iterations bind on the tensor rate: Qwen2.5-7B bf16 on an RTX A6000 under vLLM 0.23 at 64-512
+#    users (~40-token prompts, ~52 outputs: iterations of ~110-450 tokens) served 2,128 / 3,138 / 4,040 /
+#    3,896 tok/s at TPOT 27.5 / 36.0 / 53.1 / 56.4 ms (LDSINGH-0015..0025): at 0.55 -8..-21 % and +18..+38 %,
+#    at 0.70 -4..0 % and -2..+14 % (4,040 tok/s x (1 + 40 / 52) tokens x 14.2 GFLOP is ~100 TFLOPS, 0.65 of
+#    the 154.8 TFLOPS peak over whole iterations, attention and element-wise work included). Intel's Arc Pro
+#    B60 rows under vLLM's XPU build (VLLMARC-*, same class) gain on TPOT (+10..+34 % -> +8..+33 %) and lose
+#    on TTFT (-23..-51 % -> -39..-58 %); their median TTFT is ~8 s on one GPU and on four alike, at 1k-5k-token
+#    prompts, which a GEMM rate does not explain, so they do not pin this figure.
+COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
@@ -576,6 +596,20 @@ FP16_ACCUMULATE_4BIT = frozenset({"tinychat", "exllamav2", "mlc"})
 #    GeForce prefill factors were fitted by their own rows and are left as they are.
 GEFORCE_HALF_RATE_GEMM_EFF = 0.85
 GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "tinychat-2024"})
+# vLLM and LMDeploy on GeForce join them: neither had GeForce rows of its own that bound compute (their GDDR
+#    fit rows, HOMELAB5060-* and LMDW4-*, are batch-1 decode), so both ran at the full-rate figure they
+#    inherited (COMPUTE_EFF 0.55 / 0.60 of the half-rate peak), as if the half rate were a full-rate
+#    card's. Their 16-bit GEMMs are the same FP32-accumulating tensor-core GEMMs as TinyChat's FP16 path:
+#    vLLM's unquantised linear layers call torch.nn.functional.linear, i.e. cuBLAS (vllm/model_executor/
+#    layers/linear.py, UnquantizedLinearMethod.apply), and TurboMind's FP16 linears go through the
+#    cublasMMWrapper it inherits from FasterTransformer, whose setFP16GemmConfig asks cuBLAS for FP32
+#    compute (computeType_ = CUDA_R_32F), so the same half-rate figure applies. The
+#    held-out RTX 3090 serving rows check it (ZHJUNQIN-*, Llama-3-8B bf16): at 0.55 / 0.60 of the 71 TFLOPS
+#    half-rate peak, a 229-token prompt's median TTFT came out +77 % (vLLM) and +61 % (LMDeploy), and LMDeploy
+#    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
+#    16-bit weights only (`performance.pass_time`): their 4-bit kernels are not that cuBLAS path (vLLM's
+#    AWQ GEMM before awq_marlin, TurboMind's own W4A16 GEMM) and have no GeForce compute rows either.
+GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6

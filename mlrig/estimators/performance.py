@@ -421,7 +421,8 @@ def pass_time(
     if peak and fp16_acc:
         peak *= 2.0  # their 4-bit prefill GEMMs accumulate in FP16 (efficiency.FP16_ACCUMULATE_4BIT), 2x on GeForce
     # GEMMs accumulating in FP32 at GeForce's half tensor rate (efficiency.GEFORCE_HALF_RATE_GEMM_EFF)
-    half_rate = geforce and not fp16_acc and engine in eff.GEFORCE_HALF_RATE_ENGINES and dtype == "fp16"
+    half_rate = geforce and not fp16_acc and dtype == "fp16" and (
+        engine in eff.GEFORCE_HALF_RATE_ENGINES or (engine in eff.GEFORCE_HALF_RATE_SERVING_ENGINES and fam == "f16"))
     compute_s: Num = 0.0
     attn_compute_s: Num = 0.0
     if peak:

@@ -36,7 +36,9 @@ rest arrive into the steady state.
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
-sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap.
+sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap; a rate run
+of a stated number of requests is followed through time from an idle engine (`rate_run_point`). A wave of
+more users than the cap reports its median request (`wave_median_ttft_s`), and the mean apart.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class LoadPoint:
     queue_s: float  # part of TTFT spent waiting (iteration end, prefill queue, a free slot)
     bound: str
     saturated: bool  # a rate load above what the engine can serve
+    ttft_mean_s: float | None = None  # the mean TTFT where it differs from the median `ttft_s` (`wave_median_ttft_s`)
 
 
 def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
@@ -193,6 +196,25 @@ def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
 
 
+def wave_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, lam: float, own: float) -> float:
+    """Median TTFT of a wave of `users` requests sent together when at most `n` < users run at once.
+
+    The engine admits them first come, first served (vLLM's FCFS scheduler), `n` at a time; the figure is
+    the median over requests (PLAN-FORMAT's `ttft_ms`), i.e. the TTFT of the request of rank users / 2, not
+    a mean over everyone (a mean counts the users past the cap waiting a whole request duration, and the
+    first n not at all: the distribution is two-humped). While that rank is within the first wave it waits
+    for the prompts ahead of it: under chunked prefill its own first token comes after k = users / 2
+    prompts' work, without chunking at the end of the first batch's prefill; past the first wave it waits
+    for the first batch and then for k - n completions at the steady rate `lam` (`offline_backlog`'s fluid
+    approximation), then its own prefill `own`. LDSINGH-0023 (512 users sending 512 requests at once to
+    vLLM 0.23 on an RTX A6000, batch cap 256): median TTFT 1.04 s, where the mean over users gave 5.1 s."""
+    prompt = max(1, r.workload.prompt_tokens)
+    k = max(1, math.ceil(users / 2))
+    if k > n:
+        return prefill_pass(r, n, prompt).seconds + (k - n) / max(lam, 1e-9) + own
+    return prefill_pass(r, k if budget is not None else n, prompt).seconds
+
+
 def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     """Mean time per output token that a wave's own prefills add to its members' TPOT.
 
@@ -254,38 +276,185 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         lam = min(rate, capacity)
         users = n
     throughput = lam * out
-    # TTFT: half an iteration, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait.
-    # under chunked prefill a prompt's tokens ride in decode iterations: its arithmetic only (`t_f`)
-    service = prompt * t_f
-    rho = min(0.95, lam * service)
-    wait_prefill = median_prefill_wait_s(rho, service)
-    if budget is not None and budget > n:
-        chunks = math.ceil(prompt / (budget - n))
-        dec_only, _ = _iteration(r, n, 0.0)
-        own = service + chunks * dec_only
-    else:
-        dec_only, _ = _iteration(r, n, 0.0)
-        own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
+    # TTFT: the iteration wait, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait,
+    # the server front end.
+    waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget,
+                                            others=users - 1 if rate is None else n - 1)
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
-    queue = iteration_wait_s(r, step, users - 1 if rate is None else n - 1) + wait_prefill + slot_wait
+    queue = waiting + slot_wait
     if saturated:
         queue = math.inf
-    own = own + frontend_s(r)
-    ttft = queue + own
+    front = frontend_s(r)
+    ttft = queue + own + front
     tpot = step
+    ttft_mean: float | None = None
     if wave_weight > 0 and not saturated:
         # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
         # into the steady state above; the wave's later members past the cap also wait for slots.
         # Once a wave's prompts are prefilled its members decode without prefills in between: their
         # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
         # prefill that ran between their own tokens (`wave_tpot_extra_s`).
-        wave = wave_ttft_s(r, n, budget) + slot_wait + frontend_s(r)
+        wave_mean = wave_ttft_s(r, n, budget) + slot_wait + front
+        wave = wave_mean if users <= n else wave_median_ttft_s(r, users, n, budget, lam, own) + front
+        if users > n:
+            ttft_mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
-        queue = max(0.0, ttft - own)
+        queue = max(0.0, ttft - own - front)
         tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
-                     ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated)
+                     ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated, ttft_mean_s=ttft_mean)
+
+
+def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float, t_f: float,
+                   budget: int | None, *, others: int) -> tuple[float, float, float]:
+    """TTFT terms of a request admitted at once into `n` running sequences (iterations of `step` s,
+    prompts arriving at `lam` per s; `others` of them running when it arrives): (the wait, the own
+    prefill with the iteration that samples the first token, the decode-only iteration). The wait is the
+    iteration wait (`iteration_wait_s`) plus the median wait in the prefill queue (M/D/1,
+    `median_prefill_wait_s`); under chunked prefill a prompt's tokens ride in decode
+    iterations, its arithmetic only (`t_f`), in ceil(P / (budget - n)) chunks."""
+    prompt = max(1, r.workload.prompt_tokens)
+    service = prompt * t_f
+    rho = min(0.95, lam * service)
+    wait_prefill = median_prefill_wait_s(rho, service)
+    dec_only, _ = _iteration(r, n, 0.0)
+    if budget is not None and budget > n:
+        own = service + math.ceil(prompt / (budget - n)) * dec_only
+    else:
+        own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
+    return iteration_wait_s(r, step, others) + wait_prefill, own, dec_only
+
+
+# Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
+# RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
+RATE_RUN_STEPS_PER_DURATION = 10
+RATE_RUN_MAX_STEPS = 5_000
+
+
+def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
+                   cap: int | None = None, budget: int | None = None) -> LoadPoint:
+    """A finite Poisson-rate run (`vllm bench serve --request-rate R --num-prompts N`): N requests arrive
+    at `rate` over T = N / rate seconds, starting from an idle engine; the figures are those of the
+    median request (the one arriving at T / 2) and the whole run's throughput (N x O / the time the
+    last request ends: the benchmark's output tokens over its duration).
+
+    A fluid model of the engine (the deterministic limit of the queue, Kleinrock 1976, "Queueing
+    Systems" vol. 2 ch. 2, "the fluid approximation"; Newell 1982, "Applications of Queueing Theory"
+    ch. 2-3 for a queue whose arrival rate exceeds its service rate over a finite period): `n` running
+    sequences and `q` waiting ones, with
+    - admissions: continuous-batching schedulers admit a waiting request as soon as the batch cap and
+      the KV pool allow (vLLM's scheduler takes waiting requests after the running ones each step, V0
+      running prefills first; Kwon et al. 2023 sec. 4.5; LMDeploy's and TensorRT-LLM's in-flight
+      batching likewise), so below the limit every arrival joins the batch at once and q stays 0;
+    - completions: each iteration decodes one token of every running request, and the prompts admitted
+      per second take `rate x P x t` of the GPU's time (t: a prompt token's cost, `load_point`'s), so
+      c = n (1 - a P t) / (t_dec(n) O) requests/s, and a request's TPOT is t_dec(n) / (1 - a P t);
+    - dn/dt = a - c, dq/dt = arrivals - a; at the limit a = c and c = n / (t_dec(n) O + n P t), solved
+      together; FCFS, so a request of rank k is admitted when the admissions so far reach k (its wait is
+      the queue ahead of it at the full batch's completion rate), and the run cannot end before N requests
+      at that rate (the fluid's completions, n / duration, run ahead of fixed-length requests' as a
+      batch drains).
+    In steady state this is `load_point`'s Little's-law batch (n = rate x duration). What it adds is
+    time: below capacity n approaches that batch with a time constant of about one request duration,
+    1 / (1 - rho) longer near capacity, so a run of a few hundred seconds at 98 % load never reaches the
+    steady batch that `load_point` finds (it would take ~20 durations); above capacity the batch grows
+    to the limit (TPOT rising while TTFT stays short, as the V0 scheduler admits prefills first) and
+    then the queue grows at rate - c, so the median request waits q(T / 2) / c: a finite TTFT that
+    grows with N, where `load_point` has none. Rows (held out, checked, not fitted: nothing here is
+    fitted): zhjunqin's RTX 3090 runs (ZHJUNQIN-*, `benchmark_serving.py`, 1,000 ShareGPT prompts at
+    5 and 8 req/s): vLLM 0.4.1 at 8 req/s median TTFT 24.9 s, TensorRT-LLM 37.6 s, where
+    (rate - capacity) x (T / 2) / capacity with the capacity they measured there (986 / 200 and 816 / 169
+    req/s) gives 39 and 41 s (the model's own capacity for them is higher, so its TTFTs are lower); at 5
+    req/s, ~98 % of vLLM's capacity, the median TPOT was 83 ms where the steady state's batch gives 121 ms
+    (this model: 94 ms with the GEMM rates of that time); the measured output throughput is N x O over
+    arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
+    w = r.workload
+    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    alone = prefill_pass(r, 1, prompt)
+    t_p = alone.seconds / prompt
+    t_f = fused_prefill_s_per_token(alone, prompt, budget)
+    limit = max(1, min(x for x in (cap, slots, 10**9) if x is not None))
+    if budget is not None:
+        limit = min(limit, chunked_decode_cap(budget, prompt, out))
+    dec_cache: dict[int, float] = {}
+
+    def dec(k: int) -> float:
+        k = max(1, min(limit, k))
+        if k not in dec_cache:
+            dec_cache[k] = _iteration(r, k, 0.0)[0]
+        return dec_cache[k]
+
+    def dec_at(x: float) -> float:  # linear between the whole batch sizes around x
+        lo = math.floor(x)
+        return dec(lo) + (x - lo) * (dec(lo + 1) - dec(lo)) if lo >= 1 else dec(1)
+
+    steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
+    horizon = n_requests / rate
+    duration = prompt * t_p + out * steady.step_s  # one request at the steady state
+    c_full = limit / (dec(limit) * out + limit * prompt * t_f)  # completions/s of a full batch: the capacity
+    total = max(horizon, n_requests / max(c_full, 1e-9)) + 2.0 * duration
+    dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
+    n = q = arrived = admitted = 0.0
+    t = 0.0
+    # the median request (rank N / 2) and the last one (rank N), followed through the run: FCFS, a request
+    # is admitted when the admissions so far reach its rank
+    tags: dict[str, dict[str, float]] = {"median": {"rank": max(1.0, n_requests / 2.0)},
+                                         "last": {"rank": float(n_requests)}}
+    median_state: tuple[float, float, float] | None = None
+    for _ in range(RATE_RUN_MAX_STEPS * 2):
+        arrivals = min(rate, (n_requests - arrived) / dt) if arrived < n_requests - 1e-9 else 0.0
+        d = dec_at(max(n, 1.0))
+        want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
+        f = min(0.95, want * prompt * t_f)  # share of the GPU's time the admitted prompts take
+        c = n * (1.0 - f) / (d * out)
+        a = want
+        free = max(0.0, limit - n) / dt  # admissions that fill the batch to its limit this step
+        if want > free + c:
+            # limited by room: a = free + c (admissions replace completions), with c = n (1 - a P t) / (t_dec O)
+            # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
+            c = max(0.0, n * (1.0 - min(0.95, free * prompt * t_f)) / (d * out + n * prompt * t_f))
+            a = free + c
+            f = min(0.95, a * prompt * t_f)
+        tpot = d / (1.0 - f)
+        for name, tag in tags.items():
+            k = tag["rank"]
+            if "arrive" not in tag and arrived + arrivals * dt >= k - 1e-9:
+                tag["arrive"] = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
+            if "arrive" in tag and "start" not in tag and admitted + a * dt >= k - 1e-9:
+                t_admit = max(tag["arrive"], t + max(0.0, k - admitted) / max(a, 1e-12))
+                waiting, own, _ = _admitted_ttft(r, max(1, min(limit, round(n))), max(min(a, rate), 1e-9), tpot,
+                                                 t_p, t_f, budget, others=round(n))
+                tag["queue"] = t_admit - tag["arrive"] + waiting
+                tag["ttft"] = tag["queue"] + own + frontend_s(r)
+                tag["start"] = tag["arrive"] + tag["ttft"]
+                tag["tokens"] = 0.0
+                if name == "median":
+                    median_state = (n, tpot, q)
+            if "start" in tag and "end" not in tag and t + dt > tag["start"]:
+                tag["tokens"] += min(dt, t + dt - tag["start"]) / tpot
+                if tag["tokens"] >= out:
+                    tag["end"] = t + dt - (tag["tokens"] - out) * tpot
+        if "end" in tags["last"] and "end" in tags["median"]:
+            break
+        n = min(float(limit), max(0.0, n + (a - c) * dt))
+        q = max(0.0, q + (arrivals - a) * dt)
+        arrived += arrivals * dt
+        admitted += a * dt
+        t += dt
+    med, last = tags["median"], tags["last"]
+    if median_state is None or "end" not in med or "end" not in last:
+        return steady  # not resolved within the step budget: the steady state
+    n_med, step_med, _q = median_state
+    running = max(1, min(limit, round(n_med)))
+    _s, bound = _iteration(r, running, t_f)
+    # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
+    # fixed-length requests' while a batch drains)
+    end = max(last["end"], n_requests / c_full)
+    return LoadPoint(running=running, step_s=step_med,
+                     tpot_s=(med["end"] - med["start"]) / out,
+                     throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
+                     ttft_s=med["ttft"], queue_s=med["queue"], bound=bound, saturated=rate > c_full)
 
 
 def vllm_async_scheduling(r: ResolvedPlan) -> bool:
@@ -406,6 +575,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
         pt = offline_backlog(r, pt, users)
+    elif w.load == "rate" and w.num_requests:
+        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget)
     elif w.load == "rate":
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
@@ -420,12 +591,18 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
             f"and the server's front end ({s.engine})")
+    finite = w.load == "rate" and bool(w.num_requests)
+    if finite and w.num_requests:
+        expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
+                 "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
     if pt.saturated:
-        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: queues grow"
+        grows = "the queue grows over the run" if finite else "queues grow"
+        expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: {grows}"
     return Performance(
         prefill_tok_s=w.prompt_tokens * pt.requests_per_s if w.prompt_tokens else None,
         decode_tok_s=1.0 / single.seconds,
         ttft_ms=None if math.isinf(pt.ttft_s) else pt.ttft_s * 1e3,
+        ttft_mean_ms=None if pt.ttft_mean_s is None else pt.ttft_mean_s * 1e3,
         tpot_ms=pt.tpot_s * 1e3,
         throughput_tok_s=pt.throughput_tok_s,
         total_throughput_tok_s=total,
