@@ -375,7 +375,8 @@ def pass_time(
         ce = eff.COMPUTE_EFF[engine][mclass]
         if half_rate:
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
-        elif fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
+        elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
+              and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             ce *= eff.QUANT_PREFILL_EFF
         compute_s = cost.flops / (ce * peak * 1e12) / tp
         attn_compute_s = cost.attn_flops / (ce * peak * 1e12) / tp
