@@ -124,3 +124,42 @@ def test_exllamav2_prompts_pay_for_reconstructing_fp16_weights() -> None:
     assert exllama_reconstruct_bytes(r, "exllamav2", 32) == 0.0
     assert exllama_reconstruct_bytes(r, "exllamav2", 33) == pytest.approx(4.0 * (8.03e9 - 2 * 525_336_576), rel=0.01)
     assert exllama_reconstruct_bytes(r, "tinychat", 512) == 0.0
+
+
+def test_mxfp4_moe_decode_reads_its_bf16_parts_at_16_bits() -> None:
+    """gpt-oss-20b in MXFP4 (model card, arXiv 2508.10925): attention (0.64 B parameters) and the output head
+    (0.58 B) are bf16, the routed experts 4.25 bits, 4 of 32 per layer per token. A decode step reads
+    1.274 + 1.158 GB of bf16 and 2.39 B x 4.25 / 8 = 1.270 GB of experts: ~3.71 GB (hand-checked). Priced at
+    the file's average width (5.3 bits per parameter) it was 1.6 GB, and Ollama's decode came out 2.1-2.35x
+    too fast (LMSYSSPARK-0002/-0004/-0006)."""
+    from mlrig.quant import routed_expert_bytes
+
+    arch = resolve_model("openai/gpt-oss-20b")
+    total, parts = weight_bytes_by_component(arch, "mxfp4")
+    experts = routed_expert_bytes(arch, "mxfp4")
+    assert experts == pytest.approx(19.117e9 * 4.25 / 8, rel=0.01)
+    read = read_weight_bytes(arch, float(total), 1, parts["embedding"], experts)
+    assert read == pytest.approx(3.71e9, rel=0.015)
+    assert read > 2.0 * read_weight_bytes(arch, float(total), 1, parts["embedding"])
+    # many tokens touch every expert: the whole file but the embedding table
+    assert read_weight_bytes(arch, float(total), 4096, parts["embedding"], experts) == pytest.approx(
+        total - parts["embedding"], rel=1e-3)
+    # DGX Spark (273 GB/s), Ollama: 49.7 tok/s measured (LMSYSSPARK-0002)
+    spark = evaluate({"model": {"name": "openai/gpt-oss-20b"},
+                      "workload": {"task": "inference", "engine": "ollama", "precision": "mxfp4", "batch_size": 1,
+                                   "load": "static"},
+                      "hardware": {"gpu": "DGX Spark", "count": 1}}).performance
+    assert spark is not None and spark.decode_tok_s == pytest.approx(49.7, rel=0.12)
+
+
+def test_moe_read_by_component_equals_the_parameter_share_at_one_width() -> None:
+    """Where the experts have the other linears' width (bf16 Qwen3-30B-A3B) reading by component and by
+    parameter share are the same number: the component path changes nothing but mixed-width checkpoints."""
+    from mlrig.quant import routed_expert_bytes
+
+    arch = resolve_model("Qwen/Qwen3-30B-A3B")
+    total, parts = weight_bytes_by_component(arch, "bf16")
+    experts = routed_expert_bytes(arch, "bf16")
+    for n in (1, 8, 512):
+        assert read_weight_bytes(arch, float(total), n, parts["embedding"], experts) == pytest.approx(
+            read_weight_bytes(arch, float(total), n, parts["embedding"]), rel=1e-6)

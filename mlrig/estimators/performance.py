@@ -182,14 +182,19 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
-        k_over_e = arch.experts_per_token / arch.num_experts
-        frac = 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
-        read = read - pb.experts_routed * (1.0 - frac)
+        read = read - pb.experts_routed * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
     return vec.maximum(0.0, read) / total
 
 
+def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
+    """Expected fraction of a layer's routed experts that `tokens_in_pass` tokens visit, each routing to k
+    of E: 1 - (1 - k/E)^n (uniform routing; `read_fraction`)."""
+    k_over_e = arch.experts_per_token / arch.num_experts
+    return 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
+
+
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      embedding_bytes: float | None = None) -> Num:
+                      embedding_bytes: float | None = None, expert_bytes: float | None = None) -> Num:
     """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
     with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
     quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
@@ -198,7 +203,20 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     table. Llama-3-8B AWQ (4.156 bpw linears, fp16 embedding and head, 128k vocabulary): the embedding is
     6.5 % of the parameters but 18 % of the 5.73 GB file, so a decode step reads 4.68 GB, not 5.35 GB
     (the AWQ row TINYCHAT-0002, 6.39 ms per token on an RTX 4090, reaches 0.73 of the card's bandwidth
-    on 4.68 GB where 5.35 GB would need 0.83)."""
+    on 4.68 GB where 5.35 GB would need 0.83).
+
+    MoE checkpoints whose experts are stored narrower than the rest (`expert_bytes`, the routed experts'
+    own bytes, quant.routed_expert_bytes) are read by component: everything but the input embedding at its
+    own width, the experts at their touched share (`experts_touched_fraction`). A parameter share prices every
+    weight at the file's average width: gpt-oss-20b in MXFP4 averages 5.3 bits per parameter, but a decode
+    step reads its bf16 attention (0.64 B parameters) and output head (0.58 B) at 16 bits and only 2.4 B of its
+    19.1 B expert parameters at 4.25 (model card, arXiv 2508.10925, Table 1: 3.6 B active of 20.9 B). That is
+    3.7 GB per token, not the 1.6 GB the share gave (Ollama decodes it at 205-215 tok/s on an RTX 5090 / RTX
+    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB)."""
+    if expert_bytes and embedding_bytes is not None and arch.is_moe and arch.params().experts_routed:
+        emb = 0.0 if arch.tie_word_embeddings else embedding_bytes
+        skipped = expert_bytes * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        return vec.maximum(0.0, weight_bytes - emb - skipped)
     read = weight_bytes * read_fraction(arch, tokens_in_pass)
     if embedding_bytes is None or arch.tie_word_embeddings:
         return read
@@ -256,12 +274,12 @@ def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = 
 
 def decode_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
-    kv_read_factor: float = 1.0, embedding_bytes: float | None = None,
+    kv_read_factor: float = 1.0, embedding_bytes: float | None = None, expert_bytes: float | None = None,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
-    `embedding_bytes`: its input embedding's (`read_weight_bytes`)."""
-    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes)
+    `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`)."""
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
@@ -271,6 +289,7 @@ def decode_cost(
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
+    expert_bytes: float | None = None,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
@@ -281,7 +300,7 @@ def prefill_cost(
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
     head_tokens = prompt if all_logits else 1.0
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
-    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes)
+    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill)
@@ -526,7 +545,8 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
-                       embedding_bytes=r.weight_parts.get("embedding"))
+                       embedding_bytes=r.weight_parts.get("embedding"),
+                       expert_bytes=r.weight_parts.get("experts_routed"))
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -644,7 +664,8 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     transformers = s.engine == "transformers"
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
                         all_logits=transformers and transformers_full_logits(r.workload.engine_version),
-                        embedding_bytes=r.weight_parts.get("embedding"))
+                        embedding_bytes=r.weight_parts.get("embedding"),
+                        expert_bytes=r.weight_parts.get("experts_routed"))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
