@@ -525,6 +525,20 @@ def routed_expert_bytes(arch: ModelArch, precision: str | Precision | None = Non
     return expert_bits / 8 * (exact * 8 / total_bits if total_bits > 0 else 1.0)
 
 
+def plain_read_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
+    """Bytes a decode step reads at 16 bits from a checkpoint whose routed experts alone are quantised (mxfp4:
+    gpt-oss's attention, router, norms and output head in bf16; model card, arXiv 2508.10925): everything but
+    the input embedding and the routed experts. 0 where the format quantises the other linears too."""
+    p = arch.params()
+    prec = _requested(precision) or native_precision(arch)
+    s = scheme(prec)
+    if not p.experts_routed or s.experts_bpw is None or s.linear_bpw < 16:
+        return 0.0
+    total, parts = weight_bytes_by_component(arch, prec)
+    embedding = 0.0 if arch.tie_word_embeddings else parts["embedding"]
+    return max(0.0, total - embedding - routed_expert_bytes(arch, prec))
+
+
 def _requested(precision: str | Precision | None) -> str | Precision | None:
     """`precision`, or None where it asks for the checkpoint's own format ("", "auto", "native")."""
     if isinstance(precision, Precision):

@@ -163,3 +163,35 @@ def test_moe_read_by_component_equals_the_parameter_share_at_one_width() -> None
     for n in (1, 8, 512):
         assert read_weight_bytes(arch, float(total), n, parts["embedding"], experts) == pytest.approx(
             read_weight_bytes(arch, float(total), n, parts["embedding"]), rel=1e-6)
+
+
+def test_mxfp4_checkpoint_reads_its_bf16_parts_without_the_fp4_penalty() -> None:
+    """The FP4 format factor (FORMAT_DECODE_EFF, unpacking E2M1 nibbles) belongs to the experts' bytes only: the
+    bf16 attention and head of gpt-oss stream at the engine's plain figure. Hand-check on an RTX 5090 under
+    llama.cpp (1,792 GB/s x 0.90): bf16 bytes / plain + expert bytes / (plain x 0.85) + 24 x 25 us + 0.3 ms."""
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.quant import plain_read_bytes, routed_expert_bytes
+
+    arch = resolve_model("openai/gpt-oss-20b")
+    plain = plain_read_bytes(arch, "mxfp4")
+    experts = routed_expert_bytes(arch, "mxfp4") * 4 / 32
+    assert plain == pytest.approx(2 * (0.637 + 0.579) * 1e9, rel=0.01)  # attention + head, bf16
+    assert plain_read_bytes(arch, "q4_k_m") == 0.0  # every linear quantised: no plain part
+    bw = resolve_gpu("RTX 5090").memory_bandwidth_gb_s * 1e9 * eff.BW_EFF["llama.cpp"]["gddr"]
+    fp4 = eff.FORMAT_DECODE_EFF["default"]["fp4"]
+    fixed_s = 24 * eff.LAYER_OVERHEAD_S["llama.cpp"] + eff.STEP_OVERHEAD_S["llama.cpp"]
+    expected_s = plain / bw + experts / (bw * fp4) + fixed_s
+    perf = _perf("openai/gpt-oss-20b", "RTX 5090", "llama.cpp", "mxfp4", 16, 64)
+    assert 1.0 / perf.decode_tok_s == pytest.approx(expected_s, rel=0.03)
+
+
+def test_ollama_decode_pays_its_runners_host_time_per_token() -> None:
+    """Ollama (llama.cpp's kernels under its Go runner) samples on the CPU and builds each step's graph per
+    token: 1.3 ms beside llama-bench's figure (efficiency.OLLAMA_SEQ_STEP_S). gpt-oss-20b MXFP4 on an RTX 5090
+    and an RTX PRO 6000 Blackwell: 205 and 215 tok/s published (LMSYS, LMSYSSPARK-0006 / -0004)."""
+    ollama = _perf("openai/gpt-oss-20b", "RTX 5090", "ollama", "mxfp4", 16, 64)
+    bench = _perf("openai/gpt-oss-20b", "RTX 5090", "llama.cpp", "mxfp4", 16, 64)
+    assert 1.0 / ollama.decode_tok_s - 1.0 / bench.decode_tok_s == pytest.approx(eff.OLLAMA_SEQ_STEP_S, rel=0.02)
+    assert ollama.decode_tok_s == pytest.approx(205.0, rel=0.10)
+    pro = _perf("openai/gpt-oss-20b", "RTX PRO 6000 Blackwell Workstation Edition", "ollama", "mxfp4", 16, 64)
+    assert pro.decode_tok_s == pytest.approx(215.0, rel=0.10)

@@ -294,6 +294,18 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
 # scheduler since 0.4) and TGI: no rows, 0.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
+# Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated
+#    token builds the step's ggml graph through cgo and samples on the CPU: the last position's logits (a
+#    vocabulary's worth of floats) come back to the host, and sample/samplers.go fills a token slice as long as
+#    the vocabulary and passes it through a top-k heap in Go (ollama/ollama, sample/samplers.go and
+#    transforms.go). llama-bench, where the llama.cpp factors come from, samples nothing. Host time per
+#    sequence per step, beside SEQ_STEP_OVERHEAD_S. Fitted on Ollama's gpt-oss-20b decode (LMSYS blog
+#    2025-10-13): with the weights read by component (performance.read_weight_bytes) the DGX Spark, RTX PRO
+#    6000 Blackwell and RTX 5090 rows leave 1.14 / 1.30 / 1.53 ms per token beyond the bandwidth and layer
+#    times (LMSYSSPARK-0002/-0004/-0006) - alike on a 273 GB/s SoC and two 1,792 GB/s cards, as a host cost
+#    is; 1.3 ms, their middle. One model and one source: not separated into its graph-building and sampling
+#    parts (the sampling part grows with the vocabulary, 201k tokens here).
+OLLAMA_SEQ_STEP_S = 1.3e-3
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.

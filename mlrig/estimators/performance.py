@@ -163,6 +163,9 @@ class PassCost:
     other_bytes: Num  # moved beside the weights by kernels of their own (de-quantised copies): DEQUANT_COPY_BW_EFF
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
+    # the part of `weight_bytes` stored at 16 bits in a mixed-width checkpoint (gpt-oss MXFP4: attention, router,
+    # head in bf16): read at the plain bandwidth, without the format's de-quantisation penalty (FORMAT_DECODE_EFF)
+    plain_weight_bytes: Num = 0.0
 
     @property
     def bytes(self) -> Num:
@@ -275,21 +278,24 @@ def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = 
 def decode_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
     kv_read_factor: float = 1.0, embedding_bytes: float | None = None, expert_bytes: float | None = None,
+    plain_bytes: float = 0.0,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
-    `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`)."""
+    `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`);
+    `plain_bytes`: what of the rest is stored at 16 bits in a mixed-width checkpoint (`PassCost.plain_weight_bytes`)."""
     w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn)
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn,
+                    plain_weight_bytes=plain_bytes)
 
 
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
-    expert_bytes: float | None = None,
+    expert_bytes: float | None = None, plain_bytes: float = 0.0,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
@@ -303,7 +309,8 @@ def prefill_cost(
     w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
-    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill)
+    return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
+                    plain_weight_bytes=plain_bytes)
 
 
 # ---- timing --------------------------------------------------------------------------------------
@@ -372,7 +379,8 @@ def pass_time(
     bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
     w_bw = bw * format_efficiency(engine, fam, gpu)
-    weights_s = cost.weight_bytes / w_bw / tp
+    plain = cost.plain_weight_bytes
+    weights_s = ((cost.weight_bytes - plain) / w_bw + plain / bw) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
@@ -503,7 +511,10 @@ def _setup(r: ResolvedPlan) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
-    return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version))
+    seq_step_s = host_seq_step_s(engine, r.workload.engine_version)
+    if (r.workload.engine or "").strip().lower() == "ollama":
+        seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
+    return _Setup(engine, tp, serial, link, seq_step_s)
 
 
 def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib: float, weights_gib: Num) -> Num:
@@ -546,7 +557,8 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
                        embedding_bytes=r.weight_parts.get("embedding"),
-                       expert_bytes=r.weight_parts.get("experts_routed"))
+                       expert_bytes=r.weight_parts.get("experts_routed"),
+                       plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -665,7 +677,8 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
                         all_logits=transformers and transformers_full_logits(r.workload.engine_version),
                         embedding_bytes=r.weight_parts.get("embedding"),
-                        expert_bytes=r.weight_parts.get("experts_routed"))
+                        expert_bytes=r.weight_parts.get("experts_routed"),
+                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
