@@ -753,6 +753,10 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
+    plain_gb = r.weight_parts.get("plain_16bit_read", 0.0) / 1e9
+    if fmt_eff < 1.0 and plain_gb > 0:  # a mixed-width checkpoint (PassCost.plain_weight_bytes)
+        dequant = (f" ({fmt_eff:.0%} of that for the {r.precision.name} experts; its {plain_gb:.2f} GB of 16-bit "
+                   f"weights at the full figure)")
     # the mat-vecs' unpacking as ALU time (efficiency.MATVEC_DEQUANT_OPS, llama.cpp Metal)
     unpack_s = 0.0
     if eff.MATVEC_DEQUANT_OPS.get(s.engine, {}).get(r.precision.family):  # one scalar pass, only where it counts
@@ -763,11 +767,13 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
            f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
            f"{issue})" if unpack_s > 0 else "")
+    ollama = (w.engine or "").strip().lower() == "ollama"
+    engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
-        f"({s.engine}, batch {b}): {dec.bound} bound"
+        f"({engine_label}, batch {b}): {dec.bound} bound"
     )
     if dec.bound == "host":
         expl += " (the host's Python and kernel launches take longer than the GPU's work)"
