@@ -608,11 +608,13 @@ DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers", "exllamav2"})
 #    issues the FP16 GEMM's own tensor-core MMAs (mma.sync m16n8k16, FP16 accumulate). Where FP16 accumulation
 #    doubles the tensor rate (GeForce, FP16_ACCUMULATE_4BIT) its per-tile unpacking shows against the doubled
 #    rate, and QUANT_PREFILL_EFF stays inside its fitted figure (the RTX 4090 rows: 0.85 x 0.8 = 0.68 of the
-#    330 TFLOPS FP16-accumulate peak, TINYCHAT-0030..0035, -0042..0047). Elsewhere it runs at the 16-bit GEMM
-#    rate: on the Jetson AGX Orin its 4-bit prompts are 1.21-1.26x faster than its FP16 ones
-#    (TINYCHAT-0054..0059 against -0048/-0049/-0051..0053), where the MMQ penalty made them 0.8x.
-#    TinyChat before 2.0 ("tinychat-2024") de-quantises in registers too (FP32 accumulate): off GeForce, where
-#    the two accumulators run at one rate, the two releases prefill alike (no rows of either to separate them).
+#    330 TFLOPS FP16-accumulate peak, TINYCHAT-0030..0035, -0042..0047). Elsewhere no doubling is modelled and
+#    it runs at the 16-bit GEMM rate: on the Jetson AGX Orin its 4-bit prompts are 1.21-1.26x faster than its
+#    FP16 ones (TINYCHAT-0054..0059 against -0048/-0049/-0051..0053), where the MMQ penalty made them 0.8x.
+#    (Orin's FP16 path cannot be running against a halved FP32-accumulate rate: at 4,096 tokens it does ~62
+#    TFLOP in 3.1 s, ~20 TFLOPS, with its unfused element-wise traffic on 204.8 GB/s still to come out of that
+#    time, against the 21.3 a halved 42.5 would allow.) TinyChat before 2.0 ("tinychat-2024") de-quantises in
+#    registers too (FP32 accumulate): off GeForce the two releases prefill alike (no rows to separate them).
 FUSED_W4A16_FULL_RATE_ENGINES = frozenset({"tinychat", "tinychat-2024"})
 # Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
 # execution"): the host's Python and launch time per layer (LAYER_OVERHEAD_S, EAGER_ATTENTION_LAYER_S, the
