@@ -501,6 +501,44 @@ def weight_bits_by_component(arch: ModelArch, precision: str | Precision) -> dic
     }
 
 
+def routed_expert_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
+    """Bytes of the routed experts inside `weight_bytes_by_component`'s "linear" part (0 for a dense model),
+    scaled as that part is. A decode step reads only the experts its tokens route to, so the bytes it
+    streams are the rest of the model at their own width plus this part's touched share
+    (performance.read_weight_bytes). Formats that store the experts apart (mxfp4: gpt-oss's experts at
+    4.25 bits, MXFP4 E2M1 with one E8M0 scale per 32; attention, router, embedding and head in bf16, the
+    gpt-oss model card, arXiv 2508.10925, section 2) give their own width; elsewhere the experts carry the
+    linear layers' average width."""
+    p = arch.params()
+    if not p.experts_routed:
+        return 0.0
+    prec = _requested(precision) or native_precision(arch)
+    s = scheme(prec)
+    bits = weight_bits_by_component(arch, prec)
+    linear = p.attention + p.mlp_dense + p.experts_shared + p.experts_routed
+    if s.experts_bpw is not None:
+        expert_bits = p.experts_routed * s.experts_bpw
+    else:
+        expert_bits = bits["linear"] * p.experts_routed / max(1, linear)
+    exact = weight_bytes_by_component(arch, prec)[0]
+    total_bits = sum(bits.values())
+    return expert_bits / 8 * (exact * 8 / total_bits if total_bits > 0 else 1.0)
+
+
+def plain_read_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
+    """Bytes a decode step reads at 16 bits from a checkpoint whose routed experts alone are quantised (mxfp4:
+    gpt-oss's attention, router, norms and output head in bf16; model card, arXiv 2508.10925): everything but
+    the input embedding and the routed experts. 0 where the format quantises the other linears too."""
+    p = arch.params()
+    prec = _requested(precision) or native_precision(arch)
+    s = scheme(prec)
+    if not p.experts_routed or s.experts_bpw is None or s.linear_bpw < 16:
+        return 0.0
+    total, parts = weight_bytes_by_component(arch, prec)
+    embedding = 0.0 if arch.tie_word_embeddings else parts["embedding"]
+    return max(0.0, total - embedding - routed_expert_bytes(arch, prec))
+
+
 def _requested(precision: str | Precision | None) -> str | Precision | None:
     """`precision`, or None where it asks for the checkpoint's own format ("", "auto", "native")."""
     if isinstance(precision, Precision):

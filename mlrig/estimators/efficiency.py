@@ -302,6 +302,18 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
 # scheduler since 0.4) and TGI: no rows, 0.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
+# Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated
+#    token builds the step's ggml graph through cgo and samples on the CPU: the last position's logits (a
+#    vocabulary's worth of floats) come back to the host, and sample/samplers.go fills a token slice as long as
+#    the vocabulary and passes it through a top-k heap in Go (ollama/ollama, sample/samplers.go and
+#    transforms.go). llama-bench, where the llama.cpp factors come from, samples nothing. Host time per
+#    sequence per step, beside SEQ_STEP_OVERHEAD_S. Fitted on Ollama's gpt-oss-20b decode (LMSYS blog
+#    2025-10-13): with the weights read by component (performance.read_weight_bytes) the DGX Spark, RTX PRO
+#    6000 Blackwell and RTX 5090 rows leave 1.14 / 1.30 / 1.53 ms per token beyond the bandwidth and layer
+#    times (LMSYSSPARK-0002/-0004/-0006) - alike on a 273 GB/s SoC and two 1,792 GB/s cards, as a host cost
+#    is; 1.3 ms, their middle. One model and one source: not separated into its graph-building and sampling
+#    parts (the sampling part grows with the vocabulary, 201k tokens here).
+OLLAMA_SEQ_STEP_S = 1.3e-3
 
 # Routed-expert weights of a MoE model are read by the engines' fused MoE kernels, not by their dense
 #    GEMMs: vLLM's and SGLang's Triton `fused_moe` (one launch for all experts, tokens sorted by expert with
@@ -561,6 +573,23 @@ STEP_OVERHEAD_S["tinychat"] = 0.2e-3
 #    AWQ rows -0031..0035 came out 28-31 % slow); 0.1 us leaves the FP16 and AWQ 2.0 rows within
 #    -8..+11 %.
 PREFILL_TOKEN_LAYER_S["tinychat"] = 0.1e-6
+# TinyChat prefill on the unified class (fitted; Jetson AGX Orin 64GB, the only unified device TinyChat
+#    publishes): ExLlamaV2's unfitted 0.40 was inherited, and the 4-bit rows also took QUANT_PREFILL_EFF,
+#    which left Llama-3-8B's W4A16 prompts at 0.57-0.62 of the measured speed (TINYCHAT-0054..0059: 1.54-1.64k
+#    tok/s for 256-4,096 tokens, TinyChat 2.0's README "Prefilling Speed", Jetson Orin table) while its FP16
+#    rows sat at 0.86-0.91 (-0048/-0049/-0051..0053). What those rows measure: ~20 TFLOPS of GEMM and
+#    attention work on the FP16 path and ~24 on the W4A16 path, 0.47 and 0.56 of the GPU's 42.5 TFLOPS dense
+#    FP16 tensor rate (catalog: 16 SM x 2,048 FLOP/clk x 1.3 GHz MAXN clock = 85 dense INT8 TOPS / 2; the
+#    headline 275 TOPS adds the two DLAs and 2:4 sparsity, neither counted). The W4A16 path is the faster
+#    one (1.21-1.26x), as on the RTX 4090, so the MMQ penalty (QUANT_PREFILL_EFF, measured on llama.cpp)
+#    does not describe TinyChat's fused W4A16 GEMM there (FUSED_W4A16_FULL_RATE_ENGINES below). One factor
+#    for both paths: 0.50 leaves the FP16 rows +5..+12 % and the W4A16 rows -5..-12 %; what separates them
+#    is TinyChat's FP16 path itself: tinychat/benchmark.py fuses the QKV and gate/up projections and the norms
+#    (make_quant_attn / make_fused_mlp / make_quant_norm) only in W4A16 mode, so the FP16 path runs more,
+#    narrower GEMMs and unfused element-wise kernels, which Orin's 204.8 GB/s LPDDR5 makes dearer than
+#    PREFILL_TOKEN_LAYER_S's figure (fitted on GDDR) says. The FP16 1,024-token row (-0050: 0.566 s, out of
+#    line with its neighbours as published) stays at -19 %.
+COMPUTE_EFF["tinychat"] = {**COMPUTE_EFF["tinychat"], "unified": 0.50}
 PREFILL_TOKEN_LAYER_S["exllamav2"] = 0.1e-6  # fused kernels too (EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM's note)
 # TinyChat before 2.0 ("tinychat-2024", engines.tinychat_legacy): the same engine with the earlier W4A16
 #    GEMM, which accumulates in FP32 (not in FP16_ACCUMULATE_4BIT below), so on GeForce its 4-bit prefill
@@ -645,6 +674,19 @@ QUANT_PREFILL_EFF = 0.80
 # fp16's 99 ms (OPTGPTQ-0033 / -0031); GPTQ ExLlamaV2, Marlin and NF4 within -10..+3 % of fp16 at batch
 # 8-16 (OPTGPTQ-0043..0050), where QUANT_PREFILL_EFF (llama.cpp's MMQ kernels) made them 20 % slower.
 DEQUANT_TO_FP16_GEMM_ENGINES = frozenset({"transformers", "exllamav2"})
+# TinyChat 2.0's W4A16 GEMM (awq/kernels/csrc/quantization_new/gemm/gemm_cuda.cu, gemm_w4a16_T1, taken by
+#    awq/quantize/qmodule.py WQLinear.forward from 8 tokens on) de-quantises each weight tile in registers and
+#    issues the FP16 GEMM's own tensor-core MMAs (mma.sync m16n8k16, FP16 accumulate). Where FP16 accumulation
+#    doubles the tensor rate (GeForce, FP16_ACCUMULATE_4BIT) its per-tile unpacking shows against the doubled
+#    rate, and QUANT_PREFILL_EFF stays inside its fitted figure (the RTX 4090 rows: 0.85 x 0.8 = 0.68 of the
+#    330 TFLOPS FP16-accumulate peak, TINYCHAT-0030..0035, -0042..0047). Elsewhere no doubling is modelled and
+#    it runs at the 16-bit GEMM rate: on the Jetson AGX Orin its 4-bit prompts are 1.21-1.26x faster than its
+#    FP16 ones (TINYCHAT-0054..0059 against -0048/-0049/-0051..0053), where the MMQ penalty made them 0.8x.
+#    (Orin's FP16 path cannot be running against a halved FP32-accumulate rate: at 4,096 tokens it does ~62
+#    TFLOP in 3.1 s, ~20 TFLOPS, with its unfused element-wise traffic on 204.8 GB/s still to come out of that
+#    time, against the 21.3 a halved 42.5 would allow.) TinyChat before 2.0 ("tinychat-2024") de-quantises in
+#    registers too (FP32 accumulate): off GeForce the two releases prefill alike (no rows to separate them).
+FUSED_W4A16_FULL_RATE_ENGINES = frozenset({"tinychat", "tinychat-2024"})
 # Eager PyTorch launches kernels asynchronously (PyTorch docs, "CUDA semantics: asynchronous
 # execution"): the host's Python and launch time per layer (LAYER_OVERHEAD_S, EAGER_ATTENTION_LAYER_S, the
 # quantised linears' TRANSFORMERS_QUANT_LINEAR_S / BNB4_LINEAR_S) runs ahead of the GPU, so a pass takes

@@ -173,6 +173,9 @@ class PassCost:
     attn_flops: Num = 0.0  # the part of `flops` done by the attention kernels (QK^T, AV)
     spill_bytes: Num = 0.0  # attention scores written and read back without flash attention
     expert_bytes: Num = 0.0  # the part of `weight_bytes` that is routed experts (MoE grouped GEMMs)
+    # the part of `weight_bytes` stored at 16 bits in a mixed-width checkpoint (gpt-oss MXFP4: attention, router,
+    # head in bf16): read at the plain bandwidth, without the format's de-quantisation penalty (FORMAT_DECODE_EFF)
+    plain_weight_bytes: Num = 0.0
 
     @property
     def bytes(self) -> Num:
@@ -192,14 +195,19 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
-        k_over_e = arch.experts_per_token / arch.num_experts
-        frac = 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
-        read = read - pb.experts_routed * (1.0 - frac)
+        read = read - pb.experts_routed * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
     return vec.maximum(0.0, read) / total
 
 
+def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
+    """Expected fraction of a layer's routed experts that `tokens_in_pass` tokens visit, each routing to k
+    of E: 1 - (1 - k/E)^n (uniform routing; `read_fraction`)."""
+    k_over_e = arch.experts_per_token / arch.num_experts
+    return 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
+
+
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      embedding_bytes: float | None = None) -> Num:
+                      embedding_bytes: float | None = None, expert_bytes: float | None = None) -> Num:
     """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
     with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
     quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
@@ -208,7 +216,20 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     table. Llama-3-8B AWQ (4.156 bpw linears, fp16 embedding and head, 128k vocabulary): the embedding is
     6.5 % of the parameters but 18 % of the 5.73 GB file, so a decode step reads 4.68 GB, not 5.35 GB
     (the AWQ row TINYCHAT-0002, 6.39 ms per token on an RTX 4090, reaches 0.73 of the card's bandwidth
-    on 4.68 GB where 5.35 GB would need 0.83)."""
+    on 4.68 GB where 5.35 GB would need 0.83).
+
+    MoE checkpoints whose experts are stored narrower than the rest (`expert_bytes`, the routed experts'
+    own bytes, quant.routed_expert_bytes) are read by component: everything but the input embedding at its
+    own width, the experts at their touched share (`experts_touched_fraction`). A parameter share prices every
+    weight at the file's average width: gpt-oss-20b in MXFP4 averages 5.3 bits per parameter, but a decode
+    step reads its bf16 attention (0.64 B parameters) and output head (0.58 B) at 16 bits and only 2.4 B of its
+    19.1 B expert parameters at 4.25 (model card, arXiv 2508.10925, Table 1: 3.6 B active of 20.9 B). That is
+    3.7 GB per token, not the 1.6 GB the share gave (Ollama decodes it at 205-215 tok/s on an RTX 5090 / RTX
+    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB)."""
+    if expert_bytes and embedding_bytes is not None and arch.is_moe and arch.params().experts_routed:
+        emb = 0.0 if arch.tie_word_embeddings else embedding_bytes
+        skipped = expert_bytes * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        return vec.maximum(0.0, weight_bytes - emb - skipped)
     read = weight_bytes * read_fraction(arch, tokens_in_pass)
     if embedding_bytes is None or arch.tie_word_embeddings:
         return read
@@ -217,17 +238,18 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     return vec.maximum(0.0, read + share - embedding_bytes)
 
 
-def expert_read_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num) -> Num:
-    """Bytes of routed-expert weights one pass of `tokens_in_pass` tokens streams: the experts' share
-    of `weight_bytes` times the fraction of experts the pass touches, 1 - (1 - k/E)^n per layer
-    (`read_fraction`'s uniform-routing figure). They are read by the fused / grouped MoE GEMM
-    kernels, not the dense ones (efficiency.MOE_EXPERT_BW_REL). 0 for a dense model."""
+def expert_read_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
+                      routed_bytes: float | None = None) -> Num:
+    """Bytes of routed-expert weights one pass of `tokens_in_pass` tokens streams: the experts' own
+    bytes (`routed_bytes`, quant.routed_expert_bytes, where known; else their parameter share of
+    `weight_bytes`) times the fraction of experts the pass touches (`experts_touched_fraction`). They are
+    read by the fused / grouped MoE GEMM kernels, not the dense ones (efficiency.MOE_EXPERT_BW_REL). 0 for
+    a dense model."""
     pb = arch.params()
     if not (arch.is_moe and pb.experts_routed):
         return 0.0
-    k_over_e = arch.experts_per_token / arch.num_experts
-    frac = 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
-    return weight_bytes * pb.experts_routed / max(1, pb.total) * frac
+    own = routed_bytes if routed_bytes else weight_bytes * pb.experts_routed / max(1, pb.total)
+    return own * experts_touched_fraction(arch, tokens_in_pass)
 
 
 def kv_read_replication(arch: ModelArch, tp: int) -> float:
@@ -298,22 +320,26 @@ def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = 
 
 def decode_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
-    kv_read_factor: float = 1.0, embedding_bytes: float | None = None,
+    kv_read_factor: float = 1.0, embedding_bytes: float | None = None, expert_bytes: float | None = None,
+    plain_bytes: float = 0.0,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
-    `embedding_bytes`: its input embedding's (`read_weight_bytes`)."""
-    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes)
+    `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`);
+    `plain_bytes`: what of the rest is stored at 16 bits in a mixed-width checkpoint (`PassCost.plain_weight_bytes`)."""
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch))
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch, expert_bytes),
+                    plain_weight_bytes=plain_bytes)
 
 
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
+    expert_bytes: float | None = None, plain_bytes: float = 0.0,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
@@ -324,11 +350,12 @@ def prefill_cost(
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
     head_tokens = prompt if all_logits else 1.0
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
-    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes)
+    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes, expert_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch * prompt))
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch * prompt, expert_bytes),
+                    plain_weight_bytes=plain_bytes)
 
 
 # ---- timing --------------------------------------------------------------------------------------
@@ -406,7 +433,10 @@ def pass_time(
     fam = precision.family
     w_bw = bw * format_efficiency(engine, fam, gpu)
     moe_rel = moe_expert_bw_rel(engine, gpu)
-    weights_s = (cost.weight_bytes - cost.expert_bytes + cost.expert_bytes / moe_rel) / w_bw / tp
+    plain = cost.plain_weight_bytes
+    # routed experts at the fused-MoE rate, 16-bit parts of a mixed-width checkpoint at the plain rate
+    weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / w_bw + cost.expert_bytes / (w_bw * moe_rel)
+                 + plain / bw) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
@@ -429,7 +459,8 @@ def pass_time(
         ce = eff.COMPUTE_EFF[engine][mclass]
         if half_rate:
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
-        elif fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES:
+        elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
+              and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             ce *= eff.QUANT_PREFILL_EFF
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
@@ -539,7 +570,10 @@ def _setup(r: ResolvedPlan) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
-    return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version))
+    seq_step_s = host_seq_step_s(engine, r.workload.engine_version)
+    if (r.workload.engine or "").strip().lower() == "ollama":
+        seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
+    return _Setup(engine, tp, serial, link, seq_step_s)
 
 
 def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib: float, weights_gib: Num) -> Num:
@@ -585,7 +619,9 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
-                       embedding_bytes=r.weight_parts.get("embedding"))
+                       embedding_bytes=r.weight_parts.get("embedding"),
+                       expert_bytes=r.weight_parts.get("experts_routed"),
+                       plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -703,7 +739,9 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     transformers = s.engine == "transformers"
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
                         all_logits=transformers and transformers_full_logits(r.workload.engine_version),
-                        embedding_bytes=r.weight_parts.get("embedding"))
+                        embedding_bytes=r.weight_parts.get("embedding"),
+                        expert_bytes=r.weight_parts.get("experts_routed"),
+                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -782,6 +820,10 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
+    plain_gb = r.weight_parts.get("plain_16bit_read", 0.0) / 1e9
+    if fmt_eff < 1.0 and plain_gb > 0:  # a mixed-width checkpoint (PassCost.plain_weight_bytes)
+        dequant = (f" ({fmt_eff:.0%} of that for the {r.precision.name} experts; its {plain_gb:.2f} GB of 16-bit "
+                   f"weights at the full figure)")
     # the mat-vecs' unpacking as ALU time (efficiency.MATVEC_DEQUANT_OPS, llama.cpp Metal)
     unpack_s = 0.0
     if eff.MATVEC_DEQUANT_OPS.get(s.engine, {}).get(r.precision.family):  # one scalar pass, only where it counts
@@ -792,11 +834,13 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
            f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
            f"{issue})" if unpack_s > 0 else "")
+    ollama = (w.engine or "").strip().lower() == "ollama"
+    engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
         f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
-        f"({s.engine}, batch {b}): {dec.bound} bound"
+        f"({engine_label}, batch {b}): {dec.bound} bound"
     )
     if dec.bound == "host":
         expl += " (the host's Python and kernel launches take longer than the GPU's work)"

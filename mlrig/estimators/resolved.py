@@ -35,7 +35,10 @@ class ResolvedPlan:
     kv_precision: str  # the KV-cache dtype: given, or the precision's default (`Precision.kv_default`)
     kv_bytes_per_element: float
     weight_bytes: float  # the whole model's weights at `precision` (quant.weight_bytes)
-    weight_parts: Mapping[str, float]  # those bytes by component (quant.weight_bytes_by_component)
+    # those bytes by component (quant.weight_bytes_by_component); MoE adds "experts_routed", a sub-part of
+    # "linear" (quant.routed_expert_bytes), and "plain_16bit_read" (quant.plain_read_bytes), so the values do
+    # not sum to weight_bytes
+    weight_parts: Mapping[str, float]
     memory_class: str  # hbm / gddr / unified / host (efficiency.memory_class)
     engine: str | None  # inference: the efficiency tables' family key; training: None
     link: Interconnect | None  # between the plan's GPUs (None for one GPU)
@@ -91,5 +94,9 @@ def resolve(arch: ModelArch, plan: Plan, gpu: GPU) -> ResolvedPlan:
     kv_bytes = quant.kv_bytes_per_element(kv)
     engine = engine_family(w.engine, precision, gpu, w.engine_version) if w.task == "inference" else None
     weight_bytes, parts = quant.weight_bytes_by_component(arch, precision)
+    if arch.is_moe:
+        # a sub-part of "linear", read by decode at its touched share (performance.read_weight_bytes)
+        parts = {**parts, "experts_routed": quant.routed_expert_bytes(arch, precision),
+                 "plain_16bit_read": quant.plain_read_bytes(arch, precision)}
     return ResolvedPlan(plan, arch, gpu, precision, kv, kv_bytes, float(weight_bytes), parts,
                         gpu_memory_class(gpu), engine, _link(plan, gpu))
