@@ -233,6 +233,21 @@ def test_qlora_keeps_the_inputs_of_its_4bit_projections() -> None:
     assert qlora_kept_input_copies("hf-trainer", None) == 0
 
 
+def test_parallel_block_with_one_norm_keeps_the_shared_input_once() -> None:
+    """Falcon-7B runs attention and MLP in parallel on one `input_layernorm` output, so its 4-bit q/k/v and
+    MLP-up projections keep the same tensor: bitsandbytes keeps h + h (o input) + 4h (MLP down input) per token
+    and layer, (2 x 4,544 + 18,176) x 2 B, not the 3h + i of a sequential block (Llama's separate MLP input)."""
+    from mlrig.estimators.memory import qlora_kept_input_bytes_per_token
+
+    falcon = resolve_model("tiiuae/falcon-7b")
+    assert falcon.norms_per_layer == 1
+    assert qlora_kept_input_bytes_per_token(falcon, ["q", "v"], dropout=True) == (2 * 4544 + 18_176) * 2
+    llama = resolve_model("meta-llama/Llama-2-7b-hf")
+    assert qlora_kept_input_bytes_per_token(llama, ["q", "v"], dropout=True) == (3 * 4096 + 11_008) * 2
+    # an adapter without dropout on the MLP's up projection keeps the shared input already
+    assert qlora_kept_input_bytes_per_token(falcon, ["up"], dropout=False) == (4544 + 18_176) * 2
+
+
 def test_litgpt_qlora_matches_its_config_hub_peaks() -> None:
     """LitGPT config_hub (commit 43c44323b9, 1 x A10G, bitsandbytes 0.42.0, bnb.nf4 without double quantisation):
     llama-2-7b/qlora.yaml 13.68 GB and mistral-7b/qlora.yaml 14.29 GB peak (torch max_memory_allocated). Before

@@ -682,13 +682,20 @@ def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropou
     `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
     input (for q, k, v), the attention output's reshaped copy (o), the MLP input (gate, up) and the down
     projection's input, unless a LoRA adapter without dropout on that projection keeps it anyway (its
-    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). Fitted on
-    nothing; checked on LitGPT's QLoRA rows (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the
-    weights)."""
+    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). A parallel block
+    with one shared input norm (`norms_per_layer` 1: Falcon-7B, Phi-1.5/2, Command-R; HF FalconDecoderLayer
+    and PhiDecoderLayer feed one `input_layernorm` output to both attention and MLP) hands q, k, v and the MLP's
+    first projection the same tensor: kept once. Fitted on nothing; checked on LitGPT's QLoRA rows
+    (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the weights; the parallel Falcon-7B and Phi-2
+    rows LITGPT-0002/0015 read 1.10 / 1.15 of their measurements with the MLP input counted twice)."""
     keys, _ = _lora_target_keys(targets)
     h = arch.hidden_size
-    inputs = ((("q", "k", "v"), h), (("o",), arch.num_heads * arch.dim_head / tp), (("gate", "up"), h),
-              (("down",), _mlp_width(arch) / tp))
+    shared = arch.norms_per_layer == 1
+    first: tuple[str, ...] = ("q", "k", "v", "gate", "up") if shared else ("q", "k", "v")
+    inputs: list[tuple[tuple[str, ...], float]] = [
+        (first, h), (("o",), arch.num_heads * arch.dim_head / tp), (("down",), _mlp_width(arch) / tp)]
+    if not shared:
+        inputs.append((("gate", "up"), h))
     kept = sum(width for names, width in inputs if dropout or not any(k in keys for k in names))
     return kept * element_bytes
 
