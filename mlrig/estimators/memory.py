@@ -1042,6 +1042,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         if kept_copies else 0.0
     if kept_copies:
         layer_act = layer_act + kept
+    elif method == "qlora" and not w.engine_version and not _engine_is(w.engine, NON_BNB_QLORA_ENGINES):
+        notes.append("bitsandbytes >= 0.43.2 assumed (current releases): its 4-bit matmul keeps no input for the "
+                     "backward; older runs (engine_version before 2024-07, LitGPT before 0.5.5) keep each one")
     # AMP (bf16-mixed / fp16-mixed: fp32 weights under torch.autocast): the embedding's output and every
     # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
     # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
