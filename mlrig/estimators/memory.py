@@ -673,13 +673,14 @@ def lora_dropout_bytes_per_token(arch: ModelArch, targets: list[str], tp: int = 
 
 def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropout: bool, tp: int = 1,
                                      element_bytes: float = 2.0) -> float:
-    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base.
+    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base, for each copy
+    `qlora_kept_input_copies` counts (bitsandbytes up to 0.43.1).
 
     PyTorch's own linear saves its input only when the weight needs a gradient (autograd's generated
     code saves `self` for mm/addmm under `should_compute_output` of the weight), so a frozen 16-bit
     projection keeps nothing of its input. bitsandbytes' 4-bit matmul is a custom autograd Function that
-    keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py, MatMul4Bit:
-    `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
+    up to 0.43.1 keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py,
+    MatMul4Bit: `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
     input (for q, k, v), the attention output's reshaped copy (o), the MLP input (gate, up) and the down
     projection's input, unless a LoRA adapter without dropout on that projection keeps it anyway (its
     lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). A parallel block
