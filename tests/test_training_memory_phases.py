@@ -233,6 +233,19 @@ def test_qlora_keeps_the_inputs_of_its_4bit_projections() -> None:
     assert qlora_kept_input_copies("hf-trainer", None) == 0
 
 
+def test_litgpt_and_bitsandbytes_eras_from_versions_and_months() -> None:
+    """LitGPT 0.2.0 (2024-03-15) moved to a shuffled DataLoader and pinned bitsandbytes 0.42.0; 0.5.5 (2025-01-08)
+    moved to bitsandbytes >= 0.44. bitsandbytes 0.43.2 (2024-07-23) stopped keeping the 4-bit matmul's input.
+    A commit hash says nothing: the current release is assumed."""
+    from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era
+
+    assert litgpt_era("0.1.0") == litgpt_era("2023-10") == litgpt_era("lit-gpt 8641822 (2023-10-16)") == "lit-gpt"
+    assert litgpt_era("0.2.0") == litgpt_era("0.5.4") == litgpt_era("2024-03") == litgpt_era("2024-12") == "bnb-0.42"
+    assert litgpt_era("0.5.5") == litgpt_era("2025-01") == litgpt_era(None) == litgpt_era("43c44323b9") == "current"
+    assert bnb_keeps_4bit_input("2024-06") and not bnb_keeps_4bit_input("2024-07")
+    assert not bnb_keeps_4bit_input("4.38") and not bnb_keeps_4bit_input(None)  # a transformers release: not a date
+
+
 def test_parallel_block_with_one_norm_keeps_the_shared_input_once() -> None:
     """Falcon-7B runs attention and MLP in parallel on one `input_layernorm` output, so its 4-bit q/k/v and
     MLP-up projections keep the same tensor: bitsandbytes keeps h + h (o input) + 4h (MLP down input) per token
