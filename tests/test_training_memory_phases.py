@@ -197,22 +197,95 @@ def test_autocast_keeps_16_bit_weight_copies_and_fp32_layer_inputs() -> None:
 
 
 def test_qlora_keeps_the_inputs_of_its_4bit_projections() -> None:
-    """bitsandbytes' MatMul4Bit keeps its input for the backward even for a frozen weight; PyTorch's
-    linear does not. With LitGPT's dropout adapters every quantised projection's input stays: attention
-    input, o_proj input, MLP input (h each) and down-projection input (i): 2 x (3 x 4096 + 11,008) B per
-    token and layer on Llama-2-7B. PEFT adapters without dropout on all seven projections keep those
-    inputs already, so QLoRA adds none there."""
+    """bitsandbytes' MatMul4Bit up to 0.43.1 keeps its input (`ctx.tensors = (A, B)`) even for a frozen weight;
+    PyTorch's linear does not. With LitGPT's dropout adapters every quantised projection's input stays: attention
+    input, o_proj input, MLP input (h each) and down-projection input (i): 2 x (3 x 4096 + 11,008) B per token and
+    layer on Llama-2-7B, 1.42 GiB for 2 x 512 tokens. lit-gpt of 2023 (bitsandbytes 0.41, longest sample first):
+    one copy; LitGPT 0.2-0.5.4 (bitsandbytes 0.42.0, shuffled batches): the previous micro-batch's copy is still
+    held by its graph, two; bitsandbytes >= 0.43.2 (LitGPT 0.5.5 on, the current release): none. PEFT adapters
+    without dropout on all seven projections keep those inputs already, so QLoRA adds none there."""
+    from mlrig.estimators.memory import qlora_kept_input_copies
+
     kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, lora_rank=8, seq_len=512,
                               optimizer="adamw-fused", activation_checkpointing="none", chunked_loss=True)
-    lit = {"engine": "litgpt", "precision": "bf16"}
-    q = _mem(workload=lit, method="qlora", lora_targets=["q", "v"], **kw)
-    lo = _mem(workload=lit, method="lora", lora_targets=["q", "v"], **kw)
-    assert q.activations_gib - lo.activations_gib == pytest.approx(2 * (3 * 4096 + 11008) * 1024 * 32 / GiB,
-                                                                   rel=0.01)
-    peft = {"engine": "hf-peft", "precision": "bf16"}
-    q_all = _mem(workload=peft, method="qlora", lora_targets=["all-linear"], **kw)
-    lo_all = _mem(workload=peft, method="lora", lora_targets=["all-linear"], **kw)
-    assert q_all.activations_gib == pytest.approx(lo_all.activations_gib, rel=0.001)
+    one = 2 * (3 * 4096 + 11008) * 1024 * 32 / GiB
+    assert one == pytest.approx(1.42, abs=0.01)
+
+    def act(method: str, version: str | None, engine: str = "litgpt", targets: tuple[str, ...] = ("q", "v")) -> float:
+        wl: dict[str, Any] = {"engine": engine, "precision": "bf16"}
+        if version:
+            wl["engine_version"] = version
+        return float(_mem(workload=wl, method=method, lora_targets=list(targets), **kw).activations_gib)
+
+    lora = act("lora", None)
+    assert act("qlora", "lit-gpt 8641822 (2023-10-16)") - lora == pytest.approx(one, rel=0.01)
+    assert act("qlora", "2024-04") - lora == pytest.approx(2 * one, rel=0.01)
+    assert act("qlora", "0.4.5") - lora == pytest.approx(2 * one, rel=0.01)
+    assert act("qlora", "0.5.5") == pytest.approx(lora, rel=0.001)
+    assert act("qlora", None) == pytest.approx(lora, rel=0.001)
+    assert act("qlora", "2024-03", engine="hf-peft") - act("lora", None, engine="hf-peft") == pytest.approx(
+        2 * (2 * 4096 + 11008) * 1024 * 32 / GiB, rel=0.01)  # one copy (HF's loop drops the graph each step);
+    # PEFT's q/v adapters have no dropout, so their lora_A keeps the attention input already: o, MLP and down only
+    assert act("qlora", "2024-03", engine="hf-peft", targets=("all-linear",)) == pytest.approx(
+        act("lora", None, engine="hf-peft", targets=("all-linear",)), rel=0.001)
+    assert qlora_kept_input_copies("torchtune", "2024-03") == 0  # torchao's linear_nf4 keeps only the weight
+    assert qlora_kept_input_copies("litgpt", "2024-04", "full") == 1  # recomputation: one layer's worth at a time
+    assert qlora_kept_input_copies("hf-trainer", None) == 0
+
+
+def test_litgpt_and_bitsandbytes_eras_from_versions_and_months() -> None:
+    """LitGPT 0.2.0 (2024-03-15) moved to a shuffled DataLoader and pinned bitsandbytes 0.42.0; 0.5.5 (2025-01-08)
+    moved to bitsandbytes >= 0.44. bitsandbytes 0.43.2 (2024-07-23) stopped keeping the 4-bit matmul's input.
+    A commit hash says nothing: the current release is assumed."""
+    from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era
+
+    assert litgpt_era("0.1.0") == litgpt_era("2023-10") == litgpt_era("lit-gpt 8641822 (2023-10-16)") == "lit-gpt"
+    assert litgpt_era("0.2.0") == litgpt_era("0.5.4") == litgpt_era("2024-03") == litgpt_era("2024-12") == "bnb-0.42"
+    assert litgpt_era("0.5.5") == litgpt_era("2025-01") == litgpt_era(None) == litgpt_era("43c44323b9") == "current"
+    assert bnb_keeps_4bit_input("2024-06") and not bnb_keeps_4bit_input("2024-07")
+    assert not bnb_keeps_4bit_input("4.38") and not bnb_keeps_4bit_input(None)  # a transformers release: not a date
+
+
+def test_parallel_block_with_one_norm_keeps_the_shared_input_once() -> None:
+    """Falcon-7B runs attention and MLP in parallel on one `input_layernorm` output, so its 4-bit q/k/v and
+    MLP-up projections keep the same tensor: bitsandbytes keeps h + h (o input) + 4h (MLP down input) per token
+    and layer, (2 x 4,544 + 18,176) x 2 B, not the 3h + i of a sequential block (Llama's separate MLP input)."""
+    from mlrig.estimators.memory import qlora_kept_input_bytes_per_token
+
+    falcon = resolve_model("tiiuae/falcon-7b")
+    assert falcon.norms_per_layer == 1
+    assert qlora_kept_input_bytes_per_token(falcon, ["q", "v"], dropout=True) == (2 * 4544 + 18_176) * 2
+    llama = resolve_model("meta-llama/Llama-2-7b-hf")
+    assert qlora_kept_input_bytes_per_token(llama, ["q", "v"], dropout=True) == (3 * 4096 + 11_008) * 2
+    # an adapter without dropout on the MLP's up projection keeps the shared input already
+    assert qlora_kept_input_bytes_per_token(falcon, ["up"], dropout=False) == (4544 + 18_176) * 2
+
+
+def test_litgpt_qlora_matches_its_config_hub_peaks() -> None:
+    """LitGPT config_hub (commit 43c44323b9, 1 x A10G, bitsandbytes 0.42.0, bnb.nf4 without double quantisation):
+    llama-2-7b/qlora.yaml 13.68 GB and mistral-7b/qlora.yaml 14.29 GB peak (torch max_memory_allocated). Before
+    the previous micro-batch's kept inputs, the fp16 dequantised head copy and the plan's NF4 variant were
+    counted, mlrig said 0.84 and 0.87 of these."""
+    for model, gb in (("meta-llama/Llama-2-7b-hf", 13.68), ("mistralai/Mistral-7B-v0.1", 14.29)):
+        m = _mem(model=model, gpu="A10G", batch=2, seq_len=512, method="qlora", lora_rank=32, lora_targets=["q", "v"],
+                 optimizer="paged-adamw", activation_checkpointing="none", global_batch_tokens=4096,
+                 workload={"engine": "litgpt", "engine_version": "2024-04", "precision": "nf4-nodq"})
+        assert m.allocated_gib == pytest.approx(gb * 1e9 / GiB, rel=0.06), model
+
+
+def test_qlora_stores_the_plans_nf4_variant() -> None:
+    """NF4 without double quantisation keeps an fp32 absmax per 64 weights (4.5 bits), with it 4.127 (QLoRA paper
+    sec. 3): 0.373 / 8 B more per quantised weight. LitGPT's Resource Tables measured Llama-2-7B QLoRA at 14.14 GB
+    (bnb.nf4) and 13.84 GB (bnb.nf4-dq): 0.28 GiB apart (LITGPT-0051/0052)."""
+    kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", gpu="A100-SXM4-40GB", seq_len=1304, method="qlora",
+                              lora_rank=8, lora_targets=["q", "v"], optimizer="paged-adamw",
+                              activation_checkpointing="none")
+    wl = {"engine": "litgpt", "engine_version": "lit-gpt 8641822 (2023-10-16)"}
+    nodq = _mem(workload={**wl, "precision": "nf4-nodq"}, **kw)
+    dq = _mem(workload={**wl, "precision": "nf4"}, **kw)
+    assert nodq.allocated_gib - dq.allocated_gib == pytest.approx((14.14 - 13.84) * 1e9 / GiB, rel=0.1)
+    # any other precision given with QLoRA is stored as the paper's NF4 with double quantisation
+    assert _mem(workload={**wl, "precision": "bf16"}, **kw).allocated_gib == pytest.approx(dq.allocated_gib, rel=1e-6)
 
 
 def test_litgpt_keeps_its_own_output_head_for_tied_models() -> None:
@@ -268,8 +341,10 @@ def test_hf_model_checkpointed_from_outside_keeps_its_kv_cache() -> None:
 
 def test_litgpt_qlora_dequantises_its_4bit_output_head() -> None:
     """bitsandbytes dequantises a whole 4-bit matrix for each GEMM; LitGPT quantises the output head too, so its
-    transient 16-bit copy is vocab x hidden, not the widest MLP projection: Llama-2-7B 32,000 x 4,096 x 2 B
-    against 4,096 x 11,008 x 2 B under torchtune (whose output projection stays bf16); Gemma-2B 0.98 GiB."""
+    transient 16-bit copy is vocab x hidden, not the widest MLP projection. Lightning's plugin quantises from
+    fp16, so the dequantised fp16 copy and its bf16 cast are alive together: 4 B per weight. Llama-2-7B:
+    32,000 x 4,096 x 4 B against 4,096 x 11,008 x 2 B under torchtune (whose output projection stays bf16), and
+    the head itself stored at 4.127 bits instead of 16; Gemma-2B 1.95 GiB."""
     from mlrig.estimators.memory import qlora_dequant_buffer_bytes
 
     kw: dict[str, Any] = dict(model="meta-llama/Llama-2-7b-hf", batch=2, seq_len=512, method="qlora", lora_rank=8,
@@ -277,9 +352,12 @@ def test_litgpt_qlora_dequantises_its_4bit_output_head() -> None:
                               chunked_loss=True)
     lit = _mem(workload={"engine": "litgpt", "precision": "bf16"}, **kw)
     tt = _mem(workload={"engine": "torchtune", "precision": "bf16"}, **kw)
-    assert lit.weights_gib - tt.weights_gib == pytest.approx((32_000 - 11_008) * 4096 * 2 / GiB, rel=0.01)
+    head = 32_000 * 4096
+    nf4_bits = 4 + 8 / 64 + 32 / (64 * 256)
+    expected = head * 4 - 4096 * 11_008 * 2 - head * (16 - nf4_bits) / 8
+    assert lit.weights_gib - tt.weights_gib == pytest.approx(expected / GiB, rel=0.01)
     gemma = resolve_model("google/gemma-2b")
-    assert qlora_dequant_buffer_bytes(gemma, "litgpt") / GiB == pytest.approx(256_000 * 2048 * 2 / GiB, rel=1e-6)
+    assert qlora_dequant_buffer_bytes(gemma, "litgpt") / GiB == pytest.approx(256_000 * 2048 * 4 / GiB, rel=1e-6)
     assert qlora_dequant_buffer_bytes(gemma, "hf-peft") == 2048 * 16_384 * 2
 
 

@@ -26,6 +26,15 @@ assumed (said in a note). The behaviours (each with its source):
   accumulation when applicable"); the earlier kernel (awq/kernels/csrc/quantization/gemm_cuda_gen.cu)
   accumulates in FP32 (`...f32.f16.f16.f32`), half the tensor rate on GeForce cards. Versions before 2.0
   (the README's "TinyChat (Legacy)") are the efficiency key "tinychat-2024".
+- bitsandbytes (QLoRA's 4-bit matmul, `MatMul4Bit` in bitsandbytes/autograd/_functions.py): up to 0.43.1 its
+  forward kept its input as a plain ctx attribute (`ctx.tensors = (A, B)`) although the backward never uses it;
+  commit 9e75374 ("fix QLoRA mem bug: delete useless buffered activation", 2024-07-16, first in 0.43.2 of
+  2024-07-23) keeps `(None, B)`. Which bitsandbytes a run has follows its framework: LitGPT pinned
+  `bitsandbytes==0.42.0` from its 0.2.0 (commit 929f9c79, 2024-03-15) to 0.5.4 and moved to >=0.44 in 0.5.5
+  (commit d2ed13c3, released 2025-01-08); lit-gpt before 0.2 ran 0.41. LitGPT 0.2.0 also replaced the old
+  script's batch picking (lit-gpt finetune/lora.py at 8641822: `get_batch(..., longest_seq_ix if iter_num == 0
+  else None)`, the longest sample first) by a shuffled DataLoader (commit 73baa2d5, "Data Refactor - Finetuning
+  Scripts", 2024-03-15). See memory.qlora_kept_input_copies.
 - vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
   not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
   dummy forward's activations at max_model_len tokens (memory.py).
@@ -127,6 +136,46 @@ def transformers_legacy_cache(text: str | None) -> bool:
     """transformers < 4.42: `generate` holds the previous step's KV tuples while the next are built
     (two copies of the cache at the peak; PR #30536, see the module docstring)."""
     return before(text, (4, 42))
+
+
+# LitGPT releases and months where its QLoRA behaviour changed (module docstring): 0.2.0 (2024-03-15, shuffled
+# DataLoader, bitsandbytes 0.42.0 pinned) and 0.5.5 (2025-01-08, bitsandbytes >= 0.44).
+LITGPT_DATALOADER = ((0, 2), (2024, 3))
+LITGPT_BNB_044 = ((0, 5, 5), (2025, 1))
+# bitsandbytes 0.43.2 (2024-07-23) stopped keeping the 4-bit matmul's input (module docstring).
+BNB_KEEPS_INPUT_UNTIL = (2024, 7)
+
+
+def _older(text: str | None, release: tuple[int, ...], month: tuple[int, int]) -> bool | None:
+    """Whether a version (a dotted release or a month) is older than the release / month given; None when
+    the text gives neither (the current release is then assumed)."""
+    v = parse_version(text)
+    if v is None:
+        return None
+    if v.release is not None:
+        return v.release < release
+    if v.month is not None:
+        return v.month < month
+    return None
+
+
+def litgpt_era(text: str | None) -> str:
+    """LitGPT's QLoRA era for a version or month: "lit-gpt" (before 0.2: bitsandbytes 0.41, the longest sample
+    trained first), "bnb-0.42" (0.2 to 0.5.4: bitsandbytes 0.42.0, shuffled batches) or "current" (0.5.5 on,
+    and when no version is given)."""
+    if _older(text, *LITGPT_DATALOADER):
+        return "lit-gpt"
+    if _older(text, *LITGPT_BNB_044):
+        return "bnb-0.42"
+    return "current"
+
+
+def bnb_keeps_4bit_input(text: str | None) -> bool:
+    """Whether a run dated by `text` (a month; an HF-stack engine's own release numbers say nothing about its
+    bitsandbytes) has a bitsandbytes that keeps the 4-bit matmul's input (< 0.43.2, July 2024). No month: the
+    current release, which does not."""
+    v = parse_version(text)
+    return v is not None and v.month is not None and v.month < BNB_KEEPS_INPUT_UNTIL
 
 
 def trt_llm_pre_xqa(text: str | None) -> bool:

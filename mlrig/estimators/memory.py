@@ -18,6 +18,7 @@ from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
+from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era
 from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
@@ -525,6 +526,13 @@ def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     return OptimizerCost(state_bytes=master + states, grad_bytes=grads, name=o)
 
 
+def qlora_base_precision(precision: Precision) -> Precision:
+    """The frozen base's storage in QLoRA: the plan's own NF4 variant (`nf4` with double quantisation, `nf4-nodq`
+    without: Lightning's `bnb.nf4` / HF `bnb_4bit_use_double_quant=False` keep an fp32 absmax per 64 weights,
+    0.37 bit more per weight; QLoRA paper sec. 3), else NF4 with double quantisation (the paper's set-up)."""
+    return precision if precision.scheme.name in ("nf4", "nf4-nodq") else quant.NF4
+
+
 def _float_precision(precision: Precision) -> Precision:
     """The precision itself when it is a float format (fp32/bf16/fp16), else bf16: what full
     training or a LoRA base runs at when the given precision cannot be trained."""
@@ -665,24 +673,70 @@ def lora_dropout_bytes_per_token(arch: ModelArch, targets: list[str], tp: int = 
 
 def qlora_kept_input_bytes_per_token(arch: ModelArch, targets: list[str], dropout: bool, tp: int = 1,
                                      element_bytes: float = 2.0) -> float:
-    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base.
+    """Activation bytes per token and layer that QLoRA keeps beyond a LoRA on a 16-bit base, for each copy
+    `qlora_kept_input_copies` counts (bitsandbytes up to 0.43.1).
 
     PyTorch's own linear saves its input only when the weight needs a gradient (autograd's generated
     code saves `self` for mm/addmm under `should_compute_output` of the weight), so a frozen 16-bit
     projection keeps nothing of its input. bitsandbytes' 4-bit matmul is a custom autograd Function that
-    keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py, MatMul4Bit:
-    `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
+    up to 0.43.1 keeps its input whenever any gradient is needed (bitsandbytes/autograd/_functions.py,
+    MatMul4Bit: `ctx.tensors = (A, B)`). So each quantised projection keeps its input: the attention block's
     input (for q, k, v), the attention output's reshaped copy (o), the MLP input (gate, up) and the down
     projection's input, unless a LoRA adapter without dropout on that projection keeps it anyway (its
-    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). Fitted on
-    nothing; checked on LitGPT's QLoRA rows (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the
-    weights)."""
+    lora_A matmul saves the same tensor; with dropout it saves the dropped-out copy instead). A parallel block
+    with one shared input norm (`norms_per_layer` 1: Falcon-7B, Phi-1.5/2, Command-R; HF FalconDecoderLayer
+    and PhiDecoderLayer feed one `input_layernorm` output to both attention and MLP) hands q, k, v and the MLP's
+    first projection the same tensor: kept once. Fitted on nothing; checked on LitGPT's QLoRA rows
+    (LITGPT-0008/0051, ~2-3 GiB above their LoRA twins beyond the weights; the parallel Falcon-7B and Phi-2
+    rows LITGPT-0002/0015 read 1.10 / 1.15 of their measurements with the MLP input counted twice)."""
     keys, _ = _lora_target_keys(targets)
     h = arch.hidden_size
-    inputs = ((("q", "k", "v"), h), (("o",), arch.num_heads * arch.dim_head / tp), (("gate", "up"), h),
-              (("down",), _mlp_width(arch) / tp))
+    shared = arch.norms_per_layer == 1
+    first: tuple[str, ...] = ("q", "k", "v", "gate", "up") if shared else ("q", "k", "v")
+    inputs: list[tuple[tuple[str, ...], float]] = [
+        (first, h), (("o",), arch.num_heads * arch.dim_head / tp), (("down",), _mlp_width(arch) / tp)]
+    if not shared:
+        inputs.append((("gate", "up"), h))
     kept = sum(width for names, width in inputs if dropout or not any(k in keys for k in names))
     return kept * element_bytes
+
+
+# Frameworks whose QLoRA does not run bitsandbytes' 4-bit matmul: torchtune's QLoRA builders use torchao's NF4Tensor,
+# whose `linear_nf4` autograd Function keeps only the weight for its backward (torchao/dtypes/nf4tensor.py,
+# `LinearNF4.forward`: `ctx.save_for_backward(weight)`), so a frozen NF4 projection keeps nothing of its input, as
+# torch's own linear.
+NON_BNB_QLORA_ENGINES = ("torchtune", "torchao")
+
+
+def qlora_kept_input_copies(engine: str | None, version: str | None, checkpointing: str = "none") -> float:
+    """How many micro-batches' worth of the 4-bit projections' inputs (`qlora_kept_input_bytes_per_token`) are
+    alive at the peak.
+
+    - 0 where the 4-bit matmul keeps none: bitsandbytes from 0.43.2 (commit 9e75374, July 2024: `ctx.tensors =
+      (None, B)`; mlrig.estimators.engines), and torchtune / torchao (`NON_BNB_QLORA_ENGINES`).
+    - 1 with bitsandbytes up to 0.43.1, whose MatMul4Bit forward keeps `ctx.tensors = (A, B)`: LitGPT before
+      0.5.5 (it pinned 0.42.0; `engines.litgpt_era`), or an HF-stack run dated (engine_version as a month)
+      before July 2024.
+    - 2 under LitGPT 0.2 to 0.5.4 without recomputation. That kept input is a plain ctx attribute, which autograd
+      does not release after backward (it frees only what `save_for_backward` saved): it lives as long as the
+      graph. LitGPT's loop holds the graph through its `logits` list (finetune/lora.py `fit`: `logits =
+      model(input_ids, lm_head_chunk_size=128)`) until the next micro-batch's forward has returned, so at the end
+      of every forward the previous micro-batch's kept inputs are still there. Counted at the plan's shape (two
+      full-length micro-batches in a row: packed or truncated data; shorter predecessors hold less). lit-gpt
+      before 0.2 trained its longest sample first (`longest_seq_ix if iter_num == 0`), with no graph before it,
+      so its peak has one copy. Checked on the LitGPT config_hub QLoRA rows (LITGPT-0002..0035, bitsandbytes
+      0.42.0, 0.75-0.91 of their measurements with one copy) and its 2023 Resource Tables (LITGPT-0041..0056,
+      one copy). With recomputation the inputs live only in the recomputed layer: one copy.
+    """
+    e = (engine or "").lower()
+    if _engine_is(e, NON_BNB_QLORA_ENGINES):
+        return 0.0
+    if _engine_is(e, QUANTISED_HEAD_ENGINES):
+        era = litgpt_era(version)
+        if era == "current":
+            return 0.0
+        return 2.0 if era == "bnb-0.42" and checkpointing == "none" else 1.0
+    return 1.0 if bnb_keeps_4bit_input(version) else 0.0
 
 
 # Frameworks whose bitsandbytes QLoRA quantises the output head too: LitGPT (Lightning's BitsandbytesPrecision
@@ -699,12 +753,19 @@ def qlora_dequant_buffer_bytes(arch: ModelArch, engine: str | None, tp: int = 1)
     matrix sets the transient: the widest block projection (hidden x MLP width), or under
     `QUANTISED_HEAD_ENGINES` the output head, vocab x hidden (Gemma-2B: 256,000 x 2,048 x 2 B = 0.98 GiB,
     where the MLP's is 0.06 GiB). LitGPT's chunked head (lm_head_chunk_size=128) dequantises it again for
-    every chunk, one at a time. Checked on LitGPT's QLoRA rows of large-vocabulary models (LITGPT-0005/0028/
-    0029/0032/0035, 0.67-0.76 of measured before)."""
+    every chunk, one at a time. `dequantize_4bit` returns the dtype the weight was quantised from
+    (`quant_state.dtype`); Lightning's BitsandbytesPrecision, which LitGPT uses, quantises from fp16 (its
+    `_Linear4bit.quantize`: `weight.contiguous().to(device=device, dtype=torch.half)`), so under a bf16
+    compute dtype the `.to(A.dtype)` makes a second copy while the fp16 one is alive: 4 B per weight at that
+    instant. HF transformers quantises the weight in the dtype it was loaded in (normally the compute dtype):
+    one copy. Checked on LitGPT's QLoRA rows of large-vocabulary models (LITGPT-0005/0028/0029/0032/0035,
+    0.67-0.76 of measured with no head copy)."""
     largest = arch.hidden_size * max(arch.intermediate_size, arch.hidden_size)
+    copies = 1.0
     if _engine_is(engine, QUANTISED_HEAD_ENGINES):
         largest = max(largest, arch.vocab_size * arch.hidden_size)
-    return largest * 2 / tp
+        copies = 2.0
+    return largest * 2 * copies / tp
 
 
 # Frameworks that train Hugging Face transformers models with activation checkpointing applied from outside the
@@ -880,8 +941,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         weights = quant.weight_bytes(arch, base_prec) / shard * expert_share
         trainable = n_total / shard * expert_share
     else:
-        base_prec = quant.NF4 if method == "qlora" else _float_precision(precision)
+        base_prec = qlora_base_precision(precision) if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp) * expert_share
+        if method == "qlora" and _engine_is(w.engine, QUANTISED_HEAD_ENGINES) and pb.lm_head:
+            # LitGPT's bitsandbytes plugin quantises the (untied) output head like any Linear
+            scheme = quant.scheme(base_prec)
+            weights -= pb.lm_head * (scheme.head_bpw - scheme.linear_bpw) / 8 / tp
         trainable = lora_params(arch, t.lora_rank, t.lora_targets) / shard
         adapters = trainable - lora_full_params(arch, t.lora_targets) / shard
         # adapters in 16-bit (torchtune; PEFT keeps fp32 masters: state); fp32 under AMP (bf16-mixed)
@@ -972,10 +1037,15 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
     if lora_dropout:
         layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
-    if method == "qlora":
-        layer_act = layer_act + seq_l * b * qlora_kept_input_bytes_per_token(arch, t.lora_targets, lora_dropout,
-                                                                             tp, el)
     ck = t.checkpointing
+    kept_copies = qlora_kept_input_copies(w.engine, w.engine_version, ck) if method == "qlora" else 0.0
+    kept = seq_l * b * qlora_kept_input_bytes_per_token(arch, t.lora_targets, lora_dropout, tp, el) \
+        if kept_copies else 0.0
+    if kept_copies:
+        layer_act = layer_act + kept
+    elif method == "qlora" and not w.engine_version and not _engine_is(w.engine, NON_BNB_QLORA_ENGINES):
+        notes.append("bitsandbytes >= 0.43.2 assumed (current releases): its 4-bit matmul keeps no input for the "
+                     "backward; older runs (engine_version before 2024-07, LitGPT before 0.5.5) keep each one")
     # AMP (bf16-mixed / fp16-mixed: fp32 weights under torch.autocast): the embedding's output and every
     # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
     # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
@@ -995,6 +1065,11 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     else:
         layer_saved, working = layer_act, 0.0
     saved = layers * layer_saved
+    if kept_copies > 1:
+        # the previous micro-batch's 4-bit inputs, still held by its graph (qlora_kept_input_copies)
+        saved = saved + (kept_copies - 1) * layers * kept
+        notes.append("bitsandbytes < 0.43.2 under LitGPT: the previous micro-batch's 4-bit matmul inputs are "
+                     "still held at the end of each forward")
     if keeps_hf_kv_cache(w.engine, ck):
         saved = saved + layers * seq_l * b * hf_train_kv_cache_bytes_per_token(arch, tp, el)
         notes.append("HF model with use_cache on under external recomputation: every layer's K/V is kept "
