@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -89,8 +90,10 @@ def test_quick_probe_measures_and_history_round_trips(tmp_path: Path, monkeypatc
     assert latest_profile() is None and list_profiles() == []
     prof = probe(tmp_path, quick=True, backend=RecordedBackend.from_file(NVML / "healthy.json"),
                  stream_bytes=8 * 2**20, disk_bytes=2 * 2**20, matmul_n=256)
-    assert prof.stream and prof.host_memory_bandwidth_gb_s and prof.host_memory_bandwidth_gb_s > 0.5
-    assert prof.matmul and prof.matmul.gflops > 1
+    # rates only need to be measured (positive, finite): a shared, loaded machine can be arbitrarily slow,
+    # so no speed floor here (benchmarks/ measure speed)
+    assert prof.stream and prof.host_memory_bandwidth_gb_s and 0 < prof.host_memory_bandwidth_gb_s < math.inf
+    assert prof.matmul and 0 < prof.matmul.gflops < math.inf
     assert prof.disk_bench and prof.disk_bench.seq_read_mb_s > 0
     assert [p.name for p in tmp_path.iterdir()] == []  # only the (absent) temp file was written there
     save_profile(prof)
