@@ -56,6 +56,10 @@ class Calibration:
     # m0074/m0079/m0084/m0094, vLLM 0.11.0), 0.54-0.55 GiB with TP 2 (m0069/m0089): 0.41 GiB on top.
     vllm_non_torch_pre_graph_bytes: float = 0.135 * GiB
     vllm_non_torch_pre_graph_tp_bytes: float = 0.41 * GiB
+    # The other paged engines (SGLang, TensorRT-LLM, LMDeploy, TGI) take vLLM's non-torch memory as a proxy:
+    # 0.25 GiB, plus 2.1 GiB with TP > 1 (the 0.19 rows' total, added on top when first fitted). Kept as it
+    # was for them; not re-fitted on their own rows.
+    paged_proxy_non_torch_tp_bytes: float = 2.1 * GiB
     # PyTorch caching-allocator slack (reserved / allocated; PyTorch "CUDA semantics - memory
     # management") on the tensors allocated and freed every step (activations, logits, gradients,
     # optimizer temporaries). Weights and optimizer states are allocated once and packed tightly:
@@ -225,7 +229,10 @@ def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version:
 
 def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
     """vLLM's non-torch memory in its profile (Calibration.vllm_non_torch_*): more from 0.18, which captures
-    CUDA graphs inside the profile (engines.vllm_graphs_in_profile)."""
+    CUDA graphs inside the profile (engines.vllm_graphs_in_profile). V0 (< 0.8) also captured its graphs
+    after allocating the KV cache (worker.py determine_num_available_blocks, then capture_model) and takes
+    the pre-0.18 figures. With TP and no P2P (vLLM's custom all-reduce off) the 0.10.1 DLVLLM-0123 / -0125
+    pools come out within 2 % with the same 0.41 GiB, so no separate figure for it."""
     from mlrig.estimators.engines import vllm_graphs_in_profile
 
     if vllm_graphs_in_profile(plan.workload.engine_version):
@@ -358,7 +365,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
 
     if engine in PAGED_ENGINES:
         act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None, context=ctx)
-        non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
+        non_torch = CAL.vllm_non_torch_bytes + (CAL.paged_proxy_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             non_torch = _vllm_non_torch_bytes(plan, tp)
             reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
