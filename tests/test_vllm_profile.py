@@ -32,7 +32,9 @@ def test_sampler_path_by_release() -> None:
     assert vllm_sampler_path("0.17.0") == "triton"
     assert vllm_sampler_path(None) == "triton"  # current release
     assert vllm_sampler_path("0.10.1.1+flashinfer") == "flashinfer"
-    assert not vllm_graphs_in_profile("0.17.1") and vllm_graphs_in_profile("0.18.0") and vllm_graphs_in_profile(None)
+    assert not vllm_graphs_in_profile("0.17.1") and vllm_graphs_in_profile("0.18.0")
+    assert vllm_graphs_in_profile("0.26.1") and not vllm_graphs_in_profile("0.27.0")
+    assert not vllm_graphs_in_profile(None)  # the current release (0.33) profiles graphs afterwards
 
 
 def test_sort_sampler_peak_hand_checked() -> None:

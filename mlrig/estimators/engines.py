@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mlrig.quant import Precision
 
 # The release assumed when none is given (the current one as of the catalog date, Nov 2026).
-CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.11",
+CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.0", "transformers": "4.57", "vllm": "0.33",
            "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.28", "tinychat": "2.0"}
 
 LLAMA_CPP_GRAPHS_BUILD = 3000
@@ -121,7 +121,7 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 # vLLM V1's profile run (gpu_model_runner.profile_run) ends with `_dummy_sampler_run`: logits for
 #    min(max_num_seqs, max_num_batched_tokens) rows x vocab, with top-k = vocab - 1 and top-p = 0.9 on
 #    every row. How many bytes per logit element that warm-up holds at its peak depends on the top-k/top-p
-#    implementation (vllm/v1/sample/ops/topk_topp_sampler.py in the vLLM wheels on PyPI, 0.10.1 ... 0.19.0):
+#    implementation (vllm/v1/sample/ops/topk_topp_sampler.py in the vLLM wheels on PyPI, 0.10.1 ... 0.33.0):
 #    - "sort" (torch-native `apply_top_k_top_p`): `logits.sort()` of the fp32 logits. PyTorch's CUDA sort of
 #      rows longer than 2,048 (aten/src/ATen/native/cuda/Sort.cu, `segmented_sort_pairs`) writes fp32
 #      values (4 B) and int64 indices (8 B) from an int64 arange it materialises (8 B), and CUB's radix
@@ -139,7 +139,7 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 #      into a new fp32 tensor and takes its softmax: 2 + 4 + 4 + 4 = 14 B. Say it in the version text
 #      ("0.10.1+flashinfer") when the run's log has "Using FlashInfer for top-p & top-k sampling" (the
 #      DLVLLM-* vLLM 0.10.1 logs do).
-#    - "triton" (0.17 on): `apply_top_k_top_p_triton` masks the fp32 logits in place with one scratch row
+#    - "triton" (0.17 on, still in 0.33): `apply_top_k_top_p_triton` masks the fp32 logits in place with one scratch row
 #      per SM; then softmax (4 B) and `random_sample`'s exponential draws (4 B): 2 + 4 + 4 + 4 = 14 B, plus
 #      the scratch rows (VLLM_TRITON_SCRATCH_ROWS). The llm-d-planner vLLM 0.19.0 rows: 1.89 GiB for
 #      Llama-3.1-8B (m0107; 14 B -> 1.84 with scratch and hidden states), 2.21 Qwen2.5-7B / Qwen3-8B
@@ -160,12 +160,16 @@ def vllm_sampler_path(text: str | None) -> str:
 
 
 def vllm_graphs_in_profile(text: str | None) -> bool:
-    """vLLM 0.18 on captures CUDA graphs inside the memory profile (gpu_worker.determine_available_memory
+    """vLLM 0.18 to 0.26 capture CUDA graphs inside the memory profile (gpu_worker.determine_available_memory
     calls `profile_cudagraph_memory` within `memory_profiling`), so what the capture leaves outside
     PyTorch's allocator (NCCL / custom all-reduce registrations for the captured collectives) counts as
-    non-torch memory; before, graphs were captured after the KV cache was allocated (the DLVLLM-* 0.10.1
-    logs: "Graph capturing finished ... took 0.65 GiB" after "GPU KV cache size")."""
-    return not before(text, (0, 18))
+    non-torch memory. Before, graphs were captured after the KV cache was allocated (the DLVLLM-* 0.10.1
+    logs: "Graph capturing finished ... took 0.65 GiB" after "GPU KV cache size"); from 0.27 the graph
+    profile runs after `memory_profiling` has measured (its non-KV memory is then the free memory consumed
+    since start-up plus the transient torch peak, vllm/utils/mem_utils.py), so the current release (0.33,
+    the default) is back outside. Read from the vLLM wheels on PyPI (0.17.0 ... 0.33.0); the 0.27+ non-torch
+    figure is taken from the pre-0.18 rows, not measured."""
+    return not before(text, (0, 18)) and before(text, (0, 27))
 
 
 def transformers_full_logits(text: str | None) -> bool:

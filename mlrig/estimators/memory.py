@@ -47,12 +47,12 @@ class Calibration:
     vllm_logit_copies: float = 1.75
     # vLLM "non-torch" memory (memory_profiling's non_torch_increase: NCCL / custom all-reduce buffers,
     # cuBLAS workspaces, CUDA-graph registrations) counted against gpu_memory_utilization
-    # (`_vllm_non_torch_bytes`). From 0.18 CUDA graphs are captured inside the profile
+    # (`_vllm_non_torch_bytes`). In 0.18-0.26 CUDA graphs are captured inside the profile
     # (engines.vllm_graphs_in_profile): 0.25 GiB alone (m0108/m0117/m0132, vLLM 0.19), 2.06-2.13 GiB in
     # all with TP 2-4 (m0111/m0114/m0120/m0123), so 1.85 GiB on top.
     vllm_non_torch_bytes: float = 0.25 * GiB
     vllm_non_torch_tp_bytes: float = 1.85 * GiB
-    # Before 0.18 (graphs captured after the KV pool is allocated): 0.13-0.14 GiB alone (m0059/m0064/
+    # Before 0.18 and from 0.27 (graphs captured after the profile): 0.13-0.14 GiB alone (m0059/m0064/
     # m0074/m0079/m0084/m0094, vLLM 0.11.0), 0.54-0.55 GiB with TP 2 (m0069/m0089): 0.41 GiB on top.
     vllm_non_torch_pre_graph_bytes: float = 0.135 * GiB
     vllm_non_torch_pre_graph_tp_bytes: float = 0.41 * GiB
@@ -228,7 +228,7 @@ def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version:
 
 
 def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
-    """vLLM's non-torch memory in its profile (Calibration.vllm_non_torch_*): more from 0.18, which captures
+    """vLLM's non-torch memory in its profile (Calibration.vllm_non_torch_*): more in 0.18-0.26, which capture
     CUDA graphs inside the profile (engines.vllm_graphs_in_profile). V0 (< 0.8) also captured its graphs
     after allocating the KV cache (worker.py determine_num_available_blocks, then capture_model) and takes
     the pre-0.18 figures. With TP and no P2P (vLLM's custom all-reduce off) the 0.10.1 DLVLLM-0123 / -0125
