@@ -130,20 +130,20 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 #      The llm-d-planner vLLM 0.11.0 rows bear it out: "torch peak memory increase" 5.64 GiB for Qwen3-32B
 #      (m0083, 38 B x 1,024 x 151,936 = 5.51 GiB + the dummy forward's hidden states), 4.76 Llama-3.1-8B
 #      (m0073), 5.56 Qwen3-0.6B (m0078), 7.38 gpt-oss-20b/120b (m0058/m0063): within 1 % each.
-#      The default from 0.8 to 0.16 unless FlashInfer's sampler runs: up to 0.11 vLLM V1 uses FlashInfer
-#      whenever `flashinfer.sampling` imports (VLLM_USE_FLASHINFER_SAMPLER unset means on in V1), but
-#      flashinfer-python is only the wheel's `flashinfer` extra (wheel METADATA, 0.10.1 and 0.11.0), so a
-#      plain `pip install vllm` sorts; from 0.12 FlashInfer's sampler is opt-in (=1) and flashinfer-python
-#      a dependency.
+#      The default from 0.8 to 0.16 (read in 0.10.1-0.16.0; 0.8-0.9 taken to be the same) unless
+#      FlashInfer's sampler runs: up to 0.11 vLLM V1 uses FlashInfer whenever `flashinfer.sampling`
+#      imports (VLLM_USE_FLASHINFER_SAMPLER unset means on in V1), but flashinfer-python is only the
+#      wheel's `flashinfer` extra (wheel METADATA, 0.10.1 and 0.11.0), so a plain `pip install vllm`
+#      sorts; from 0.12 FlashInfer's sampler is opt-in (=1) and flashinfer-python a dependency.
 #    - "flashinfer": `top_k_top_p_sampling_from_logits` (flashinfer/sampling.py, 0.2.11 and 0.3.1) masks
 #      into a new fp32 tensor and takes its softmax: 2 + 4 + 4 + 4 = 14 B. Say it in the version text
 #      ("0.10.1+flashinfer") when the run's log has "Using FlashInfer for top-p & top-k sampling" (the
 #      DLVLLM-* vLLM 0.10.1 logs do).
-#    - "triton" (0.17 on, still in 0.33): `apply_top_k_top_p_triton` masks the fp32 logits in place with one scratch row
-#      per SM; then softmax (4 B) and `random_sample`'s exponential draws (4 B): 2 + 4 + 4 + 4 = 14 B, plus
-#      the scratch rows (VLLM_TRITON_SCRATCH_ROWS). The llm-d-planner vLLM 0.19.0 rows: 1.89 GiB for
-#      Llama-3.1-8B (m0107; 14 B -> 1.84 with scratch and hidden states), 2.21 Qwen2.5-7B / Qwen3-8B
-#      (m0116/m0131; 2.17), 1.52 phi-4 (m0156; 1.47).
+#    - "triton" (0.17 on, still in 0.33): `apply_top_k_top_p_triton` masks the fp32 logits in place with
+#      one scratch row per SM; then softmax (4 B) and `random_sample`'s exponential draws (4 B):
+#      2 + 4 + 4 + 4 = 14 B, plus the scratch rows (VLLM_TRITON_SCRATCH_ROWS). The llm-d-planner vLLM
+#      0.19.0 rows: 1.89 GiB for Llama-3.1-8B (m0107; 14 B -> 1.84 with scratch and hidden states),
+#      2.21 Qwen2.5-7B / Qwen3-8B (m0116/m0131; 2.17), 1.52 phi-4 (m0156; 1.47).
 VLLM_SAMPLER_BYTES_PER_LOGIT = {"sort": 38.0, "flashinfer": 14.0, "triton": 14.0}
 # `_topk_topp_kernel`'s per-program buffer: min(next_pow2(min(SMs, rows)), SMs) rows x vocab x fp32
 #    (topk_topp_triton.py); 108-142 SMs on the GPUs vLLM serves from: 128 taken.

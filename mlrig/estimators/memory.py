@@ -182,11 +182,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
     leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them)."""
-    from mlrig.estimators.engines import (
-        BIG_GPU_GIB,
-        vllm_big_gpu_defaults,
-        vllm_v1,
-    )
+    from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults, vllm_v1
 
     # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
