@@ -119,6 +119,20 @@ def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect, *, peer_to_pe
     return vec.where(n_bytes > 0, t, 0.0)
 
 
+def pcie_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
+                          protocols: tuple[tuple[float, float], ...]) -> Num:
+    """All-reduce over PCIe staged through host memory: the ring's steps and wire time
+    (`allreduce_time_s`) plus, for the cheapest of NCCL's `protocols` ((fixed s, host-staging GB/s) each,
+    efficiency.PCIE_ALLREDUCE_PROTOCOLS), its fixed cost and the ring's bytes at its staging bandwidth."""
+    if ranks <= 1:
+        return 0.0
+    moved = 2 * (ranks - 1) / ranks * n_bytes
+    best: Num = protocols[0][0] + moved / (protocols[0][1] * 1e9)
+    for fixed, gb_s in protocols[1:]:
+        best = vec.minimum(best, fixed + moved / (gb_s * 1e9))
+    return vec.where(n_bytes > 0, allreduce_time_s(n_bytes, ranks, link) + best, 0.0)
+
+
 def p2p_time_s(n_bytes: Num, link: Interconnect) -> Num:
     """One point-to-point send (pipeline stage boundary, llama.cpp layer split)."""
     return link.latency_us * 1e-6 + n_bytes / (link.bandwidth_gb_s * 1e9)

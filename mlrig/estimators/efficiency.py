@@ -467,15 +467,28 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      (GPTFAST-0014), which leaves at most ~20 us per all-reduce including the ring latency of
 #      interconnects.allreduce_time_s; LMDeploy 0.1 Llama-2-70B on 4 x A100 SXM4 (29-31 ms,
 #      LMDEPLOY-0124..0136) leaves ~30 us. 10 us of barrier on top of the ring's latency.
-#    - PCIe (NCCL through the host bridge; no P2P on many boards): vLLM 0.10 Qwen2-7B on two
-#      "A100 80GB" (form factor not stated, Kubernetes pods) is no faster at TP 2 than TP 1 (TPOT
-#      13.0 ms DLVLLM-0010 vs 13.4 ms DLVLLM-0050, 10 requests), ~6 ms over 28 x 2 all-reduces:
-#      ~100 us each. Those cards do talk through the host: the runs' startup logs say "Custom
-#      allreduce is disabled because your platform lacks GPU P2P capability" (the rows carry
-#      interconnect pcie4). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
-#      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
+#    - PCIe: see PCIE_ALLREDUCE_PROTOCOLS below (`pcie_allreduce_time_s` replaces this figure for PCIe
+#      links); the "pcie" entry stays the fallback for other link kinds and the base of "network".
 #    - network (across nodes): the PCIe figure plus a NIC hop.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
+# PCIe all-reduce staged through host memory, per NCCL protocol (`interconnects.pcie_allreduce_time_s`):
+#    (fixed seconds per all-reduce, host-staging bandwidth in GB/s, on top of the ring's PCIe wire time and
+#    2(N-1) link latencies). Where GPUs lack peer-to-peer access vLLM disables its custom all-reduce
+#    ("Custom allreduce is disabled because your platform lacks GPU P2P capability", the DLVLLM-* startup
+#    logs; vllm/distributed/device_communicators/custom_all_reduce.py) and NCCL reduces through host memory,
+#    choosing per message size the protocol it predicts fastest (NCCL docs, NCCL_PROTO: LL, LL128, Simple;
+#    LL128 only where NVLink allows it): LL's 8-byte flag+data stores need no handshake but move half their
+#    bytes and poll host memory (low fixed cost, low bandwidth); Simple moves whole chunks behind a flag and
+#    fence per step (higher fixed cost, the path's bandwidth). One fixed time per all-reduce (the former
+#    100 us, fitted on batch-10 TPOT) could not fit both regimes: vLLM 0.10 on two A100s without P2P decodes
+#    one sequence at 8.8 / 29.2 / 58.0 ms per token (Qwen2-7B / Qwen2.5-32B / Qwen2-72B, DLVLLM-0002 / -0088
+#    / -0110; 100 us gave 0.67 / 0.76 / 0.87 x), ~20 us per all-reduce beyond the wire time at 7-16 KB,
+#    while 10-200 sequences (70 KB-1.6 MB per all-reduce; DLVLLM-0004..0030, -0090..-0100, -0112..-0118)
+#    add ~60 us plus the bytes at ~12 GB/s: the small messages take LL, the rest Simple (the two lines
+#    cross at ~58 KB). Fitted on those TP-2 rows' decode and TPOT (median error 11 % -> 4 %); the
+#    LL bandwidth (1.3 GB/s) only shapes the crossover. The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the
+#    same path: their TTFT moves from 51 % to ~18 % under, TPOT/throughput by a few points either way.
+PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-6, 12.0))
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
 #    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the

@@ -37,7 +37,9 @@ assumed (said in a note). The behaviours (each with its source):
   Scripts", 2024-03-15). See memory.qlora_kept_input_copies.
 - vLLM: the V1 engine is the default from v0.8.0 (release notes, March 2025); V0 (< 0.8) does
   not chunk prefills by default, caps batches at 256 sequences, and its profile run holds the
-  dummy forward's activations at max_model_len tokens (memory.py).
+  dummy forward's activations at max_model_len tokens (memory.py). Within V1 the profile run's
+  sampler warm-up and what the profile counts changed too (`vllm_sampler_path`,
+  `vllm_graphs_in_profile`, read from the vLLM wheels on PyPI).
 """
 
 from __future__ import annotations
@@ -53,10 +55,10 @@ if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.quant import Precision
 
-# The release named when none is given: the newest one the calibration rows were measured on (Nov 2026:
-# vLLM 0.23.0 in LDSINGH-*, TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate itself always takes the
-# current behaviour for a missing version (`before(None, ...)` is False), so this is what the note names.
-CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.2", "transformers": "4.57", "vllm": "0.23",
+# The release named when none is given: vLLM's newest on PyPI (0.33, Nov 2026); for the others the newest
+# the calibration rows were measured on (TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate takes the current
+# behaviour for a missing version (`before(None, ...)` is False), so this is what the note names.
+CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.2", "transformers": "4.57", "vllm": "0.33",
            "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.31", "tinychat": "2.0"}
 
 LLAMA_CPP_GRAPHS_BUILD = 3000
@@ -125,6 +127,60 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
     2,048 / 256: vLLM 0.10.1 logs "Chunked prefill is enabled with max_num_batched_tokens=2048" on one
     (the DLVLLM-* runs' startup logs)."""
     return gpu.memory_gib >= BIG_GPU_GIB and "a100" not in gpu.name.lower()
+
+
+# vLLM V1's profile run (gpu_model_runner.profile_run) ends with `_dummy_sampler_run`: logits for
+#    min(max_num_seqs, max_num_batched_tokens) rows x vocab, with top-k = vocab - 1 and top-p = 0.9 on
+#    every row. How many bytes per logit element that warm-up holds at its peak depends on the top-k/top-p
+#    implementation (vllm/v1/sample/ops/topk_topp_sampler.py in the vLLM wheels on PyPI, 0.10.1 ... 0.33.0):
+#    - "sort" (torch-native `apply_top_k_top_p`): `logits.sort()` of the fp32 logits. PyTorch's CUDA sort of
+#      rows longer than 2,048 (aten/src/ATen/native/cuda/Sort.cu, `segmented_sort_pairs`) writes fp32
+#      values (4 B) and int64 indices (8 B) from an int64 arange it materialises (8 B), and CUB's radix
+#      sort of pairs keeps alternate key and value buffers (4 + 8 B): 32 B, on top of the model's bf16
+#      logits (2 B, `compute_logits`) and their fp32 copy (4 B, `Sampler.forward`): 38 B per element.
+#      The llm-d-planner vLLM 0.11.0 rows bear it out: "torch peak memory increase" 5.64 GiB for Qwen3-32B
+#      (m0083, 38 B x 1,024 x 151,936 = 5.51 GiB + the dummy forward's hidden states), 4.76 Llama-3.1-8B
+#      (m0073), 5.56 Qwen3-0.6B (m0078), 7.38 gpt-oss-20b/120b (m0058/m0063): within 1 % each.
+#      The default from 0.8 to 0.16 (read in 0.10.1-0.16.0; 0.8-0.9 taken to be the same) unless
+#      FlashInfer's sampler runs: up to 0.11 vLLM V1 uses FlashInfer whenever `flashinfer.sampling`
+#      imports (VLLM_USE_FLASHINFER_SAMPLER unset means on in V1), but flashinfer-python is only the
+#      wheel's `flashinfer` extra (wheel METADATA, 0.10.1 and 0.11.0), so a plain `pip install vllm`
+#      sorts; from 0.12 FlashInfer's sampler is opt-in (=1) and flashinfer-python a dependency.
+#    - "flashinfer": `top_k_top_p_sampling_from_logits` (flashinfer/sampling.py, 0.2.11 and 0.3.1) masks
+#      into a new fp32 tensor and takes its softmax: 2 + 4 + 4 + 4 = 14 B. Say it in the version text
+#      ("0.10.1+flashinfer") when the run's log has "Using FlashInfer for top-p & top-k sampling" (the
+#      DLVLLM-* vLLM 0.10.1 logs do).
+#    - "triton" (0.17 on, still in 0.33): `apply_top_k_top_p_triton` masks the fp32 logits in place with
+#      one scratch row per SM; then softmax (4 B) and `random_sample`'s exponential draws (4 B):
+#      2 + 4 + 4 + 4 = 14 B, plus the scratch rows (VLLM_TRITON_SCRATCH_ROWS). The llm-d-planner vLLM
+#      0.19.0 rows: 1.89 GiB for Llama-3.1-8B (m0107; 14 B -> 1.84 with scratch and hidden states),
+#      2.21 Qwen2.5-7B / Qwen3-8B (m0116/m0131; 2.17), 1.52 phi-4 (m0156; 1.47).
+VLLM_SAMPLER_BYTES_PER_LOGIT = {"sort": 38.0, "flashinfer": 14.0, "triton": 14.0}
+# `_topk_topp_kernel`'s per-program buffer: min(next_pow2(min(SMs, rows)), SMs) rows x vocab x fp32
+#    (topk_topp_triton.py); 108-142 SMs on the GPUs vLLM serves from: 128 taken.
+VLLM_TRITON_SCRATCH_ROWS = 128
+
+
+def vllm_sampler_path(text: str | None) -> str:
+    """Which top-k/top-p implementation vLLM V1's sampler warm-up runs (see VLLM_SAMPLER_BYTES_PER_LOGIT):
+    "flashinfer" when the version text names it, "triton" from 0.17 (and for the current release when no
+    version is given), else "sort"."""
+    if "flashinfer" in (text or "").lower():
+        return "flashinfer"
+    return "sort" if before(text, (0, 17)) else "triton"
+
+
+def vllm_graphs_in_profile(text: str | None) -> bool:
+    """vLLM 0.18 to 0.26 capture CUDA graphs inside the memory profile (gpu_worker.determine_available_memory
+    calls `profile_cudagraph_memory` within `memory_profiling`), so what the capture leaves outside
+    PyTorch's allocator (NCCL / custom all-reduce registrations for the captured collectives) counts as
+    non-torch memory. Before, graphs were captured after the KV cache was allocated (the DLVLLM-* 0.10.1
+    logs: "Graph capturing finished ... took 0.65 GiB" after "GPU KV cache size"); from 0.27 the graph
+    profile runs after `memory_profiling` has measured (its non-KV memory is then the free memory consumed
+    since start-up plus the transient torch peak, vllm/utils/mem_utils.py), so the current release (0.33,
+    the default) is back outside. Read from the vLLM wheels on PyPI (0.17.0 ... 0.33.0); the 0.27+ non-torch
+    figure is taken from the pre-0.18 rows, not measured."""
+    return not before(text, (0, 18)) and before(text, (0, 27))
 
 
 def transformers_full_logits(text: str | None) -> bool:

@@ -41,15 +41,26 @@ class Calibration:
     # (hidden + MLP intermediate) x 2 bytes. Fitted on the first-pipeline-stage rows (no logits):
     # m0125/m0128 (Llama-3.1-8B, 1.1 / 1.05 GiB at 8192 tokens) and m0134 (Qwen3-8B, 0.96 GiB).
     vllm_act_per_token_factor: float = 3.85
-    # vLLM V1 sampler warm-up: fp32 [max_num_seqs, vocab] buffers (logits, probs, ...).
-    # Fitted on TP1 rows m0107 / m0116 / m0131 / m0156 minus the per-token part above: 1.3-2.2,
-    # median ~1.75 copies.
+    # fp32 [max_num_seqs, vocab] copies added to the forward's working set: the additive form first
+    # fitted on the vLLM 0.19 TP1 rows (m0107 / m0116 / m0131 / m0156: 1.3-2.2, median ~1.75). V1 now
+    # takes the larger of the forward and its sampler warm-up (`_vllm_activation_bytes`); this stays for
+    # V0's profile run and for the other paged engines, which take vLLM's profile as a proxy.
     vllm_logit_copies: float = 1.75
-    # vLLM "non-torch" memory (NCCL / custom all-reduce buffers, cuBLAS workspaces) counted
-    # against gpu_memory_utilization: 0.25 GiB alone (m0108/m0117/m0132), ~2.1 GiB with TP > 1
-    # (m0111/m0114/m0120/m0123, vLLM v0.19).
+    # vLLM "non-torch" memory (memory_profiling's non_torch_increase: NCCL / custom all-reduce buffers,
+    # cuBLAS workspaces, CUDA-graph registrations) counted against gpu_memory_utilization
+    # (`_vllm_non_torch_bytes`). In 0.18-0.26 CUDA graphs are captured inside the profile
+    # (engines.vllm_graphs_in_profile): 0.25 GiB alone (m0108/m0117/m0132, vLLM 0.19), 2.06-2.13 GiB in
+    # all with TP 2-4 (m0111/m0114/m0120/m0123), so 1.85 GiB on top.
     vllm_non_torch_bytes: float = 0.25 * GiB
-    vllm_non_torch_tp_bytes: float = 2.1 * GiB
+    vllm_non_torch_tp_bytes: float = 1.85 * GiB
+    # Before 0.18 and from 0.27 (graphs captured after the profile): 0.13-0.14 GiB alone (m0059/m0064/
+    # m0074/m0079/m0084/m0094, vLLM 0.11.0), 0.54-0.55 GiB with TP 2 (m0069/m0089): 0.41 GiB on top.
+    vllm_non_torch_pre_graph_bytes: float = 0.135 * GiB
+    vllm_non_torch_pre_graph_tp_bytes: float = 0.41 * GiB
+    # The other paged engines (SGLang, TensorRT-LLM, LMDeploy, TGI) take vLLM's non-torch memory as a proxy:
+    # 0.25 GiB, plus 2.1 GiB with TP > 1 (the 0.19 rows' total, added on top when first fitted). Kept as it
+    # was for them; not re-fitted on their own rows.
+    paged_proxy_non_torch_tp_bytes: float = 2.1 * GiB
     # PyTorch caching-allocator slack (reserved / allocated; PyTorch "CUDA semantics - memory
     # management") on the tensors allocated and freed every step (activations, logits, gradients,
     # optimizer temporaries). Weights and optimizer states are allocated once and packed tightly:
@@ -178,18 +189,52 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
     tokens: Num = 8192 if big else 2048
     seqs = 1024 if big else 256
+    v1 = plan is not None and vllm_v1(plan.workload.engine_version)
     if plan is not None:
         w = plan.workload
-        if not vllm_v1(w.engine_version):
+        if not v1:
             tokens = vec.maximum(w.max_model_len or (w.context if context is None else context), 2048)
             seqs = 256
         tokens = w.max_num_batched_tokens or tokens
         seqs = w.max_num_seqs or seqs
     per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch)) * 2
     act = tokens * per_token
+    if last_stage and v1 and plan is not None:
+        return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
     if last_stage:
         act += CAL.vllm_logit_copies * seqs * arch.vocab_size * 4
     return act
+
+
+def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version: str | None) -> Num:
+    """Peak of vLLM V1's sampler warm-up, the last step of its profile run (gpu_model_runner.profile_run ->
+    _dummy_sampler_run): bf16 logits for rows = min(max_num_seqs, max_num_batched_tokens) sequences (all
+    vocab entries: V1 all-gathers the TP shards, LogitsProcessor.use_all_gather) and the sampler's
+    temporaries, engines.VLLM_SAMPLER_BYTES_PER_LOGIT per element by release, while the dummy forward's
+    bf16 hidden states ([tokens, hidden]; the last positions' copy and its random stand-in, [rows, hidden]
+    each) are still alive. The forward's own intermediates were freed before it, so the profile's peak is
+    the larger of the two, not their sum (`_vllm_activation_bytes`)."""
+    from mlrig.estimators.engines import VLLM_SAMPLER_BYTES_PER_LOGIT, VLLM_TRITON_SCRATCH_ROWS, vllm_sampler_path
+
+    path = vllm_sampler_path(version)
+    rows = vec.minimum(seqs, tokens)
+    sampler = VLLM_SAMPLER_BYTES_PER_LOGIT[path] * rows * arch.vocab_size
+    if path == "triton":
+        sampler = sampler + 4 * vec.minimum(rows, VLLM_TRITON_SCRATCH_ROWS) * arch.vocab_size
+    return sampler + (tokens + 2 * rows) * arch.hidden_size * 2
+
+
+def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
+    """vLLM's non-torch memory in its profile (Calibration.vllm_non_torch_*): more in 0.18-0.26, which capture
+    CUDA graphs inside the profile (engines.vllm_graphs_in_profile). V0 (< 0.8) also captured its graphs
+    after allocating the KV cache (worker.py determine_num_available_blocks, then capture_model) and takes
+    the pre-0.18 figures. With TP and no P2P (vLLM's custom all-reduce off) the 0.10.1 DLVLLM-0123 / -0125
+    pools come out within 2 % with the same 0.41 GiB, so no separate figure for it."""
+    from mlrig.estimators.engines import vllm_graphs_in_profile
+
+    if vllm_graphs_in_profile(plan.workload.engine_version):
+        return CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
+    return CAL.vllm_non_torch_pre_graph_bytes + (CAL.vllm_non_torch_pre_graph_tp_bytes if tp > 1 else 0.0)
 
 
 def _prefill_activation_bytes(arch: ModelArch, tokens: Num, flash: bool, heads_per_gpu: Num, ctx: Num) -> Num:
@@ -317,8 +362,9 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
 
     if engine in PAGED_ENGINES:
         act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None, context=ctx)
-        non_torch = CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
+        non_torch = CAL.vllm_non_torch_bytes + (CAL.paged_proxy_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
+            non_torch = _vllm_non_torch_bytes(plan, tp)
             reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
             pool = reserved - weights - act - non_torch
         elif engine == "sglang":
@@ -420,6 +466,13 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         if engine == "vllm":
             notes.append(f"vLLM reserves gpu_memory_utilization={w.gpu_memory_utilization or 0.9:g} x {cap_gib:.2f} "
                          "GiB; KV pool = reservation - weights - profiled activation peak - non-torch memory")
+            from mlrig.estimators.engines import vllm_sampler_path, vllm_v1
+
+            if vllm_v1(w.engine_version) and vllm_sampler_path(w.engine_version) == "sort":
+                notes.append(f"vLLM {w.engine_version}: the profile's sampler warm-up sorts the logits (torch "
+                             "top-k/top-p, ~38 B per logit); with FlashInfer's sampler in use (its log says 'Using "
+                             f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
+                             " it holds ~14 B and the KV pool is larger")
         elif engine == "sglang":
             notes.append(f"SGLang mem_fraction_static={w.gpu_memory_utilization or 0.88:g} holds weights + KV pool; "
                          "activations use the rest")

@@ -487,11 +487,15 @@ def pass_time(
                                    / eff.PREFILL_REF_HIDDEN / tp)
     comm_s: Num = 0.0
     if link is not None and tp > 1:
-        from mlrig.catalog.interconnects import allreduce_time_s
+        from mlrig.catalog.interconnects import allreduce_time_s, pcie_allreduce_time_s
 
         p2p = engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
-        comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
-                               + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
+        if link.kind == "pcie":  # staged through host memory, NCCL's protocol by size (efficiency.py)
+            comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
+                                                        eff.PCIE_ALLREDUCE_PROTOCOLS)
+        else:
+            comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
+                                   + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
