@@ -1,0 +1,97 @@
+"""Training at scale: data-parallel sync across nodes (network adapters, gradient accumulation, InternEvo's
+all-reduce + broadcast ZeRO-1) and per-GPU memory of pipeline stages."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.interconnects import resolve_interconnect, split_nic_count
+from mlrig.estimators.training_speed import (
+    accumulation_hide_s,
+    data_parallel_comm_s,
+    data_parallel_link,
+    training_speed,
+)
+from mlrig.planner import evaluate, resolve_plan
+
+INTERNLM_7B = {"name": "internlm/internlm-7b", "hidden_size": 4096, "num_layers": 32, "num_heads": 32,
+               "intermediate_size": 11008, "vocab_size": 103168, "mlp": "gated"}
+
+
+def _plan(nodes: int = 16, tp: int = 1, network: str | None = "4x roce-100g", engine: str = "internevo",
+          micro_num: int = 4, zero: int = 1) -> dict[str, object]:
+    hw: dict[str, object] = {"gpu": "NVIDIA A100-SXM4-80GB", "count": 8, "nodes": nodes, "tensor_parallel": tp}
+    if network:
+        hw["interconnect"] = network
+    mb = 2 * tp
+    return {"model": INTERNLM_7B, "workload": {"task": "pretrain", "precision": "bf16", "batch_size": mb,
+                                               "engine": engine},
+            "training": {"method": "full", "seq_len": 2048, "zero_stage": zero,
+                         "global_batch_tokens": 8 * nodes // tp * mb * 2048 * micro_num},
+            "hardware": hw}
+
+
+def _tgs(plan: dict[str, object]) -> float:
+    p = evaluate(plan).performance
+    assert p is not None and p.train_tokens_per_s
+    hw = plan["hardware"]
+    assert isinstance(hw, dict)
+    return p.train_tokens_per_s / (hw["count"] * hw["nodes"])
+
+
+def test_nic_count_prefix_names_the_network_link() -> None:
+    assert split_nic_count("4x roce-100g") == (4, "roce-100g")
+    assert split_nic_count("8 x ib-ndr") == (8, "ib-ndr")
+    assert split_nic_count("pcie4-x16") == (None, "pcie4-x16")
+    assert resolve_interconnect("4x roce-100g").id == "roce-100g"
+
+
+def test_data_parallel_ring_across_nodes_runs_at_the_nodes_adapters() -> None:
+    """NCCL: one ring per adapter, so a group spanning nodes gets the node's adapters together (4 x 12.5 GB/s),
+    shared by the groups on that node; inside a node, NVLink (300 GB/s on an A100)."""
+    def link(**kw: object) -> tuple[float, float]:
+        r, _ = resolve_plan(_plan(**kw))  # type: ignore[arg-type]
+        hw = r.plan.hardware
+        return data_parallel_link(r, hw.total_gpus // hw.tensor_parallel)
+    bw, lat = link()
+    assert bw == pytest.approx(4 * 12.5) and lat == pytest.approx(8.0)  # roce-100g: 12.5 GB/s, 8 us
+    assert link(tp=2)[0] == pytest.approx(4 * 12.5 / 2)  # two DP groups per node share the adapters
+    assert link(network="8x ib-ndr")[0] == pytest.approx(300.0)  # 400 GB/s of adapters: NVLink bounds the ring
+    assert link(network="roce-100g")[0] == pytest.approx(8 * 12.5)  # one adapter per GPU when no count is given
+    assert link(network=None)[0] == pytest.approx(300.0)  # no network named: the intra-node link, as before
+    assert link(tp=8, network=None)[0] == pytest.approx(300.0)
+    assert link(tp=8)[0] == pytest.approx(4 * 12.5 / 8)  # one rank per node in each of 8 groups
+
+
+def test_a_slower_network_never_trains_faster() -> None:
+    rates = [_tgs(_plan(nodes=32, network=n)) for n in ("1x roce-100g", "4x roce-100g", "8x roce-400g", None)]
+    assert rates == sorted(rates)
+    assert rates[0] < 0.8 * rates[-1]
+
+
+def test_internevo_zero1_all_reduces_then_broadcasts() -> None:
+    """hand check: 1 GB of gradients and parameters over 2 ranks at 1 GB/s, nothing hidden: ZeRO's
+    reduce-scatter + all-gather move 2 x 1/2 GB (1 s); InternEvo's all-reduce + broadcast 3 x 1/2 GB (1.5 s)."""
+    zero = data_parallel_comm_s(1e9, 2, 1.0, 0.0, zero_stage=1, overlap=0.0)
+    bcast = data_parallel_comm_s(1e9, 2, 1.0, 0.0, zero_stage=1, overlap=0.0, broadcast_params=True)
+    assert zero == pytest.approx(1.0) and bcast == pytest.approx(1.5)
+    # DDP (stage 0) keeps the whole model on every rank: no broadcast
+    assert data_parallel_comm_s(1e9, 2, 1.0, 0.0, zero_stage=0, overlap=0.0, broadcast_params=True) \
+        == pytest.approx(1.0)
+    assert _tgs(_plan(nodes=32)) < _tgs(_plan(nodes=32, engine="deepspeed"))
+
+
+def test_gradient_accumulation_leaves_only_the_last_micro_batch_to_hide_the_sync() -> None:
+    assert accumulation_hide_s(4.0, 4) == pytest.approx(1.0)
+    assert accumulation_hide_s(4.0, 1) == pytest.approx(4.0)
+    assert accumulation_hide_s(4.0, 8, stages=4) == pytest.approx(2.0)  # pipeline cool-down: 4 slots
+    assert accumulation_hide_s(4.0, 2, stages=4) == pytest.approx(4.0)  # never more than the step
+    # the same tokens per step in one micro-batch of 8 sequences or four of 2: the once-per-step sync of the same
+    # bytes hides behind the whole step in the first case, behind a quarter of it in the second
+    r, _ = resolve_plan(_plan(nodes=32, network="1x roce-100g", micro_num=4))  # type: ignore[arg-type]
+    one, four = training_speed(r, 8, 2048), training_speed(r, 2, 2048)
+    assert one.micro == 1 and four.micro == 4
+    assert float(four.busy_s) == pytest.approx(float(one.busy_s), rel=0.02)
+    t = float(one.comm_s) / (1 - 0.7)  # one micro-batch: DP_OVERLAP (0.7) of the sync hides
+    assert t == pytest.approx(3 * 255 / 256 * 2 * 7.32e9 / 12.5e9, rel=0.02)  # all-reduce + broadcast, 1 NIC
+    assert float(four.comm_s) == pytest.approx(t - float(four.busy_s) / 4, rel=0.01)
