@@ -95,3 +95,34 @@ def test_gradient_accumulation_leaves_only_the_last_micro_batch_to_hide_the_sync
     t = float(one.comm_s) / (1 - 0.7)  # one micro-batch: DP_OVERLAP (0.7) of the sync hides
     assert t == pytest.approx(3 * 255 / 256 * 2 * 7.32e9 / 12.5e9, rel=0.02)  # all-reduce + broadcast, 1 NIC
     assert float(four.comm_s) == pytest.approx(t - float(four.busy_s) / 4, rel=0.01)
+
+
+def _memory(pp: int = 1, tp: int = 1, zero: int = 1, model: object = None) -> tuple[float, float, float]:
+    gpus = pp * tp
+    r = evaluate({"model": model or INTERNLM_7B, "workload": {"task": "pretrain", "precision": "bf16", "batch_size": 1,
+                                                         "engine": "internevo"},
+                  "training": {"method": "full", "seq_len": 2048, "zero_stage": zero,
+                               "activation_checkpointing": "full", "global_batch_tokens": 4 * 2048},
+                  "hardware": {"gpu": "NVIDIA A800-SXM4-80GB", "count": gpus, "tensor_parallel": tp,
+                               "pipeline_parallel": pp}})
+    m = r.memory
+    assert m is not None and m.optimizer_gib is not None
+    return m.weights_gib, m.optimizer_gib, m.per_gpu_gib
+
+
+def test_the_busiest_pipeline_stage_holds_its_layers_and_the_embedding() -> None:
+    """InternLM-7B (32 layers of 202,383,488 parameters with their norms, embedding and head 422,576,128 each) on
+    6 stages: the first holds ceil(32/6) = 6 layers and the embedding, 1,636,877,056 parameters: 3.049 GiB of bf16
+    weights and 12 B/param of fp32 master + moments (ZeRO-1 over one data-parallel rank), not 7.32e9 / 6."""
+    w, opt, _ = _memory(pp=6)
+    assert w == pytest.approx(1_636_877_056 * 2 / 2**30, rel=1e-3)
+    assert opt == pytest.approx(1_636_877_056 * 12 / 2**30, rel=1e-3)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_more_pipeline_stages_never_need_more_weight_memory_per_gpu(tp: int) -> None:
+    prev = (float("inf"), float("inf"), float("inf"))
+    for pp in range(1, 17):
+        w, opt, _ = _memory(pp=pp, tp=tp)
+        assert w <= prev[0] + 1e-9 and opt <= prev[1] + 1e-9, pp
+        prev = (w, opt, 0.0)

@@ -118,6 +118,26 @@ def split_weights(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int)
     return blocks / (tp * pp) + ends / tp
 
 
+def pipeline_stage_share(arch: ModelArch, pp: int) -> float:
+    """Share of the model's parameters on the busiest pipeline stage: ceil(layers / pp) transformer
+    layers plus the embedding (first stage) or the output head (last stage), the larger of the two (a
+    tied head is a second copy of the embedding on the last stage). Megatron-LM / PTD-P place the input
+    embedding on the first stage and the output layer on the last (Narayanan et al. 2021, sec. 2.2 and 3;
+    Megatron-Core `pre_process` / `post_process`), and InternEvo's `partition_uniform` gives the first
+    stages the layers left over when pp does not divide them (internlm/solver/pipeline_utils.py). A
+    stage's weights, gradients and optimizer states follow its parameters. 1.0 without pipelining."""
+    if pp <= 1:
+        return 1.0
+    pb = arch.params()
+    total = float(pb.total)
+    if total <= 0:
+        return 1.0 / pp
+    ends = max(pb.embedding, pb.lm_head)
+    blocks = total - pb.embedding - pb.lm_head
+    layers = max(1, arch.total_layers)
+    return min(1.0, (blocks * math.ceil(layers / pp) / layers + ends) / total)
+
+
 def kv_bytes_per_token(arch: ModelArch, context_tokens: Num, kv_precision: str, tp: int = 1,
                        pp: int = 1) -> Num:
     """KV-cache bytes per token per GPU: `arch.kv_values_per_token` (GQA/MQA, MLA latent,
@@ -862,6 +882,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
+    # Full training with pipeline stages: the busiest stage's parameters (`pipeline_stage_share`), not an
+    # even 1/pp split.
+    stage = pipeline_stage_share(arch, pp) * pp
     # Expert parallelism: each EP rank holds num_experts / ep routed experts (Megatron-Core MoE;
     # Lepikhin et al. 2020, GShard); everything else is replicated across EP ranks.
     expert_share = 1.0
@@ -877,8 +900,11 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         base_prec = _float_precision(precision)
         if base_prec != precision:
             notes.append(f"full training of {precision.name} weights is not possible; assumed bf16 weights")
-        weights = quant.weight_bytes(arch, base_prec) / shard * expert_share
-        trainable = n_total / shard * expert_share
+        weights = quant.weight_bytes(arch, base_prec) / shard * expert_share * stage
+        trainable = n_total / shard * expert_share * stage
+        if pp > 1:
+            notes.append(f"pipeline {pp}: the busiest stage holds {math.ceil(arch.total_layers / pp)} layers and "
+                         f"the embedding or output head ({stage / pp:.1%} of the parameters)")
     else:
         base_prec = quant.NF4 if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp) * expert_share
@@ -913,7 +939,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients,
     # 3 (= FSDP full shard) also parameters, over the data-parallel group.
     z = t.zero_stage
-    layers = max(1, arch.total_layers // pp)
+    layers = max(1, math.ceil(arch.total_layers / pp))  # on the busiest stage
     fsdp_work = 0.0
     fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
     if z >= 1:
