@@ -792,6 +792,15 @@ def fsdp_keeps_root_gathered(engine: str | None) -> bool:
     return "deepspeed" not in e and (_engine_is(e, FSDP_ROOT_UNIT_ENGINES) or "fsdp" in e)
 
 
+# Frameworks whose optimizer step casts this rank's 16-bit gradients to a new fp32 tensor for the fp32
+# master weights: InternEvo (v0.2.1, internlm/solver/optimizer/): HybridZeroOptimizer._step flattens the
+# owned partition's averaged gradients and casts them (`flat_fp16_avg_grads.to(dtype)`) after `_sync_grad`
+# has dropped every param.grad; FSDPadaptOptimizer.step makes `p.grad.to(dtype)` for each sharded parameter
+# while the 16-bit shards still hold theirs (zero_grad only after optim.step). 4 B per owned parameter at
+# the step, on top of the foreach temporaries of torch.optim.AdamW.
+FP32_STEP_GRAD_ENGINES = ("internevo", "internlm")
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -1065,11 +1074,17 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
     end = grads + working + tied_extra
     step = grads + temps
+    if method == "full" and z >= 1 and _engine_is(w.engine, FP32_STEP_GRAD_ENGINES):
+        # fp32 copies of this rank's gradient shard for the step (`FP32_STEP_GRAD_ENGINES`): beside the
+        # 16-bit shards under FSDP; instead of the 16-bit gradients, already freed, under HybridZero
+        step = temps + trainable * 4.0 / dpz + (grads if z >= 3 else 0.0)
+        notes.append("InternEvo: the optimizer step casts this rank's gradient shard to fp32 (4 B/param)")
     # the first of the largest, as max() over (start, end, step) picks it
     phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
-    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + head))
+    # (and any fp32 gradient copies made there: the step's memory beyond the gradient buffer)
+    act = vec.where(phase == 2, step - grads, vec.where(phase == 1, working + tied_extra, saved + head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes
