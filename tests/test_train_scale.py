@@ -148,3 +148,36 @@ def test_internevo_step_holds_fp32_copies_of_the_gradient_shard() -> None:
     assert allocated("deepspeed") < 7_321_423_872 / 4 * 17 / 2**30
     # FSDP: the fp32 copies sit beside the 16-bit gradient shards: 24 B
     assert allocated("internevo", zero=3) == pytest.approx(7_321_423_872 / 4 * 24 / 2**30, rel=1e-3)
+
+
+@pytest.mark.parametrize("ep", [1, 2, 4, 8, 16])
+def test_zero1_with_expert_parallelism_keeps_one_copy_of_every_state(ep: int) -> None:
+    """ZeRO-1 over 16 GPUs (TP1): dense parameters' fp32 states are split 16 ways; each routed expert lives on
+    16/ep ranks (its expert-data-parallel group), which split its states. Summed over the GPUs that is one copy
+    of the whole model's 12 B/param, whatever the expert parallelism (before: the experts' share shrank by ep)."""
+    plan = {"model": "Qwen/Qwen3-30B-A3B", "workload": {"task": "finetune", "precision": "bf16", "batch_size": 1,
+                                                        "engine": "megatron"},
+            "training": {"method": "full", "seq_len": 4096, "zero_stage": 1, "expert_parallel": ep,
+                         "activation_checkpointing": "full"},
+            "hardware": {"gpu": "H100 SXM5 80GB", "count": 8, "nodes": 2}}
+    r, _ = resolve_plan(plan)  # type: ignore[arg-type]
+    m = evaluate(plan).memory
+    assert m is not None and m.optimizer_gib is not None
+    assert m.optimizer_gib * 16 == pytest.approx(12 * r.arch.params().total / 2**30, rel=1e-3)
+
+
+def test_expert_states_follow_their_expert_data_parallel_group() -> None:
+    """Qwen3-30B-A3B at TP2 x EP8 on 16 GPUs (SWIFTMEG-0013's layout): every GPU holds 16 of 128 experts, halved
+    by TP, and no other GPU holds them (expert data-parallel group of 16 / (8 x 2) = 1), so their fp32 states stay
+    whole; the dense parameters' states are split over the 8 data-parallel ranks."""
+    plan = {"model": "Qwen/Qwen3-30B-A3B", "workload": {"task": "finetune", "precision": "bf16", "batch_size": 1,
+                                                        "engine": "megatron"},
+            "training": {"method": "full", "seq_len": 8192, "zero_stage": 1, "expert_parallel": 8,
+                         "sequence_parallel": True, "activation_checkpointing": "full"},
+            "hardware": {"gpu": "NVIDIA A800-SXM4-80GB", "count": 8, "nodes": 2, "tensor_parallel": 2}}
+    r, _ = resolve_plan(plan)  # type: ignore[arg-type]
+    pb = r.arch.params()
+    m = evaluate(plan).memory
+    assert m is not None and m.optimizer_gib is not None
+    routed, dense = pb.experts_routed, pb.total - pb.experts_routed
+    assert m.optimizer_gib == pytest.approx(12 * (routed / 16 + dense / 2 / 8) / 2**30, rel=1e-3)

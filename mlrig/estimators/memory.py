@@ -951,11 +951,20 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     layers = max(1, math.ceil(arch.total_layers / pp))  # on the busiest stage
     fsdp_work = 0.0
     fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
+    # ZeRO's divisor. Under expert parallelism the routed experts' gradients and optimizer states are sharded
+    # over the expert-data-parallel group only, the ranks that hold the same experts: world / (ep x tensor x
+    # pipeline) GPUs, dpz / ep (Megatron-Core parallel_state: the expert data-parallel group, expert tensor
+    # parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5: expert + data parallelism).
+    # So with ep = dpz each GPU keeps whole fp32 states for its experts, however many GPUs there are.
+    zdiv: float = dpz
+    if ep > 1 and arch.is_moe and method == "full" and trainable > 0:
+        routed = pb.experts_routed / (ep * shard) * stage
+        zdiv = trainable / ((trainable - routed) / dpz + routed / max(1, dpz // ep))
     if z >= 1:
-        optim /= dpz
-        temps /= dpz
+        optim /= zdiv
+        temps /= zdiv
     if z >= 2:
-        grads /= dpz
+        grads /= zdiv
     accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
         else False
     if z >= 3 and dpz > 1 and _engine_is(w.engine, FSDP1_NO_SYNC_ENGINES):
@@ -978,19 +987,19 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                 ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
                 fsdp_root = ends * root_el / tp
                 notes.append("FSDP: the root unit (embedding, output head) stays unsharded from forward to backward")
-        weights /= dpz
+        weights /= zdiv
     host: Num = 0.0
     if t.offload in ("optimizer", "params"):
-        host += optim * (dpz if z >= 1 else 1)
+        host += optim * (zdiv if z >= 1 else 1)
         optim = 0.0
         temps = 0.0
         if method == "full":  # ZeRO-Offload keeps fp32 gradients with the optimizer on the host
-            host += grads * (dpz if z >= 2 else 1) * 2
+            host += grads * (zdiv if z >= 2 else 1) * 2
             if z >= 2:
                 grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
-        full_weights = weights * (dpz if z >= 3 else 1)
+        full_weights = weights * (zdiv if z >= 3 else 1)
         host += full_weights
         # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time, gathered
         # whole (FSDP copies a unit's shard to the GPU and all-gathers it before use: "PyTorch FSDP",
@@ -1077,7 +1086,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     if method == "full" and z >= 1 and _engine_is(w.engine, FP32_STEP_GRAD_ENGINES):
         # fp32 copies of this rank's gradient shard for the step (`FP32_STEP_GRAD_ENGINES`): beside the
         # 16-bit shards under FSDP; instead of the 16-bit gradients, already freed, under HybridZero
-        step = temps + trainable * 4.0 / dpz + (grads if z >= 3 else 0.0)
+        step = temps + trainable * 4.0 / zdiv + (grads if z >= 3 else 0.0)
         notes.append("InternEvo: the optimizer step casts this rank's gradient shard to fp32 (4 B/param)")
     # the first of the largest, as max() over (start, end, step) picks it
     phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
