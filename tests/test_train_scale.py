@@ -8,8 +8,10 @@ import pytest
 from mlrig.catalog.interconnects import resolve_interconnect, split_nic_count
 from mlrig.estimators.training_speed import (
     accumulation_hide_s,
+    all_to_all_passes,
     data_parallel_comm_s,
     data_parallel_link,
+    expert_all_to_all_s,
     training_speed,
 )
 from mlrig.planner import evaluate, resolve_plan
@@ -181,3 +183,34 @@ def test_expert_states_follow_their_expert_data_parallel_group() -> None:
     assert m is not None and m.optimizer_gib is not None
     routed, dense = pb.experts_routed, pb.total - pb.experts_routed
     assert m.optimizer_gib == pytest.approx(12 * (routed / 16 + dense / 2 / 8) / 2**30, rel=1e-3)
+
+
+def _moe_plan(network: str | None = None, ck: str = "full") -> dict[str, object]:
+    hw: dict[str, object] = {"gpu": "NVIDIA A800-SXM4-80GB", "count": 8, "nodes": 2, "tensor_parallel": 2}
+    if network:
+        hw["interconnect"] = network
+    return {"model": "Qwen/Qwen3-30B-A3B", "workload": {"task": "finetune", "precision": "bf16", "batch_size": 1,
+                                                        "engine": "megatron"},
+            "training": {"method": "full", "seq_len": 8192, "global_batch_tokens": 16 * 8192, "zero_stage": 1,
+                         "expert_parallel": 8, "sequence_parallel": True, "activation_checkpointing": ck},
+            "hardware": hw}
+
+
+def test_expert_all_to_all_across_nodes_goes_through_the_adapters() -> None:
+    """TP2 x EP8 on 2 nodes of 8: each EP group spans both nodes, 4 of its 8 ranks on each; half of every token's
+    dispatch / combine bytes leave the node, at one adapter per GPU. Full recomputation re-runs the forward's
+    dispatch and combine: 6 all-to-alls per MoE layer instead of 4."""
+    assert all_to_all_passes("full") == 6 and all_to_all_passes("selective") == 4 == all_to_all_passes("none")
+    r, _ = resolve_plan(_moe_plan("roce-200g"))  # type: ignore[arg-type]
+    a = r.arch
+    tokens = 16 * 8192 / 8 / 2  # per GPU: the step's tokens over 8 data-parallel ranks, split by TP (SP)
+    micro = 2
+    per_token = 6 * a.experts_per_token * a.hidden_size * 2 * a.num_moe_layers
+    expected = per_token * tokens * 0.5 / 25e9 + 6 * a.num_moe_layers * micro * 8e-6
+    assert expert_all_to_all_s(r, tokens, micro) == pytest.approx(expected, rel=1e-6)
+    times = [expert_all_to_all_s(resolve_plan(_moe_plan(n))[0], tokens, micro)  # type: ignore[arg-type]
+             for n in ("1x roce-100g", "roce-100g", "8x ib-ndr", None)]
+    assert times == sorted(times, reverse=True)
+    rates = [_tgs(_moe_plan(n)) for n in ("1x roce-100g", "roce-100g", None)]
+    assert rates == sorted(rates)
+    assert _tgs(_moe_plan(ck="selective")) > _tgs(_moe_plan(ck="full"))

@@ -22,6 +22,7 @@ from mlrig.vec import Num
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.interconnects import Interconnect
     from mlrig.catalog.models import ModelArch
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.quant import Precision
@@ -224,9 +225,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
-        link_ep = _dp_link(r)
-        a2a = 4 * arch.experts_per_token * h * 2.0 * (ep - 1) / ep * arch.num_moe_layers / pp
-        ep_s = a2a * gbt / dp / cp / tp / (link_ep[0] * 1e9)
+        ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
     bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
@@ -490,14 +489,12 @@ def data_parallel_link(r: ResolvedPlan, ranks: int) -> tuple[float, float]:
     HGX/DGX clusters carry one 200-400 Gb/s adapter per GPU, about the NVLink share of a ring)."""
     bw, lat = _dp_link(r)
     hw = r.plan.hardware
-    if hw.nodes <= 1 or ranks <= 1 or not hw.interconnect:
+    named = _named_network(hw.interconnect)
+    if hw.nodes <= 1 or ranks <= 1 or named is None:
         return bw, lat
-    from mlrig.catalog.interconnects import default_link, resolve_interconnect, split_nic_count
+    from mlrig.catalog.interconnects import default_link
 
-    nics, name = split_nic_count(hw.interconnect)
-    nic = resolve_interconnect(name)
-    if nic.kind != "network":
-        return bw, lat
+    nics, nic = named
     intra, intra_lat = math.inf, 0.0
     if hw.count > 1:  # inside a node the ring runs over the card's own link (NVLink or PCIe)
         g = r.gpu
@@ -701,6 +698,58 @@ ALLREDUCE_BROADCAST_ZERO_ENGINES = ("internevo", "internlm")
 def _engine_broadcasts_params(engine: str | None) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in ALLREDUCE_BROADCAST_ZERO_ENGINES)
+
+
+def all_to_all_passes(checkpointing: str) -> int:
+    """Expert-parallel all-to-alls per MoE layer and micro-batch: dispatch and combine in forward and their
+    mirror images in backward (Lepikhin et al. 2020, GShard), plus the forward's two again when full
+    recomputation re-runs each layer, token dispatcher included (Megatron-Core recomputes the whole
+    TransformerLayer under --recompute-granularity full)."""
+    return 6 if checkpointing == "full" else 4
+
+
+def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
+    """Seconds per step of the expert-parallel all-to-alls on one GPU for `tokens` tokens of its step.
+
+    Each token's hidden state goes to its top-k experts' ranks and back, `all_to_all_passes` times per MoE
+    layer; (ep - 1)/ep of it leaves the GPU. An EP group wider than a node (EP x TP > GPUs per node) sends
+    the share meant for other nodes through the GPU's network adapter when the plan names the network (one
+    adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route around
+    the adapters, every remote byte crosses one. A plan that names no network keeps the intra-node link for
+    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU DeepSeek-V3's EP64 over 8
+    nodes would spend 2x its measured step in all-to-alls: its DualPipe schedule hides them, arXiv 2412.19437
+    sec. 3.2.1, which mlrig does not model). Each pass pays one link latency per layer and micro-batch."""
+    arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
+    assert tr is not None
+    ep, tp, pp = tr.expert_parallel, hw.tensor_parallel, hw.pipeline_parallel
+    if ep <= 1 or not arch.is_moe:
+        return 0.0
+    passes = all_to_all_passes(tr.checkpointing)
+    per_token = passes * arch.experts_per_token * arch.hidden_size * 2.0 * arch.num_moe_layers / pp
+    bw, lat = _dp_link(r)
+    t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
+    span = ep * tp  # GPUs of one EP group (expert tensor parallelism = TP)
+    named = _named_network(hw.interconnect)
+    if hw.nodes > 1 and span > hw.count and named is not None:
+        nics, nic = named
+        per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
+        remote = 1.0 - max(1, hw.count // tp) / ep  # peers on other nodes
+        near = per_token * tokens * (max(1, hw.count // tp) - 1) / ep / (bw * 1e9)
+        t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
+        lat = max(lat, nic.latency_us)
+    return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
+
+
+def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] | None:
+    """(adapters per node or None for one per GPU, the adapter's link) when the plan's interconnect names a
+    network link, else None."""
+    if not interconnect:
+        return None
+    from mlrig.catalog.interconnects import resolve_interconnect, split_nic_count
+
+    nics, name = split_nic_count(interconnect)
+    nic = resolve_interconnect(name)
+    return (nics, nic) if nic.kind == "network" else None
 
 
 def pipeline_bubble(stages: int, microbatches: Num) -> Num:
