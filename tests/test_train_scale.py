@@ -214,3 +214,20 @@ def test_expert_all_to_all_across_nodes_goes_through_the_adapters() -> None:
     rates = [_tgs(_moe_plan(n)) for n in ("1x roce-100g", "roce-100g", None)]
     assert rates == sorted(rates)
     assert _tgs(_moe_plan(ck="selective")) > _tgs(_moe_plan(ck="full"))
+
+
+def test_an_expert_group_inside_one_node_never_touches_the_network() -> None:
+    """TP1 x EP8 on nodes of 8: every EP group is one node; naming a slow network changes only the gradient
+    sync across nodes, not the all-to-alls, which stay at NVLink's rate (200 GB/s a direction on an A800, 5 us)."""
+    def a2a(network: str | None) -> float:
+        plan = _moe_plan(network)
+        hw = plan["hardware"]
+        assert isinstance(hw, dict)
+        hw["tensor_parallel"] = 1
+        r, _ = resolve_plan(plan)  # type: ignore[arg-type]
+        return float(expert_all_to_all_s(r, 8192.0, 2))
+    assert a2a("1x roce-100g") == pytest.approx(a2a(None), rel=1e-6)
+    r, _ = resolve_plan(_moe_plan())  # type: ignore[arg-type]
+    a = r.arch
+    wire = 6 * a.experts_per_token * a.hidden_size * 2 * a.num_moe_layers * 8192 * 7 / 8 / 200e9
+    assert a2a(None) == pytest.approx(wire + 6 * a.num_moe_layers * 2 * 5e-6, rel=1e-3)

@@ -492,14 +492,8 @@ def data_parallel_link(r: ResolvedPlan, ranks: int) -> tuple[float, float]:
     named = _named_network(hw.interconnect)
     if hw.nodes <= 1 or ranks <= 1 or named is None:
         return bw, lat
-    from mlrig.catalog.interconnects import default_link
-
     nics, nic = named
-    intra, intra_lat = math.inf, 0.0
-    if hw.count > 1:  # inside a node the ring runs over the card's own link (NVLink or PCIe)
-        g = r.gpu
-        d = default_link(g.pcie_gen, g.nvlink_gb_s, hw.count, 1, g.nvlink_max_gpus, g.pcie_lanes)
-        intra, intra_lat = d.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if d.kind == "pcie" else 1.0), d.latency_us
+    intra, intra_lat = _intra_node_link(r)
     replica = max(1, hw.total_gpus // ranks)  # GPUs of one model replica (tensor x pipeline x ...)
     in_node = max(1, hw.count // replica)  # ranks of one group on a node
     if in_node >= ranks:
@@ -726,10 +720,10 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
         return 0.0
     passes = all_to_all_passes(tr.checkpointing)
     per_token = passes * arch.experts_per_token * arch.hidden_size * 2.0 * arch.num_moe_layers / pp
-    bw, lat = _dp_link(r)
+    named = _named_network(hw.interconnect)
+    bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
     span = ep * tp  # GPUs of one EP group (expert tensor parallelism = TP)
-    named = _named_network(hw.interconnect)
     if hw.nodes > 1 and span > hw.count and named is not None:
         nics, nic = named
         per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
@@ -738,6 +732,18 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
         t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
         lat = max(lat, nic.latency_us)
     return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
+
+
+def _intra_node_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s, latency us) between the GPUs of one node of a multi-node plan whose interconnect names the
+    network: the card's own link (NVLink, or PCIe at `PCIE_COLLECTIVE_EFF`); infinite for one GPU a node."""
+    from mlrig.catalog.interconnects import default_link
+
+    hw, g = r.plan.hardware, r.gpu
+    if hw.count <= 1:
+        return math.inf, 0.0
+    d = default_link(g.pcie_gen, g.nvlink_gb_s, hw.count, 1, g.nvlink_max_gpus, g.pcie_lanes)
+    return d.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if d.kind == "pcie" else 1.0), d.latency_us
 
 
 def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] | None:
