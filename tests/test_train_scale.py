@@ -231,3 +231,18 @@ def test_an_expert_group_inside_one_node_never_touches_the_network() -> None:
     a = r.arch
     wire = 6 * a.experts_per_token * a.hidden_size * 2 * a.num_moe_layers * 8192 * 7 / 8 / 200e9
     assert a2a(None) == pytest.approx(wire + 6 * a.num_moe_layers * 2 * 5e-6, rel=1e-3)
+
+
+def test_megatron_keeps_fp32_gradients_for_bf16_weights() -> None:
+    """Megatron-LM accumulates and reduces bf16 training's gradients in fp32 (`main_grad`): Llama-2-7B
+    (6,738,415,616 parameters) at TP2 holds 4 B x 3,369,207,808 = 12.55 GiB of gradients per GPU; DeepSpeed's
+    bf16 gradients are half that."""
+    def grads(engine: str) -> float:
+        m = evaluate({"model": "meta-llama/Llama-2-7b-hf",
+                      "workload": {"task": "finetune", "precision": "bf16", "batch_size": 1, "engine": engine},
+                      "training": {"method": "full", "seq_len": 4096, "zero_stage": 1},
+                      "hardware": {"gpu": "H100 SXM5 80GB", "count": 8, "tensor_parallel": 2}}).memory
+        assert m is not None and m.gradients_gib is not None
+        return m.gradients_gib
+    assert grads("megatron") == pytest.approx(4 * 6_738_415_616 / 2 / 2**30, rel=1e-3)
+    assert grads("deepspeed") == pytest.approx(grads("megatron") / 2, rel=1e-3)

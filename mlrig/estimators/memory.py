@@ -792,6 +792,15 @@ def fsdp_keeps_root_gathered(engine: str | None) -> bool:
     return "deepspeed" not in e and (_engine_is(e, FSDP_ROOT_UNIT_ENGINES) or "fsdp" in e)
 
 
+# Frameworks whose 16-bit mixed-precision training accumulates and reduces gradients in an fp32 buffer (the
+# `main_grad` of every parameter): Megatron-LM's validate_args turns `accumulate_allreduce_grads_in_fp32` on for
+# bf16 ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32", megatron/training/
+# arguments.py; since 2024 unless `--grad-reduce-in-bf16`), so a bf16 parameter carries 2 B of weight and 4 B
+# of gradient besides the optimizer's 12 (the distributed optimizer shards only the 12); NeMo trains through
+# the same Megatron-Core DDP.
+FP32_GRAD_BUFFER_ENGINES = ("megatron", "nemo")
+
+
 # Frameworks whose optimizer step casts this rank's 16-bit gradients to a new fp32 tensor for the fp32
 # master weights: InternEvo (v0.2.1, internlm/solver/optimizer/): HybridZeroOptimizer._step flattens the
 # owned partition's averaged gradients and casts them (`flat_fp16_avg_grads.to(dtype)`) after `_sync_grad`
@@ -942,6 +951,10 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         notes.append("LitGPT: the output head is a separate copy of the tied embedding")
 
     grads = trainable * opt.grad_bytes
+    if method == "full" and opt.grad_bytes == 2.0 and opt.state_bytes >= 12.0 \
+            and _engine_is(w.engine, FP32_GRAD_BUFFER_ENGINES):
+        grads = trainable * 4.0
+        notes.append("Megatron: gradients accumulate and reduce in an fp32 buffer (4 B/param)")
     optim = trainable * opt.state_bytes
     state_el = 2.0 if ("bf16" in opt.name or "pure" in opt.name) else 4.0
     temps = optimizer_temp_bytes(opt.name, w.engine, trainable, state_el)
