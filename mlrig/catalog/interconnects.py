@@ -62,7 +62,7 @@ _NIC_COUNT = re.compile(r"^\s*(\d{1,2})\s*[x*\u00d7]\s*(\S.*)$", re.IGNORECASE)
 
 def split_nic_count(name: str) -> tuple[int | None, str]:
     """'4x roce-100g' -> (4, 'roce-100g'); a name without a count -> (None, name). The count says how
-    many network adapters (NICs) each node has for a multi-node plan (`nics_per_node`)."""
+    many network adapters (NICs) each node of a multi-node plan has (training_speed.data_parallel_link)."""
     m = _NIC_COUNT.match(name)
     if m is None or int(m.group(1)) < 1:
         return None, name

@@ -710,9 +710,10 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     the share meant for other nodes through the GPU's network adapter when the plan names the network (one
     adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route around
     the adapters, every remote byte crosses one. A plan that names no network keeps the intra-node link for
-    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU DeepSeek-V3's EP64 over 8
-    nodes would spend 2x its measured step in all-to-alls: its DualPipe schedule hides them, arXiv 2412.19437
-    sec. 3.2.1, which mlrig does not model). Each pass pays one link latency per layer and micro-batch."""
+    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU, DeepSeek-V3's EP64 over 8
+    nodes would spend ~11 s a step in all-to-alls against ~6 s of compute, where its DualPipe schedule hides
+    them, arXiv 2412.19437 sec. 3.2.1: mlrig does not model that overlap). Each pass pays one link latency
+    per layer and micro-batch."""
     arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
     assert tr is not None
     ep, tp, pp = tr.expert_parallel, hw.tensor_parallel, hw.pipeline_parallel
