@@ -8,6 +8,7 @@ moves 2(N-1)/N x S per rank and takes 2(N-1) latency steps.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,9 +56,28 @@ def _lookup(name: str) -> Interconnect | None:
     return _index().get(_key(name))
 
 
+# "4x roce-100g", "8 x ib-ndr": a count of network adapters per node before a network link's name.
+_NIC_COUNT = re.compile(r"^\s*(\d{1,2})\s*[x*\u00d7]\s*(\S.*)$", re.IGNORECASE)
+
+
+def split_nic_count(name: str) -> tuple[int | None, str]:
+    """'4x roce-100g' -> (4, 'roce-100g'); a name without a count -> (None, name). The count says how
+    many network adapters (NICs) each node of a multi-node plan has (training_speed.data_parallel_link)."""
+    m = _NIC_COUNT.match(name)
+    if m is None or int(m.group(1)) < 1:
+        return None, name
+    return int(m.group(1)), m.group(2)
+
+
 def resolve_interconnect(name: str) -> Interconnect:
     """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry (the catalog's
-    own object, as before: callers copy it to change it, see `default_link`)."""
+    own object, as before: callers copy it to change it, see `default_link`). A count of adapters
+    before a network link ('4x roce-100g') names that link (`split_nic_count` reads the count)."""
+    count, rest = split_nic_count(name)
+    if count is not None:
+        link = _lookup(rest)
+        if link is not None and link.kind == "network":
+            return link
     link = _lookup(name)
     if link is not None:
         return link

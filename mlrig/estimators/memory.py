@@ -130,6 +130,26 @@ def split_weights(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int)
     return blocks / (tp * pp) + ends / tp
 
 
+def pipeline_stage_share(arch: ModelArch, pp: int) -> float:
+    """Share of the model's parameters on the busiest pipeline stage: ceil(layers / pp) transformer
+    layers plus the embedding (first stage) or the output head (last stage), the larger of the two (a
+    tied head is a second copy of the embedding on the last stage). Megatron-LM / PTD-P place the input
+    embedding on the first stage and the output layer on the last (Narayanan et al. 2021, sec. 2.2 and 3;
+    Megatron-Core `pre_process` / `post_process`), and InternEvo's `partition_uniform` gives the first
+    stages the layers left over when pp does not divide them (internlm/solver/pipeline_utils.py). A
+    stage's weights, gradients and optimizer states follow its parameters. 1.0 without pipelining."""
+    if pp <= 1:
+        return 1.0
+    pb = arch.params()
+    total = float(pb.total)
+    if total <= 0:
+        return 1.0 / pp
+    ends = max(pb.embedding, pb.lm_head)
+    blocks = total - pb.embedding - pb.lm_head
+    layers = max(1, arch.total_layers)
+    return min(1.0, (blocks * math.ceil(layers / pp) / layers + ends) / total)
+
+
 def kv_bytes_per_token(arch: ModelArch, context_tokens: Num, kv_precision: str, tp: int = 1,
                        pp: int = 1) -> Num:
     """KV-cache bytes per token per GPU: `arch.kv_values_per_token` (GQA/MQA, MLA latent,
@@ -886,6 +906,24 @@ def fsdp_keeps_root_gathered(engine: str | None) -> bool:
     return "deepspeed" not in e and (_engine_is(e, FSDP_ROOT_UNIT_ENGINES) or "fsdp" in e)
 
 
+# Frameworks whose 16-bit mixed-precision training accumulates and reduces gradients in an fp32 buffer (the
+# `main_grad` of every parameter): Megatron-LM's validate_args turns `accumulate_allreduce_grads_in_fp32` on for
+# bf16 ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32", megatron/training/
+# arguments.py; since 2024 unless `--grad-reduce-in-bf16`), so a bf16 parameter carries 2 B of weight and 4 B
+# of gradient besides the optimizer's 12 (the distributed optimizer shards only the 12); NeMo trains through
+# the same Megatron-Core DDP.
+FP32_GRAD_BUFFER_ENGINES = ("megatron", "nemo")
+
+
+# Frameworks whose optimizer step casts this rank's 16-bit gradients to a new fp32 tensor for the fp32
+# master weights: InternEvo (v0.2.1, internlm/solver/optimizer/): HybridZeroOptimizer._step flattens the
+# owned partition's averaged gradients and casts them (`flat_fp16_avg_grads.to(dtype)`) after `_sync_grad`
+# has dropped every param.grad; FSDPadaptOptimizer.step makes `p.grad.to(dtype)` for each sharded parameter
+# while the 16-bit shards still hold theirs (zero_grad only after optim.step). 4 B per owned parameter at
+# the step, on top of the foreach temporaries of torch.optim.AdamW.
+FP32_STEP_GRAD_ENGINES = ("internevo", "internlm")
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -976,6 +1014,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
+    # Full training with pipeline stages: the busiest stage's parameters (`pipeline_stage_share`), not an
+    # even 1/pp split.
+    stage = pipeline_stage_share(arch, pp) * pp
     # Expert parallelism: each EP rank holds num_experts / ep routed experts (Megatron-Core MoE;
     # Lepikhin et al. 2020, GShard); everything else is replicated across EP ranks.
     expert_share = 1.0
@@ -991,8 +1032,11 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         base_prec = _float_precision(precision)
         if base_prec != precision:
             notes.append(f"full training of {precision.name} weights is not possible; assumed bf16 weights")
-        weights = quant.weight_bytes(arch, base_prec) / shard * expert_share
-        trainable = n_total / shard * expert_share
+        weights = quant.weight_bytes(arch, base_prec) / shard * expert_share * stage
+        trainable = n_total / shard * expert_share * stage
+        if pp > 1:
+            notes.append(f"pipeline {pp}: the busiest stage holds {math.ceil(arch.total_layers / pp)} layers and "
+                         f"the embedding or output head ({stage / pp:.1%} of the parameters)")
     else:
         base_prec = qlora_base_precision(precision) if method == "qlora" else _float_precision(precision)
         weights = weights_per_gpu_bytes(arch, base_prec, tp, pp) * expert_share
@@ -1025,20 +1069,33 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         notes.append("LitGPT: the output head is a separate copy of the tied embedding")
 
     grads = trainable * opt.grad_bytes
+    if method == "full" and opt.grad_bytes == 2.0 and opt.state_bytes >= 12.0 \
+            and _engine_is(w.engine, FP32_GRAD_BUFFER_ENGINES):
+        grads = trainable * 4.0
+        notes.append("Megatron: gradients accumulate and reduce in an fp32 buffer (4 B/param)")
     optim = trainable * opt.state_bytes
     state_el = 2.0 if ("bf16" in opt.name or "pure" in opt.name) else 4.0
     temps = optimizer_temp_bytes(opt.name, w.engine, trainable, state_el)
     # ZeRO (Rajbhandari et al. 2020): stage 1 shards optimizer states, 2 also gradients,
     # 3 (= FSDP full shard) also parameters, over the data-parallel group.
     z = t.zero_stage
-    layers = max(1, arch.total_layers // pp)
+    layers = max(1, math.ceil(arch.total_layers / pp))  # on the busiest stage
     fsdp_work = 0.0
     fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
+    # ZeRO's divisor. Under expert parallelism the routed experts' gradients and optimizer states are sharded
+    # over the expert-data-parallel group only, the ranks that hold the same experts: world / (ep x tensor x
+    # pipeline) GPUs, dpz / ep (Megatron-Core parallel_state: the expert data-parallel group, expert tensor
+    # parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5: expert + data parallelism).
+    # So with ep = dpz each GPU keeps whole fp32 states for its experts, however many GPUs there are.
+    zdiv: float = dpz
+    if ep > 1 and arch.is_moe and method == "full" and trainable > 0:
+        routed = pb.experts_routed / (ep * shard) * stage
+        zdiv = trainable / ((trainable - routed) / dpz + routed / max(1, dpz // ep))
     if z >= 1:
-        optim /= dpz
-        temps /= dpz
+        optim /= zdiv
+        temps /= zdiv
     if z >= 2:
-        grads /= dpz
+        grads /= zdiv
     accumulating = (t.global_batch_tokens > seq * b * hw.total_gpus // (tp * pp * cp)) if t.global_batch_tokens \
         else False
     if z >= 3 and dpz > 1 and _engine_is(w.engine, FSDP1_NO_SYNC_ENGINES):
@@ -1061,19 +1118,19 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
                 ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
                 fsdp_root = ends * root_el / tp
                 notes.append("FSDP: the root unit (embedding, output head) stays unsharded from forward to backward")
-        weights /= dpz
+        weights /= zdiv
     host: Num = 0.0
     if t.offload in ("optimizer", "params"):
-        host += optim * (dpz if z >= 1 else 1)
+        host += optim * (zdiv if z >= 1 else 1)
         optim = 0.0
         temps = 0.0
         if method == "full":  # ZeRO-Offload keeps fp32 gradients with the optimizer on the host
-            host += grads * (dpz if z >= 2 else 1) * 2
+            host += grads * (zdiv if z >= 2 else 1) * 2
             if z >= 2:
                 grads = 0.0
         notes.append("optimizer states (and fp32 master) offloaded to host RAM (ZeRO-Offload)")
     if t.offload == "params":
-        full_weights = weights * (dpz if z >= 3 else 1)
+        full_weights = weights * (zdiv if z >= 3 else 1)
         host += full_weights
         # ZeRO-Infinity / FSDP CPU offload: one or two layers' parameters are resident at a time, gathered
         # whole (FSDP copies a unit's shard to the GPU and all-gathers it before use: "PyTorch FSDP",
@@ -1167,11 +1224,17 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
     end = grads + working + tied_extra
     step = grads + temps
+    if method == "full" and z >= 1 and _engine_is(w.engine, FP32_STEP_GRAD_ENGINES):
+        # fp32 copies of this rank's gradient shard for the step (`FP32_STEP_GRAD_ENGINES`): beside the
+        # 16-bit shards under FSDP; instead of the 16-bit gradients, already freed, under HybridZero
+        step = temps + trainable * 4.0 / zdiv + (grads if z >= 3 else 0.0)
+        notes.append("InternEvo: the optimizer step casts this rank's gradient shard to fp32 (4 B/param)")
     # the first of the largest, as max() over (start, end, step) picks it
     phase = vec.where(vec.both(start >= end, start >= step), 0, vec.where(end >= step, 1, 2))
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
-    act = vec.where(phase == 2, temps, vec.where(phase == 1, working + tied_extra, saved + head))
+    # (and any fp32 gradient copies made there: the step's memory beyond the gradient buffer)
+    act = vec.where(phase == 2, step - grads, vec.where(phase == 1, working + tied_extra, saved + head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes

@@ -22,6 +22,7 @@ from mlrig.vec import Num
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.interconnects import Interconnect
     from mlrig.catalog.models import ModelArch
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.quant import Precision
@@ -224,9 +225,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
-        link_ep = _dp_link(r)
-        a2a = 4 * arch.experts_per_token * h * 2.0 * (ep - 1) / ep * arch.num_moe_layers / pp
-        ep_s = a2a * gbt / dp / cp / tp / (link_ep[0] * 1e9)
+        ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
     bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
@@ -234,9 +233,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
-    comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *_dp_link(r),
+    # Stages 0-1 keep whole gradients and synchronise them once per step, during the LAST micro-batch's
+    # backward (`accumulation_hide_s`); ZeRO-2/3 reduce every micro-batch and can hide behind all of them.
+    hide = accumulation_hide_s(busy, micro, pp) if tr.zero_stage <= 1 else busy
+    comm_s = data_parallel_comm_s(2.0 * trainable / (tp * pp), dp * cp, *data_parallel_link(r, dp * cp),
                                   zero_stage=tr.zero_stage, overlap=dp_overlap(r),
-                                  param_bytes=stored_bytes / (tp * pp), hide_s=busy)
+                                  param_bytes=stored_bytes / (tp * pp), hide_s=hide,
+                                  broadcast_params=_engine_broadcasts_params(plan.workload.engine))
     offload_s = _offload_s(plan, gpu, trainable / (tp * pp), stored_bytes / (tp * pp),
                            dp * cp if tr.zero_stage >= 1 else 1)
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
@@ -471,6 +474,34 @@ def _dp_link(r: ResolvedPlan) -> tuple[float, float]:
     return link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0), link.latency_us
 
 
+def data_parallel_link(r: ResolvedPlan, ranks: int) -> tuple[float, float]:
+    """(GB/s, latency us) of the ring of one data-parallel group of `ranks` GPUs.
+
+    Inside a node it is `_dp_link` (NVLink or PCIe). When a multi-node plan names its network
+    (`hardware.interconnect` = a network link, one adapter per GPU, or "4x roce-100g" for four adapters per
+    node), a group that spans nodes enters and leaves each node through those adapters: NCCL runs one ring
+    per adapter, so the ring's bus bandwidth is the node's adapters together, never more than the
+    intra-node link (S. Jeaugey, NCCL maintainer, NVIDIA/nccl issue #412, 2023-04-24: ~24 GB/s inter-node
+    with one HDR 200G adapter per node against ~160 GB/s NVLink inside an A800 node, "add more NICs and you
+    should get more bandwidth, up to 160GB/s"). The groups that run at once on a node (one per tensor x
+    pipeline rank held there) share the adapters, and each ring step pays the network's latency. A plan
+    that names no network keeps the intra-node figure: the fabric is assumed to keep up (rail-optimised
+    HGX/DGX clusters carry one 200-400 Gb/s adapter per GPU, about the NVLink share of a ring)."""
+    bw, lat = _dp_link(r)
+    hw = r.plan.hardware
+    named = _named_network(hw.interconnect)
+    if hw.nodes <= 1 or ranks <= 1 or named is None:
+        return bw, lat
+    nics, nic = named
+    intra, intra_lat = _intra_node_link(r)
+    replica = max(1, hw.total_gpus // ranks)  # GPUs of one model replica (tensor x pipeline x ...)
+    in_node = max(1, hw.count // replica)  # ranks of one group on a node
+    if in_node >= ranks:
+        return intra, intra_lat  # the group stays inside one node
+    net = (nics or hw.count) * nic.bandwidth_gb_s / max(1, hw.count // in_node)
+    return min(intra, net), max(intra_lat, nic.latency_us)
+
+
 def _offload_s(plan: Plan, gpu: GPU, trainable: float, param_bytes: float, shards: int = 1) -> float:
     """Per-step time for ZeRO-Offload / ZeRO-Infinity traffic (Ren et al. 2021; Rajbhandari et al.
     2021), not overlapped (conservative): optimizer offload sends bf16 gradients to the host and
@@ -610,6 +641,7 @@ def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 def data_parallel_comm_s(
     grad_bytes: float, ranks: int, bandwidth_gb_s: float, latency_us: float, zero_stage: int = 0,
     overlap: float = DP_OVERLAP, param_bytes: float | None = None, hide_s: Num = math.inf,
+    broadcast_params: bool = False,
 ) -> Num:
     """Exposed data-parallel communication per step. DDP/ZeRO-1/2: ring all-reduce of the gradients,
     2(N-1)/N x bytes. ZeRO-3 / FSDP full shard: reduce-scatter of the gradients, (N-1)/N x grad bytes,
@@ -618,15 +650,113 @@ def data_parallel_comm_s(
     for FSDP-QLoRA: Answer.AI's fsdp_qlora shards the quantised weights), so a LoRA run moves its whole
     base model twice a step. `param_bytes` defaults to `grad_bytes` (full training: 3(N-1)/N x bytes).
     `overlap` is the fraction that can hide behind computation, but never more than the `hide_s`
-    seconds of computation there are to hide behind."""
+    seconds of computation there are to hide behind. `broadcast_params` (ZeRO-1/2 as InternEvo runs it,
+    `ALLREDUCE_BROADCAST_ZERO_ENGINES`): the gradients are all-reduced whole, then every rank broadcasts
+    the parameters it updated, (N-1)/N x param bytes more."""
     if ranks <= 1:
         return 0.0
     if zero_stage >= 3:
         volume = (ranks - 1) / ranks * (grad_bytes + 2.0 * (grad_bytes if param_bytes is None else param_bytes))
     else:
         volume = 2.0 * (ranks - 1) / ranks * grad_bytes
+        if broadcast_params and zero_stage >= 1:
+            volume = volume + (ranks - 1) / ranks * (grad_bytes if param_bytes is None else param_bytes)
     t = volume / (bandwidth_gb_s * 1e9) + 2 * (ranks - 1) * latency_us * 1e-6
     return t - vec.minimum(overlap * t, hide_s)
+
+
+def accumulation_hide_s(busy_s: Num, micro: Num, stages: int = 1) -> Num:
+    """Compute time a once-per-step gradient sync can hide behind under gradient accumulation: one
+    micro-batch's share of the step's compute. Whole gradients are synchronised only after the last
+    micro-batch (PyTorch DDP `no_sync()` on the others: "gradients will be accumulated ... and synced in the
+    first forward-backward pass exiting the context"; DeepSpeed ZeRO-1 and Megatron reduce at the
+    accumulation boundary; InternEvo sets `skip_grad_reduce` on all but the last micro-batch,
+    internlm/core/scheduler/no_pipeline_scheduler.py), so the buckets all-reduce while that micro-batch's
+    backward runs, and the parameter gather after the step overlaps at most the next step's first
+    micro-batch (InternEvo's ParamBcastSyncHandler, Megatron's overlap_param_gather). With `stages`
+    pipeline stages, up to `stages` micro-batches: a later stage finishes its last backward while the
+    earlier ones still drain the 1F1B cool-down (Narayanan et al. 2021, sec. 2.2). With one micro-batch the
+    whole step's compute is the window, as before."""
+    return vec.minimum(busy_s, busy_s * max(1, stages) / vec.maximum(1, micro))
+
+
+# Frameworks whose ZeRO-1 all-reduces whole gradients and then broadcasts each rank's updated partition
+# (one NCCL broadcast per owner rank) instead of reduce-scatter + all-gather: InternEvo's
+# HybridZeroOptimizer (internlm/solver/optimizer/hybrid_zero_optim.py at v0.2.1dev20231121:
+# `reduce_tensor(..., dst_rank=None)` is an all-reduce, `broadcast_params` loops `dist.broadcast` over
+# the ZeRO ranks). 3(N-1)/N x the model's bytes a step instead of ZeRO's 2(N-1)/N (Rajbhandari et al.
+# 2020, sec. 7.2.1).
+ALLREDUCE_BROADCAST_ZERO_ENGINES = ("internevo", "internlm")
+
+
+def _engine_broadcasts_params(engine: str | None) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in ALLREDUCE_BROADCAST_ZERO_ENGINES)
+
+
+def all_to_all_passes(checkpointing: str) -> int:
+    """Expert-parallel all-to-alls per MoE layer and micro-batch: dispatch and combine in forward and their
+    mirror images in backward (Lepikhin et al. 2020, GShard), plus the forward's two again when full
+    recomputation re-runs each layer, token dispatcher included (Megatron-Core recomputes the whole
+    TransformerLayer under --recompute-granularity full)."""
+    return 6 if checkpointing == "full" else 4
+
+
+def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
+    """Seconds per step of the expert-parallel all-to-alls on one GPU for `tokens` tokens of its step.
+
+    Each token's hidden state goes to its top-k experts' ranks and back, `all_to_all_passes` times per MoE
+    layer; (ep - 1)/ep of it leaves the GPU. An EP group wider than a node (EP x TP > GPUs per node) sends
+    the share meant for other nodes through the GPU's network adapter when the plan names the network (one
+    adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route around
+    the adapters, every remote byte crosses one. A plan that names no network keeps the intra-node link for
+    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU, DeepSeek-V3's EP64 over 8
+    nodes would spend ~11 s a step in all-to-alls against ~6 s of compute, where its DualPipe schedule hides
+    them, arXiv 2412.19437 sec. 3.2.1: mlrig does not model that overlap). Each pass pays one link latency
+    per layer and micro-batch."""
+    arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
+    assert tr is not None
+    ep, tp, pp = tr.expert_parallel, hw.tensor_parallel, hw.pipeline_parallel
+    if ep <= 1 or not arch.is_moe:
+        return 0.0
+    passes = all_to_all_passes(tr.checkpointing)
+    per_token = passes * arch.experts_per_token * arch.hidden_size * 2.0 * arch.num_moe_layers / pp
+    named = _named_network(hw.interconnect)
+    bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
+    t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
+    span = ep * tp  # GPUs of one EP group (expert tensor parallelism = TP)
+    if hw.nodes > 1 and span > hw.count and named is not None:
+        nics, nic = named
+        per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
+        remote = 1.0 - max(1, hw.count // tp) / ep  # peers on other nodes
+        near = per_token * tokens * (max(1, hw.count // tp) - 1) / ep / (bw * 1e9)
+        t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
+        lat = max(lat, nic.latency_us)
+    return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
+
+
+def _intra_node_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s, latency us) between the GPUs of one node of a multi-node plan whose interconnect names the
+    network: the card's own link (NVLink, or PCIe at `PCIE_COLLECTIVE_EFF`); infinite for one GPU a node."""
+    from mlrig.catalog.interconnects import default_link
+
+    hw, g = r.plan.hardware, r.gpu
+    if hw.count <= 1:
+        return math.inf, 0.0
+    d = default_link(g.pcie_gen, g.nvlink_gb_s, hw.count, 1, g.nvlink_max_gpus, g.pcie_lanes)
+    return d.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if d.kind == "pcie" else 1.0), d.latency_us
+
+
+def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] | None:
+    """(adapters per node or None for one per GPU, the adapter's link) when the plan's interconnect names a
+    network link, else None."""
+    if not interconnect:
+        return None
+    from mlrig.catalog.interconnects import resolve_interconnect, split_nic_count
+
+    nics, name = split_nic_count(interconnect)
+    nic = resolve_interconnect(name)
+    return (nics, nic) if nic.kind == "network" else None
 
 
 def pipeline_bubble(stages: int, microbatches: Num) -> Num:
