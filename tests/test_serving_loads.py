@@ -645,3 +645,34 @@ def test_vllm_ttft_includes_the_front_end_and_matches_the_published_h100_sweep()
     assert one == pytest.approx(13.98, rel=0.05)
     assert four == pytest.approx(22.75, rel=0.15)
     assert four - one > 5.0  # the 1.5 iterations of waiting at 4 users (TPOT ~7 ms), none at 1
+
+
+def test_a_closed_loop_users_tpot_carries_the_other_users_prompts_not_its_own() -> None:
+    """One streamed request at a time (AccelMark's interactive scenario, ACCELMARK-0048: Llama-3.1-8B, 28,639-token
+    prompts, 256 outputs, vLLM 0.20.1 on an A100 80GB, median TPOT 13.1 ms): the lone user's decode steps hold
+    no prompt work, so TPOT is the decode step alone, not the iteration that spreads a whole prompt over its
+    outputs (that gave 27.2 ms). With n users the other n - 1 prompts share its iterations; the throughput
+    still counts all n per cycle, and a Poisson load (PASTA) keeps the full share."""
+    from mlrig.estimators.serving import fused_prefill_s_per_token, load_point
+
+    plan = parse_plan({"model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
+                       "workload": {"precision": "bf16", "engine": "vllm", "engine_version": "0.20.1", "batch_size": 1,
+                                    "prompt_tokens": 28639, "output_tokens": 256, "load": "concurrency",
+                                    "num_requests": 100, "max_model_len": 30208},
+                       "hardware": {"gpu": "A100 SXM4 80GB"}})
+    from mlrig.planner import resolve_arch
+
+    r = resolve(resolve_arch(plan), plan, resolve_gpu("A100 SXM4 80GB"))
+    ctx = 28639 + 128
+    lone = load_point(r, users=1, budget=8192, wave_weight=0.01)
+    assert lone.tpot_s == pytest.approx(decode_step(r, 1, ctx).seconds, rel=1e-9)
+    perf = evaluate(plan).performance
+    assert perf is not None and perf.tpot_ms == pytest.approx(13.1, rel=0.15)  # published, within the band
+    # four users: each iteration carries three other prompts' share, the cycle (throughput) all four
+    t_f = fused_prefill_s_per_token(prefill_pass(r, 1, 28639), 28639, 8192)
+    four = load_point(r, users=4, budget=8192)
+    share = 28639 / 256 * t_f
+    assert four.tpot_s == pytest.approx(four.step_s - share, rel=1e-9)
+    assert four.throughput_tok_s == pytest.approx(4 / four.step_s, rel=1e-9)
+    poisson = load_point(r, rate=0.05, budget=8192)
+    assert poisson.tpot_s == pytest.approx(poisson.step_s, rel=1e-9)

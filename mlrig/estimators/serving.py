@@ -166,6 +166,12 @@ def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[flo
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
+def _own_prompt_share_s(r: ResolvedPlan, prefill_s_per_token: float) -> float:
+    """One request's own prompt share of an iteration in `_iteration` (its prompt spread over its outputs)."""
+    w = r.workload
+    return w.prompt_tokens / max(1, w.output_tokens) * prefill_s_per_token
+
+
 def chunked_decode_cap(budget: int, prompt: int, out: int) -> int:
     """Sequences that can be decoding at once in a chunked-prefill steady state.
 
@@ -287,7 +293,11 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         queue = math.inf
     front = frontend_s(r)
     ttft = queue + own + front
-    tpot = step
+    # TPOT: a closed loop's user shares its iterations with the other n - 1 users' prompts, never its own
+    # (its own prefill came before its first token); `step` carries n prompts' share because a cycle of the
+    # loop (the throughput) holds all n. Poisson arrivals are independent of the request (PASTA), so the
+    # n of Little's law arrive during it and `step` stands.
+    tpot = step - _own_prompt_share_s(r, t_f) if rate is None else step
     ttft_mean: float | None = None
     if wave_weight > 0 and not saturated:
         # The share of requests that arrive in a synchronised wave (`wave_ttft_s`) rather than
@@ -301,7 +311,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
             ttft_mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
         ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
         queue = max(0.0, ttft - own - front)
-        tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * step
+        tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * tpot
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
                      ttft_s=ttft, queue_s=queue, bound=bound, saturated=saturated, ttft_mean_s=ttft_mean)
 
