@@ -63,8 +63,10 @@ def test_gemm_rates_by_kernel_path() -> None:
     # DeepSeek-R1's block-scaled FP8 under vLLM 0.7 (before DeepGEMM): capped GEMMs, fused-MoE experts
     assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8, engine_version="0.7.4.dev181"), "vllm") == (
         eff.BLOCK_FP8_GEMM_EFF, moe_rel)
+    # SGLang 0.4.2's experts on that path: its own, slower figure
     assert prefill_gemm_rates(resolved(DEEPSEEK, "MI300X", 8, engine="sglang", engine_version="0.4.2.post4"),
-                              "sglang") == (eff.BLOCK_FP8_GEMM_EFF, eff.MOE_EXPERT_COMPUTE_REL["sglang"])
+                              "sglang") == (eff.BLOCK_FP8_GEMM_EFF, eff.BLOCK_FP8_EARLY_MOE_REL["sglang"])
+    assert eff.BLOCK_FP8_EARLY_MOE_REL["sglang"] < eff.MOE_EXPERT_COMPUTE_REL["sglang"]
     # current releases run DeepGEMM: no cap; the experts still go through the fused-MoE kernel
     assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8), "vllm") == (None, moe_rel)
     assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8, engine="sglang", engine_version="0.4.6"),
@@ -111,3 +113,18 @@ def test_dstack_deepseek_r1_ttft_at_four_users() -> None:
     perf = mlrig.evaluate(row.plan).performance
     assert perf is not None and perf.ttft_ms is not None
     assert perf.ttft_ms == pytest.approx(row.value, rel=0.25)
+
+
+@pytest.mark.parametrize(("row_id", "figure"), [
+    # SGLang 0.4.2 on 8 MI300X, 128 users of 3,200-token prompts: median TTFT 27.3 s, a wave of 409,600 prompt
+    # tokens (the plain roofline: 3.9 s)
+    ("DSTACKR1-0086", "ttft_ms"),
+    # SGLang 0.4.3 on 8 H200, 256 offline requests of 3,200 / 800 tokens: 1,055 output tok/s (the roofline: 2,329)
+    ("DSTACKR1-0016", "throughput_tok_s"),
+])
+def test_dstack_deepseek_r1_sglang(row_id: str, figure: str) -> None:
+    row = next(x for x in load_rows() if x.id == row_id)
+    perf = mlrig.evaluate(row.plan).performance
+    assert perf is not None
+    got = getattr(perf, figure)
+    assert got is not None and got == pytest.approx(row.value, rel=0.25)

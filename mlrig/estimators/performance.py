@@ -643,7 +643,8 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     on NVIDIA and AMD GPUs (efficiency.FUSED_MOE_VENDORS).
     - A checkpoint whose FP8 weights carry block scales (ModelArch.weight_block_size, DeepSeek-V3's 128 x 128)
       under a release before the engine's DeepGEMM default (efficiency.BLOCK_FP8_EARLY_BEFORE) runs its GEMMs
-      at most at efficiency.BLOCK_FP8_GEMM_EFF of the FP8 peak.
+      at most at efficiency.BLOCK_FP8_GEMM_EFF of the FP8 peak (its experts at efficiency.BLOCK_FP8_EARLY_MOE_REL
+      of that where the engine has a figure of its own).
     - The routed experts' grouped GEMMs of a prefill run at efficiency.MOE_EXPERT_COMPUTE_REL of the dense rate
       where they go through the Triton `fused_moe` kernel: 16-bit and 8-bit weights (efficiency.FUSED_MOE_FAMILIES).
     (None, 1.0) elsewhere."""
@@ -658,6 +659,8 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     if (r.arch.weight_block_size and r.precision.name == "fp8" and limit is not None
             and before(r.workload.engine_version, limit)):
         block_eff = eff.BLOCK_FP8_GEMM_EFF
+        if fused:  # that release's fused-MoE kernel on block-scaled experts (efficiency.BLOCK_FP8_EARLY_MOE_REL)
+            moe_rel = eff.BLOCK_FP8_EARLY_MOE_REL.get(engine, moe_rel)
     return block_eff, moe_rel
 
 
