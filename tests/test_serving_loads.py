@@ -41,6 +41,11 @@ def test_serving_keys_are_plan_keys_with_ranges() -> None:
     ("4.38", engines.Version(release=(4, 38))),
     ("b3000", engines.Version(build=3000)),
     ("2024-06", engines.Version(month=(2024, 6))),
+    # PEP 440 suffixes belong to their release: dstack's vLLM 0.7 nightlies ran the V0 engine (DSTACKR1-*)
+    ("0.7.4.dev181", engines.Version(release=(0, 7, 4))),
+    ("0.7.3.dev138+g21f6ca217", engines.Version(release=(0, 7, 3))),
+    ("0.4.2.post4", engines.Version(release=(0, 4, 2))),
+    ("1.2.0rc1", engines.Version(release=(1, 2, 0))),
     ("15499eb", None),
     ("", None),
 ])
@@ -53,6 +58,7 @@ def test_release_behaviours() -> None:
     assert not engines.llama_cpp_has_graphs("2023-11") and engines.llama_cpp_has_graphs("2024-12")
     assert engines.llama_cpp_has_graphs(None)  # current release by default
     assert not engines.vllm_v1("0.6.4") and engines.vllm_v1("0.10.1.1") and engines.vllm_v1(None)
+    assert not engines.vllm_v1("0.7.4.dev181") and engines.vllm_v1("0.8.5.post1")
     assert engines.transformers_full_logits("4.38") and not engines.transformers_full_logits("4.45.0")
     assert engines.trt_llm_pre_xqa("0.7.1") and not engines.trt_llm_pre_xqa("0.8.0")
 

@@ -86,6 +86,9 @@ class ModelArch(BaseModel):
     weight_bytes_by_dtype: dict[str, int] = {}
     params_in_file: int | None = Field(None, ge=0, description="exact element count in the weights file(s)")
     quant_method: str | None = None  # published checkpoint quantization (config quantization_config)
+    # FP8 checkpoints scaled per block of weights (quantization_config.weight_block_size, DeepSeek-V3's [128, 128]):
+    # the block edge, None for per-tensor / per-channel scales (performance.prefill_gemm_rates)
+    weight_block_size: int | None = Field(None, gt=0)
     source: str = "user-supplied architecture"
     notes: list[str] = []
 

@@ -338,6 +338,57 @@ OLLAMA_SEQ_STEP_S = 1.3e-3
 MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 
+# MoE prefill compute (performance.prefill_gemm_rates). Two kernel paths the dense rate (COMPUTE_EFF) does not see:
+# - Block-scaled FP8 GEMMs. DeepSeek-V3's FP8 weights carry one scale per 128 x 128 block and its activations one
+#   per 1 x 128 group (DeepSeek-V3 report, arXiv 2412.19437, sec. 3.3.2): the GEMM multiplies partial sums by
+#   both scales every 128 elements of K on the CUDA cores beside the tensor cores. The engines' kernels for it
+#   before DeepGEMM (Triton `w8a8_block_fp8_matmul`, vLLM's CUTLASS block kernel) reach a fifth of the FP8 peak on
+#   DeepSeek-V3's shapes at prefill sizes: SGLang PR #3893 (2025-02-26, H200): M=4,096, N=24,576, K=7,168 in
+#   4,067 us with SGLang's and 4,034 us with vLLM's kernel, 355 TFLOPS = 0.18 of 1,979 (DeepGEMM: 1,354 us,
+#   1,066 TFLOPS); vLLM PR #23939 (2025-08-29, H100, N=2,112, K=7,168): Triton 305-357 TFLOPS at M 4k-16k with
+#   the default config, 0.15-0.18; vLLM PR #23280 (2025-09-10, same shape, tuned): Triton 403-407, CUTLASS
+#   457-490 TFLOPS at M 4k-8k, 0.20-0.25, where bf16 cuBLAS reaches 667-716 (0.7 of its own peak). DeepGEMM
+#   (deepseek-ai/DeepGEMM README, 2025-02-25, H800) reaches 990-1,358 TFLOPS on the same shapes at M=4,096:
+#   COMPUTE_EFF's rate. BLOCK_FP8_GEMM_EFF caps the FP8 GEMMs' fraction of peak where that early path runs:
+#   SGLang before 0.4.6 (DeepGEMM on by default on Hopper from PR #5628, 2025-04-22, after PR #4613 2025-03-20
+#   and its revert PR #5263); vLLM before 0.11 (DeepGEMM is the default FP8 MoE backend for DeepSeek-R1 by
+#   vLLM PR #29346's log, 2025-11-24; the release that switched it is not pinned here, so 0.8-0.10 may be
+#   priced too fast). AMD GPUs of those releases ran the Triton kernels too (AITER's block-scaled GEMMs came
+#   later): the same cap, unmeasured there.
+BLOCK_FP8_GEMM_EFF = 0.20
+BLOCK_FP8_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"vllm": (0, 11), "sglang": (0, 4, 6)}
+# - Routed experts in the fused-MoE kernel (Triton `fused_moe`: tokens sorted by expert with `moe_align_block_size`,
+#   each program a BLOCK_M x BLOCK_N tile of one expert, its A rows gathered by index, not by TMA). At prefill
+#   sizes each expert sees T k / E tokens (DeepSeek-V3 at 12,800 tokens: 400 each), padded to BLOCK_M, and under
+#   TP its slices are thin: DeepSeek-V3 at TP 8 multiplies 7,168 x 512 (gate/up) and 256 x 7,168 (down, a K loop of
+#   two 128-wide blocks) per expert (MegaBlocks, Gale et al. 2022, arXiv 2211.15841, sec. 3: padding and small
+#   per-expert GEMMs). vLLM's own kernel benchmark (PR #24700, 2025-09-11, benchmarks/kernels/benchmark_moe.py,
+#   Qwen3-30B-A3B FP8 at TP 1, default config) takes 1,648 us for one layer of 4,096 tokens: 4,096 x 8 experts x
+#   2 x (2,048 x 1,536 + 768 x 2,048) FLOPs = 309 GFLOP at 188 TFLOPS, ~0.1 of an H100's FP8 peak where dense
+#   GEMMs reach COMPUTE_EFF's 0.55. Relative to the dense GEMMs of the same path (BLOCK_FP8_GEMM_EFF's cap where it
+#   applies). Fitted on DSTACKR1's prefill-bound rows, the vLLM 0.7 TTFTs at 4-64 users of 3,200-token prompts on 8x
+#   H200 and 8x MI300X (-0053..-0068, -0092..-0104, -0143..-0149: one wave of 12,800-204,800 prompt tokens prefilled
+#   at 10-14k tokens/s, where the plain roofline said 45-50k; 14 rows): with the cap at 0.20, a relative rate of 0.15 /
+#   0.2 / 0.25 / 0.3 / 0.4 gives their median predicted/measured TTFT 1.46 / 1.18 / 1.01 / 0.89 / 0.75 (median error
+#   46 / 21 / 7 / 11 / 25 %). 0.25: the experts
+#   then run at 0.05 of the FP8 peak on the early block path and at 0.14 elsewhere, near the kernel benchmark's 0.1.
+#   SGLang 0.4.2's TTFTs on MI300X (-0071..-0140) stay ~2.5x longer than predicted (median 0.39): a cost of that
+#   engine and GPU pair (ROCm kernels of early 2025) not found here and not fitted.
+#   Only for the weights that kernel serves: 16-bit and 8-bit (FP8 / INT8 W8A8) experts. MXFP4 experts (gpt-oss) run
+#   in other MoE kernels (vLLM's gpt-oss path: OpenAI's `triton_kernels` matmul_ogs on Hopper, Marlin on Ampere,
+#   FlashInfer's on Blackwell), not priced here.
+MOE_EXPERT_COMPUTE_REL: dict[str, float] = {"vllm": 0.25, "sglang": 0.25}
+FUSED_MOE_FAMILIES = ("f16", "q8")
+# SGLang's releases before its DeepGEMM default (0.4.2 / 0.4.3, BLOCK_FP8_EARLY_BEFORE) ran DeepSeek's block-scaled
+#   experts slower than vLLM 0.7 on the same GPUs: its TTFT waves on 8x MI300X (SGLang 0.4.2, -0071..-0140) prefill
+#   at ~7k tokens/s where vLLM 0.7 reached 10-14k on the same machine type, and its offline runs on 8x H200 (0.4.3,
+#   -0013..-0024) take longer than vLLM 0.7.4's at every batch. Relative rate of its experts on that path, fitted on
+#   both sets together: 0.25 / 0.15 / 0.12 / 0.10 / 0.08 give the H200 offline throughput median predicted/measured
+#   1.26 / 1.08 / 1.00 / 0.96 / 0.89 and the MI300X TTFT 0.39 / 0.57 / 0.68 / 0.79 / 0.95; 0.10 between them. The
+#   cause inside the kernel (untuned Triton configs for E=256 block-FP8 shapes in those releases is the likely one)
+#   is not measured directly. Current SGLang takes MOE_EXPERT_COMPUTE_REL, as vLLM (the same Triton kernel lineage).
+BLOCK_FP8_EARLY_MOE_REL: dict[str, float] = {"sglang": 0.10}
+
 # The OpenAI-compatible front end's share of TTFT (serving.frontend_s): the API server's HTTP handling,
 # chat template and tokenisation, the hand-off to the engine core process (ZMQ in vLLM V1) and the first
 # token's detokenisation and server-sent event, as the benchmark client's clock sees it. vLLM:

@@ -75,8 +75,8 @@ class Version:
 
 
 def parse_version(text: str | None) -> Version | None:
-    """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' -> release; 'b3000' -> build; '2024-06' -> month; None when
-    nothing recognisable (a commit hash: the current behaviour is assumed)."""
+    """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' / '0.7.4.dev181' -> release; 'b3000' -> build; '2024-06' -> month;
+    None when nothing recognisable (a commit hash: the current behaviour is assumed)."""
     if not text:
         return None
     t = text.strip().lower()
@@ -86,7 +86,9 @@ def parse_version(text: str | None) -> Version | None:
     m = re.search(r"(?<![a-z0-9])b(\d{3,5})(?!\w)", t)
     if m:
         return Version(build=int(m.group(1)))
-    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?![\w.])", t)
+    # a PEP 440 pre-/post-/dev-release or local suffix ('0.7.4.dev181', '0.4.2.post4', '1.2.0rc1',
+    # '0.7.3.dev138+g21f6ca217') belongs to the release it follows
+    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.?(?:dev|post|rc|a|b)\d*)?(?:\+[\w.]*)?(?![\w.])", t)
     if m:
         return Version(release=tuple(int(x) for x in m.group(1).split(".")))
     return None

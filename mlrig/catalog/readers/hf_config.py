@@ -559,13 +559,19 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     quant_method = quant.get_str("quant_method") if quant is not None else None
     if quant_method:
         notes.append(f"published weights are quantized ({quant_method}; see quantization_config)")
+    block = quant.d.get("weight_block_size") if quant is not None else None
+    weight_block = None
+    if isinstance(block, list) and block and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= 65536
+                                                 for x in block):
+        weight_block = max(block)  # [128, 128]: scales per 128 x 128 block of each weight
 
     fields = {k: v for k, v in fields.items() if v is not None}
     try:
         return ModelArch(
             id=model_id, hf_id=hf_id, name=hf_id or model_id, architecture=architecture,
             model_type=model_type or "custom", other_params=other, source=source, notes=notes,
-            quant_method=quant_method, params_stated=_official_exact(cfg.get("_official_params")),
+            quant_method=quant_method, weight_block_size=weight_block,
+            params_stated=_official_exact(cfg.get("_official_params")),
             **fields,
         )
     except ValueError as exc:  # pydantic ValidationError subclasses ValueError

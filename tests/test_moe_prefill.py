@@ -1,0 +1,130 @@
+"""MoE prefill compute under vLLM / SGLang: block-scaled FP8 GEMMs of early releases, fused-MoE expert GEMMs.
+
+Hand-checked values for `performance.expert_gemm_flops`, `performance.prefill_gemm_rates` and the prefill pass's
+compute time, the checkpoint's FP8 block size as read from its config, and a published TTFT (DSTACKR1-0104)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import mlrig
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.catalog.models import resolve_model
+from mlrig.catalog.readers.hf_config import arch_from_hf_config
+from mlrig.estimators import efficiency as eff
+from mlrig.estimators.performance import expert_gemm_flops, prefill_cost, prefill_gemm_rates, prefill_pass
+from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.validation.runner import load_rows
+from mlrig.workload import Plan
+
+DEEPSEEK = "deepseek-ai/DeepSeek-R1"
+
+
+def resolved(model: str, gpu: str, tp: int = 1, **workload: Any) -> ResolvedPlan:
+    w: dict[str, Any] = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1,
+                         "prompt_tokens": 3200, "output_tokens": 100}
+    w.update(workload)
+    p = Plan.model_validate({"model": model, "workload": w,
+                             "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})
+    return resolve(resolve_model(model), p, resolve_gpu(gpu))
+
+
+def test_expert_flops_hand_checked() -> None:
+    arch = resolve_model(DEEPSEEK)
+    # 8 of 256 experts in each of the 58 MoE layers, each a gated MLP of 3 x 7,168 x 2,048 weights
+    per_token = 8 * 58 * 3 * 7168 * 2048
+    assert arch.params().experts_routed_active == per_token
+    assert expert_gemm_flops(arch, 1000) == 2.0 * per_token * 1000
+    assert expert_gemm_flops(resolve_model("llama-3-8b"), 1000) == 0.0
+    cost = prefill_cost(arch, 1e12, 2.0, 4, 3200)
+    assert cost.expert_flops == 2.0 * per_token * 4 * 3200
+    assert cost.expert_flops < cost.flops - cost.attn_flops  # the attention projections and shared experts besides
+
+
+def test_fp8_block_size_read_from_the_checkpoint_config() -> None:
+    assert resolve_model(DEEPSEEK).weight_block_size == 128  # quantization_config.weight_block_size [128, 128]
+    assert resolve_model("llama-3-8b").weight_block_size is None
+    base = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+            "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 2048, "vocab_size": 1000}
+    def read(cfg: dict[str, Any]) -> Any:
+        return arch_from_hf_config(cfg, model_id="x", hf_id=None, source="test")
+
+    per_tensor = read({**base, "quantization_config": {"quant_method": "fp8"}})
+    assert per_tensor.quant_method == "fp8" and per_tensor.weight_block_size is None
+    for junk in (["a", "b"], [0, 128], "128", [True, True], 128):
+        cfg = {**base, "quantization_config": {"quant_method": "fp8", "weight_block_size": junk}}
+        assert read(cfg).weight_block_size is None  # ignored, never a crash
+
+
+def test_gemm_rates_by_kernel_path() -> None:
+    moe_rel = eff.MOE_EXPERT_COMPUTE_REL["vllm"]
+    # DeepSeek-R1's block-scaled FP8 under vLLM 0.7 (before DeepGEMM): capped GEMMs, fused-MoE experts
+    assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8, engine_version="0.7.4.dev181"), "vllm") == (
+        eff.BLOCK_FP8_GEMM_EFF, moe_rel)
+    # SGLang 0.4.2's experts on that path: its own, slower figure
+    assert prefill_gemm_rates(resolved(DEEPSEEK, "MI300X", 8, engine="sglang", engine_version="0.4.2.post4"),
+                              "sglang") == (eff.BLOCK_FP8_GEMM_EFF, eff.BLOCK_FP8_EARLY_MOE_REL["sglang"])
+    assert eff.BLOCK_FP8_EARLY_MOE_REL["sglang"] < eff.MOE_EXPERT_COMPUTE_REL["sglang"]
+    # current releases run DeepGEMM: no cap; the experts still go through the fused-MoE kernel
+    assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8), "vllm") == (None, moe_rel)
+    assert prefill_gemm_rates(resolved(DEEPSEEK, "H200 SXM", 8, engine="sglang", engine_version="0.4.6"),
+                              "sglang") == (None, moe_rel)
+    # bf16 MoE: fused-MoE experts, no FP8 cap; MXFP4 gpt-oss runs other MoE kernels; a dense model has no experts
+    assert prefill_gemm_rates(resolved("mistralai/Mixtral-8x7B-v0.1", "H100 SXM", 2, precision="bf16"),
+                              "vllm") == (None, moe_rel)
+    assert prefill_gemm_rates(resolved("openai/gpt-oss-20b", "H100 SXM", 1, precision="mxfp4"), "vllm") == (None, 1.0)
+    assert prefill_gemm_rates(resolved("llama-3-8b", "H100 SXM", 1, precision="bf16"), "vllm") == (None, 1.0)
+    # Intel GPUs (vLLM's XPU build) run neither kernel
+    assert prefill_gemm_rates(resolved("openai/gpt-oss-20b", "Intel Arc Pro B60", 1, precision="mxfp4"),
+                              "vllm") == (None, 1.0)
+    assert 0.15 <= eff.BLOCK_FP8_GEMM_EFF <= 0.25  # the kernel benchmarks' range (efficiency.py)
+
+
+def test_prefill_compute_hand_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # DeepSeek-R1 on 8 H200s under vLLM 0.7: dense GEMMs at BLOCK_FP8_GEMM_EFF of the FP8 peak, the routed experts
+    # at MOE_EXPERT_COMPUTE_REL of that, the attention at the 16-bit rate (bf16 cache) at COMPUTE_EFF
+    r = resolved(DEEPSEEK, "H200 SXM", 8, engine_version="0.7.4.dev181")
+    batch, prompt = 4, 3200
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt,
+                        embedding_bytes=r.weight_parts.get("embedding"),
+                        expert_bytes=r.weight_parts.get("experts_routed"))
+    fp8, fp16 = r.gpu.tensor_tflops("fp8"), r.gpu.tensor_tflops("fp16")
+    assert fp8 is not None and fp16 is not None
+    ce, cap, rel = eff.COMPUTE_EFF["vllm"]["hbm"], eff.BLOCK_FP8_GEMM_EFF, eff.MOE_EXPERT_COMPUTE_REL["vllm"]
+    dense = cost.flops - cost.attn_flops - cost.expert_flops
+    want = (dense / (cap * fp8) + cost.expert_flops / (cap * rel * fp8) + cost.attn_flops / (ce * fp16)) / 1e12 / 8
+    assert prefill_pass(r, batch, prompt).compute_s == pytest.approx(want, rel=1e-9)
+    # without either path the compute is the plain roofline's, several times less
+    monkeypatch.setitem(eff.MOE_EXPERT_COMPUTE_REL, "vllm", 1.0)
+    monkeypatch.setattr(eff, "BLOCK_FP8_EARLY_BEFORE", {})
+    plain = (cost.flops - cost.attn_flops) / (ce * fp8 * 1e12) / 8 + cost.attn_flops / (ce * fp16 * 1e12) / 8
+    assert prefill_pass(r, batch, prompt).compute_s == pytest.approx(plain, rel=1e-9)
+    assert want > 5 * plain
+
+
+def test_dstack_deepseek_r1_ttft_at_four_users() -> None:
+    # dstack's DeepSeek-R1 on 8 H200s, vLLM 0.7.4 nightly (V0), 4 users of 3,200-token prompts: median TTFT
+    # 974.9 ms (DSTACKR1-0104), one wave of 12,800 prompt tokens, ~13k tokens/s. The roofline at COMPUTE_EFF
+    # alone gave 184 ms (and the version misread as V1's chunked prefill).
+    row = next(x for x in load_rows() if x.id == "DSTACKR1-0104")
+    assert row.value == pytest.approx(974.88)
+    perf = mlrig.evaluate(row.plan).performance
+    assert perf is not None and perf.ttft_ms is not None
+    assert perf.ttft_ms == pytest.approx(row.value, rel=0.25)
+
+
+@pytest.mark.parametrize(("row_id", "figure"), [
+    # SGLang 0.4.2 on 8 MI300X, 128 users of 3,200-token prompts: median TTFT 27.3 s, a wave of 409,600 prompt
+    # tokens (the plain roofline: 3.9 s)
+    ("DSTACKR1-0086", "ttft_ms"),
+    # SGLang 0.4.3 on 8 H200, 256 offline requests of 3,200 / 800 tokens: 1,055 output tok/s (the roofline: 2,329)
+    ("DSTACKR1-0016", "throughput_tok_s"),
+])
+def test_dstack_deepseek_r1_sglang(row_id: str, figure: str) -> None:
+    row = next(x for x in load_rows() if x.id == row_id)
+    perf = mlrig.evaluate(row.plan).performance
+    assert perf is not None
+    got = getattr(perf, figure)
+    assert got is not None and got == pytest.approx(row.value, rel=0.25)
