@@ -406,7 +406,11 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      interconnect pcie4). The issue-10 report of a 70B on vLLM at 21/21/18 tok/s on 2/4/8 GPUs
 #      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
 #    - network (across nodes): the PCIe figure plus a NIC hop.
-ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
+#    - xgmi (AMD Infinity Fabric mesh): the NVLink figure. Same mechanism (a kernel's launch and flag
+#      handshake over direct GPU-GPU load/store links); no fit row isolates it. Before this entry an
+#      Infinity Fabric link fell to the PCIe figure's kind only if named; the catalog gave MI300X
+#      NVLink's entry, so 10 us is what it already paid.
+ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
 #    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the
@@ -414,8 +418,12 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network"
 #      (GPTFAST-0009..0011): after the weights' share, ~14 / 19 / 22 us per all-reduce, where a ring's
 #      2(N-1) NVLink steps would be 22 / 46 / 94 us (with ALLREDUCE_SYNC_S).
 #    - vLLM (custom_all_reduce since v0.3, NVLink-connected NVIDIA GPUs; --disable-custom-all-reduce
-#      turns it off) and SGLang (the same kernel; --disable-custom-all-reduce). AMD Infinity Fabric
-#      keeps the ring: vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) does not bear it out.
+#      turns it off) and SGLang (the same kernel; --disable-custom-all-reduce). On AMD Infinity Fabric
+#      only where vLLM runs it there (`engines.vllm_custom_allreduce_on_amd`): upstream vLLM disabled it
+#      on ROCm until 2025 (its log: "Disabled the custom all-reduce kernel because it is not supported
+#      on AMD GPUs", 0.6.x), so vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) keeps RCCL's ring; AMD's
+#      ROCm/vllm fork has had it since ROCm/vllm PR #27 (2024-05-30, "custom all reduce on AMD GPUs
+#      which are connected via 1-hop XGMI"), upstream since PR #14125 / #16010 (gfx94x, April 2025).
 #    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before its custom all-reduce
 #    plugin use NCCL: not listed.
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})

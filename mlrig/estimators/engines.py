@@ -96,6 +96,24 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
     return True
 
 
+# vLLM's custom all-reduce on AMD Instinct (gfx94x) over Infinity Fabric: upstream from 0.8.3
+# (vllm-project/vllm PR #14125, enable check fixed for gfx94x by PR #16010 on 2025-04-03; the first
+# release after both is taken, inferred from those dates, not read from release notes); AMD's fork
+# (ROCm/vllm, the rocm/vllm and rocm/vllm-dev images) since ROCm/vllm PR #27 (2024-05-30).
+VLLM_ROCM_CUSTOM_ALLREDUCE = (0, 8, 3)
+
+
+def vllm_custom_allreduce_on_amd(text: str | None) -> bool:
+    """Whether this vLLM build runs its own peer-to-peer all-reduce on AMD Infinity Fabric (else RCCL's
+    ring): releases from 0.8.3, the current one when no version is given, and builds of AMD's fork,
+    written as the image or repository names them ("rocm/vllm-dev 0.6.6", "ROCm/vllm 0.6.6"). Upstream
+    releases before 0.8.3 log "Disabled the custom all-reduce kernel because it is not supported on AMD
+    GPUs" at start-up (vLLM config.py, 0.6.x)."""
+    if text and "rocm/vllm" in text.lower():
+        return True
+    return not before(text, VLLM_ROCM_CUSTOM_ALLREDUCE)
+
+
 def vllm_v1(text: str | None) -> bool:
     """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
     return not before(text, (0, 8))

@@ -338,13 +338,16 @@ def pass_time(
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
     extra_layer_s: float = 0.0,
+    peer_allreduce: bool | None = None,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
     `serial_gpus` > 1 is llama.cpp's layer split: the pass visits each GPU in turn, so time is
     unchanged by the split except for (n-1) hidden-state hand-offs. `seq_step_s`: host time per
     sequence per decode step that is not overlapped with the GPU (`host_seq_step_s`). `extra_layer_s`: per-layer
-    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`)."""
+    time beyond the engine's LAYER_OVERHEAD_S (`eager_attention_layer_s`). `peer_allreduce`: whether the
+    tensor-parallel all-reduce is the engine's own peer-to-peer kernel (`interconnects.allreduce_time_s`);
+    None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -402,7 +405,8 @@ def pass_time(
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s
 
-        p2p = engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
+        p2p = (engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
+               if peer_allreduce is None else peer_allreduce)
         comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
                                + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
     if link is not None and serial_gpus > 1:
@@ -457,6 +461,7 @@ class _Setup:
     serial: int
     link: Interconnect | None
     seq_step_s: float = 0.0
+    peer_allreduce: bool | None = None  # the engine's own all-reduce kernel (None: `pass_time`'s NVIDIA rule)
 
 
 def host_seq_step_s(engine: str, version: str | None) -> float:
@@ -483,7 +488,13 @@ def _setup(r: ResolvedPlan) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
-    return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version))
+    peer = None
+    if link is not None and link.kind == "xgmi":
+        from mlrig.estimators.engines import vllm_custom_allreduce_on_amd
+
+        # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
+        peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
+    return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version), peer)
 
 
 def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib: float, weights_gib: Num) -> Num:
@@ -519,7 +530,8 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
-                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine))
+                     serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine),
+                     peer_allreduce=s.peer_allreduce)
 
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
