@@ -424,8 +424,9 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 10
 #      on AMD GPUs", 0.6.x), so vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) keeps RCCL's ring; AMD's
 #      ROCm/vllm fork has had it since ROCm/vllm PR #27 (2024-05-30, "custom all reduce on AMD GPUs
 #      which are connected via 1-hop XGMI"), upstream since PR #14125 / #16010 (gfx94x, April 2025).
-#    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before its custom all-reduce
-#    plugin use NCCL: not listed.
+#    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before 0.12 (the TRT061-* TP rows,
+#    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
+#    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than

@@ -114,6 +114,22 @@ def vllm_custom_allreduce_on_amd(text: str | None) -> bool:
     return not before(text, VLLM_ROCM_CUSTOM_ALLREDUCE)
 
 
+# TensorRT-LLM picks its all-reduce per call from 0.12 (AllReduceStrategy AUTO: its own one-shot /
+# two-shot custom kernel over NVLink for small messages, NCCL otherwise): the trtllm-build knob
+# `use_custom_all_reduce` was removed ("Update TensorRT-LLM", NVIDIA/TensorRT-LLM PR #2008, 2024-07-23);
+# a maintainer: "the use_custom_all_reduce knob had been removed from trtllm-build command since 0.12
+# release. Now trtllm will select the nccl native all-reduce and the custom all-reduce plugin
+# automatically by internal strategy" (NVIDIA/TensorRT-LLM issue #1601, 2024-11-18).
+TRTLLM_AUTO_ALLREDUCE = (0, 12)
+
+
+def trtllm_custom_allreduce(text: str | None) -> bool:
+    """Whether TensorRT-LLM's decode all-reduces over NVLink are its own peer-to-peer kernel (from 0.12, and
+    the current release when no version is given); earlier builds are taken as NCCL's ring (the knob was
+    opt-in per engine build, and the calibration's TRT-LLM 0.5 / 0.6.1 TP rows were fitted that way)."""
+    return not before(text, TRTLLM_AUTO_ALLREDUCE)
+
+
 def vllm_v1(text: str | None) -> bool:
     """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
     return not before(text, (0, 8))

@@ -494,6 +494,10 @@ def _setup(r: ResolvedPlan) -> _Setup:
 
         # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
         peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
+    elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
+        from mlrig.estimators.engines import trtllm_custom_allreduce
+
+        peer = trtllm_custom_allreduce(r.workload.engine_version)
     return _Setup(engine, tp, serial, link, host_seq_step_s(engine, r.workload.engine_version), peer)
 
 
