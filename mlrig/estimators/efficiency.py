@@ -407,9 +407,8 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      implies ~140-170 us per all-reduce, consistent with PCIe; not fitted on (not in the repo).
 #    - network (across nodes): the PCIe figure plus a NIC hop.
 #    - xgmi (AMD Infinity Fabric mesh): the NVLink figure. Same mechanism (a kernel's launch and flag
-#      handshake over direct GPU-GPU load/store links); no fit row isolates it. Before this entry an
-#      Infinity Fabric link fell to the PCIe figure's kind only if named; the catalog gave MI300X
-#      NVLink's entry, so 10 us is what it already paid.
+#      handshake over direct GPU-GPU load/store links); no fit row isolates it. Until the catalog had an
+#      Infinity Fabric entry, MI300X got NVLink's, so 10 us is what it paid before too.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
