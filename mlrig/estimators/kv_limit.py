@@ -129,12 +129,11 @@ def static_waves_note(sw: StaticWaves, batch: int, kv_tokens: int, engine: str) 
     """One line for the output: how many run at once, why, and what it costs."""
     rule = ("admitted only at full length: TensorRT-LLM GUARANTEED_NO_EVICT" if no_evict(engine)
             else "at their mean footprint; when the pool fills, sequences are preempted and recomputed")
-    head = (f"KV pool of {kv_tokens:,} tokens runs {sw.running} of the {batch} sequences at once ({rule})")
+    head = f"KV pool of {kv_tokens:,} tokens runs {sw.running} of the {batch} sequences at once ({rule})"
     if sw.preempted == 0:
         return f"{head}: {sw.waves:.0f} waves"
-    extra = (f"; {sw.preempted} preempted, {sw.recompute_s * 1e3:.0f} ms re-prefilling them"
-             if sw.preempted else "")
-    return f"{head}: ~{sw.waves:.2f} rounds{extra}"
+    return (f"{head}: ~{sw.waves:.2f} rounds; {sw.preempted} preempted, "
+            f"{sw.recompute_s * 1e3:.0f} ms re-prefilling them")
 
 
 def apply_static_waves(r: ResolvedPlan, memory: Any, perf: Any) -> Any:
