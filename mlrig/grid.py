@@ -126,7 +126,8 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
         for part in (b == 1, b > 1):
             idx = np.flatnonzero(part & in_range & (b >= 1) & (pr >= 0) & (out >= 0))
             if len(idx):
-                one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
+                left = _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
+                one_by_one[idx] = True if left is None else left
     elif w.task != "inference" and n:
         idx = np.flatnonzero((b >= 1) & (c >= 0))
         if len(idx):
@@ -154,9 +155,12 @@ def _gib(x: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray, c: np.ndarray,
-            pr: np.ndarray, out: np.ndarray) -> bool:
-    """Fill `grid` at `idx` through the array formulas; False (nothing filled) where the planner
-    refuses the setup as a whole, so those configurations go one by one and get its exact error."""
+            pr: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    """Fill `grid` at `idx` through the array formulas; None (nothing filled) where the planner
+    refuses the setup as a whole, so those configurations go one by one and get its exact error. Else
+    the mask (over `idx`) of the configurations still to go one by one: static batches whose KV cache at
+    full length exceeds a paged engine's pool or that exceed the plan's max_num_seqs, which may run in
+    waves (`kv_limit.static_batch_time`, per plan)."""
     from pydantic import ValidationError
 
     from mlrig.estimators.memory import PAGED_ENGINES, _engine_key, inference_memory
@@ -184,7 +188,12 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
         off = offload_fraction(fits, m.cpu_share, used_gib, gpu.capacity_gib, weights_gib)
         f = static_inference(r, bb, pp, oo, off)
     except (MlrigError, ValidationError):
-        return False
+        return None
+    waves = np.zeros(shape, bool)
+    if capacity is not None and _engine_key(r) in PAGED_ENGINES:
+        waves = run & (bb * (np.maximum(1, pp) + np.maximum(0, oo)) > np.nan_to_num(capacity, nan=np.inf))
+        if r.workload.max_num_seqs is not None:
+            waves |= run & (bb > r.workload.max_num_seqs)
     grid.fits[idx] = fits
     grid.per_gpu_gib[idx] = used_gib
     grid.gpu_capacity_gib[idx] = gpu.capacity_gib
@@ -196,7 +205,7 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
     bound = np.array(np.broadcast_to(np.asarray(f.bound, object), idx.shape))
     bound[~run] = None
     grid.bound[idx] = bound
-    return True
+    return waves
 
 
 def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray,

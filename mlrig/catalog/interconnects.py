@@ -25,6 +25,9 @@ class Interconnect(BaseModel):
     kind: str  # pcie | nvlink | network
     bandwidth_gb_s: float = Field(gt=0, description="per direction, 10^9 bytes/s")
     latency_us: float = Field(ge=0)
+    # a full mesh of direct links (AMD Infinity Fabric on the 8-GPU OAM platform): this many peer links,
+    # each bandwidth_gb_s / mesh_peers; None for a switch or a single link (NVSwitch, PCIe, a NIC)
+    mesh_peers: int | None = Field(default=None, ge=1)
     aliases: list[str] = Field(default_factory=list)
     source: str
     source_date: str
@@ -86,7 +89,8 @@ def resolve_interconnect(name: str) -> Interconnect:
 
 
 def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,
-                 nvlink_max_gpus: int | None = None, pcie_lanes: int | None = None) -> Interconnect:
+                 nvlink_max_gpus: int | None = None, pcie_lanes: int | None = None,
+                 vendor: str | None = None) -> Interconnect:
     """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
     else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice), or at
     the card's own width where it has fewer lanes (`pcie_lanes`, the catalog's edge-connector width:
@@ -94,10 +98,14 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     sits in - PCI-SIG: a link trains to the narrower of its two ends).
     Bridged cards (`nvlink_max_gpus`, e.g. 2 for an A100 PCIe pair) use NVLink only up to that count:
     a ring over more of them crosses PCIe, whose bandwidth then bounds every step.
-    Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric)."""
+    Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric). AMD GPUs with a GPU-GPU fabric
+    (`vendor` "AMD": MI300X, MI325X, MI355X on their 8-GPU OAM platforms) are a full mesh of Infinity Fabric
+    links at the card's aggregate figure (`_infinity_fabric_at`), not a switch."""
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
+        if (vendor or "").upper() == "AMD":
+            return _infinity_fabric_at(nvlink_gb_s)
         return _nvlink_at(nvlink_gb_s)
     if pcie_lanes is not None and pcie_lanes <= 8:
         narrow = _lookup(f"pcie{pcie_gen if pcie_gen in (3, 4, 5) else 4}-x8")
@@ -119,6 +127,13 @@ def _nvlink_at(nvlink_gb_s: float) -> Interconnect:
     )
 
 
+@lru_cache(maxsize=16)
+def _infinity_fabric_at(aggregate_gb_s: float) -> Interconnect:
+    """The Infinity Fabric mesh entry at the card's own aggregate per-direction figure (MI355X: 537.6)."""
+    return resolve_interconnect("infinity-fabric-mesh").model_copy(
+        update={"id": f"infinity-fabric-{aggregate_gb_s:g}", "bandwidth_gb_s": aggregate_gb_s})
+
+
 def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
     """The card's PCIe link at x16. A generation outside the catalog's 3-5 (or unknown) is taken
     as PCIe 4.0, the generation of most cards sold 2020-2024 (an assumption, not a measurement)."""
@@ -126,16 +141,30 @@ def pcie_x16_link(pcie_gen: int | None) -> Interconnect:
     return resolve_interconnect(f"pcie{gen}-x16")
 
 
+def group_bandwidth_gb_s(link: Interconnect, ranks: int) -> float:
+    """Per-direction bandwidth a group of `ranks` GPUs can use on `link`. Behind a switch (NVSwitch) or on
+    a single link, the link's figure. On a full mesh of direct links (`mesh_peers`, AMD Infinity Fabric)
+    a GPU reaches its group's other N - 1 members over one link each, so N - 1 of its links carry the
+    collective: 64 GB/s per direction at TP 2, 192 at TP 4, 448 at TP 8 on MI300X (7 links of 128 GB/s
+    bidirectional, AMD data sheet). RCCL builds its rings, and a one-shot / two-shot peer kernel its reads,
+    over those links only; the same (N - 1) x link rule is what vLLM's ROCm all-reduce tuning states as
+    its peak bus bandwidth (vllm-project/vllm PR #39080, 2026: "Peak busbw = (N-1) x 76.8 GB/s" on MI355X)."""
+    if link.mesh_peers is None:
+        return link.bandwidth_gb_s
+    return link.bandwidth_gb_s * min(max(1, ranks - 1), link.mesh_peers) / link.mesh_peers
+
+
 def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect, *, peer_to_peer: bool = False) -> Num:
-    """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the link bandwidth.
-    `peer_to_peer`: an engine's own all-reduce kernel over NVLink (vLLM's custom_all_reduce, gpt-fast's
-    intra-node comm): every rank writes to and reads from all peers directly, a reduce-scatter and an
-    all-gather of one hop each, so 2 latency steps whatever N, for the same bytes."""
+    """Ring all-reduce: 2(N-1) steps of latency + 2(N-1)/N x bytes at the group's bandwidth
+    (`group_bandwidth_gb_s`). `peer_to_peer`: an engine's own all-reduce kernel over NVLink or Infinity
+    Fabric (vLLM's custom_all_reduce, gpt-fast's intra-node comm): every rank writes to and reads from all
+    peers directly, a reduce-scatter and an all-gather of one hop each, so 2 latency steps whatever N, for
+    the same bytes."""
     if ranks <= 1:
         return 0.0
     steps = 2 * (ranks - 1)
     hops = 2 if peer_to_peer else steps
-    t = hops * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (link.bandwidth_gb_s * 1e9)
+    t = hops * link.latency_us * 1e-6 + (steps / ranks) * n_bytes / (group_bandwidth_gb_s(link, ranks) * 1e9)
     return vec.where(n_bytes > 0, t, 0.0)
 
 
@@ -154,5 +183,5 @@ def pcie_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
 
 
 def p2p_time_s(n_bytes: Num, link: Interconnect) -> Num:
-    """One point-to-point send (pipeline stage boundary, llama.cpp layer split)."""
-    return link.latency_us * 1e-6 + n_bytes / (link.bandwidth_gb_s * 1e9)
+    """One point-to-point send (pipeline stage boundary, llama.cpp layer split): one link of a mesh."""
+    return link.latency_us * 1e-6 + n_bytes / (group_bandwidth_gb_s(link, 2) * 1e9)

@@ -521,7 +521,10 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    - PCIe: see PCIE_ALLREDUCE_PROTOCOLS below (`pcie_allreduce_time_s` replaces this figure for PCIe
 #      links); the "pcie" entry stays the fallback for other link kinds and the base of "network".
 #    - network (across nodes): the PCIe figure plus a NIC hop.
-ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "pcie": 100e-6, "network": 150e-6}
+#    - xgmi (AMD Infinity Fabric mesh): the NVLink figure. Same mechanism (a kernel's launch and flag
+#      handshake over direct GPU-GPU load/store links); no fit row isolates it. Until the catalog had an
+#      Infinity Fabric entry, MI300X got NVLink's, so 10 us is what it paid before too.
+ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce staged through host memory, per NCCL protocol (`interconnects.pcie_allreduce_time_s`):
 #    (fixed seconds per all-reduce, host-staging bandwidth in GB/s, on top of the ring's PCIe wire time and
 #    2(N-1) link latencies). Where GPUs lack peer-to-peer access vLLM disables its custom all-reduce
@@ -547,10 +550,15 @@ PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-
 #      (GPTFAST-0009..0011): after the weights' share, ~14 / 19 / 22 us per all-reduce, where a ring's
 #      2(N-1) NVLink steps would be 22 / 46 / 94 us (with ALLREDUCE_SYNC_S).
 #    - vLLM (custom_all_reduce since v0.3, NVLink-connected NVIDIA GPUs; --disable-custom-all-reduce
-#      turns it off) and SGLang (the same kernel; --disable-custom-all-reduce). AMD Infinity Fabric
-#      keeps the ring: vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) does not bear it out.
-#    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before its custom all-reduce
-#    plugin use NCCL: not listed.
+#      turns it off) and SGLang (the same kernel; --disable-custom-all-reduce). On AMD Infinity Fabric
+#      only where vLLM runs it there (`engines.vllm_custom_allreduce_on_amd`): upstream vLLM disabled it
+#      on ROCm until 2025 (its log: "Disabled the custom all-reduce kernel because it is not supported
+#      on AMD GPUs", 0.6.x), so vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) keeps RCCL's ring; AMD's
+#      ROCm/vllm fork has had it since ROCm/vllm PR #27 (2024-05-30, "custom all reduce on AMD GPUs
+#      which are connected via 1-hop XGMI"), upstream since PR #14125 / #16010 (gfx94x, April 2025).
+#    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before 0.12 (the TRT061-* TP rows,
+#    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
+#    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than

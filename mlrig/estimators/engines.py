@@ -111,6 +111,40 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
     return True
 
 
+# vLLM's custom all-reduce on AMD Instinct (gfx94x) over Infinity Fabric: upstream from 0.8.3
+# (vllm-project/vllm PR #14125, enable check fixed for gfx94x by PR #16010 on 2025-04-03; the first
+# release after both is taken, inferred from those dates, not read from release notes); AMD's fork
+# (ROCm/vllm, the rocm/vllm and rocm/vllm-dev images) since ROCm/vllm PR #27 (2024-05-30).
+VLLM_ROCM_CUSTOM_ALLREDUCE = (0, 8, 3)
+
+
+def vllm_custom_allreduce_on_amd(text: str | None) -> bool:
+    """Whether this vLLM build runs its own peer-to-peer all-reduce on AMD Infinity Fabric (else RCCL's
+    ring): releases from 0.8.3, the current one when no version is given, and builds of AMD's fork,
+    written as the image or repository names them ("rocm/vllm-dev 0.6.6", "ROCm/vllm 0.6.6"). Upstream
+    releases before 0.8.3 log "Disabled the custom all-reduce kernel because it is not supported on AMD
+    GPUs" at start-up (vLLM config.py, 0.6.x)."""
+    if text and "rocm/vllm" in text.lower():
+        return True
+    return not before(text, VLLM_ROCM_CUSTOM_ALLREDUCE)
+
+
+# TensorRT-LLM picks its all-reduce per call from 0.12 (AllReduceStrategy AUTO: its own one-shot /
+# two-shot custom kernel over NVLink for small messages, NCCL otherwise): the trtllm-build knob
+# `use_custom_all_reduce` was removed ("Update TensorRT-LLM", NVIDIA/TensorRT-LLM PR #2008, 2024-07-23);
+# a maintainer: "the use_custom_all_reduce knob had been removed from trtllm-build command since 0.12
+# release. Now trtllm will select the nccl native all-reduce and the custom all-reduce plugin
+# automatically by internal strategy" (NVIDIA/TensorRT-LLM issue #1601, 2024-11-18).
+TRTLLM_AUTO_ALLREDUCE = (0, 12)
+
+
+def trtllm_custom_allreduce(text: str | None) -> bool:
+    """Whether TensorRT-LLM's decode all-reduces over NVLink are its own peer-to-peer kernel (from 0.12, and
+    the current release when no version is given); earlier builds are taken as NCCL's ring (the knob was
+    opt-in per engine build, and the calibration's TRT-LLM 0.5 / 0.6.1 TP rows were fitted that way)."""
+    return not before(text, TRTLLM_AUTO_ALLREDUCE)
+
+
 def vllm_v1(text: str | None) -> bool:
     """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
     return not before(text, (0, 8))

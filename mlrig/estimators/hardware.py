@@ -38,4 +38,5 @@ def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
     hw = plan.hardware
     if hw.interconnect:
         return resolve_interconnect(hw.interconnect)
-    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes)
+    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes,
+                        gpu.vendor)

@@ -423,6 +423,7 @@ def pass_time(
     fp8_attention: bool = False,
     block_fp8_eff: float | None = None,
     moe_compute_rel: float = 1.0,
+    peer_allreduce: bool | None = None,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
@@ -439,7 +440,9 @@ def pass_time(
     FP8 rate; a 32k-token prompt of a 14B model spends ~30 % of its prefill FLOPs in attention.
     `block_fp8_eff`: the ceiling on the FP8 GEMMs' fraction of peak where the engine runs a block-scaled FP8
     checkpoint through its early kernels; `moe_compute_rel`: the prefill rate of the routed experts' fused-MoE
-    GEMMs (`cost.expert_flops`) relative to the dense GEMMs' (both `prefill_gemm_rates`)."""
+    GEMMs (`cost.expert_flops`) relative to the dense GEMMs' (both `prefill_gemm_rates`). `peer_allreduce`:
+    whether the tensor-parallel all-reduce is the engine's own peer-to-peer kernel
+    (`interconnects.allreduce_time_s`); None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -510,7 +513,8 @@ def pass_time(
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s, pcie_allreduce_time_s
 
-        p2p = engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
+        p2p = (engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
+               if peer_allreduce is None else peer_allreduce)
         if link.kind == "pcie":  # staged through host memory, NCCL's protocol by size (efficiency.py)
             comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                         eff.PCIE_ALLREDUCE_PROTOCOLS)
@@ -569,6 +573,7 @@ class _Setup:
     serial: int
     link: Interconnect | None
     seq_step_s: float = 0.0
+    peer_allreduce: bool | None = None  # the engine's own all-reduce kernel (None: `pass_time`'s NVIDIA rule)
 
 
 def host_seq_step_s(engine: str, version: str | None) -> float:
@@ -598,7 +603,17 @@ def _setup(r: ResolvedPlan) -> _Setup:
     seq_step_s = host_seq_step_s(engine, r.workload.engine_version)
     if (r.workload.engine or "").strip().lower() == "ollama":
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
-    return _Setup(engine, tp, serial, link, seq_step_s)
+    peer = None
+    if link is not None and link.kind == "xgmi":
+        from mlrig.estimators.engines import vllm_custom_allreduce_on_amd
+
+        # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
+        peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
+    elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
+        from mlrig.estimators.engines import trtllm_custom_allreduce
+
+        peer = trtllm_custom_allreduce(r.workload.engine_version)
+    return _Setup(engine, tp, serial, link, seq_step_s, peer)
 
 
 def offload_fraction(fits: Num, cpu_share: float, per_gpu_gib: Num, capacity_gib: float, weights_gib: Num) -> Num:
@@ -639,7 +654,8 @@ def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, deco
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine),
-                     fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel)
+                     fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
+                     peer_allreduce=s.peer_allreduce)
 
 
 def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, float]:

@@ -552,8 +552,9 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     never paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"; MAX_UTILIZATION,
     which packs by current length and may pause, is opt-in), and its STATIC_BATCH mode needs the whole
     batch at its final length: the pool holds sequences at their full context."""
-    per_seq = w.prompt_tokens + (w.output_tokens if engine.startswith("trt-llm") else w.output_tokens // 2)
-    return max(1, kv_tokens // max(1, per_seq))
+    from mlrig.estimators.kv_limit import kv_limited_running_batch
+
+    return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine)
 
 
 def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:

@@ -28,7 +28,9 @@ def estimate_performance(r: ResolvedPlan, memory: Any | None = None,
         from mlrig.estimators.serving import serving_performance
 
         return serving_performance(r, memory)
+    from mlrig.estimators.kv_limit import apply_static_waves
     from mlrig.estimators.performance import StaticInference, estimate_inference
 
     assert figures is None or isinstance(figures, StaticInference)
-    return estimate_inference(r, memory, figures)
+    # a batch larger than the engine runs at once (KV pool, max_num_seqs) runs in waves (kv_limit)
+    return apply_static_waves(r, memory, estimate_inference(r, memory, figures))
