@@ -15,9 +15,9 @@ Per iteration, with `n` running sequences, prompt P and output O tokens per requ
 
 TTFT under load is what a request waits before its prefill runs, plus the prefill, plus the
 iteration that samples its first token:
-- the rest of the running iteration: half of it on average for Poisson arrivals, most of it for a closed
-  loop's (a user's next request follows the last token, sampled at an iteration's end, by the front end's
-  round trip), none when nothing else runs, one more under vLLM's async scheduling (`iteration_wait_s`);
+- the rest of the running iteration: half of it on average for Poisson arrivals, up to all of it for a
+  closed loop's (a user's next request follows the last token, sampled at an iteration's end, by the front
+  end's round trip), none when nothing else runs, one more under vLLM's async scheduling (`iteration_wait_s`);
 - the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
   times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
@@ -529,23 +529,26 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
       arrives, and that token was sampled at the end of an iteration, so the new request reaches the
       scheduler a fixed turnaround tau after an iteration began: the last token's detokenisation and
       streaming, the client, the new request's HTTP handling and tokenisation, which is the front end's
-      round trip (`frontend_s`); it waits step - (tau mod step). On a GDDR card, whose iterations (25-70 ms)
-      are long beside a 5.5 ms front end, that is most of an iteration, not half: over the fit rows of
-      closed loops, LDSINGH-* (vLLM 0.23 on an RTX A6000, 2-256 users) 26 % -> 18 % median TTFT error
-      (with `mixed_median_ttft_s`), LMDEPLOY-* (LMDeploy's profile_throughput, threads calling the
-      engine in-process: no front end, tau 0, a whole iteration) 19 % -> 14 %, INFBENCH-0003 (H100, 4
-      users, 6.5 ms iterations) +10 % -> +3 %.
+      round trip (`frontend_s`); it waits step - tau. That turnaround varies from request to request
+      (client and HTTP scheduling) by about its own size, so once it reaches half an iteration the
+      arrivals' phase is spread over the iteration and the wait is the Poisson half again:
+      max(step - tau, step / 2), continuous and growing with the iteration. On a GDDR card, whose
+      iterations (25-70 ms) are long beside a 5.5 ms front end, that is most of an iteration: over the fit
+      rows of closed loops, LDSINGH-* (vLLM 0.23 on an RTX A6000, 2-256 users) 26 % -> 18 % median TTFT
+      error (with `mixed_median_ttft_s`), LMDEPLOY-* (LMDeploy's profile_throughput, threads calling the
+      engine in-process: no front end, tau 0, a whole iteration) 19 % -> 14 %; on an H100 (6.5 ms
+      iterations, INFBENCH-0003) it stays half.
     - Under async scheduling (`vllm_async_scheduling`) the next iteration has already been scheduled
       while the running one executes, so the request joins the one after it: one iteration more.
       InferenceBench's H100 sweep (INFBENCH-0001/-0003, vLLM 0.21, Llama-3.1-8B, ~43-token chat prompts)
       shows it: median TTFT 13.98 ms at 1 user and 22.75 ms at 4, +8.8 ms where TPOT, the iteration,
       is 6.5-6.6 ms: ~1.3 iterations more at 4 users, where half an iteration alone gave none (the
-      model had 12.2 ms at both; with the closed loop's phase above it has 23.4 ms at 4 users)."""
+      model had 12.2 ms at both)."""
     if others <= 0:
         return 0.0
     extra = step_s if vllm_async_scheduling(r) else 0.0
     if closed_loop:
-        return step_s - math.fmod(frontend_s(r), step_s) + extra
+        return max(step_s - frontend_s(r), 0.5 * step_s) + extra
     return 0.5 * step_s + extra
 
 
