@@ -239,7 +239,9 @@ def mixed_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None,
     (1/2 - (1 - w)) / w (among its late ones). A weighted mean of the two parts, as before, counts the
     wave's late members in full: LDSINGH-0017/-0020 (vLLM 0.23 on an RTX A6000, 128 and 256 users sending
     512 requests, wave shares 1/4 and 1/2) measured median TTFTs of 126 and 299 ms where that mean gave 159
-    and 408 ms."""
+    and 408 ms; the mixture's median, with the closed loop's iteration wait (`iteration_wait_s`), gives 115
+    and 179 ms. The shortfall left at 256 users is the steady state's own (its iterations run 66 ms; the
+    request waits ~4.4 of them where the model has ~2.6), not the mixture's."""
     w = min(1.0, max(0.0, wave_weight))
 
     def wave(q: float) -> float:
