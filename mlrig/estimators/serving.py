@@ -15,8 +15,9 @@ Per iteration, with `n` running sequences, prompt P and output O tokens per requ
 
 TTFT under load is what a request waits before its prefill runs, plus the prefill, plus the
 iteration that samples its first token:
-- half an iteration on average for the running one to end (requests arrive mid-iteration), none when
-  nothing else runs, one more under vLLM's async scheduling (`iteration_wait_s`);
+- the rest of the running iteration: half of it on average for Poisson arrivals, up to all of it for a
+  closed loop's (a user's next request follows the last token, sampled at an iteration's end, by the front
+  end's round trip), none when nothing else runs, one more under vLLM's async scheduling (`iteration_wait_s`);
 - the prefill queue: prefill work arrives at rate lambda x P tokens and is served FCFS; with utilisation
   rho = lambda x P x t_p of the GPU's time, an M/D/1 queue waits rho / (2 (1 - rho)) prefill
   times on average (Pollaczek-Khinchine mean waiting time, deterministic service; Kleinrock 1975,
@@ -32,7 +33,7 @@ A closed loop starts with all users' requests at once (a wave): those wait for t
 iteration. With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
 request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token prompts equals that
 at 128-token ones); with `num_requests` N > users only the first users / N of the requests do, the
-rest arrive into the steady state.
+rest arrive into the steady state, and the figure is the median of that mixture (`mixed_median_ttft_s`).
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
@@ -214,11 +215,62 @@ def wave_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, 
     for the first batch and then for k - n completions at the steady rate `lam` (`offline_backlog`'s fluid
     approximation), then its own prefill `own`. LDSINGH-0023 (512 users sending 512 requests at once to
     vLLM 0.23 on an RTX A6000, batch cap 256): median TTFT 1.04 s, where the mean over users gave 5.1 s."""
+    return wave_rank_ttft_s(r, users, n, budget, lam, own, 0.5)
+
+
+def wave_rank_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, lam: float, own: float,
+                     q: float) -> float:
+    """TTFT (less the front end) of the wave member at quantile `q` (0 < q <= 1) of a wave of `users`
+    requests sent together, at most `n` running at once: rank k = q x users, priced as in
+    `wave_median_ttft_s` (its q = 0.5). The members' TTFTs grow with their rank (FCFS), so this is the
+    wave's quantile function."""
     prompt = max(1, r.workload.prompt_tokens)
-    k = max(1, math.ceil(users / 2))
+    k = max(1, min(users, math.ceil(q * users - 1e-9)))
     if k > n:
         return prefill_pass(r, n, prompt).seconds + (k - n) / max(lam, 1e-9) + own
     return prefill_pass(r, k if budget is not None else n, prompt).seconds
+
+
+def mixed_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, lam: float, own: float,
+                        wave_weight: float, steady_s: float) -> float:
+    """Median TTFT (less the front end) over a run of which a share `wave_weight` of the requests arrive in
+    the opening wave of `users` (`wave_rank_ttft_s`) and the rest into the steady state, where each waits
+    `steady_s`.
+
+    PLAN-FORMAT's `ttft_ms` is a median over the run's requests. The wave's members spread from the first
+    prompt's prefill to the last one's (FCFS, under chunked prefill) while the steady requests sit near
+    `steady_s`, so the run's median is that of the mixture, found from its distribution function
+    F(t) = w F_wave(t) + (1 - w) [t >= steady_s]: the steady value when it straddles one half, else the
+    wave member at quantile (1/2) / w (the median falls among the wave's early members) or
+    (1/2 - (1 - w)) / w (among its late ones). A weighted mean of the two parts, as before, counts the
+    wave's late members in full: LDSINGH-0017/-0020 (vLLM 0.23 on an RTX A6000, 128 and 256 users sending
+    512 requests, wave shares 1/4 and 1/2) measured median TTFTs of 126 and 299 ms where that mean gave 159
+    and 408 ms; the mixture's median, with the closed loop's iteration wait (`iteration_wait_s`), gives 115
+    and 179 ms. The shortfall left at 256 users is the steady state's own (its iterations run 66 ms; the
+    request waits ~4.4 of them where the model has ~2.6), not the mixture's."""
+    w = min(1.0, max(0.0, wave_weight))
+
+    def wave(q: float) -> float:
+        return wave_rank_ttft_s(r, users, n, budget, lam, own, q)
+
+    if w >= 1.0:
+        return wave(0.5)
+    # the wave's members at or below steady_s: F_wave(steady_s), by bisection on its quantile function
+    lo, hi = 0.0, 1.0
+    if wave(1.0) <= steady_s:
+        below = 1.0
+    elif wave(1.0 / max(1, users)) > steady_s:
+        below = 0.0
+    else:
+        for _ in range(30):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if wave(mid) <= steady_s else (lo, mid)
+        below = lo
+    if w * below >= 0.5:
+        return wave(0.5 / w)
+    if w * below + (1.0 - w) >= 0.5:
+        return steady_s
+    return wave((0.5 - (1.0 - w)) / w)
 
 
 def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
@@ -285,7 +337,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     # TTFT: the iteration wait, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait,
     # the server front end.
     waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget,
-                                            others=users - 1 if rate is None else n - 1)
+                                            others=users - 1 if rate is None else n - 1, closed_loop=rate is None)
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
     queue = waiting + slot_wait
@@ -305,11 +357,14 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         # Once a wave's prompts are prefilled its members decode without prefills in between: their
         # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
         # prefill that ran between their own tokens (`wave_tpot_extra_s`).
+        # TTFT is the run's median over its requests (`mixed_median_ttft_s`), the mean apart.
         wave_mean = wave_ttft_s(r, n, budget) + slot_wait + front
-        wave = wave_mean if users <= n else wave_median_ttft_s(r, users, n, budget, lam, own) + front
-        if users > n:
-            ttft_mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
-        ttft = wave_weight * wave + (1.0 - wave_weight) * ttft
+        mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
+        if users > n or wave_weight < 1.0:
+            ttft_mean = mean
+            ttft = mixed_median_ttft_s(r, users, n, budget, lam, own, wave_weight, ttft - front) + front
+        else:
+            ttft = wave_mean  # the whole run is one wave within the cap: its median and mean nearly agree
         queue = max(0.0, ttft - own - front)
         tpot = wave_weight * (dec_only + wave_tpot_extra_s(r, n, budget)) + (1.0 - wave_weight) * tpot
     return LoadPoint(running=n, step_s=step, tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=lam,
@@ -317,7 +372,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
 
 
 def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float, t_f: float,
-                   budget: int | None, *, others: int) -> tuple[float, float, float]:
+                   budget: int | None, *, others: int, closed_loop: bool = False) -> tuple[float, float, float]:
     """TTFT terms of a request admitted at once into `n` running sequences (iterations of `step` s,
     prompts arriving at `lam` per s; `others` of them running when it arrives): (the wait, the own
     prefill with the iteration that samples the first token, the decode-only iteration). The wait is the
@@ -333,7 +388,7 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
         own = service + math.ceil(prompt / (budget - n)) * dec_only
     else:
         own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
-    return iteration_wait_s(r, step, others) + wait_prefill, own, dec_only
+    return iteration_wait_s(r, step, others, closed_loop) + wait_prefill, own, dec_only
 
 
 # Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
@@ -475,13 +530,26 @@ def vllm_async_scheduling(r: ResolvedPlan) -> bool:
     return r.engine == "vllm" and not before(r.workload.engine_version, (0, 12))
 
 
-def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int) -> float:
+def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: bool = False) -> float:
     """Time a new request waits for the engine's iterations before its own prefill can start.
 
     - With no other sequence running (`others` <= 0: one user of a closed loop, a rate load of one
       request in flight) the engine is idle when the request arrives: no wait.
-    - Otherwise it arrives mid-iteration and waits for that one to end, half an iteration on average
-      (iteration-level scheduling, Yu et al. 2022 "Orca").
+    - Otherwise it waits for the running iteration to end (iteration-level scheduling, Yu et al. 2022
+      "Orca"). A Poisson arrival comes at a random moment of it: half an iteration on average. A closed
+      loop's request does not (`closed_loop`): a user sends it when the previous response's last token
+      arrives, and that token was sampled at the end of an iteration, so the new request reaches the
+      scheduler a fixed turnaround tau after an iteration began: the last token's detokenisation and
+      streaming, the client, the new request's HTTP handling and tokenisation, which is the front end's
+      round trip (`frontend_s`); it waits step - tau. That turnaround varies from request to request
+      (client and HTTP scheduling) by about its own size, so once it reaches half an iteration the
+      arrivals' phase is spread over the iteration and the wait is the Poisson half again:
+      max(step - tau, step / 2), continuous and growing with the iteration. On a GDDR card, whose
+      iterations (25-70 ms) are long beside a 5.5 ms front end, that is most of an iteration: over the fit
+      rows of closed loops, LDSINGH-* (vLLM 0.23 on an RTX A6000, 2-256 users) 26 % -> 18 % median TTFT
+      error (with `mixed_median_ttft_s`), LMDEPLOY-* (LMDeploy's profile_throughput, threads calling the
+      engine in-process: no front end, tau 0, a whole iteration) 19 % -> 14 %; on an H100 (6.5 ms
+      iterations, INFBENCH-0003) it stays half.
     - Under async scheduling (`vllm_async_scheduling`) the next iteration has already been scheduled
       while the running one executes, so the request joins the one after it: one iteration more.
       InferenceBench's H100 sweep (INFBENCH-0001/-0003, vLLM 0.21, Llama-3.1-8B, ~43-token chat prompts)
@@ -490,7 +558,10 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int) -> float:
       model had 12.2 ms at both)."""
     if others <= 0:
         return 0.0
-    return step_s * (1.5 if vllm_async_scheduling(r) else 0.5)
+    extra = step_s if vllm_async_scheduling(r) else 0.0
+    if closed_loop:
+        return max(step_s - frontend_s(r), 0.5 * step_s) + extra
+    return 0.5 * step_s + extra
 
 
 def frontend_s(r: ResolvedPlan) -> float:
