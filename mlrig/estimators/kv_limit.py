@@ -89,7 +89,7 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
 
     engine = getattr(memory, "engine", "") or ""
     kv = getattr(memory, "kv_cache_capacity_tokens", None)
-    if not kv or not engine.startswith(PAGED_SCHEDULERS) or _setup(r).engine == "trt-llm-2023":
+    if not kv or not engine.startswith(PAGED_SCHEDULERS):
         return None
     w = r.workload
     prompt, out = max(1, w.prompt_tokens), max(0, w.output_tokens)
@@ -100,7 +100,7 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
     # sequences that cannot all stay to the end are preempted (engines that preempt); with none, whole
     # waves: same-length sequences finish together and the next ones start then
     preempted = 0 if (no_evict(engine) or out == 0) else batch - min(batch, n_end)
-    if batch <= n and preempted == 0:
+    if (batch <= n and preempted == 0) or _setup(r).engine == "trt-llm-2023":
         return None
     n = min(n, batch)
 
