@@ -290,8 +290,9 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     model and GPU resolved once; each batch class (one sequence, several: the default engine differs)
     prepared and resolved once, and its plans' figures worked out in one array pass."""
     from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+    from mlrig.results import PlanResult
 
-    out: list[PlanResult | None] = [None] * len(cases)
+    out: list[PlanResult | str | None] = [None] * len(cases)
     plans: dict[int, Plan] = {}
     for i, case in enumerate(cases):
         try:
@@ -302,19 +303,20 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
         first = next(iter(plans.values()), None)
         arch = resolve_arch(first) if first else None
         gpu = resolve_hardware(first) if first else None
-    except MlrigError:
+    except Exception:  # each plan's own line (evaluate_case's: the planner's error, or an internal one)
         arch = gpu = None
     for part in (True, False):
         idx = [i for i, p in plans.items() if (p.workload.batch_size == 1) == part]
-        done = len(idx) >= MIN_GROUP and arch is not None and gpu is not None and \
+        if len(idx) >= MIN_GROUP and arch is not None and gpu is not None:
             _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
-        if not done:
-            for i in idx:
-                out[i] = evaluate_case(cases[i])
     for i, result in enumerate(out):
-        if result is None:  # a plan `check_setup` refuses: its own error line
-            out[i] = evaluate_case(cases[i])
-    return [r for r in out if r is not None]
+        if isinstance(result, str):  # a plan `check_setup` refuses: evaluate_case's line for its error
+            case_id = cases[i].get("id")
+            out[i] = PlanResult(id=case_id if isinstance(case_id, str) else None, error=result)
+        elif result is None:  # a plan the group could not take: one by one
+            out[i] = evaluate_case(cases[i]) if arch is None or gpu is None else \
+                evaluate_case(cases[i], plan=plans[i], arch=arch, gpu=gpu)
+    return [r for r in out if isinstance(r, PlanResult)]
 
 
 def parse_member(case: dict[str, Any], first: Plan) -> Plan:
@@ -342,11 +344,13 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
     return first.model_copy(update={"id": case_id, "workload": w, "training": training})
 
 
-def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,
+def _fill_group(out: list[PlanResult | str | None], idx: list[int], plans: list[Plan], arch: ModelArch,
                 gpu: GPU) -> bool:
     """Fill `out` at `idx` with the results of `plans` (one shape, one batch class); False (nothing
     filled) where anything fails for the group as a whole, so its plans go one by one and each gets
-    `evaluate_case`'s exact line. A plan `check_setup` refuses is left empty (the caller evaluates it)."""
+    `evaluate_case`'s exact line. A plan `check_setup` refuses gets that error line (str): the first
+    error `evaluate` would raise for it (its plan parsed, its model and GPU resolved and its defaults
+    taken as the group's were; `resolve` worked for the group's precision and engine)."""
     try:
         with np.errstate(all="raise"):  # arithmetic one plan would fail on sends the group one by one
             if plans[0].workload.task == "inference":
@@ -360,7 +364,7 @@ def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan],
     return True
 
 
-def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult | str]:
     """`_fill_group`'s results for static inference, by position in `plans`: the plan prepared
     (`planner.prepare`) and resolved once; memory (`memory.inference_memory`) and speed
     (`performance.static_inference`) in one array pass each; each plan's notes and explanation by
@@ -377,20 +381,22 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
                                       for k in ("batch_size", "prompt_tokens", "output_tokens", "context"))
     m = elements(inference_memory(r, batch, context, prompt), len(plans))
     each: dict[int, tuple[ResolvedPlan, list[str], MemoryEstimate]] = {}
+    refused: dict[int, PlanResult | str] = {}
     for j, (p, w) in enumerate(zip(plans, ws, strict=True)):
         q = base.model_copy(update={"id": p.id, "workload": w, "training": p.training})  # as the line gave it
         try:
             checked = check_setup(arch, q)
-        except MlrigError:
+        except MlrigError as exc:
+            refused[j] = str(exc)
             continue
         rq = r.with_plan(q)
         each[j] = (rq, [*notes, *checked], estimate_memory(rq, m[j]))
     off = np.array([offload_of(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
     f = elements(static_inference(r, batch, prompt, output, off), len(plans))
-    return {j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}
+    return {**refused, **{j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}}
 
 
-def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult | str]:
     """`_static_results` for training plans: memory (`memory.training_memory`) and the step
     (`training_speed.training_speed`) of each micro-batch and sequence length in one array pass each."""
     from mlrig.estimators.memory import estimate_memory, training_memory
@@ -409,11 +415,12 @@ def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int,
     seq = np.array([(q.training.seq_len if q.training else None) or q.workload.context for q in variants], np.int64)
     m = elements(training_memory(r, batch, seq), len(plans))
     f = elements(training_speed(r, batch, seq), len(plans))
-    results = {}
+    results: dict[int, PlanResult | str] = {}
     for j, q in enumerate(variants):
         try:
             checked = check_setup(arch, q)
-        except MlrigError:
+        except MlrigError as exc:
+            results[j] = str(exc)
             continue
         rq = r.with_plan(q)
         results[j] = result_of(rq, estimate_memory(rq, m[j]), [*notes, *checked], f[j])

@@ -342,3 +342,35 @@ def test_a_member_of_a_shape_parses_as_parse_plan_does(seed: int) -> None:
             assert outcome(lambda c=c, b=base: parse_member(c, b)) == outcome(lambda c=c: parse_plan(c)), c
             checked += 1
     assert checked > 50
+
+
+def test_a_plan_its_group_refuses_is_not_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan of a group that `check_setup` refuses (a context beyond the model's maximum) gets the
+    planner's line from the group's own check, not from a second trip through `evaluate`."""
+    cases = [{"id": f"c{c}-{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"},
+              "workload": {"batch_size": b, "context_tokens": c}}
+             for b in (2, 4) for c in (4096, 131072, 200_000, 1_000_000)]
+    cases.append({"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"},
+                  "workload": {"batch_size": 8, "context_tokens": 300_000}})  # no id
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    assert sum(e["error"] is not None for e in expected) == 5
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("evaluate called")
+
+    monkeypatch.setattr(planner, "evaluate", refuse)
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+
+
+def test_a_group_refused_as_a_whole_resolves_its_model_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans of one shape that the planner refuses as a whole (vLLM on Apple silicon) each get
+    `evaluate_case`'s line, without resolving the model and GPU again for every plan."""
+    cases = [{"id": f"v{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "apple-m2-ultra-76c-192gb"},
+              "workload": {"engine": "vllm", "batch_size": b, "context_tokens": 4096}} for b in range(2, 10)]
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    assert all(e["error"] and "vllm" in e["error"] for e in expected)
+    calls = []
+    resolve_arch = planner.resolve_arch
+    monkeypatch.setattr(planner, "resolve_arch", lambda p: calls.append(p) or resolve_arch(p))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    assert len(calls) == 1
