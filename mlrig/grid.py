@@ -287,8 +287,8 @@ def _shape_key(case: Any) -> bytes | str | None:
 
 def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     """`evaluate_case` of plans of one shape (`_shape_key`). The plans are validated one by one; the
-    model and GPU resolved once; each batch class (one sequence, several: the default engine differs)
-    prepared and resolved once, and its plans' figures worked out in one array pass."""
+    model and GPU resolved once; each batch class (`_batch_classes`) prepared and resolved once, and
+    its plans' figures worked out in one array pass."""
     from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
     from mlrig.results import PlanResult
 
@@ -305,10 +305,10 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
         gpu = resolve_hardware(first) if first else None
     except Exception:  # each plan's own line (evaluate_case's: the planner's error, or an internal one)
         arch = gpu = None
-    for part in (True, False):
-        idx = [i for i, p in plans.items() if (p.workload.batch_size == 1) == part]
-        if len(idx) >= MIN_GROUP and arch is not None and gpu is not None:
-            _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
+    if arch is not None and gpu is not None:
+        for idx in _batch_classes(plans, arch, gpu):
+            if len(idx) >= MIN_GROUP:
+                _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
     for i, result in enumerate(out):
         if isinstance(result, str):  # a plan `check_setup` refuses: evaluate_case's line for its error
             case_id = cases[i].get("id")
@@ -317,6 +317,31 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
             out[i] = evaluate_case(cases[i]) if arch is None or gpu is None else \
                 evaluate_case(cases[i], plan=plans[i], arch=arch, gpu=gpu)
     return [r for r in out if isinstance(r, PlanResult)]
+
+
+def _batch_classes(plans: dict[int, Plan], arch: ModelArch, gpu: GPU) -> list[list[int]]:
+    """The plans (by index) that one array pass can take: `planner.prepare` may fill a plan in
+    differently for one sequence and for several (`planner.default_engine`: a batched load may get
+    another engine), so those are two classes, unless the two take the same defaults (an engine
+    given, or the same one chosen for both): then all the plans are one class, prepared and resolved
+    once, and one array pass works out their figures."""
+    from mlrig.planner import prepare
+
+    one = [i for i, p in plans.items() if p.workload.batch_size == 1]
+    many = [i for i, p in plans.items() if p.workload.batch_size != 1]
+    if not one or not many:
+        return [one or many]
+    a, b = plans[one[0]], plans[many[0]]
+    try:
+        pa, notes_a = prepare(a, arch, gpu)
+        pb, notes_b = prepare(b, arch, gpu)
+    except Exception:  # left to the classes (their plans go one by one, each with its own line)
+        return [one, many]
+    numbers = {k: getattr(pb.workload, k) for k in NUMBERS}
+    if notes_a == notes_b and pa.model_copy(update={"id": pb.id, "workload": pa.workload.model_copy(update=numbers),
+                                                    "training": pb.training}) == pb:
+        return [sorted(one + many)]
+    return [one, many]
 
 
 def parse_member(case: dict[str, Any], first: Plan) -> Plan:

@@ -374,3 +374,37 @@ def test_a_group_refused_as_a_whole_resolves_its_model_once(monkeypatch: pytest.
     monkeypatch.setattr(planner, "resolve_arch", lambda p: calls.append(p) or resolve_arch(p))
     assert [r.model_dump() for r in evaluate_cases(cases)] == expected
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", None])
+def test_one_sequence_and_batches_share_one_array_pass_when_their_defaults_agree(
+        engine: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans of one shape over batch 1 and larger batches take one array pass when the planner fills
+    them in alike (an engine given, or the default the same for both), and each result is still
+    `evaluate_case`'s."""
+    from mlrig.estimators import performance
+
+    w = {"precision": "q4_k_m", **({"engine": engine} if engine else {})}
+    cases = [{"id": f"{b}-{c}", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+              "workload": {**w, "batch_size": b, "context_tokens": c}} for b in (1, 2, 8) for c in (4096, 8192)]
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    calls = []
+    static_inference = performance.static_inference
+    monkeypatch.setattr(performance, "static_inference", lambda *a, **k: calls.append(a) or static_inference(*a, **k))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    assert len(calls) == 1
+
+
+def test_batch_classes_whose_default_engines_differ_stay_apart() -> None:
+    """A consumer AMD card runs one sequence on llama.cpp and batches on vLLM by default: the two
+    classes are prepared apart, and each plan gets its own engine."""
+    from mlrig.grid import _batch_classes
+    from mlrig.planner import resolve_arch, resolve_hardware
+
+    cases = [{"id": f"b{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "rx-7900-xtx"},
+              "workload": {"batch_size": b, "context_tokens": 4096}} for b in (1, 1, 1, 1, 2, 4, 8, 16)]
+    plans = {i: parse_plan(c) for i, c in enumerate(cases)}
+    assert _batch_classes(plans, resolve_arch(plans[0]), resolve_hardware(plans[0])) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    results = evaluate_cases(cases)
+    assert [r.engine for r in results] == ["llama.cpp"] * 4 + ["vllm"] * 4
+    assert [r.model_dump() for r in results] == [evaluate_case(c).model_dump() for c in cases]
