@@ -470,14 +470,29 @@ def elements(figures: Any, n: int) -> list[Any]:
     make: Any = type(figures)
     plain = _plain_fields(make)
     names = plain or tuple(f.name for f in dataclasses.fields(figures) if f.init)
-    columns = [column(getattr(figures, name)) for name in names]
     if plain is None:
+        columns = [column(getattr(figures, name)) for name in names]
         return [make(**dict(zip(names, row, strict=True))) for row in zip(*columns, strict=True)]
+    # every field in order, a value shared by all n (not an array: one Python value, as `column` gives
+    # it n times) set once in `template`; the arrays' elements then replace their placeholders
+    template: dict[str, Any] = {}
+    varying: list[str] = []
+    columns = []
+    for name in names:
+        v = getattr(figures, name)
+        if isinstance(v, np.ndarray) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            template[name] = None
+            varying.append(name)
+            columns.append(column(v))
+        else:
+            template[name] = v.item() if isinstance(v, np.generic) else v
     out = []
     new = object.__new__
-    for row in zip(*columns, strict=True):
+    for row in (zip(*columns, strict=True) if columns else [()] * n):
         obj = new(make)
-        obj.__dict__.update(zip(names, row, strict=True))
+        values = obj.__dict__
+        values.update(template)
+        values.update(zip(varying, row, strict=True))
         out.append(obj)
     return out
 

@@ -408,3 +408,43 @@ def test_batch_classes_whose_default_engines_differ_stay_apart() -> None:
     results = evaluate_cases(cases)
     assert [r.engine for r in results] == ["llama.cpp"] * 4 + ["vllm"] * 4
     assert [r.model_dump() for r in results] == [evaluate_case(c).model_dump() for c in cases]
+
+
+def test_elements_gives_each_configuration_as_the_scalar_call_would() -> None:
+    """`grid.elements` splits an array pass's figures into one dataclass per configuration: a field
+    that is one value for all (a Python or numpy scalar) is that value in each, an array's element is
+    a Python number (or the object held), nested dataclasses likewise; fields stay in declaration
+    order, and each element equals the dataclass built field by field through its __init__."""
+    import dataclasses
+
+    from mlrig.grid import elements
+
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        seconds: Any
+        bound: Any
+        note: Any
+
+    @dataclasses.dataclass(frozen=True)
+    class Outer:
+        a: Any
+        b: Any
+        c: Any
+        inner: Any
+        d: Any
+        e: Any
+
+    n = 4
+    figures = Outer(a=np.arange(n) * 1.5, b=2.5, c=np.float64(3.25),
+                    inner=Inner(seconds=np.array([0.1, 0.2, 0.3, 0.4]), bound=np.array("compute", object),
+                                note=None),
+                    d=np.array([True, False, True, False]), e=np.array([7]))
+    rows = elements(figures, n)
+    for i, row in enumerate(rows):
+        want = Outer(a=[0.0, 1.5, 3.0, 4.5][i], b=2.5, c=3.25,
+                     inner=Inner(seconds=[0.1, 0.2, 0.3, 0.4][i], bound="compute", note=None),
+                     d=[True, False, True, False][i], e=7)
+        assert row == want and list(vars(row)) == [f.name for f in dataclasses.fields(Outer)]
+        assert type(row.c) is float and type(row.a) is float and type(row.d) is bool and type(row.e) is int
+    assert elements(Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0), 3) == \
+        [Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0)] * 3
