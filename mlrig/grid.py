@@ -240,14 +240,13 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
     memory and speed figures come from one array pass, and each plan's notes, explanation and
     validation from the same one-plan code `evaluate` runs, so each result equals `evaluate_case`'s
     (tests/test_batch.py). What a group cannot take goes one by one."""
-    from mlrig.planner import evaluate_case
-
     results: list[PlanResult | None] = [None] * len(cases)
     groups: dict[bytes | str, list[int]] = {}
+    setups: dict[bytes, tuple[ModelArch, GPU]] = {}
     for i, case in enumerate(cases):
         key = _shape_key(case)
         if key is None:
-            results[i] = evaluate_case(case)
+            results[i] = _evaluate_alone(case, setups)
         else:
             groups.setdefault(key, []).append(i)
     for idx in groups.values():
@@ -256,8 +255,34 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
                 results[i] = result
         else:
             for i in idx:
-                results[i] = evaluate_case(cases[i])
+                results[i] = _evaluate_alone(cases[i], setups)
     return [r for r in results if r is not None]
+
+
+def _evaluate_alone(case: Any, setups: dict[bytes, tuple[ModelArch, GPU]]) -> PlanResult:
+    """`evaluate_case(case)` for a plan evaluated one by one, its model and GPU resolved once per
+    chunk (`setups`, keyed by the line's `model` and `hardware` as given: the plan's model depends on
+    its `model` alone, its GPU on its `hardware` alone, and a shuffled file meets the same few setups
+    on line after line). A case that does not parse, or whose model or GPU does not resolve, goes
+    through evaluate_case whole, for its own line."""
+    import orjson
+
+    from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+
+    if not isinstance(case, dict):
+        return evaluate_case(case)
+    try:
+        key = orjson.dumps([case.get("model"), case.get("hardware")], option=orjson.OPT_SORT_KEYS)
+        plan = parse_plan(case)
+    except Exception:  # orjson refuses the sections (unusual values), or the plan is invalid
+        return evaluate_case(case)
+    setup = setups.get(key)
+    if setup is None:
+        try:
+            setup = setups[key] = (resolve_arch(plan), resolve_hardware(plan))
+        except Exception:
+            return evaluate_case(case)
+    return evaluate_case(case, plan=plan, arch=setup[0], gpu=setup[1])
 
 
 def _shape_key(case: Any) -> bytes | str | None:

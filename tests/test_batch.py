@@ -448,3 +448,30 @@ def test_elements_gives_each_configuration_as_the_scalar_call_would() -> None:
         assert type(row.c) is float and type(row.a) is float and type(row.d) is bool and type(row.e) is int
     assert elements(Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0), 3) == \
         [Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0)] * 3
+
+
+def test_plans_evaluated_one_by_one_resolve_a_setup_once_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans a chunk evaluates one by one (shapes met fewer than MIN_GROUP times, serving loads: what a
+    shuffled file holds) resolve each model and GPU once per chunk, and each still gets `evaluate_case`'s
+    result: errors, ids and notes included."""
+    cases: list[Any] = [
+        {"id": "a", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"precision": "q4_k_m"}},
+        {"id": "b", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"engine": "vllm"}},
+        {"id": "c", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+         "workload": {"load": "concurrency", "batch_size": 8, "engine": "vllm"}},
+        {"id": "d", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+         "workload": {"task": "finetune", "batch_size": 2}, "training": {"method": "qlora"}},
+        {"id": "e", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"context_tokens": 10**6}},
+        {"id": "f", "model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"}},
+        {"id": "g", "model": "no-such-model", "hardware": {"gpu": "rtx-4090"}},
+        {"id": 7, "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"batch_size": 0}},
+        "not a plan",
+    ]
+    expected = [evaluate_case(json.loads(json.dumps(c))).model_dump() for c in cases]
+    assert expected[4]["error"] and expected[6]["error"] and expected[7]["error"] and expected[8]["error"]
+    calls = []
+    resolve_arch = planner.resolve_arch
+    monkeypatch.setattr(planner, "resolve_arch", lambda p: calls.append(p.model.name) or resolve_arch(p))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    # once per (model, hardware): the rtx-4090 plans and the h100 one; the unknown model once more, whole
+    assert sorted(calls) == ["llama-3.1-8b", "llama-3.1-8b", "no-such-model", "no-such-model"]
