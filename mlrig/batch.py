@@ -18,6 +18,7 @@ What holds, whatever the input:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -106,12 +107,19 @@ def rounded_result(result: PlanResult, case_id: Any) -> dict[str, Any]:
     dicts: encode it (`encode_line`), do not change it."""
     plain = round_floats(result.model_dump(mode="json", exclude=_VALIDATION))
     plain["id"] = case_id
-    if not result.validation:
-        plain["validation"] = {}
-        plain["notes"] = plain.pop("notes")  # field order: validation, then notes
-        return plain
-    validation = {k: _rounded_validation(v) for k, v in result.validation.items()}
-    return {k: (validation if k == "validation" else plain[k]) for k in type(result).__pydantic_fields__}
+    later = _fields_after_validation(type(result))
+    after = [plain.pop(k) for k in later]  # field order: validation, then these (notes)
+    plain["validation"] = {k: _rounded_validation(v) for k, v in result.validation.items()}
+    for k, v in zip(later, after, strict=True):
+        plain[k] = v
+    return plain
+
+
+@functools.cache
+def _fields_after_validation(cls: type[PlanResult]) -> tuple[str, ...]:
+    """The result's fields after `validation`, in order (model_dump writes fields in that order)."""
+    fields = list(cls.model_fields)
+    return tuple(fields[fields.index("validation") + 1:])
 
 
 _VALIDATION = {"validation"}

@@ -249,14 +249,13 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
     memory and speed figures come from one array pass, and each plan's notes, explanation and
     validation from the same one-plan code `evaluate` runs, so each result equals `evaluate_case`'s
     (tests/test_batch.py). What a group cannot take goes one by one."""
-    from mlrig.planner import evaluate_case
-
     results: list[PlanResult | None] = [None] * len(cases)
     groups: dict[bytes | str, list[int]] = {}
+    setups: dict[bytes, tuple[ModelArch, GPU]] = {}
     for i, case in enumerate(cases):
         key = _shape_key(case)
         if key is None:
-            results[i] = evaluate_case(case)
+            results[i] = _evaluate_alone(case, setups)
         else:
             groups.setdefault(key, []).append(i)
     for idx in groups.values():
@@ -265,8 +264,34 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
                 results[i] = result
         else:
             for i in idx:
-                results[i] = evaluate_case(cases[i])
+                results[i] = _evaluate_alone(cases[i], setups)
     return [r for r in results if r is not None]
+
+
+def _evaluate_alone(case: Any, setups: dict[bytes, tuple[ModelArch, GPU]]) -> PlanResult:
+    """`evaluate_case(case)` for a plan evaluated one by one, its model and GPU resolved once per
+    chunk (`setups`, keyed by the line's `model` and `hardware` as given: the plan's model depends on
+    its `model` alone, its GPU on its `hardware` alone, and a shuffled file meets the same few setups
+    on line after line). A case that does not parse, or whose model or GPU does not resolve, goes
+    through evaluate_case whole, for its own line."""
+    import orjson
+
+    from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+
+    if not isinstance(case, dict):
+        return evaluate_case(case)
+    try:
+        key = orjson.dumps([case.get("model"), case.get("hardware")], option=orjson.OPT_SORT_KEYS)
+        plan = parse_plan(case)
+    except Exception:  # orjson refuses the sections (unusual values), or the plan is invalid
+        return evaluate_case(case)
+    setup = setups.get(key)
+    if setup is None:
+        try:
+            setup = setups[key] = (resolve_arch(plan), resolve_hardware(plan))
+        except Exception:
+            return evaluate_case(case)
+    return evaluate_case(case, plan=plan, arch=setup[0], gpu=setup[1])
 
 
 def _shape_key(case: Any) -> bytes | str | None:
@@ -296,11 +321,12 @@ def _shape_key(case: Any) -> bytes | str | None:
 
 def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
     """`evaluate_case` of plans of one shape (`_shape_key`). The plans are validated one by one; the
-    model and GPU resolved once; each batch class (one sequence, several: the default engine differs)
-    prepared and resolved once, and its plans' figures worked out in one array pass."""
+    model and GPU resolved once; each batch class (`_batch_classes`) prepared and resolved once, and
+    its plans' figures worked out in one array pass."""
     from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+    from mlrig.results import PlanResult
 
-    out: list[PlanResult | None] = [None] * len(cases)
+    out: list[PlanResult | str | None] = [None] * len(cases)
     plans: dict[int, Plan] = {}
     for i, case in enumerate(cases):
         try:
@@ -311,19 +337,45 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
         first = next(iter(plans.values()), None)
         arch = resolve_arch(first) if first else None
         gpu = resolve_hardware(first) if first else None
-    except MlrigError:
+    except Exception:  # each plan's own line (evaluate_case's: the planner's error, or an internal one)
         arch = gpu = None
-    for part in (True, False):
-        idx = [i for i, p in plans.items() if (p.workload.batch_size == 1) == part]
-        done = len(idx) >= MIN_GROUP and arch is not None and gpu is not None and \
-            _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
-        if not done:
-            for i in idx:
-                out[i] = evaluate_case(cases[i])
+    if arch is not None and gpu is not None:
+        for idx in _batch_classes(plans, arch, gpu):
+            if len(idx) >= MIN_GROUP:
+                _fill_group(out, idx, [plans[i] for i in idx], arch, gpu)
     for i, result in enumerate(out):
-        if result is None:  # a plan `check_setup` refuses: its own error line
-            out[i] = evaluate_case(cases[i])
-    return [r for r in out if r is not None]
+        if isinstance(result, str):  # a plan `check_setup` refuses: evaluate_case's line for its error
+            case_id = cases[i].get("id")
+            out[i] = PlanResult(id=case_id if isinstance(case_id, str) else None, error=result)
+        elif result is None:  # a plan the group could not take: one by one
+            out[i] = evaluate_case(cases[i]) if arch is None or gpu is None else \
+                evaluate_case(cases[i], plan=plans[i], arch=arch, gpu=gpu)
+    return [r for r in out if isinstance(r, PlanResult)]
+
+
+def _batch_classes(plans: dict[int, Plan], arch: ModelArch, gpu: GPU) -> list[list[int]]:
+    """The plans (by index) that one array pass can take: `planner.prepare` may fill a plan in
+    differently for one sequence and for several (`planner.default_engine`: a batched load may get
+    another engine), so those are two classes, unless the two take the same defaults (an engine
+    given, or the same one chosen for both): then all the plans are one class, prepared and resolved
+    once, and one array pass works out their figures."""
+    from mlrig.planner import prepare
+
+    one = [i for i, p in plans.items() if p.workload.batch_size == 1]
+    many = [i for i, p in plans.items() if p.workload.batch_size != 1]
+    if not one or not many:
+        return [one or many]
+    a, b = plans[one[0]], plans[many[0]]
+    try:
+        pa, notes_a = prepare(a, arch, gpu)
+        pb, notes_b = prepare(b, arch, gpu)
+    except Exception:  # left to the classes (their plans go one by one, each with its own line)
+        return [one, many]
+    numbers = {k: getattr(pb.workload, k) for k in NUMBERS}
+    if notes_a == notes_b and pa.model_copy(update={"id": pb.id, "workload": pa.workload.model_copy(update=numbers),
+                                                    "training": pb.training}) == pb:
+        return [sorted(one + many)]
+    return [one, many]
 
 
 def parse_member(case: dict[str, Any], first: Plan) -> Plan:
@@ -351,11 +403,13 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
     return first.model_copy(update={"id": case_id, "workload": w, "training": training})
 
 
-def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan], arch: ModelArch,
+def _fill_group(out: list[PlanResult | str | None], idx: list[int], plans: list[Plan], arch: ModelArch,
                 gpu: GPU) -> bool:
     """Fill `out` at `idx` with the results of `plans` (one shape, one batch class); False (nothing
     filled) where anything fails for the group as a whole, so its plans go one by one and each gets
-    `evaluate_case`'s exact line. A plan `check_setup` refuses is left empty (the caller evaluates it)."""
+    `evaluate_case`'s exact line. A plan `check_setup` refuses gets that error line (str): the first
+    error `evaluate` would raise for it (its plan parsed, its model and GPU resolved and its defaults
+    taken as the group's were; `resolve` worked for the group's precision and engine)."""
     try:
         with np.errstate(all="raise"):  # arithmetic one plan would fail on sends the group one by one
             if plans[0].workload.task == "inference":
@@ -369,7 +423,7 @@ def _fill_group(out: list[PlanResult | None], idx: list[int], plans: list[Plan],
     return True
 
 
-def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult | str]:
     """`_fill_group`'s results for static inference, by position in `plans`: the plan prepared
     (`planner.prepare`) and resolved once; memory (`memory.inference_memory`) and speed
     (`performance.static_inference`) in one array pass each; each plan's notes and explanation by
@@ -386,20 +440,22 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
                                       for k in ("batch_size", "prompt_tokens", "output_tokens", "context"))
     m = elements(inference_memory(r, batch, context, prompt), len(plans))
     each: dict[int, tuple[ResolvedPlan, list[str], MemoryEstimate]] = {}
+    refused: dict[int, PlanResult | str] = {}
     for j, (p, w) in enumerate(zip(plans, ws, strict=True)):
         q = base.model_copy(update={"id": p.id, "workload": w, "training": p.training})  # as the line gave it
         try:
             checked = check_setup(arch, q)
-        except MlrigError:
+        except MlrigError as exc:
+            refused[j] = str(exc)
             continue
         rq = r.with_plan(q)
         each[j] = (rq, [*notes, *checked], estimate_memory(rq, m[j]))
     off = np.array([offload_of(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
     f = elements(static_inference(r, batch, prompt, output, off), len(plans))
-    return {j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}
+    return {**refused, **{j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}}
 
 
-def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult]:
+def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, PlanResult | str]:
     """`_static_results` for training plans: memory (`memory.training_memory`) and the step
     (`training_speed.training_speed`) of each micro-batch and sequence length in one array pass each."""
     from mlrig.estimators.memory import estimate_memory, training_memory
@@ -418,11 +474,12 @@ def _training_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int,
     seq = np.array([(q.training.seq_len if q.training else None) or q.workload.context for q in variants], np.int64)
     m = elements(training_memory(r, batch, seq), len(plans))
     f = elements(training_speed(r, batch, seq), len(plans))
-    results = {}
+    results: dict[int, PlanResult | str] = {}
     for j, q in enumerate(variants):
         try:
             checked = check_setup(arch, q)
-        except MlrigError:
+        except MlrigError as exc:
+            results[j] = str(exc)
             continue
         rq = r.with_plan(q)
         results[j] = result_of(rq, estimate_memory(rq, m[j]), [*notes, *checked], f[j])
@@ -447,14 +504,29 @@ def elements(figures: Any, n: int) -> list[Any]:
     make: Any = type(figures)
     plain = _plain_fields(make)
     names = plain or tuple(f.name for f in dataclasses.fields(figures) if f.init)
-    columns = [column(getattr(figures, name)) for name in names]
     if plain is None:
+        columns = [column(getattr(figures, name)) for name in names]
         return [make(**dict(zip(names, row, strict=True))) for row in zip(*columns, strict=True)]
+    # every field in order, a value shared by all n (not an array: one Python value, as `column` gives
+    # it n times) set once in `template`; the arrays' elements then replace their placeholders
+    template: dict[str, Any] = {}
+    varying: list[str] = []
+    columns = []
+    for name in names:
+        v = getattr(figures, name)
+        if isinstance(v, np.ndarray) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            template[name] = None
+            varying.append(name)
+            columns.append(column(v))
+        else:
+            template[name] = v.item() if isinstance(v, np.generic) else v
     out = []
     new = object.__new__
-    for row in zip(*columns, strict=True):
+    for row in (zip(*columns, strict=True) if columns else [()] * n):
         obj = new(make)
-        obj.__dict__.update(zip(names, row, strict=True))
+        values = obj.__dict__
+        values.update(template)
+        values.update(zip(varying, row, strict=True))
         out.append(obj)
     return out
 

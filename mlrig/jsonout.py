@@ -54,6 +54,7 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 # zeros are never stored; a memo that grows past MEMO_SIZE starts again.
 _MEMO: tuple[dict[float, float], dict[float, float]] = ({}, {})
 MEMO_SIZE = 100_000
+_BY_RULE: tuple[dict[float, float], ...] = ({}, *_MEMO)  # rule (1, 2) -> its memo
 
 
 def _rounded(v: float, rule: int) -> float:
@@ -81,13 +82,18 @@ def round_floats(obj: Any, key: str = "") -> Any:
     if t is dict:
         out = {}
         rules = _RULES
+        by_rule = _BY_RULE
         for k, v in obj.items():
             tv = type(v)
             if tv is float and type(k) is str:
                 rule = rules.get(k)
                 if rule is None:
                     rule = _float_rule(k)
-                out[k] = _rounded(v, rule) if rule else v
+                if rule:  # the memo looked up here, `_rounded` only on a miss (a zero never hits)
+                    r = by_rule[rule].get(v)
+                    out[k] = _rounded(v, rule) if r is None else r
+                else:
+                    out[k] = v
             elif tv in _PLAIN:
                 out[k] = v
             else:

@@ -412,11 +412,14 @@ def engine_refusal(p: Plan, memory: Any) -> str | None:
     return None
 
 
-def evaluate_case(obj: Any) -> PlanResult:
-    """Like `evaluate`, but never raises: a bad case comes back with `error` set (for batch runs)."""
+def evaluate_case(obj: Any, *, plan: Plan | None = None, arch: ModelArch | None = None,
+                  gpu: GPU | None = None) -> PlanResult:
+    """Like `evaluate`, but never raises: a bad case comes back with `error` set (for batch runs).
+    `plan`, `arch`, `gpu`: `parse_plan(obj)`, its model and its GPU, when the caller has them already
+    (`mlrig.grid`: plans of one shape share one model and GPU)."""
     case_id = obj.get("id") if isinstance(obj, dict) else None
     try:
-        return evaluate(obj)
+        return evaluate(obj if plan is None else plan, arch=arch, gpu=gpu)
     except MlrigError as exc:
         return PlanResult(id=case_id if isinstance(case_id, str) else None, error=str(exc))
     except Exception as exc:  # a bug must not stop a batch; say so plainly

@@ -342,3 +342,136 @@ def test_a_member_of_a_shape_parses_as_parse_plan_does(seed: int) -> None:
             assert outcome(lambda c=c, b=base: parse_member(c, b)) == outcome(lambda c=c: parse_plan(c)), c
             checked += 1
     assert checked > 50
+
+
+def test_a_plan_its_group_refuses_is_not_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan of a group that `check_setup` refuses (a context beyond the model's maximum) gets the
+    planner's line from the group's own check, not from a second trip through `evaluate`."""
+    cases = [{"id": f"c{c}-{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"},
+              "workload": {"batch_size": b, "context_tokens": c}}
+             for b in (2, 4) for c in (4096, 131072, 200_000, 1_000_000)]
+    cases.append({"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"},
+                  "workload": {"batch_size": 8, "context_tokens": 300_000}})  # no id
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    assert sum(e["error"] is not None for e in expected) == 5
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("evaluate called")
+
+    monkeypatch.setattr(planner, "evaluate", refuse)
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+
+
+def test_a_group_refused_as_a_whole_resolves_its_model_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans of one shape that the planner refuses as a whole (vLLM on Apple silicon) each get
+    `evaluate_case`'s line, without resolving the model and GPU again for every plan."""
+    cases = [{"id": f"v{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "apple-m2-ultra-76c-192gb"},
+              "workload": {"engine": "vllm", "batch_size": b, "context_tokens": 4096}} for b in range(2, 10)]
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    assert all(e["error"] and "vllm" in e["error"] for e in expected)
+    calls = []
+    resolve_arch = planner.resolve_arch
+    monkeypatch.setattr(planner, "resolve_arch", lambda p: calls.append(p) or resolve_arch(p))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", None])
+def test_one_sequence_and_batches_share_one_array_pass_when_their_defaults_agree(
+        engine: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans of one shape over batch 1 and larger batches take one array pass when the planner fills
+    them in alike (an engine given, or the default the same for both), and each result is still
+    `evaluate_case`'s."""
+    from mlrig.estimators import performance
+
+    w = {"precision": "q4_k_m", **({"engine": engine} if engine else {})}
+    cases = [{"id": f"{b}-{c}", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+              "workload": {**w, "batch_size": b, "context_tokens": c}} for b in (1, 2, 8) for c in (4096, 8192)]
+    expected = [evaluate_case(c).model_dump() for c in cases]
+    calls = []
+    static_inference = performance.static_inference
+    monkeypatch.setattr(performance, "static_inference", lambda *a, **k: calls.append(a) or static_inference(*a, **k))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    assert len(calls) == 1
+
+
+def test_batch_classes_whose_default_engines_differ_stay_apart() -> None:
+    """A consumer AMD card runs one sequence on llama.cpp and batches on vLLM by default: the two
+    classes are prepared apart, and each plan gets its own engine."""
+    from mlrig.grid import _batch_classes
+    from mlrig.planner import resolve_arch, resolve_hardware
+
+    cases = [{"id": f"b{b}", "model": "llama-3.1-8b", "hardware": {"gpu": "rx-7900-xtx"},
+              "workload": {"batch_size": b, "context_tokens": 4096}} for b in (1, 1, 1, 1, 2, 4, 8, 16)]
+    plans = {i: parse_plan(c) for i, c in enumerate(cases)}
+    assert _batch_classes(plans, resolve_arch(plans[0]), resolve_hardware(plans[0])) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    results = evaluate_cases(cases)
+    assert [r.engine for r in results] == ["llama.cpp"] * 4 + ["vllm"] * 4
+    assert [r.model_dump() for r in results] == [evaluate_case(c).model_dump() for c in cases]
+
+
+def test_elements_gives_each_configuration_as_the_scalar_call_would() -> None:
+    """`grid.elements` splits an array pass's figures into one dataclass per configuration: a field
+    that is one value for all (a Python or numpy scalar) is that value in each, an array's element is
+    a Python number (or the object held), nested dataclasses likewise; fields stay in declaration
+    order, and each element equals the dataclass built field by field through its __init__."""
+    import dataclasses
+
+    from mlrig.grid import elements
+
+    @dataclasses.dataclass(frozen=True)
+    class Inner:
+        seconds: Any
+        bound: Any
+        note: Any
+
+    @dataclasses.dataclass(frozen=True)
+    class Outer:
+        a: Any
+        b: Any
+        c: Any
+        inner: Any
+        d: Any
+        e: Any
+
+    n = 4
+    figures = Outer(a=np.arange(n) * 1.5, b=2.5, c=np.float64(3.25),
+                    inner=Inner(seconds=np.array([0.1, 0.2, 0.3, 0.4]), bound=np.array("compute", object),
+                                note=None),
+                    d=np.array([True, False, True, False]), e=np.array([7]))
+    rows = elements(figures, n)
+    for i, row in enumerate(rows):
+        want = Outer(a=[0.0, 1.5, 3.0, 4.5][i], b=2.5, c=3.25,
+                     inner=Inner(seconds=[0.1, 0.2, 0.3, 0.4][i], bound="compute", note=None),
+                     d=[True, False, True, False][i], e=7)
+        assert row == want and list(vars(row)) == [f.name for f in dataclasses.fields(Outer)]
+        assert type(row.c) is float and type(row.a) is float and type(row.d) is bool and type(row.e) is int
+    assert elements(Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0), 3) == \
+        [Outer(a=1.0, b=2.0, c=3.0, inner=Inner(1.0, "x", None), d=True, e=0)] * 3
+
+
+def test_plans_evaluated_one_by_one_resolve_a_setup_once_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans a chunk evaluates one by one (shapes met fewer than MIN_GROUP times, serving loads: what a
+    shuffled file holds) resolve each model and GPU once per chunk, and each still gets `evaluate_case`'s
+    result: errors, ids and notes included."""
+    cases: list[Any] = [
+        {"id": "a", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"precision": "q4_k_m"}},
+        {"id": "b", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"engine": "vllm"}},
+        {"id": "c", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+         "workload": {"load": "concurrency", "batch_size": 8, "engine": "vllm"}},
+        {"id": "d", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+         "workload": {"task": "finetune", "batch_size": 2}, "training": {"method": "qlora"}},
+        {"id": "e", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"context_tokens": 10**6}},
+        {"id": "f", "model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"}},
+        {"id": "g", "model": "no-such-model", "hardware": {"gpu": "rtx-4090"}},
+        {"id": 7, "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}, "workload": {"batch_size": 0}},
+        "not a plan",
+    ]
+    expected = [evaluate_case(json.loads(json.dumps(c))).model_dump() for c in cases]
+    assert expected[4]["error"] and expected[6]["error"] and expected[7]["error"] and expected[8]["error"]
+    calls = []
+    resolve_arch = planner.resolve_arch
+    monkeypatch.setattr(planner, "resolve_arch", lambda p: calls.append(p.model.name) or resolve_arch(p))
+    assert [r.model_dump() for r in evaluate_cases(cases)] == expected
+    # once per (model, hardware): the rtx-4090 plans and the h100 one; the unknown model once more, whole
+    assert sorted(calls) == ["llama-3.1-8b", "llama-3.1-8b", "no-such-model", "no-such-model"]

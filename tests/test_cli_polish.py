@@ -373,6 +373,26 @@ def test_round_floats_memo_gives_the_rule_exactly() -> None:
         assert [(math.copysign(1, x), x) for x in got] == [(math.copysign(1, x), x) for x in want], v
 
 
+
+def test_round_floats_takes_a_remembered_value_without_calling_the_rounder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float `round_floats` has met before is looked up in place (a batch rounds ~30 floats a line,
+    most of them met before): `_rounded` runs only on a miss, and zeros, never remembered, still come
+    out as the rule gives them."""
+    from mlrig import jsonout
+
+    data = {"decode_tok_s": 123.456789, "weights_gib": 4.56789, "step_bytes": 7.5,
+            "memory": {"kv_cache_gib": 0.123456, "ttft_ms": 98.76543}}
+    first = jsonout.round_floats(data)
+
+    def refuse(v: float, rule: int) -> float:
+        raise AssertionError(f"_rounded({v}, {rule}) called on a remembered value")
+
+    monkeypatch.setattr(jsonout, "_rounded", refuse)
+    assert jsonout.round_floats(data) == first == {
+        "decode_tok_s": 123.5, "weights_gib": 4.568, "step_bytes": 7.5,
+        "memory": {"kv_cache_gib": 0.123, "ttft_ms": 98.77}}
+
+
 def test_plan_and_eval_json_are_rounded(tmp_path: os.PathLike[str]) -> None:
     def floats(o: object) -> list[tuple[str, float]]:
         found: list[tuple[str, float]] = []

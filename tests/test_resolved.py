@@ -84,3 +84,31 @@ def test_varied_keeps_the_parse_and_follows_engine_and_gpu_count() -> None:
     assert two.link is not None and two.hardware.count == 2 and r.hardware.count == 1  # r itself unchanged
     with pytest.raises(TypeError, match="not a workload or hardware field"):
         r.varied(lora_rank=8)
+
+
+def test_a_variant_is_the_resolved_plan_init_would_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ResolvedPlan.with_plan` builds a variant by copying the fields (no __init__, whose eleven frozen
+    sets cost more than the rest of it: `mlrig eval` makes one per line): the same object __init__
+    would build, field for field, for another batch, another engine and another GPU count."""
+    import dataclasses
+
+    from mlrig.estimators.resolved import ResolvedPlan
+
+    p = parse_plan({"model": "llama-3.1-8b", "workload": {"precision": "fp8", "engine": "vllm"},
+                    "hardware": {"gpu": "h100-sxm-80gb", "count": 2}})
+    p, _ = with_defaults(p, resolve_gpu("h100-sxm-80gb"), resolve_model("llama-3.1-8b"))
+    r = resolve(resolve_model("llama-3.1-8b"), p, resolve_gpu("h100-sxm-80gb"))
+    variants = [p.model_copy(update={"id": "b8", "workload": p.workload.model_copy(update={"batch_size": 8})}),
+                p.model_copy(update={"workload": p.workload.model_copy(update={"engine": "sglang"})}),
+                p.model_copy(update={"hardware": p.hardware.model_copy(update={"count": 4, "tensor_parallel": 4})})]
+    expected = [resolve(r.arch, q, r.gpu) for q in variants]
+    assert not hasattr(ResolvedPlan, "__post_init__") and not hasattr(ResolvedPlan, "__slots__")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("ResolvedPlan.__init__ called")
+
+    monkeypatch.setattr(ResolvedPlan, "__init__", refuse)
+    for q, want in zip(variants, expected, strict=True):
+        got = r.with_plan(q)
+        assert type(got) is ResolvedPlan and got.plan is q
+        assert dataclasses.asdict(got) == dataclasses.asdict(want) and got == want

@@ -382,3 +382,23 @@ def test_fsdp_root_unit_stays_gathered_where_only_blocks_are_wrapped() -> None:
         ends * 4 / GiB, rel=0.01)
     assert alloc("hf-trainer (FSDP)", count=1, zero_stage=0) == pytest.approx(
         alloc("deepspeed", count=1, zero_stage=0), rel=1e-6)
+
+
+def test_lora_target_names_are_read_once_per_list() -> None:
+    """The LoRA target names are read once per list (`memory._read_lora_targets`): a training batch
+    asks for the same few lists several times a plan. The answers stay those of the names: Llama-3.1-8B
+    at rank 16 on q and v has 16 x (4096 + 4096) + 16 x (4096 + 1024) per layer over 32 layers
+    (6,815,744: PEFT's count), and an unknown name is refused every time it is asked."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.errors import MlrigError
+    from mlrig.estimators.memory import _lora_target_keys, _read_lora_targets, lora_params
+
+    arch = resolve_model("llama-3.1-8b")
+    targets = ["q_proj", "v_proj", "Q_PROJ"]
+    before = _read_lora_targets.cache_info()
+    assert lora_params(arch, 16, targets) == lora_params(arch, 16, list(targets)) == 6_815_744
+    assert _read_lora_targets.cache_info().hits > before.hits
+    assert _lora_target_keys(["attention", "lm_head", "q"]) == (("q", "k", "v", "o"), frozenset({"lm_head"}))
+    for _ in range(2):
+        with pytest.raises(MlrigError, match="unknown LoRA target 'qq'"):
+            _lora_target_keys(["q", "qq"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
@@ -622,8 +623,14 @@ _LORA_FULL = {"embeddings": "embedding", "embed_tokens": "embedding", "embedding
               "lm_head": "lm_head", "output": "lm_head"}
 
 
-def _lora_target_keys(targets: list[str]) -> tuple[list[str], set[str]]:
-    """(adapted projections without repeats, fully trained matrices) from the names users give."""
+def _lora_target_keys(targets: list[str]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(adapted projections without repeats, fully trained matrices) from the names users give: read
+    once per list of names (a training batch asks for the same few lists, several times a plan)."""
+    return _read_lora_targets(tuple(targets))
+
+
+@lru_cache(maxsize=256)
+def _read_lora_targets(targets: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
     keys: list[str] = []
     full: set[str] = set()
     for t in targets:
@@ -638,7 +645,7 @@ def _lora_target_keys(targets: list[str]) -> tuple[list[str], set[str]]:
         else:
             raise MlrigError(f"unknown LoRA target {t!r}; use any of {', '.join(_LORA_SHAPES)}, attention, mlp, "
                              "embeddings, lm_head")
-    return keys, full
+    return tuple(keys), frozenset(full)
 
 
 def lora_full_params(arch: ModelArch, targets: list[str]) -> int:

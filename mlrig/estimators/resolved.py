@@ -77,9 +77,14 @@ class ResolvedPlan:
         engine = self.engine
         if engine is not None and (w.engine, w.engine_version) != (mine.engine, mine.engine_version):
             engine = engine_family(w.engine, self.precision, self.gpu, w.engine_version)
-        link = self.link if plan.hardware == self.plan.hardware else _link(plan, self.gpu)
-        return ResolvedPlan(plan, self.arch, self.gpu, self.precision, self.kv_precision, self.kv_bytes_per_element,
-                            self.weight_bytes, self.weight_parts, self.memory_class, engine, link)
+        same_hardware = plan.hardware is self.plan.hardware or plan.hardware == self.plan.hardware
+        link = self.link if same_hardware else _link(plan, self.gpu)
+        # this plan's fields with three replaced: what __init__ would build, without its eleven frozen
+        # sets (`mlrig eval` makes one variant per line)
+        twin = object.__new__(ResolvedPlan)
+        twin.__dict__.update(self.__dict__)
+        twin.__dict__.update(plan=plan, engine=engine, link=link)
+        return twin
 
 
 def _link(plan: Plan, gpu: GPU) -> Interconnect | None:
