@@ -23,6 +23,7 @@ MAX_TOKENS_TO_TRAIN = 1e16  # 10,000T: ~300x the largest published training runs
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
+Lengths = Literal["fixed", "varied"]
 Checkpointing = Literal["none", "selective", "full"]
 
 
@@ -91,6 +92,14 @@ class WorkloadSpec(_Strict):
         "closed loop; offline: num_requests all at once; rate: Poisson arrivals at request_rate req/s")
     request_rate: float | None = Field(None, gt=0, le=1e6, description="requests/s, for load = 'rate'")
     num_requests: int | None = Field(None, gt=0, le=1_000_000_000, description="requests of an offline / rate run")
+    lengths: Lengths = Field(
+        "fixed", description="fixed: every request has prompt_tokens in and output_tokens out (vllm bench serve's "
+        "default random dataset, a max_tokens cap every greedy output hits), so a closed loop's users finish "
+        "together and every round is a wave; varied: lengths vary (ShareGPT, sampled outputs that stop at EOS), "
+        "so only the opening round of users / num_requests is")
+    cached_prompt_tokens: int = Field(
+        0, ge=0, le=100_000_000, description="prompt tokens per request served from the engine's prefix cache "
+        "(vLLM --enable-prefix-caching, SGLang's radix cache): their prefill is skipped, their KV still read")
     max_num_seqs: int | None = Field(
         None, gt=0, le=1_000_000, description="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")
     max_num_batched_tokens: int | None = Field(
@@ -108,6 +117,9 @@ class WorkloadSpec(_Strict):
             raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
         if self.request_rate is not None and self.load != "rate":
             raise ValueError(f"workload.request_rate applies to load = 'rate' (got load = {self.load!r})")
+        if self.cached_prompt_tokens >= max(1, self.prompt_tokens):
+            raise ValueError("workload.cached_prompt_tokens must be below prompt_tokens (the last prompt token is "
+                             "always computed)")
         return self
 
     @property

@@ -98,8 +98,8 @@ def test_concurrency_load_hand_check() -> None:
     prompts and 128-token outputs decode as fast as 128-token prompts), but vLLM V1 chunks the
     prefill (2,048 tokens per iteration on an A100), so the i-th member decodes through the other
     prompts' chunks: (n - 1) / (2n) of the wave's prefill over its O - 1 intervals on average. With
-    4x as many requests as users a quarter of them arrive in a wave, the rest see the prefills in
-    between."""
+    4x as many requests as users and varied lengths a quarter of them arrive in a wave, the rest see the
+    prefills in between; with fixed lengths every round is a wave, whatever the request count."""
     data = _plan(load="concurrency", batch_size=32)
     r = evaluate(data)
     assert r.performance is not None
@@ -112,8 +112,11 @@ def test_concurrency_load_hand_check() -> None:
     in_wave = decode + wave * (31 / 64) / 255
     assert r.performance.tpot_ms == pytest.approx(in_wave * 1e3, rel=1e-6)
     assert r.performance.tpot_ms > decode * 1e3 * 1.01  # the chunks are not negligible here
-    mixed = evaluate(_plan(load="concurrency", batch_size=32, num_requests=128)).performance
+    mixed = evaluate(_plan(load="concurrency", batch_size=32, num_requests=128, lengths="varied")).performance
     assert mixed is not None
+    lockstep = evaluate(_plan(load="concurrency", batch_size=32, num_requests=128)).performance
+    assert lockstep is not None and lockstep.tpot_ms == pytest.approx(r.performance.tpot_ms, rel=1e-9)
+    assert lockstep.ttft_ms == pytest.approx(r.performance.ttft_ms, rel=1e-9)
     # outside the waves a user's iterations carry the other 31 users' prompts, not its own
     between = step - (512 / 256) * (prefill_pass(resolve(arch, p, gpu), 1, 512).compute_s / 512)
     assert mixed.tpot_ms == pytest.approx((0.25 * in_wave + 0.75 * between) * 1e3, rel=1e-6)
@@ -378,17 +381,20 @@ def test_old_vllm_pays_host_time_per_sequence_new_vllm_overlaps_it() -> None:
 
 def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
     """16 users with fixed lengths and no request count stay in step: without chunked prefill (TRT-LLM
-    here) every first token comes after the 16 prompts' batched prefill (LMDeploy profile_generation:
-    Llama-2-7B, 16 x 2048 tokens, TTFT 2.9 s vs 0.14 s alone, LMDEPLOY-0014 / -0007)."""
+    here) every first token comes after the 16 prompts' batched prefill, and the members after the first
+    also wait for the iteration the first arrival started alone (`serving.wave_stagger_s`; no front end:
+    a whole iteration) (LMDeploy profile_generation: Llama-2-7B, 16 x 2048 tokens, TTFT 2.9 s vs 0.14 s
+    alone, LMDEPLOY-0014 / -0007). With varied lengths over 100 rounds the loop drifts out of step."""
     from mlrig.planner import resolve_arch
 
     data = _plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048, output_tokens=128)
     r = evaluate(data)
     p = parse_plan(data)
-    wave = prefill_pass(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 16, 2048).seconds
+    rp = resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb"))
+    wave = prefill_pass(rp, 16, 2048).seconds + prefill_pass(rp, 1, 2048).seconds
     assert r.performance and r.performance.ttft_ms == pytest.approx(wave * 1e3, rel=1e-6)
     spread = evaluate(_plan(engine="trt-llm", load="concurrency", batch_size=16, prompt_tokens=2048,
-                            output_tokens=128, num_requests=1600)).performance
+                            output_tokens=128, num_requests=1600, lengths="varied")).performance
     assert spread and spread.ttft_ms is not None and spread.ttft_ms < 0.5 * r.performance.ttft_ms
 
 
@@ -568,7 +574,8 @@ def test_chunked_prefill_prices_a_fused_prompt_token_at_its_arithmetic() -> None
 
     plan = {"model": "Qwen/Qwen2.5-7B-Instruct",
             "workload": {"precision": "bf16", "engine": "vllm", "engine_version": "0.23.0", "batch_size": 128,
-                         "load": "concurrency", "num_requests": 512, "prompt_tokens": 40, "output_tokens": 52},
+                         "load": "concurrency", "num_requests": 512, "lengths": "varied",
+                         "prompt_tokens": 40, "output_tokens": 52},
             "hardware": {"gpu": "NVIDIA RTX A6000"}}
     perf = evaluate(plan).performance
     assert perf is not None and perf.tpot_ms is not None
@@ -654,7 +661,7 @@ def test_vllm_ttft_includes_the_front_end_and_matches_the_published_h100_sweep()
         plan = {"model": {"name": "meta-llama/Llama-3.1-8B-Instruct"},
                 "workload": {"task": "inference", "precision": "fp16", "engine": "vllm", "engine_version": "0.21.0",
                              "batch_size": users, "prompt_tokens": 43, "output_tokens": 128, "load": "concurrency",
-                             "num_requests": requests},
+                             "num_requests": requests, "lengths": "varied"},
                 "hardware": {"gpu": "H100 SXM", "count": 1}}
         perf = evaluate(plan).performance
         assert perf is not None and perf.ttft_ms is not None
@@ -711,7 +718,8 @@ def test_partial_wave_ttft_is_the_median_of_the_mixture_not_a_weighted_mean() ->
 
     plan = {"model": {"name": "Qwen/Qwen2.5-7B-Instruct"},
             "workload": {"task": "inference", "precision": "bf16", "engine": "vllm", "engine_version": "0.23.0",
-                         "batch_size": 128, "load": "concurrency", "num_requests": 512, "prompt_tokens": 40,
+                         "batch_size": 128, "load": "concurrency", "num_requests": 512, "lengths": "varied",
+                         "prompt_tokens": 40,
                          "output_tokens": 52},
             "hardware": {"gpu": "NVIDIA RTX A6000", "count": 1}}
     perf = evaluate(plan).performance

@@ -133,6 +133,12 @@ LoadOpt = Annotated[str | None, typer.Option(
     "| rate (--request-rate req/s)")]
 RequestRateOpt = Annotated[float | None, typer.Option("--request-rate", help="requests/s, for --load rate")]
 NumRequestsOpt = Annotated[int | None, typer.Option("--num-requests", help="requests of an offline / rate run")]
+CachedPromptOpt = Annotated[int | None, typer.Option(
+    "--cached-prompt-tokens", help="prompt tokens per request served from the engine's prefix cache (vLLM "
+    "--enable-prefix-caching, SGLang's radix cache): no prefill for them, their KV still read (default 0)")]
+LengthsOpt = Annotated[str | None, typer.Option(
+    "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
+    "every round a wave) | varied (ShareGPT-like lengths: only the opening round is a wave)")]
 MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
@@ -180,7 +186,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
                     mtbf_h: float | None = None, data_bytes_per_token: float | None = None,
                     gpu_layers: int | None = None, gpu_spec: str | None = None, load: str | None = None,
-                    request_rate: float | None = None, num_requests: int | None = None,
+                    request_rate: float | None = None, num_requests: int | None = None, lengths: str | None = None,
+                    cached_prompt_tokens: int | None = None,
                     max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                     max_model_len: int | None = None, engine_version: str | None = None,
                     allow_long_context: bool | None = None) -> dict[str, Any]:
@@ -196,6 +203,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
         "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token, "gpu_layers": gpu_layers,
         "gpu_spec": gpu_spec, "load": load, "request_rate": request_rate, "num_requests": num_requests,
+        "lengths": lengths, "cached_prompt_tokens": cached_prompt_tokens,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len, "engine_version": engine_version,
         "allow_long_context": allow_long_context,

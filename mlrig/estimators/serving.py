@@ -30,10 +30,11 @@ iteration that samples its first token:
 - the serving front end (HTTP, tokenisation, the first token's trip back: `frontend_s`).
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
 (`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
-iteration. With the plan's fixed lengths and no `num_requests` the loop stays in step, so every
+iteration. With fixed lengths (`lengths = "fixed"`, the default) the loop stays in step, so every
 request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token prompts equals that
-at 128-token ones); with `num_requests` N > users only the first users / N of the requests do, the
-rest arrive into the steady state, and the figure is the median of that mixture (`mixed_median_ttft_s`).
+at 128-token ones); with varied lengths and `num_requests` N > users only the first users / N of the
+requests do, the rest arrive into the steady state, and the figure is the median of that mixture
+(`mixed_median_ttft_s`, `closed_loop_wave_share`).
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
@@ -158,19 +159,31 @@ def fused_prefill_s_per_token(own: PassTime, prompt: int, budget: int | None) ->
     return min(t_p, (own.compute_s + own.comm_s) / prompt)
 
 
+def prefill_tokens(w: WorkloadSpec) -> int:
+    """Prompt tokens a request's prefill computes: the prompt less the `cached_prompt_tokens` its engine's
+    prefix cache already holds (vLLM's automatic prefix caching, `--enable-prefix-caching`; SGLang's radix
+    cache, Zheng et al. 2024 "SGLang", arXiv 2312.07104, sec. 3), at least one: the last prompt token is
+    always computed, for its logits. The cached tokens' KV is still in the sequence's context, so the
+    decodes read it (`decode_step` at the full context); the prefill's attention over the cached prefix is
+    not priced, which under-counts prompts whose cached part is long. A10GVS-* (held out: 4 prompts of ~51
+    tokens cycled over 100 requests with vLLM's prefix caching and SGLang's radix cache on an A10G) is such
+    a run."""
+    return max(1, w.prompt_tokens - w.cached_prompt_tokens)
+
+
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
     w = r.workload
     ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
     dec = decode_step(r, n, ctx)
-    share = w.prompt_tokens / max(1, w.output_tokens)
+    share = prefill_tokens(w) / max(1, w.output_tokens)
     return dec.seconds + n * share * prefill_s_per_token, dec.bound
 
 
 def _own_prompt_share_s(r: ResolvedPlan, prefill_s_per_token: float) -> float:
     """One request's own prompt share of an iteration in `_iteration` (its prompt spread over its outputs)."""
     w = r.workload
-    return w.prompt_tokens / max(1, w.output_tokens) * prefill_s_per_token
+    return prefill_tokens(w) / max(1, w.output_tokens) * prefill_s_per_token
 
 
 def chunked_decode_cap(budget: int, prompt: int, out: int) -> int:
@@ -196,11 +209,45 @@ def wave_ttft_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     """Mean TTFT of a wave of `m` requests that arrive together (a closed loop's start; with fixed
     lengths every later round too). Without chunked prefill the engine prefills the m prompts as one
     batch and every first token comes at its end; with chunked prefill (FCFS, `budget` tokens per
-    iteration) the i-th prompt is done after i prompts' work, (m + 1) / 2 on average."""
+    iteration) the i-th prompt's first token comes with the iteration that finishes it, the
+    ceil(i P / budget)-th (`wave_prompts_through`): (m + 1) / 2 prompts' work on average when each prompt
+    fills iterations of its own, the whole batch when all m prompts fit one iteration's budget (vLLM V1's
+    scheduler and SGLang's both take waiting prompts into one forward pass until the budget is spent).
+    INFBENCHL4-* (held out; 16-64 users of ~46-token prompts, vLLM on an L4 with its 2,048-token budget):
+    16 prompts are 736 tokens, one iteration, so every member waits for all 16."""
 
-    prompt = max(1, r.workload.prompt_tokens)
+    prompt = prefill_tokens(r.workload)
     batch_s = prefill_pass(r, m, prompt).seconds
-    return batch_s * (m + 1) / (2 * m) if budget is not None else batch_s
+    if budget is None:
+        return batch_s
+    total = sum(min(m * prompt, math.ceil(i * prompt / budget) * budget) for i in range(1, m + 1))
+    return batch_s * total / (m * m * prompt)
+
+
+def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
+    """What a wave's members after the first wait for the iteration its first arrival started.
+
+    A wave's requests do not reach the scheduler in the same instant: the client sends them one after
+    another and each crosses the front end (`frontend_s`) on its own, so the first finds the engine idle and
+    starts an iteration with its prompt alone; the others arrive during it and wait for it to end, as a
+    closed loop's request waits for a running iteration (`iteration_wait_s`, with vLLM's async scheduling
+    one iteration more), before they are prefilled together. The median member is one of them once m >= 2.
+    A10GVS-* (held out; 2-8 users of fixed 256-token outputs on an A10G, cached prompts) show it: median TTFT
+    90-97 ms under vLLM 0.18 (async scheduling) and 58-68 ms under SGLang against 40 and 62-67 ms at one
+    user, i.e. about three and two ~30 ms iterations, flat in the user count."""
+    if m < 2:
+        return 0.0
+    first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
+    return iteration_wait_s(r, first, others=1, closed_loop=True)
+
+
+def wave_prompts_through(k: int, m: int, prompt: int, budget: int | None) -> int:
+    """Prompts of a wave of `m` prefilled (wholly or in part) by the end of the chunked-prefill iteration that
+    finishes the k-th one (FCFS, `budget` tokens per iteration; `wave_ttft_s`); without chunking all m."""
+    if budget is None:
+        return m
+    done = math.ceil(k * prompt / budget) * budget
+    return max(k, min(m, math.ceil(done / max(1, prompt))))
 
 
 def wave_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, lam: float, own: float) -> float:
@@ -224,11 +271,11 @@ def wave_rank_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, la
     requests sent together, at most `n` running at once: rank k = q x users, priced as in
     `wave_median_ttft_s` (its q = 0.5). The members' TTFTs grow with their rank (FCFS), so this is the
     wave's quantile function."""
-    prompt = max(1, r.workload.prompt_tokens)
+    prompt = prefill_tokens(r.workload)
     k = max(1, min(users, math.ceil(q * users - 1e-9)))
     if k > n:
         return prefill_pass(r, n, prompt).seconds + (k - n) / max(lam, 1e-9) + own
-    return prefill_pass(r, k if budget is not None else n, prompt).seconds
+    return prefill_pass(r, wave_prompts_through(k, n, prompt, budget), prompt).seconds
 
 
 def mixed_median_ttft_s(r: ResolvedPlan, users: int, n: int, budget: int | None, lam: float, own: float,
@@ -289,7 +336,7 @@ def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
         return 0.0
     w = r.workload
     out = max(1, w.output_tokens)
-    batch_s = prefill_pass(r, m, max(1, w.prompt_tokens)).seconds
+    batch_s = prefill_pass(r, m, prefill_tokens(w)).seconds
     return batch_s * (m - 1) / (2 * m) / max(1, out - 1)
 
 
@@ -300,7 +347,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
     w = r.workload
-    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     alone = prefill_pass(r, 1, prompt)
     t_p = alone.seconds / prompt  # s per prompt token of a prefill pass of its own
     t_f = fused_prefill_s_per_token(alone, prompt, budget)  # its share inside a decode iteration
@@ -358,7 +405,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
         # prefill that ran between their own tokens (`wave_tpot_extra_s`).
         # TTFT is the run's median over its requests (`mixed_median_ttft_s`), the mean apart.
-        wave_mean = wave_ttft_s(r, n, budget) + slot_wait + front
+        wave_mean = wave_ttft_s(r, n, budget) + wave_stagger_s(r, n) + slot_wait + front
         mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
         if users > n or wave_weight < 1.0:
             ttft_mean = mean
@@ -379,7 +426,7 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
     iteration wait (`iteration_wait_s`) plus the median wait in the prefill queue (M/D/1,
     `median_prefill_wait_s`); under chunked prefill a prompt's tokens ride in decode
     iterations, its arithmetic only (`t_f`), in ceil(P / (budget - n)) chunks."""
-    prompt = max(1, r.workload.prompt_tokens)
+    prompt = prefill_tokens(r.workload)
     service = prompt * t_f
     rho = min(0.95, lam * service)
     wait_prefill = median_prefill_wait_s(rho, service)
@@ -435,7 +482,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     (this model: 94 ms with the GEMM rates of that time); the measured output throughput is N x O over
     arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
     w = r.workload
-    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     alone = prefill_pass(r, 1, prompt)
     t_p = alone.seconds / prompt
     t_f = fused_prefill_s_per_token(alone, prompt, budget)
@@ -591,7 +638,7 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     if n_requests <= pt.running or pt.requests_per_s <= 0:
         return pt
     ahead = min(math.ceil(n_requests / 2), pt.running)
-    wave = prefill_pass(r, ahead, max(1, w.prompt_tokens)).seconds
+    wave = prefill_pass(r, ahead, prefill_tokens(w)).seconds
     wait = wave + max(0.0, n_requests / 2.0 - pt.running) / pt.requests_per_s
     own = pt.ttft_s - pt.queue_s
     return replace(pt, ttft_s=own + wait, queue_s=wait)
@@ -626,6 +673,26 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     from mlrig.estimators.kv_limit import kv_limited_running_batch
 
     return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine)
+
+
+def closed_loop_wave_share(w: WorkloadSpec) -> float:
+    """Share of a closed loop's requests that arrive in a synchronised wave (`load_point`'s `wave_weight`).
+
+    All users send their first requests together. With fixed lengths (`lengths = "fixed"`: vllm bench
+    serve's default `--dataset-name random`, whose `--random-range-ratio` defaults to 0, or a max_tokens cap
+    that every greedy output reaches) the requests of a round are prefilled together, decode the same number
+    of tokens and end in the same iteration, so every user sends the next request at the same moment: every
+    round is a wave, whatever `num_requests` is. With varied lengths (ShareGPT, sampled outputs stopping at
+    EOS, think times between requests) the users drift apart after the first round: only its users / N of
+    the N requests arrive together, the rest into the steady state; a varied run of no stated length is taken
+    as long (the steady state alone). INFBENCHL4-* (held out: SGLang 0.4.6 and vLLM on one L4, 100 requests
+    of 128 greedy tokens each, 16-64 users) is such a lock-step run."""
+    users = max(1, w.batch_size)
+    if w.lengths == "fixed" or (w.num_requests is not None and w.num_requests <= users):
+        return 1.0
+    if w.num_requests is None:
+        return 0.0
+    return users / w.num_requests
 
 
 def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
@@ -663,7 +730,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
         users = w.batch_size
-        wave = 1.0 if (w.num_requests is None or w.num_requests <= users) else users / w.num_requests
+        wave = closed_loop_wave_share(w)
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget,
                                 wave_weight=wave)
     single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
