@@ -327,7 +327,8 @@ OLLAMA_SEQ_STEP_S = 1.3e-3
 #    decode-only rows of DSTACKR1 (dstack's DeepSeek-R1 FP8 runs on 8x H200 and 8x MI300X, vLLM 0.7 and SGLang
 #    0.4, median TPOT at 4-128 users, 33 rows). The rows hold two things: a fixed ~15 ms per step at 4 users
 #    (H200) that no MoE term explains (DeepSeek's MLA, grouped routing and block-FP8 quantisation kernels
-#    of those releases; one model, so not modelled), and a part growing with the experts touched. The rows
+#    of those releases: EARLY_BLOCK_FP8_MLA_MOE_LAYER_S, fitted with this factor kept), and a part growing
+#    with the experts touched. The rows
 #    do not separate the two: fitted jointly with a free fixed time per layer, every pair from (200 us, 0.4)
 #    to (400 us, 0.8) leaves a 14-17 % median error; fitted alone, with no fixed term, the expert factor
 #    takes 0.4 (27 %) and so carries that fixed time into every expert byte, which grows with the batch.
@@ -388,6 +389,26 @@ FUSED_MOE_FAMILIES = ("f16", "q8")
 #   cause inside the kernel (untuned Triton configs for E=256 block-FP8 shapes in those releases is the likely one)
 #   is not measured directly. Current SGLang takes MOE_EXPERT_COMPUTE_REL, as vLLM (the same Triton kernel lineage).
 BLOCK_FP8_EARLY_MOE_REL: dict[str, float] = {"sglang": 0.10}
+# Fixed time per MoE layer of DeepSeek-V3-style models (MLA attention, grouped top-k routing, block-scaled FP8
+#   weights) on that same early path (BLOCK_FP8_EARLY_BEFORE, NVIDIA / AMD), every pass, whatever the batch: the
+#   layer's many small kernels, each with a floor of a few microseconds even when a CUDA / HIP graph replays the
+#   step. The path launches, per MoE layer, a per-token-group FP8 activation quantisation before each of its ~8
+#   block-scaled linears (q_a, kv_a, q_b, o, shared gate/up/down, router), the absorbed MLA's extra BMMs, RoPE,
+#   cache write and two-stage Triton decode attention, the grouped top-k routing as ~12 separate PyTorch ops
+#   (vLLM fused_moe.py `grouped_topk`, SGLang's copy in topk.py: sigmoid, bias add, group scores, group top-k,
+#   zeros + scatter mask, expand, masked_fill, top-k, gather, renormalise),
+#   moe_align_block_size with its buffer fills, two fused_moe launches with their quantisations, SiLU-and-mul
+#   and the expert sum: ~60 kernels against a dense Llama layer's ~12 (LAYER_OVERHEAD_S's 25 us). At ~4 us each
+#   that is ~250 us per layer. Fitted on DSTACKR1's fit rows (dstack, DeepSeek-R1 FP8 on 8x H200 / 8x MI300X,
+#   vLLM 0.7.3 / 0.7.4, SGLang 0.4.2 / 0.4.3) with MOE_EXPERT_BW_REL kept at 0.5, the low-concurrency TPOT rows
+#   pinning it: H200 vLLM at 4 / 8 users 25.7 / 31.3 ms measured against 11.8 / 17.3 predicted without it
+#   (-0105 / -0102, ~230 us per layer), MI300X SGLang at 4 users 34.9 against 18.6 (-0072, ~270 us); vLLM on
+#   MI300X leaves ~450 us (-0069), not separated here (ROCm kernels of early 2025). Independent check, not
+#   fitted: SGLang's v0.4.1.post2 release note (sgl-project/sglang PR #2643, 2024-12-29) gives DeepSeek-V3 on
+#   8x H200 with CUDA graphs at batch 1 30.29 tok/s (33 ms per token) where the weights' bytes take ~1 ms.
+#   Only MLA + MoE + block-FP8 checkpoints on those releases; other MoE models (Qwen3-MoE FP8: one fused top-k
+#   kernel, GQA flash attention) are not priced with it.
+EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
 
 # The OpenAI-compatible front end's share of TTFT (serving.frontend_s): the API server's HTTP handling,
 # chat template and tokenisation, the hand-off to the engine core process (ZMQ in vLLM V1) and the first

@@ -234,7 +234,8 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     one iteration more), before they are prefilled together. The median member is one of them once m >= 2.
     A10GVS-* (held out; 2-8 users of fixed 256-token outputs on an A10G, cached prompts) show it: median TTFT
     90-97 ms under vLLM 0.18 (async scheduling) and 58-68 ms under SGLang against 40 and 62-67 ms at one
-    user, i.e. about three and two ~30 ms iterations, flat in the user count."""
+    user, i.e. about three and two ~30 ms iterations, flat in the user count. The first prompt is then not
+    in the others' batch: `load_point` prefills the remaining m - 1 after this wait."""
     if m < 2:
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
@@ -405,7 +406,9 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         # TPOT is the decode-only iteration, plus, under chunked prefill, the share of the wave's
         # prefill that ran between their own tokens (`wave_tpot_extra_s`).
         # TTFT is the run's median over its requests (`mixed_median_ttft_s`), the mean apart.
-        wave_mean = wave_ttft_s(r, n, budget) + wave_stagger_s(r, n) + slot_wait + front
+        # the first arrival's prompt runs alone (`wave_stagger_s`); the others are prefilled together after it
+        stagger = wave_stagger_s(r, n)
+        wave_mean = wave_ttft_s(r, n - 1 if stagger > 0 else n, budget) + stagger + slot_wait + front
         mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
         if users > n or wave_weight < 1.0:
             ttft_mean = mean
