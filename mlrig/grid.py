@@ -158,11 +158,12 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
             pr: np.ndarray, out: np.ndarray) -> np.ndarray | None:
     """Fill `grid` at `idx` through the array formulas; None (nothing filled) where the planner
     refuses the setup as a whole, so those configurations go one by one and get its exact error. Else
-    the mask (over `idx`) of the configurations still to go one by one: static batches whose KV cache at
-    full length exceeds a paged engine's pool or that exceed the plan's max_num_seqs, which may run in
-    waves (`kv_limit.static_batch_time`, per plan)."""
+    the mask (over `idx`) of the configurations still to go one by one (none today: a static batch that
+    outgrows a paged engine's pool or max_num_seqs runs in waves, `kv_limit.static_waves`, here as in the
+    planner)."""
     from pydantic import ValidationError
 
+    from mlrig.estimators.kv_limit import static_waves
     from mlrig.estimators.memory import PAGED_ENGINES, _engine_key, inference_memory
     from mlrig.estimators.performance import offload_fraction, static_inference
 
@@ -189,23 +190,32 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
         f = static_inference(r, bb, pp, oo, off)
     except (MlrigError, ValidationError):
         return None
-    waves = np.zeros(shape, bool)
-    if capacity is not None and _engine_key(r) in PAGED_ENGINES:
-        waves = run & (bb * (np.maximum(1, pp) + np.maximum(0, oo)) > np.nan_to_num(capacity, nan=np.inf))
-        if r.workload.max_num_seqs is not None:
-            waves |= run & (bb > r.workload.max_num_seqs)
+    figures = {k: np.where(run, np.broadcast_to(np.asarray(getattr(f, k), float), shape), np.nan) for k in FIGURES}
+    engine = _engine_key(r)
+    if capacity is not None and engine in PAGED_ENGINES:
+        # a batch the engine cannot run at once runs in waves (kv_limit.static_waves, as the planner's
+        # kv_limit.apply_static_waves); the pool as the planner reads it, whole tokens
+        kv = np.trunc(np.nan_to_num(capacity, nan=0.0)).astype(np.int64)
+        a = static_waves(r, engine, kv, bb, np.maximum(1, pp), np.maximum(0, oo), off)
+        if a is not None:
+            waves = run & (kv > 0) & np.broadcast_to(a.active, shape)
+            for k, v in (("throughput_tok_s", a.throughput_tok_s), ("tpot_ms", a.tpot_ms),
+                         ("decode_tok_s", a.decode_tok_s)):
+                figures[k] = np.where(waves, np.broadcast_to(np.asarray(v, float), shape), figures[k])
+            ttft = np.broadcast_to(np.asarray(a.ttft_s * 1e3, float), shape)
+            figures["ttft_ms"] = np.where(waves & np.isfinite(ttft), ttft, figures["ttft_ms"])
     grid.fits[idx] = fits
     grid.per_gpu_gib[idx] = used_gib
     grid.gpu_capacity_gib[idx] = gpu.capacity_gib
     if capacity is not None:
         grid.kv_cache_capacity_tokens[idx] = capacity
     for k in FIGURES:
-        getattr(grid, k)[idx] = np.where(run, np.broadcast_to(np.asarray(getattr(f, k), float), idx.shape), np.nan)
+        getattr(grid, k)[idx] = figures[k]
     grid.engine[idx] = r.workload.engine
     bound = np.array(np.broadcast_to(np.asarray(f.bound, object), idx.shape))
     bound[~run] = None
     grid.bound[idx] = bound
-    return waves
+    return np.zeros(shape, bool)
 
 
 def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray,

@@ -89,3 +89,43 @@ def test_trt_llm_session_runtime_runs_the_batch_it_is_given() -> None:
     plan = {**TRT_70B, "workload": {**TRT_70B["workload"], "engine_version": "0.6.1"}}
     r, _ = resolve_plan(plan)
     assert static_batch_time(r, _pool("trt-llm", 10_000), 64) is None
+
+
+def test_the_array_pass_prices_waves_itself_and_equals_the_planner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mlrig.grid`'s array pass runs `kv_limit.static_waves` on the batches that outgrow the pool (no
+    configuration goes one by one for it: a sweep of vLLM at large batch x long context was 400x slower
+    that way), and every figure equals `plan`'s."""
+    import math
+
+    import numpy as np
+
+    from mlrig import grid
+
+    plan = {"model": "llama-3.1-8b", "hardware": {"gpu": "h100-sxm-80gb"},
+            "workload": {"precision": "bf16", "engine": "vllm"}}
+    b = np.array([1, 8, 64, 256, 512, 300])
+    p = np.array([512, 8000, 16000, 4000, 1000, 30000])
+    o = np.array([128, 2000, 4000, 1000, 0, 500])
+    calls: list[int] = []
+    original = grid._arrays
+
+    def counting(*args: object, **kwargs: object) -> object:
+        left = original(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(int(np.count_nonzero(left)) if left is not None else -1)
+        return left
+
+    monkeypatch.setattr(grid, "_arrays", counting)
+    g = grid.evaluate_grid(plan, b, p + o, p, o)
+    monkeypatch.undo()
+    assert calls and all(c == 0 for c in calls)  # nothing left to go one by one
+    waves = 0
+    for i in range(len(b)):
+        w = {**plan["workload"], "batch_size": int(b[i]), "context_tokens": int(p[i] + o[i]),
+             "prompt_tokens": int(p[i]), "output_tokens": int(o[i])}
+        r = evaluate({**plan, "workload": w})
+        assert r.performance is not None
+        waves += "runs" in (r.performance.explanation or "") and "at once" in (r.performance.explanation or "")
+        for k in ("throughput_tok_s", "tpot_ms", "ttft_ms", "decode_tok_s"):
+            v, gv = getattr(r.performance, k), getattr(g, k)[i]
+            assert (v is None and math.isnan(gv)) or v == gv
+    assert waves >= 3  # the case is exercised

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mlrig.estimators.performance import StaticInference
     from mlrig.estimators.resolved import ResolvedPlan
 
 # Engines with a KV pool and a scheduler that holds back what does not fit (memory.PAGED_ENGINES' engines).
@@ -85,44 +84,106 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
     64 x 2,176 tokens on an L40S and 60 x 2,176 on an A100 80GB, were published, so they ran at once).
     Hand check (tests): 64 sequences of 1,024 + 1,024 tokens on 68,000 tokens under TensorRT-LLM run as
     two waves of 33 and 31."""
-    from mlrig.estimators.performance import _setup, prefill_pass, static_inference
-
     engine = getattr(memory, "engine", "") or ""
     kv = getattr(memory, "kv_cache_capacity_tokens", None)
     if not kv or not engine.startswith(PAGED_SCHEDULERS):
         return None
     w = r.workload
-    prompt, out = max(1, w.prompt_tokens), max(0, w.output_tokens)
-    n = kv_limited_running_batch(kv, prompt, out, engine)
-    if w.max_num_seqs is not None:
-        n = min(n, w.max_num_seqs)
-    n_end = max(1, kv // max(1, prompt + out))
+    a = static_waves(r, engine, kv, batch, max(1, w.prompt_tokens), max(0, w.output_tokens), offload)
+    if a is None or not bool(a.active):
+        return None
+    return StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
+                       int(a.preempted))
+
+
+@dataclass(frozen=True)
+class StaticWaveArrays:
+    """`StaticWaves` of each element of an array pass; `active`: the batch outgrows what runs at once."""
+
+    active: Any
+    running: Any
+    waves: Any
+    total_s: Any
+    ttft_s: Any
+    recompute_s: Any
+    preempted: Any
+    tpot_ms: Any  # of the running batch
+    decode_tok_s: Any
+    throughput_tok_s: Any  # over the whole batch
+
+
+def static_waves(r: ResolvedPlan, engine: str, kv_tokens: Any, batch: Any, prompt: Any, out: Any,
+                 offload: Any = 0.0) -> StaticWaveArrays | None:
+    """`static_batch_time`'s arithmetic on scalars or numpy arrays alike (the planner's scalar path and the
+    array pass of `mlrig.grid` run this one function), for a paged engine `engine` with `kv_tokens` of
+    KV pool; None where the engine is not one of them (or is TensorRT-LLM before 0.8) or where every batch
+    runs at once. `prompt` >= 1 and
+    `out` >= 0 are the static batch's lengths."""
+    import numpy as np
+
+    from mlrig.estimators.performance import _setup, prefill_pass, static_inference
+
+    if not engine.startswith(PAGED_SCHEDULERS):
+        return None
+    batch, prompt, out = np.asarray(batch), np.asarray(prompt), np.asarray(out)
+    kv = np.asarray(kv_tokens)
+    per_seq = prompt + (out if no_evict(engine) else out // 2)
+    n = np.maximum(1, kv // np.maximum(1, per_seq)).astype(np.int64)
+    if r.workload.max_num_seqs is not None:
+        n = np.minimum(n, r.workload.max_num_seqs)
+    n_end = np.maximum(1, kv // np.maximum(1, prompt + out)).astype(np.int64)
     # sequences that cannot all stay to the end are preempted (engines that preempt); with none, whole
     # waves: same-length sequences finish together and the next ones start then
-    preempted = 0 if (no_evict(engine) or out == 0) else batch - min(batch, n_end)
-    if (batch <= n and preempted == 0) or _setup(r).engine == "trt-llm-2023":
-        return None
-    n = min(n, batch)
+    if no_evict(engine):
+        preempted = np.zeros(np.broadcast(batch, out).shape, np.int64)
+    else:
+        preempted = np.where(out == 0, 0, batch - np.minimum(batch, n_end))
+    active = ~((batch <= n) & (preempted == 0))
+    if not np.any(active) or _setup(r).engine == "trt-llm-2023":
+        return None  # every batch runs at once (the common case: no static_inference spent on it)
+    if active.ndim and not active.all():  # an array pass: work out only the batches that run in waves
+        sel = np.flatnonzero(active)
 
-    def total(f: StaticInference, m: int) -> float:
-        return float(m * out / f.throughput_tok_s) if out > 0 else float(m * prompt / f.prefill_tok_s)
+        def take(x: Any) -> Any:
+            return np.broadcast_to(np.asarray(x), active.shape)[sel] if np.ndim(x) else x
 
+        sub = static_waves(r, engine, take(kv), take(batch), take(prompt), take(out), take(offload))
+        assert sub is not None
+        fields = {}
+        for name in ("running", "waves", "total_s", "ttft_s", "recompute_s", "preempted", "tpot_ms",
+                     "decode_tok_s", "throughput_tok_s"):
+            v = np.asarray(getattr(sub, name))
+            full = np.zeros(active.shape, v.dtype) if v.dtype.kind in "iub" else np.full(active.shape, np.nan)
+            full[sel] = v
+            fields[name] = full
+        return StaticWaveArrays(active=active, **fields)
+    n = np.minimum(n, batch)
     f_n = static_inference(r, n, prompt, out, offload)
-    t_n = total(f_n, n)
-    pre_n = float(f_n.ttft_ms) / 1e3
-    if preempted == 0:
-        full, last = divmod(batch, n)
-        waves = full + (1 if last else 0)
-        total_s = full * t_n
-        if last:
-            total_s += total(static_inference(r, last, prompt, out, offload), last)
-        starts = sum(k * t_n * n for k in range(full)) + (full * t_n * last if last else 0.0)
-        return StaticWaves(n, float(waves), total_s, starts / batch + pre_n, 0.0, 0)
-    waves_f = batch / n
-    recompute_s = float(prefill_pass(r, preempted, prompt + out // 2).seconds)
-    # the b - n that wait start, on average, half-way through the (b / n - 1) T(n) after the first round
-    wait = (batch - n) / batch * (waves_f - 1.0) * t_n / 2.0
-    return StaticWaves(n, waves_f, waves_f * t_n + recompute_s, wait + pre_n, recompute_s, preempted)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_n = np.where(out > 0, n * out / f_n.throughput_tok_s, n * prompt / f_n.prefill_tok_s)
+        pre_n = np.asarray(f_n.ttft_ms) / 1e3
+        if no_evict(engine):
+            full, last = batch // n, batch % n
+            waves = (full + (last > 0)).astype(float)
+            f_last = static_inference(r, np.maximum(1, last), prompt, out, offload)
+            t_last = np.where(out > 0, last * out / f_last.throughput_tok_s, last * prompt / f_last.prefill_tok_s)
+            total_s = full * t_n + np.where(last > 0, t_last, 0.0)
+            # wave k (0-based) of n sequences starts at k T(n): sum over k < full of k T(n) n, then the last
+            starts = t_n * n * (full * (full - 1) / 2.0) + full * t_n * last
+            ttft_s = starts / batch + pre_n
+            recompute_s = np.zeros_like(total_s)
+        else:
+            waves = batch / n
+            recompute_s = np.where(preempted > 0,
+                                   prefill_pass(r, np.maximum(1, preempted), prompt + out // 2).seconds, 0.0)
+            # the b - n that wait start, on average, half-way through the (b / n - 1) T(n) after the first round
+            wait = (batch - n) / batch * (waves - 1.0) * t_n / 2.0
+            total_s = waves * t_n + recompute_s
+            ttft_s = wait + pre_n
+        throughput = np.where(out > 0, batch * out / total_s, batch * prompt / total_s)
+    return StaticWaveArrays(active=active, running=n, waves=waves, total_s=total_s, ttft_s=ttft_s,
+                            recompute_s=recompute_s, preempted=preempted, tpot_ms=f_n.tpot_ms,
+                            decode_tok_s=f_n.decode_tok_s, throughput_tok_s=throughput)
 
 
 def static_waves_note(sw: StaticWaves, batch: int, kv_tokens: int, engine: str) -> str:
@@ -139,22 +200,27 @@ def static_waves_note(sw: StaticWaves, batch: int, kv_tokens: int, engine: str) 
 def apply_static_waves(r: ResolvedPlan, memory: Any, perf: Any) -> Any:
     """`perf` (a static batch's Performance) with the batch limited by the KV pool / max_num_seqs
     (`static_batch_time`): throughput over the whole batch, TTFT the mean sequence's, TPOT that of the
-    running batch; the explanation says so. Unchanged where the whole batch runs at once."""
-    from mlrig.estimators.performance import offload_of, static_inference
+    running batch; the explanation says so. Unchanged where the whole batch runs at once. The figures are
+    `static_waves`', the function `mlrig.grid`'s array pass runs too."""
+    from mlrig.estimators.performance import offload_of
 
+    engine = getattr(memory, "engine", "") or ""
+    kv = getattr(memory, "kv_cache_capacity_tokens", None)
+    if not kv or not engine.startswith(PAGED_SCHEDULERS):
+        return perf
     w = r.workload
     b = int(w.batch_size)
-    sw = static_batch_time(r, memory, b, offload_of(memory))
-    if sw is None:
+    a = static_waves(r, engine, kv, b, max(1, w.prompt_tokens), max(0, w.output_tokens), offload_of(memory))
+    if a is None or not bool(a.active):  # None: the batch runs at once
         return perf
-    f = static_inference(r, sw.running, max(1, w.prompt_tokens), max(0, w.output_tokens), offload_of(memory))
-    out = max(0, w.output_tokens)
-    throughput = b * out / sw.total_s if out > 0 else b * max(1, w.prompt_tokens) / sw.total_s
-    note = static_waves_note(sw, b, int(memory.kv_cache_capacity_tokens), memory.engine)
+    sw = StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
+                     int(a.preempted))
+    note = static_waves_note(sw, b, int(kv), engine)
+    ttft_ms = float(a.ttft_s * 1e3)
     return perf.model_copy(update={
-        "throughput_tok_s": throughput,
-        "tpot_ms": float(f.tpot_ms),
-        "decode_tok_s": float(f.decode_tok_s),
-        "ttft_ms": sw.ttft_s * 1e3 if math.isfinite(sw.ttft_s) else perf.ttft_ms,
+        "throughput_tok_s": float(a.throughput_tok_s),
+        "tpot_ms": float(a.tpot_ms),
+        "decode_tok_s": float(a.decode_tok_s),
+        "ttft_ms": ttft_ms if math.isfinite(ttft_ms) else perf.ttft_ms,
         "explanation": f"{perf.explanation}; {note}" if perf.explanation else note,
     })
