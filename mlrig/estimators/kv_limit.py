@@ -89,11 +89,26 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
     if not kv or not engine.startswith(PAGED_SCHEDULERS):
         return None
     w = r.workload
-    a = static_waves(r, engine, kv, batch, max(1, w.prompt_tokens), max(0, w.output_tokens), offload)
+    prompt, out = max(1, w.prompt_tokens), max(0, w.output_tokens)
+    if runs_at_once(r, engine, int(kv), batch, prompt, out):
+        return None
+    a = static_waves(r, engine, kv, batch, prompt, out, offload)
     if a is None or not bool(a.active):
         return None
     return StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
                        int(a.preempted))
+
+
+def runs_at_once(r: ResolvedPlan, engine: str, kv_tokens: int, batch: int, prompt: int, out: int) -> bool:
+    """Whether a static batch runs at once on the pool (`static_waves`' test, in plain Python so the
+    planner's scalar path imports no numpy where it does, the usual case)."""
+    per_seq = prompt + (out if no_evict(engine) else out // 2)
+    n = max(1, kv_tokens // max(1, per_seq))
+    if r.workload.max_num_seqs is not None:
+        n = min(n, r.workload.max_num_seqs)
+    n_end = max(1, kv_tokens // max(1, prompt + out))
+    preempted = 0 if (no_evict(engine) or out == 0) else batch - min(batch, n_end)
+    return batch <= n and preempted == 0
 
 
 @dataclass(frozen=True)
@@ -210,8 +225,11 @@ def apply_static_waves(r: ResolvedPlan, memory: Any, perf: Any) -> Any:
         return perf
     w = r.workload
     b = int(w.batch_size)
-    a = static_waves(r, engine, kv, b, max(1, w.prompt_tokens), max(0, w.output_tokens), offload_of(memory))
-    if a is None or not bool(a.active):  # None: the batch runs at once
+    prompt, out = max(1, w.prompt_tokens), max(0, w.output_tokens)
+    if runs_at_once(r, engine, int(kv), b, prompt, out):
+        return perf
+    a = static_waves(r, engine, kv, b, prompt, out, offload_of(memory))
+    if a is None or not bool(a.active):
         return perf
     sw = StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
                      int(a.preempted))
