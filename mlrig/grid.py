@@ -126,8 +126,7 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
         for part in (b == 1, b > 1):
             idx = np.flatnonzero(part & in_range & (b >= 1) & (pr >= 0) & (out >= 0))
             if len(idx):
-                left = _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
-                one_by_one[idx] = True if left is None else left
+                one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
     elif w.task != "inference" and n:
         idx = np.flatnonzero((b >= 1) & (c >= 0))
         if len(idx):
@@ -155,12 +154,11 @@ def _gib(x: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray, c: np.ndarray,
-            pr: np.ndarray, out: np.ndarray) -> np.ndarray | None:
-    """Fill `grid` at `idx` through the array formulas; None (nothing filled) where the planner
-    refuses the setup as a whole, so those configurations go one by one and get its exact error. Else
-    the mask (over `idx`) of the configurations still to go one by one (none today: a static batch that
-    outgrows a paged engine's pool or max_num_seqs runs in waves, `kv_limit.static_waves`, here as in the
-    planner)."""
+            pr: np.ndarray, out: np.ndarray) -> bool:
+    """Fill `grid` at `idx` through the array formulas; False (nothing filled) where the planner
+    refuses the setup as a whole, so those configurations go one by one and get its exact error. A static
+    batch that outgrows a paged engine's pool or max_num_seqs runs in waves here as in the planner
+    (`kv_limit.static_waves`)."""
     from pydantic import ValidationError
 
     from mlrig.estimators.kv_limit import static_waves
@@ -189,7 +187,7 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
         off = offload_fraction(fits, m.cpu_share, used_gib, gpu.capacity_gib, weights_gib)
         f = static_inference(r, bb, pp, oo, off)
     except (MlrigError, ValidationError):
-        return None
+        return False
     figures = {k: np.where(run, np.broadcast_to(np.asarray(getattr(f, k), float), shape), np.nan) for k in FIGURES}
     engine = _engine_key(r)
     if capacity is not None and engine in PAGED_ENGINES:
@@ -215,7 +213,7 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
     bound = np.array(np.broadcast_to(np.asarray(f.bound, object), idx.shape))
     bound[~run] = None
     grid.bound[idx] = bound
-    return np.zeros(shape, bool)
+    return True
 
 
 def _training_arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, b: np.ndarray,

@@ -10,25 +10,23 @@ from typing import Any
 import pytest
 
 import mlrig
-from mlrig.catalog.gpus import resolve_gpu
 from mlrig.catalog.models import resolve_model
 from mlrig.catalog.readers.hf_config import arch_from_hf_config
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import expert_gemm_flops, prefill_cost, prefill_gemm_rates, prefill_pass
-from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.estimators.resolved import ResolvedPlan
+from mlrig.planner import resolve_plan
 from mlrig.validation.runner import load_rows
-from mlrig.workload import Plan
 
 DEEPSEEK = "deepseek-ai/DeepSeek-R1"
 
 
 def resolved(model: str, gpu: str, tp: int = 1, **workload: Any) -> ResolvedPlan:
-    w: dict[str, Any] = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1,
-                         "prompt_tokens": 3200, "output_tokens": 100}
-    w.update(workload)
-    p = Plan.model_validate({"model": model, "workload": w,
-                             "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})
-    return resolve(resolve_model(model), p, resolve_gpu(gpu))
+    """The plan as `evaluate` resolves it (planner.resolve_plan): FP8 under vLLM, one 3200-token prompt."""
+    w = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1, "prompt_tokens": 3200,
+         "output_tokens": 100, **workload}
+    return resolve_plan({"model": model, "workload": w,
+                         "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})[0]
 
 
 def test_expert_flops_hand_checked() -> None:

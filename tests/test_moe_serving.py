@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from mlrig.catalog.gpus import resolve_gpu
 from mlrig.catalog.models import resolve_model
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import (
@@ -22,20 +21,19 @@ from mlrig.estimators.performance import (
     prefill_cost,
     prefill_pass,
 )
-from mlrig.estimators.resolved import ResolvedPlan, resolve
-from mlrig.workload import Plan
+from mlrig.estimators.resolved import ResolvedPlan
+from mlrig.planner import resolve_plan
 
 DEEPSEEK = "deepseek-ai/DeepSeek-R1"
 QWEN_MOE = "Qwen/Qwen3-235B-A22B-Instruct-2507"
 
 
 def resolved(model: str, gpu: str, tp: int = 1, **workload: Any) -> ResolvedPlan:
-    w: dict[str, Any] = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1,
-                         "prompt_tokens": 1000, "output_tokens": 100}
-    w.update(workload)
-    p = Plan.model_validate({"model": model, "workload": w,
-                             "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})
-    return resolve(resolve_model(model), p, resolve_gpu(gpu))
+    """The plan as `evaluate` resolves it (planner.resolve_plan): FP8 under vLLM, one 1000-token prompt."""
+    w = {"task": "inference", "precision": "fp8", "engine": "vllm", "batch_size": 1, "prompt_tokens": 1000,
+         "output_tokens": 100, **workload}
+    return resolve_plan({"model": model, "workload": w,
+                         "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}})[0]
 
 
 def test_kv_copies_per_rank_hand_checked() -> None:

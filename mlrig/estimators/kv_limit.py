@@ -84,6 +84,14 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
     64 x 2,176 tokens on an L40S and 60 x 2,176 on an A100 80GB, were published, so they ran at once).
     Hand check (tests): 64 sequences of 1,024 + 1,024 tokens on 68,000 tokens under TensorRT-LLM run as
     two waves of 33 and 31."""
+    found = _plan_waves(r, memory, batch, offload)
+    return None if found is None else found[0]
+
+
+def _plan_waves(r: ResolvedPlan, memory: Any, batch: int,
+                offload: float) -> tuple[StaticWaves, StaticWaveArrays] | None:
+    """`static_waves` of one plan's static batch on its memory estimate's pool (scalars), or None where the
+    batch runs at once (told in plain Python first, `runs_at_once`, so the usual plan imports no numpy)."""
     engine = getattr(memory, "engine", "") or ""
     kv = getattr(memory, "kv_cache_capacity_tokens", None)
     if not kv or not engine.startswith(PAGED_SCHEDULERS):
@@ -96,7 +104,7 @@ def static_batch_time(r: ResolvedPlan, memory: Any, batch: int, offload: float =
     if a is None or not bool(a.active):
         return None
     return StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
-                       int(a.preempted))
+                       int(a.preempted)), a
 
 
 def runs_at_once(r: ResolvedPlan, engine: str, kv_tokens: int, batch: int, prompt: int, out: int) -> bool:
@@ -219,21 +227,12 @@ def apply_static_waves(r: ResolvedPlan, memory: Any, perf: Any) -> Any:
     `static_waves`', the function `mlrig.grid`'s array pass runs too."""
     from mlrig.estimators.performance import offload_of
 
-    engine = getattr(memory, "engine", "") or ""
-    kv = getattr(memory, "kv_cache_capacity_tokens", None)
-    if not kv or not engine.startswith(PAGED_SCHEDULERS):
+    b = int(r.workload.batch_size)
+    found = _plan_waves(r, memory, b, offload_of(memory))
+    if found is None:
         return perf
-    w = r.workload
-    b = int(w.batch_size)
-    prompt, out = max(1, w.prompt_tokens), max(0, w.output_tokens)
-    if runs_at_once(r, engine, int(kv), b, prompt, out):
-        return perf
-    a = static_waves(r, engine, kv, b, prompt, out, offload_of(memory))
-    if a is None or not bool(a.active):
-        return perf
-    sw = StaticWaves(int(a.running), float(a.waves), float(a.total_s), float(a.ttft_s), float(a.recompute_s),
-                     int(a.preempted))
-    note = static_waves_note(sw, b, int(kv), engine)
+    sw, a = found
+    note = static_waves_note(sw, b, int(memory.kv_cache_capacity_tokens), memory.engine)
     ttft_ms = float(a.ttft_s * 1e3)
     return perf.model_copy(update={
         "throughput_tok_s": float(a.throughput_tok_s),

@@ -176,8 +176,7 @@ def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[flo
     w = r.workload
     ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
     dec = decode_step(r, n, ctx)
-    share = prefill_tokens(w) / max(1, w.output_tokens)
-    return dec.seconds + n * share * prefill_s_per_token, dec.bound
+    return dec.seconds + n * _own_prompt_share_s(r, prefill_s_per_token), dec.bound
 
 
 def _own_prompt_share_s(r: ResolvedPlan, prefill_s_per_token: float) -> float:
