@@ -111,6 +111,46 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
     return True
 
 
+# SGLang sizes its defaults by the card from 0.5.3 (sgl-project/sglang PR #10975, "Use more general heuristics to
+# set the default value of --mem-fraction-static", merged 2025-09-27, and PR #11076, 2025-09-30, which set the
+# constants below; the first release after both is taken, inferred from those dates, not read from release notes).
+# python/sglang/srt/server_args.py `_handle_gpu_memory_settings`: by the card's memory (nvidia-smi's total, MiB)
+# a chunked-prefill size and a CUDA-graph batch cap, then mem_fraction_static = (gpu_mem - reserved) / gpu_mem with
+# reserved = 512 MiB + 1.5 MiB per chunked-prefill token (at least 2,048) + 2 MiB per CUDA-graph batch slot +
+# tp x pp / 8 GiB, at least 10 GiB on cards over 60 GiB. Earlier releases used a fixed 0.88 at TP 1 (0.79-0.87
+# at TP 2-16; not applied here: mlrig kept 0.88 for them, as before).
+SGLANG_MEMORY_HEURISTIC = (0, 5, 3)
+# (below this many GiB, chunked-prefill tokens, CUDA-graph batch cap at TP < 4, at TP >= 4); the last is the rest
+SGLANG_GPU_BUCKETS: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512))
+SGLANG_OLD_MEM_FRACTION = 0.88
+
+
+def sglang_gpu_defaults(gpu: GPU, tp: int) -> tuple[int, int]:
+    """SGLang's (--chunked-prefill-size, --cuda-graph-max-bs) defaults on this card from 0.5.3 (see above)."""
+    for below_gib, chunk, bs_small, bs_large in SGLANG_GPU_BUCKETS:
+        if gpu.memory_gib < below_gib:
+            return chunk, bs_small if tp < 4 else bs_large
+    raise AssertionError("the last bucket is unbounded")
+
+
+def sglang_mem_fraction_static(gpu: GPU, tp: int, pp: int, version: str | None) -> float:
+    """SGLang's default --mem-fraction-static (the share of the card holding weights and the KV pool).
+    From 0.5.3 (and for the current release) it is worked out from the card as server_args.py does (see
+    SGLANG_MEMORY_HEURISTIC): 0.835 on an 80 GB H100 at TP 1 ((81,562 - 13,440) / 81,562 MiB), 0.818 at TP 8,
+    0.897 on a 141 GB H200 at TP 8. An SGLang issue reports 0.828 for Qwen3-32B on an H100 from a later release
+    (sgl-project/sglang issue #29092, 2026-06-23), which adds a few reservations more. Before 0.5.3: 0.88."""
+    if before(version, SGLANG_MEMORY_HEURISTIC):
+        return SGLANG_OLD_MEM_FRACTION
+    gpu_mib = gpu.memory_gib * 1024
+    chunk, graph_bs = sglang_gpu_defaults(gpu, tp)
+    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
 # vLLM's custom all-reduce on AMD Instinct (gfx94x) over Infinity Fabric: upstream from 0.8.3
 # (vllm-project/vllm PR #14125, enable check fixed for gfx94x by PR #16010 on 2025-04-03; the first
 # release after both is taken, inferred from those dates, not read from release notes); AMD's fork

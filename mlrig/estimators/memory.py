@@ -19,7 +19,7 @@ from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
-from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era
+from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era, sglang_mem_fraction_static
 from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
@@ -389,7 +389,8 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
             pool = reserved - weights - act - non_torch
         elif engine == "sglang":
-            reserved = (w.gpu_memory_utilization or 0.88) * cap  # --mem-fraction-static at TP 1 (server_args.py)
+            # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static)
+            reserved = (w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)) * cap
             pool = reserved - weights - non_torch
         else:
             # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
@@ -495,7 +496,8 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
                              " it holds ~14 B and the KV pool is larger")
         elif engine == "sglang":
-            notes.append(f"SGLang mem_fraction_static={w.gpu_memory_utilization or 0.88:g} holds weights + KV pool; "
+            frac = w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)
+            notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
                          "activations use the rest")
         else:
             notes.append(f"TensorRT-LLM-like: KV pool = {w.gpu_memory_utilization or 0.9:g} x memory free after "
