@@ -1,14 +1,16 @@
-"""SGLang's card-sized memory default (GPUStack's lab, issue 10)."""
+"""SGLang's card-sized memory default and the drain of varied-length offline runs (GPUStack's lab, issue 10)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
+from mlrig.estimators import serving
 from mlrig.estimators.engines import sglang_gpu_defaults, sglang_mem_fraction_static
-from mlrig.planner import evaluate
+from mlrig.planner import evaluate, resolve_plan
 
 
 def _plan(**w: Any) -> dict[str, Any]:
@@ -50,3 +52,53 @@ def test_sglang_kv_pool_follows_the_release() -> None:
     cap = resolve_gpu("H100 SXM").capacity_gib
     assert old.memory.kv_cache_gib - new.memory.kv_cache_gib == pytest.approx((0.88 - 0.835) * cap, rel=0.01)
     assert any("mem_fraction_static=0.835" in n for n in new.memory.notes)
+
+
+# ---- the drain of a varied-length offline run ------------------------------------------------------
+class _Pass:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+def test_drain_hand_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every decode iteration taking c seconds and free prefills, N requests of exponential outputs
+    (mean O) all running at once end after O ln(2N) iterations (the batch decays as N e^(-k/O) to half a
+    request), so the run's throughput is N O / (c O ln 2N) = N / (c ln 2N)."""
+    r, _ = resolve_plan(_plan(load="offline", num_requests=100, lengths="varied"))
+    c = 0.01
+    monkeypatch.setattr(serving, "decode_step", lambda *a, **k: _Pass(c))
+    monkeypatch.setattr(serving, "prefill_pass", lambda *a, **k: _Pass(0.0))
+    assert serving.varied_offline_throughput(r, 100, 100, 0.0) == pytest.approx(100 / (c * math.log(200)), rel=1e-9)
+    # with a queue: 900 more completions at the full batch, 900 x O / 100 iterations of the steady step first
+    steady = 0.03
+    expect = 1000 * 202 / (900 * 202 / 100 * steady + c * 202 * math.log(200))
+    assert serving.varied_offline_throughput(r, 1000, 100, steady) == pytest.approx(expect, rel=1e-9)
+
+
+def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
+    """Varied lengths only lengthen an offline run: same tokens, a tail of small batches. A run that fits at
+    once (N <= the running limit) loses most (1,000 ShareGPT requests at once on SGLang's H100 pool of a
+    14B model: GPUSTACK-0003 measured 4,044 tok/s over 49.9 s, where the fixed-length static batch gives
+    ~7,900); the TTFT of the burst is the same backlog either way."""
+    base = {"model": {"name": "Qwen/Qwen3-14B"}, "hardware": {"gpu": "H100 SXM"},
+            "workload": {"precision": "bf16", "engine": "sglang", "engine_version": "0.5.5.post1",
+                         "prompt_tokens": 217, "output_tokens": 202, "load": "offline", "num_requests": 1000}}
+    fixed = evaluate(base).performance
+    varied_plan = {**base, "workload": {**base["workload"], "lengths": "varied"}}
+    varied = evaluate(varied_plan).performance
+    assert fixed is not None and varied is not None
+    assert fixed.throughput_tok_s is not None and varied.throughput_tok_s is not None
+    assert 0.4 * fixed.throughput_tok_s < varied.throughput_tok_s < 0.8 * fixed.throughput_tok_s
+    assert varied.requests_per_s == pytest.approx(varied.throughput_tok_s / 202)
+    # a queued run (vLLM's cap of 256 on an A100) drains too, less: most of it runs at the full batch
+    a100 = {**base, "hardware": {"gpu": "a100-sxm-80gb"},
+            "workload": {**base["workload"], "engine": "vllm", "engine_version": "0.11.0"}}
+    qf = evaluate(a100).performance
+    qv = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied"}}).performance
+    assert qf is not None and qv is not None and qf.throughput_tok_s and qv.throughput_tok_s
+    assert 0.7 * qf.throughput_tok_s < qv.throughput_tok_s < qf.throughput_tok_s
+    assert qv.ttft_ms == pytest.approx(qf.ttft_ms)
+    # more requests behind the same cap: the tail is a smaller share of the run
+    more = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied", "num_requests": 4000}}).performance
+    assert more is not None and more.throughput_tok_s is not None
+    assert qv.throughput_tok_s / qf.throughput_tok_s < more.throughput_tok_s / qf.throughput_tok_s < 1.0

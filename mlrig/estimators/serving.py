@@ -37,7 +37,8 @@ requests do, the rest arrive into the steady state, and the figure is the median
 (`mixed_median_ttft_s`, `closed_loop_wave_share`).
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
-admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
+admitted ahead of it (`offline_backlog`); with varied output lengths (ShareGPT) it ends in a drain of ever smaller
+batches, which lowers its throughput (`varied_offline_throughput`); a rate run (Poisson arrivals) runs as many
 sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap; a rate run
 of a stated number of requests is followed through time from an idle engine (`rate_run_point`). A wave of
 more users than the cap reports its median request (`wave_median_ttft_s`), and the mean apart.
@@ -646,6 +647,50 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     return replace(pt, ttft_s=own + wait, queue_s=wait)
 
 
+# Segments of `varied_offline_throughput`'s drain (the running batch falls by the same ratio in each).
+DRAIN_SEGMENTS = 40
+
+
+def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, steady_step_s: float) -> float:
+    """Output tokens/s of an offline run of `n_requests` whose output lengths vary (`lengths = "varied"`:
+    ShareGPT's, whose requests stop at the lengths the dataset gives), at most `limit` running at once.
+
+    The benchmark's figure is all output tokens over the run's duration, and the run lasts until its longest
+    request ends. With fixed lengths every request of a batch ends in the same iteration; with varied lengths
+    the batch thins out as its short requests finish, and the long ones run on in iterations of a few
+    sequences, each of which still reads all the weights: the drain. Output lengths are taken as exponential
+    with the plan's mean O (memoryless: every running request ends in an iteration with probability 1 / O;
+    the vLLM paper, Kwon et al. 2023, SOSP, fig. 11, shows ShareGPT's outputs with such a long tail), so
+    - the first min(N, limit) prompts are prefilled together (one pass, as a static batch's);
+    - while requests wait (N > limit) the batch stays full: N - limit completions at limit / O per
+      iteration, each iteration the steady state's (`load_point`'s `step_s`, decodes and the prompts' share);
+    - then the batch of n = limit decays as n e^(-k / O) over iterations k until its last request ends,
+      O ln(2 limit) iterations (the expected longest of `limit` exponential lengths, O H_limit, to within a
+      fraction of O), priced as decode-only iterations (`decode_step`) at each segment's batch.
+    The tokens are N x O either way; only the time grows. No factor is fitted: the distribution is an
+    assumption, stated here, for datasets whose outputs are not capped near their mean (AccelMark's suite
+    caps ShareGPT outputs at 512 tokens for a mean of ~343, ACCELMARK-*: a plan of fixed lengths describes it
+    better). GPUStack's ShareGPT runs (GPUSTACK-*, held out, checked only: 1,000 requests at once, mean
+    ~202 output tokens, vllm bench serve keeping prompt + output <= 2,048) drain for ~1,500 iterations."""
+    w = r.workload
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
+    first = max(1, min(n_requests, limit))
+    ctx = max(1, w.prompt_tokens + out // 2)
+    total_s = prefill_pass(r, first, prompt).seconds
+    if n_requests > first:
+        total_s += (n_requests - first) * out / first * steady_step_s
+    # the drain: from `first` running down to half a request, DRAIN_SEGMENTS segments of equal ratio
+    end = 0.5
+    ratio = (first / end) ** (1.0 / DRAIN_SEGMENTS)
+    n = float(first)
+    for _ in range(DRAIN_SEGMENTS):
+        lo = n / ratio
+        iterations = out * math.log(ratio)
+        total_s += iterations * decode_step(r, max(1, round(math.sqrt(n * lo))), ctx).seconds
+        n = lo
+    return n_requests * out / total_s
+
+
 def median_prefill_wait_s(rho: float, service_s: float) -> float:
     """Median wait in the prefill queue (FCFS, utilisation `rho`, deterministic service `service_s`).
 
@@ -717,15 +762,21 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
                                                                 if (cap or slots) else w.batch_size))
         limit = min(x for x in (cap, slots, users) if x is not None)
+        varied = w.lengths == "varied"
         if users <= limit:  # one wave: every request starts together, as a static batch
             perf = estimate_inference(r.varied(load="static", batch_size=users), memory)
             thr = perf.throughput_tok_s or 0.0
+            if varied:  # the batch drains as its requests end (`varied_offline_throughput`)
+                thr = varied_offline_throughput(r, users, users, 0.0)
             out_tok = max(1, w.output_tokens)
             return perf.model_copy(update={
-                "requests_per_s": thr / out_tok,
+                "throughput_tok_s": thr, "requests_per_s": thr / out_tok,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
         pt = offline_backlog(r, pt, users)
+        if varied:
+            thr = varied_offline_throughput(r, users, pt.running, pt.step_s)
+            pt = replace(pt, throughput_tok_s=thr, requests_per_s=thr / max(1, w.output_tokens))
     elif w.load == "rate" and w.num_requests:
         pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget)
     elif w.load == "rate":
