@@ -96,7 +96,8 @@ class WorkloadSpec(_Strict):
         "fixed", description="fixed: every request has prompt_tokens in and output_tokens out (vllm bench serve's "
         "default random dataset, a max_tokens cap every greedy output hits), so a closed loop's users finish "
         "together and every round is a wave; varied: lengths vary (ShareGPT, sampled outputs that stop at EOS), "
-        "so only the opening round of users / num_requests is")
+        "so only the opening round of users / num_requests is, and an offline run ends in a drain of its longest "
+        "requests")
     cached_prompt_tokens: int = Field(
         0, ge=0, le=100_000_000, description="prompt tokens per request served from the engine's prefix cache "
         "(vLLM --enable-prefix-caching, SGLang's radix cache): their prefill is skipped, their KV still read")

@@ -90,6 +90,7 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     assert fixed.throughput_tok_s is not None and varied.throughput_tok_s is not None
     assert 0.4 * fixed.throughput_tok_s < varied.throughput_tok_s < 0.8 * fixed.throughput_tok_s
     assert varied.requests_per_s == pytest.approx(varied.throughput_tok_s / 202)
+    assert "drain" in (varied.explanation or "") and "drain" not in (fixed.explanation or "")
     # a queued run (vLLM's cap of 256 on an A100) drains too, less: most of it runs at the full batch
     a100 = {**base, "hardware": {"gpu": "a100-sxm-80gb"},
             "workload": {**base["workload"], "engine": "vllm", "engine_version": "0.11.0"}}
@@ -98,6 +99,7 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     assert qf is not None and qv is not None and qf.throughput_tok_s and qv.throughput_tok_s
     assert 0.7 * qf.throughput_tok_s < qv.throughput_tok_s < qf.throughput_tok_s
     assert qv.ttft_ms == pytest.approx(qf.ttft_ms)
+    assert "drain" in (qv.explanation or "")
     # more requests behind the same cap: the tail is a smaller share of the run
     more = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied", "num_requests": 4000}}).performance
     assert more is not None and more.throughput_tok_s is not None

@@ -138,7 +138,8 @@ CachedPromptOpt = Annotated[int | None, typer.Option(
     "--enable-prefix-caching, SGLang's radix cache): no prefill for them, their KV still read (default 0)")]
 LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
-    "every round a wave) | varied (ShareGPT-like lengths: only the opening round is a wave)")]
+    "every round a wave) | varied (ShareGPT-like lengths: only the opening round is a wave; an offline run ends "
+    "in a drain of its longest requests)")]
 MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(

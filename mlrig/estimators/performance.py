@@ -953,8 +953,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # MOE_EXPERT_COMPUTE_REL) and the V0 engine read from dstack's '0.7.4.dev181' versions narrowed them again (all rows:
 # TTFT p90 0.68, throughput 0.73). The fixed per-layer time of DeepSeek-style models on that early path
 # (efficiency.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S) narrowed throughput again (all rows: p90 0.65, TTFT 0.65, TPOT 0.38).
-# Branch s25-gpustack: the drain of varied-length offline runs (serving.varied_offline_throughput) and SGLang's card-sized
-# KV pool (engines.sglang_mem_fraction_static) bring GPUStack's SGLang rows in (all rows: throughput p90 0.58): 0.65.
+# Branch s25-gpustack: the drain of varied-length offline runs (serving.varied_offline_throughput) and SGLang's
+# card-sized KV pool (engines.sglang_mem_fraction_static) bring GPUStack's SGLang rows in (all rows: throughput p90
+# 0.58): 0.65.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,

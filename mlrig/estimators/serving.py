@@ -649,6 +649,8 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
 
 # Segments of `varied_offline_throughput`'s drain (the running batch falls by the same ratio in each).
 DRAIN_SEGMENTS = 40
+DRAIN_NOTE = ("; varied output lengths: the run ends in a drain of ever smaller batches (its longest requests), "
+              "counted in its throughput")
 
 
 def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, steady_step_s: float) -> float:
@@ -766,11 +768,13 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         if users <= limit:  # one wave: every request starts together, as a static batch
             perf = estimate_inference(r.varied(load="static", batch_size=users), memory)
             thr = perf.throughput_tok_s or 0.0
+            expl_static = perf.explanation or ""
             if varied:  # the batch drains as its requests end (`varied_offline_throughput`)
                 thr = varied_offline_throughput(r, users, users, 0.0)
+                expl_static += DRAIN_NOTE
             out_tok = max(1, w.output_tokens)
             return perf.model_copy(update={
-                "throughput_tok_s": thr, "requests_per_s": thr / out_tok,
+                "throughput_tok_s": thr, "requests_per_s": thr / out_tok, "explanation": expl_static,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
         pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
         pt = offline_backlog(r, pt, users)
@@ -797,6 +801,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
                  "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
+    if w.load == "offline" and w.lengths == "varied":
+        expl += DRAIN_NOTE
     if pt.saturated:
         grows = "the queue grows over the run" if finite else "queues grow"
         expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: {grows}"
