@@ -121,7 +121,8 @@ def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
 
 def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     """Tokens per iteration under chunked prefill: the plan's max_num_batched_tokens, else vLLM V1's
-    default; None where whole prompts are prefilled in one pass (vLLM V0, TensorRT-LLM, LMDeploy)."""
+    default or SGLang's `--chunked-prefill-size` default (`sglang_default_chunked_prefill`); None where whole
+    prompts are prefilled in one pass (vLLM V0, TensorRT-LLM, LMDeploy)."""
     w = plan.workload
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
