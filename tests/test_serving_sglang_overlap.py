@@ -1,0 +1,112 @@
+"""SGLang specifics in the serving estimator: the default chunked-prefill budget by GPU memory and release
+(`serving.sglang_default_chunked_prefill`) and the overlap scheduler's first-token iteration
+(`serving.first_token_emission_s`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.estimators import serving
+from mlrig.estimators.performance import prefill_pass
+from mlrig.estimators.resolved import resolve
+from mlrig.planner import evaluate, parse_plan, resolve_arch
+from mlrig.validation import calibration_dir
+
+
+def _plan(**w: object) -> dict[str, object]:
+    wl: dict[str, object] = {"precision": "bf16", "engine": "sglang", "prompt_tokens": 51, "cached_prompt_tokens": 50,
+                             "output_tokens": 256, "load": "concurrency", "num_requests": 100}
+    wl.update(w)
+    return {"model": "llama-3-8b", "workload": wl, "hardware": {"gpu": "A10G"}}
+
+
+def _resolved(data: dict[str, object]):  # type: ignore[no-untyped-def]
+    p = parse_plan(data)
+    return resolve(resolve_arch(p), p, resolve_gpu(p.hardware.gpu))
+
+
+@pytest.mark.parametrize(("memory_gib", "version", "tokens"), [
+    (22.5, "0.4.6", 2048), (22.5, "0.5.6", 2048), (22.5, None, 2048),  # A10G / L4 / RTX 4090: 2,048 always
+    (31.4, "0.4.6", 8192), (31.4, "0.5.6", 2048),  # RTX 5090: >= 25,000 MiB under the old rule, < 35 GiB under tiers
+    (39.4, "0.4.6", 8192), (39.4, "0.5.2", 8192), (39.4, "0.5.3", 4096), (39.4, "0.5", 4096),  # A100 40GB
+    (79.2, "0.4.6", 8192), (79.2, "0.5.6", 8192), (139.8, "2026-03", 8192),  # H100 80GB, H200
+    (191.5, "0.4.3", 8192), (191.5, "0.5.6", 16384), (191.5, "0.4", 8192),  # MI300X
+])
+def test_sglang_chunked_prefill_default_by_memory_and_release(memory_gib: float, version: str | None,
+                                                              tokens: int) -> None:
+    """Hand-read from SGLang's server_args.py: before 0.5.3 (PR #2268) 2,048 below 25,000 MiB, else 8,192; from
+    0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384 below 35 / 60 / 160 GiB / above. A series ("0.5") is its
+    newest release. mlrig had 2,048 below 70 GiB, 8,192 above, for every release."""
+    assert serving.sglang_default_chunked_prefill(memory_gib, version) == tokens
+
+
+def test_sglang_prefill_budget_uses_the_default_unless_the_plan_sets_it() -> None:
+    a100 = resolve_gpu("A100 SXM4 40GB")
+    plan = parse_plan(_plan(engine_version="0.5.6"))
+    assert serving.prefill_budget(plan, "sglang", a100, False) == 4096
+    plan = parse_plan(_plan(engine_version="0.5.6", max_num_batched_tokens=1024))
+    assert serving.prefill_budget(plan, "sglang", a100, False) == 1024
+
+
+def test_one_user_sglang_ttft_is_its_prefill_and_one_decode_iteration() -> None:
+    """Hand check: one user, fixed lengths (a wave of one): a one-token prefill after the radix cache, then the
+    decode iteration the overlap scheduler runs before it hands the first token out; no front end for SGLang."""
+    data = _plan(batch_size=1)
+    r = _resolved(data)
+    perf = evaluate(data).performance
+    assert perf is not None and perf.ttft_ms is not None
+    dec = serving._iteration(r, 1, 0.0)[0]
+    want = prefill_pass(r, 1, 1).seconds + dec
+    assert serving.first_token_emission_s(r, 1) == pytest.approx(dec, rel=1e-12)
+    assert perf.ttft_ms == pytest.approx(want * 1e3, rel=1e-6)
+    # about two iterations, as SGLang's one-user runs measure (twice the TPOT), where the prefill alone is one
+    assert perf.tpot_ms is not None and 1.7 < perf.ttft_ms / perf.tpot_ms < 2.3
+
+
+def test_no_first_token_iteration_before_the_overlap_scheduler_or_for_vllm() -> None:
+    old = _resolved(_plan(batch_size=1, engine_version="0.3.5"))
+    assert not serving.sglang_overlap(old) and serving.first_token_emission_s(old, 1) == 0.0
+    vllm = _resolved(_plan(batch_size=1, engine="vllm", cached_prompt_tokens=48))
+    assert serving.first_token_emission_s(vllm, 1) == 0.0
+    new = evaluate(_plan(batch_size=1)).performance
+    before = evaluate(_plan(batch_size=1, engine_version="0.3.5")).performance
+    assert new and before and new.ttft_ms and before.ttft_ms
+    assert new.ttft_ms > 1.7 * before.ttft_ms
+
+
+def test_sglang_wave_has_no_stagger_so_few_users_match_one() -> None:
+    """Under the overlap scheduler the wave's first arrival does not run its prompt alone ahead of the rest
+    (`wave_stagger_s` is 0), so 1 to 8 users of one-token prefills get about the same TTFT: two iterations."""
+    r = _resolved(_plan(batch_size=8))
+    assert serving.wave_stagger_s(r, 8) == 0.0
+    one = evaluate(_plan(batch_size=1)).performance
+    eight = evaluate(_plan(batch_size=8)).performance
+    assert one and eight and one.ttft_ms and eight.ttft_ms
+    assert eight.ttft_ms == pytest.approx(one.ttft_ms, rel=0.1)
+
+
+def test_infbench_l4_sglang_rows_carry_the_cached_template_prefix() -> None:
+    """INFBENCHL4-* SGLang rows: the radix cache (on by default) holds the Qwen2.5 default system prompt's
+    ~24 tokens and the shared first user word after the warm-up, so the prefill computes about 21 of 46."""
+    rows = [json.loads(line) for line in (calibration_dir() / "serving_l4_inference_bench_modal.jsonl").open()]
+    sg = [x for x in rows if x["plan"]["workload"]["engine"] == "sglang"]
+    assert len(sg) == 15
+    for x in sg:
+        w = x["plan"]["workload"]
+        assert w["cached_prompt_tokens"] == 25 and w["prompt_tokens"] == 46
+        assert "--disable-cuda-graph" in x["source_note"]
+
+
+def test_a10gvs_rows_state_raw_completions_prompts() -> None:
+    """A10GVS-*: both clients call /v1/completions with the raw prompt (no chat template), ~19-23 tokens plus a
+    BOS; the prefix cache holds all but the last token (SGLang's radix cache) or whole 16-token blocks (vLLM)."""
+    rows = [json.loads(line) for line in (calibration_dir() / "serving_a10g_vllm_sglang_ramp.jsonl").open()]
+    assert len(rows) == 84
+    for x in rows:
+        w = x["plan"]["workload"]
+        assert 19 <= w["prompt_tokens"] <= 25
+        cached = w["prompt_tokens"] - 1 if w["engine"] == "sglang" else (w["prompt_tokens"] - 1) // 16 * 16
+        assert w["cached_prompt_tokens"] == cached
