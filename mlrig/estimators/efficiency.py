@@ -481,6 +481,22 @@ COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
 #    prompts, which a GEMM rate does not explain, so they do not pin this figure.
 COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 
+# AMD Instinct CDNA 3 (MI300X, MI325X): the matrix cores' achievable rate is a smaller fraction of the data-sheet
+#    peak than on the NVIDIA cards COMPUTE_EFF was fitted on (TensorRT-LLM, LMDeploy and vLLM rows on A100 / H100).
+#    AMD's own account of the gap (ROCm blogs, "Measuring Max-Achievable FLOPs - Part 2", 2025) is the GEMM libraries'
+#    efficiency and the clock the part holds under a sustained matmul load, below the boost clock of the peak.
+#    S. Bekman's "Maximum Achievable Matmul FLOPS" table (stas00/ml-engineering, compute/accelerator/README.md, MI300X
+#    row added 2025-01-06 in faa7ddf; read at 744d01e): BF16 best-shape matmul 668.4 of 1,300 TFLOPS on an MI300X
+#    (51.4 %, ROCm 6.3, PYTORCH_TUNABLEOP_ENABLED=1; "450TFLOPS using ROCm-6.1"), against 794.5 of 989 on an H100 SXM
+#    (80.3 %) and 271.2 of 312 on an A100 SXM (86.9 %). The engines' GEMMs on CDNA 3 therefore reach 0.514 / 0.803 =
+#    0.64 of the fraction COMPUTE_EFF gives them on NVIDIA (taken for FP8 alike: the table has no MI300X FP8 figure).
+#    Not fitted. The MI325X (same compute, 1,000 W) reaches 60.4 % in the same table (0.75): one figure for the
+#    architecture, so its compute-bound estimates are on the slow side. CDNA 4 (MI355X, 68.0 %) and CDNA 2 are left at
+#    COMPUTE_EFF. Fit rows it meets: AMD's vLLM offline runs on 8x MI300X (AMDPERF-0001..0024), where 405B's decode
+#    steps of 500-2,000 sequences are compute-bound.
+AMD_CDNA3_GEMM_REL_EFF = 0.514 / 0.803
+AMD_CDNA3_ARCHITECTURE = "CDNA 3"
+
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
 #    for all the query heads of its group. TensorRT-LLM before v0.8 ("trt-llm-2023", the v0.5/v0.6.1

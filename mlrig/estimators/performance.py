@@ -118,6 +118,15 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     return t
 
 
+def gemm_rate_rel(gpu: GPU) -> float:
+    """The GPU's achievable matmul rate relative to what efficiency.COMPUTE_EFF (fitted on NVIDIA cards) assumes of
+    its data-sheet peak: efficiency.AMD_CDNA3_GEMM_REL_EFF on AMD Instinct CDNA 3 (MI300X, MI325X), else 1."""
+    arch = (gpu.architecture or "").strip()
+    if gpu.vendor == "AMD" and arch.startswith(eff.AMD_CDNA3_ARCHITECTURE):
+        return eff.AMD_CDNA3_GEMM_REL_EFF
+    return 1.0
+
+
 def moe_expert_bw_rel(engine: str, gpu: GPU) -> float:
     """Rate at which an engine's fused MoE kernels stream routed-expert weights, relative to its dense
     GEMMs' (efficiency.MOE_EXPERT_BW_REL): vLLM's and SGLang's Triton `fused_moe` kernels on NVIDIA and AMD
@@ -475,7 +484,7 @@ def pass_time(
     compute_s: Num = 0.0
     attn_compute_s: Num = 0.0
     if peak:
-        ce = eff.COMPUTE_EFF[engine][mclass]
+        ce = eff.COMPUTE_EFF[engine][mclass] * gemm_rate_rel(gpu)
         if half_rate:
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
