@@ -26,7 +26,8 @@ iteration that samples its first token:
   arithmetic only (`fused_prefill_s_per_token`), as is its share of each steady-state iteration;
 - its own prefill, split into ceil(P / (budget - n)) chunks when chunked prefill caps the tokens
   per iteration (each chunk also carries the n decodes), else one prefill pass;
-- requests beyond the running cap wait for a slot: (users - n) / n request durations;
+- requests beyond the running cap wait for a slot: (users - n) / n request durations; Poisson arrivals
+  below the cap still find the batch full at times, and wait for a completion (M/G/c, `median_slot_wait_s`);
 - the serving front end (HTTP, tokenisation, the first token's trip back: `frontend_s`).
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
 (`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
@@ -465,6 +466,9 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
                                             others=users - 1 if rate is None else n - 1, closed_loop=rate is None)
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
+    if rate is not None and limit < 10**9 and not saturated:
+        # Poisson arrivals into at most `limit` slots: the full batch's stochastic wait (`median_slot_wait_s`)
+        slot_wait += median_slot_wait_s(limit, rate, out * step, slot_service_cv2(w))
     queue = waiting + slot_wait
     if saturated:
         queue = math.inf
@@ -570,6 +574,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     limit = max(1, min(x for x in (cap, slots, 10**9) if x is not None))
     if budget is not None:
         limit = min(limit, chunked_decode_cap(budget, prompt, out))
+    capped = cap is not None or slots is not None or budget is not None
+    cv2 = slot_service_cv2(w)
     dec_cache: dict[int, float] = {}
 
     def dec(k: int) -> float:
@@ -618,7 +624,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 t_admit = max(tag["arrive"], t + max(0.0, k - admitted) / max(a, 1e-12))
                 waiting, own, _ = _admitted_ttft(r, max(1, min(limit, round(n))), max(min(a, rate), 1e-9), tpot,
                                                  t_p, t_f, budget, others=round(n))
-                tag["queue"] = t_admit - tag["arrive"] + waiting
+                slot = 0.0
+                if capped and (rate * out * tpot < limit or n >= limit - 0.5):
+                    # the stochastic wait for a full batch (`median_slot_wait_s`), beside the fluid's own queue;
+                    # past capacity only while the batch is full (not when the prefills hold admissions back)
+                    slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag["arrive"])
+                tag["queue"] = max(t_admit - tag["arrive"], slot) + waiting
                 tag["ttft"] = tag["queue"] + own + frontend_s(r)
                 tag["start"] = tag["arrive"] + tag["ttft"]
                 tag["tokens"] = 0.0
@@ -783,6 +794,84 @@ def median_prefill_wait_s(rho: float, service_s: float) -> float:
     if rho <= 0.5:
         return 0.0
     return service_s * math.log(2.0 * rho) / (2.0 * (1.0 - rho))
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that a Poisson arrival finds all `servers` busy and waits (M/M/c, offered load `offered`
+    = arrival rate x mean service time, in Erlangs): the Erlang C formula (Kleinrock 1975, "Queueing
+    Systems" vol. 1 sec. 3.5, eq. 3.42), computed through the Erlang B recursion B(k) = a B(k-1) /
+    (k + a B(k-1)), C = c B / (c - a (1 - B)), which stays finite for hundreds of servers. 1 at or above
+    saturation (a >= c)."""
+    if offered <= 0.0:
+        return 0.0
+    if offered >= servers:
+        return 1.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    return servers * b / (servers - offered * (1.0 - b))
+
+
+def slot_service_cv2(w: WorkloadSpec) -> float:
+    """Squared coefficient of variation of the time a request holds a batch slot (its prefill and its
+    outputs' iterations): 0 with fixed lengths (every request the same), 1 with varied ones (ShareGPT-like
+    outputs that stop at EOS, taken as exponential: the M/M/c case)."""
+    return 1.0 if w.lengths == "varied" else 0.0
+
+
+def median_slot_wait_s(servers: int, rate: float, service_s: float, cv2: float,
+                       elapsed_s: float | None = None) -> float:
+    """Median wait for a batch slot under Poisson arrivals below saturation (FCFS; `servers` = the engine's
+    running cap, e.g. TensorRT-LLM's max_batch_size or vLLM's max_num_seqs, or the KV pool's sequences;
+    `service_s` = a request's mean time in a slot, its outputs' iterations; `cv2` its squared coefficient of
+    variation, `slot_service_cv2`).
+
+    The fluid model (`load_point`, `rate_run_point`) admits every arrival at once while the mean batch,
+    rate x service, is below the cap; but arrivals and lengths fluctuate, and the batch is full for a share
+    of the time that grows steeply as the mean nears the cap: an arrival waits with the Erlang C
+    probability (`erlang_c`), then for the next completion, and completions come at c / S. In M/M/c the
+    wait beyond zero is exponential with rate (c - a) / S, P(W > t) = C exp(-(c - a) t / S) (Kleinrock 1975,
+    "Queueing Systems" vol. 1 sec. 3.5); other service distributions scale the wait by (1 + cv2) / 2 (Lee &
+    Longton 1959, the M/G/c approximation in Gross & Harris, "Fundamentals of Queueing Theory", 4th ed.,
+    sec. 6.3: exact for M/M/c, about half for fixed lengths). The median is 0 while C <= 1/2, else
+    k S ln(2 C) / (c - a) with k = (1 + cv2) / 2.
+    A run that starts from an idle engine (`elapsed_s`: the request's arrival time) has not built that
+    stationary queue yet. Its relaxation time is tau = k S / (c (1 - sqrt(rho))^2) (Morse 1955, "Stochastic
+    properties of waiting lines", Operations Research 3: 1 / (mu (1 - sqrt(rho))^2) for M/M/1, here with the
+    pooled completion rate c / S of a full batch, as M/M/c behaves in heavy traffic), and before it the
+    queue grows like a reflected Brownian motion from zero, as sqrt(t) (Harrison 1985, "Brownian Motion
+    and Stochastic Flow Systems", ch. 1 and 3): the wait is taken as the stationary one x min(1,
+    sqrt(t / tau)), which stays finite as rho -> 1 (about ln 2 sqrt(k S t / c) / 2 there) and so meets the
+    fluid queue that `rate_run_point` builds above capacity.
+    zhjunqin's RTX 3090 runs show the effect (held out: checked, nothing chosen on them): TensorRT-LLM 0.9
+    with max_batch_size 40 kept up with 5 req/s of ShareGPT prompts (4.70 req/s over the run) yet its median
+    TTFT was 1.65 s against 0.10 s at 1-2 req/s (ZHJUNQIN-0053 vs -0047/-0050), and the author blames the
+    batch of 40; with the TPOT it measured there (44.7 ms x 169 outputs = 7.55 s in a slot) the mean batch
+    is 37.8 of 40 and this gives 0.5 s at the median request (t = 100 s) and 0.8 s stationary, steeply
+    dependent on the load (2 % more service time: 0.9 and 2.1 s). mlrig's own TPOT for that run is 31 ms
+    (a mean batch of 26: no wait), so the row is not reached through this term. At or above saturation
+    (a >= c) a steady state has no finite wait (0 is returned: `load_point` reports the load as saturated)
+    and a finite run gets the rho -> 1 limit above; its fluid queue, which grows at rate - capacity, is
+    `rate_run_point`'s, which takes the larger of the two."""
+    if servers <= 0 or rate <= 0.0 or service_s <= 0.0:
+        return 0.0
+    offered = rate * service_s
+    k = (1.0 + max(0.0, cv2)) / 2.0
+    if offered >= servers:
+        # at or past saturation: a steady state has none (the fluid queue grows without bound); a finite run
+        # has the critical-load fluctuation, the limit of the formula below as rho -> 1
+        if elapsed_s is None:
+            return 0.0
+        return math.log(2.0) * math.sqrt(k * service_s * max(0.0, elapsed_s) / servers) / 2.0
+    c_wait = erlang_c(servers, offered)
+    if c_wait <= 0.5:
+        return 0.0
+    wait = k * service_s * math.log(2.0 * c_wait) / (servers - offered)
+    if elapsed_s is not None:
+        rho = offered / servers
+        tau = k * service_s / (servers * (1.0 - math.sqrt(rho)) ** 2)
+        wait *= min(1.0, math.sqrt(max(0.0, elapsed_s) / tau))
+    return wait
 
 
 def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
