@@ -30,11 +30,12 @@ iteration that samples its first token:
 - the serving front end (HTTP, tokenisation, the first token's trip back: `frontend_s`).
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
 (`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
-iteration. With fixed lengths (`lengths = "fixed"`, the default) the loop stays in step, so every
-request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token prompts equals that
-at 128-token ones); with varied lengths and `num_requests` N > users only the first users / N of the
-requests do, the rest arrive into the steady state, and the figure is the median of that mixture
-(`mixed_median_ttft_s`, `closed_loop_wave_share`).
+iteration. With fixed lengths (`lengths = "fixed"`, the default) the loop stays in step where the wave's
+members start decoding together (not under vLLM's chunked prefill once a wave outgrows one iteration's
+budget: `closed_loop_wave_share`), so every request sees the wave (LMDeploy's profile_generation rows:
+TPOT at 2048-token prompts equals that at 128-token ones); with varied lengths and `num_requests` N >
+users only the first users / N of the requests do, the rest arrive into the steady state, and the figure
+is the median of that mixture (`mixed_median_ttft_s`, `closed_loop_wave_share`).
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); a rate run (Poisson arrivals) runs as many
@@ -741,7 +742,16 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine)
 
 
-def closed_loop_wave_share(w: WorkloadSpec) -> float:
+def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
+    """Whether the running requests keep decoding while a wave's prompts are prefilled: vLLM's chunked-prefill
+    scheduler (V1; V0 with --enable-chunked-prefill) puts the running decodes first in every iteration and
+    fills the rest of the budget with prompt chunks (Agrawal et al. 2024, Sarathi-Serve, "stall-free
+    batching"). SGLang's scheduler runs waiting prompts' prefill batches before any decode batch (its mixed
+    chunk mode is opt-in), and engines that prefill whole prompts stall the decodes too."""
+    return engine == "vllm" and budget is not None
+
+
+def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None = None) -> float:
     """Share of a closed loop's requests that arrive in a synchronised wave (`load_point`'s `wave_weight`).
 
     All users send their first requests together. With fixed lengths (`lengths = "fixed"`: vllm bench
@@ -752,9 +762,23 @@ def closed_loop_wave_share(w: WorkloadSpec) -> float:
     EOS, think times between requests) the users drift apart after the first round: only its users / N of
     the N requests arrive together, the rest into the steady state; a varied run of no stated length is taken
     as long (the steady state alone). INFBENCHL4-* (held out: SGLang 0.4.6 and vLLM on one L4, 100 requests
-    of 128 greedy tokens each, 16-64 users) is such a lock-step run."""
+    of 128 greedy tokens each, 16-64 users) is such a lock-step run.
+
+    Fixed lengths keep the loop in step only if the wave's members start decoding together. Where the
+    running requests decode while the wave's prompt chunks are prefilled (`decodes_ride_in_prefill_chunks`)
+    and the wave's prompts take more than one iteration's budget, the members' first tokens come one chunk
+    iteration after another and each then decodes at once: they end as spread as they started, the next
+    round arrives spread out, and only the opening round of a stated `num_requests` is a wave, as with varied
+    lengths. DSTACKR1-0116 /
+    -0119 / -0122 (vLLM with --enable-chunked-prefill on 8x H200, DeepSeek-R1, 128 / 64 / 32 users of fixed
+    3,272-token prompts and 800 outputs, 500 requests) show it: median TTFT 988 / 761 / 642 ms, mean 6,284 /
+    1,988 / 1,066 ms, the opening wave's members in the mean only; SGLang's prefill-first scheduler keeps
+    its loop in step on the same load (DSTACKR1-0107 / -0110 / -0113 on 8x MI300X: median ~ mean)."""
     users = max(1, w.batch_size)
-    if w.lengths == "fixed" or (w.num_requests is not None and w.num_requests <= users):
+    # a fixed-length run of no stated request count keeps its wave (a single round is the usual such run)
+    spread = (decodes_ride_in_prefill_chunks(engine, budget) and budget is not None
+              and users * prefill_tokens(w) > budget and w.num_requests is not None)
+    if (w.lengths == "fixed" and not spread) or (w.num_requests is not None and w.num_requests <= users):
         return 1.0
     if w.num_requests is None:
         return 0.0
@@ -796,7 +820,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
         users = w.batch_size
-        wave = closed_loop_wave_share(w)
+        wave = closed_loop_wave_share(w, s.engine, budget)
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget,
                                 wave_weight=wave)
     single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
