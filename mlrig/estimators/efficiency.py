@@ -274,17 +274,6 @@ PREFILL_TOKEN_LAYER_S: dict[str, float] = {
     "mlc": 0.8e-6,
 }
 
-# Bytes of activation traffic per hidden element per token-layer of a prefill's element-wise kernels, for
-# engines that fuse them (performance.prefill_token_layer_s). vLLM: fused_add_rms_norm twice (read x and
-# the residual, write both: 8 bytes per element each in 16-bit), rotary embedding in place on q and k (~4),
-# silu_and_mul over the MLP's 2 x intermediate (read 2 x 3.5 h, write 3.5 h in 16-bit for Llama's
-# intermediate ~3.5 x hidden: ~21), the attention output and residual copies (~8): ~50 bytes per hidden
-# element. Rows: ACCELMARK-0011 / -0023 (Llama-3.1-8B, 28,639-token prompt, one user, vLLM 0.7.3 on an H100 /
-# H200: TTFT 1,077 / 1,166 ms) ran at 571 / 527 TFLOPS over the whole pass, ~0.55 of the bf16 peak, the GEMM
-# rate efficiency.COMPUTE_EFF already prices, so the element-wise time left is ~0: the fixed 0.3 us per
-# token-layer had added 276 ms (the TTFTs came out 1.30 / 1.22x); at HBM bandwidth ~50 bytes take ~0.08 us.
-FUSED_ELEMENTWISE_BYTES: dict[str, float] = {"vllm": 50.0}
-
 # Fixed time per decode step (sampling, detokenisation, scheduler), seconds. Order-of-magnitude
 # figures from the engines' own profiling notes; not separable from LAYER_OVERHEAD_S in the rows.
 STEP_OVERHEAD_S: dict[str, float] = {

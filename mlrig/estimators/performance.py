@@ -507,7 +507,8 @@ def pass_time(
     else:
         overhead_s = layer_s + step_s
     if not decode:
-        overhead_s = overhead_s + tokens_in_pass * layers * prefill_token_layer_s(engine, gpu, hidden, fraction) / tp
+        overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
+                                   / eff.PREFILL_REF_HIDDEN / tp)
     comm_s: Num = 0.0
     if link is not None and tp > 1:
         from mlrig.catalog.interconnects import allreduce_time_s, pcie_allreduce_time_s
@@ -548,20 +549,6 @@ def pass_time(
         overhead_s = overhead_s + both - gpu_s
         gpu_s = both
     return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
-
-
-def prefill_token_layer_s(engine: str, gpu: GPU, hidden: int, bw_fraction: float) -> float:
-    """Prefill time per token per layer outside the GEMM roofline (`pass_time`): the element-wise kernels.
-
-    Engines whose element-wise work is a few fused, memory-bound kernels (efficiency.FUSED_ELEMENTWISE_BYTES:
-    vLLM's fused residual-add + RMSNorm, in-place rotary embedding and SiLU-and-mul) take the time their
-    activation traffic needs at the card's bandwidth: bytes per hidden element x hidden / (bandwidth x its
-    efficiency), so an HBM card spends a third of a GDDR card's time there. Other engines keep a fixed time
-    per token-layer scaled by the hidden size (efficiency.PREFILL_TOKEN_LAYER_S, fitted on llama.cpp rows)."""
-    per_hidden = eff.FUSED_ELEMENTWISE_BYTES.get(engine)
-    if per_hidden is not None:
-        return per_hidden * hidden / (gpu.memory_bandwidth_gb_s * 1e9 * bw_fraction)
-    return eff.PREFILL_TOKEN_LAYER_S[engine] * hidden / eff.PREFILL_REF_HIDDEN
 
 
 # ---- public API ------------------------------------------------------------------------------------
