@@ -31,11 +31,12 @@ iteration that samples its first token:
 - the serving front end (HTTP, tokenisation, the first token's trip back: `frontend_s`).
 A closed loop starts with all users' requests at once (a wave): those wait for the wave's prefills
 (`wave_ttft_s`), and then decode with no prefills in between, so their TPOT is the decode-only
-iteration. With fixed lengths (`lengths = "fixed"`, the default) the loop stays in step, so every
-request sees the wave (LMDeploy's profile_generation rows: TPOT at 2048-token prompts equals that
-at 128-token ones); with varied lengths and `num_requests` N > users only the first users / N of the
-requests do, the rest arrive into the steady state, and the figure is the median of that mixture
-(`mixed_median_ttft_s`, `closed_loop_wave_share`).
+iteration. With fixed lengths (`lengths = "fixed"`, the default) the loop stays in step where the wave's
+members start decoding together (not under vLLM's chunked prefill once a wave outgrows one iteration's
+budget: `closed_loop_wave_share`), so every request sees the wave (LMDeploy's profile_generation rows:
+TPOT at 2048-token prompts equals that at 128-token ones); with varied lengths and `num_requests` N >
+users only the first users / N of the requests do, the rest arrive into the steady state, and the figure
+is the median of that mixture (`mixed_median_ttft_s`, `closed_loop_wave_share`).
 An offline run (all requests submitted at once, `vllm bench throughput`, TRT-LLM max-throughput
 tables) runs at the batch cap the whole time, and its median request first waits for the requests
 admitted ahead of it (`offline_backlog`); with varied output lengths (ShareGPT) it ends in a drain of ever smaller
@@ -523,6 +524,27 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
     return iteration_wait_s(r, step, others, closed_loop) + wait_prefill, own, dec_only
 
 
+# Most of the GPU's time that admitted prefills may take in `rate_run_point`'s fluid model (the decodes keep
+# the rest); the prompts beyond it wait in its queue.
+PREFILL_SHARE_MAX = 0.95
+
+
+def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
+    """Whether prefills run as passes of their own between the decode passes: vLLM without chunked prefill
+    (V0's default scheduler, `_schedule_default`: while prompts wait it runs a prefill step of all that fit,
+    and decodes only when none wait; Kwon et al. 2023 sec. 4.5). TensorRT-LLM's and LMDeploy's in-flight
+    batching put context requests into the decode iteration itself, as chunked prefill does."""
+    return budget is None and r.engine == "vllm"
+
+
+def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
+    """Prompts one prefill pass takes where prompts are prefilled whole (no chunked prefill): vLLM V0's
+    scheduler fills a prefill step with waiting prompts up to max_num_batched_tokens, which is
+    max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap."""
+    tokens = w.max_num_batched_tokens or max(w.max_model_len or w.context, 2048)
+    return max(1, min(limit, tokens // max(1, prompt)))
+
+
 # Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
 # RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
 RATE_RUN_STEPS_PER_DURATION = 10
@@ -547,6 +569,17 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     - completions: each iteration decodes one token of every running request, and the prompts admitted
       per second take `rate x P x t` of the GPU's time (t: a prompt token's cost, `load_point`'s), so
       c = n (1 - a P t) / (t_dec(n) O) requests/s, and a request's TPOT is t_dec(n) / (1 - a P t);
+    - the prompts are admitted no faster than the GPU prefills them: a <= PREFILL_SHARE_MAX / (P t), the rest
+      wait in the queue (FCFS) and that wait replaces the prefill queue's random one (M/D/1) of
+      `_admitted_ttft`. Where prefills are passes of their own (vLLM V0, `separate_prefill_passes`) the
+      prompts that arrived during a decode pass are prefilled together in the next one, up to
+      `whole_prompt_pass_cap`, so t is a pass of k = demand x t_dec prompts per prompt token (the weights read
+      once per pass, not once per prompt), a backlog goes through in full passes, and an arrival waits for the
+      running decode pass rather than for the TPOT that spans the prefill passes too. AccelMark's V0 runs at
+      100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both sides: on an H100 the
+      passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its own, which put
+      the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
+      backlog (1.3-2.0 s measured; 0.55 s when every arrival was admitted at once);
     - dn/dt = a - c, dq/dt = arrivals - a; at the limit a = c and c = n / (t_dec(n) O + n P t), solved
       together; FCFS, so a request of rank k is admitted when the admissions so far reach k (its wait is
       the queue ahead of it at the full batch's completion rate), and the run cannot end before N requests
@@ -588,10 +621,28 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         lo = math.floor(x)
         return dec(lo) + (x - lo) * (dec(lo + 1) - dec(lo)) if lo >= 1 else dec(1)
 
+    pass_cache: dict[int, float] = {}
+
+    def pass_s_per_token(k: int) -> float:  # a prefill pass of k waiting prompts, per prompt token
+        if k not in pass_cache:
+            pass_cache[k] = prefill_pass(r, k, prompt).seconds / (k * prompt)
+        return pass_cache[k]
+
+    most = whole_prompt_pass_cap(w, prompt, limit)
+    separate = separate_prefill_passes(r, budget)
+
+    def admitted_cost(want: float, d: float) -> tuple[float, int]:
+        """(s per prompt token of the prefills admitted at demand `want` per s, prompts per prefill pass)."""
+        if not separate:
+            return t_f, 1
+        k = most if want * d >= most else max(1, math.ceil(want * d - 1e-9))
+        return pass_s_per_token(k), k
+
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
     horizon = n_requests / rate
     duration = prompt * t_p + out * steady.step_s  # one request at the steady state
-    c_full = limit / (dec(limit) * out + limit * prompt * t_f)  # completions/s of a full batch: the capacity
+    t_full, _k = admitted_cost(math.inf, dec(limit))  # a backlog is prefilled in full passes
+    c_full = limit / (dec(limit) * out + limit * prompt * t_full)  # completions/s of a full batch: the capacity
     total = max(horizon, n_requests / max(c_full, 1e-9)) + 2.0 * duration
     dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
     n = q = arrived = admitted = 0.0
@@ -605,16 +656,20 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         arrivals = min(rate, (n_requests - arrived) / dt) if arrived < n_requests - 1e-9 else 0.0
         d = dec_at(max(n, 1.0))
         want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
-        f = min(0.95, want * prompt * t_f)  # share of the GPU's time the admitted prompts take
+        t_a, k_pass = admitted_cost(want, d)
+        # the prompts cannot be admitted faster than the GPU prefills them (PREFILL_SHARE_MAX of its time):
+        # the rest wait in the queue
+        want = min(want, PREFILL_SHARE_MAX / (prompt * t_a))
+        f = min(PREFILL_SHARE_MAX, want * prompt * t_a)  # share of the GPU's time the admitted prompts take
         c = n * (1.0 - f) / (d * out)
         a = want
         free = max(0.0, limit - n) / dt  # admissions that fill the batch to its limit this step
         if want > free + c:
             # limited by room: a = free + c (admissions replace completions), with c = n (1 - a P t) / (t_dec O)
             # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
-            c = max(0.0, n * (1.0 - min(0.95, free * prompt * t_f)) / (d * out + n * prompt * t_f))
+            c = max(0.0, n * (1.0 - min(PREFILL_SHARE_MAX, free * prompt * t_a)) / (d * out + n * prompt * t_a))
             a = free + c
-            f = min(0.95, a * prompt * t_f)
+            f = min(PREFILL_SHARE_MAX, a * prompt * t_a)
         tpot = d / (1.0 - f)
         for name, tag in tags.items():
             k = tag["rank"]
@@ -622,13 +677,23 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 tag["arrive"] = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
             if "arrive" in tag and "start" not in tag and admitted + a * dt >= k - 1e-9:
                 t_admit = max(tag["arrive"], t + max(0.0, k - admitted) / max(a, 1e-12))
-                waiting, own, _ = _admitted_ttft(r, max(1, min(limit, round(n))), max(min(a, rate), 1e-9), tpot,
-                                                 t_p, t_f, budget, others=round(n))
+                running = max(1, min(limit, round(n)))
+                # Without chunked prefill a decode pass and the prefill passes alternate (vLLM V0's
+                # prefill-first scheduler): an arrival waits for the running pass, not for the whole time
+                # between two decode tokens that `tpot` spans; its prompt rides in a pass of k_pass prompts.
+                step_w = d if separate else tpot
+                waiting, own, _ = _admitted_ttft(r, running, max(min(a, rate), 1e-9), step_w,
+                                                 t_p, t_a, budget, others=round(n))
+                if separate:
+                    own += prompt * (k_pass * t_a - t_p)
                 slot = 0.0
                 if capped and (rate * out * tpot < limit or n >= limit - 0.5):
                     # the stochastic wait for a full batch (`median_slot_wait_s`), beside the fluid's own queue;
                     # past capacity only while the batch is full (not when the prefills hold admissions back)
                     slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag["arrive"])
+                if t_admit > tag["arrive"] + 1e-9:
+                    # held in the fluid queue: that wait replaces the prefill queue's random one (M/D/1)
+                    waiting = iteration_wait_s(r, step_w, round(n))
                 tag["queue"] = max(t_admit - tag["arrive"], slot) + waiting
                 tag["ttft"] = tag["queue"] + own + frontend_s(r)
                 tag["start"] = tag["arrive"] + tag["ttft"]
@@ -891,7 +956,16 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine)
 
 
-def closed_loop_wave_share(w: WorkloadSpec) -> float:
+def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
+    """Whether the running requests keep decoding while a wave's prompts are prefilled: vLLM's chunked-prefill
+    scheduler (V1; V0 with --enable-chunked-prefill) puts the running decodes first in every iteration and
+    fills the rest of the budget with prompt chunks (Agrawal et al. 2024, Sarathi-Serve, "stall-free
+    batching"). SGLang's scheduler runs waiting prompts' prefill batches before any decode batch (its mixed
+    chunk mode is opt-in), and engines that prefill whole prompts stall the decodes too."""
+    return engine == "vllm" and budget is not None
+
+
+def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None = None) -> float:
     """Share of a closed loop's requests that arrive in a synchronised wave (`load_point`'s `wave_weight`).
 
     All users send their first requests together. With fixed lengths (`lengths = "fixed"`: vllm bench
@@ -902,9 +976,23 @@ def closed_loop_wave_share(w: WorkloadSpec) -> float:
     EOS, think times between requests) the users drift apart after the first round: only its users / N of
     the N requests arrive together, the rest into the steady state; a varied run of no stated length is taken
     as long (the steady state alone). INFBENCHL4-* (held out: SGLang 0.4.6 and vLLM on one L4, 100 requests
-    of 128 greedy tokens each, 16-64 users) is such a lock-step run."""
+    of 128 greedy tokens each, 16-64 users) is such a lock-step run.
+
+    Fixed lengths keep the loop in step only if the wave's members start decoding together. Where the
+    running requests decode while the wave's prompt chunks are prefilled (`decodes_ride_in_prefill_chunks`)
+    and the wave's prompts take more than one iteration's budget, the members' first tokens come one chunk
+    iteration after another and each then decodes at once: they end as spread as they started, the next
+    round arrives spread out, and only the opening round of a stated `num_requests` is a wave, as with varied
+    lengths. DSTACKR1-0116 /
+    -0119 / -0122 (vLLM with --enable-chunked-prefill on 8x H200, DeepSeek-R1, 128 / 64 / 32 users of fixed
+    3,272-token prompts and 800 outputs, 500 requests) show it: median TTFT 988 / 761 / 642 ms, mean 6,284 /
+    1,988 / 1,066 ms, the opening wave's members in the mean only; SGLang's prefill-first scheduler keeps
+    its loop in step on the same load (DSTACKR1-0107 / -0110 / -0113 on 8x MI300X: median ~ mean)."""
     users = max(1, w.batch_size)
-    if w.lengths == "fixed" or (w.num_requests is not None and w.num_requests <= users):
+    # a fixed-length run of no stated request count keeps its wave (a single round is the usual such run)
+    spread = (decodes_ride_in_prefill_chunks(engine, budget) and budget is not None
+              and users * prefill_tokens(w) > budget and w.num_requests is not None)
+    if (w.lengths == "fixed" and not spread) or (w.num_requests is not None and w.num_requests <= users):
         return 1.0
     if w.num_requests is None:
         return 0.0
@@ -954,7 +1042,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
         users = w.batch_size
-        wave = closed_loop_wave_share(w)
+        wave = closed_loop_wave_share(w, s.engine, budget)
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget,
                                 wave_weight=wave)
     single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
