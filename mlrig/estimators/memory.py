@@ -1373,10 +1373,11 @@ def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
     """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len. The prompt
-    never exceeds the context (a shorter context holds a shorter prompt)."""
+    never exceeds the context (a shorter context holds a shorter prompt); a plan that gave only its
+    context has a prompt filling each context tried (`WorkloadSpec.prompt_at`)."""
     r = resolve(arch, plan, gpu)
     w = plan.workload
-    return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, min(w.prompt_tokens, n)), 1, limit))
+    return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, w.prompt_at(n)), 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:
