@@ -230,6 +230,9 @@ class HardwareSpec(_Strict):
     nodes: int = Field(1, gt=0, le=100_000)
     tensor_parallel: int = Field(1, gt=0, le=1024)
     pipeline_parallel: int = Field(1, gt=0, le=1024)
+    expert_parallel: int = Field(
+        1, gt=0, le=4096, description="inference: MoE experts split whole across this many GPUs (vLLM "
+        "--enable-expert-parallel: EP = TP x DP; SGLang --ep-size); training plans give training.expert_parallel")
     interconnect: str | None = Field(None, max_length=200)
     host_ram_gib: float | None = Field(None, ge=0.01, le=2**20)
     host_memory_bandwidth_gb_s: float | None = Field(
@@ -299,6 +302,7 @@ class Plan(_Strict):
 
     @model_validator(mode="after")
     def _training_defaults(self) -> Plan:
+        self._expert_parallel_home()
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
@@ -310,4 +314,33 @@ class Plan(_Strict):
             if t.expert_parallel > hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel):
                 raise ValueError(f"expert_parallel {t.expert_parallel} exceeds the data x context parallel ranks "
                                  f"({hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel)}); lower it")
+        ep = hw.expert_parallel
+        if self.workload.task == "inference" and ep > 1:
+            stage = hw.total_gpus // hw.pipeline_parallel  # the GPUs of one pipeline stage
+            tp = hw.tensor_parallel
+            if ep > stage or stage % ep or (tp % ep if ep <= tp else ep % tp):
+                raise ValueError(f"expert_parallel {ep} must divide the {stage} GPU(s) of a pipeline stage and "
+                                 f"divide, or be a multiple of, tensor_parallel {tp} (vLLM: EP = TP x DP)")
         return self
+
+    def _expert_parallel_home(self) -> None:
+        """`expert_parallel` lives in [training] for training plans and in [hardware] for inference (beside
+        tensor_parallel, as serving engines take it: vLLM --enable-expert-parallel, SGLang --ep-size); given in
+        the other section (`--ep` lands in [training]) it moves to its home, and two different values are an error."""
+        t, hw = self.training, self.hardware
+        inference = self.workload.task == "inference"
+        src, dst = (t, hw) if inference else (hw, t)
+        if src is None or "expert_parallel" not in src.model_fields_set or src.expert_parallel == 1:
+            return
+        if dst is not None and "expert_parallel" in dst.model_fields_set and dst.expert_parallel != src.expert_parallel:
+            raise ValueError(f"training.expert_parallel {t.expert_parallel if t else 1} and hardware.expert_parallel "
+                             f"{hw.expert_parallel} differ; give one ({'hardware' if inference else 'training'}"
+                             f".expert_parallel for {'inference' if inference else 'training'})")
+        if inference:  # moved, not copied: a dump of this plan validates again to the same plan
+            self.hardware = hw.model_copy(update={"expert_parallel": src.expert_parallel})
+            assert t is not None  # the source
+            self.training = t.model_copy(update={"expert_parallel": 1})
+        else:
+            home = t or TrainingSpec(method="full")
+            self.training = home.model_copy(update={"expert_parallel": src.expert_parallel})
+            self.hardware = hw.model_copy(update={"expert_parallel": 1})

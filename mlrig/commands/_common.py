@@ -158,7 +158,8 @@ ChunkedLossOpt = Annotated[bool | None, typer.Option(
 ActOffloadOpt = Annotated[bool | None, typer.Option(
     "--activation-offload/--no-activation-offload", help="saved activations offloaded to host RAM")]
 CpOpt = Annotated[int | None, typer.Option("--cp", help="context-parallel degree (sequence split across GPUs)")]
-EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs)")]
+EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs; "
+    "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
 PowerLimitOpt = Annotated[float | None, typer.Option(

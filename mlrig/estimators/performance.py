@@ -659,11 +659,27 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     return eff.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S * a.num_moe_layers / a.num_layers
 
 
-def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
-    """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
+def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
+           sequences: Num | None = None) -> PassTime:
+    """`pass_time` of `cost` with the plan's engine, precision, parallel split and link; an expert-parallel
+    plan's busiest GPU and all-to-alls (`expert_parallel.expert_parallel_cost`; `sequences`: the pass's
+    sequences, default one per token as in decode)."""
     rep = kv_read_replication(r.arch, s.tp)
     if rep != 1.0:
         cost = replace(cost, kv_bytes=cost.kv_bytes * rep)  # ranks holding copies each read their own
+    if r.plan.hardware.expert_parallel > 1 and r.arch.is_moe:
+        from mlrig.estimators.expert_parallel import expert_parallel_cost
+
+        cost, a2a_s = expert_parallel_cost(r, cost, tokens_in_pass,
+                                           tokens_in_pass if sequences is None else sequences)
+        t = _pass(cost, r, s, tokens_in_pass, decode)
+        bound = vec.where(a2a_s > t.seconds - t.comm_s, "interconnect", t.bound)
+        return PassTime(t.seconds + a2a_s, t.compute_s, t.memory_s, t.overhead_s, t.comm_s + a2a_s, bound,
+                        t.compute_known)
+    return _pass(cost, r, s, tokens_in_pass, decode)
+
+
+def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     block_eff, moe_rel = prefill_gemm_rates(r, s.engine)
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
@@ -834,7 +850,7 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
-    t = _timed(cost, r, s, batch * prompt, decode=False)
+    t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)
