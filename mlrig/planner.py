@@ -384,6 +384,18 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
                              f"(needs rope scaling x{factor:.3g}, e.g. YaRN)")
         notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
                      f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
+    if w.task == "inference" and w.num_scheduler_steps is not None:
+        from mlrig.estimators.engines import vllm_multi_step
+
+        if not (w.engine or "").lower().startswith("vllm"):
+            raise MlrigError(f"num_scheduler_steps is vLLM's multi-step scheduling (--num-scheduler-steps); {w.engine} "
+                             "has none: drop it or pass --engine vllm")
+        if w.num_scheduler_steps > 1 and not vllm_multi_step(w.engine_version):
+            notes.append(f"num_scheduler_steps has no effect: vLLM {w.engine_version or 'current'} has no multi-step "
+                         "scheduling (0.6.0 to 0.10.0 only; pass --engine-version 0.6.x)")
+        elif w.num_scheduler_steps > 1:
+            notes.append(f"multi-step scheduling: vLLM's per-sequence host time spread over {w.num_scheduler_steps} "
+                         "decode steps; a request arriving meanwhile waits for them (TTFT under load not adjusted)")
     if w.task == "inference" and hw.expert_parallel > 1:
         from mlrig.estimators.expert_parallel import EP_ENGINES
 

@@ -126,6 +126,9 @@ class WorkloadSpec(_Strict):
         None, gt=0, le=100_000_000, description="engine's context cap (vLLM --max-model-len)")
     engine_version: str | None = Field(
         None, min_length=1, max_length=120, description="engine release or build: '0.6.4', 'b3000', '4.38', '2024-06'")
+    num_scheduler_steps: int | None = Field(
+        None, gt=0, le=1024, description="vLLM --num-scheduler-steps (multi-step scheduling, releases 0.6.0 to "
+        "0.10.0): one scheduling and input preparation per this many decode steps")
     allow_long_context: bool = Field(
         False, description="accept a context above the model's maximum (rope scaling), with a warning")
 
