@@ -133,3 +133,17 @@ def test_limits_and_fixes_keep_the_experts_split() -> None:
     lims = limits(_ds(expert_parallel=8))
     assert lims["min_gpus"] is not None and lims["min_gpus"] <= 8
     assert math.isfinite(float(lims["min_gpus"]))
+
+
+def test_eval_groups_give_expert_parallel_plans_what_plan_gives() -> None:
+    """`mlrig eval`'s array pass (plans of one shape over batches and contexts) equals each plan alone."""
+    from mlrig.grid import evaluate_cases
+    from mlrig.planner import evaluate_case
+
+    cases = [{**_ds(tensor_parallel=tp, expert_parallel=8), "id": f"{tp}-{b}-{c}",
+              "workload": {"engine": "vllm", "precision": "fp8", "batch_size": b, "context_tokens": c}}
+             for tp in (1, 8) for b in (1, 16, 64) for c in (2048, 16384)]
+    together = evaluate_cases(cases)
+    for case, result in zip(cases, together, strict=True):
+        assert result.model_dump() == evaluate_case(case).model_dump(), case["id"]
+    assert together[0].performance is not None and together[0].performance.decode_tok_s

@@ -924,6 +924,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         split = f" ({per_gpu_gb:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
+    ep = r.hardware.expert_parallel
+    if ep > 1 and r.arch.is_moe:  # expert_parallel.expert_parallel_cost: the busiest GPU's experts set the pace
+        split += f"; experts split whole over {ep} GPUs, the busiest reading more than its share"
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""
