@@ -123,9 +123,11 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
                    {"workload__kv_cache_precision": kv8}))
         ctx = _round_tokens(lims.get("max_context_tokens") or 0)
         if min(1024, w.context // 2) <= ctx < w.context:  # a few hundred tokens is no fix
+            lengths = {} if w.follows_context else {  # else the shorter context is filled anew
+                "workload__prompt_tokens": min(w.prompt_tokens, ctx),
+                "workload__output_tokens": min(w.output_tokens, ctx)}
             first((f"context {w.context:,} -> {ctx:,} tokens", f"--context {_tokens(ctx)}", None,
-                   {"workload__context_tokens": ctx, "workload__prompt_tokens": min(w.prompt_tokens, ctx),
-                    "workload__output_tokens": min(w.output_tokens, ctx)}))
+                   {"workload__context_tokens": ctx, **lengths}))
         batch = lims.get("max_batch_size") or 0
         if 0 < batch < w.batch_size:
             first((f"batch {w.batch_size} -> {batch}", f"--batch {batch}", None, {"workload__batch_size": batch}))

@@ -408,6 +408,11 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
             TrainingSpec(method="full") if w.task != "inference" else None  # Plan._training_defaults
     except ValidationError:
         return parse_plan(case)
+    hw = case.get("hardware")
+    hw_ep = hw.get("expert_parallel", 1) if isinstance(hw, dict) else 1
+    if (w.task == "inference" and training is not None and training.expert_parallel != 1) or (
+            w.task != "inference" and hw_ep != 1):
+        return parse_plan(case)  # expert_parallel given outside its section: Plan moves it (`_expert_parallel_home`)
     return first.model_copy(update={"id": case_id, "workload": w, "training": training})
 
 

@@ -192,7 +192,8 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         if current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
-    if hw.count > 1 and hw.nodes == 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1:
+    dp_attention = hw.expert_parallel > 1 and "tensor_parallel" in hw.model_fields_set  # --ep 8 --tp 1: DP attention
+    if hw.count > 1 and hw.nodes == 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and not dp_attention:
         assert w.engine is not None
         if w.engine.lower().startswith(("llama", "ollama")):
             hw = hw.model_copy(update={"pipeline_parallel": hw.count})
@@ -306,6 +307,10 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
                      f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
                      f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
     performance = None if refusal else estimate_performance(r, memory, figures)
+    if performance is not None and p.workload.task == "inference":
+        w = p.workload  # the lengths the speed is priced at (static_inference, serving: prompt + output / 2)
+        performance.prompt_tokens, performance.output_tokens = w.prompt_tokens, w.output_tokens
+        performance.decode_context_tokens = max(1, w.prompt_tokens) + w.output_tokens // 2
     training = None
     if p.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training_run
@@ -379,6 +384,35 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
                              f"(needs rope scaling x{factor:.3g}, e.g. YaRN)")
         notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
                      f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
+    if w.task == "inference" and w.num_scheduler_steps is not None:
+        from mlrig.estimators.engines import vllm_multi_step
+
+        if not (w.engine or "").lower().startswith("vllm"):
+            raise MlrigError(f"num_scheduler_steps is vLLM's multi-step scheduling (--num-scheduler-steps); {w.engine} "
+                             "has none: drop it or pass --engine vllm")
+        if w.num_scheduler_steps > 1 and not vllm_multi_step(w.engine_version):
+            notes.append(f"num_scheduler_steps has no effect: vLLM {w.engine_version or 'current'} has no multi-step "
+                         "scheduling (0.6.0 to 0.10.0 only; pass --engine-version 0.6.x)")
+        elif w.num_scheduler_steps > 1:
+            notes.append(f"multi-step scheduling: vLLM's per-sequence host time spread over {w.num_scheduler_steps} "
+                         "decode steps; a request arriving meanwhile waits for them (TTFT under load not adjusted)")
+    if w.task == "inference" and hw.expert_parallel > 1:
+        from mlrig.estimators.expert_parallel import EP_ENGINES
+
+        if not (w.engine or "").lower().startswith(EP_ENGINES):
+            raise MlrigError(f"expert_parallel needs a serving engine with expert parallelism "
+                             f"({', '.join(EP_ENGINES)}); {w.engine} has none: drop --ep or pass --engine vllm")
+        if not arch.is_moe:
+            notes.append("expert_parallel ignored: the model has no routed experts")
+        else:
+            ep, tp_ = hw.expert_parallel, hw.tensor_parallel
+            note = (f"expert parallel {ep}: {-(-arch.num_experts // ep)} whole routed experts per GPU (of "
+                    f"{arch.num_experts}); a decode step waits for the GPU whose experts its tokens touch most")
+            if ep > tp_:
+                note += (f"; attention data-parallel over {ep // tp_} groups of TP {tp_}: each holds the dense "
+                         f"weights and its own sequences, and every MoE layer dispatches and combines tokens "
+                         f"all-to-all; the KV capacity shown is one group's (the deployment holds {ep // tp_}x)")
+            notes.append(note)
     tp = hw.tensor_parallel
     if tp > 1:
         heads, kv = arch.num_heads, arch.num_kv_heads or arch.num_heads

@@ -40,6 +40,11 @@ class Performance(BaseModel):
     bound: str | None = None  # memory-bandwidth | compute | interconnect | offload | host
     explanation: str | None = None  # one line: what the figure is made of
     error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
+    # inference: the request the speed figures are priced for: its prompt (prefill, TTFT), its output, and
+    # the mean KV length each decode step reads (prompt + output / 2; decode_tok_s, TPOT)
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    decode_context_tokens: int | None = None
     # `mlrig plan` only: other engines that run these weights here, {"vllm": {"decode_tok_s": ..,
     # "prefill_tok_s": ..}}, same plan otherwise (docs/PLAN-FORMAT.md)
     other_engines: dict[str, dict[str, float]] = {}

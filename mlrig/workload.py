@@ -25,6 +25,20 @@ Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
 Lengths = Literal["fixed", "varied"]
 Checkpointing = Literal["none", "selective", "full"]
+DEFAULT_PROMPT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 128
+
+
+def lengths_filling(context: int, output_tokens: int | None = None) -> tuple[int, int]:
+    """(prompt, output) tokens of a request that fills a `context`-token sequence, for an inference plan
+    that gives `context_tokens` and no `prompt_tokens`: the output given (else min(128, context / 4)) and
+    the prompt the rest, so prompt + output = context. A user asking "how fast at 32k context" means a
+    full context: memory is priced there, so the prefill (TTFT) and the decode's KV reads are too, as
+    llama.cpp's llama-bench measures speed at a filled context with `-d/--n-depth` (ggml-org/llama.cpp
+    PR #13096, 2025-04; PR #12874: "~4096 context is enough to get you good sensitivity to the slowdown
+    of a filled context"). `mlrig sweep` fills its contexts the same way."""
+    out = min(DEFAULT_OUTPUT_TOKENS, context // 4) if output_tokens is None else output_tokens
+    return max(1, context - out), out
 
 
 class _Strict(BaseModel):
@@ -79,8 +93,12 @@ class WorkloadSpec(_Strict):
     kv_cache_precision: str | None = Field(None, max_length=200)  # default: compute dtype
     engine: str | None = Field(None, max_length=200)
     batch_size: int = Field(1, gt=0, le=1_000_000)
-    prompt_tokens: int = Field(512, ge=0, le=100_000_000)
-    output_tokens: int = Field(128, ge=0, le=100_000_000)
+    prompt_tokens: int = Field(
+        DEFAULT_PROMPT_TOKENS, ge=0, le=100_000_000, description="prompt tokens per request (default 512; with "
+        "context_tokens given for inference: the context less the output, `lengths_filling`)")
+    output_tokens: int = Field(
+        DEFAULT_OUTPUT_TOKENS, ge=0, le=100_000_000, description="output tokens per request (default 128; with "
+        "only context_tokens given: min(128, context / 4))")
     context_tokens: int | None = Field(None, gt=0, le=100_000_000)
     gpu_memory_utilization: float | None = Field(None, ge=0.01, le=1.0)
     flash_attention: bool = True
@@ -109,11 +127,20 @@ class WorkloadSpec(_Strict):
         None, gt=0, le=100_000_000, description="engine's context cap (vLLM --max-model-len)")
     engine_version: str | None = Field(
         None, min_length=1, max_length=120, description="engine release or build: '0.6.4', 'b3000', '4.38', '2024-06'")
+    num_scheduler_steps: int | None = Field(
+        None, gt=0, le=1024, description="vLLM --num-scheduler-steps (multi-step scheduling, releases 0.6.0 to "
+        "0.10.0): one scheduling and input preparation per this many decode steps")
     allow_long_context: bool = Field(
         False, description="accept a context above the model's maximum (rope scaling), with a warning")
 
     @model_validator(mode="after")
     def _load_needs(self) -> WorkloadSpec:
+        if self.follows_context:
+            assert self.context_tokens is not None
+            given = self.output_tokens if "output_tokens" in self.model_fields_set else None
+            # set in __dict__: the lengths stay "not given", so a copy with another context (a fix, a
+            # variant) fills that context anew
+            self.__dict__["prompt_tokens"], self.__dict__["output_tokens"] = lengths_filling(self.context_tokens, given)
         if self.load == "rate" and self.request_rate is None:
             raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
         if self.request_rate is not None and self.load != "rate":
@@ -126,6 +153,33 @@ class WorkloadSpec(_Strict):
     @property
     def context(self) -> int:
         return self.context_tokens or max(1, self.prompt_tokens + self.output_tokens)
+
+    @property
+    def follows_context(self) -> bool:
+        """An inference plan whose prompt (and output) were not given but its context was: its request
+        fills the context (`lengths_filling`), at any context it is asked about."""
+        fields = self.model_fields_set
+        return (self.task == "inference" and self.context_tokens is not None and "prompt_tokens" not in fields
+                and ("output_tokens" not in fields or self.output_tokens < self.context_tokens))
+
+    def prompt_at(self, context: int) -> int:
+        """The prompt of this workload's request in a `context`-token sequence (`memory.max_context_tokens`
+        asks at many): the one filling it when the plan follows its context, else the prompt given, cut to it."""
+        if self.follows_context:
+            return lengths_filling(context, self.output_tokens if "output_tokens" in self.model_fields_set else None)[0]
+        return min(self.prompt_tokens, context)
+
+
+def request_lengths(workload: object) -> tuple[int, int]:
+    """(prompt, output) tokens of a plan's `workload` section (a dict) as the planner reads it, filled from
+    its context when only that is given (`lengths_filling`); the defaults when it does not validate."""
+    from pydantic import ValidationError
+
+    try:
+        w = WorkloadSpec.model_validate(workload if isinstance(workload, dict) else {})
+    except ValidationError:
+        return DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS
+    return w.prompt_tokens, w.output_tokens
 
 
 class TrainingSpec(_Strict):
@@ -180,6 +234,9 @@ class HardwareSpec(_Strict):
     nodes: int = Field(1, gt=0, le=100_000)
     tensor_parallel: int = Field(1, gt=0, le=1024)
     pipeline_parallel: int = Field(1, gt=0, le=1024)
+    expert_parallel: int = Field(
+        1, gt=0, le=4096, description="inference: MoE experts split whole across this many GPUs (vLLM "
+        "--enable-expert-parallel: EP = TP x DP; SGLang --ep-size); training plans give training.expert_parallel")
     interconnect: str | None = Field(None, max_length=200)
     host_ram_gib: float | None = Field(None, ge=0.01, le=2**20)
     host_memory_bandwidth_gb_s: float | None = Field(
@@ -249,6 +306,7 @@ class Plan(_Strict):
 
     @model_validator(mode="after")
     def _training_defaults(self) -> Plan:
+        self._expert_parallel_home()
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
@@ -260,4 +318,33 @@ class Plan(_Strict):
             if t.expert_parallel > hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel):
                 raise ValueError(f"expert_parallel {t.expert_parallel} exceeds the data x context parallel ranks "
                                  f"({hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel)}); lower it")
+        ep = hw.expert_parallel
+        if self.workload.task == "inference" and ep > 1:
+            stage = hw.total_gpus // hw.pipeline_parallel  # the GPUs of one pipeline stage
+            tp = hw.tensor_parallel
+            if ep > stage or stage % ep or (tp % ep if ep <= tp else ep % tp):
+                raise ValueError(f"expert_parallel {ep} must divide the {stage} GPU(s) of a pipeline stage and "
+                                 f"divide, or be a multiple of, tensor_parallel {tp} (vLLM: EP = TP x DP)")
         return self
+
+    def _expert_parallel_home(self) -> None:
+        """`expert_parallel` lives in [training] for training plans and in [hardware] for inference (beside
+        tensor_parallel, as serving engines take it: vLLM --enable-expert-parallel, SGLang --ep-size); given in
+        the other section (`--ep` lands in [training]) it moves to its home, and two different values are an error."""
+        t, hw = self.training, self.hardware
+        inference = self.workload.task == "inference"
+        src, dst = (t, hw) if inference else (hw, t)
+        if src is None or "expert_parallel" not in src.model_fields_set or src.expert_parallel == 1:
+            return
+        if dst is not None and "expert_parallel" in dst.model_fields_set and dst.expert_parallel != src.expert_parallel:
+            raise ValueError(f"training.expert_parallel {t.expert_parallel if t else 1} and hardware.expert_parallel "
+                             f"{hw.expert_parallel} differ; give one ({'hardware' if inference else 'training'}"
+                             f".expert_parallel for {'inference' if inference else 'training'})")
+        if inference:  # moved, not copied: a dump of this plan validates again to the same plan
+            self.hardware = hw.model_copy(update={"expert_parallel": src.expert_parallel})
+            assert t is not None  # the source
+            self.training = t.model_copy(update={"expert_parallel": 1})
+        else:
+            home = t or TrainingSpec(method="full")
+            self.training = home.model_copy(update={"expert_parallel": src.expert_parallel})
+            self.hardware = hw.model_copy(update={"expert_parallel": 1})

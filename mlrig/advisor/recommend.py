@@ -469,6 +469,7 @@ def _budget_line(ranked: list[RankedOption], c: Constraints) -> list[str]:
 def _api_quotes(workloads: list[Workload], book: PriceBook, feasible: list[RankedOption]) -> dict[str, list[ApiQuote]]:
     """Hosted-API prices for each inference workload's model (open models only), at its prompt/output mix."""
     from mlrig.catalog.models import resolve_model
+    from mlrig.workload import request_lengths
 
     out: dict[str, list[ApiQuote]] = {}
     for w in workloads:
@@ -482,10 +483,9 @@ def _api_quotes(workloads: list[Workload], book: PriceBook, feasible: list[Ranke
             arch = resolve_model(name)
         except MlrigError:
             continue
-        wl = w.plan.get("workload") or {}
         params_b = arch.total_params / 1e9
-        quotes = api_quotes(list(book.apis.values()), arch.id, params_b, int(wl.get("prompt_tokens", 512)),
-                            int(wl.get("output_tokens", 128)))
+        quotes = api_quotes(list(book.apis.values()), arch.id, params_b,
+                            *request_lengths(w.plan.get("workload") or {}))
         if quotes:
             out[w.label] = quotes
     return out

@@ -145,6 +145,8 @@ MaxNumSeqsOpt = Annotated[int | None, typer.Option(
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens", help="engine's tokens per iteration (chunked prefill budget)")]
 MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="engine's context cap (vLLM)")]
+SchedulerStepsOpt = Annotated[int | None, typer.Option(
+    "--num-scheduler-steps", help="vLLM 0.6-0.10 multi-step scheduling: decode steps per scheduler call")]
 EngineVersionOpt = Annotated[str | None, typer.Option(
     "--engine-version", help="engine release or build: 0.6.4, b3000, 4.38, 2024-06 (default: current)")]
 LongContextOpt = Annotated[bool | None, typer.Option(
@@ -159,7 +161,8 @@ ChunkedLossOpt = Annotated[bool | None, typer.Option(
 ActOffloadOpt = Annotated[bool | None, typer.Option(
     "--activation-offload/--no-activation-offload", help="saved activations offloaded to host RAM")]
 CpOpt = Annotated[int | None, typer.Option("--cp", help="context-parallel degree (sequence split across GPUs)")]
-EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs)")]
+EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs; "
+    "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
@@ -191,7 +194,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     cached_prompt_tokens: int | None = None,
                     max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                     max_model_len: int | None = None, engine_version: str | None = None,
-                    allow_long_context: bool | None = None) -> dict[str, Any]:
+                    allow_long_context: bool | None = None,
+                    num_scheduler_steps: int | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -207,7 +211,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "lengths": lengths, "cached_prompt_tokens": cached_prompt_tokens,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len, "engine_version": engine_version,
-        "allow_long_context": allow_long_context,
+        "allow_long_context": allow_long_context, "num_scheduler_steps": num_scheduler_steps,
     }
 
 

@@ -293,9 +293,10 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
 
         m = work.plan["model"]["name"]
         arch = resolve_model(m)
-        wl = work.plan.get("workload") or {}
+        from mlrig.workload import request_lengths
+
         quotes = api_quotes(list(book.apis.values()), arch.id, arch.total_params / 1e9,
-                            int(wl.get("prompt_tokens", 512)), int(wl.get("output_tokens", 128)))
+                            *request_lengths(work.plan.get("workload") or {}))
         keys += [q.key for q in quotes[:3]]
     return {"local": local, "clouds": clouds, "usage": usage, "rows": rows, "excluded": excluded, "keys": keys,
             "sources": [book.source_line(k) for k in dict.fromkeys(keys)], "warnings": warnings, "quotes": quotes,

@@ -47,6 +47,7 @@ from mlrig.commands._common import (
     PrecisionOpt,
     PromptOpt,
     RequestRateOpt,
+    SchedulerStepsOpt,
     SeqLenOpt,
     SpOpt,
     StorageOpt,
@@ -67,8 +68,10 @@ if TYPE_CHECKING:
 
 
 def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int | None] | None,
-                  fixes: list[Fix] | None = None) -> None:
-    """A person's view: verdict, memory breakdown, speed with its explanation, limits, notes."""
+                  fixes: list[Fix] | None = None, follows_context: bool = False) -> None:
+    """A person's view: verdict, memory breakdown, speed with its explanation, limits, notes.
+    `follows_context`: the plan gave its context and no prompt (`WorkloadSpec.follows_context`), so its
+    request fills the context; a note says so and how to ask about a shorter one."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -120,6 +123,9 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
             return f" (±{band[metric] * 100:.0f}%)" if metric in band else ""
         label = "Speed" if result.fits else "Speed if it fit"
         if task == "inference":
+            if perf.prompt_tokens is not None and perf.decode_context_tokens is not None:
+                label += (f" ({perf.prompt_tokens:,}-token prompt, {perf.output_tokens:,} out; decode at "
+                          f"~{perf.decode_context_tokens:,} tokens of context)")
             con.print(f"{label}: prefill {fmt_num(perf.prefill_tok_s)} tok/s{pm('prefill_tok_s')}, "
                       f"TTFT {fmt_num(perf.ttft_ms)} ms · decode {fmt_num(perf.decode_tok_s)} tok/s per "
                       f"sequence{pm('decode_tok_s')}, TPOT {fmt_num(perf.tpot_ms)} ms · throughput "
@@ -159,7 +165,12 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     run_notes = result.training.notes if result.training else []
     if not failures:
         run_notes = [n for n in run_notes if not n.startswith("MTBF")]
-    for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes]:
+    filled = []
+    if follows_context and perf is not None and perf.prompt_tokens is not None and task == "inference":
+        filled = [f"only the context given: the request fills its {int(wl.get('context_tokens') or 0):,} tokens "
+                  f"({perf.prompt_tokens:,} prompt + {perf.output_tokens:,} output), so TTFT and decode are priced "
+                  "there; pass --prompt/--output for a shorter request"]
+    for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes, *filled]:
         con.print(f"[yellow]note:[/] {escape(note)}")
 
 
@@ -262,7 +273,8 @@ def plan_cmd(
     cached_prompt_tokens: CachedPromptOpt = None, max_num_seqs: MaxNumSeqsOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None, max_model_len: MaxModelLenOpt = None,
     engine_version: EngineVersionOpt = None, allow_long_context: LongContextOpt = None,
-    activation_checkpointing: ActCkptOpt = None, lora_targets: LoraTargetsOpt = None,
+    num_scheduler_steps: SchedulerStepsOpt = None, activation_checkpointing: ActCkptOpt = None,
+    lora_targets: LoraTargetsOpt = None,
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
     ep: EpOpt = None, sp: SpOpt = None, power_limit_w: PowerLimitOpt = None,
     machine: Annotated[str | None, typer.Option(
@@ -273,7 +285,10 @@ def plan_cmd(
     exact: Annotated[bool, typer.Option(
         "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
 ) -> None:
-    """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it."""
+    """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it.
+
+    Inference speed is priced for a 512-token prompt and 128 output tokens, or, with --context and no
+    --prompt, for a request that fills the context; the speed line says which."""
     from mlrig.commands._common import print_json
     from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file, plan_from_fields
@@ -292,7 +307,7 @@ def plan_cmd(
                              lengths=lengths, cached_prompt_tokens=cached_prompt_tokens,
                              max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                              max_model_len=max_model_len, engine_version=engine_version,
-                             allow_long_context=allow_long_context)
+                             allow_long_context=allow_long_context, num_scheduler_steps=num_scheduler_steps)
     fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
                                   chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, ep=ep,
                                   sp=sp, power_limit_w=power_limit_w))
@@ -316,7 +331,7 @@ def plan_cmd(
             out["trace"] = trace.model_dump(mode="json")
         print_json(out)
     else:
-        render_result(result, plan.model_dump(mode="json"), lims, fixes)
+        render_result(result, plan.model_dump(mode="json"), lims, fixes, follows_context=plan.workload.follows_context)
         if trace is not None:
             render_trace(trace)
 

@@ -185,6 +185,13 @@ def trtllm_custom_allreduce(text: str | None) -> bool:
     return not before(text, TRTLLM_AUTO_ALLREDUCE)
 
 
+def vllm_multi_step(text: str | None) -> bool:
+    """Whether a vLLM release has multi-step scheduling (`--num-scheduler-steps`): added in 0.6.0 (PR #7000,
+    vLLM blog 2024-09-05 "vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction"), removed with
+    V0 in August 2025 (PR #22138, #22779: 0.10.1); not in the current release (no version given)."""
+    return not before(text, (0, 6)) and before(text, (0, 10, 1))
+
+
 def vllm_v1(text: str | None) -> bool:
     """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
     return not before(text, (0, 8))

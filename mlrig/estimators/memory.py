@@ -376,6 +376,11 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
     engine = _engine_key(r)
     cpu_share = _cpu_share(r)
     weights = split_weights(arch, r.weight_parts, tp, pp)
+    if hw.expert_parallel > 1 and arch.is_moe:  # whole experts per GPU, not TP's slices of every one
+        from mlrig.estimators.expert_parallel import expert_weight_bytes_per_gpu
+
+        routed = r.weight_parts.get("experts_routed", 0.0)
+        weights += expert_weight_bytes_per_gpu(arch, routed, tp, pp, hw.expert_parallel) - routed / (tp * pp)
     kv_tok = kv_bytes_per_token(arch, ctx, r.kv_precision, tp, pp)
     cap = gpu.capacity_gib * GiB
     overhead = _context_overhead(gpu)
@@ -1375,10 +1380,11 @@ def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000
 
 def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_000_000) -> int:
     """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len. The prompt
-    never exceeds the context (a shorter context holds a shorter prompt)."""
+    never exceeds the context (a shorter context holds a shorter prompt); a plan that gave only its
+    context has a prompt filling each context tried (`WorkloadSpec.prompt_at`)."""
     r = resolve(arch, plan, gpu)
     w = plan.workload
-    return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, min(w.prompt_tokens, n)), 1, limit))
+    return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, w.prompt_at(n)), 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:
@@ -1389,8 +1395,9 @@ def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int |
     for n in counts:
         if plan.workload.task == "inference":
             tp = min(n, 8)
+            ep = tp if plan.hardware.expert_parallel > 1 else 1  # an EP plan keeps its experts split across TP
             p = _with(plan, hardware__count=n, hardware__nodes=1, hardware__tensor_parallel=tp,
-                      hardware__pipeline_parallel=n // tp)
+                      hardware__pipeline_parallel=n // tp, hardware__expert_parallel=ep)
         else:
             zero = 3 if n > 1 else (plan.training.zero_stage if plan.training else 0)
             p = _with(plan, hardware__count=n, hardware__nodes=1, hardware__tensor_parallel=1,

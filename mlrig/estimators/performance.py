@@ -585,16 +585,24 @@ class _Setup:
     peer_allreduce: bool | None = None  # the engine's own all-reduce kernel (None: `pass_time`'s NVIDIA rule)
 
 
-def host_seq_step_s(engine: str, version: str | None) -> float:
+def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | None = None) -> float:
     """Host time per running sequence per decode step left exposed (efficiency.SEQ_STEP_OVERHEAD_S).
     vLLM from 0.12 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
     vllm-project/vllm PR #27614, Q4 2025 roadmap "Async Scheduling on by default"), hiding this host
-    time (so does the current release assumed when none is given); earlier releases serialise it."""
-    from mlrig.estimators.engines import before
+    time (so does the current release assumed when none is given); earlier releases serialise it.
+    `scheduler_steps` (vLLM --num-scheduler-steps, 0.6.0 to 0.10.0: `engines.vllm_multi_step`): multi-step
+    scheduling "performs scheduling and input preparation once and runs the model for n consecutive steps",
+    spreading that host time over the n steps (vLLM blog, 2024-09-05, "vLLM v0.6.0: 2.7x Throughput
+    Improvement and 5x Latency Reduction": +28 % throughput for Llama 70B on 4 x H100; its benchmarks ran
+    `--num-scheduler-steps 10`), so 1/n of it is left per step."""
+    from mlrig.estimators.engines import before, vllm_multi_step
 
     if engine == "vllm" and not before(version, (0, 12)):
         return 0.0
-    return eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
+    per_seq = eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
+    if engine == "vllm" and scheduler_steps and vllm_multi_step(version):
+        return per_seq / scheduler_steps
+    return per_seq
 
 
 def _setup(r: ResolvedPlan) -> _Setup:
@@ -609,7 +617,7 @@ def _setup(r: ResolvedPlan) -> _Setup:
     elif hw.pipeline_parallel > 1:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
-    seq_step_s = host_seq_step_s(engine, r.workload.engine_version)
+    seq_step_s = host_seq_step_s(engine, r.workload.engine_version, r.workload.num_scheduler_steps)
     if (r.workload.engine or "").strip().lower() == "ollama":
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
     peer = None
@@ -668,11 +676,27 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     return eff.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S * a.num_moe_layers / a.num_layers
 
 
-def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
-    """`pass_time` of `cost` with the plan's engine, precision, parallel split and link."""
+def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
+           sequences: Num | None = None) -> PassTime:
+    """`pass_time` of `cost` with the plan's engine, precision, parallel split and link; an expert-parallel
+    plan's busiest GPU and all-to-alls (`expert_parallel.expert_parallel_cost`; `sequences`: the pass's
+    sequences, default one per token as in decode)."""
     rep = kv_read_replication(r.arch, s.tp)
     if rep != 1.0:
         cost = replace(cost, kv_bytes=cost.kv_bytes * rep)  # ranks holding copies each read their own
+    if r.plan.hardware.expert_parallel > 1 and r.arch.is_moe:
+        from mlrig.estimators.expert_parallel import expert_parallel_cost
+
+        cost, a2a_s = expert_parallel_cost(r, cost, tokens_in_pass,
+                                           tokens_in_pass if sequences is None else sequences)
+        t = _pass(cost, r, s, tokens_in_pass, decode)
+        bound = vec.where(a2a_s > t.seconds - t.comm_s, "interconnect", t.bound)
+        return PassTime(t.seconds + a2a_s, t.compute_s, t.memory_s, t.overhead_s, t.comm_s + a2a_s, bound,
+                        t.compute_known)
+    return _pass(cost, r, s, tokens_in_pass, decode)
+
+
+def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool) -> PassTime:
     block_eff, moe_rel = prefill_gemm_rates(r, s.engine)
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
@@ -843,7 +867,7 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
-    t = _timed(cost, r, s, batch * prompt, decode=False)
+    t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)
@@ -909,6 +933,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         split = f" ({per_gpu_gb:.2f} GB on each of {tp} GPUs in parallel)"
     elif pp > 1:
         split = f" (layers split over {pp} GPUs that run one after another)"
+    ep = r.hardware.expert_parallel
+    if ep > 1 and r.arch.is_moe:  # expert_parallel.expert_parallel_cost: the busiest GPU's experts set the pace
+        split += f"; experts split whole over {ep} GPUs, the busiest reading more than its share"
     fmt_eff = format_efficiency(s.engine, r.precision.family, gpu)
     # the weights' de-quantisation lowers the bandwidth their reads reach (efficiency.FORMAT_DECODE_EFF)
     dequant = f" ({fmt_eff:.0%} of that for {r.precision.name} weights)" if fmt_eff < 1.0 else ""

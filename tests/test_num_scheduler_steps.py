@@ -1,0 +1,64 @@
+"""vLLM multi-step scheduling (`workload.num_scheduler_steps`, `--num-scheduler-steps`): the per-sequence host
+time of a decode step spread over N steps (vLLM blog 2024-09-05, v0.6.0), in the releases that have it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mlrig.estimators import efficiency as eff
+from mlrig.estimators.engines import vllm_multi_step
+from mlrig.planner import evaluate
+
+
+def _plan(steps: int | None = None, version: str | None = "0.6.3", **workload: object) -> dict:
+    w: dict = {"engine": "vllm", "batch_size": 64, **workload}
+    if version:
+        w["engine_version"] = version
+    if steps is not None:
+        w["num_scheduler_steps"] = steps
+    return {"model": "llama-3.1-8b", "workload": w, "hardware": {"gpu": "h100-sxm-80gb"}}
+
+
+def test_tpot_loses_the_amortised_host_time_by_hand() -> None:
+    """64 sequences x 100 us of host time per sequence and step (efficiency.SEQ_STEP_OVERHEAD_S), 7/8 of it
+    spread away by 8 scheduler steps: TPOT 5.6 ms shorter, nothing else changed."""
+    one, eight = evaluate(_plan(1)).performance, evaluate(_plan(8)).performance
+    assert one is not None and eight is not None and one.tpot_ms is not None and eight.tpot_ms is not None
+    assert one.tpot_ms - eight.tpot_ms == pytest.approx(64 * eff.SEQ_STEP_OVERHEAD_S["vllm"] * 7 / 8 * 1e3, rel=1e-6)
+    assert eight.ttft_ms == one.ttft_ms
+    default = evaluate(_plan()).performance
+    assert default is not None and default.tpot_ms == one.tpot_ms  # N = 1 is vLLM's default
+
+
+def test_serving_throughput_rises_and_never_falls_with_more_steps() -> None:
+    tput = []
+    for n in (1, 2, 4, 8, 16):
+        perf = evaluate(_plan(n, load="concurrency", num_requests=256)).performance
+        assert perf is not None and perf.throughput_tok_s is not None
+        tput.append(perf.throughput_tok_s)
+    assert all(a <= b for a, b in itertools.pairwise(tput)) and tput[-1] > tput[0]
+
+
+def test_only_releases_with_multi_step_scheduling_take_it() -> None:
+    """0.6.0 (PR #7000) to 0.10.0 (removed with V0, PR #22138): elsewhere the flag changes nothing and a note
+    says so; from 0.12 vLLM's async scheduling hides this host time anyway."""
+    assert vllm_multi_step("0.6.0") and vllm_multi_step("0.9.2") and vllm_multi_step("0.10.0")
+    assert not vllm_multi_step("0.5.3") and not vllm_multi_step("0.10.1") and not vllm_multi_step(None)
+    old, plain = evaluate(_plan(8, version="0.5.3")), evaluate(_plan(1, version="0.5.3"))
+    assert old.performance is not None and plain.performance is not None
+    assert old.performance.tpot_ms == plain.performance.tpot_ms
+    assert any("num_scheduler_steps has no effect" in n for n in old.notes)
+    assert evaluate(_plan(8, version=None)).performance == evaluate(_plan(1, version=None)).performance
+
+
+def test_another_engine_refuses_it_in_one_line() -> None:
+    out = subprocess.run([sys.executable, "-m", "mlrig.cli", "plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--engine",
+                          "sglang", "--num-scheduler-steps", "8"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 2 and "num_scheduler_steps is vLLM's multi-step scheduling" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
