@@ -993,6 +993,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # card-sized KV pool (engines.sglang_mem_fraction_static) bring GPUStack's SGLang rows in (all rows: throughput p90
 # 0.58): 0.65. Branch s25-rocmvllm: AMD's offline tables read as output tokens/s, CDNA 3's measured GEMM rate
 # (efficiency.AMD_CDNA3_GEMM_REL_EFF) and Argonne's vLLM 0.6.1 versions (all rows: throughput p90 0.50): 0.60.
+# Branch s25-data2 added dstack's Llama-3.1-405B runs on MI300X / H100 (vLLM 0.6.3-0.6.4, enforce-eager offline runs,
+# slow early-ROCm prefill) and an L4 closed-loop sweep (all rows: throughput p90 0.60, TTFT 0.69, TPOT 0.42):
+# the bands still cover them, unchanged.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
