@@ -140,7 +140,7 @@ def _walk(model: BaseModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in type(model).model_fields:
         v = values[k]
-        tv = type(v)
+        tv: type = type(v)
         if tv is float:
             rule = rules.get(k)
             if rule is None:
@@ -154,7 +154,7 @@ def _walk(model: BaseModel) -> dict[str, Any]:
             out[k] = v
         elif _is_model(tv):
             out[k] = rounded_dump(v)
-        elif tv is dict and v and _is_model(type(next(iter(v.values())))):
+        elif tv is dict and v and _is_model(type(next(iter(v.values())))):  # validation
             out[k] = {name: rounded_dump(x) for name, x in v.items()}
         else:
             out[k] = round_floats(v, k)
