@@ -154,11 +154,15 @@ def _walk(model: BaseModel) -> dict[str, Any]:
             out[k] = v
         elif _is_model(tv):
             out[k] = rounded_dump(v)
-        elif tv is dict and v and _is_model(type(next(iter(v.values())))):  # validation
+        elif tv is dict and v and _is_model(_first_value_type(v)):  # validation
             out[k] = {name: rounded_dump(x) for name, x in v.items()}
         else:
             out[k] = round_floats(v, k)
     return out
+
+
+def _first_value_type(d: dict[Any, Any]) -> type:
+    return type(next(iter(d.values())))
 
 
 @functools.cache
