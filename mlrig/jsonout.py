@@ -138,7 +138,7 @@ def _walk(model: BaseModel) -> dict[str, Any]:
     values = model.__dict__
     rules, by_rule = _RULES, _BY_RULE
     out: dict[str, Any] = {}
-    for k in type(model).model_fields:
+    for k in _field_names(type(model)):
         v = values[k]
         tv: type = type(v)
         if tv is float:
@@ -163,6 +163,11 @@ def _walk(model: BaseModel) -> dict[str, Any]:
 
 def _first_value_type(d: dict[Any, Any]) -> type:
     return type(next(iter(d.values())))
+
+
+@functools.cache
+def _field_names(cls: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(cls.model_fields)
 
 
 @functools.cache
