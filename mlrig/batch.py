@@ -96,7 +96,9 @@ def encoded_chunk(chunk: list[tuple[int, bytes | None]]) -> tuple[list[bytes], b
     with collector_paused():
         results = evaluated_lines(chunk)
         lines = [encode_line(rounded_result(result, case_id)) for case_id, result in results]
-    return lines, any(result.error is not None for _, result in results)
+        any_error = any(result.error is not None for _, result in results)
+        del results  # freed before the collector resumes: its next pass need not walk them
+    return lines, any_error
 
 
 @contextlib.contextmanager
