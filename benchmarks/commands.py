@@ -14,7 +14,13 @@
   best precision that fits, limits included), and `mlrig fit --gpu GPU --json` as a subprocess.
 - recommend: `mlrig recommend --model llama-3.1-8b --json` as a subprocess.
 
-Run: python benchmarks/commands.py [--lines N] [--repeats R]. Medians of R runs. The LAST line is
+An installed package has its bytecode compiled (pip writes .pyc files), so, as benchmarks/startup.py
+does, the runs drop PYTHONDONTWRITEBYTECODE and the first one writes mlrig's own __pycache__
+(git-ignored); `--no-bytecode` keeps the variable, and where no __pycache__ was written before
+(delete mlrig's), every start (and every worker, for the modules it imports itself) compiles mlrig
+from source, ~60 ms more each here.
+
+Run: python benchmarks/commands.py [--lines N] [--repeats R] [--no-bytecode]. Medians of R runs. The LAST line is
 `eval_lines_per_s=<N>` (loop order, start-up taken off). Goals (issue 15): eval >= 20,000 lines/s,
 fit < 100 ms after start-up, recommend < 1 s.
 """
@@ -83,8 +89,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lines", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-bytecode", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE as it is (default: allow .pyc, as an install has)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if not args.no_bytecode:
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the subprocesses' environment
     rows = plans(args.lines)
     with tempfile.TemporaryDirectory() as tmp:
         ordered, shuffled, one, out = (Path(tmp) / n for n in ("ordered.jsonl", "shuffled.jsonl", "one.jsonl",
@@ -94,6 +104,9 @@ def main() -> int:
         random.Random(0).shuffle(mixed)
         shuffled.write_text("".join(json.dumps(r) + "\n" for r in mixed))
         one.write_text(json.dumps(rows[0]) + "\n")
+        warm = Path(tmp) / "warm.jsonl"  # every kind of line: the run that writes the bytecode, untimed
+        warm.write_text("".join(json.dumps(r) + "\n" for r in mixed[:2000]))
+        wall([*CLI, "eval", str(warm), "-o", str(out), "-j", "1"], 1)
         start = wall([*CLI, "eval", str(one), "-o", str(out)], args.repeats)
         t_one = wall([*CLI, "eval", str(ordered), "-o", str(out), "-j", "1"], args.repeats)
         t_ordered = wall([*CLI, "eval", str(ordered), "-o", str(out)], args.repeats)
@@ -104,8 +117,10 @@ def main() -> int:
     gc.collect()
     from mlrig.batch import default_jobs
 
+    cached = "PYTHONDONTWRITEBYTECODE" not in os.environ
     print(f"mlrig eval, {n:,} lines ({errors:,} error lines), median of {args.repeats}; start-up "
-          f"(a 1-line file) {start * 1e3:.0f} ms; default --jobs here {default_jobs()}")
+          f"(a 1-line file) {start * 1e3:.0f} ms; default --jobs here {default_jobs()}; mlrig bytecode "
+          f"{'cached' if cached else 'NOT cached'}")
     for label, t in (("loop order, -j 1", t_one), ("loop order", t_ordered), ("shuffled (1 run)", t_shuffled)):
         print(f"  {label:18s} {t:6.2f} s end to end = {n / t:8,.0f} lines/s; start-up taken off "
               f"{n / (t - start):8,.0f} lines/s")

@@ -268,7 +268,7 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
             groups.setdefault(key, []).append(i)
     for idx in groups.values():
         if len(idx) >= MIN_GROUP:
-            for i, result in zip(idx, _evaluate_group([cases[i] for i in idx]), strict=True):
+            for i, result in zip(idx, _evaluate_group([cases[i] for i in idx], setups), strict=True):
                 results[i] = result
         else:
             for i in idx:
@@ -278,28 +278,35 @@ def evaluate_cases(cases: list[Any]) -> list[PlanResult]:
 
 def _evaluate_alone(case: Any, setups: dict[bytes, tuple[ModelArch, GPU]]) -> PlanResult:
     """`evaluate_case(case)` for a plan evaluated one by one, its model and GPU resolved once per
-    chunk (`setups`, keyed by the line's `model` and `hardware` as given: the plan's model depends on
-    its `model` alone, its GPU on its `hardware` alone, and a shuffled file meets the same few setups
-    on line after line). A case that does not parse, or whose model or GPU does not resolve, goes
-    through evaluate_case whole, for its own line."""
-    import orjson
-
-    from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+    chunk (`_setup_of`: a shuffled file meets the same few setups on line after line). A case that
+    does not parse, or whose model or GPU does not resolve, goes through evaluate_case whole, for its
+    own line."""
+    from mlrig.planner import evaluate_case, parse_plan
 
     if not isinstance(case, dict):
         return evaluate_case(case)
     try:
-        key = orjson.dumps([case.get("model"), case.get("hardware")], option=orjson.OPT_SORT_KEYS)
         plan = parse_plan(case)
-    except Exception:  # orjson refuses the sections (unusual values), or the plan is invalid
+        arch, gpu = _setup_of(case, plan, setups)
+    except Exception:  # the plan is invalid, or its model or GPU does not resolve
         return evaluate_case(case)
+    return evaluate_case(case, plan=plan, arch=arch, gpu=gpu)
+
+
+def _setup_of(case: dict[str, Any], plan: Plan, setups: dict[bytes, tuple[ModelArch, GPU]]) -> tuple[ModelArch, GPU]:
+    """`(resolve_arch(plan), resolve_hardware(plan))` for `plan`, parsed from `case`, resolved once per
+    chunk (`setups`, keyed by the case's `model` and `hardware` as given: the plan's model depends on
+    its `model` alone, its GPU on its `hardware` alone). Raises what they raise (or orjson's TypeError
+    for sections it refuses)."""
+    import orjson
+
+    from mlrig.planner import resolve_arch, resolve_hardware
+
+    key = orjson.dumps([case.get("model"), case.get("hardware")], option=orjson.OPT_SORT_KEYS)
     setup = setups.get(key)
     if setup is None:
-        try:
-            setup = setups[key] = (resolve_arch(plan), resolve_hardware(plan))
-        except Exception:
-            return evaluate_case(case)
-    return evaluate_case(case, plan=plan, arch=setup[0], gpu=setup[1])
+        setup = setups[key] = (resolve_arch(plan), resolve_hardware(plan))
+    return setup
 
 
 def _shape_key(case: Any) -> bytes | str | None:
@@ -327,11 +334,11 @@ def _shape_key(case: Any) -> bytes | str | None:
         return None
 
 
-def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
+def _evaluate_group(cases: list[Any], setups: dict[bytes, tuple[ModelArch, GPU]]) -> list[PlanResult]:
     """`evaluate_case` of plans of one shape (`_shape_key`). The plans are validated one by one; the
-    model and GPU resolved once; each batch class (`_batch_classes`) prepared and resolved once, and
-    its plans' figures worked out in one array pass."""
-    from mlrig.planner import evaluate_case, parse_plan, resolve_arch, resolve_hardware
+    model and GPU resolved once per chunk (`_setup_of`); each batch class (`_batch_classes`) prepared
+    and resolved once, and its plans' figures worked out in one array pass."""
+    from mlrig.planner import evaluate_case, parse_plan
     from mlrig.results import PlanResult
 
     out: list[PlanResult | str | None] = [None] * len(cases)
@@ -341,12 +348,13 @@ def _evaluate_group(cases: list[Any]) -> list[PlanResult]:
             plans[i] = parse_member(case, plans[next(iter(plans))]) if plans else parse_plan(case)
         except MlrigError:
             out[i] = evaluate_case(case)  # its own error line
-    try:
-        first = next(iter(plans.values()), None)
-        arch = resolve_arch(first) if first else None
-        gpu = resolve_hardware(first) if first else None
-    except Exception:  # each plan's own line (evaluate_case's: the planner's error, or an internal one)
-        arch = gpu = None
+    arch = gpu = None
+    if plans:
+        i0 = next(iter(plans))
+        try:
+            arch, gpu = _setup_of(cases[i0], plans[i0], setups)
+        except Exception:  # each plan's own line (evaluate_case's: the planner's error, or an internal one)
+            arch = gpu = None
     if arch is not None and gpu is not None:
         for idx in _batch_classes(plans, arch, gpu):
             if len(idx) >= MIN_GROUP:

@@ -4,8 +4,12 @@ batch runner that both use them."""
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def json_ready(obj: Any) -> Any:
@@ -108,3 +112,75 @@ def round_floats(obj: Any, key: str = "") -> Any:
     if isinstance(obj, list | tuple):
         return [round_floats(v, key) for v in obj]
     return obj
+
+
+def rounded_dump(model: BaseModel) -> dict[str, Any]:
+    """`round_floats(model.model_dump(mode="json"))` for mlrig's result models (mlrig/results.py), in one
+    walk over the models' own values rather than a dump and then a rounding pass over it: fields of
+    plain JSON values, of nested models, of lists and dicts of plain values (notes, error bands) and of
+    dicts of models (validation), in field order. A float is rounded by its own key as `round_floats`
+    rounds it; a NaN or an infinity stays one (the dump writes null for it, and so do the JSON encoders
+    mlrig uses). A frozen model (a validation entry, shared by every plan of its scope) is walked once
+    per object and its dict shared: encode the result, do not change it."""
+    if _is_frozen(type(model)):
+        hit = _FROZEN.get(id(model))
+        if hit is not None and hit[0] is model:
+            return hit[1]
+        if len(_FROZEN) >= 4096:  # objects made outside a shared table: keep the memo bounded
+            _FROZEN.clear()
+        plain = _walk(model)
+        _FROZEN[id(model)] = (model, plain)
+        return plain
+    return _walk(model)
+
+
+def _walk(model: BaseModel) -> dict[str, Any]:
+    values = model.__dict__
+    rules, by_rule = _RULES, _BY_RULE
+    out: dict[str, Any] = {}
+    for k in _field_names(type(model)):
+        v = values[k]
+        tv: type = type(v)
+        if tv is float:
+            rule = rules.get(k)
+            if rule is None:
+                rule = _float_rule(k)
+            if rule:  # as in round_floats
+                r = by_rule[rule].get(v)
+                out[k] = _rounded(v, rule) if r is None else r
+            else:
+                out[k] = v
+        elif tv in _PLAIN:
+            out[k] = v
+        elif _is_model(tv):
+            out[k] = rounded_dump(v)
+        elif tv is dict and v and _is_model(_first_value_type(v)):  # validation
+            out[k] = {name: rounded_dump(x) for name, x in v.items()}
+        else:
+            out[k] = round_floats(v, k)
+    return out
+
+
+def _first_value_type(d: dict[Any, Any]) -> type:
+    return type(next(iter(d.values())))
+
+
+@functools.cache
+def _field_names(cls: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(cls.model_fields)
+
+
+@functools.cache
+def _is_model(cls: type) -> bool:
+    from pydantic import BaseModel
+
+    return issubclass(cls, BaseModel)
+
+
+@functools.cache
+def _is_frozen(cls: type[BaseModel]) -> bool:
+    return bool(cls.model_config.get("frozen"))
+
+
+# id(frozen model) -> (the model, its rounded dump); the model is held, so its id stays its own
+_FROZEN: dict[int, tuple[BaseModel, dict[str, Any]]] = {}

@@ -286,6 +286,36 @@ def test_eval_lines_are_the_rounded_dumps_of_the_results(seed: int) -> None:
     assert b'"id":1.23456789,' in lines[-1] and b'"validation":{"' in lines[-1]
 
 
+def test_rounded_dump_is_the_rounded_model_dump() -> None:
+    """`jsonout.rounded_dump` (what `mlrig eval` writes) equals `round_floats(model_dump(mode="json"))`
+    once encoded, for a training result (nested TrainingRun), an inference one, and one whose floats
+    hold NaN and infinities (the dump writes null, and so must the walk's encoding); a frozen
+    validation entry is walked once and a different entry with the same fields gets its own dump."""
+    from mlrig.batch import encode_line
+    from mlrig.jsonout import round_floats, rounded_dump
+    from mlrig.planner import evaluate
+    from mlrig.results import FigureValidation
+
+    training = evaluate({"model": "llama-3.2-1b", "hardware": {"gpu": "h100-sxm-80gb"},
+                         "workload": {"task": "finetune", "batch_size": 2}, "training": {"method": "lora"}})
+    inference = evaluate({"model": "qwen2.5-7b", "hardware": {"gpu": "rtx-4090"},
+                          "workload": {"precision": "q4_k_m", "batch_size": 3}})
+    assert training.training is not None and inference.performance is not None
+    odd = inference.model_copy(deep=True)
+    assert odd.performance is not None and odd.memory is not None
+    odd.performance.decode_tok_s = math.nan
+    odd.performance.ttft_ms = math.inf
+    odd.memory.per_gpu_gib = -math.inf
+    odd.performance.error_band["tpot_ms"] = math.nan
+    for result in (training, inference, odd):
+        assert encode_line(rounded_dump(result)) == encode_line(round_floats(result.model_dump(mode="json")))
+    assert b'"decode_tok_s":null,"ttft_ms":null' in encode_line(rounded_dump(odd))
+    entry = FigureValidation(validated=True, scope="x", rows=3, median_error=0.123456, p90_error=0.2)
+    assert rounded_dump(entry) is rounded_dump(entry)
+    other = FigureValidation(validated=False, scope="y")
+    assert rounded_dump(other) == round_floats(other.model_dump(mode="json")) != rounded_dump(entry)
+
+
 def test_plan_scope_memo_answers_as_the_rule_does() -> None:
     """`scopes.plan_scope` is worked out once per (method, engine, precision, GPU class and memory
     type): for random plans, in any order, it answers what `_plan_scope` works out afresh."""
