@@ -70,3 +70,16 @@ def test_other_paged_engines_unchanged() -> None:
         r, _ = resolve_plan(_with_engine(TRT_70B, engine, 4))
         m = estimate_memory(r)
         assert m.breakdown.weights_gib == pytest.approx(split_weights(r.arch, r.weight_parts, 4, 1) / GiB, abs=1e-3)
+
+
+def test_pytorch_backend_splits_the_embedding() -> None:
+    """From 1.0 TensorRT-LLM runs the PyTorch backend by default, whose embedding is TP-split: the same plan at
+    1.2 (or with no version: the current release) keeps the vocab-parallel weights; the TP buffers still count."""
+    for version in ("1.2", None):
+        plan = {**TRT_70B, "workload": {**TRT_70B["workload"], "engine_version": version}}
+        r, _ = resolve_plan(plan)
+        m = estimate_memory(r)
+        assert m.breakdown.weights_gib == pytest.approx(split_weights(r.arch, r.weight_parts, 4, 1) / GiB, abs=1e-3)
+        free = (m.breakdown.gpu_capacity_gib - m.breakdown.weights_gib - m.breakdown.activations_gib
+                - CAL.cuda_context_bytes / GiB - trtllm_tp_buffer_bytes(4) / GiB)
+        assert m.breakdown.kv_cache_gib == pytest.approx(0.9 * free, abs=2e-3)

@@ -19,7 +19,12 @@ from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
-from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era, sglang_mem_fraction_static
+from mlrig.estimators.engines import (
+    bnb_keeps_4bit_input,
+    litgpt_era,
+    sglang_mem_fraction_static,
+    trtllm_tensorrt_engine,
+)
 from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
@@ -274,10 +279,12 @@ TRTLLM_NAMES = ("trt-llm", "tensorrt-llm", "trtllm")
 
 
 def trtllm_weights_per_gpu_bytes(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int) -> float:
-    """Weights on one GPU of a TensorRT-LLM engine: as `split_weights`, except that the embedding table is
-    whole on every TP rank. TensorRT-LLM's checkpoint converters leave embedding parallelism off unless asked
-    (examples/llama/convert_checkpoint.py, 2024: `--use_parallel_embedding`, default False, "By default
-    embedding parallelism is disabled"); the lm_head is column-parallel (split by TP) either way. Hand check
+    """Weights on one GPU of a TensorRT-LLM engine (releases before 1.0, `engines.trtllm_tensorrt_engine`): as
+    `split_weights`, except that the embedding table is whole on every TP rank. TensorRT-LLM's checkpoint
+    converters leave embedding parallelism off unless asked (examples/llama/convert_checkpoint.py, 2024:
+    `--use_parallel_embedding`, default False, "By default embedding parallelism is disabled"); the lm_head is
+    column-parallel (split by TP) either way. The PyTorch backend (the default from 1.0) splits the table
+    (tensorrt_llm/_torch/models/modeling_llama.py: `Embedding(..., TensorParallelMode.COLUMN)`). Hand check
     (tests): Llama-3-70B fp16 at TP 4 holds 128,256 x 8,192 x 2 B x 3 / 4 = 1.47 GiB more per GPU than with
     the table split."""
     blocks = parts["linear"] + parts["norms"] + parts["other"]
@@ -422,10 +429,11 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             reserved = (w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)) * cap
             pool = reserved - weights - non_torch
         elif engine in TRTLLM_NAMES:
-            # TensorRT-LLM: kv_cache_free_gpu_mem_fraction (0.9) of what cudaMemGetInfo finds free once the engine
-            # (weights, the embedding whole on every TP rank; activation memory, vLLM's profile as a proxy) and
-            # the TP communication buffers are allocated (`trtllm_tp_buffer_bytes`)
-            weights = trtllm_weights_per_gpu_bytes(arch, r.weight_parts, tp, pp)
+            # TensorRT-LLM: kv_cache_free_gpu_mem_fraction (0.9) of what cudaMemGetInfo finds free once the model
+            # (weights; a TensorRT engine before 1.0 keeps the embedding whole on every TP rank; activation memory,
+            # vLLM's profile as a proxy) and the TP communication buffers are allocated (`trtllm_tp_buffer_bytes`)
+            if trtllm_tensorrt_engine(w.engine_version):
+                weights = trtllm_weights_per_gpu_bytes(arch, r.weight_parts, tp, pp)
             non_torch = overhead + trtllm_tp_buffer_bytes(tp)
             pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - non_torch)
             reserved = weights + act + non_torch + pool
@@ -537,9 +545,10 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
             notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
                          "activations use the rest")
         elif engine in TRTLLM_NAMES:
+            whole = " (a TensorRT engine: the embedding whole on every TP rank)" if (
+                tp > 1 and trtllm_tensorrt_engine(w.engine_version)) else ""
             notes.append(f"TensorRT-LLM: KV pool = kv_cache_free_gpu_mem_fraction={w.gpu_memory_utilization or 0.9:g}"
-                         " x memory free after the engine (weights, the embedding whole on every TP rank; activations)"
-                         " and TP communication buffers")
+                         f" x memory free after weights{whole}, activations and TP communication buffers")
         else:
             notes.append(f"TensorRT-LLM-like: KV pool = {w.gpu_memory_utilization or 0.9:g} x memory free after "
                          "weights and activations (kv_cache_free_gpu_mem_fraction)")
