@@ -321,6 +321,19 @@ def trt_llm_pre_xqa(text: str | None) -> bool:
     return before(text, (0, 8))
 
 
+# TensorRT-LLM 1.0 made the PyTorch backend the default: `tensorrt_llm.LLM` is `class LLM(_TorchLLM)` and the
+# TensorRT-engine path moved to `tensorrt_llm._tensorrt_engine` (tensorrt_llm/llmapi/llm.py, 1.x: "Please use
+# 'from tensorrt_llm._tensorrt_engine import LLM' instead to use the TensorRT backend").
+TRTLLM_PYTORCH_DEFAULT = (1, 0)
+
+
+def trtllm_tensorrt_engine(text: str | None) -> bool:
+    """Whether a TensorRT-LLM run of this release used a TensorRT engine (examples' convert_checkpoint.py +
+    trtllm-build, the workflow before 1.0) rather than the PyTorch backend (the default from 1.0). Unknown
+    versions: the current release (PyTorch backend)."""
+    return before(text, TRTLLM_PYTORCH_DEFAULT)
+
+
 def tinychat_legacy(text: str | None) -> bool:
     """TinyChat before 2.0: its W4A16 GEMM accumulates in FP32 (module docstring)."""
     return before(text, (2, 0))

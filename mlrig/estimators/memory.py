@@ -19,7 +19,12 @@ from mlrig import quant, vec
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
-from mlrig.estimators.engines import bnb_keeps_4bit_input, litgpt_era, sglang_mem_fraction_static
+from mlrig.estimators.engines import (
+    bnb_keeps_4bit_input,
+    litgpt_era,
+    sglang_mem_fraction_static,
+    trtllm_tensorrt_engine,
+)
 from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
@@ -270,6 +275,37 @@ def _prefill_activation_bytes(arch: ModelArch, tokens: Num, flash: bool, heads_p
     return act
 
 
+TRTLLM_NAMES = ("trt-llm", "tensorrt-llm", "trtllm")
+
+
+def trtllm_weights_per_gpu_bytes(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int) -> float:
+    """Weights on one GPU of a TensorRT-LLM engine (releases before 1.0, `engines.trtllm_tensorrt_engine`): as
+    `split_weights`, except that the embedding table is whole on every TP rank. TensorRT-LLM's checkpoint
+    converters leave embedding parallelism off unless asked (examples/llama/convert_checkpoint.py, 2024:
+    `--use_parallel_embedding`, default False, "By default embedding parallelism is disabled"); the lm_head is
+    column-parallel (split by TP) either way. The PyTorch backend (the default from 1.0) splits the table
+    (tensorrt_llm/_torch/models/modeling_llama.py: `Embedding(..., TensorParallelMode.COLUMN)`). Hand check
+    (tests): Llama-3-70B fp16 at TP 4 holds 128,256 x 8,192 x 2 B x 3 / 4 = 1.47 GiB more per GPU than with
+    the table split."""
+    blocks = parts["linear"] + parts["norms"] + parts["other"]
+    embed, head = parts["embedding"], parts["lm_head"]
+    if arch.tie_word_embeddings and pp > 1:
+        head = embed
+    ends = embed + head / tp if pp == 1 else max(embed, head / tp)
+    return blocks / (tp * pp) + ends
+
+
+def trtllm_tp_buffer_bytes(tp: int) -> float:
+    """Memory TensorRT-LLM's TP communication takes before the KV pool is sized: NCCL communicators and the
+    custom all-reduce's IPC workspace (cpp/tensorrt_llm/runtime/ipcUtils.cpp `AllReduceBuffers`: two buffers
+    of tp x min(max_batch x max_seq_len x hidden x 4 B, 16 MB at TP <= 2, else 8 MB) each,
+    customAllReduceUtils.h `getMaxRequiredWorkspaceSize`, i.e. ~64 MB at TP 4), so mostly NCCL's buffers.
+    No CUDA graphs are captured by default (unlike vLLM 0.18-0.26), so vLLM's pre-graph TP figure is the proxy:
+    Calibration.vllm_non_torch_pre_graph_tp_bytes, 0.41 GiB (vLLM 0.11 rows m0069/m0089: NCCL + custom
+    all-reduce with TP 2). Not fitted on TensorRT-LLM rows (none report memory). 0 without TP."""
+    return CAL.vllm_non_torch_pre_graph_tp_bytes if tp > 1 else 0.0
+
+
 LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
 TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
 _MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "gptfast", "torchao", "tinychat")
@@ -397,8 +433,17 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static)
             reserved = (w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)) * cap
             pool = reserved - weights - non_torch
+        elif engine in TRTLLM_NAMES:
+            # TensorRT-LLM: kv_cache_free_gpu_mem_fraction (0.9) of what cudaMemGetInfo finds free once the model
+            # (weights; a TensorRT engine before 1.0 keeps the embedding whole on every TP rank; activation memory,
+            # vLLM's profile as a proxy) and the TP communication buffers are allocated (`trtllm_tp_buffer_bytes`)
+            if trtllm_tensorrt_engine(w.engine_version):
+                weights = trtllm_weights_per_gpu_bytes(arch, r.weight_parts, tp, pp)
+            non_torch = overhead + trtllm_tp_buffer_bytes(tp)
+            pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - non_torch)
+            reserved = weights + act + non_torch + pool
         else:
-            # TensorRT-LLM kv_cache_free_gpu_mem_fraction default
+            # LMDeploy / TGI: taken like TensorRT-LLM's kv_cache_free_gpu_mem_fraction default (not re-fitted)
             pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - overhead)
             reserved = weights + act + overhead + pool
         pool = vec.maximum(pool, 0.0)
@@ -504,6 +549,11 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
             frac = w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)
             notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
                          "activations use the rest")
+        elif engine in TRTLLM_NAMES:
+            whole = " (a TensorRT engine: the embedding whole on every TP rank)" if (
+                tp > 1 and trtllm_tensorrt_engine(w.engine_version)) else ""
+            notes.append(f"TensorRT-LLM: KV pool = kv_cache_free_gpu_mem_fraction={w.gpu_memory_utilization or 0.9:g}"
+                         f" x memory free after weights{whole}, activations and TP communication buffers")
         else:
             notes.append(f"TensorRT-LLM-like: KV pool = {w.gpu_memory_utilization or 0.9:g} x memory free after "
                          "weights and activations (kv_cache_free_gpu_mem_fraction)")
