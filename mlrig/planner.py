@@ -430,18 +430,27 @@ def evaluate_case(obj: Any, *, plan: Plan | None = None, arch: ModelArch | None 
 def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
            gpu: GPU | None = None) -> dict[str, int | None]:
     """The inverse questions: largest batch and context that fit, fewest GPUs of this kind."""
-    from mlrig.estimators.memory import max_batch_size, max_context_tokens, min_gpus
+    from mlrig.estimators.resolved import resolve
 
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
+    return resolved_limits(resolve(arch, p, gpu))
+
+
+def resolved_limits(r: ResolvedPlan) -> dict[str, int | None]:
+    """`limits` of a plan resolved with its defaults taken (as `resolve_plan` gives it): the three
+    questions asked of one resolution."""
+    from mlrig.estimators.memory import fewest_gpus, largest_batch, longest_context
+
+    arch, p = r.arch, r.plan
     if arch.max_position_embeddings and not p.workload.allow_long_context and p.workload.task == "inference":
-        ctx_max = max_context_tokens(arch, p, gpu, limit=arch.max_position_embeddings)  # check_setup's limit
+        ctx_max = longest_context(r, limit=arch.max_position_embeddings)  # check_setup's limit
     else:
-        ctx_max = max_context_tokens(arch, p, gpu)
+        ctx_max = longest_context(r)
     return {
-        "max_batch_size": max_batch_size(arch, p, gpu),
+        "max_batch_size": largest_batch(r),
         "max_context_tokens": ctx_max,
-        "min_gpus": min_gpus(arch, p, gpu),
+        "min_gpus": fewest_gpus(r),
     }

@@ -145,11 +145,19 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
 def _across_models(gpu: str | None, precision: str | None,
                    fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """For each decoder in the catalog, the highest-quality precision that fits (largest models first):
-    each precision's memory (`planner.resolve_plan`, `estimate_memory`) until one fits, and the whole
-    result (`planner.result_of`, as `evaluate` gives it) of that one, or of the last tried."""
+    each precision's memory (`planner.resolve_plan`, `memory_fits`) until one fits, and the whole
+    result (`estimate_memory`, `planner.result_of`, as `evaluate` gives it) of that one, or of the last
+    tried, with its limits (`planner.resolved_limits`, as `limits` gives them)."""
     from mlrig.catalog.models import load_model_catalog
-    from mlrig.estimators.memory import estimate_memory
-    from mlrig.planner import limits, parse_plan, plan_from_fields, resolve_hardware, resolve_plan, result_of
+    from mlrig.estimators.memory import estimate_memory, memory_fits
+    from mlrig.planner import (
+        parse_plan,
+        plan_from_fields,
+        resolve_hardware,
+        resolve_plan,
+        resolved_limits,
+        result_of,
+    )
 
     ladder = [precision] if precision else list(PRECISION_LADDER)
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
@@ -164,11 +172,11 @@ def _across_models(gpu: str | None, precision: str | None,
         for k, prec in enumerate(ladder):
             p = parse_plan(plan_from_fields(arch.id, gpu=gpu, precision=prec, **fields))
             r, notes = resolve_plan(p, arch=arch, gpu=spec)
-            memory = estimate_memory(r)
-            if memory.fits or k == len(ladder) - 1:  # only the row shown needs its speed
+            if memory_fits(r)[0] or k == len(ladder) - 1:  # only the row shown needs its memory's notes and speed
+                memory = estimate_memory(r)
                 last = _row(result_of(r, memory, notes), prec)
                 if memory.fits:
-                    last["limits"] = limits(p, arch=arch, gpu=spec)
+                    last["limits"] = resolved_limits(r)
                     break
         if last is not None:
             rows.append(last)

@@ -34,6 +34,12 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators.engines import (
+    before,
+    transformers_full_logits,
+    trtllm_custom_allreduce,
+    vllm_custom_allreduce_on_amd,
+)
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
 from mlrig.results import Performance
 from mlrig.vec import Num
@@ -581,8 +587,6 @@ def host_seq_step_s(engine: str, version: str | None) -> float:
     vLLM from 0.12 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
     vllm-project/vllm PR #27614, Q4 2025 roadmap "Async Scheduling on by default"), hiding this host
     time (so does the current release assumed when none is given); earlier releases serialise it."""
-    from mlrig.estimators.engines import before
-
     if engine == "vllm" and not before(version, (0, 12)):
         return 0.0
     return eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
@@ -605,13 +609,9 @@ def _setup(r: ResolvedPlan) -> _Setup:
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
     peer = None
     if link is not None and link.kind == "xgmi":
-        from mlrig.estimators.engines import vllm_custom_allreduce_on_amd
-
         # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
         peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
     elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
-        from mlrig.estimators.engines import trtllm_custom_allreduce
-
         peer = trtllm_custom_allreduce(r.workload.engine_version)
     return _Setup(engine, tp, serial, link, seq_step_s, peer)
 
@@ -649,8 +649,6 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a DeepSeek-V3-style model (MLA, MoE, block-scaled FP8)
     on the engines' early block-FP8 path (efficiency.BLOCK_FP8_EARLY_BEFORE) on NVIDIA / AMD GPUs: its MoE
     layers' many small kernels (efficiency.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S); 0 elsewhere."""
-    from mlrig.estimators.engines import before
-
     a = r.arch
     limit = eff.BLOCK_FP8_EARLY_BEFORE.get(engine)
     if (limit is None or r.gpu.vendor not in eff.FUSED_MOE_VENDORS or not (a.is_moe and a.is_mla)
@@ -683,8 +681,6 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     - The routed experts' grouped GEMMs of a prefill run at efficiency.MOE_EXPERT_COMPUTE_REL of the dense rate
       where they go through the Triton `fused_moe` kernel: 16-bit and 8-bit weights (efficiency.FUSED_MOE_FAMILIES).
     (None, 1.0) elsewhere."""
-    from mlrig.estimators.engines import before
-
     if r.gpu.vendor not in eff.FUSED_MOE_VENDORS:
         return None, 1.0
     fused = r.arch.is_moe and r.precision.family in eff.FUSED_MOE_FAMILIES
@@ -739,8 +735,6 @@ def transformers_gptq_kernel(precision: Precision, version: str | None) -> str |
     keys), or None where batched decode costs nothing beyond one pass (Marlin, or a release whose kernel
     choice is not modelled): "gptq-exllamav2" names ExLlamaV2; plain "gptq" before transformers 4.49 is
     the default ExLlama (v1) kernel (GPTQConfig `exllama_config` version 1, AutoGPTQ / optimum)."""
-    from mlrig.estimators.engines import before
-
     if precision.name == "gptq-exllamav2":
         return "exllamav2"
     if precision.name == "gptq" and before(version, (4, 49)):
@@ -816,8 +810,6 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
 def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
-    from mlrig.estimators.engines import transformers_full_logits
-
     s = _setup(r)
     transformers = s.engine == "transformers"
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
