@@ -16,6 +16,11 @@ from typing import Any
 Num = Any  # a Python int / float / bool, or a numpy array of them
 
 
+# Python's numbers: each helper tells them by their type first (a set look-up, no call), since the
+# scalar path runs them a few dozen times per plan and `fit` / `limits` run thousands of plans
+_PLAIN = frozenset({int, float, bool})
+
+
 def is_array(*xs: Num) -> bool:
     for x in xs:  # noqa: SIM110 - a loop, not any(genexpr): this runs a dozen times per formula call
         if hasattr(x, "shape"):
@@ -24,7 +29,7 @@ def is_array(*xs: Num) -> bool:
 
 
 def maximum(a: Num, b: Num) -> Num:
-    if is_array(a, b):
+    if (type(a) not in _PLAIN or type(b) not in _PLAIN) and is_array(a, b):
         import numpy as np
 
         return np.maximum(a, b)
@@ -32,7 +37,7 @@ def maximum(a: Num, b: Num) -> Num:
 
 
 def minimum(a: Num, b: Num) -> Num:
-    if is_array(a, b):
+    if (type(a) not in _PLAIN or type(b) not in _PLAIN) and is_array(a, b):
         import numpy as np
 
         return np.minimum(a, b)
@@ -41,7 +46,7 @@ def minimum(a: Num, b: Num) -> Num:
 
 def where(cond: Num, a: Num, b: Num) -> Num:
     """`a if cond else b`, element-wise for arrays (both sides are evaluated: keep them finite)."""
-    if is_array(cond, a, b):
+    if (type(cond) not in _PLAIN or type(a) not in _PLAIN or type(b) not in _PLAIN) and is_array(cond, a, b):
         import numpy as np
 
         return np.where(cond, a, b)
@@ -50,11 +55,13 @@ def where(cond: Num, a: Num, b: Num) -> Num:
 
 def both(a: Num, b: Num) -> Num:
     """`a and b` for truth values."""
-    return (a & b) if is_array(a, b) else bool(a and b)
+    if (type(a) not in _PLAIN or type(b) not in _PLAIN) and is_array(a, b):
+        return a & b
+    return bool(a and b)
 
 
 def ceil_int(x: Num) -> Num:
-    if is_array(x):
+    if type(x) not in _PLAIN and is_array(x):
         import numpy as np
 
         return np.ceil(x).astype(np.int64)
@@ -63,7 +70,7 @@ def ceil_int(x: Num) -> Num:
 
 def trunc_int(x: Num) -> Num:
     """`int(x)` (towards zero) for floats."""
-    if is_array(x):
+    if type(x) not in _PLAIN and is_array(x):
         import numpy as np
 
         return np.trunc(x).astype(np.int64)
@@ -72,7 +79,7 @@ def trunc_int(x: Num) -> Num:
 
 def round_int(x: Num) -> Num:
     """`round(x)` of a float: the nearest integer, halves to even (numpy's rint does the same)."""
-    if is_array(x):
+    if type(x) not in _PLAIN and is_array(x):
         import numpy as np
 
         return np.rint(x).astype(np.int64)
