@@ -189,8 +189,9 @@ class PassCost:
         return self.weight_bytes + self.kv_bytes + self.other_bytes + self.spill_bytes
 
 
-def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
-    """Fraction of all weights read by one pass of `tokens_in_pass` tokens.
+def read_fraction(arch: ModelArch, tokens_in_pass: Num, touched: Num | None = None) -> Num:
+    """Fraction of all weights read by one pass of `tokens_in_pass` tokens (`touched`: its
+    `experts_touched_fraction`, where the caller has it already).
 
     The input embedding is a row lookup, so its table is not streamed (unless tied to the head).
     MoE: each token routes to k of E experts; with n tokens the expected fraction of experts
@@ -202,7 +203,9 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
-        read = read - pb.experts_routed * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        if touched is None:
+            touched = experts_touched_fraction(arch, tokens_in_pass)
+        read = read - pb.experts_routed * (1.0 - touched)
     return vec.maximum(0.0, read) / total
 
 
@@ -214,7 +217,8 @@ def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
 
 
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      embedding_bytes: float | None = None, expert_bytes: float | None = None) -> Num:
+                      embedding_bytes: float | None = None, expert_bytes: float | None = None,
+                      touched: Num | None = None) -> Num:
     """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
     with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
     quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
@@ -232,12 +236,16 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     step reads its bf16 attention (0.64 B parameters) and output head (0.58 B) at 16 bits and only 2.4 B of its
     19.1 B expert parameters at 4.25 (model card, arXiv 2508.10925, Table 1: 3.6 B active of 20.9 B). That is
     3.7 GB per token, not the 1.6 GB the share gave (Ollama decodes it at 205-215 tok/s on an RTX 5090 / RTX
-    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB)."""
+    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB).
+
+    `touched`: the pass's `experts_touched_fraction`, where the caller has it already (`moe_touched`)."""
     if expert_bytes and embedding_bytes is not None and arch.is_moe and arch.params().experts_routed:
         emb = 0.0 if arch.tie_word_embeddings else embedding_bytes
-        skipped = expert_bytes * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        if touched is None:
+            touched = experts_touched_fraction(arch, tokens_in_pass)
+        skipped = expert_bytes * (1.0 - touched)
         return vec.maximum(0.0, weight_bytes - emb - skipped)
-    read = weight_bytes * read_fraction(arch, tokens_in_pass)
+    read = weight_bytes * read_fraction(arch, tokens_in_pass, touched)
     if embedding_bytes is None or arch.tie_word_embeddings:
         return read
     pb = arch.params()
@@ -246,17 +254,24 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
 
 
 def expert_read_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      routed_bytes: float | None = None) -> Num:
+                      routed_bytes: float | None = None, touched: Num | None = None) -> Num:
     """Bytes of routed-expert weights one pass of `tokens_in_pass` tokens streams: the experts' own
     bytes (`routed_bytes`, quant.routed_expert_bytes, where known; else their parameter share of
     `weight_bytes`) times the fraction of experts the pass touches (`experts_touched_fraction`). They are
     read by the fused / grouped MoE GEMM kernels, not the dense ones (efficiency.MOE_EXPERT_BW_REL). 0 for
-    a dense model."""
+    a dense model. `touched`: as in `read_weight_bytes`."""
     pb = arch.params()
     if not (arch.is_moe and pb.experts_routed):
         return 0.0
     own = routed_bytes if routed_bytes else weight_bytes * pb.experts_routed / max(1, pb.total)
-    return own * experts_touched_fraction(arch, tokens_in_pass)
+    return own * (experts_touched_fraction(arch, tokens_in_pass) if touched is None else touched)
+
+
+def moe_touched(arch: ModelArch, tokens_in_pass: Num) -> Num | None:
+    """`experts_touched_fraction` of a pass, worked out once for the weight and expert reads of one
+    `PassCost` (an array pass evaluates Python's `**` per distinct token count, `vec.power`); None for a
+    model without routed experts (the reads then take none)."""
+    return experts_touched_fraction(arch, tokens_in_pass) if arch.is_moe and arch.params().experts_routed else None
 
 
 def kv_read_replication(arch: ModelArch, tp: int) -> float:
@@ -342,12 +357,13 @@ def decode_cost(
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
     `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`);
     `plain_bytes`: what of the rest is stored at 16 bits in a mixed-width checkpoint (`PassCost.plain_weight_bytes`)."""
-    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes)
+    touched = moe_touched(arch, batch)
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes, touched)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch, expert_bytes),
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch, expert_bytes, touched),
                     expert_flops=expert_gemm_flops(arch, batch),
                     plain_weight_bytes=plain_bytes)
 
@@ -366,12 +382,14 @@ def prefill_cost(
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
     head_tokens = prompt if all_logits else 1.0
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
-    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes, expert_bytes)
+    tokens = batch * prompt
+    touched = moe_touched(arch, tokens)
+    w = read_weight_bytes(arch, weight_bytes, tokens, embedding_bytes, expert_bytes, touched)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch * prompt, expert_bytes),
-                    expert_flops=expert_gemm_flops(arch, batch * prompt),
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, tokens, expert_bytes, touched),
+                    expert_flops=expert_gemm_flops(arch, tokens),
                     plain_weight_bytes=plain_bytes)
 
 
