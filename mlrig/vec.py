@@ -45,10 +45,15 @@ def minimum(a: Num, b: Num) -> Num:
 
 
 def where(cond: Num, a: Num, b: Num) -> Num:
-    """`a if cond else b`, element-wise for arrays (both sides are evaluated: keep them finite)."""
+    """`a if cond else b`, element-wise for arrays (both sides are evaluated: keep them finite). Labels
+    (a side that is a str) make an array of Python strings (object dtype), as the one-plan path holds
+    them: numpy's fixed-width unicode arrays cost several times more to build, and more again to turn
+    into the objects a sweep's rows are made of."""
     if (type(cond) not in _PLAIN or type(a) not in _PLAIN or type(b) not in _PLAIN) and is_array(cond, a, b):
         import numpy as np
 
+        if type(a) is str or type(b) is str:
+            a, b = (np.array(x, object) if type(x) is str else x for x in (a, b))
         return np.where(cond, a, b)
     return a if cond else b
 

@@ -48,3 +48,16 @@ def test_power_of_one_base_over_repeated_exponents_is_pythons_per_element() -> N
         want = np.array([0.9375 ** e for e in exp.ravel().tolist()], float).reshape(exp.shape)
         assert got.shape == exp.shape and np.array_equal(got, want, equal_nan=True)
     assert vec.power(2, np.array([1, 3])).tolist() == [2.0, 8.0]  # an int base as a float, as before
+
+
+def test_where_of_labels_is_an_array_of_python_strings() -> None:
+    """vec.where with a str side (a figure's `bound`) gives what the one-plan path gives per element: Python
+    strings, in an object array (not numpy's fixed-width unicode), nested or mixed with an array of labels."""
+    rng = np.random.default_rng(5)
+    a, b = rng.random(1000) > 0.5, rng.random(1000) > 0.3
+    got = vec.where(a, "interconnect", vec.where(b, "compute", "memory-bandwidth"))
+    want = [("interconnect" if x else ("compute" if y else "memory-bandwidth")) for x, y in zip(a.tolist(), b.tolist(),
+                                                                                            strict=True)]
+    assert got.dtype == object and got.tolist() == want and all(type(v) is str for v in got.tolist())
+    assert vec.where(b, "host", got).tolist() == ["host" if y else w for y, w in zip(b.tolist(), want, strict=True)]
+    assert vec.where(False, "host", "compute") == "compute"
