@@ -119,12 +119,13 @@ def _distinct(x: Any) -> tuple[Any, Any]:
     its value's index. Others by sorting (np.unique, whose NaNs collapse into one that `searchsorted` finds)."""
     import numpy as np
 
-    if x.size and x.dtype.kind in "iu":
-        lo = int(x.min())
-        span = int(x.max()) - lo + 1
+    if x.size and (x.dtype.kind == "i" or (x.dtype.kind == "u" and x.dtype.itemsize < 8)):
+        wide = x.astype(np.int64, copy=False)  # x - lo in x's own width may overflow (int8: 100 - -100)
+        lo = int(wide.min())
+        span = int(wide.max()) - lo + 1
         if span <= 1 << 24:
             index = np.int32 if x.size < 1 << 31 else np.int64
-            offset = (x - lo).ravel()
+            offset = (wide - lo).ravel()
             slot = np.zeros(span, index)
             position = np.arange(offset.size, dtype=index)
             slot[offset] = position  # of the elements sharing a value, one position lands (which: no matter)
