@@ -1432,7 +1432,7 @@ def fewest_gpus(r: ResolvedPlan, max_gpus: int = 64) -> int | None:
 
 
 __all__ = ["CAL", "Calibration", "MemoryEstimate", "estimate_memory", "kv_bytes_per_token", "lora_params",
-           "memory_fits",
+           "memory_fits", "largest_batch", "longest_context", "fewest_gpus",
            "layer_activation_bytes", "lora_full_params", "max_batch_size", "max_context_tokens", "min_gpus",
            "optimizer_cost",
            "weights_per_gpu_bytes"]
