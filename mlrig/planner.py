@@ -161,25 +161,28 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     from mlrig import quant
 
     notes: list[str] = []
-    precision_given = "precision" in p.workload.model_fields_set
+    w = p.workload
+    precision_given = "precision" in w.model_fields_set
     # One spelling per precision from here on ("float16" -> "fp16", "Q4_K_M" -> "q4_k_m"), so every
-    # estimator classifies the same format the same way.
-    w = p.workload.model_copy(update={
-        "precision": quant.normalise_precision(p.workload.precision),
-        "kv_cache_precision": (quant.normalise_precision(p.workload.kv_cache_precision)
-                               if p.workload.kv_cache_precision else None)})
-    p = p.model_copy(update={"workload": w})
-    if p.workload.task != "inference":
-        return p, notes
+    # estimator classifies the same format the same way. The workload's changes are gathered and made in
+    # one copy (a plan is copied once per defaults taken, ~1,800 times in one `fit` over the catalog).
+    changes: dict[str, Any] = {
+        "precision": quant.normalise_precision(w.precision),
+        "kv_cache_precision": quant.normalise_precision(w.kv_cache_precision) if w.kv_cache_precision else None}
+    if w.task != "inference":
+        return p.model_copy(update={"workload": w.model_copy(update=changes)}), notes
     hw = p.hardware
     shipped = arch and (arch.weight_format or arch.quant_method)
     if not precision_given and arch is not None and shipped:
         native = quant.native_precision(arch)
-        if native != w.precision:
-            w = w.model_copy(update={"precision": native})
+        if native != changes["precision"]:
+            changes["precision"] = native
             notes.append(f"no precision given: the weights as shipped ({native}); pass --precision to change")
     if w.engine is None:
-        w = w.model_copy(update={"engine": default_engine(w.precision, gpu, p)})
+        # default_engine reads the plan's batch, load, offload and GPU count, none of which change here
+        changes["engine"] = default_engine(changes["precision"], gpu, p)
+    w = w.model_copy(update=changes)
+    if "engine" in changes:
         why = ("what users of this setup most likely run" if w.engine != "vllm"
                else "the serving engine datacentre, multi-GPU, batched and HF-checkpoint users run")
         notes.append(f"no engine given: assumed {w.engine}, {why} (pass --engine vllm, llama.cpp, sglang, "
@@ -464,18 +467,27 @@ def evaluate_case(obj: Any, *, plan: Plan | None = None, arch: ModelArch | None 
 def limits(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None,
            gpu: GPU | None = None) -> dict[str, int | None]:
     """The inverse questions: largest batch and context that fit, fewest GPUs of this kind."""
-    from mlrig.estimators.memory import max_batch_size, max_context_tokens, min_gpus
+    from mlrig.estimators.resolved import resolve
 
     p = parse_plan(plan)
     arch = arch or resolve_arch(p)
     gpu = gpu or resolve_hardware(p)
     p, _ = with_defaults(p, gpu, arch)
+    return resolved_limits(resolve(arch, p, gpu))
+
+
+def resolved_limits(r: ResolvedPlan) -> dict[str, int | None]:
+    """`limits` of a plan resolved with its defaults taken (as `resolve_plan` gives it): the three
+    questions asked of one resolution."""
+    from mlrig.estimators.memory import fewest_gpus, largest_batch, longest_context
+
+    arch, p = r.arch, r.plan
     if arch.max_position_embeddings and not p.workload.allow_long_context and p.workload.task == "inference":
-        ctx_max = max_context_tokens(arch, p, gpu, limit=arch.max_position_embeddings)  # check_setup's limit
+        ctx_max = longest_context(r, limit=arch.max_position_embeddings)  # check_setup's limit
     else:
-        ctx_max = max_context_tokens(arch, p, gpu)
+        ctx_max = longest_context(r)
     return {
-        "max_batch_size": max_batch_size(arch, p, gpu),
+        "max_batch_size": largest_batch(r),
         "max_context_tokens": ctx_max,
-        "min_gpus": min_gpus(arch, p, gpu),
+        "min_gpus": fewest_gpus(r),
     }

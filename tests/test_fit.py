@@ -74,3 +74,30 @@ def test_training_on_several_gpus_stays_data_parallel() -> None:
                     "training": {"zero_stage": 3}, "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}})
     assert r.memory is not None and one.memory is not None
     assert r.memory.per_gpu_gib < one.memory.per_gpu_gib  # ZeRO-3 shards over the 4 GPUs
+
+
+def test_catalog_scan_builds_each_precisions_plan_as_parse_plan_does() -> None:
+    """`fit --gpu G` validates each precision's workload once for the whole catalog (fit._ladder_workloads)
+    and puts it into each model's plan; that plan must be the one parse_plan builds from the same fields,
+    down to which fields were set (the planner's defaults look at them)."""
+    from mlrig.commands._common import workload_fields
+    from mlrig.commands.fit import PRECISION_LADDER, _ladder_workloads
+    from mlrig.planner import parse_plan, plan_from_fields
+
+    flags = [{}, {"context": 8192, "batch": 4}, {"engine": "vllm", "count": 4},
+             {"task": "finetune", "method": "qlora"}, {"count": 2, "tp": 2}]
+    for flag in flags:
+        fields = workload_fields(**flag)
+        fields.pop("precision")
+        workloads = _ladder_workloads("h100-sxm-80gb", list(PRECISION_LADDER), fields)
+        for model in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b"):
+            p0 = parse_plan(plan_from_fields(model, gpu="h100-sxm-80gb", **fields))
+            for prec in PRECISION_LADDER:
+                got = p0.model_copy(update={"workload": workloads[prec]})
+                want = parse_plan(plan_from_fields(model, gpu="h100-sxm-80gb", precision=prec, **fields))
+                assert got == want and got.workload.precision == prec
+                for part in ("", "workload", "hardware", "training"):
+                    a, b = (getattr(x, part) if part else x for x in (got, want))
+                    assert (a is None) == (b is None)
+                    if a is not None:
+                        assert a.model_fields_set == b.model_fields_set, (flag, model, prec, part)

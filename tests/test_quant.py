@@ -215,3 +215,14 @@ def test_int4_group_sizes_of_gpt_fast_and_torchao() -> None:
         normalise_precision("int4-g48")
     _, parts = weight_bytes_by_component(resolve_model("meta-llama/Meta-Llama-3-8B"), "int4-g64")
     assert (parts["linear"] + parts["lm_head"]) / 1e9 == pytest.approx(4.22, abs=0.02)
+
+
+def test_more_bits_fraction_counts_llama_cpps_use_more_bits_layers() -> None:
+    """quant._more_bits_fraction counts without a loop what llama.cpp's `use_more_bits(i, n)` picks layer
+    by layer (src/llama-quant.cpp: i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2)."""
+    from mlrig.quant import _more_bits_fraction
+
+    for n in range(1, 400):
+        picked = [i for i in range(n) if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2]
+        assert _more_bits_fraction(n) == len(picked) / n, n
+    assert _more_bits_fraction(32) == 16 / 32  # Llama-3-8B: layers 0-3, 28-31 and 6, 9, ..., 27 between

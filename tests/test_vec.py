@@ -33,3 +33,33 @@ def test_power_and_the_element_wise_twins_match_python() -> None:
     assert (np.abs(a) * 1e9 // 3.3).tolist() == [abs(x) * 1e9 // 3.3 for x in a.tolist()]
     # numbers stay numbers: `mlrig plan` never touches numpy
     assert type(vec.maximum(1, 2.5)) is float and vec.where(True, "a", "b") == "a" and vec.both(1, 0) is False
+
+
+def test_power_of_one_base_over_repeated_exponents_is_pythons_per_element() -> None:
+    """vec.power with one base works out each distinct exponent once (vec._distinct: a table by value for
+    integers of a modest span, sorting otherwise); every element must still be Python's own `**`, in place."""
+    rng = np.random.default_rng(11)
+    batch, prompt = rng.integers(1, 257, 5000), rng.choice([1920, 3968, 8064, 32640], 5000)
+    beyond_the_table = [np.array([1, 2**40, 5, 2**40, 1]), np.array([3, 1 << 25, 3])]
+    cases = [batch, batch * prompt, (batch * prompt).reshape(50, 100), np.array([-3, 2, -3, 7, 2]),
+             np.array([3, 1, 3, 250], np.uint8), np.array([-128, 0, -127, -128], np.int8), *beyond_the_table,
+             np.array([7, 2**63 + 5, 7], np.uint64), batch * 0.37,
+             np.array([1.0, np.nan, 3.0, np.nan, -0.0, 0.0, 3.0]), np.array([], np.int64), np.array(9)]
+    for exp in cases:
+        got = vec.power(0.9375, exp)
+        want = np.array([0.9375 ** e for e in exp.ravel().tolist()], float).reshape(exp.shape)
+        assert got.shape == exp.shape and np.array_equal(got, want, equal_nan=True)
+    assert vec.power(2, np.array([1, 3])).tolist() == [2.0, 8.0]  # an int base as a float, as before
+
+
+def test_where_of_labels_is_an_array_of_python_strings() -> None:
+    """vec.where with a str side (a figure's `bound`) gives what the one-plan path gives per element: Python
+    strings, in an object array (not numpy's fixed-width unicode), nested or mixed with an array of labels."""
+    rng = np.random.default_rng(5)
+    a, b = rng.random(1000) > 0.5, rng.random(1000) > 0.3
+    got = vec.where(a, "interconnect", vec.where(b, "compute", "memory-bandwidth"))
+    want = [("interconnect" if x else ("compute" if y else "memory-bandwidth")) for x, y in zip(a.tolist(), b.tolist(),
+                                                                                            strict=True)]
+    assert got.dtype == object and got.tolist() == want and all(type(v) is str for v in got.tolist())
+    assert vec.where(b, "host", got).tolist() == ["host" if y else w for y, w in zip(b.tolist(), want, strict=True)]
+    assert vec.where(False, "host", "compute") == "compute"

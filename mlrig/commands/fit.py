@@ -34,6 +34,7 @@ from mlrig.commands._common import (
 
 if TYPE_CHECKING:
     from mlrig.results import PlanResult
+    from mlrig.workload import WorkloadSpec
 
 # Highest quality first: the formats users pick between when something does not fit
 # (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
@@ -145,15 +146,24 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
 def _across_models(gpu: str | None, precision: str | None,
                    fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """For each decoder in the catalog, the highest-quality precision that fits (largest models first):
-    each precision's memory (`planner.resolve_plan`, `estimate_memory`) until one fits, and the whole
-    result (`planner.result_of`, as `evaluate` gives it) of that one, or of the last tried."""
+    each precision's memory (`planner.resolve_plan`, `memory_fits`) until one fits, and the whole
+    result (`estimate_memory`, `planner.result_of`, as `evaluate` gives it) of that one, or of the last
+    tried, with its limits (`planner.resolved_limits`, as `limits` gives them)."""
     from mlrig.catalog.models import load_model_catalog
-    from mlrig.estimators.memory import estimate_memory
-    from mlrig.planner import limits, parse_plan, plan_from_fields, resolve_hardware, resolve_plan, result_of
+    from mlrig.estimators.memory import estimate_memory, memory_fits
+    from mlrig.planner import (
+        parse_plan,
+        plan_from_fields,
+        resolve_hardware,
+        resolve_plan,
+        resolved_limits,
+        result_of,
+    )
 
     ladder = [precision] if precision else list(PRECISION_LADDER)
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
     spec = resolve_hardware(parse_plan(plan_from_fields("custom", gpu=gpu, **fields)))
+    workloads = _ladder_workloads(gpu, ladder, fields)
     rows = []
     for arch in archs:
         last = None
@@ -162,17 +172,28 @@ def _across_models(gpu: str | None, precision: str | None,
                 p0.workload.context_tokens or 0) > arch.max_position_embeddings and not p0.workload.allow_long_context:
             continue  # a model that cannot hold this context is no candidate (plan refuses it)
         for k, prec in enumerate(ladder):
-            p = parse_plan(plan_from_fields(arch.id, gpu=gpu, precision=prec, **fields))
+            p = p0.model_copy(update={"workload": workloads[prec]})  # = parse_plan of these fields with prec
             r, notes = resolve_plan(p, arch=arch, gpu=spec)
-            memory = estimate_memory(r)
-            if memory.fits or k == len(ladder) - 1:  # only the row shown needs its speed
+            if memory_fits(r)[0] or k == len(ladder) - 1:  # only the row shown needs its memory's notes and speed
+                memory = estimate_memory(r)
                 last = _row(result_of(r, memory, notes), prec)
                 if memory.fits:
-                    last["limits"] = limits(p, arch=arch, gpu=spec)
+                    last["limits"] = resolved_limits(r)
                     break
         if last is not None:
             rows.append(last)
     return rows, f"catalog models on {spec.name}: the best precision that fits"
+
+
+def _ladder_workloads(gpu: str | None, ladder: list[str], fields: dict[str, Any]) -> dict[str, WorkloadSpec]:
+    """The workload section of each precision's plan, validated once for the whole catalog: a plan's
+    workload does not depend on its model (the plan's own checks read only its training and hardware), so
+    `parse_plan(plan_from_fields(model, gpu=gpu, precision=prec, **fields))` is the model's plan without
+    a precision with this section put in (tests/test_fit.py checks the two are equal, fields set included)."""
+    from mlrig.planner import parse_plan, plan_from_fields
+
+    return {prec: parse_plan(plan_from_fields("custom", gpu=gpu, precision=prec, **fields)).workload
+            for prec in ladder}
 
 
 def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict[str, bool]) -> None:

@@ -20,10 +20,19 @@ from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
+    BIG_GPU_GIB,
+    VLLM_SAMPLER_BYTES_PER_LOGIT,
+    VLLM_TRITON_SCRATCH_ROWS,
     bnb_keeps_4bit_input,
     litgpt_era,
     sglang_mem_fraction_static,
+    transformers_full_logits,
+    transformers_legacy_cache,
     trtllm_tensorrt_engine,
+    vllm_big_gpu_defaults,
+    vllm_graphs_in_profile,
+    vllm_sampler_path,
+    vllm_v1,
 )
 from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
@@ -162,9 +171,15 @@ def kv_bytes_per_token(arch: ModelArch, context_tokens: Num, kv_precision: str, 
     sliding windows) x bytes per element. TP splits KV heads (Megatron / vLLM); when TP
     exceeds the KV heads each GPU keeps one replicated head; MLA's latent is replicated on
     every TP rank (vLLM MLA backend). PP splits layers."""
+    return _kv_token_bytes(arch, context_tokens, quant.kv_bytes_per_element(kv_precision), tp, pp)
+
+
+def _kv_token_bytes(arch: ModelArch, context_tokens: Num, bytes_per_element: float, tp: int, pp: int) -> Num:
+    """`kv_bytes_per_token` given the cache dtype's bytes per element (a resolved plan's
+    `kv_bytes_per_element`, read once)."""
     values = arch.kv_values_per_token(vec.maximum(1, context_tokens))
     share = 1.0 if arch.is_mla else math.ceil(arch.kv_heads / tp) / arch.kv_heads
-    return values * share * quant.kv_bytes_per_element(kv_precision) / pp
+    return values * share * bytes_per_element / pp
 
 
 def _mlp_width(arch: ModelArch) -> int:
@@ -209,8 +224,6 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
     leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them)."""
-    from mlrig.estimators.engines import BIG_GPU_GIB, vllm_big_gpu_defaults, vllm_v1
-
     # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
     tokens: Num = 8192 if big else 2048
@@ -240,8 +253,6 @@ def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version:
     bf16 hidden states ([tokens, hidden]; the last positions' copy and its random stand-in, [rows, hidden]
     each) are still alive. The forward's own intermediates were freed before it, so the profile's peak is
     the larger of the two, not their sum (`_vllm_activation_bytes`)."""
-    from mlrig.estimators.engines import VLLM_SAMPLER_BYTES_PER_LOGIT, VLLM_TRITON_SCRATCH_ROWS, vllm_sampler_path
-
     path = vllm_sampler_path(version)
     rows = vec.minimum(seqs, tokens)
     sampler = VLLM_SAMPLER_BYTES_PER_LOGIT[path] * rows * arch.vocab_size
@@ -256,8 +267,6 @@ def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
     after allocating the KV cache (worker.py determine_num_available_blocks, then capture_model) and takes
     the pre-0.18 figures. With TP and no P2P (vLLM's custom all-reduce off) the 0.10.1 DLVLLM-0123 / -0125
     pools come out within 2 % with the same 0.41 GiB, so no separate figure for it."""
-    from mlrig.estimators.engines import vllm_graphs_in_profile
-
     if vllm_graphs_in_profile(plan.workload.engine_version):
         return CAL.vllm_non_torch_bytes + (CAL.vllm_non_torch_tp_bytes if tp > 1 else 0.0)
     return CAL.vllm_non_torch_pre_graph_bytes + (CAL.vllm_non_torch_pre_graph_tp_bytes if tp > 1 else 0.0)
@@ -417,7 +426,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
 
         routed = r.weight_parts.get("experts_routed", 0.0)
         weights += expert_weight_bytes_per_gpu(arch, routed, tp, pp, hw.expert_parallel) - routed / (tp * pp)
-    kv_tok = kv_bytes_per_token(arch, ctx, r.kv_precision, tp, pp)
+    kv_tok = _kv_token_bytes(arch, ctx, r.kv_bytes_per_element, tp, pp)
     cap = gpu.capacity_gib * GiB
     overhead = _context_overhead(gpu)
     heads_gpu = arch.num_heads / tp
@@ -473,8 +482,6 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         step_tokens = vec.minimum(prompt1, MLX_PREFILL_STEP) if engine.startswith("mlx") else prompt1
         act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu, prompt1) / pp
         act = act + batch * arch.vocab_size * 4 * 2  # fp32 logits and their softmax probabilities
-        from mlrig.estimators.engines import transformers_full_logits, transformers_legacy_cache
-
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             # transformers < 4.45: the prefill's forward returns logits for every prompt position
             # (no num_logits_to_keep), bf16 and then upcast with `logits.float()` in the model's
@@ -538,8 +545,6 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         if engine == "vllm":
             notes.append(f"vLLM reserves gpu_memory_utilization={w.gpu_memory_utilization or 0.9:g} x {cap_gib:.2f} "
                          "GiB; KV pool = reservation - weights - profiled activation peak - non-torch memory")
-            from mlrig.estimators.engines import vllm_sampler_path, vllm_v1
-
             if vllm_v1(w.engine_version) and vllm_sampler_path(w.engine_version) == "sort":
                 notes.append(f"vLLM {w.engine_version}: the profile's sampler warm-up sorts the logits (torch "
                              "top-k/top-p, ~38 B per logit); with FlashInfer's sampler in use (its log says 'Using "
@@ -576,8 +581,6 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
     else:
         if engine not in _MODELLED:
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
-        from mlrig.estimators.engines import transformers_full_logits, transformers_legacy_cache
-
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
                          f"{w.prompt_tokens} prompt tokens in the prefill")
@@ -1381,8 +1384,22 @@ def _with(plan: Plan, **changes: object) -> Plan:
 
 def _ok(r: ResolvedPlan, plan: Plan) -> bool:
     """Whether `plan`, a variant of r's (another batch, context or GPU count), fits with its whole batch."""
-    e = estimate_memory(r.with_plan(plan))
-    return e.fits and e.batch_fits
+    fits, batch_fits = memory_fits(r.with_plan(plan))
+    return fits and batch_fits
+
+
+def memory_fits(r: ResolvedPlan) -> tuple[bool, bool]:
+    """`estimate_memory(r)`'s `fits` and `batch_fits`: the same figures (`inference_memory` /
+    `training_memory` for the plan's own numbers), without the notes and breakdown, for a question that
+    asks only whether it fits (`mlrig fit`'s precision ladder, `min_gpus`)."""
+    w = r.workload
+    if w.task == "inference":
+        m = inference_memory(r, w.batch_size, w.context, w.prompt_tokens)
+        return bool(m.fits), bool(m.batch_fits)  # batch_fits is fits itself but for the paged engines
+    t = r.training
+    assert t is not None
+    fits = bool(training_memory(r, w.batch_size, t.seq_len or w.context).fits)
+    return fits, fits
 
 
 def largest_true(pred: Callable[[int], bool], lo: int, hi: int, *, gallop: bool = False) -> int:
@@ -1422,8 +1439,12 @@ def fits_with(r: ResolvedPlan, batch: int, context: int, prompt: int = 0) -> boo
 
 def max_batch_size(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 1_000_000) -> int:
     """Largest batch (concurrent sequences / micro-batch) that fits; 0 if none."""
-    r = resolve(arch, plan, gpu)
-    w, t = plan.workload, plan.training
+    return largest_batch(resolve(arch, plan, gpu), limit)
+
+
+def largest_batch(r: ResolvedPlan, limit: int = 1_000_000) -> int:
+    """`max_batch_size` of a plan already resolved (`planner.limits` asks three questions of one)."""
+    w, t = r.workload, r.training
     context = w.context if w.task == "inference" or t is None else t.seq_len or w.context
     return max(0, largest_true(lambda n: fits_with(r, n, context, w.prompt_tokens), 1, limit, gallop=True))
 
@@ -1432,15 +1453,24 @@ def max_context_tokens(arch: ModelArch, plan: Plan, gpu: GPU, limit: int = 10_00
     """Longest context (tokens per sequence) that fits; 0 if none. For training, seq_len. The prompt
     never exceeds the context (a shorter context holds a shorter prompt); a plan that gave only its
     context has a prompt filling each context tried (`WorkloadSpec.prompt_at`)."""
-    r = resolve(arch, plan, gpu)
-    w = plan.workload
+    return longest_context(resolve(arch, plan, gpu), limit)
+
+
+def longest_context(r: ResolvedPlan, limit: int = 10_000_000) -> int:
+    """`max_context_tokens` of a plan already resolved."""
+    w = r.workload
     return max(0, largest_true(lambda n: fits_with(r, w.batch_size, n, w.prompt_at(n)), 1, limit))
 
 
 def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int | None:
     """Fewest GPUs of this kind that fit: tensor parallel for inference (powers of two up to
     8, then pipeline stages), ZeRO-3 data parallel for training. None if max_gpus is not enough."""
-    r = resolve(arch, plan, gpu)
+    return fewest_gpus(resolve(arch, plan, gpu), max_gpus)
+
+
+def fewest_gpus(r: ResolvedPlan, max_gpus: int = 64) -> int | None:
+    """`min_gpus` of a plan already resolved."""
+    plan = r.plan
     counts = [n for n in (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512) if n <= max_gpus]
     for n in counts:
         if plan.workload.task == "inference":
@@ -1458,6 +1488,7 @@ def min_gpus(arch: ModelArch, plan: Plan, gpu: GPU, max_gpus: int = 64) -> int |
 
 
 __all__ = ["CAL", "Calibration", "MemoryEstimate", "estimate_memory", "kv_bytes_per_token", "lora_params",
+           "memory_fits", "largest_batch", "longest_context", "fewest_gpus",
            "layer_activation_bytes", "lora_full_params", "max_batch_size", "max_context_tokens", "min_gpus",
            "optimizer_cost",
            "weights_per_gpu_bytes"]

@@ -34,6 +34,13 @@ from pydantic import BaseModel, ConfigDict
 from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators.engines import (
+    before,
+    transformers_full_logits,
+    trtllm_custom_allreduce,
+    vllm_custom_allreduce_on_amd,
+    vllm_multi_step,
+)
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
 from mlrig.results import Performance
 from mlrig.vec import Num
@@ -192,8 +199,9 @@ class PassCost:
         return self.weight_bytes + self.kv_bytes + self.other_bytes + self.spill_bytes
 
 
-def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
-    """Fraction of all weights read by one pass of `tokens_in_pass` tokens.
+def read_fraction(arch: ModelArch, tokens_in_pass: Num, touched: Num | None = None) -> Num:
+    """Fraction of all weights read by one pass of `tokens_in_pass` tokens (`touched`: its
+    `experts_touched_fraction`, where the caller has it already).
 
     The input embedding is a row lookup, so its table is not streamed (unless tied to the head).
     MoE: each token routes to k of E experts; with n tokens the expected fraction of experts
@@ -205,7 +213,9 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
-        read = read - pb.experts_routed * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        if touched is None:
+            touched = experts_touched_fraction(arch, tokens_in_pass)
+        read = read - pb.experts_routed * (1.0 - touched)
     return vec.maximum(0.0, read) / total
 
 
@@ -217,7 +227,8 @@ def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
 
 
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      embedding_bytes: float | None = None, expert_bytes: float | None = None) -> Num:
+                      embedding_bytes: float | None = None, expert_bytes: float | None = None,
+                      touched: Num | None = None) -> Num:
     """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
     with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
     quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
@@ -235,12 +246,16 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     step reads its bf16 attention (0.64 B parameters) and output head (0.58 B) at 16 bits and only 2.4 B of its
     19.1 B expert parameters at 4.25 (model card, arXiv 2508.10925, Table 1: 3.6 B active of 20.9 B). That is
     3.7 GB per token, not the 1.6 GB the share gave (Ollama decodes it at 205-215 tok/s on an RTX 5090 / RTX
-    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB)."""
+    PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB).
+
+    `touched`: the pass's `experts_touched_fraction`, where the caller has it already (`moe_touched`)."""
     if expert_bytes and embedding_bytes is not None and arch.is_moe and arch.params().experts_routed:
         emb = 0.0 if arch.tie_word_embeddings else embedding_bytes
-        skipped = expert_bytes * (1.0 - experts_touched_fraction(arch, tokens_in_pass))
+        if touched is None:
+            touched = experts_touched_fraction(arch, tokens_in_pass)
+        skipped = expert_bytes * (1.0 - touched)
         return vec.maximum(0.0, weight_bytes - emb - skipped)
-    read = weight_bytes * read_fraction(arch, tokens_in_pass)
+    read = weight_bytes * read_fraction(arch, tokens_in_pass, touched)
     if embedding_bytes is None or arch.tie_word_embeddings:
         return read
     pb = arch.params()
@@ -249,17 +264,24 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
 
 
 def expert_read_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
-                      routed_bytes: float | None = None) -> Num:
+                      routed_bytes: float | None = None, touched: Num | None = None) -> Num:
     """Bytes of routed-expert weights one pass of `tokens_in_pass` tokens streams: the experts' own
     bytes (`routed_bytes`, quant.routed_expert_bytes, where known; else their parameter share of
     `weight_bytes`) times the fraction of experts the pass touches (`experts_touched_fraction`). They are
     read by the fused / grouped MoE GEMM kernels, not the dense ones (efficiency.MOE_EXPERT_BW_REL). 0 for
-    a dense model."""
+    a dense model. `touched`: as in `read_weight_bytes`."""
     pb = arch.params()
     if not (arch.is_moe and pb.experts_routed):
         return 0.0
     own = routed_bytes if routed_bytes else weight_bytes * pb.experts_routed / max(1, pb.total)
-    return own * experts_touched_fraction(arch, tokens_in_pass)
+    return own * (experts_touched_fraction(arch, tokens_in_pass) if touched is None else touched)
+
+
+def moe_touched(arch: ModelArch, tokens_in_pass: Num) -> Num | None:
+    """`experts_touched_fraction` of a pass, worked out once for the weight and expert reads of one
+    `PassCost` (an array pass evaluates Python's `**` per distinct token count, `vec.power`); None for a
+    model without routed experts (the reads then take none)."""
+    return experts_touched_fraction(arch, tokens_in_pass) if arch.is_moe and arch.params().experts_routed else None
 
 
 def kv_read_replication(arch: ModelArch, tp: int) -> float:
@@ -345,12 +367,13 @@ def decode_cost(
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
     `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`);
     `plain_bytes`: what of the rest is stored at 16 bits in a mixed-width checkpoint (`PassCost.plain_weight_bytes`)."""
-    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes)
+    touched = moe_touched(arch, batch)
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes, touched)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch, expert_bytes),
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch, expert_bytes, touched),
                     expert_flops=expert_gemm_flops(arch, batch),
                     plain_weight_bytes=plain_bytes)
 
@@ -369,12 +392,14 @@ def prefill_cost(
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
     head_tokens = prompt if all_logits else 1.0
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
-    w = read_weight_bytes(arch, weight_bytes, batch * prompt, embedding_bytes, expert_bytes)
+    tokens = batch * prompt
+    touched = moe_touched(arch, tokens)
+    w = read_weight_bytes(arch, weight_bytes, tokens, embedding_bytes, expert_bytes, touched)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
-                    expert_bytes=expert_read_bytes(arch, weight_bytes, batch * prompt, expert_bytes),
-                    expert_flops=expert_gemm_flops(arch, batch * prompt),
+                    expert_bytes=expert_read_bytes(arch, weight_bytes, tokens, expert_bytes, touched),
+                    expert_flops=expert_gemm_flops(arch, tokens),
                     plain_weight_bytes=plain_bytes)
 
 
@@ -595,8 +620,6 @@ def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | Non
     spreading that host time over the n steps (vLLM blog, 2024-09-05, "vLLM v0.6.0: 2.7x Throughput
     Improvement and 5x Latency Reduction": +28 % throughput for Llama 70B on 4 x H100; its benchmarks ran
     `--num-scheduler-steps 10`), so 1/n of it is left per step."""
-    from mlrig.estimators.engines import before, vllm_multi_step
-
     if engine == "vllm" and not before(version, (0, 12)):
         return 0.0
     per_seq = eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
@@ -622,13 +645,9 @@ def _setup(r: ResolvedPlan) -> _Setup:
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
     peer = None
     if link is not None and link.kind == "xgmi":
-        from mlrig.estimators.engines import vllm_custom_allreduce_on_amd
-
         # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
         peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
     elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
-        from mlrig.estimators.engines import trtllm_custom_allreduce
-
         peer = trtllm_custom_allreduce(r.workload.engine_version)
     return _Setup(engine, tp, serial, link, seq_step_s, peer)
 
@@ -666,8 +685,6 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a DeepSeek-V3-style model (MLA, MoE, block-scaled FP8)
     on the engines' early block-FP8 path (efficiency.BLOCK_FP8_EARLY_BEFORE) on NVIDIA / AMD GPUs: its MoE
     layers' many small kernels (efficiency.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S); 0 elsewhere."""
-    from mlrig.estimators.engines import before
-
     a = r.arch
     limit = eff.BLOCK_FP8_EARLY_BEFORE.get(engine)
     if (limit is None or r.gpu.vendor not in eff.FUSED_MOE_VENDORS or not (a.is_moe and a.is_mla)
@@ -716,8 +733,6 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     - The routed experts' grouped GEMMs of a prefill run at efficiency.MOE_EXPERT_COMPUTE_REL of the dense rate
       where they go through the Triton `fused_moe` kernel: 16-bit and 8-bit weights (efficiency.FUSED_MOE_FAMILIES).
     (None, 1.0) elsewhere."""
-    from mlrig.estimators.engines import before
-
     if r.gpu.vendor not in eff.FUSED_MOE_VENDORS:
         return None, 1.0
     fused = r.arch.is_moe and r.precision.family in eff.FUSED_MOE_FAMILIES
@@ -772,8 +787,6 @@ def transformers_gptq_kernel(precision: Precision, version: str | None) -> str |
     keys), or None where batched decode costs nothing beyond one pass (Marlin, or a release whose kernel
     choice is not modelled): "gptq-exllamav2" names ExLlamaV2; plain "gptq" before transformers 4.49 is
     the default ExLlama (v1) kernel (GPTQConfig `exllama_config` version 1, AutoGPTQ / optimum)."""
-    from mlrig.estimators.engines import before
-
     if precision.name == "gptq-exllamav2":
         return "exllamav2"
     if precision.name == "gptq" and before(version, (4, 49)):
@@ -849,8 +862,6 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
 def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
-    from mlrig.estimators.engines import transformers_full_logits
-
     s = _setup(r)
     transformers = s.engine == "transformers"
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, prompt, r.workload.flash_attention,
