@@ -215,8 +215,8 @@ def separate_prefill_passes(r: ResolvedPlan) -> bool:
     A colleague's bound of one pass per prompt moved SGLang HBM throughput 41 % -> 32 % median but GDDR
     2.0 % -> 8.4 %; batching the arrivals as above leaves GDDR at 1.8 % (INFBENCHL4's lock-step waves, held
     out). Fit rows: with COMPUTE_EFF["sglang"]["hbm"] at vLLM's 0.55 this structure alone moved the scope's
-    fit rows (ACCELMARK, DSTACKR1) TTFT 19 % -> 21 % median and TPOT 7 % -> 13 %, all from AccelMark's
-    255-token prompts on an A100 (a pass the roofline prices at 27 ms where the rows show ~20 ms); with
+    fit rows (ACCELMARK, DSTACKR1) TTFT 19 % -> 21 % median and TPOT 7 % -> 13 %, almost all from AccelMark's
+    A100 rows (a 255-token pass the roofline prices at 27 ms where the rows show ~20 ms); with
     SGLang's own prefill rate fitted on its single-user rows (efficiency.py, 0.70) TTFT 15 %, TPOT 7 %,
     throughput 23 % -> 24 % (DeepSeek-R1 on 8x H200 stays ~0.8x: its early block-FP8 MoE prefill, not this).
     The structure is the engine's (its source), not a fit."""
