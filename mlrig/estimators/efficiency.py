@@ -469,6 +469,20 @@ GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S
 # (LMDEPLOY-0007/0009/0045/0047/0087/0089/0132/0135): 0.68 of the fp16 peak leaves them within
 # -4..+14 % (TensorRT-LLM's 0.60, which it started from, put them 7-28 % slow).
 COMPUTE_EFF["lmdeploy"]["hbm"] = 0.68
+# SGLang's prefill on HBM (cuBLAS / CUTLASS GEMMs, FlashInfer prefill attention), fitted on its own single-user
+# TTFT rows, where SGLang runs the prompt as a pass of its own (serving.sglang_prefill_first) and the client sees
+# its first token one decode iteration later (serving.first_token_emission_s): Llama-3.1-8B on an A100 SXM4 40GB
+# under SGLang 0.5.6 (AccelMark) prefilled 28,639 tokens in ~2.97 s (ACCELMARK-0083: TTFT 2,988 ms less a 15.7 ms
+# TPOT, -0084), ~4.0e14 GEMM + ~2.2e14 causal-attention FLOPs at ~207 TFLOPS, and 255 tokens in ~19.6 ms
+# (ACCELMARK-0074: TTFT 32.5 ms less the 12.9 ms TPOT of -0075), ~4.1e12 FLOPs at ~209 TFLOPS: 0.66-0.67 of the
+# A100's 312 TFLOPS in wall time, everything included (the best-shape A100 matmul reaches 0.87: S. Bekman's
+# "Maximum Achievable Matmul FLOPS", cited at AMD_CDNA3_GEMM_REL_EFF). vLLM's 0.55, which SGLang inherited, puts
+# -0083 at 1.30 and -0074 at 1.26 (predicted / measured); 0.62 / 0.70 / 0.75 give -0083 1.16 / 1.04 / 0.98 and
+# -0074 1.20 / 1.15 / 1.12 (the short prompt sits at the roofline's ridge, ROOFLINE_SMOOTHING_P). At 0.70 the fit
+# TTFT rows of the scope (ACCELMARK, DSTACKR1) go from 21 % to 15 % median error; the offline static batch of 100
+# ShareGPT prompts (ACCELMARK-0073) moves the other way, 1.14 -> 1.25 (its varied outputs drain; a plan of fixed
+# lengths cannot say so). DeepSeek's block-FP8 GEMMs of early releases keep their cap (BLOCK_FP8_GEMM_EFF).
+COMPUTE_EFF["sglang"] = {**COMPUTE_EFF["sglang"], "hbm": 0.70}
 # vLLM's GEMMs on full-rate GDDR cards (RTX A6000 and the like; GeForce cards take GEFORCE_HALF_RATE_GEMM_EFF
 #    below): 0.55 was vLLM's HBM prefill figure, assumed here. Fitted on the closed-loop rows where big
 #    batched iterations bind on the tensor rate: Qwen2.5-7B bf16 on an RTX A6000 under vLLM 0.23 at 64-512

@@ -9,7 +9,9 @@ over several iterations so that each iteration handles at most `max_num_batched_
 Per iteration, with `n` running sequences, prompt P and output O tokens per request:
 - the decode part is one roofline pass of `n` sequences at the mean context (`decode_step`);
 - in steady state every request brings P prompt tokens per O generated tokens, so each iteration
-  also prefills n x P / O tokens on average, priced at the prompt's own prefill cost per token;
+  also prefills n x P / O tokens on average, priced at the prompt's own prefill cost per token (its
+  arithmetic only where chunked prefill fuses it into the decode pass; under SGLang, whose scheduler runs
+  new prompts as passes of their own with the decodes paused, the whole pass: `sglang_prefill_first`);
 - output throughput = n / iteration time; requests/s = throughput / O.
 `n` is min(users, the engine's batch cap `max_num_seqs`, the sequences the KV pool holds).
 
@@ -167,7 +169,8 @@ def sglang_default_chunked_prefill(memory_gib: float, version: str | None) -> in
 def fused_prefill_s_per_token(own: PassTime, prompt: int, budget: int | None) -> float:
     """Time per prompt token that the steady state's prefills add to a continuous-batching iteration.
 
-    Under chunked prefill (`budget` not None: vLLM V1, SGLang, or a plan's max_num_batched_tokens) the
+    Under chunked prefill (`budget` not None: vLLM V1 or a plan's max_num_batched_tokens; not SGLang, whose
+    budget caps prefill passes of their own: `sglang_prefill_first`) the
     scheduler packs the waiting prompts' tokens into the same forward pass as the running decodes
     (vLLM V1 "unified" scheduler; Agrawal et al. 2024, Sarathi-Serve, arXiv 2403.02310, "stall-free
     batching": a hybrid batch reads the weights once for its decode and prefill tokens). The weights are
@@ -189,6 +192,74 @@ def fused_prefill_s_per_token(own: PassTime, prompt: int, budget: int | None) ->
     if budget is None or not own.compute_known:
         return t_p
     return min(t_p, (own.compute_s + own.comm_s) / prompt)
+
+
+def sglang_prefill_first(r: ResolvedPlan) -> bool:
+    """Whether the engine runs a batch of new prompts as a forward pass of its own, with the running decodes
+    paused for it, rather than inside the decode iterations (`fused_prefill_s_per_token`).
+
+    SGLang's scheduler is prefill-first: each round `get_next_batch_to_run` first asks
+    `get_new_batch_prefill` for a batch of waiting prompts and runs it alone if there is one, and only else
+    the decode batch; mixing a prefill chunk into the decode batch ("mixed-style chunked prefill") happens
+    only under `--enable-mixed-chunk`, off by default (sgl-project/sglang python/sglang/srt/managers/
+    scheduler.py and server_args.py `enable_mixed_chunk: bool = False`, from 0.3 through the 0.5 series).
+    No plan key turns it on, so every SGLang plan takes the default. The prompts that reached the
+    waiting queue while the previous forward pass ran are admitted together (`PrefillAdder`, FCFS), up to
+    `--chunked-prefill-size` tokens (`prefill_budget`) and `--max-prefill-tokens` (16,384, never below the
+    budget's default tiers): `sglang_prefill_batch`. So, in `load_point` and `rate_run_point`:
+    - a prompt token costs its share of a whole prefill pass (`separate_prefill_s_per_token`: the pass's
+      weight read and overheads shared by that pass's prompts only), not its arithmetic alone
+      (`fused_prefill_s_per_token`), and the running decodes wait for it, so TPOT carries it;
+    - the budget does not cap the running decodes (`chunked_decode_cap` is vLLM's): the KV pool and the
+      batch cap do;
+    - a request's own TTFT is its pass (with the others admitted beside it) and the overlap scheduler's
+      first-token iteration (`first_token_emission_s`).
+    A colleague's bound of one pass per prompt moved SGLang HBM throughput 41 % -> 32 % median but GDDR
+    2.0 % -> 8.4 %; batching the arrivals as above leaves GDDR at 1.8 % (INFBENCHL4's lock-step waves, held
+    out). Fit rows: with COMPUTE_EFF["sglang"]["hbm"] at vLLM's 0.55 this structure alone moved the scope's
+    fit rows (ACCELMARK, DSTACKR1) TTFT 19 % -> 21 % median and TPOT 7 % -> 13 %, almost all from AccelMark's
+    A100 rows (a 255-token pass the roofline prices at 27 ms where the rows show ~20 ms); with
+    SGLang's own prefill rate fitted on its single-user rows (efficiency.py, 0.70) TTFT 15 %, TPOT 7 %,
+    throughput 23 % -> 24 % (DeepSeek-R1 on 8x H200 stays ~0.8x: its early block-FP8 MoE prefill, not this).
+    The structure is the engine's (its source), not a fit."""
+    return r.engine == "sglang"
+
+
+def sglang_prefill_batch(n: int, prompt: int, out: int, budget: int | None, together: bool = False) -> int:
+    """Prompts in one of SGLang's prefill passes in a steady state of `n` running sequences
+    (`sglang_prefill_first`): the requests that arrived during one decode iteration. In steady state as
+    many arrive as complete, n / O per iteration (a closed loop's users send their next request as the
+    last one ends; Poisson arrivals at Little's rate), at least one (a pass holds a whole prompt, so with
+    n < O a pass runs every O / n iterations). When the requests run in step (`together`: fixed lengths in
+    a closed loop or an offline run, every request of a round ends in the same iteration and the next round
+    arrives at once) all n arrive together. At most what fits the budget: a prompt longer than the
+    budget is prefilled in chunks of passes of its own, back to back (the scheduler's `chunked_req` is
+    continued first)."""
+    per_pass = max(1, budget // max(1, prompt)) if budget is not None else 10**9
+    arriving = n if together else round(n / max(1, out))
+    return max(1, min(per_pass, arriving))
+
+
+def in_step(w: WorkloadSpec, rate: float | None) -> bool:
+    """Whether a load's requests run in step (`sglang_prefill_batch`'s `together`): an offline run of fixed
+    lengths or a closed loop whose every round is a wave (`closed_loop_wave_share`); never Poisson arrivals."""
+    if rate is not None:
+        return False
+    if w.load == "offline":
+        return w.lengths == "fixed"
+    return closed_loop_wave_share(w) >= 1.0
+
+
+def separate_prefill_s_per_token(r: ResolvedPlan, n: int, budget: int | None, together: bool = False) -> float:
+    """Time per prompt token of SGLang's prefill passes at `n` running sequences: a pass of
+    `sglang_prefill_batch` prompts (its weight read shared by its prompts only, not by the decodes, and
+    the decodes paused meanwhile), per token. Where `fused_prefill_s_per_token` takes a prompt token's
+    arithmetic only (the weights are read for the decodes anyway), here every pass reads all the weights
+    again: for a few short prompts on a big model that read is most of the pass."""
+    w = r.workload
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
+    k = sglang_prefill_batch(n, prompt, out, budget, together)
+    return prefill_pass(r, k, prompt).seconds / (k * prompt)
 
 
 def prefill_tokens(w: WorkloadSpec) -> int:
@@ -220,8 +291,9 @@ def _own_prompt_share_s(r: ResolvedPlan, prefill_s_per_token: float) -> float:
 def chunked_decode_cap(budget: int, prompt: int, out: int) -> int:
     """Sequences that can be decoding at once in a chunked-prefill steady state.
 
-    Every iteration holds at most `budget` tokens (vLLM's `max_num_batched_tokens`, SGLang's
-    `--chunked-prefill-size`): the running requests' decode tokens first, waiting prompts' chunks in
+    Every iteration holds at most `budget` tokens (vLLM's `max_num_batched_tokens`; not SGLang's
+    `--chunked-prefill-size`, which caps its prefill passes only, the decodes running in passes of their own:
+    `sglang_prefill_first`): the running requests' decode tokens first, waiting prompts' chunks in
     what is left (Agrawal et al. 2024, "Sarathi-Serve", OSDI '24, sec. 4; vLLM V1 scheduler). In steady
     state each request needs P prompt tokens per O outputs, so n decoding sequences need n (1 + P / O)
     tokens per iteration; when that exceeds the budget the prompts cannot be prefilled as fast as
@@ -433,13 +505,21 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     t_f = fused_prefill_s_per_token(alone, prompt, budget)  # its share inside a decode iteration
     limit = min(x for x in (cap, slots, 10**9) if x is not None)
     limit = max(1, limit)
-    if budget is not None:
+    sg_first = sglang_prefill_first(r)
+    if budget is not None and not sg_first:  # SGLang's budget caps its prefill passes, not its decodes
         limit = min(limit, chunked_decode_cap(budget, prompt, out))
+
+    together = in_step(w, rate)
+
+    def share(k: int) -> float:  # a prompt token's time in the iterations of k running sequences
+        return separate_prefill_s_per_token(r, k, budget, together) if sg_first else t_f
+
     saturated = False
     if rate is None:
         if users is None or users <= 0:
             raise MlrigError("a closed-loop load needs users > 0")
         n = min(users, limit)
+        t_f = share(n)
         step, bound = _iteration(r, n, t_f)
         lam = n / step / out  # requests/s completed (= arriving, closed loop)
     else:
@@ -447,7 +527,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         # (duration grows with the batch); capped at the limit.
         n = 1
         for _ in range(50):
-            step, _b = _iteration(r, n, t_f)
+            step, _b = _iteration(r, n, share(n))
             want = max(1, math.ceil(rate * (prompt * t_p + out * step)))
             if want >= limit:
                 n = limit
@@ -455,6 +535,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
             if want == n:
                 break
             n = want
+        t_f = share(n)
         step, bound = _iteration(r, n, t_f)
         capacity = n / step / out
         saturated = n >= limit and rate > capacity
@@ -464,7 +545,8 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     # TTFT: the iteration wait, the prefill queue (M/D/1), the own prefill (chunked or whole), the slot wait,
     # the server front end.
     waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget,
-                                            others=users - 1 if rate is None else n - 1, closed_loop=rate is None)
+                                            others=users - 1 if rate is None else n - 1, closed_loop=rate is None,
+                                            together=together)
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
     if rate is not None and limit < 10**9 and not saturated:
@@ -505,7 +587,8 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
 
 
 def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float, t_f: float,
-                   budget: int | None, *, others: int, closed_loop: bool = False) -> tuple[float, float, float]:
+                   budget: int | None, *, others: int, closed_loop: bool = False,
+                   together: bool = False) -> tuple[float, float, float]:
     """TTFT terms of a request admitted at once into `n` running sequences (iterations of `step` s,
     prompts arriving at `lam` per s; `others` of them running when it arrives): (the wait, the own
     prefill with the iteration that samples the first token, the decode-only iteration). The wait is the
@@ -517,7 +600,12 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
     rho = min(0.95, lam * service)
     wait_prefill = median_prefill_wait_s(rho, service)
     dec_only, _ = _iteration(r, n, 0.0)
-    if budget is not None and budget > n:
+    if sglang_prefill_first(r):
+        # SGLang: the prompt is prefilled in a pass of its own with the others that arrived meanwhile, and
+        # the overlap scheduler hands its first token out after the next decode iteration
+        k = sglang_prefill_batch(n, prompt, max(1, r.workload.output_tokens), budget, together)
+        own = prefill_pass(r, k, prompt).seconds + first_token_emission_s(r, n)
+    elif budget is not None and budget > n:
         own = service + math.ceil(prompt / (budget - n)) * dec_only
     else:
         own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
@@ -605,11 +693,21 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     t_p = alone.seconds / prompt
     t_f = fused_prefill_s_per_token(alone, prompt, budget)
     limit = max(1, min(x for x in (cap, slots, 10**9) if x is not None))
-    if budget is not None:
+    sg_first = sglang_prefill_first(r)
+    if budget is not None and not sg_first:
         limit = min(limit, chunked_decode_cap(budget, prompt, out))
     capped = cap is not None or slots is not None or budget is not None
     cv2 = slot_service_cv2(w)
     dec_cache: dict[int, float] = {}
+    share_cache: dict[int, float] = {}
+
+    def share(k: int) -> float:  # a prompt token's time at k running (`load_point`'s)
+        k = max(1, min(limit, k))
+        if not sg_first:
+            return t_f
+        if k not in share_cache:
+            share_cache[k] = separate_prefill_s_per_token(r, k, budget)
+        return share_cache[k]
 
     def dec(k: int) -> float:
         k = max(1, min(limit, k))
@@ -641,7 +739,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
     horizon = n_requests / rate
     duration = prompt * t_p + out * steady.step_s  # one request at the steady state
-    t_full, _k = admitted_cost(math.inf, dec(limit))  # a backlog is prefilled in full passes
+    # a backlog is prefilled in full passes (vLLM V0) or in SGLang's passes at a full batch
+    t_full = share(limit) if sg_first else admitted_cost(math.inf, dec(limit))[0]
     c_full = limit / (dec(limit) * out + limit * prompt * t_full)  # completions/s of a full batch: the capacity
     total = max(horizon, n_requests / max(c_full, 1e-9)) + 2.0 * duration
     dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
@@ -655,6 +754,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     for _ in range(RATE_RUN_MAX_STEPS * 2):
         arrivals = min(rate, (n_requests - arrived) / dt) if arrived < n_requests - 1e-9 else 0.0
         d = dec_at(max(n, 1.0))
+        t_f = share(round(n))
         want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
         t_a, k_pass = admitted_cost(want, d)
         # the prompts cannot be admitted faster than the GPU prefills them (PREFILL_SHARE_MAX of its time):
@@ -716,7 +816,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         return steady  # not resolved within the step budget: the steady state
     n_med, step_med, _q = median_state
     running = max(1, min(limit, round(n_med)))
-    _s, bound = _iteration(r, running, t_f)
+    _s, bound = _iteration(r, running, share(running))
     # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
     # fixed-length requests' while a batch drains)
     end = max(last["end"], n_requests / c_full)
