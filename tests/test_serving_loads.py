@@ -458,13 +458,13 @@ def test_offloaded_layers_are_checked_against_the_host_ram_present() -> None:
 
 
 def test_a_paged_pool_runs_sequences_at_their_mean_footprint() -> None:
-    """LMDeploy 0.1, 32 users of 2,048 + 2,048 tokens on one A100 (LMDEPLOY-0027): the ~121k-token pool
+    """LMDeploy 0.1.0a1, 32 users of 2,048 + 2,048 tokens on one A100 (LMDEPLOY-0027): the ~121k-token pool
     holds 29 full contexts but all 32 at their mean footprint (3,072), and nobody waited for a slot
     (mean first-token latency 4.1 s). A slot wait would add a whole request's duration."""
     from mlrig.estimators.serving import running_slots
 
     data = {"model": "llama-2-7b", "hardware": {"gpu": "A100 SXM4 80GB"},
-            "workload": {"engine": "lmdeploy", "engine_version": "0.1.0", "precision": "fp16",
+            "workload": {"engine": "lmdeploy", "engine_version": "0.1.0a1", "precision": "fp16",
                          "kv_cache_precision": "fp16", "load": "concurrency", "batch_size": 32,
                          "prompt_tokens": 2048, "output_tokens": 2048}}
     r = evaluate(data)
@@ -484,11 +484,11 @@ def test_a_paged_pool_runs_sequences_at_their_mean_footprint() -> None:
                                                       ("meta-llama/Llama-2-13b-chat-hf", 1, 242.0),
                                                       ("meta-llama/Llama-2-70b-chat-hf", 4, 402.0)])
 def test_lmdeploy_prefill_near_its_published_first_token_latency(model: str, gpus: int, published_ms: float) -> None:
-    """LMDeploy 0.1 (TurboMind, fp16) on A100 SXM4: one user, a 2,048-token prompt (LMDEPLOY-0007 / -0045 /
+    """LMDeploy 0.1.0a1 (TurboMind, fp16) on A100 SXM4: one user, a 2,048-token prompt (LMDEPLOY-0007 / -0045 /
     -0132): the prefill runs at efficiency.COMPUTE_EFF['lmdeploy']['hbm'] of the peak, within 15 %."""
-    data = {"model": {"name": model}, "workload": {"precision": "fp16", "engine": "lmdeploy", "engine_version": "0.1.0",
-                                                    "load": "concurrency", "batch_size": 1, "prompt_tokens": 2048,
-                                                    "output_tokens": 128},
+    data = {"model": {"name": model}, "workload": {"precision": "fp16", "engine": "lmdeploy",
+                                                    "engine_version": "0.1.0a1", "load": "concurrency",
+                                                    "batch_size": 1, "prompt_tokens": 2048, "output_tokens": 128},
             "hardware": {"gpu": "A100 SXM4 80GB", "count": gpus, "tensor_parallel": gpus}}
     perf = evaluate(data).performance
     assert perf is not None and perf.ttft_ms is not None

@@ -58,6 +58,8 @@ def test_only_v0_vllm_runs_prefills_as_passes_of_their_own() -> None:
     assert not separate_prefill_passes(_resolved(_plan("H100 SXM", engine_version="0.20.1")), 2048)
     for engine in ("trt-llm", "lmdeploy"):  # in-flight batching: context requests ride in the iteration
         assert not separate_prefill_passes(_resolved(_plan("H100 SXM", engine=engine, engine_version=None)), None)
+    # LMDeploy before PR #775 (v0.1.0a1) prefilled new prompts in ContextDecode passes before each decode step
+    assert separate_prefill_passes(_resolved(_plan("H100 SXM", engine="lmdeploy", engine_version="0.1.0a1")), None)
 
 
 def test_v0_backlog_beyond_the_prefill_capacity_queues() -> None:

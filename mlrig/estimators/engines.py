@@ -197,6 +197,75 @@ def vllm_v1(text: str | None) -> bool:
     return not before(text, (0, 8))
 
 
+# LMDeploy's TurboMind scheduler (src/turbomind/models/llama/LlamaBatch.cc), by release:
+# - before InternLM/lmdeploy PR #775 ("Unify prefill & decode passes", merged 2023-12-04, first in v0.1.0a2): each
+#   loop of `InternalThreadEntry` runs `ContextDecode()`, which prefills every newly admitted prompt (sub-batches of
+#   at most `max_context_token_num` tokens, each a pass of its own), and only then `Generate()`, the decode step of
+#   all running sequences that samples the new ones' first tokens: prefills are passes of their own, the decodes
+#   stall behind them, and a wave's first tokens all come at the end of its prefill (v0.1.0a1's LlamaBatch.cc);
+# - from PR #775: `Forward` runs the decodes and the waiting prompts' tokens in one `forwardUnified` pass per
+#   iteration, prompts taken FCFS (a partial one chunked) into a token budget that counts the decodes too
+#   (`AdjustMaxInputCount`, `SequenceManager::Materialize`): `num_tokens_per_iter`, capped at
+#   `max_context_token_num`, both `session_len` by default (LlamaTritonModel.cc; the converter's `max_context_token_num
+#   = 1` is multiplied by `session_len`);
+# - from v0.2.5 (2024-03-05) `num_tokens_per_iter` is TurbomindEngineConfig's `max_prefill_token_num`, 8,192
+#   (target_model/base.py `from_engine_config`), still capped at `session_len`;
+# - from v0.6.0 the cap is `max_forward_token_num` = max_prefill_token_num + max_batch_size (LlamaBatch.cc): 8,192
+#   prompt tokens besides the decodes.
+LMDEPLOY_UNIFIED_FROM = (0, 1, 0)  # with a pre-release suffix: from a2 (`lmdeploy_unified_iterations`)
+LMDEPLOY_PREFILL_TOKEN_NUM_FROM = (0, 2, 5)
+LMDEPLOY_FORWARD_TOKEN_NUM_FROM = (0, 6, 0)
+LMDEPLOY_MAX_PREFILL_TOKEN_NUM = 8192
+
+
+def lmdeploy_unified_iterations(text: str | None) -> bool:
+    """Whether LMDeploy `text` runs TurboMind's unified prefill + decode iterations (PR #775, see above): from
+    v0.1.0a2; v0.1.0a1 and the v0.0.x releases prefill in passes of their own. A series ("0.1") takes its newest
+    release; no version: the current release."""
+    v = parse_version(text)
+    if v is None or v.release is None:
+        return True
+    if len(v.release) <= 2:  # a series: its newest release
+        return not v.release < LMDEPLOY_UNIFIED_FROM[:len(v.release)]
+    if v.release < LMDEPLOY_UNIFIED_FROM:
+        return False
+    pre = re.search(r"(?<![\w.])v?0\.1\.0\.?a(\d+)(?![\w.])", (text or "").strip().lower())
+    return not (v.release[:3] == LMDEPLOY_UNIFIED_FROM and pre is not None and int(pre.group(1)) < 2)
+
+
+# LMDeploy's default TurboMind max_batch_size when none is given: 128 (TurbomindEngineConfig, v0.2-v0.5); from
+# v0.6.0 (PR #2434, 2024-09-09) chosen by the device name (lmdeploy/utils.py `get_max_batch_size`): A100 / A800 256,
+# H100 / H800 512, else 128; from v0.10.0 (PR #3921, 2025-09-04) A100 / A800 384, H100 / H800 / H200 / L20Y 1,024.
+LMDEPLOY_BATCH_BY_DEVICE_FROM = (0, 6, 0)
+LMDEPLOY_BATCH_BY_DEVICE_V10_FROM = (0, 10, 0)
+LMDEPLOY_BATCH_BY_DEVICE = {"a100": 256, "a800": 256, "h100": 512, "h800": 512}
+LMDEPLOY_BATCH_BY_DEVICE_V10 = {"a100": 384, "a800": 384, "h100": 1024, "h800": 1024, "l20y": 1024, "h200": 1024}
+
+
+def lmdeploy_default_max_batch_size(gpu: GPU, text: str | None) -> int:
+    """LMDeploy's default TurboMind max_batch_size on `gpu` under release `text` (see above): its device-name
+    table matches substrings of the lower-cased CUDA device name, taken here from the catalog's name."""
+    if before(text, LMDEPLOY_BATCH_BY_DEVICE_FROM):
+        return 128
+    v10 = not before(text, LMDEPLOY_BATCH_BY_DEVICE_V10_FROM)
+    table = LMDEPLOY_BATCH_BY_DEVICE_V10 if v10 else LMDEPLOY_BATCH_BY_DEVICE
+    name = gpu.name.lower()
+    return next((size for key, size in table.items() if key in name), 128)
+
+
+def lmdeploy_prefill_budget(text: str | None, session_len: int, max_batch_size: int | None) -> int | None:
+    """Tokens per TurboMind iteration, decodes included (see above), under LMDeploy `text` with its default
+    max_prefill_token_num: None before PR #775 (prompts prefilled in passes of their own); `session_len`
+    up to v0.2.4; min(8,192, session_len) up to v0.5; 8,192 + max_batch_size from v0.6."""
+    if not lmdeploy_unified_iterations(text):
+        return None
+    if before(text, LMDEPLOY_PREFILL_TOKEN_NUM_FROM):
+        return session_len
+    if before(text, LMDEPLOY_FORWARD_TOKEN_NUM_FROM):
+        return min(LMDEPLOY_MAX_PREFILL_TOKEN_NUM, session_len)
+    return LMDEPLOY_MAX_PREFILL_TOKEN_NUM + (max_batch_size or 0)
+
+
 # vLLM V1 and SGLang size their defaults by the card: 70 GiB or more is "big" (vLLM engine/arg_utils.py
 # `_set_default_args`, SGLang server_args.py).
 BIG_GPU_GIB = 70.0

@@ -58,7 +58,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.engines import vllm_big_gpu_defaults
+from mlrig.estimators.engines import lmdeploy_default_max_batch_size, vllm_big_gpu_defaults
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
     PassTime,
@@ -80,8 +80,8 @@ if TYPE_CHECKING:
 # - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB other than the A100
 #   (engine/arg_utils.py `_set_default_args`; engines.vllm_big_gpu_defaults, as memory._vllm_activation_bytes);
 # - TensorRT-LLM: max_batch_size 256 (trtllm-build / BuildConfig default);
-# - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2+; v0.1's
-#   profile_throughput ran at the concurrency given);
+# - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2-v0.5), by the device from v0.6
+#   (engines.lmdeploy_default_max_batch_size); v0.1's profile_throughput ran at the concurrency given;
 # - TGI: --max-concurrent-requests 128; SGLang: no fixed cap (sized from the KV pool).
 # Engines without continuous batching serve one request at a time unless told otherwise: HF
 # transformers `generate`, gpt-fast, TinyChat and mlx-lm's server; llama.cpp's server runs
@@ -121,14 +121,20 @@ def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
         return w.max_num_seqs
     if engine == "vllm" and v1 and vllm_big_gpu_defaults(gpu):
         return VLLM_V1_BIG_GPU_MAX_NUM_SEQS
+    if engine == "lmdeploy":
+        return lmdeploy_default_max_batch_size(gpu, w.engine_version)
     return DEFAULT_MAX_NUM_SEQS.get(engine)
 
 
-def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
+def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: int | None = None) -> int | None:
     """Tokens per iteration under chunked prefill: the plan's max_num_batched_tokens, else vLLM V1's
-    default or SGLang's `--chunked-prefill-size` default (`sglang_default_chunked_prefill`); None where whole
-    prompts are prefilled in one pass (vLLM V0, TensorRT-LLM, LMDeploy)."""
+    default, SGLang's `--chunked-prefill-size` default (`sglang_default_chunked_prefill`) or LMDeploy
+    TurboMind's iteration budget (`lmdeploy_iteration_budget`); None where whole prompts are prefilled in
+    one pass (vLLM V0, TensorRT-LLM, LMDeploy before v0.1.0a2). `model_max_len`: the model's maximum
+    context (max_position_embeddings), TurboMind's default session_len."""
     w = plan.workload
+    if engine == "lmdeploy":
+        return lmdeploy_iteration_budget(plan, gpu, model_max_len)
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "vllm" and v1:
@@ -136,6 +142,37 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     if engine == "sglang":
         return sglang_default_chunked_prefill(gpu.memory_gib, plan.workload.engine_version)
     return None
+
+
+def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -> int | None:
+    """Tokens of one TurboMind iteration, its decodes included (engines.lmdeploy_prefill_budget).
+
+    From PR #775 (v0.1.0a2) TurboMind runs the running sequences' decodes and the waiting prompts' tokens in
+    one `forwardUnified` pass per iteration (LlamaBatch.cc `Forward`), the prompts taken first come, first
+    served into a token budget, a prompt that does not fit chunked: Sarathi-Serve's stall-free batching,
+    which `load_point` models as chunked prefill. The budget is session_len (the plan's max_model_len, else
+    the model's maximum context, TurboMind's default) up to v0.2.4, min(8,192, session_len) to v0.5 and
+    8,192 prompt tokens beside up to max_batch_size decodes from v0.6; a plan's max_num_batched_tokens is
+    taken as max_prefill_token_num (from v0.6 the decodes come on top). Before PR #775 (v0.1.0a1 and
+    older) every admitted prompt is prefilled in passes of its own before the decode step: None, as for
+    vLLM V0 (`separate_prefill_passes`). LMDeploy's own A100 tables (LMDEPLOY-*, measured on v0.1.0a1)
+    show that older scheduler: 16 users of 2,048-token prompts wait on average 0.89 of the whole wave's
+    prefill (Llama-2-13B 3.44 s of 16 x 0.242 s; InternLM-20B 3.09 of 3.47 s; Llama-2-70B 5.78 of 6.43 s)
+    where FCFS chunks would give about half."""
+    from mlrig.estimators.engines import lmdeploy_prefill_budget, lmdeploy_unified_iterations
+
+    w = plan.workload
+    version = w.engine_version
+    if not lmdeploy_unified_iterations(version):
+        return None
+    cap = batch_cap(plan, "lmdeploy", gpu, True)
+    if w.max_num_batched_tokens is not None:
+        from mlrig.estimators.engines import LMDEPLOY_FORWARD_TOKEN_NUM_FROM, before
+
+        forward = not before(version, LMDEPLOY_FORWARD_TOKEN_NUM_FROM)
+        return w.max_num_batched_tokens + ((cap or 0) if forward else 0)
+    session_len = w.max_model_len or model_max_len or max(w.context, 2048)
+    return lmdeploy_prefill_budget(version, session_len, cap)
 
 
 # SGLang's --chunked-prefill-size default by the GPU memory the device reports (server_args.py; `gpu_mem`
@@ -621,8 +658,12 @@ def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
     """Whether prefills run as passes of their own between the decode passes: vLLM without chunked prefill
     (V0's default scheduler, `_schedule_default`: while prompts wait it runs a prefill step of all that fit,
     and decodes only when none wait; Kwon et al. 2023 sec. 4.5). TensorRT-LLM's and LMDeploy's in-flight
-    batching put context requests into the decode iteration itself, as chunked prefill does."""
-    return budget is None and r.engine == "vllm"
+    batching put context requests into the decode iteration itself, as chunked prefill does; LMDeploy
+    before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there)."""
+    from mlrig.estimators.engines import lmdeploy_unified_iterations
+
+    old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(r.workload.engine_version)
+    return budget is None and (r.engine == "vllm" or old_turbomind)
 
 
 def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
@@ -1060,9 +1101,11 @@ def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
     """Whether the running requests keep decoding while a wave's prompts are prefilled: vLLM's chunked-prefill
     scheduler (V1; V0 with --enable-chunked-prefill) puts the running decodes first in every iteration and
     fills the rest of the budget with prompt chunks (Agrawal et al. 2024, Sarathi-Serve, "stall-free
-    batching"). SGLang's scheduler runs waiting prompts' prefill batches before any decode batch (its mixed
-    chunk mode is opt-in), and engines that prefill whole prompts stall the decodes too."""
-    return engine == "vllm" and budget is not None
+    batching"), and so does LMDeploy's TurboMind from v0.1.0a2 (its decodes first in each `forwardUnified`
+    pass, the prompts' tokens after them: `lmdeploy_iteration_budget`). SGLang's scheduler runs waiting
+    prompts' prefill batches before any decode batch (its mixed chunk mode is opt-in), and engines that
+    prefill whole prompts stall the decodes too."""
+    return engine in ("vllm", "lmdeploy") and budget is not None
 
 
 def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None = None) -> float:
@@ -1108,7 +1151,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
 
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(plan, s.engine, gpu, v1)
-    budget = prefill_budget(plan, s.engine, gpu, v1)
+    budget = prefill_budget(plan, s.engine, gpu, v1, r.arch.max_position_embeddings)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
     slots = running_slots(kv_tokens, w, s.engine) if (paged and kv_tokens) else None
@@ -1191,7 +1234,7 @@ def serving_curve(
     s = _setup(r)
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(r.plan, s.engine, r.gpu, v1)
-    budget = prefill_budget(r.plan, s.engine, r.gpu, v1)
+    budget = prefill_budget(r.plan, s.engine, r.gpu, v1, r.arch.max_position_embeddings)
     slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w, s.engine)
     out: list[ServingPoint] = []
     for c in concurrencies:
