@@ -399,6 +399,10 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
         elif w.num_scheduler_steps > 1:
             notes.append(f"multi-step scheduling: vLLM's per-sequence host time spread over {w.num_scheduler_steps} "
                          "decode steps; a request arriving meanwhile waits for them (TTFT under load not adjusted)")
+    if w.task == "inference" and not w.cuda_graphs:
+        notes.append("no CUDA / HIP graphs (cuda_graphs = false): each decode step launches its kernels from the host "
+                     "(vLLM, SGLang, TGI, llama.cpp on NVIDIA: priced per kernel and layer; other engines and Intel "
+                     "GPUs: no change)")
     if w.task == "inference" and hw.expert_parallel > 1:
         from mlrig.estimators.expert_parallel import EP_ENGINES
 

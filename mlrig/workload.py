@@ -132,6 +132,10 @@ class WorkloadSpec(_Strict):
         "0.10.0): one scheduling and input preparation per this many decode steps")
     allow_long_context: bool = Field(
         False, description="accept a context above the model's maximum (rope scaling), with a warning")
+    cuda_graphs: bool = Field(
+        True, description="false: the engine runs without CUDA / HIP graphs (vLLM --enforce-eager, SGLang "
+        "--disable-cuda-graph, llama.cpp GGML_CUDA_DISABLE_GRAPHS=1), so each decode step launches every kernel "
+        "from the host; true (default): the engine's own default (graphs where it captures them)")
 
     @model_validator(mode="after")
     def _load_needs(self) -> WorkloadSpec:

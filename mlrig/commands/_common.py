@@ -149,6 +149,9 @@ SchedulerStepsOpt = Annotated[int | None, typer.Option(
     "--num-scheduler-steps", help="vLLM 0.6-0.10 multi-step scheduling: decode steps per scheduler call")]
 EngineVersionOpt = Annotated[str | None, typer.Option(
     "--engine-version", help="engine release or build: 0.6.4, b3000, 4.38, 2024-06 (default: current)")]
+EagerOpt = Annotated[bool | None, typer.Option(
+    "--eager/--cuda-graphs", help="run the engine without CUDA/HIP graphs (vLLM --enforce-eager, SGLang "
+    "--disable-cuda-graph): every decode kernel launched from the host (default: the engine's graphs)")]
 LongContextOpt = Annotated[bool | None, typer.Option(
     "--allow-long-context", help="accept a context above the model's maximum (needs rope scaling)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
@@ -195,7 +198,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                     max_model_len: int | None = None, engine_version: str | None = None,
                     allow_long_context: bool | None = None,
-                    num_scheduler_steps: int | None = None) -> dict[str, Any]:
+                    num_scheduler_steps: int | None = None, eager: bool | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
         task = "finetune"
@@ -212,6 +215,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
         "max_model_len": max_model_len, "engine_version": engine_version,
         "allow_long_context": allow_long_context, "num_scheduler_steps": num_scheduler_steps,
+        "cuda_graphs": None if eager is None else not eager,
     }
 
 

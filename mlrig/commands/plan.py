@@ -18,6 +18,7 @@ from mlrig.commands._common import (
     CountOpt,
     CpOpt,
     DataBytesOpt,
+    EagerOpt,
     EngineOpt,
     EngineVersionOpt,
     EpOpt,
@@ -273,7 +274,8 @@ def plan_cmd(
     cached_prompt_tokens: CachedPromptOpt = None, max_num_seqs: MaxNumSeqsOpt = None,
     max_num_batched_tokens: MaxBatchedTokensOpt = None, max_model_len: MaxModelLenOpt = None,
     engine_version: EngineVersionOpt = None, allow_long_context: LongContextOpt = None,
-    num_scheduler_steps: SchedulerStepsOpt = None, activation_checkpointing: ActCkptOpt = None,
+    num_scheduler_steps: SchedulerStepsOpt = None, eager: EagerOpt = None,
+    activation_checkpointing: ActCkptOpt = None,
     lora_targets: LoraTargetsOpt = None,
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
     ep: EpOpt = None, sp: SpOpt = None, power_limit_w: PowerLimitOpt = None,
@@ -307,7 +309,8 @@ def plan_cmd(
                              lengths=lengths, cached_prompt_tokens=cached_prompt_tokens,
                              max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                              max_model_len=max_model_len, engine_version=engine_version,
-                             allow_long_context=allow_long_context, num_scheduler_steps=num_scheduler_steps)
+                             allow_long_context=allow_long_context, num_scheduler_steps=num_scheduler_steps,
+                             eager=eager)
     fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
                                   chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, ep=ep,
                                   sp=sp, power_limit_w=power_limit_w))

@@ -463,6 +463,40 @@ BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
 NO_GRAPH_LAYER_OVERHEAD_S_INTEL = 180e-6
 GRAPH_REPLAY_ENGINES = frozenset({"gpt-fast"})  # engines whose LAYER_OVERHEAD_S is a graph replay's
 
+# A serving engine's decode step without CUDA / HIP graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph,
+#    `workload.cuda_graphs = false`; and the steps vLLM's own capture does not cover, engines.decode_runs_eager): the
+#    host launches every kernel of every layer through PyTorch, so the step costs, beside the graph replay's
+#    LAYER_OVERHEAD_S, about kernels per layer x layers x the host time per kernel
+#    (performance.eager_decode_layer_s). Kernels per decode layer of a dense Llama-style model in vLLM's model code
+#    (vllm/model_executor/models/llama.py, 0.6: LlamaDecoderLayer.forward): input RMSNorm (fused add + norm, 1),
+#    qkv_proj (1), rotary embedding (1), attention (cache write `reshape_and_cache` + paged decode attention, 2),
+#    o_proj (1), post-attention RMSNorm (1), gate_up_proj (1), SiluAndMul (1), down_proj (1) = 10, plus the two
+#    RowParallelLinear all-reduces under tensor parallelism (2). FP8 W8A8 checkpoints (Fp8LinearMethod) quantise each
+#    linear's input first (`scaled_fp8_quant`): 4 more. SGLang's Llama (python/sglang/srt/models/llama.py) has the
+#    same modules. Host time per kernel: one figure, the host's PyTorch dispatch and launch left exposed per kernel.
+#    Fitted on DSTACKCMP's --enforce-eager MI300X runs (fit split, dstack 2024-11, vLLM 0.6.4 ROCm, Llama-3.1-405B
+#    FP8 at TP 4 and 8: 16 kernels x 126 layers): at 4 sequences they run 33.1 / 46.0 ms per step at TP 8 / 4 against
+#    22.8 / 35.9 ms predicted with graphs, the same ~10 ms at both TP sizes, i.e. a cost per layer and not a share of
+#    the GPU's time (so added, not overlapped as HOST_LAUNCH_OVERLAPPED is for HF transformers, whose Python per
+#    layer is ~0.75 ms). Over the 38 scored eager rows (DSTACKCMP-0037..0074, offline, 4-256 prompts of 128 / 2,048 /
+#    32,784 tokens) the median |error| is 20 / 15 / 10 / 6.5 / 8 / 12 % at 3 / 4 / 5 / 6 / 6.5 / 8 us per kernel: 6
+#    us (96 us per layer of this FP8 model). The rows at 128+ sequences stay 10-25 % fast at TP 8 (the gap grows with
+#    the batch, which a launch cost does not explain) and the TP 4 rows whose KV cache overflows (long prompts, 128+
+#    sequences) 60-70 % fast: not this cause. It is of the order of a kernel launch's few microseconds (CUDA / HIP
+#    launch latency, as in llama.cpp's pre-graph builds: LAYER_OVERHEAD_S 90 against 25 us for ~22 ggml kernels per
+#    layer, ~3 us each). One figure for NVIDIA and AMD: the cost is host work (Python, PyTorch's dispatcher, the
+#    driver's launch) and no fit row runs NVIDIA with --enforce-eager. Checks there, not used to choose it:
+#    AccelMark's vLLM 0.7.3 runs on H100 / H200 with 28.6k-token prompts (fit rows, eager past V0's 8,192-token
+#    capture) go from 0.42-0.95 to 0.50-1.05 of the measured TPOT (ACCELMARK-0012/-0024/-0036/-0060/-0072); the
+#    held-out INFBENCHL4 SGLang runs on an L4 (--disable-cuda-graph, a 7B at 28 layers, GPU-bound) move by 2-3 %, and
+#    DSTACK405B's single-request long-prompt TPOTs (held out, MI300X, V0 eager past 8,192) from 0.51-0.68 to
+#    0.60-0.81 (its multi-request long-prompt TPOTs stay 2-10x too low: not this cause). MoE layers launch more
+#    kernels (routing, fused-MoE) and are not counted beyond these.
+EAGER_KERNELS_PER_LAYER = 10
+EAGER_TP_KERNELS_PER_LAYER = 2
+EAGER_FP8_QUANT_KERNELS_PER_LAYER = 4
+EAGER_HOST_S_PER_KERNEL = 6e-6
+
 # LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its
 # batch-1 TTFT rows alone, where nothing but the prompt's forward pass is timed: 2,048-token prompts of
 # Llama-2-7B / 13B, InternLM-20B (TP 2) and Llama-2-70B (TP 4) on A100 SXM4 in 139 / 242 / 217 / 402 ms

@@ -54,6 +54,7 @@ from mlrig.errors import MlrigError
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.quant import Precision
+    from mlrig.vec import Num
 
 # The release named when none is given: vLLM's newest on PyPI (0.33, Nov 2026); for the others the newest
 # the calibration rows were measured on (TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate takes the current
@@ -264,6 +265,38 @@ def lmdeploy_prefill_budget(text: str | None, session_len: int, max_batch_size: 
     if before(text, LMDEPLOY_FORWARD_TOKEN_NUM_FROM):
         return min(LMDEPLOY_MAX_PREFILL_TOKEN_NUM, session_len)
     return LMDEPLOY_MAX_PREFILL_TOKEN_NUM + (max_batch_size or 0)
+
+
+# CUDA / HIP graphs in the serving engines' decode (performance.eager_decode_layer_s prices a step without them).
+# vLLM V0 (< 0.8) replays a decode step from a captured graph only while every sequence's context is at most
+# `max_seq_len_to_capture` (EngineArgs default 8192; vllm/config.py ModelConfig: "Maximum sequence len covered by
+# CUDA graphs. When a sequence has context length larger than this, we fall back to eager mode"); its capture
+# sizes reach max_num_seqs (0.6: `_BATCH_SIZES_TO_CAPTURE` up to 8192, "the actual sizes to capture will be
+# determined by the model, depending on the model's max_num_seqs", vllm/worker/model_runner.py), so no batch runs
+# eager there. vLLM V1 (piecewise graphs, attention outside them) captures batches up to 512 (`cuda_graph_sizes`
+# default [512]; later `max_cudagraph_capture_size`, at most 512) whatever the context: larger batches run eager.
+VLLM_V0_MAX_SEQ_LEN_TO_CAPTURE = 8192
+VLLM_V1_MAX_CAPTURE_SIZE = 512
+# Engines whose decode step is a graph replay by default and runs kernel by kernel without it (vLLM
+# --enforce-eager, SGLang --disable-cuda-graph, TGI's vLLM-derived CUDA graphs). TensorRT-LLM and LMDeploy run
+# C++ runtimes whose per-layer host cost (efficiency.LAYER_OVERHEAD_S) was fitted on rows without graphs: no change.
+GRAPH_DECODE_ENGINES = frozenset({"vllm", "sglang", "tgi"})
+
+
+def decode_runs_eager(engine: str, version: str | None, cuda_graphs: bool, batch: Num, context: Num) -> Num:
+    """Whether a decode step of `batch` sequences at `context` tokens runs without CUDA / HIP graphs: the plan
+    says so (`workload.cuda_graphs` false), or vLLM's own capture does not cover the step (V0: a context above
+    VLLM_V0_MAX_SEQ_LEN_TO_CAPTURE; V1: a batch above VLLM_V1_MAX_CAPTURE_SIZE). False for the engines outside
+    GRAPH_DECODE_ENGINES. Element-wise for arrays of batches / contexts."""
+    if engine not in GRAPH_DECODE_ENGINES:
+        return False
+    if not cuda_graphs:
+        return True
+    if engine != "vllm":
+        return False
+    if vllm_v1(version):
+        return batch > VLLM_V1_MAX_CAPTURE_SIZE
+    return context > VLLM_V0_MAX_SEQ_LEN_TO_CAPTURE
 
 
 # vLLM V1 and SGLang size their defaults by the card: 70 GiB or more is "big" (vLLM engine/arg_utils.py

@@ -681,6 +681,41 @@ def eager_attention_layer_s(r: ResolvedPlan, engine: str) -> float:
     return 0.0 if r.workload.flash_attention else eff.EAGER_ATTENTION_LAYER_S.get(engine, 0.0)
 
 
+def eager_kernels_per_layer(r: ResolvedPlan) -> int:
+    """Kernels a serving engine launches per decode layer without graphs (efficiency.EAGER_KERNELS_PER_LAYER, counted
+    in vLLM's Llama model code): the layer's own, the two tensor-parallel all-reduces, FP8 W8A8's input
+    quantisations."""
+    n = eff.EAGER_KERNELS_PER_LAYER
+    if r.hardware.tensor_parallel > 1:
+        n += eff.EAGER_TP_KERNELS_PER_LAYER
+    if r.precision.name == "fp8":
+        n += eff.EAGER_FP8_QUANT_KERNELS_PER_LAYER
+    return n
+
+
+def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Num:
+    """Host launch time per layer a decode step adds when it runs without CUDA / HIP graphs
+    (`engines.decode_runs_eager`: `workload.cuda_graphs` false, or a step vLLM's capture does not cover):
+    `eager_kernels_per_layer` x efficiency.EAGER_HOST_S_PER_KERNEL for vLLM / SGLang / TGI on NVIDIA and AMD GPUs.
+    llama.cpp without its CUDA graphs (NVIDIA; `cuda_graphs` false, GGML_CUDA_DISABLE_GRAPHS=1) launches each
+    kernel as its builds before the graphs did: the per-layer time of "llama.cpp-2024" beyond the graph one's
+    (efficiency.LAYER_OVERHEAD_S). 0 elsewhere (Intel GPUs: vLLM's and SGLang's XPU builds of the calibration rows
+    capture no graphs either way, and their figures were fitted so)."""
+    from mlrig.estimators.engines import decode_runs_eager
+
+    w = r.workload
+    if r.gpu.vendor not in ("NVIDIA", "AMD"):
+        return 0.0
+    if engine == "llama.cpp":
+        if w.cuda_graphs or r.gpu.vendor != "NVIDIA":
+            return 0.0
+        return eff.LAYER_OVERHEAD_S["llama.cpp-2024"] - eff.LAYER_OVERHEAD_S["llama.cpp"]
+    off = decode_runs_eager(engine, w.engine_version, w.cuda_graphs, batch, context)
+    if not vec.is_array(off) and not off:
+        return 0.0
+    return vec.where(off, eager_kernels_per_layer(r) * eff.EAGER_HOST_S_PER_KERNEL, 0.0)
+
+
 def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a DeepSeek-V3-style model (MLA, MoE, block-scaled FP8)
     on the engines' early block-FP8 path (efficiency.BLOCK_FP8_EARLY_BEFORE) on NVIDIA / AMD GPUs: its MoE
@@ -821,6 +856,11 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
     s = _setup(r)
     cost = _decode_cost(r, s.engine, batch, context)
     t = _timed(cost, r, s, batch, decode=True)
+    eager = eager_decode_layer_s(r, s.engine, batch, context)
+    if vec.is_array(eager) or eager > 0:
+        extra_s = eager * r.arch.num_layers
+        t = PassTime(t.seconds + extra_s, t.compute_s, t.memory_s, t.overhead_s + extra_s, t.comm_s, t.bound,
+                     t.compute_known)
     if vec.is_array(offload_fraction) or offload_fraction > 0:
         extra = _offload_time(cost.weight_bytes * offload_fraction, s.engine, r.gpu,
                               r.hardware.host_memory_bandwidth_gb_s)
@@ -1007,6 +1047,8 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s25-data2 added dstack's Llama-3.1-405B runs on MI300X / H100 (vLLM 0.6.3-0.6.4, enforce-eager offline runs,
 # slow early-ROCm prefill) and an L4 closed-loop sweep (all rows: throughput p90 0.60, TTFT 0.69, TPOT 0.42):
 # the bands still cover them, unchanged.
+# Branch s25-eager: decode without CUDA / HIP graphs (`cuda_graphs`, efficiency.EAGER_HOST_S_PER_KERNEL) moved the
+# vLLM HBM throughput and TPOT scopes closer; the bands are unchanged.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
