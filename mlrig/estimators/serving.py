@@ -771,7 +771,13 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
 def frontend_s(r: ResolvedPlan) -> float:
     """The serving front end's share of TTFT (efficiency.API_FRONTEND_S): the OpenAI-compatible server's
     HTTP handling, chat template and tokenisation, the hand-off to the engine process and the first
-    token's detokenisation and streaming, which a benchmark client's TTFT includes."""
+    token's detokenisation and streaming, which a benchmark client's TTFT includes. vLLM's V1 engine
+    (`engines.vllm_v1`) crosses a process boundary both ways and detokenises in the API process
+    (efficiency.API_FRONTEND_V1_S)."""
+    from mlrig.estimators.engines import vllm_v1
+
+    if r.engine == "vllm" and vllm_v1(r.workload.engine_version):
+        return eff.API_FRONTEND_V1_S
     return eff.API_FRONTEND_S.get(r.engine or "", 0.0)
 
 
