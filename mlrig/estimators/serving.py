@@ -776,8 +776,12 @@ def frontend_s(r: ResolvedPlan) -> float:
     (efficiency.API_FRONTEND_V1_S).
 
     What grows with the users is not here. WMXL4-* (fit: vLLM 0.23, Qwen2.5-0.5B on an L4 behind a 4-vCPU
-    node, 1-32 users in lock-step waves) leaves 10 -> 61 ms unexplained at 1 -> 32 users beyond this figure,
-    as if each wave's requests crossed the API server's single event loop one after another at ~3.5 ms each.
+    node, 1-32 users in lock-step waves) leaves 10 -> 64 ms unexplained at 1 -> 32 users beyond this figure,
+    ~9 iterations at 32 users. A per-step cost per running sequence on the API process (detokenising and
+    streaming each sequence's token) cannot be it: that process keeps pace with the steps, so n such costs fit
+    in one iteration (TPOT, measured 7.1 ms at 32 users, right within 15 %), and they delay a new request by
+    about one iteration at most. The rest fits each wave's requests crossing a serial stage (the API
+    server's single event loop, or the benchmark client's) one after another at ~3.5 ms each.
     A cost of c per request ahead in the wave (rank k waits (k - 1) c, added to the GPU's wave) does not
     hold across the fit hosts: over the 33 vLLM V1 TTFT fit rows the median / p90 error is 30 / 52 % at
     c = 0, 30 / 52 % at 1 ms, 27 / 60 % at 2 ms, 27 / 57 % at 3 ms, because LDSINGH-0023's burst of 512
