@@ -422,7 +422,23 @@ EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
 # Not separable per part; other engines have no rows: 0. GPUStack's vLLM 0.11 runs at 1-8 users (held
 # out, checked only) show ~45 ms more than the GPU work (SGLang: 27 ms median TTFT on the same machine and
 # prompts); the public vLLM 0.21 measurement above does not reproduce it, so it is not the front end's size.
+# That analysis predates the V1 figure below: 5.5 ms now prices vLLM V0 (before 0.8) only.
 API_FRONTEND_S: dict[str, float] = {"vllm": 5.5e-3}
+# vLLM's V1 engine (0.8+, `engines.vllm_v1`) adds to that path: the API server (AsyncLLM) hands each request
+# to a separate engine-core process over ZMQ (msgpack) and gets the step outputs back the same way, then
+# detokenises them in its own event loop before the first server-sent event (vllm/v1/engine/async_llm.py
+# `_run_output_handler`: pull EngineCoreOutputs, OutputProcessor.process_outputs, per-request queues;
+# vllm/v1/engine/core_client.py AsyncMPClient; vllm/v1/engine/core.py EngineCoreProc's input/output threads
+# around the busy loop). Its size is the host's, so it is taken from the single-user V1 fit rows over
+# HTTP or the async engine, whose GPU work is small: measured minus the planner's GPU part leaves ~5.5 ms on
+# InferenceBench's H100 host (INFBENCH-0001, vLLM 0.21), ~16 ms on AccelMark's A100 (ACCELMARK-0038, 0.20.1),
+# ~20 ms on an RTX A6000 workstation (LDSINGH-0001, 0.23) and ~22 ms on a 4-vCPU GKE node with an L4
+# (WMXL4-0002, 0.23): hosts differ by 4x. Over the 33 V1 TTFT fit rows the median / p90 error is 31 % / 60 %
+# at 5.5 ms, 30 % / 54 % at 10, 30 % / 52 % at 12, 27 % / 64 % at 15, 25 % / 68 % at 20 (the fast host's
+# two rows go over as the others come in): 12 ms, the value that lowers both. V0 releases (ACCELMARK-*
+# vLLM 0.7.3 single-user rows sit at -5..+7 ms with 5.5) keep API_FRONTEND_S. Held out, checked only:
+# A10GVS (vLLM 0.18, 1 user) -7..-8 ms with 5.5, GPUSTACK (0.10-0.11, 1-8 users) ~-40 ms.
+API_FRONTEND_V1_S = 12e-3
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.

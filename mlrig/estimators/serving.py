@@ -422,9 +422,9 @@ def first_token_emission_s(r: ResolvedPlan, n: int) -> float:
     iterations; A10GVS-0015/-0043/-0071 (an SGLang nightly of 2026-03 on an A10G, 1 user, a one-token
     prefill after the radix cache) 62-67 ms, two ~32 ms iterations, as at 2-8 users (57-74 ms). From 16
     users those runs rise further (A10GVS: 92-170 ms), as the same client's vLLM runs do: a per-request
-    cost of the client or the front end that no fit row measures, not modelled. vLLM emits a prefill's
-    first token with its own step (INFBENCHL4-0017, vLLM 0.8.5, one user: 69 ms against a 58 ms TPOT), so
-    nothing is added for it."""
+    cost of the client or the front end, not modelled (`frontend_s` says what WMXL4's fit rows show of it).
+    vLLM emits a prefill's first token with its own step (INFBENCHL4-0017, vLLM 0.8.5, one user: 69 ms
+    against a 58 ms TPOT), so nothing is added for it."""
     if not sglang_overlap(r):
         return 0.0
     return _iteration(r, max(1, n), 0.0)[0]
@@ -912,7 +912,27 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
 def frontend_s(r: ResolvedPlan) -> float:
     """The serving front end's share of TTFT (efficiency.API_FRONTEND_S): the OpenAI-compatible server's
     HTTP handling, chat template and tokenisation, the hand-off to the engine process and the first
-    token's detokenisation and streaming, which a benchmark client's TTFT includes."""
+    token's detokenisation and streaming, which a benchmark client's TTFT includes. vLLM's V1 engine
+    (`engines.vllm_v1`) crosses a process boundary both ways and detokenises in the API process
+    (efficiency.API_FRONTEND_V1_S).
+
+    What grows with the users is not here. WMXL4-* (fit: vLLM 0.23, Qwen2.5-0.5B on an L4 behind a 4-vCPU
+    node, 1-32 users in lock-step waves) leaves 10 -> 64 ms unexplained at 1 -> 32 users beyond this figure,
+    ~9 iterations at 32 users. A per-step cost per running sequence on the API process (detokenising and
+    streaming each sequence's token) cannot be it: that process keeps pace with the steps, so n such costs fit
+    in one iteration (TPOT, measured 7.1 ms at 32 users, right within 15 %), and they delay a new request by
+    about one iteration at most. The rest fits each wave's requests crossing a serial stage (the API
+    server's single event loop, or the benchmark client's) one after another at ~3.5 ms each.
+    A cost of c per request ahead in the wave (rank k waits (k - 1) c, added to the GPU's wave) does not
+    hold across the fit hosts: over the 33 vLLM V1 TTFT fit rows the median / p90 error is 30 / 52 % at
+    c = 0, 30 / 52 % at 1 ms, 27 / 60 % at 2 ms, 27 / 57 % at 3 ms, because LDSINGH-0023's burst of 512
+    (RTX A6000 host, already over-predicted) grows by 255 c; taken as overlapping the GPU's work (the larger
+    of the two) it changes nothing below c ~ 4 ms. The per-request CPU time is the host's, which a plan does
+    not state; left out."""
+    from mlrig.estimators.engines import vllm_v1
+
+    if r.engine == "vllm" and vllm_v1(r.workload.engine_version):
+        return eff.API_FRONTEND_V1_S
     return eff.API_FRONTEND_S.get(r.engine or "", 0.0)
 
 
