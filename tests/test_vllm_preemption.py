@@ -75,3 +75,19 @@ def test_users_beyond_the_pool_queue_every_round() -> None:
     assert full.ttft_ms > 1024 * full.tpot_ms * 0.8  # about one request's decode time queued
     assert roomy.ttft_ms < 0.3 * full.ttft_ms  # one wave of 128 prompts, no queue
     assert "capped at 64 running" in (full.explanation or "")
+
+
+def test_an_offline_run_preempts_only_what_is_left_of_it() -> None:
+    """Hand check: 1,500 requests of 128 + 4,096 tokens admitted at once on a pool of exactly 449 full
+    sequences (449 x 4,224 = 1,896,576 tokens; 14,817 prompts' room): rounds of 449 survivors preempt 1,051,
+    then 602 of the 1,051 left, then 153 of the 602: 1,806 over 1,500 / 449 rounds, 540.6 per round (not
+    1,051 in each). g1 = (1,896,576 - 1,500 x 128) / 1,500 = 1,136.4 tokens, so the preempted are re-prefilled
+    at 128 + (1,136.4 + 4,096) / 2 = 2,744 tokens."""
+    r = _resolved(prompt_tokens=128, output_tokens=4096, load="offline", num_requests=1500)
+    pool = 449 * 4224
+    per_round = 1806 * 449 / 1500
+    want = prefill_pass(r, 541, 2744).seconds * per_round / 541 / 4096
+    got = lockstep_recompute_s(r, pool, 1500, 449, 1500)
+    assert abs(got / want - 1) < 1e-12
+    closed = lockstep_recompute_s(r, pool, 1500, 449)  # a closed loop: 1,051 every round
+    assert abs(closed / (prefill_pass(r, 1051, 2744).seconds / 4096) - 1) < 1e-12
