@@ -9,7 +9,8 @@ A paged serving engine never runs more sequences than its KV pool holds: what do
   and those tokens are prefilled again (Kwon et al. 2023, "PagedAttention", SOSP '23, sec. 4.5). SGLang
   retracts decoding requests the same way, LMDeploy and TGI queue what their block managers cannot hold.
   Sequences grow while they run, so the pool holds them at their mean footprint (prompt + half the
-  output; `kv_limited_running_batch`).
+  output; `kv_limited_running_batch`), or at their full length where vLLM runs them in step
+  (`serving.lockstep_pool`: fixed lengths, all reaching the end together).
 - TensorRT-LLM's batch manager with its default capacity scheduler policy GUARANTEED_NO_EVICT starts a
   request only when the pool can hold it to its maximum length, prompt + max new tokens, so nothing is
   ever paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"); the rest wait
@@ -40,7 +41,8 @@ def no_evict(engine: str) -> bool:
     return engine.startswith("trt-llm")
 
 
-def kv_limited_running_batch(kv_tokens: int, prompt_tokens: int, output_tokens: int, engine: str) -> int:
+def kv_limited_running_batch(kv_tokens: int, prompt_tokens: int, output_tokens: int, engine: str,
+                             lockstep: bool = False) -> int:
     """Sequences that run together on a KV pool of `kv_tokens` (at least 1).
 
     Paged engines that preempt (vLLM, SGLang, LMDeploy, TGI) allocate blocks as sequences grow, so the pool
@@ -48,8 +50,15 @@ def kv_limited_running_batch(kv_tokens: int, prompt_tokens: int, output_tokens: 
     2,048 + 2,048 tokens on a pool of ~121k tokens, LMDEPLOY-0027, where full contexts would have held 29).
     TensorRT-LLM (GUARANTEED_NO_EVICT, `no_evict`) admits a sequence only at its full length, prompt +
     output. Hand check: 129,760 tokens of 1,024 + 1,024-token sequences hold 129,760 // 1,536 = 84 under
-    vLLM and 129,760 // 2,048 = 63 under TensorRT-LLM."""
-    per_seq = prompt_tokens + (output_tokens if no_evict(engine) else output_tokens // 2)
+    vLLM and 129,760 // 2,048 = 63 under TensorRT-LLM.
+
+    `lockstep`: the sequences run in step (`serving.lockstep_pool`: a vLLM closed loop or offline batch of
+    fixed lengths), so they reach their full length in the same iteration and the pool must then hold
+    each at prompt + output: vLLM preempts the newest until the rest fit (V0 `_schedule_running`, V1
+    `schedule`; Kwon et al. 2023 sec. 4.5), and only pool // (prompt + output) reach the end together,
+    as under no-evict (129,760 // 2,048 = 63)."""
+    full = no_evict(engine) or lockstep
+    per_seq = prompt_tokens + (output_tokens if full else output_tokens // 2)
     return max(1, kv_tokens // max(1, per_seq))
 
 

@@ -531,9 +531,11 @@ def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
 
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
-               wave_weight: float = 0.0) -> LoadPoint:
+               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
-    or of Poisson arrivals at `rate` requests/s. `slots`: sequences the KV pool holds (None: unknown);
+    or of Poisson arrivals at `rate` requests/s. `recompute_s_per_iter`: re-prefilling preempted
+    sequences, spread over a closed loop's iterations (`lockstep_recompute_s`; 0 where none are preempted).
+    `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
@@ -558,6 +560,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         n = min(users, limit)
         t_f = share(n)
         step, bound = _iteration(r, n, t_f)
+        step += recompute_s_per_iter
         lam = n / step / out  # requests/s completed (= arriving, closed loop)
     else:
         # Little's law: running = rate x request duration, solved by fixed-point iteration
@@ -584,6 +587,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget,
                                             others=users - 1 if rate is None else n - 1, closed_loop=rate is None,
                                             together=together)
+    dec_only += recompute_s_per_iter  # the preempted sequences' re-prefills stall the survivors' decodes
     request_s = own + out * step
     slot_wait = max(0, users - n) / n * request_s
     if rate is not None and limit < 10**9 and not saturated:
@@ -612,7 +616,19 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         wave_mean = (wave_ttft_s(r, n - 1 if stagger > 0 else n, budget) + stagger + first_token_emission_s(r, n)
                      + slot_wait + front)
         mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
-        if users > n or wave_weight < 1.0:
+        if users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users:
+            # A lock-step loop of more users than run at once, over several rounds: the n that ran end
+            # together and their users' next requests join the queue behind the users - n still waiting (FCFS;
+            # vLLM puts preempted requests back at its head: V0 `waiting.extendleft`, V1
+            # `waiting.prepend_request`), so the queue never drains and a request waits (users - n) / n
+            # request durations on average (the slot wait), then is prefilled in its round's wave. Only the
+            # opening round's first n do not wait: the median request is one that does once N > 2 n.
+            # DSTACKR1-0128 / -0131 (128 users, 500 requests of 3,200 + 3,200 / 6,400 tokens on a pool that
+            # holds fewer at full length): median TTFT 226 / 1,273 s, where the opening wave's median member
+            # (rank 64 of 128, within the first n) gave 30 / 24 s.
+            ttft_mean = wave_mean
+            ttft = wave_mean
+        elif users > n or wave_weight < 1.0:
             ttft_mean = mean
             ttft = mixed_median_ttft_s(r, users, n, budget, lam, own, wave_weight, ttft - front) + front
         else:
@@ -1100,7 +1116,75 @@ def median_slot_wait_s(servers: int, rate: float, service_s: float, cv2: float,
     return wait
 
 
-def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
+def lockstep_pool(w: WorkloadSpec, engine: str, wave_weight: float) -> bool:
+    """Whether a serving run's sequences reach their full length together, so that vLLM's KV pool must hold
+    them all at prompt + output at once (`kv_limit.kv_limited_running_batch`'s `lockstep`): a closed loop
+    that stays in step (fixed lengths, every round a wave: `closed_loop_wave_share` 1) or an offline batch of
+    fixed lengths (all submitted at once, same lengths). Their members are admitted by the blocks their
+    prompts need now (V0 `BlockSpaceManager.can_allocate`, V1 `allocate_slots`), grow one token per
+    iteration together, and when no block is free the scheduler preempts the most recently admitted by
+    recompute (Kwon et al. 2023, "PagedAttention", sec. 4.5; V0 `Scheduler._schedule_running` pops the
+    newest of the FCFS-sorted running queue, V1 `Scheduler.schedule` `self.running.pop()`, the newest
+    admitted, under its default FCFS policy): the round ends with pool // (prompt + output) of them, the
+    others back in the queue. Under varied lengths
+    the sequences are of every age and the mean footprint (prompt + output / 2) holds. vLLM only here (the
+    other paged engines keep the mean footprint: LMDEPLOY-0027, a fixed-length LMDeploy loop, ran 32 users
+    where full lengths would hold 29).
+    DSTACKR1-0125 / -0128 / -0131 (vLLM 0.7.4 V0 on 8x H200, DeepSeek-R1, 128 users of fixed 3,200-token
+    prompts, 1,600-6,400 outputs, 500 requests): median TTFT 133-1,273 s, throughput 781-377 tok/s, where
+    128 running at the mean footprint predicted ~30 s and 1,167-1,092 tok/s; MI300X's larger pool runs the
+    same loads with ~23-30 s (DSTACKR1-0143 / -0146 / -0149)."""
+    if engine != "vllm" or w.lengths != "fixed" or w.output_tokens <= 0:
+        return False
+    return w.load == "offline" or wave_weight >= 1.0
+
+
+def lockstep_recompute_s(r: ResolvedPlan, kv_tokens: int, admitted: int, running: int,
+                         n_requests: int | None = None) -> float:
+    """Time per iteration that a lock-step round (`lockstep_pool`) spends re-prefilling what vLLM preempted.
+
+    vLLM admits a waiting prompt when the blocks of its prompt are free, so a round starts with `admitted` =
+    min(users, batch cap, pool // prompt) sequences; they grow together, the pool fills after g1 = (pool -
+    admitted x P) / admitted tokens each, and from then on the newest are preempted until the `running`
+    = pool // (P + O) that reach the end remain (Kwon et al. 2023, "PagedAttention", sec. 4.5). A sequence
+    preempted by recompute loses its blocks and goes back to the waiting queue with the tokens it generated;
+    when it is admitted again its prompt and those tokens are prefilled again as one prompt (vLLM V0
+    `PreemptionMode.RECOMPUTE`, "recompute them when the sequences are resumed, treating the sequences as
+    new prompts", the default for single-sequence requests; V1 sets the preempted request's
+    `num_computed_tokens` to 0 and puts it back at the head of the waiting queue). The preempted are taken
+    out between g1 and O generated tokens, so they are re-prefilled at P + (g1 + O) / 2 tokens on average,
+    once each per round (a lower bound, as in `kv_limit.static_batch_time`: a resumed sequence can be
+    preempted again). That prefill runs inside the
+    round, whose O iterations it lengthens: its time / O per iteration. The admissions are counted on the
+    part of the pool the survivors fill at their full length, running x (P + O), rather than the whole pool:
+    the rest, less than one full sequence, admits at most 1 + O / P more prompts, within this estimate's
+    accuracy, and counting it would make a pool a little bigger admit prompts only to preempt them, a
+    slightly lower throughput at the same batch. A closed loop keeps its users' requests coming, so every
+    round admits as many and preempts admitted - running; a run of a fixed `n_requests` (offline: all
+    submitted at once) runs out of them: round k has N - k x running left, min(admitted, N - k x running) -
+    running of them preempted, and the rounds' mean is priced (1,500 requests admitted at once with 449
+    surviving each round preempt 1,051 + 602 + 153 over 3.3 rounds, not 1,051 in each). Hand check
+    (tests): with a pool of exactly k full sequences, k = pool // (P + O), and room for 2k prompts, k are
+    preempted per round."""
+    w = r.workload
+    prompt, out = max(1, w.prompt_tokens), max(1, w.output_tokens)
+    # the pool the survivors fill at their full length: admissions and g1 are counted on it, so that every
+    # figure is a function of `running` and a bigger pool never prices a smaller batch (tests)
+    pool = min(kv_tokens, running * (prompt + out))
+    admitted = min(admitted, pool // prompt)
+    preempted = float(admitted - running)
+    if n_requests is not None and n_requests > 0 and running > 0:
+        rounds = math.ceil(n_requests / running)
+        total = sum(max(0, min(admitted, n_requests - k * running) - running) for k in range(rounds))
+        preempted = total * running / n_requests
+    if preempted <= 0:
+        return 0.0
+    g1 = min(float(out), max(0.0, (pool - admitted * prompt) / admitted))
+    k = max(1, round(preempted))
+    return prefill_pass(r, k, int(prompt + (g1 + out) / 2)).seconds * preempted / k / out
+
+
+def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "", lockstep: bool = False) -> int:
     """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
     grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
     at their mean footprint, the prompt plus half the output, not at their final context. LMDeploy 0.1
@@ -1114,7 +1198,7 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "") -> int:
     batch at its final length: the pool holds sequences at their full context."""
     from mlrig.estimators.kv_limit import kv_limited_running_batch
 
-    return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine)
+    return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine, lockstep)
 
 
 def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
@@ -1174,7 +1258,16 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     budget = prefill_budget(plan, s.engine, gpu, v1, r.arch.max_position_embeddings)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
-    slots = running_slots(kv_tokens, w, s.engine) if (paged and kv_tokens) else None
+    wave = closed_loop_wave_share(w, s.engine, budget) if w.load == "concurrency" else 0.0
+    lockstep = lockstep_pool(w, s.engine, wave)
+    slots = running_slots(kv_tokens, w, s.engine, lockstep) if (paged and kv_tokens) else None
+    recompute = 0.0
+    if lockstep and slots is not None and kv_tokens:
+        # a round admits by the prompts' blocks and ends with `slots` at full length: the rest are preempted
+        want = (w.num_requests or w.batch_size) if w.load == "offline" else w.batch_size
+        admitted = min(x for x in (want, cap, int(kv_tokens) // max(1, w.prompt_tokens)) if x is not None)
+        recompute = lockstep_recompute_s(r, int(kv_tokens), admitted, slots,
+                                         want if w.load == "offline" else None)
     if w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
@@ -1194,7 +1287,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             return perf.model_copy(update={
                 "throughput_tok_s": thr, "requests_per_s": thr / out_tok, "explanation": expl_static,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok})
-        pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget)
+        pt = load_point(r, users=limit, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute)
         pt = offline_backlog(r, pt, users)
         if varied:
             thr = varied_offline_throughput(r, users, pt.running, pt.step_s)
@@ -1205,9 +1298,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
         users = w.batch_size
-        wave = closed_loop_wave_share(w, s.engine, budget)
-        pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget,
-                                wave_weight=wave)
+        pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
+                        wave_weight=wave)
     single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
     total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
     capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
@@ -1221,6 +1313,10 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                  "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
     if w.load == "offline" and w.lengths == "varied":
         expl += DRAIN_NOTE
+    if recompute > 0:
+        expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
+                 f"{w.prompt_tokens + w.output_tokens:,} tokens: vLLM preempts the rest by recompute, "
+                 f"+{recompute * 1e3:.1f} ms per iteration re-prefilling them")
     if pt.saturated:
         grows = "the queue grows over the run" if finite else "queues grow"
         expl += f"; {w.request_rate:g} req/s is above the {pt.requests_per_s:.2f} req/s it can serve: {grows}"
