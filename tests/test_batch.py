@@ -505,3 +505,23 @@ def test_plans_evaluated_one_by_one_resolve_a_setup_once_per_chunk(monkeypatch: 
     assert [r.model_dump() for r in evaluate_cases(cases)] == expected
     # once per (model, hardware): the rtx-4090 plans and the h100 one; the unknown model once more, whole
     assert sorted(calls) == ["llama-3.1-8b", "llama-3.1-8b", "no-such-model", "no-such-model"]
+
+
+def test_copy_with_is_model_copy() -> None:
+    """`grid.copy_with` builds what pydantic's `model_copy(update=...)` builds: equal fields, the same
+    fields set (what `exclude_unset` dumps read), a new object, the original untouched."""
+    from mlrig.grid import copy_with
+    from mlrig.workload import TrainingSpec
+
+    plan = parse_plan({"id": "a", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+                       "workload": {"precision": "q4_k_m", "batch_size": 4, "context_tokens": 4096}})
+    for model, update in ((plan, {"id": "b", "training": TrainingSpec(method="lora")}),
+                          (plan.workload, {"batch_size": 8, "prompt_tokens": 17}),
+                          (plan.hardware, {})):
+        before = model.model_dump()
+        want, got = model.model_copy(update=update), copy_with(model, update)
+        assert got == want and got is not model and type(got) is type(want)
+        assert got.model_fields_set == want.model_fields_set
+        assert got.model_dump(exclude_unset=True) == want.model_dump(exclude_unset=True)
+        assert model.model_dump() == before
+    assert copy_with(plan.workload, {"batch_size": 8}).batch_size == 8 != plan.workload.batch_size
