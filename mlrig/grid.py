@@ -413,9 +413,9 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
     if case_id is not None and not (type(case_id) is str and case_id.strip() and len(case_id) <= 1000):
         return parse_plan(case)
     try:
-        w = WorkloadSpec.model_validate(case.get("workload", {}))
+        w = _validated(WorkloadSpec, case.get("workload", {}))
         t = case.get("training")
-        training = TrainingSpec.model_validate(t) if t is not None else \
+        training = _validated(TrainingSpec, t) if t is not None else \
             TrainingSpec(method="full") if w.task != "inference" else None  # Plan._training_defaults
     except ValidationError:
         return parse_plan(case)
@@ -425,6 +425,32 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
             w.task != "inference" and hw_ep != 1):
         return parse_plan(case)  # expert_parallel given outside its section: Plan moves it (`_expert_parallel_home`)
     return copy_with(first, {"id": case_id, "workload": w, "training": training})
+
+
+def _validated(cls: type[M], section: Any) -> M:
+    """`cls.model_validate(section)`, validated once per section as given (its canonical JSON) and
+    copied (`copy_with`) for every line that gives it again: a file that sweeps a design space repeats
+    the same few workload and training sections (a precision, an engine, a grid of numbers) over every
+    model and GPU. A section that fails is not remembered (each line gets its own error); one orjson
+    cannot write, or with a null in it (NaN writes null too), is validated on its own."""
+    import orjson
+
+    try:
+        key = orjson.dumps([cls.__name__, section], option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return cls.model_validate(section)
+    if b"null" in key:
+        return cls.model_validate(section)
+    found = _SECTIONS.get(key)
+    if found is None:
+        if len(_SECTIONS) >= 4096:
+            _SECTIONS.clear()
+        found = _SECTIONS[key] = cls.model_validate(section)
+    return copy_with(found, {})  # each line its own section, as model_validate gives it
+
+
+# (section class name, section as given) as canonical JSON -> the validated section (`_validated`)
+_SECTIONS: dict[bytes, Any] = {}
 
 
 def _fill_group(out: list[PlanResult | str | None], idx: list[int], plans: list[Plan], arch: ModelArch,
