@@ -505,3 +505,63 @@ def test_plans_evaluated_one_by_one_resolve_a_setup_once_per_chunk(monkeypatch: 
     assert [r.model_dump() for r in evaluate_cases(cases)] == expected
     # once per (model, hardware): the rtx-4090 plans and the h100 one; the unknown model once more, whole
     assert sorted(calls) == ["llama-3.1-8b", "llama-3.1-8b", "no-such-model", "no-such-model"]
+
+
+def test_copy_with_is_model_copy() -> None:
+    """`grid.copy_with` builds what pydantic's `model_copy(update=...)` builds: equal fields, the same
+    fields set (what `exclude_unset` dumps read), a new object, the original untouched."""
+    from mlrig.grid import copy_with
+    from mlrig.workload import TrainingSpec
+
+    plan = parse_plan({"id": "a", "model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+                       "workload": {"precision": "q4_k_m", "batch_size": 4, "context_tokens": 4096}})
+    for model, update in ((plan, {"id": "b", "training": TrainingSpec(method="lora")}),
+                          (plan.workload, {"batch_size": 8, "prompt_tokens": 17}),
+                          (plan.hardware, {})):
+        before = model.model_dump()
+        want, got = model.model_copy(update=update), copy_with(model, update)
+        assert got == want and got is not model and type(got) is type(want)
+        assert got.model_fields_set == want.model_fields_set
+        assert got.model_dump(exclude_unset=True) == want.model_dump(exclude_unset=True)
+        assert model.model_dump() == before
+    assert copy_with(plan.workload, {"batch_size": 8}).batch_size == 8 != plan.workload.batch_size
+
+
+def test_a_repeated_section_parses_as_it_did_the_first_time() -> None:
+    """`grid.parse_member` validates a workload or training section once per spelling and copies it:
+    the second line giving a section gets what parse_plan gives it (the same plan, the same fields set,
+    its own object), spellings JSON tells apart (1, 1.0, true; a float and its neighbour) stay apart,
+    and a bad section gives its error on every line that repeats it."""
+    from mlrig.grid import parse_member
+
+    head = {"model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}}
+    first = parse_plan({**head, "workload": {"precision": "q4_k_m", "context_tokens": 4096}})
+    sections = [{"precision": "q4_k_m", "context_tokens": 4096, "batch_size": 2},
+                {"precision": "q4_k_m", "context_tokens": 4096, "batch_size": 2.0},
+                {"precision": "q4_k_m", "context_tokens": 4096, "batch_size": True},
+                {"precision": "q4_k_m", "context_tokens": 4096, "gpu_memory_utilization": 0.9},
+                {"precision": "q4_k_m", "context_tokens": 4096, "gpu_memory_utilization": 0.9000000000000001},
+                {"precision": "q4_k_m", "context_tokens": 4096, "gpu_memory_utilization": float("nan")},
+                {"precision": "q4_k_m", "context_tokens": 4096, "engine": None},
+                {"precision": "q4_k_m", "context_tokens": 4096, "batch_size": 0},
+                {"precision": "q4_k_m", "prompt_tokens": 10, "cached_prompt_tokens": 10}]
+    trainings = [{"method": "lora", "seq_len": 512}, {"method": "qlora", "lora_rank": -1}]
+    cases = [{**head, "workload": w} for w in sections]
+    cases += [{**head, "workload": {"task": "finetune"}, "training": t} for t in trainings]
+
+    def outcome(parse: Any) -> Any:
+        try:
+            p = parse()
+        except MlrigError as exc:
+            return str(exc)
+        return p.model_dump(), p.workload.model_fields_set, p.training.model_fields_set if p.training else None
+
+    errors = 0
+    for case in cases:
+        want = outcome(lambda c=case: parse_plan(c))
+        errors += isinstance(want, str)
+        got = [outcome(lambda c=case: parse_member(c, first)) for _ in range(3)]
+        assert got == [want] * 3, case
+    assert errors >= 4
+    c = cases[0]
+    assert parse_member(c, first).workload is not parse_member(c, first).workload
