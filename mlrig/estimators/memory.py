@@ -182,19 +182,11 @@ def _kv_token_bytes(arch: ModelArch, context_tokens: Num, bytes_per_element: flo
     return values * share * bytes_per_element / pp
 
 
-def _mlp_width(arch: ModelArch) -> int:
+def _mlp_width(arch: ModelArch, tp: int = 1) -> float:
     """MLP intermediate activations per token: dense width, or for MoE the routed experts a
-    token visits (+ shared) plus the fused-MoE kernel's per-expert copies of the hidden state."""
-    if arch.is_moe:
-        inter = arch.moe_intermediate_size or arch.intermediate_size
-        shared = arch.shared_expert_intermediate_size or (inter * arch.num_shared_experts)
-        return arch.experts_per_token * (inter + arch.hidden_size) + shared
-    return arch.intermediate_size
-
-
-def _mlp_width_per_gpu(arch: ModelArch, tp: int) -> float:
-    """`_mlp_width` on one GPU of a tensor-parallel group: the MLP's gate/up projection is column-parallel and
-    its down projection row-parallel (Megatron-LM, arXiv 1909.08053 sec. 3; vLLM
+    token visits (+ shared) plus the fused-MoE kernel's per-expert copies of the hidden state.
+    With `tp`, on one GPU of a tensor-parallel group: the MLP's gate/up projection is column-parallel and its
+    down projection row-parallel (Megatron-LM, arXiv 1909.08053 sec. 3; vLLM
     vllm/model_executor/models/llama.py `LlamaMLP`: MergedColumnParallelLinear -> SiluAndMul ->
     RowParallelLinear), so each GPU holds intermediate / tp of every token's intermediate activations; for MoE
     the experts' slices likewise (fused_moe's intermediate caches are [tokens, top_k, 2 x intermediate / tp]),
@@ -238,7 +230,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
     leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them).
-    With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width_per_gpu`); the hidden
+    With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width`); the hidden
     states and residual stay whole on every GPU. The factor was fitted at TP 1, where the two forms agree. This
     matters most for V0 at long max_model_len: Llama-3.1-405B FP8 at max_model_len 91,680 on 8x H100
     (DSTACKCMP-0001..0017, vLLM 0.6.3, which started) profiles 91,680 tokens, ~15 GiB per GPU with the MLP
@@ -255,7 +247,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
             seqs = 256
         tokens = w.max_num_batched_tokens or tokens
         seqs = w.max_num_seqs or seqs
-    per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width_per_gpu(arch, tp)) * 2
+    per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
     act = tokens * per_token
     if last_stage and v1 and plan is not None:
         return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
