@@ -227,8 +227,10 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     with >= 70 GiB other than the A100, 2048 / 256 otherwise (OpenAI server; engines.vllm_big_gpu_defaults).
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
-    pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
-    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
+    (vllm/worker/model_runner.py `GPUModelRunnerBase.profile_run`, 0.6.x) runs one prefill of max_num_seqs
+    dummy prompts that together hold max_num_batched_tokens tokens, sampled with top-k/top-p on each prompt's
+    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool. The plan's
+    max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them).
     With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width`); the hidden
     states and residual stay whole on every GPU. The factor was fitted at TP 1, where the two forms agree. This
