@@ -46,6 +46,16 @@ def test_serving_keys_are_plan_keys_with_ranges() -> None:
     ("0.7.3.dev138+g21f6ca217", engines.Version(release=(0, 7, 3))),
     ("0.4.2.post4", engines.Version(release=(0, 4, 2))),
     ("1.2.0rc1", engines.Version(release=(1, 2, 0))),
+    # PEP 440 allows pre, post, dev and local together, in that order (DSTACKCMP-*: a vLLM 0.6.3 nightly, V0)
+    ("0.6.3.post2.dev308", engines.Version(release=(0, 6, 3))),
+    ("0.6.3.post2.dev308+gb489fc3c", engines.Version(release=(0, 6, 3))),
+    ("1.0.0rc2.post1.dev3", engines.Version(release=(1, 0, 0))),
+    ("rocm/vllm 0.6.4.dev4+rocm", engines.Version(release=(0, 6, 4))),
+    ("0.1.0a1", engines.Version(release=(0, 1, 0))),
+    ("0.1.dev1166", engines.Version(release=(0, 1))),
+    ("b3000", engines.Version(build=3000)),
+    ("llama.cpp b2824", engines.Version(build=2824)),
+    ("15499eb (2024-04)", engines.Version(month=(2024, 4))),
     ("15499eb", None),
     ("", None),
 ])
@@ -58,6 +68,7 @@ def test_release_behaviours() -> None:
     assert not engines.llama_cpp_has_graphs("2023-11") and engines.llama_cpp_has_graphs("2024-12")
     assert engines.llama_cpp_has_graphs(None)  # current release by default
     assert not engines.vllm_v1("0.6.4") and engines.vllm_v1("0.10.1.1") and engines.vllm_v1(None)
+    assert not engines.vllm_v1("0.6.3.post2.dev308")  # a 0.6.3 nightly runs V0, not the current release
     assert not engines.vllm_v1("0.7.4.dev181") and engines.vllm_v1("0.8.5.post1")
     assert engines.transformers_full_logits("4.38") and not engines.transformers_full_logits("4.45.0")
     assert engines.trt_llm_pre_xqa("0.7.1") and not engines.trt_llm_pre_xqa("0.8.0")

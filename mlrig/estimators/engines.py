@@ -87,9 +87,12 @@ def parse_version(text: str | None) -> Version | None:
     m = re.search(r"(?<![a-z0-9])b(\d{3,5})(?!\w)", t)
     if m:
         return Version(build=int(m.group(1)))
-    # a PEP 440 pre-/post-/dev-release or local suffix ('0.7.4.dev181', '0.4.2.post4', '1.2.0rc1',
-    # '0.7.3.dev138+g21f6ca217') belongs to the release it follows
-    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.?(?:dev|post|rc|a|b)\d*)?(?:\+[\w.]*)?(?![\w.])", t)
+    # PEP 440 suffixes belong to the release they follow. PEP 440 ("Public version identifiers":
+    # [N!]N(.N)*[{a|b|rc}N][.postN][.devN], then an optional "+local" label) allows them together, in that
+    # order: '0.7.4.dev181', '0.4.2.post4', '1.2.0rc1', '0.6.3.post2.dev308' (a nightly after 0.6.3.post1),
+    # '0.7.3.dev138+g21f6ca217', '0.6.4.dev4+rocm'
+    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.?(?:rc|a|b)\d*)?(?:\.?post\d*)?(?:\.?dev\d*)?"
+                  r"(?:\+[\w.]*)?(?![\w.])", t)
     if m:
         return Version(release=tuple(int(x) for x in m.group(1).split(".")))
     return None

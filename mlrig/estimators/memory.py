@@ -182,14 +182,20 @@ def _kv_token_bytes(arch: ModelArch, context_tokens: Num, bytes_per_element: flo
     return values * share * bytes_per_element / pp
 
 
-def _mlp_width(arch: ModelArch) -> int:
+def _mlp_width(arch: ModelArch, tp: int = 1) -> float:
     """MLP intermediate activations per token: dense width, or for MoE the routed experts a
-    token visits (+ shared) plus the fused-MoE kernel's per-expert copies of the hidden state."""
+    token visits (+ shared) plus the fused-MoE kernel's per-expert copies of the hidden state.
+    With `tp`, on one GPU of a tensor-parallel group: the MLP's gate/up projection is column-parallel and its
+    down projection row-parallel (Megatron-LM, arXiv 1909.08053 sec. 3; vLLM
+    vllm/model_executor/models/llama.py `LlamaMLP`: MergedColumnParallelLinear -> SiluAndMul ->
+    RowParallelLinear), so each GPU holds intermediate / tp of every token's intermediate activations; for MoE
+    the experts' slices likewise (fused_moe's intermediate caches are [tokens, top_k, 2 x intermediate / tp]),
+    while the per-expert copies of the hidden state stay whole."""
     if arch.is_moe:
         inter = arch.moe_intermediate_size or arch.intermediate_size
         shared = arch.shared_expert_intermediate_size or (inter * arch.num_shared_experts)
-        return arch.experts_per_token * (inter + arch.hidden_size) + shared
-    return arch.intermediate_size
+        return arch.experts_per_token * (inter / tp + arch.hidden_size) + shared / tp
+    return arch.intermediate_size / tp
 
 
 def _context_overhead(gpu: GPU) -> float:
@@ -214,16 +220,23 @@ def _gib(x: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None,
-                           context: Num = None) -> Num:
+                           context: Num = None, tp: int = 1) -> Num:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
     max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
     with >= 70 GiB other than the A100, 2048 / 256 otherwise (OpenAI server; engines.vllm_big_gpu_defaults).
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
-    pushes a whole max_model_len prompt through the model: a long max_model_len on a 24 GB card
-    leaves a much smaller KV pool. The plan's max_num_batched_tokens / max_num_seqs override both.
-    `context`: the context the plan holds (its own, unless a sweep passes an array of them)."""
+    (vllm/worker/model_runner.py `GPUModelRunnerBase.profile_run`, 0.6.x) runs one prefill of max_num_seqs
+    dummy prompts that together hold max_num_batched_tokens tokens, sampled with top-k/top-p on each prompt's
+    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool. The plan's
+    max_num_batched_tokens / max_num_seqs override both.
+    `context`: the context the plan holds (its own, unless a sweep passes an array of them).
+    With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width`); the hidden
+    states and residual stay whole on every GPU. The factor was fitted at TP 1, where the two forms agree. This
+    matters most for V0 at long max_model_len: Llama-3.1-405B FP8 at max_model_len 91,680 on 8x H100
+    (DSTACKCMP-0001..0017, vLLM 0.6.3, which started) profiles 91,680 tokens, ~15 GiB per GPU with the MLP
+    sharded, ~46 GiB if it were not (more than the 0.9 x 80 GiB reservation leaves beside the weights)."""
     # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
     tokens: Num = 8192 if big else 2048
@@ -236,7 +249,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
             seqs = 256
         tokens = w.max_num_batched_tokens or tokens
         seqs = w.max_num_seqs or seqs
-    per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch)) * 2
+    per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
     act = tokens * per_token
     if last_stage and v1 and plan is not None:
         return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
@@ -432,7 +445,9 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
     heads_gpu = arch.num_heads / tp
 
     if engine in PAGED_ENGINES:
-        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None, context=ctx)
+        # the other paged engines take vLLM's TP-1 profile as a proxy, unsharded, as when it was first set for them
+        act = _vllm_activation_bytes(arch, gpu, last_stage=True, plan=plan if engine == "vllm" else None, context=ctx,
+                                     tp=tp if engine == "vllm" else 1)
         non_torch = CAL.vllm_non_torch_bytes + (CAL.paged_proxy_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             non_torch = _vllm_non_torch_bytes(plan, tp)
