@@ -42,12 +42,21 @@ def gone(pid: int) -> bool:
         return True
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @contextmanager
 def started(args: list[str], tmp: Path) -> Iterator[subprocess.Popen[str]]:
-    """`mlrig ARGS` as a subprocess, killed and reaped on the way out if a check failed before it ended."""
+    """`mlrig ARGS` as a subprocess, killed and reaped on the way out if a check failed before it ended.
+    The child starts with the default disposition of the signals under test: a test run launched under
+    `nohup` (or any parent that ignores SIGHUP) would otherwise pass SIG_IGN on, and mlrig rightly keeps
+    an ignored signal ignored."""
     env = {**os.environ, "MLRIG_HOME": str(tmp / "home"), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "mlrig.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL,
+                            preexec_fn=_default_signals)
     try:
         yield proc
     finally:
