@@ -18,6 +18,7 @@ from mlrig.estimators.performance import (
     expert_read_bytes,
     format_efficiency,
     kv_read_replication,
+    mla_decode_attention_bw_rel,
     prefill_cost,
     prefill_pass,
 )
@@ -127,3 +128,38 @@ def test_fp8_weights_keep_16_bit_attention_unless_the_cache_is_fp8() -> None:
     assert fp16 is not None and fp8 is not None and fp8 == pytest.approx(2 * fp16, rel=0.01)
     assert a - b == pytest.approx(attn / (ce * 1e12) * (1 / fp16 - 1 / fp8), rel=1e-9)
     assert a > 1.2 * b  # attention is a large share of a 32k prompt's FLOPs
+
+
+def _kv_memory_s(r: ResolvedPlan) -> float:
+    """Decode memory time of 64 sequences added by 1,600 more tokens of context (the weights' read cancels)."""
+    return decode_step(r, 64, 3600).memory_s - decode_step(r, 64, 2000).memory_s
+
+
+def test_early_rocm_mla_decode_reads_the_latent_cache_at_a_fifth_of_the_rate() -> None:
+    # SGLang 0.4.2 on MI300X decoded MLA with the Triton split-KV kernel (efficiency.MLA_DECODE_ATTN_BW_REL):
+    # the latent cache's read takes 1 / 0.2 = 5x as long as under a release with AITER's MLA decode
+    early = resolved(DEEPSEEK, "MI300X", 8, engine="sglang", engine_version="0.4.2.post4")
+    aiter = resolved(DEEPSEEK, "MI300X", 8, engine="sglang", engine_version="0.4.5")
+    assert mla_decode_attention_bw_rel(early, "sglang") == pytest.approx(0.2)
+    assert mla_decode_attention_bw_rel(aiter, "sglang") == 1.0
+    assert _kv_memory_s(early) == pytest.approx(5.0 * _kv_memory_s(aiter), rel=1e-9)
+    # DSTACKR1-0084 / -0087 (SGLang 0.4.2, 8x MI300X, ~3,600 tokens held): TPOT grows 0.80 ms per extra sequence
+    # from 64 to 128 users; the full-rate read gives a decode step ~0.14 ms per sequence, the early kernel > 2x that
+    def per_seq_ms(r: ResolvedPlan) -> float:
+        return (decode_step(r, 128, 3600).seconds - decode_step(r, 64, 3600).seconds) / 64 * 1e3
+    assert per_seq_ms(aiter) < 0.2
+    assert 0.3 < per_seq_ms(early) < 0.9
+
+
+def test_early_rocm_mla_decode_rate_leaves_nvidia_gqa_and_current_releases_alone() -> None:
+    # DSTACKR1's H200 rows (SGLang 0.4.3.post2 on CUDA: FlashInfer / Triton MLA) are not priced with it
+    h200 = resolved(DEEPSEEK, "H200 SXM", 8, engine="sglang", engine_version="0.4.3.post2")
+    assert mla_decode_attention_bw_rel(h200, "sglang") == 1.0
+    # GQA models on the same release and GPU: no latent cache
+    assert mla_decode_attention_bw_rel(
+        resolved("llama-3-70b", "MI300X", 8, precision="bf16", engine="sglang", engine_version="0.4.2.post4"),
+        "sglang") == 1.0
+    # no version stated: the current release (AITER), and vLLM is not fitted here
+    assert mla_decode_attention_bw_rel(resolved(DEEPSEEK, "MI300X", 8, engine="sglang"), "sglang") == 1.0
+    vllm = resolved(DEEPSEEK, "MI300X", 8, engine_version="0.7.3.dev138")
+    assert mla_decode_attention_bw_rel(vllm, "vllm") == 1.0

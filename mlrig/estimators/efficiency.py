@@ -410,6 +410,37 @@ BLOCK_FP8_EARLY_MOE_REL: dict[str, float] = {"sglang": 0.10}
 #   kernel, GQA flash attention) are not priced with it.
 EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
 
+# MLA decode attention on AMD GPUs before AITER's MLA decode kernel (performance.mla_decode_attention_bw_rel).
+#   SGLang's releases of early 2025 decoded DeepSeek's absorbed MLA on ROCm with its Triton decode-attention kernel
+#   (python/sglang/srt/layers/attention/triton_ops/decode_attention.py: `decode_attention_fwd_grouped`, a two-stage
+#   split-KV kernel adapted from LightLLM's gqa_flash_decoding, with `is_hip` tile settings): FlashInfer, SGLang's
+#   CUDA default, had no ROCm build, so its Triton backend served MLA there until the `aiter` attention backend
+#   (layers/attention/aiter_backend.py; read from the code's layout, not from a release note). AMD's ROCm blog
+#   "Supercharge DeepSeek-R1 Inference on AMD Instinct MI300X" (rocm.blogs.amd.com/artificial-intelligence/
+#   DeepSeekR1-Part2, 2025-03-21) lists AITER's MLA decode kernel as "+17x" for SGLang on MI300X (a kernel figure,
+#   its baseline not restated here; the rows below give ~5x for the whole read); vLLM took AITER's `mla_decode_fwd`
+#   in vLLM PR #15893 (2025-04-01).
+#   The old kernel reads the latent cache (576 values per token and layer, every TP rank the whole of it,
+#   performance.kv_read_replication) far below the HBM rate: DSTACKR1's SGLang 0.4.2 TPOT on 8x MI300X grows
+#   ~0.8 ms per extra sequence at ~3,600 tokens of context (-0087 vs -0084: 136 vs 85 ms at 128 vs 64 users),
+#   where a bandwidth-limited read of 3,600 x 70 KB takes ~0.06 ms. Fraction of the rate the cache read reaches
+#   there, fitted on DSTACKR1's SGLang 0.4.2 MI300X fit rows (offline output throughput of 32-1024 requests,
+#   -0034..-0048, and the 4-128-user throughput and median TPOT, -0070..-0141; 39 rows, their TTFT left aside):
+#   1.0 (none) / 0.15 / 0.17 / 0.20 / 0.25 give those rows a median error of 24 / 12 / 10 / 10 / 11 % (p90 90 / 24 /
+#   22 / 30 / 39 %); offline runs alone want ~0.12 (median predicted/measured 0.98), TPOT alone ~0.25 (1.06; the
+#   fixed EARLY_BLOCK_FP8_MLA_MOE_LAYER_S above was fitted partly on -0072 with this read at full rate). 0.20 sits
+#   in the joint valley and leaves both validated scopes better than without it (throughput / sglang / hbm median
+#   23 -> 17 %, p90 89 -> 56 %; TPOT / sglang / hbm 7.6 -> 6.5 %, 24 -> 20 %); 0.17 would give TPOT's median 11 %.
+#   Not separated: the shared-prefix rows (-0106..-0114) decode faster than the plain ones at equal users, likely
+#   the 3,200-token shared latent (~220 MB) held in MI300X's 256 MB Infinity Cache, not modelled. The release where
+#   SGLang's ROCm MLA decode moved to AITER is not pinned from release notes here: 0.4.5 is taken (the blog above ran
+#   AITER MLA with SGLang in March 2025; 0.4.3-0.4.4 on ROCm may be priced too slow). NVIDIA GPUs (FlashInfer /
+#   Triton MLA on CUDA; DSTACKR1's H200 SGLang 0.4.3 rows) are not priced with it; vLLM's ROCm Triton MLA of the
+#   same era is not fitted here.
+MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20}
+MLA_DECODE_ATTN_EARLY_VENDORS = ("AMD",)
+MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
+
 # The OpenAI-compatible front end's share of TTFT (serving.frontend_s): the API server's HTTP handling,
 # chat template and tokenisation, the hand-off to the engine core process (ZMQ in vLLM V1) and the first
 # token's detokenisation and server-sent event, as the benchmark client's clock sees it. vLLM:

@@ -850,12 +850,28 @@ def _gptq_rows_cost(r: ResolvedPlan, cost: PassCost, batch: Num) -> PassCost:
     return replace(cost, weight_bytes=weights, other_bytes=other)
 
 
+def mla_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
+    """Fraction of the memory rate a decode step's attention reads an MLA latent cache at: below 1 for the
+    engine releases that decoded MLA on AMD GPUs with the Triton split-KV decode kernel before AITER's MLA
+    decode kernel (efficiency.MLA_DECODE_ATTN_BW_REL, efficiency.MLA_DECODE_ATTN_EARLY_BEFORE); 1 elsewhere
+    (unknown versions: the current release, 1)."""
+    rel = eff.MLA_DECODE_ATTN_BW_REL.get(engine)
+    limit = eff.MLA_DECODE_ATTN_EARLY_BEFORE.get(engine)
+    if (rel is None or limit is None or not r.arch.is_mla or r.gpu.vendor not in eff.MLA_DECODE_ATTN_EARLY_VENDORS
+            or not before(r.workload.engine_version, limit)):
+        return 1.0
+    return rel
+
+
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
     """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
     served from host memory (see `_offload_time`)."""
     s = _setup(r)
     cost = _decode_cost(r, s.engine, batch, context)
-    t = _timed(cost, r, s, batch, decode=True)
+    attn_rel = mla_decode_attention_bw_rel(r, s.engine)
+    # the early ROCm MLA decode kernel's slow latent-cache read, priced as that many more bytes
+    timed_cost = cost if attn_rel == 1.0 else replace(cost, kv_bytes=cost.kv_bytes / attn_rel)
+    t = _timed(timed_cost, r, s, batch, decode=True)
     eager = eager_decode_layer_s(r, s.engine, batch, context)
     if vec.is_array(eager) or eager > 0:
         extra_s = eager * r.arch.num_layers
