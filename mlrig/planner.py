@@ -311,9 +311,9 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
                      f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
     performance = None if refusal else estimate_performance(r, memory, figures)
     if performance is not None and p.workload.task == "inference":
-        w = p.workload  # the lengths the speed is priced at (static_inference, serving: prompt + output / 2)
+        w = p.workload  # the lengths the speed is priced at
         performance.prompt_tokens, performance.output_tokens = w.prompt_tokens, w.output_tokens
-        performance.decode_context_tokens = max(1, w.prompt_tokens) + w.output_tokens // 2
+        performance.decode_context_tokens = w.mean_decode_context
     training = None
     if p.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training_run

@@ -159,6 +159,12 @@ class WorkloadSpec(_Strict):
         return self.context_tokens or max(1, self.prompt_tokens + self.output_tokens)
 
     @property
+    def mean_decode_context(self) -> int:
+        """Tokens of context a decode step reads on average over a request: the prompt and half the output
+        (the KV grows by one token per step), at least one. The decode figures are priced there."""
+        return max(1, self.prompt_tokens + self.output_tokens // 2)
+
+    @property
     def follows_context(self) -> bool:
         """An inference plan whose prompt (and output) were not given but its context was: its request
         fills the context (`lengths_filling`), at any context it is asked about."""

@@ -101,3 +101,11 @@ def test_plan_says_which_lengths_its_speed_assumes() -> None:
     js = runner.invoke(app, ["plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--context", "8k", "--json"])
     perf = json.loads(js.output)["performance"]
     assert (perf["prompt_tokens"], perf["output_tokens"], perf["decode_context_tokens"]) == (8064, 128, 8128)
+
+
+def test_mean_decode_context_is_the_prompt_and_half_the_output() -> None:
+    """The one place the decode figures' mean context is worked out (serving, performance, planner, web)."""
+    from mlrig.workload import WorkloadSpec
+
+    assert WorkloadSpec(prompt_tokens=1000, output_tokens=101).mean_decode_context == 1050
+    assert WorkloadSpec(prompt_tokens=0, output_tokens=1).mean_decode_context == 1  # at least one token

@@ -1101,7 +1101,7 @@ def draft_cost_ratio(r: ResolvedPlan, draft: ModelArch) -> float:
     """Cost of one draft decode pass relative to one target pass (the plan's model), as the ratio of
     bytes each reads per token at batch 1 (weights + KV at the mean context): decode is memory-bound
     there. The draft runs at the target's precision and KV dtype."""
-    ctx = max(1, r.workload.prompt_tokens + r.workload.output_tokens // 2)
+    ctx = r.workload.mean_decode_context
     t = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, ctx).bytes
     d = decode_cost(draft, model_weight_bytes(draft, r.precision), r.kv_bytes_per_element, 1, ctx).bytes
     return d / t if t > 0 else 0.0
@@ -1113,7 +1113,7 @@ def verify_cost_ratio(r: ResolvedPlan, batch: int, k: int) -> float:
     it grows towards k + 1 once the batch makes decode compute-bound, which is why speculative
     decoding buys little at high concurrency."""
     s = _setup(r)
-    ctx = max(1, r.workload.prompt_tokens + r.workload.output_tokens // 2)
+    ctx = r.workload.mean_decode_context
     step = decode_step(r, batch, ctx)
     one = _decode_cost(r, s.engine, batch, ctx)
     tokens = batch * (k + 1)

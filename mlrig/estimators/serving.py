@@ -314,8 +314,7 @@ def prefill_tokens(w: WorkloadSpec) -> int:
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
     w = r.workload
-    ctx = max(1, w.prompt_tokens + w.output_tokens // 2)
-    dec = decode_step(r, n, ctx)
+    dec = decode_step(r, n, w.mean_decode_context)
     return dec.seconds + n * _own_prompt_share_s(r, prefill_s_per_token), dec.bound
 
 
@@ -1300,7 +1299,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
                         wave_weight=wave)
-    single = decode_step(r, 1, max(1, w.prompt_tokens + w.output_tokens // 2))
+    single = decode_step(r, 1, w.mean_decode_context)
     total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
     capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
     expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "

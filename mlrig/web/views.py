@@ -42,7 +42,7 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     experts = r.weight_parts.get("experts_routed")
     pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention,
                             embedding_bytes=emb, expert_bytes=experts)
-    dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, max(1, prompt + w.output_tokens // 2),
+    dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, w.mean_decode_context,
                            perf.decode_kv_read_factor(arch, engine, w.flash_attention), embedding_bytes=emb,
                            expert_bytes=experts)
     points = []
