@@ -51,22 +51,24 @@ def expert_weight_bytes_per_gpu(arch: ModelArch, routed_bytes: float, tp: int, p
     return per_expert * math.ceil(arch.num_experts / ep) / (pp * max(1, tp // ep))
 
 
-def touched_fraction(arch: ModelArch, tokens: Num) -> Num:
-    """`performance.experts_touched_fraction`'s 1 - (1 - k/E)^n (uniform routing), here so that this module,
-    which performance calls, need not import it back (tests/test_inference_expert_parallel.py checks they agree)."""
-    return 1.0 - vec.power(1.0 - arch.experts_per_token / arch.num_experts, vec.maximum(1, tokens))
+def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
+    """Expected fraction of a layer's routed experts that `tokens_in_pass` tokens visit, each routing to k
+    of E: 1 - (1 - k/E)^n (uniform routing; `performance.read_fraction`). Here, below `performance`, which
+    imports it, so that this module's busiest-rank count uses the same figure."""
+    k_over_e = arch.experts_per_token / arch.num_experts
+    return 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
 
 
 def busiest_rank_experts(arch: ModelArch, tokens: Num, ep: int) -> Num:
     """Expected routed experts a pass of `tokens` tokens touches on the busiest of `ep` ranks, per layer.
-    A rank holds n = ceil(E / ep) experts, each touched with probability f = `touched_fraction`
+    A rank holds n = ceil(E / ep) experts, each touched with probability f = `experts_touched_fraction`
     (uniform routing, as `read_fraction` assumes), so its count has mean n f and standard deviation
     sqrt(n f (1 - f)); the largest of ep such counts is at most the mean + sd x sqrt(2 ln ep) (the expected
     maximum of ep Gaussians, e.g. Kamath 2015, "Bounds on the expectation of the maximum of samples from a
     Gaussian"), capped at n. One token's 8 of 256 experts over 8 ranks: mean 1, busiest ~3; at large
     batches every rank's experts are all touched and the busiest is the mean."""
     n = math.ceil(arch.num_experts / ep)
-    f = touched_fraction(arch, tokens)
+    f = experts_touched_fraction(arch, tokens)
     mean = n * f
     spread = vec.power(vec.maximum(0.0, n * f * (1.0 - f)), 0.5) * math.sqrt(2.0 * math.log(ep))
     return vec.minimum(float(n), mean + spread)
@@ -87,7 +89,7 @@ def expert_parallel_cost(r: ResolvedPlan, cost: PassCost, tokens: Num, sequences
     ep, tp = hw.expert_parallel, hw.tensor_parallel
     if ep <= 1 or not arch.is_moe or arch.num_experts <= 0:
         return cost, 0.0
-    touched = arch.num_experts * touched_fraction(arch, tokens)  # what cost.expert_* hold, per layer
+    touched = arch.num_experts * experts_touched_fraction(arch, tokens)  # what cost.expert_* hold, per layer
     scale = busiest_rank_experts(arch, tokens, ep) / vec.maximum(touched, 1e-12) * tp / max(1, tp // ep)
     expert_bytes = cost.expert_bytes * scale
     expert_flops = cost.expert_flops * scale

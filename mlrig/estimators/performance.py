@@ -41,6 +41,7 @@ from mlrig.estimators.engines import (
     vllm_custom_allreduce_on_amd,
     vllm_multi_step,
 )
+from mlrig.estimators.expert_parallel import experts_touched_fraction
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
 from mlrig.results import Performance
 from mlrig.vec import Num
@@ -217,13 +218,6 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num, touched: Num | None = No
             touched = experts_touched_fraction(arch, tokens_in_pass)
         read = read - pb.experts_routed * (1.0 - touched)
     return vec.maximum(0.0, read) / total
-
-
-def experts_touched_fraction(arch: ModelArch, tokens_in_pass: Num) -> Num:
-    """Expected fraction of a layer's routed experts that `tokens_in_pass` tokens visit, each routing to k
-    of E: 1 - (1 - k/E)^n (uniform routing; `read_fraction`)."""
-    k_over_e = arch.experts_per_token / arch.num_experts
-    return 1.0 - vec.power(1.0 - k_over_e, vec.maximum(1, tokens_in_pass))
 
 
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
