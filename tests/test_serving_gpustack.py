@@ -104,3 +104,37 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     more = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied", "num_requests": 4000}}).performance
     assert more is not None and more.throughput_tok_s is not None
     assert qv.throughput_tok_s / qf.throughput_tok_s < more.throughput_tok_s / qf.throughput_tok_s < 1.0
+
+
+# ---- rows say the engine their page section ran ------------------------------------------------------
+def _gpustack_rows() -> list[dict[str, Any]]:
+    import json
+    from importlib import resources
+
+    text = resources.files("mlrig.data.calibration").joinpath("serving_gpustack_perflab.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_gpustack_rows_take_the_engine_their_section_names() -> None:
+    """Each GPUStack row quotes the page section it comes from; a section that names one engine ('2. Quantization
+    in TensorRT-LLM', '2. Parallelism in SGLang') ran that engine, whatever a copied serving command says. The
+    Qwen3-32B H100 page's FP8 step under 'Quantization in TensorRT-LLM' quotes an SGLang command, but its summary
+    counts it as TensorRT-LLM's quantisation step (+50.6 %) and the chunked-prefill step after it (+7.0 %) is
+    `trtllm-serve` on the same checkpoint: GPUSTACK-0080/0081 are TensorRT-LLM 1.2.0rc1 (the page's release)."""
+    import re
+
+    names = {"tensorrt-llm": "trt-llm", "sglang": "sglang", "vllm": "vllm"}
+    checked = 0
+    for row in _gpustack_rows():
+        m = re.search(r"section '([^']*)'", row["source_note"])
+        assert m, row["id"]
+        named = {e for k, e in names.items() if k in m.group(1).lower()}
+        if len(named) == 1:
+            checked += 1
+            assert row["plan"]["workload"]["engine"] == named.pop(), row["id"]
+    assert checked >= 10
+    rows = {r["id"]: r for r in _gpustack_rows()}
+    for rid in ("GPUSTACK-0080", "GPUSTACK-0081"):
+        w = rows[rid]["plan"]["workload"]
+        assert (w["engine"], w["engine_version"]) == ("trt-llm", "1.2.0rc1")
+        assert rows[rid]["software"] == "TensorRT-LLM 1.2.0rc1"
