@@ -134,7 +134,7 @@ LoadOpt = Annotated[str | None, typer.Option(
 RequestRateOpt = Annotated[float | None, typer.Option("--request-rate", help="requests/s, for --load rate")]
 NumRequestsOpt = Annotated[int | None, typer.Option("--num-requests", help="requests of an offline / rate run")]
 CachedPromptOpt = Annotated[int | None, typer.Option(
-    "--cached-prompt-tokens", help="prompt tokens per request served from the engine's prefix cache (vLLM "
+    "--cached-prompt-tokens", metavar="<tokens>", parser=token_count("--cached-prompt-tokens"), help="prompt tokens per request served from the engine's prefix cache (vLLM "
     "--enable-prefix-caching, SGLang's radix cache): no prefill for them, their KV still read (default 0)")]
 LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
@@ -143,8 +143,9 @@ LengthsOpt = Annotated[str | None, typer.Option(
 MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
-    "--max-num-batched-tokens", help="engine's tokens per iteration (chunked prefill budget)")]
-MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="engine's context cap (vLLM)")]
+    "--max-num-batched-tokens", metavar="<tokens>", parser=token_count("--max-num-batched-tokens"), help="engine's tokens per iteration (chunked prefill budget)")]
+MaxModelLenOpt = Annotated[int | None, typer.Option(
+    "--max-model-len", metavar="<tokens>", parser=token_count("--max-model-len"), help="engine's context cap (vLLM)")]
 SchedulerStepsOpt = Annotated[int | None, typer.Option(
     "--num-scheduler-steps", help="vLLM 0.6-0.10 multi-step scheduling: decode steps per scheduler call")]
 EngineVersionOpt = Annotated[str | None, typer.Option(
@@ -193,7 +194,34 @@ SETUP_OPTIONS: dict[str, Any] = {
     "power_limit_w": PowerLimitOpt,
 }
 # CLI parameter -> plan field where the names differ (`eager` is the negation of `cuda_graphs`).
-_SETUP_FIELD = {"ep": "expert_parallel", "eager": "cuda_graphs"}
+SETUP_FIELD = {"ep": "expert_parallel", "eager": "cuda_graphs"}
+# Plan section of the setup fields that are not [workload] keys (PLAN-FORMAT: an inference plan's
+# expert_parallel lives in [hardware]; a training plan's moves from there to [training]).
+SETUP_SECTION = {"expert_parallel": "hardware", "power_limit_w": "hardware"}
+
+
+def setup_flag_table() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
+    """The serving-setup options as plain flags, for commands that parse their own arguments (`recommend`'s
+    per-model workload flags): flag -> (section, plan field, converter of the value, value of a switch).
+    A switch (`--eager`, `--cuda-graphs`, `--allow-long-context`) has no converter and takes no value."""
+    from typing import get_args
+
+    table: dict[str, tuple[str, str, Callable[[str], Any] | None, Any]] = {}
+    for name, option in SETUP_OPTIONS.items():
+        kind, info = get_args(option)[0], get_args(option)[1]
+        field = SETUP_FIELD.get(name, name)
+        section = SETUP_SECTION.get(field, "workload")
+        decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
+        base = next(t for t in get_args(kind) if t is not type(None))
+        if base is bool:
+            on, _, off = decls[0].partition("/")
+            negate = name == "eager"  # --eager means cuda_graphs = false
+            table[on] = (section, field, None, not negate)
+            if off:
+                table[off] = (section, field, None, negate)
+        else:
+            table[decls[0]] = (section, field, info.parser or base, None)
+    return table
 
 
 def setup_fields(**flags: Any) -> dict[str, Any]:
@@ -207,7 +235,7 @@ def setup_fields(**flags: Any) -> dict[str, Any]:
         value = flags.get(name)
         if name == "eager" and value is not None:
             value = not value
-        out[_SETUP_FIELD.get(name, name)] = value
+        out[SETUP_FIELD.get(name, name)] = value
     return out
 
 

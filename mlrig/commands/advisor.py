@@ -53,6 +53,16 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--tokens-per-run": ("usage", "tokens_per_run", _total_tokens),
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
+
+
+def _setup_flags() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
+    """The serving-setup flags every serving command takes (`_common.SETUP_OPTIONS`): --eager, --ep, ..."""
+    from mlrig.commands._common import setup_flag_table
+
+    return setup_flag_table()
+
+
+SETUP_FLAGS = _setup_flags()
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 WORKLOAD_HELP = (
     "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
@@ -60,6 +70,8 @@ WORKLOAD_HELP = (
     + "\n".join(f"  {flag:<17} {meaning}" for flag, meaning in {
         "--model M": "catalog id, HF id or model file (starts a workload)",
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
+        **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
+           for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
     }.items())
     + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
     " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
@@ -99,22 +111,28 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         flag, value = args[i], None
         if "=" in flag and flag.startswith("--"):
             flag, value = flag.split("=", 1)
-        elif i + 1 < len(args):
+        elif i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
             value = args[i + 1]
             i += 1
         i += 1
-        if flag not in WORKLOAD_FLAGS and flag != "--model":
+        if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
             raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
-        if value is None:
+        switch = flag in SETUP_FLAGS and SETUP_FLAGS[flag][2] is None
+        if switch and value is not None:
+            raise MlrigError(f"{flag} takes no value (got {value!r})")
+        if value is None and not switch:
             raise MlrigError(f"{flag} needs a value")
         if flag == "--model":
             groups.append({"plan": {"model": {"name": value}}, "usage": {}})
             continue
         if not groups and not plans:
             raise MlrigError(f"{flag} given before --model; put workload flags after the --model they describe")
-        section, field, conv = WORKLOAD_FLAGS[flag]
+        if flag in SETUP_FLAGS:
+            section, field, conv, v = SETUP_FLAGS[flag]
+        else:
+            section, field, conv = WORKLOAD_FLAGS[flag]
         try:
-            v = conv(value)
+            v = conv(value) if conv is not None else v
         except MlrigError as exc:
             raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
