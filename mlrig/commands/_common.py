@@ -134,7 +134,8 @@ LoadOpt = Annotated[str | None, typer.Option(
 RequestRateOpt = Annotated[float | None, typer.Option("--request-rate", help="requests/s, for --load rate")]
 NumRequestsOpt = Annotated[int | None, typer.Option("--num-requests", help="requests of an offline / rate run")]
 CachedPromptOpt = Annotated[int | None, typer.Option(
-    "--cached-prompt-tokens", metavar="<tokens>", parser=token_count("--cached-prompt-tokens"), help="prompt tokens per request served from the engine's prefix cache (vLLM "
+    "--cached-prompt-tokens", metavar="<tokens>", parser=token_count("--cached-prompt-tokens"),
+    help="prompt tokens per request served from the engine's prefix cache (vLLM "
     "--enable-prefix-caching, SGLang's radix cache): no prefill for them, their KV still read (default 0)")]
 LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
@@ -143,7 +144,8 @@ LengthsOpt = Annotated[str | None, typer.Option(
 MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
-    "--max-num-batched-tokens", metavar="<tokens>", parser=token_count("--max-num-batched-tokens"), help="engine's tokens per iteration (chunked prefill budget)")]
+    "--max-num-batched-tokens", metavar="<tokens>", parser=token_count("--max-num-batched-tokens"),
+    help="engine's tokens per iteration (chunked prefill budget)")]
 MaxModelLenOpt = Annotated[int | None, typer.Option(
     "--max-model-len", metavar="<tokens>", parser=token_count("--max-model-len"), help="engine's context cap (vLLM)")]
 SchedulerStepsOpt = Annotated[int | None, typer.Option(

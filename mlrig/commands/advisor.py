@@ -132,7 +132,7 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         else:
             section, field, conv = WORKLOAD_FLAGS[flag]
         try:
-            v = conv(value) if conv is not None else v
+            v = conv(value) if conv is not None and value is not None else v
         except MlrigError as exc:
             raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:

@@ -80,7 +80,8 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
                  engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
     """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
-    batch, context, ..., and the serving-setup flags). Raises MlrigError for over 64 variants, or when every variant fails alike."""
+    batch, context, ..., and the serving-setup flags). Raises MlrigError for over 64 variants, or when every
+    variant fails alike."""
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
