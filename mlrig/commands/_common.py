@@ -171,6 +171,9 @@ EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree 
     "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
+InterconnectOpt = Annotated[str | None, typer.Option(
+    "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... (mlrig/data/interconnects.json; "
+    "default: what the GPU has); with --nodes, the network: ib-ndr, '4x roce-100g'")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
     "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
 
@@ -194,12 +197,13 @@ SETUP_OPTIONS: dict[str, Any] = {
     "lengths": LengthsOpt,
     "cached_prompt_tokens": CachedPromptOpt,
     "power_limit_w": PowerLimitOpt,
+    "interconnect": InterconnectOpt,
 }
 # CLI parameter -> plan field where the names differ (`eager` is the negation of `cuda_graphs`).
 SETUP_FIELD = {"ep": "expert_parallel", "eager": "cuda_graphs"}
 # Plan section of the setup fields that are not [workload] keys (PLAN-FORMAT: an inference plan's
 # expert_parallel lives in [hardware]; a training plan's moves from there to [training]).
-SETUP_SECTION = {"expert_parallel": "hardware", "power_limit_w": "hardware"}
+SETUP_SECTION = {"expert_parallel": "hardware", "power_limit_w": "hardware", "interconnect": "hardware"}
 
 
 def setup_flag_table() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:

@@ -127,6 +127,9 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
             continue
         if not groups and not plans:
             raise MlrigError(f"{flag} given before --model; put workload flags after the --model they describe")
+        if flag == "--interconnect":  # each option is a machine with its own links
+            raise MlrigError("--interconnect describes one machine's GPU links; recommend prices each option with "
+                             "its own: compare links with `mlrig plan MODEL --gpu G -n 2 --interconnect nvlink`")
         if flag in SETUP_FLAGS:
             section, field, conv, v = SETUP_FLAGS[flag]
         else:

@@ -90,8 +90,11 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     # A serving engine takes its whole reservation; its headroom is KV-pool room beyond one sequence
     pooled = abs(mem.gpu_capacity_gib - mem.per_gpu_gib - mem.headroom_gib) > 0.01
     spare = "KV pool to spare beyond one sequence" if pooled else "headroom"
-    con.print(f"{verdict} — {mem.per_gpu_gib:.2f} GiB of {mem.gpu_capacity_gib:.2f} GiB per GPU "
-              f"({mem.headroom_gib:+.2f} GiB {spare})")
+    room = f"{mem.headroom_gib:+.2f} GiB {spare}"
+    if mem.headroom_gib < 0:  # "-26 GiB to spare" reads as a contradiction: say how much is missing
+        room = f"{-mem.headroom_gib:.2f} GiB short" + (
+            " of the engine's reservation, one sequence's KV cache included" if pooled else "")
+    con.print(f"{verdict} — {mem.per_gpu_gib:.2f} GiB of {mem.gpu_capacity_gib:.2f} GiB per GPU ({room})")
     t = Table(title="Memory per GPU (GiB = 2^30 bytes)", show_header=True, header_style="bold")
     t.add_column("component")
     t.add_column("GiB", justify="right")

@@ -63,6 +63,7 @@ class SetupQuery(_Query):
     lengths: Literal["fixed", "varied"] | None = Field(None, description="--lengths: fixed | varied")
     cached_prompt_tokens: int | None = Field(None, description="--cached-prompt-tokens (prefix cache)")
     power_limit_w: float | None = Field(None, description="--power-limit-w: GPU power cap, W")
+    interconnect: Str | None = Field(None, description="--interconnect: pcie4 | nvlink | ... (GPU links)")
 
 
 class PlanFields(WorkloadQuery, SetupQuery):
