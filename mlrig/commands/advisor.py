@@ -364,7 +364,7 @@ def _print_recommendation(rec: Any, top: int, sources: bool) -> None:
         con.print(f"excluded {len(excluded)} options; the cheapest of each kind and why:")
         seen: set[str] = set()
         for o in sorted(excluded, key=lambda o: o.upfront_usd if o.kind == "buy" else o.cost_per_month_usd):
-            fam = o.gpu if o.category != "cloud" else o.category
+            fam = f"{o.category}:{o.gpu}"  # each GPU once per kind: the reasons differ by GPU (memory, speed)
             if fam in seen or len(seen) >= 10:
                 continue
             seen.add(fam)
