@@ -172,8 +172,8 @@ EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree 
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
 InterconnectOpt = Annotated[str | None, typer.Option(
-    "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... (mlrig/data/interconnects.json; "
-    "default: what the GPU has); with --nodes, the network: ib-ndr, '4x roce-100g'")]
+    "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... "
+    "(mlrig/data/interconnects.json; default: what the GPU has); with --nodes, the network: ib-ndr, '4x roce-100g'")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
     "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
 
@@ -254,15 +254,16 @@ def setup_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     sig = inspect.signature(fn, eval_str=True)  # the module's string annotations, resolved for typer
     params = [p for p in sig.parameters.values() if p.name != "setup"]
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=option)
+    extra = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=option)
              for name, option in SETUP_OPTIONS.items()]
+    at = next((i for i, p in enumerate(params) if p.name == "as_json"), len(params))  # --json stays last in --help
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         setup = {name: kwargs.pop(name, None) for name in SETUP_OPTIONS}
         return fn(*args, setup=setup, **kwargs)
 
-    wrapper.__signature__ = sig.replace(parameters=[*params, *extra])  # type: ignore[attr-defined]
+    wrapper.__signature__ = sig.replace(parameters=[*params[:at], *extra, *params[at:]])  # type: ignore[attr-defined]
     return wrapper
 
 
