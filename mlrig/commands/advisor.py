@@ -67,11 +67,12 @@ CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 WORKLOAD_HELP = (
     "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
     " --model apply to the --plan files):\n\n\b\n"
-    + "\n".join(f"  {flag:<17} {meaning}" for flag, meaning in {
+    + "\n".join(f"  {flag:<24} {meaning}" for flag, meaning in {
         "--model M": "catalog id, HF id or model file (starts a workload)",
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
         **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
            for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
+        "--interconnect": "not here: each option is priced with its own links (see `mlrig plan`)",
     }.items())
     + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
     " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
