@@ -72,7 +72,7 @@ WORKLOAD_HELP = (
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
         **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
            for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
-        "--interconnect": "not here: each option is priced with its own links (see `mlrig plan`)",
+        "--interconnect": "refused here: each option has its own GPU links",
     }.items())
     + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
     " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
