@@ -117,8 +117,9 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
 def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
     """The engine a user of this setup most likely runs when they name none (issue 10; one place,
     so memory and speed always assume the same engine):
-    - llama.cpp for GGUF formats, Apple silicon (Metal), CPU-only hosts, partial offload (-ngl), and
-      consumer AMD / Intel cards (its ROCm/Vulkan/SYCL builds are what those users run);
+    - llama.cpp for GGUF formats, Apple silicon (Metal), CPU-only hosts, partial offload (-ngl),
+      consumer AMD / Intel cards (its ROCm/Vulkan/SYCL builds are what those users run) and NVIDIA cards
+      before Volta (`pre_volta`: the serving engines do not run there);
     - ExLlamaV2 for EXL2 weights, MLC for its q4f16 formats;
     - vLLM otherwise: datacentre cards, TPUs (its JAX backend), several GPUs, batched or serving
       loads, and HF checkpoints (16-bit, GPTQ, AWQ, FP8) on NVIDIA cards. Eager HF transformers
@@ -135,13 +136,21 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
     if gpu.hardware_class == "tpu":
         return "vllm"
     offload = plan is not None and plan.workload.gpu_layers is not None
-    if gguf or offload or gpu.hardware_class in ("apple", "cpu"):
+    if gguf or offload or gpu.hardware_class in ("apple", "cpu") or pre_volta(gpu):
         return "llama.cpp"
     batched = plan is not None and (plan.workload.batch_size > 1 or plan.workload.load != "static"
                                     or plan.hardware.total_gpus > 1)
     if gpu.hardware_class in ("amd", "intel") and gpu_memory_class_of(gpu) != "hbm" and not batched:
         return "llama.cpp"
     return "vllm"
+
+
+def pre_volta(gpu: GPU) -> bool:
+    """An NVIDIA card older than Volta (Kepler, Maxwell, Pascal: P40, P100, K80, GTX 10xx): vLLM, SGLang and
+    TensorRT-LLM need compute capability 7.0 or higher (vLLM docs, "Installation: GPU requirements"), so its
+    users run llama.cpp."""
+    arch = (gpu.architecture or "").split(" ")[0]
+    return gpu.vendor == "NVIDIA" and arch in ("Kepler", "Maxwell", "Pascal")
 
 
 def gpu_memory_class_of(gpu: GPU) -> str:

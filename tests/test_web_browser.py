@@ -216,6 +216,36 @@ def test_serve_page(page: Any, shots: Path) -> None:
     page.screenshot(path=str(shots / "serve.png"), full_page=True)
 
 
+def test_serving_setup_on_the_plan_and_serve_pages(page: Any, shots: Path) -> None:
+    """The serving-setup inputs (one macro, the CLI's flags: --ep, --eager, --engine-version, ...) on both pages,
+    giving what the CLI gives for them; the section opens by itself when a shared URL sets one of them."""
+    setup = ["--ep", "2", "--eager", "--engine-version", "0.6.4"]
+    for name in ("plan", "serve"):
+        page.goto(f"/{name}")
+        page.fill("#f-model", "qwen3-30b-a3b")
+        page.fill("#f-gpu", "H100 SXM")
+        page.fill("#f-count", "2")
+        page.click("#setup-fields >> xpath=.. >> summary")  # open "Serving setup"
+        page.fill("#f-ep", "2")
+        page.fill("#f-engine_version", "0.6.4")
+        page.check("#f-eager")
+        page.click("button[type=submit]")
+        if name == "plan":
+            page.wait_for_selector('svg[data-chart="stacked-bar"]')
+            cli = cli_json("plan", "qwen3-30b-a3b", "--gpu", "H100 SXM", "-n", "2", *setup)
+            decode = values(page, '#speed-table tr[data-key="decode_tok_s"] td[data-value]')[0]
+            assert close(decode, cli["performance"]["decode_tok_s"], 1e-9)
+            assert "expert parallel 2" in page.content()
+        else:
+            page.wait_for_selector("#max-concurrency")
+            cli = cli_json("serve", "qwen3-30b-a3b", "--gpu", "H100 SXM", "-n", "2", *setup)
+            assert int(page.inner_text("#max-concurrency").replace(",", "")) == cli["max_concurrency"]
+        assert "eager=true" in page.url and "ep=2" in page.url
+        page.goto(page.url)  # the shared URL: the section is open and the inputs keep their values
+        assert page.is_visible("#f-ep") and page.input_value("#f-ep") == "2" and page.is_checked("#f-eager")
+        page.screenshot(path=str(shots / f"{name}-setup.png"), full_page=True)
+
+
 def test_recommend_page(page: Any, shots: Path) -> None:
     page.goto("/recommend")
     page.fill("#f-model", "llama-3.1-8b")

@@ -163,7 +163,10 @@ def recipes(workload: Workload, setup: Setup) -> list[tuple[str, dict[str, Any]]
 
 def _with_hardware(plan: dict[str, Any], gpu: GPU, setup: Setup) -> dict[str, Any]:
     p = copy.deepcopy(plan)
-    hw: dict[str, Any] = {k: v for k, v in (p.get("hardware") or {}).items() if k == "host_ram_gib"}
+    # what the workload says about any hardware: host RAM, a power cap, expert parallelism (--ep: an option
+    # whose GPU count it does not divide is refused by the planner, with its reason)
+    kept = ("host_ram_gib", "power_limit_w", "expert_parallel")
+    hw: dict[str, Any] = {k: v for k, v in (p.get("hardware") or {}).items() if k in kept}
     hw.update({"gpu": gpu.id, "count": setup.count})
     if setup.host_ram_gib is not None and "host_ram_gib" not in hw:
         hw["host_ram_gib"] = setup.host_ram_gib

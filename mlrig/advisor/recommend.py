@@ -137,6 +137,9 @@ def _usage_defaults(w: Workload) -> tuple[WorkloadUsage, list[str]]:
             notes.append(f"{w.label}: interactive floor ≥{upd.get('min_tok_s', u.min_tok_s):g} tok/s per user,"
                          f" first token ≤{upd.get('max_ttft_s', u.max_ttft_s):g} s (defaults; --min-tok-s 0"
                          " --max-ttft 0 for batch jobs)")
+        if u.min_throughput_tok_s and not (w.plan.get("workload") or {}).get("batch_size"):
+            notes.append(f"{w.label}: --min-throughput counts the output tok/s of --batch sequences served together;"
+                         " no --batch given, so one request at a time: pass --batch N (users served at once)")
     else:
         if u.runs_per_week is None:
             upd["runs_per_week"] = DEFAULT_RUNS_PER_WEEK
@@ -445,8 +448,8 @@ def _excluded_reason(cand: Candidate, outcomes: list[WorkloadOutcome], usages: l
             band = f" (band {o.ttft_range_s[0]:.1f}-{o.ttft_range_s[1]:.1f} s)" if o.ttft_range_s else ""
             return (f"{o.label}: {edge}first token after {o.ttft_s:.1f} s{band}, over the {u.max_ttft_s:g} s floor"
                     " (--max-ttft)")
-        return (f"{o.label}: {o.throughput_tok_s or 0:,.0f} tok/s aggregate is below the"
-                f" {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput)")
+        return (f"{o.label}: {o.throughput_tok_s or 0:,.0f} tok/s aggregate over --batch sequences is below the"
+                f" {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput; a larger --batch serves more at once)")
     if cand.kind == "buy" and busy > HOURS_PER_MONTH + 1e-6:
         return f"too slow: needs {busy:,.0f} busy h/month at this usage; one machine has {HOURS_PER_MONTH:.0f}"
     if cand.kind == "buy" and c.budget_usd is not None and cand.upfront_usd > c.budget_usd:

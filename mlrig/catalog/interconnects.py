@@ -85,7 +85,9 @@ def resolve_interconnect(name: str) -> Interconnect:
     if link is not None:
         return link
     names = [x.id for x in load_interconnects()]
-    raise UnknownNameError("interconnect", name, closest(name.lower(), names), "see mlrig/data/interconnects.json")
+    near = closest(name.lower(), names)
+    hint = "see mlrig/data/interconnects.json" if near else f"one of: {', '.join(names)}"
+    raise UnknownNameError("interconnect", name, near, hint)
 
 
 def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,

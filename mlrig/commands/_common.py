@@ -134,7 +134,8 @@ LoadOpt = Annotated[str | None, typer.Option(
 RequestRateOpt = Annotated[float | None, typer.Option("--request-rate", help="requests/s, for --load rate")]
 NumRequestsOpt = Annotated[int | None, typer.Option("--num-requests", help="requests of an offline / rate run")]
 CachedPromptOpt = Annotated[int | None, typer.Option(
-    "--cached-prompt-tokens", help="prompt tokens per request served from the engine's prefix cache (vLLM "
+    "--cached-prompt-tokens", metavar="<tokens>", parser=token_count("--cached-prompt-tokens"),
+    help="prompt tokens per request served from the engine's prefix cache (vLLM "
     "--enable-prefix-caching, SGLang's radix cache): no prefill for them, their KV still read (default 0)")]
 LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
@@ -143,8 +144,10 @@ LengthsOpt = Annotated[str | None, typer.Option(
 MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
-    "--max-num-batched-tokens", help="engine's tokens per iteration (chunked prefill budget)")]
-MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="engine's context cap (vLLM)")]
+    "--max-num-batched-tokens", metavar="<tokens>", parser=token_count("--max-num-batched-tokens"),
+    help="engine's tokens per iteration (chunked prefill budget)")]
+MaxModelLenOpt = Annotated[int | None, typer.Option(
+    "--max-model-len", metavar="<tokens>", parser=token_count("--max-model-len"), help="engine's context cap (vLLM)")]
 SchedulerStepsOpt = Annotated[int | None, typer.Option(
     "--num-scheduler-steps", help="vLLM 0.6-0.10 multi-step scheduling: decode steps per scheduler call")]
 EngineVersionOpt = Annotated[str | None, typer.Option(
@@ -168,54 +171,138 @@ EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree 
     "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
+InterconnectOpt = Annotated[str | None, typer.Option(
+    "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... "
+    "(mlrig/data/interconnects.json; default: what the GPU has); with --nodes, the network: ib-ndr, '4x roce-100g'")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
     "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
 
 
+# ---- the serving setup: one definition for every command that takes one ----
+
+# The engine and hardware keys of PLAN-FORMAT's "Keys published runs need" that describe a serving setup
+# (CLI parameter name -> its option). `plan`, `serve`, `compare`, `fit` and `sweep` take all of them through
+# `setup_options`, `recommend` through `recommend_setup_flags`, the web API through `web.schemas.SetupQuery`;
+# `setup_fields` maps them to plan fields, so they mean the same on every command (tests/test_setup_parity.py).
+SETUP_OPTIONS: dict[str, Any] = {
+    "gpu_memory_utilization": GpuMemUtilOpt,
+    "max_num_seqs": MaxNumSeqsOpt,
+    "max_num_batched_tokens": MaxBatchedTokensOpt,
+    "max_model_len": MaxModelLenOpt,
+    "engine_version": EngineVersionOpt,
+    "num_scheduler_steps": SchedulerStepsOpt,
+    "eager": EagerOpt,
+    "ep": EpOpt,
+    "allow_long_context": LongContextOpt,
+    "lengths": LengthsOpt,
+    "cached_prompt_tokens": CachedPromptOpt,
+    "power_limit_w": PowerLimitOpt,
+    "interconnect": InterconnectOpt,
+}
+# CLI parameter -> plan field where the names differ (`eager` is the negation of `cuda_graphs`).
+SETUP_FIELD = {"ep": "expert_parallel", "eager": "cuda_graphs"}
+# Plan section of the setup fields that are not [workload] keys (PLAN-FORMAT: an inference plan's
+# expert_parallel lives in [hardware]; a training plan's moves from there to [training]).
+SETUP_SECTION = {"expert_parallel": "hardware", "power_limit_w": "hardware", "interconnect": "hardware"}
+
+
+def setup_flag_table() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
+    """The serving-setup options as plain flags, for commands that parse their own arguments (`recommend`'s
+    per-model workload flags): flag -> (section, plan field, converter of the value, value of a switch).
+    A switch (`--eager`, `--cuda-graphs`, `--allow-long-context`) has no converter and takes no value."""
+    from typing import get_args
+
+    table: dict[str, tuple[str, str, Callable[[str], Any] | None, Any]] = {}
+    for name, option in SETUP_OPTIONS.items():
+        kind, info = get_args(option)[0], get_args(option)[1]
+        field = SETUP_FIELD.get(name, name)
+        section = SETUP_SECTION.get(field, "workload")
+        decls = [d for d in (info.default, *(info.param_decls or ())) if isinstance(d, str)]
+        base = next(t for t in get_args(kind) if t is not type(None))
+        if base is bool:
+            on, _, off = decls[0].partition("/")
+            negate = name == "eager"  # --eager means cuda_graphs = false
+            table[on] = (section, field, None, not negate)
+            if off:
+                table[off] = (section, field, None, negate)
+        else:
+            table[decls[0]] = (section, field, info.parser or base, None)
+    return table
+
+
+def setup_fields(**flags: Any) -> dict[str, Any]:
+    """The serving-setup flags (`SETUP_OPTIONS` names; None = not given) as plan fields for
+    `mlrig.planner.plan_from_fields`. An unknown name is a programming error (TypeError)."""
+    unknown = set(flags) - set(SETUP_OPTIONS)
+    if unknown:
+        raise TypeError(f"not a serving-setup flag: {sorted(unknown)}")
+    out: dict[str, Any] = {}
+    for name in SETUP_OPTIONS:
+        value = flags.get(name)
+        if name == "eager" and value is not None:
+            value = not value
+        out[SETUP_FIELD.get(name, name)] = value
+    return out
+
+
+def setup_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a typer command every serving-setup option (`SETUP_OPTIONS`, appended to its signature as
+    keyword parameters) and pass their values to it together as `setup` (CLI names -> value or None):
+    each command gets the same flags, help and parsing from this one definition."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn, eval_str=True)  # the module's string annotations, resolved for typer
+    params = [p for p in sig.parameters.values() if p.name != "setup"]
+    extra = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=option)
+             for name, option in SETUP_OPTIONS.items()]
+    at = next((i for i, p in enumerate(params) if p.name == "as_json"), len(params))  # --json stays last in --help
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        setup = {name: kwargs.pop(name, None) for name in SETUP_OPTIONS}
+        return fn(*args, setup=setup, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=[*params[:at], *extra, *params[at:]])  # type: ignore[attr-defined]
+    return wrapper
+
+
 def training_fields(*, activation_checkpointing: str | None = None, lora_targets: str | None = None,
                     chunked_loss: bool | None = None, activation_offload: bool | None = None,
-                    cp: int | None = None, ep: int | None = None, sp: bool | None = None,
-                    power_limit_w: float | None = None) -> dict[str, Any]:
-    """The training and hardware keys of PLAN-FORMAT's "Keys published runs need", from their flags."""
+                    cp: int | None = None, sp: bool | None = None) -> dict[str, Any]:
+    """The training keys of PLAN-FORMAT's "Keys published runs need", from their flags (--ep and
+    --power-limit-w are serving-setup flags: `setup_fields`)."""
     targets = [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None
     return {"activation_checkpointing": activation_checkpointing, "lora_targets": targets,
             "chunked_loss": chunked_loss, "activation_offload": activation_offload, "context_parallel": cp,
-            "expert_parallel": ep, "sequence_parallel": sp, "power_limit_w": power_limit_w}
+            "sequence_parallel": sp}
 
 
 def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,
                     engine: str | None = None, batch: int | None = None, prompt: int | None = None,
-                    output: int | None = None, context: int | None = None,
-                    gpu_memory_utilization: float | None = None, method: str | None = None,
+                    output: int | None = None, context: int | None = None, method: str | None = None,
                     lora_rank: int | None = None, optimizer: str | None = None, seq_len: int | None = None,
                     checkpointing: bool | None = None, zero: int | None = None, offload: str | None = None,
                     tp: int | None = None, pp: int | None = None, count: int | None = None,
                     nodes: int | None = None, tokens: float | None = None, storage_gb_s: float | None = None,
                     mtbf_h: float | None = None, data_bytes_per_token: float | None = None,
                     gpu_layers: int | None = None, gpu_spec: str | None = None, load: str | None = None,
-                    request_rate: float | None = None, num_requests: int | None = None, lengths: str | None = None,
-                    cached_prompt_tokens: int | None = None,
-                    max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
-                    max_model_len: int | None = None, engine_version: str | None = None,
-                    allow_long_context: bool | None = None,
-                    num_scheduler_steps: int | None = None, eager: bool | None = None) -> dict[str, Any]:
-    """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
+                    request_rate: float | None = None, num_requests: int | None = None,
+                    **setup: Any) -> dict[str, Any]:
+    """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them); `setup` are
+    the serving-setup flags (`SETUP_OPTIONS` names, mapped by `setup_fields`)."""
     if method is not None and task is None:
         task = "finetune"
     return {
         "task": task, "precision": precision, "kv_cache_precision": kv_precision, "engine": engine,
         "batch_size": batch, "prompt_tokens": prompt, "output_tokens": output, "context_tokens": context,
-        "gpu_memory_utilization": gpu_memory_utilization, "method": method, "lora_rank": lora_rank,
+        "method": method, "lora_rank": lora_rank,
         "optimizer": optimizer, "seq_len": seq_len, "gradient_checkpointing": checkpointing,
         "zero_stage": zero, "offload": offload, "tensor_parallel": tp, "pipeline_parallel": pp,
         "count": count, "nodes": nodes, "tokens_to_train": tokens, "storage_gb_s": storage_gb_s,
         "mtbf_hours": mtbf_h, "data_bytes_per_token": data_bytes_per_token, "gpu_layers": gpu_layers,
         "gpu_spec": gpu_spec, "load": load, "request_rate": request_rate, "num_requests": num_requests,
-        "lengths": lengths, "cached_prompt_tokens": cached_prompt_tokens,
-        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
-        "max_model_len": max_model_len, "engine_version": engine_version,
-        "allow_long_context": allow_long_context, "num_scheduler_steps": num_scheduler_steps,
-        "cuda_graphs": None if eager is None else not eager,
+        **setup_fields(**setup),
     }
 
 

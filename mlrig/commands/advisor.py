@@ -53,13 +53,26 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--tokens-per-run": ("usage", "tokens_per_run", _total_tokens),
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
+
+
+def _setup_flags() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
+    """The serving-setup flags every serving command takes (`_common.SETUP_OPTIONS`): --eager, --ep, ..."""
+    from mlrig.commands._common import setup_flag_table
+
+    return setup_flag_table()
+
+
+SETUP_FLAGS = _setup_flags()
 CTX = {"allow_extra_args": True, "ignore_unknown_options": True}
 WORKLOAD_HELP = (
     "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
     " --model apply to the --plan files):\n\n\b\n"
-    + "\n".join(f"  {flag:<17} {meaning}" for flag, meaning in {
+    + "\n".join(f"  {flag:<24} {meaning}" for flag, meaning in {
         "--model M": "catalog id, HF id or model file (starts a workload)",
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
+        **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
+           for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
+        "--interconnect": "refused here: each option has its own GPU links",
     }.items())
     + "\n\nE.g. `--model M --precision q4_k_m --min-tok-s 15 --hours-per-day 8` or `--model M --method qlora"
     " --runs-per-week 2 --hours-per-run 3` (hours per run on --reference-gpu, default A100 80GB)."
@@ -99,22 +112,31 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         flag, value = args[i], None
         if "=" in flag and flag.startswith("--"):
             flag, value = flag.split("=", 1)
-        elif i + 1 < len(args):
+        elif i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
             value = args[i + 1]
             i += 1
         i += 1
-        if flag not in WORKLOAD_FLAGS and flag != "--model":
+        if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
             raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
-        if value is None:
+        switch = flag in SETUP_FLAGS and SETUP_FLAGS[flag][2] is None
+        if switch and value is not None:
+            raise MlrigError(f"{flag} takes no value (got {value!r})")
+        if value is None and not switch:
             raise MlrigError(f"{flag} needs a value")
         if flag == "--model":
             groups.append({"plan": {"model": {"name": value}}, "usage": {}})
             continue
         if not groups and not plans:
             raise MlrigError(f"{flag} given before --model; put workload flags after the --model they describe")
-        section, field, conv = WORKLOAD_FLAGS[flag]
+        if flag == "--interconnect":  # each option is a machine with its own links
+            raise MlrigError("--interconnect describes one machine's GPU links; recommend prices each option with "
+                             "its own: compare links with `mlrig plan MODEL --gpu G -n 2 --interconnect nvlink`")
+        if flag in SETUP_FLAGS:
+            section, field, conv, v = SETUP_FLAGS[flag]
+        else:
+            section, field, conv = WORKLOAD_FLAGS[flag]
         try:
-            v = conv(value)
+            v = conv(value) if conv is not None and value is not None else v
         except MlrigError as exc:
             raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
@@ -343,7 +365,7 @@ def _print_recommendation(rec: Any, top: int, sources: bool) -> None:
         con.print(f"excluded {len(excluded)} options; the cheapest of each kind and why:")
         seen: set[str] = set()
         for o in sorted(excluded, key=lambda o: o.upfront_usd if o.kind == "buy" else o.cost_per_month_usd):
-            fam = o.gpu if o.category != "cloud" else o.category
+            fam = f"{o.category}:{o.gpu}"  # each GPU once per kind: the reasons differ by GPU (memory, speed)
             if fam in seen or len(seen) >= 10:
                 continue
             seen.add(fam)

@@ -13,11 +13,15 @@ from mlrig.commands._common import (
     GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
+    LoadOpt,
+    NumRequestsOpt,
     OutputOpt,
     PromptOpt,
+    RequestRateOpt,
     TaskOpt,
     TpOpt,
     fmt_num,
+    setup_options,
     workload_fields,
 )
 from mlrig.jsonout import round_floats
@@ -27,6 +31,7 @@ PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", he
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
 
 
+@setup_options
 def compare_cmd(
     model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, .gguf ...")],
     gpu: GpusOpt = None,
@@ -41,7 +46,11 @@ def compare_cmd(
     tp: TpOpt = None,
     count: CountOpt = None,
     gpu_spec_text: GpuSpecOpt = None,
+    load: LoadOpt = None,
+    request_rate: RequestRateOpt = None,
+    num_requests: NumRequestsOpt = None,
     as_json: JsonOpt = False,
+    *, setup: dict[str, Any],
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant.
 
@@ -50,7 +59,8 @@ def compare_cmd(
     from mlrig.commands._common import print_json
 
     rows = compare_rows(model, gpu, precision, engine, task=task, kv_precision=kv_precision, batch=batch,
-                        prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text)
+                        prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
+                        load=load, request_rate=request_rate, num_requests=num_requests, **setup)
     failed = sum(1 for r in rows if r["result"].get("error"))
     varying = _varying(gpu, precision, engine)
     if as_json:
@@ -70,7 +80,8 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
                  engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
     """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
-    batch, context, ...). Raises MlrigError for over 64 variants, or when every variant fails alike."""
+    batch, context, ..., and the serving-setup flags). Raises MlrigError for over 64 variants, or when every
+    variant fails alike."""
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 

@@ -29,6 +29,7 @@ from mlrig.commands._common import (
     band_caption,
     fmt_num,
     narrow_table,
+    setup_options,
     workload_fields,
 )
 
@@ -48,6 +49,7 @@ def _speed(r: PlanResult, training: bool) -> float | None:
     return p.train_tokens_per_s if training else p.decode_tok_s
 
 
+@setup_options
 def fit_cmd(
     model: Annotated[str | None, typer.Argument(
         help="catalog id, HF id, config.json, model dir, .gguf, .safetensors; omit to scan the catalog")] = None,
@@ -58,11 +60,12 @@ def fit_cmd(
     vendor: Annotated[str | None, typer.Option("--vendor", help="only this vendor (NVIDIA, AMD, Apple...)")] = None,
     fits_only: Annotated[bool, typer.Option("--fits-only", help="hide rows that do not fit")] = False,
     as_json: JsonOpt = False,
+    *, setup: dict[str, Any],
 ) -> None:
     """Which GPUs fit a model, which precision fits a GPU, or which models fit a GPU — with speed."""
     rows, title = fit_rows(model, gpu, task=task, precision=precision, engine=engine, batch=batch, context=context,
                            method=method, count=count, tp=tp, vendor=vendor, fits_only=fits_only,
-                           gpu_spec_text=gpu_spec_text)
+                           gpu_spec_text=gpu_spec_text, **setup)
     if as_json:
         from mlrig.commands._common import print_json
 
@@ -79,12 +82,14 @@ def fit_cmd(
 def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, precision: str | None = None,
              engine: str | None = None, batch: int | None = None, context: int | None = None,
              method: str | None = None, count: int | None = None, tp: int | None = None, vendor: str | None = None,
-             fits_only: bool = False, gpu_spec_text: str | None = None) -> tuple[list[dict[str, Any]], str]:
-    """The rows `mlrig fit` shows (arguments as its flags) and their title; raises MlrigError on bad input."""
+             fits_only: bool = False, gpu_spec_text: str | None = None,
+             **setup: Any) -> tuple[list[dict[str, Any]], str]:
+    """The rows `mlrig fit` shows (arguments as its flags; `setup`: the serving-setup flags,
+    `_common.SETUP_OPTIONS`) and their title; raises MlrigError on bad input."""
     from mlrig.errors import MlrigError
 
     fields = workload_fields(task=task, engine=engine, batch=batch, context=context, method=method,
-                             count=count, tp=tp, gpu_spec=gpu_spec_text)
+                             count=count, tp=tp, gpu_spec=gpu_spec_text, **setup)
     fields.pop("precision")  # each view sets its own
     if model is None and gpu is None and gpu_spec_text is None:
         raise MlrigError("give a MODEL, a --gpu, or both (e.g. mlrig fit --gpu 'RTX 3090' --context 8192)")

@@ -11,31 +11,21 @@ from mlrig.commands._common import (
     ActCkptOpt,
     ActOffloadOpt,
     BatchOpt,
-    CachedPromptOpt,
     ChunkedLossOpt,
     CkptOpt,
     ContextOpt,
     CountOpt,
     CpOpt,
     DataBytesOpt,
-    EagerOpt,
     EngineOpt,
-    EngineVersionOpt,
-    EpOpt,
     GpuLayersOpt,
-    GpuMemUtilOpt,
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
-    LengthsOpt,
     LoadOpt,
-    LongContextOpt,
     LoraRankOpt,
     LoraTargetsOpt,
-    MaxBatchedTokensOpt,
-    MaxModelLenOpt,
-    MaxNumSeqsOpt,
     MethodOpt,
     MtbfOpt,
     NodesOpt,
@@ -43,12 +33,10 @@ from mlrig.commands._common import (
     OffloadOpt,
     OptimizerOpt,
     OutputOpt,
-    PowerLimitOpt,
     PpOpt,
     PrecisionOpt,
     PromptOpt,
     RequestRateOpt,
-    SchedulerStepsOpt,
     SeqLenOpt,
     SpOpt,
     StorageOpt,
@@ -57,6 +45,7 @@ from mlrig.commands._common import (
     TpOpt,
     ZeroOpt,
     fmt_num,
+    setup_options,
     training_fields,
     workload_fields,
 )
@@ -101,8 +90,11 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     # A serving engine takes its whole reservation; its headroom is KV-pool room beyond one sequence
     pooled = abs(mem.gpu_capacity_gib - mem.per_gpu_gib - mem.headroom_gib) > 0.01
     spare = "KV pool to spare beyond one sequence" if pooled else "headroom"
-    con.print(f"{verdict} — {mem.per_gpu_gib:.2f} GiB of {mem.gpu_capacity_gib:.2f} GiB per GPU "
-              f"({mem.headroom_gib:+.2f} GiB {spare})")
+    room = f"{mem.headroom_gib:+.2f} GiB {spare}"
+    if mem.headroom_gib < 0:  # "-26 GiB to spare" reads as a contradiction: say how much is missing
+        room = f"{-mem.headroom_gib:.2f} GiB short" + (
+            " of the engine's reservation, one sequence's KV cache included" if pooled else "")
+    con.print(f"{verdict} — {mem.per_gpu_gib:.2f} GiB of {mem.gpu_capacity_gib:.2f} GiB per GPU ({room})")
     t = Table(title="Memory per GPU (GiB = 2^30 bytes)", show_header=True, header_style="bold")
     t.add_column("component")
     t.add_column("GiB", justify="right")
@@ -255,6 +247,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
+@setup_options
 def plan_cmd(
     model: Annotated[str | None, typer.Argument(
         help="catalog id, HF id, config.json, model dir, .gguf, .safetensors")] = None,
@@ -264,21 +257,17 @@ def plan_cmd(
         "--file", "-f", help="plan file (TOML or JSON); flags override it")] = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, kv_precision: KvPrecisionOpt = None,
     engine: EngineOpt = None, batch: BatchOpt = None, prompt: PromptOpt = None, output: OutputOpt = None,
-    context: ContextOpt = None, gpu_memory_utilization: GpuMemUtilOpt = None, method: MethodOpt = None,
+    context: ContextOpt = None, method: MethodOpt = None,
     lora_rank: LoraRankOpt = None, optimizer: OptimizerOpt = None, seq_len: SeqLenOpt = None,
     checkpointing: CkptOpt = None, zero: ZeroOpt = None, offload: OffloadOpt = None, tp: TpOpt = None,
     pp: PpOpt = None, count: CountOpt = None, nodes: NodesOpt = None, tokens: TokensOpt = None,
     gpu_layers: GpuLayersOpt = None, storage_gb_s: StorageOpt = None, mtbf_h: MtbfOpt = None,
     data_bytes_per_token: DataBytesOpt = None, load: LoadOpt = None, request_rate: RequestRateOpt = None,
-    num_requests: NumRequestsOpt = None, lengths: LengthsOpt = None,
-    cached_prompt_tokens: CachedPromptOpt = None, max_num_seqs: MaxNumSeqsOpt = None,
-    max_num_batched_tokens: MaxBatchedTokensOpt = None, max_model_len: MaxModelLenOpt = None,
-    engine_version: EngineVersionOpt = None, allow_long_context: LongContextOpt = None,
-    num_scheduler_steps: SchedulerStepsOpt = None, eager: EagerOpt = None,
+    num_requests: NumRequestsOpt = None,
     activation_checkpointing: ActCkptOpt = None,
     lora_targets: LoraTargetsOpt = None,
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
-    ep: EpOpt = None, sp: SpOpt = None, power_limit_w: PowerLimitOpt = None,
+    sp: SpOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -286,6 +275,7 @@ def plan_cmd(
     as_json: JsonOpt = False,
     exact: Annotated[bool, typer.Option(
         "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
+    *, setup: dict[str, Any],
 ) -> None:
     """Will it fit, and how fast? Memory per GPU and host RAM, KV capacity, speed and what bounds it.
 
@@ -299,21 +289,15 @@ def plan_cmd(
     if model is None and base is None:
         raise MlrigError("give a MODEL (e.g. mlrig plan llama-3.1-8b --gpu 'RTX 4090') or --file PLAN.toml")
     fields = workload_fields(task=task, precision=precision, kv_precision=kv_precision, engine=engine,
-                             batch=batch, prompt=prompt, output=output, context=context,
-                             gpu_memory_utilization=gpu_memory_utilization, method=method,
+                             batch=batch, prompt=prompt, output=output, context=context, method=method,
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,
                              checkpointing=checkpointing, zero=zero, offload=offload, tp=tp, pp=pp,
                              count=count, nodes=nodes, tokens=tokens, storage_gb_s=storage_gb_s, mtbf_h=mtbf_h,
                              data_bytes_per_token=data_bytes_per_token, gpu_layers=gpu_layers,
                              gpu_spec=spec, load=load, request_rate=request_rate, num_requests=num_requests,
-                             lengths=lengths, cached_prompt_tokens=cached_prompt_tokens,
-                             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                             max_model_len=max_model_len, engine_version=engine_version,
-                             allow_long_context=allow_long_context, num_scheduler_steps=num_scheduler_steps,
-                             eager=eager)
+                             **setup)
     fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
-                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, ep=ep,
-                                  sp=sp, power_limit_w=power_limit_w))
+                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, sp=sp))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)

@@ -12,20 +12,16 @@ from mlrig.commands._common import (
     ContextOpt,
     CountOpt,
     EngineOpt,
-    EngineVersionOpt,
-    GpuMemUtilOpt,
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
     KvPrecisionOpt,
-    MaxBatchedTokensOpt,
-    MaxModelLenOpt,
-    MaxNumSeqsOpt,
     OutputOpt,
     PrecisionOpt,
     PromptOpt,
     TpOpt,
     fmt_num,
+    setup_options,
     workload_fields,
 )
 
@@ -168,6 +164,7 @@ def speculative_report(r: ResolvedPlan, draft: ModelArch, k: int, acceptance: fl
     }
 
 
+@setup_options
 def serve_cmd(
     model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, model dir, .gguf ...")],
     gpu: GpuOpt = None,
@@ -180,18 +177,14 @@ def serve_cmd(
     prompt: PromptOpt = DEFAULT_PROMPT_TOKENS,
     output: OutputOpt = DEFAULT_OUTPUT_TOKENS,
     context: ContextOpt = None,
-    gpu_memory_utilization: GpuMemUtilOpt = None,
     min_tok_s: MinTokSOpt = 20.0,
     max_ttft_ms: MaxTtftOpt = None,
     concurrency: ConcurrencyOpt = None,
     draft_model: DraftOpt = None,
     spec_k: SpecKOpt = 4,
     acceptance: AcceptanceOpt = 0.7,
-    engine_version: EngineVersionOpt = None,
-    max_num_seqs: MaxNumSeqsOpt = None,
-    max_num_batched_tokens: MaxBatchedTokensOpt = None,
-    max_model_len: MaxModelLenOpt = None,
     as_json: JsonOpt = False,
+    *, setup: dict[str, Any],
 ) -> None:
     """How many concurrent users at ≥ N tok/s each?
 
@@ -201,11 +194,9 @@ def serve_cmd(
     from mlrig.jsonout import round_floats
 
     res = serve_report(model, gpu=gpu, count=count, tp=tp, precision=precision, kv_precision=kv_precision,
-                       engine=engine, prompt=prompt, output=output, context=context,
-                       gpu_memory_utilization=gpu_memory_utilization, min_tok_s=min_tok_s, max_ttft_ms=max_ttft_ms,
-                       concurrency=concurrency, draft_model=draft_model, spec_k=spec_k, acceptance=acceptance,
-                       gpu_spec_text=gpu_spec_text, engine_version=engine_version, max_num_seqs=max_num_seqs,
-                       max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
+                       engine=engine, prompt=prompt, output=output, context=context, min_tok_s=min_tok_s,
+                       max_ttft_ms=max_ttft_ms, concurrency=concurrency, draft_model=draft_model, spec_k=spec_k,
+                       acceptance=acceptance, gpu_spec_text=gpu_spec_text, **setup)
     out = res.out
     if as_json:
         print_json(round_floats(out))
@@ -232,12 +223,12 @@ class ServeReport:
 def serve_report(model: str, *, gpu: str | None = None, count: int | None = None, tp: int | None = None,
                  precision: str | None = None, kv_precision: str | None = None, engine: str | None = None,
                  prompt: int | None = DEFAULT_PROMPT_TOKENS, output: int | None = DEFAULT_OUTPUT_TOKENS,
-                 context: int | None = None, gpu_memory_utilization: float | None = None, min_tok_s: float = 20.0,
+                 context: int | None = None, min_tok_s: float = 20.0,
                  max_ttft_ms: float | None = None, concurrency: str | None = None, draft_model: str | None = None,
                  spec_k: int = 4, acceptance: float = 0.7, gpu_spec_text: str | None = None,
-                 engine_version: str | None = None, max_num_seqs: int | None = None,
-                 max_num_batched_tokens: int | None = None, max_model_len: int | None = None) -> ServeReport:
-    """What `mlrig serve` computes (arguments as its flags); raises MlrigError on bad input."""
+                 **setup: Any) -> ServeReport:
+    """What `mlrig serve` computes (arguments as its flags; `setup`: the serving-setup flags,
+    `_common.SETUP_OPTIONS`); raises MlrigError on bad input."""
     from mlrig.catalog.models import resolve_model
     from mlrig.estimators.resolved import resolve
     from mlrig.estimators.serving import concurrency_limits, serving_curve
@@ -247,9 +238,7 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine or DEFAULT_ENGINE, prompt=prompt, output=output, context=context,
-                             gpu_memory_utilization=gpu_memory_utilization, tp=tp, count=count,
-                             gpu_spec=gpu_spec_text, engine_version=engine_version, max_num_seqs=max_num_seqs,
-                             max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
+                             tp=tp, count=count, gpu_spec=gpu_spec_text, **setup)
     plan = parse_plan(plan_from_fields(model, gpu=gpu, **fields))
     arch, gpu_spec = resolve_arch(plan), resolve_hardware(plan)
     # The speed model gets the plan the memory model sees: `--count 4` alone means TP 4 for vLLM.

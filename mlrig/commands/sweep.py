@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from mlrig.commands._common import setup_options
+
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
@@ -93,25 +95,31 @@ def match_gpus(patterns: str) -> list[GPU]:
 
 
 def sweep_rows(models: list[str], gpus: list[GPU], precisions: list[str], engines: list[str | None],
-               contexts: list[int], batches: list[int], counts: list[int], task: str) -> Iterator[dict[str, Any]]:
+               contexts: list[int], batches: list[int], counts: list[int], task: str,
+               setup: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """Every combination through the planner; the model and GPU objects resolved once. The models are
-    resolved here, before the rows are produced, so a misspelt one fails before any row is written."""
+    resolved here, before the rows are produced, so a misspelt one fails before any row is written.
+    `setup`: the serving-setup flags (`_common.SETUP_OPTIONS` names), the same in every row."""
     from mlrig.catalog.models import resolve_model
+    from mlrig.commands._common import setup_fields
 
     archs = [resolve_model(m) for m in models]
+    fields = {k: v for k, v in setup_fields(**(setup or {})).items() if v is not None}
     return _combinations(list(zip(models, archs, strict=True)), gpus, precisions, engines, contexts, batches,
-                         counts, task)
+                         counts, task, fields)
 
 
 def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisions: list[str],
                   engines: list[str | None], contexts: list[int], batches: list[int], counts: list[int],
-                  task: str) -> Iterator[dict[str, Any]]:
+                  task: str, setup: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """Each (model, GPU, count, precision, engine) through `mlrig.grid.evaluate_grid`: all its contexts x
-    batches at once (the same formulas as `plan`, on arrays; for training, sequence lengths x micro-batches)."""
+    batches at once (the same formulas as `plan`, on arrays; for training, sequence lengths x micro-batches).
+    `setup` are plan fields (`_common.setup_fields`) put into every plan."""
     import numpy as np
 
     from mlrig.errors import MlrigError
     from mlrig.grid import Grid, evaluate_grid
+    from mlrig.planner import plan_from_fields
 
     ctx_b = list(itertools.product(contexts, batches))
     ctx = np.array([c for c, _ in ctx_b], dtype=np.int64)
@@ -128,6 +136,8 @@ def _combinations(models: list[tuple[str, ModelArch]], gpus: list[GPU], precisio
             if task != "inference":
                 plan["training"] = {}
             try:
+                if setup:
+                    plan = plan_from_fields(None, base=plan, **setup)
                 grid = evaluate_grid(plan, bat, ctx, prompt, out, arch=arch, gpu=gpu)
             except MlrigError as exc:  # the plan itself is invalid: every row says so
                 grid = Grid.empty(len(ctx_b))
@@ -182,6 +192,7 @@ def _writer(path: Path | None, fmt: str) -> tuple[Any, Any]:
     return w.writerow, (lambda: f.close() if path else f.flush())
 
 
+@setup_options
 def sweep_cmd(
     models: Annotated[list[str], typer.Argument(help="model(s): catalog names, HF ids or local paths")],
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU names or patterns, comma-separated: 'RTX*,h100*'")],
@@ -193,6 +204,7 @@ def sweep_cmd(
     task: Annotated[str, typer.Option("--task", "-t", help="inference | finetune | pretrain")] = "inference",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: standard output)")] = None,
     fmt: Annotated[str | None, typer.Option("--format", help="csv | jsonl | parquet (default: from -o)")] = None,
+    *, setup: dict[str, Any],
 ) -> None:
     """Sweep the planner over ranges of GPUs, precisions, engines, contexts, batches and GPU counts."""
     from mlrig.errors import MlrigError
@@ -216,7 +228,7 @@ def sweep_cmd(
     total = len(models) * len(gpus) * len(precisions) * len(engines) * len(contexts) * len(batches) * len(counts)
     if total > MAX_CONFIGS:
         raise MlrigError(f"{total:,} configurations is over the {MAX_CONFIGS:,} limit; narrow a range")
-    rows = sweep_rows(models, gpus, precisions, engines, contexts, batches, counts, task)
+    rows = sweep_rows(models, gpus, precisions, engines, contexts, batches, counts, task, setup)
     write, close = _writer(output, fmt)
     errors = 0
     show = sys.stderr.isatty() and total > 200

@@ -99,7 +99,12 @@ def parse(model: type[BaseModel], values: dict[str, Any]) -> tuple[Any, str | No
 
 
 def render(request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
-    return templates.TemplateResponse(request, f"{name}.html", {"page": name, **ctx}, status_code=status)
+    from mlrig.web.schemas import SetupQuery
+
+    given = ctx.get("v") or {}
+    setup_given = any(given.get(k) not in (None, "") for k in SetupQuery.model_fields)  # open the setup section
+    return templates.TemplateResponse(request, f"{name}.html", {"page": name, "setup_given": setup_given, **ctx},
+                                      status_code=status)
 
 
 def catalog_lists() -> dict[str, Any]:

@@ -47,12 +47,33 @@ class WorkloadQuery(_Query):
     count: int | None = Field(None, description="--count: GPUs per node")
 
 
-class PlanFields(WorkloadQuery):
+class SetupQuery(_Query):
+    """The serving-setup flags every serving command takes (`mlrig.commands._common.SETUP_OPTIONS`, same
+    names; tests/test_setup_parity.py keeps the two lists equal)."""
+
+    gpu_memory_utilization: float | None = Field(None, description="--gpu-memory-utilization (vLLM), (0, 1]")
+    max_num_seqs: int | None = Field(None, description="--max-num-seqs: the engine's batch cap")
+    max_num_batched_tokens: int | None = Field(None, description="--max-num-batched-tokens: tokens per iteration")
+    max_model_len: int | None = Field(None, description="--max-model-len: the engine's context cap (vLLM)")
+    engine_version: Str | None = Field(None, description="--engine-version: 0.6.4, b3000, 4.38, 2024-06")
+    num_scheduler_steps: int | None = Field(None, description="--num-scheduler-steps (vLLM 0.6-0.10 multi-step)")
+    eager: bool | None = Field(None, description="--eager: no CUDA/HIP graphs (vLLM --enforce-eager)")
+    ep: int | None = Field(None, description="--ep: expert-parallel degree (MoE)")
+    allow_long_context: bool | None = Field(None, description="--allow-long-context (needs rope scaling)")
+    lengths: Literal["fixed", "varied"] | None = Field(None, description="--lengths: fixed | varied")
+    cached_prompt_tokens: int | None = Field(None, description="--cached-prompt-tokens (prefix cache)")
+    power_limit_w: float | None = Field(None, description="--power-limit-w: GPU power cap, W")
+    interconnect: Str | None = Field(None, description="--interconnect: pcie4 | nvlink | ... (GPU links)")
+
+
+class PlanFields(WorkloadQuery, SetupQuery):
     """`mlrig plan`'s flags but the model."""
 
     gpu: Str | None = Field(None, description="--gpu: 'RTX 4090', 'H100 SXM', ... (see /api/gpus)",
                             examples=["RTX 4090"])
-    gpu_memory_utilization: float | None = Field(None, description="--gpu-memory-utilization (vLLM), (0, 1]")
+    load: Literal["static", "concurrency", "offline", "rate"] | None = Field(None, description="--load")
+    request_rate: float | None = Field(None, description="--request-rate: requests/s, for load=rate")
+    num_requests: int | None = Field(None, description="--num-requests of an offline / rate run")
     method: Literal["full", "lora", "qlora"] | None = Field(None, description="--method (training)")
     lora_rank: int | None = None
     optimizer: Str | None = Field(None, description="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")
@@ -87,7 +108,7 @@ class PlanUploadQuery(PlanFields):
     model: Str | None = Field(None, description="a name for the uploaded model (default: from the file name)")
 
 
-class CompareQuery(_Query):
+class CompareQuery(SetupQuery):
     """`mlrig compare MODEL --gpu A --gpu B --precision ...`: repeat gpu / precision / engine."""
 
     model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
@@ -103,12 +124,15 @@ class CompareQuery(_Query):
     context: int | None = None
     tp: int | None = None
     count: int | None = None
+    load: Literal["static", "concurrency", "offline", "rate"] | None = Field(None, description="--load")
+    request_rate: float | None = Field(None, description="--request-rate: requests/s, for load=rate")
+    num_requests: int | None = Field(None, description="--num-requests of an offline / rate run")
 
     def common(self) -> dict[str, Any]:
         return self.model_dump(exclude={"model", "gpu", "precision", "engine"})
 
 
-class ServeQuery(_Query):
+class ServeQuery(SetupQuery):
     """`mlrig serve MODEL ...`: the serving curve over concurrency."""
 
     model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
@@ -121,7 +145,6 @@ class ServeQuery(_Query):
     prompt: int | None = 512
     output: int | None = 256
     context: int | None = None
-    gpu_memory_utilization: float | None = None
     min_tok_s: float = Field(20.0, description="per-user decode speed to hold, tok/s")
     max_ttft_ms: float | None = None
     concurrency: Str | None = Field(None, description="e.g. 1,2,4,8 (default: powers of 2 up to the KV capacity)")
@@ -130,7 +153,7 @@ class ServeQuery(_Query):
     acceptance: float = 0.7
 
 
-class RecommendQuery(_Query):
+class RecommendQuery(SetupQuery):
     """`mlrig recommend --model M [workload flags] [constraints]`: one workload."""
 
     model: Str = Field(min_length=1, examples=["llama-3.1-8b"])
@@ -181,6 +204,19 @@ class RecommendQuery(_Query):
             v = getattr(self, name)
             if v is not None:
                 out += ["--" + name.replace("_", "-"), str(v)]
+        from mlrig.commands._common import SETUP_FIELD, setup_flag_table
+
+        table = setup_flag_table()  # flag -> (section, plan field, converter or None for a switch, switch value)
+        for name in SetupQuery.model_fields:
+            v = getattr(self, name)
+            if v is None:
+                continue
+            field = SETUP_FIELD.get(name, name)
+            if isinstance(v, bool):  # the switch that sets the plan field to this value (eager = not cuda_graphs)
+                want = not v if name == "eager" else v
+                out += [f for f, (_, fld, conv, val) in table.items() if fld == field and conv is None and val == want]
+            else:
+                out += [next(f for f, (_, fld, _, _) in table.items() if fld == field), str(v)]
         return out
 
     def options(self) -> dict[str, Any]:
@@ -217,7 +253,7 @@ class CostQuery(_Query):
         return d
 
 
-class FitQuery(_Query):
+class FitQuery(SetupQuery):
     """`mlrig fit [MODEL] [--gpu G] ...`: every GPU, every precision, or every model."""
 
     model: Str | None = None
