@@ -21,10 +21,10 @@ from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
+    LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
     bnb_keeps_4bit_input,
-    LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
     sglang_mem_fraction_static,
