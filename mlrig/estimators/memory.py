@@ -610,6 +610,12 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                 tp > 1 and trtllm_tensorrt_engine(w.engine_version)) else ""
             notes.append(f"TensorRT-LLM: KV pool = kv_cache_free_gpu_mem_fraction={w.gpu_memory_utilization or 0.9:g}"
                          f" x memory free after weights{whole}, activations and TP communication buffers")
+            if trtllm_tensorrt_engine(w.engine_version):
+                tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
+                                                      w.max_num_batched_tokens)
+                notes.append(f"TensorRT engine ({w.engine_version}): activation buffer sized for max_num_tokens="
+                             f"{tokens:,} (the build's default unless max_num_batched_tokens is given: "
+                             "max_batch_size x max_input_len before 0.11, 8,192 after)")
         elif engine == "lmdeploy" and lmdeploy_kv_of_free_memory(w.engine_version):
             notes.append(f"LMDeploy TurboMind: KV pool = cache_max_entry_count="
                          f"{w.gpu_memory_utilization or LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE:g} x memory free after the "
