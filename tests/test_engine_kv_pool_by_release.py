@@ -76,3 +76,21 @@ def test_lmdeploy_kv_pool_of_free_memory_from_0_2_2() -> None:
     assert m.kv_cache_gib == pytest.approx(pool_gib, rel=1e-3)
     assert pool_gib == pytest.approx(6.874, abs=1e-3)
     assert res.kv_cache_capacity_tokens == 56_304
+
+
+def test_an_engine_built_for_too_many_tokens_does_not_start() -> None:
+    """NVIDIA/TensorRT-LLM issue #401 (2023-11-15): Llama-2-7B fp16 built with build.py --max_input_len 2048
+    --max_output_len 2048 --max_batch_size 192 --remove_input_padding on an A100 40GB failed at load with
+    'cudaMallocAsync ... out of memory' in TllmRuntime: its activation buffer is sized for 192 x 2,048 =
+    393,216 tokens x 82,432 B = 30.2 GiB, which with 12.6 GiB of weights exceeds the card. With 32 (65,536
+    tokens, 5.0 GiB) it starts."""
+    plan = {"model": {"name": "meta-llama/Llama-2-7b-hf"},
+            "workload": {"task": "inference", "precision": "fp16", "engine": "trt-llm", "engine_version": "0.5.0",
+                         "max_num_seqs": 192, "max_model_len": 4096, "prompt_tokens": 512, "output_tokens": 128},
+            "hardware": {"gpu": "NVIDIA A100 SXM4 40GB", "count": 1}}
+    res = evaluate(plan)
+    assert not res.fits
+    assert res.memory.activations_gib == pytest.approx(393_216 * 82_432 / GiB + 192 * 32_000 * 4 / GiB, abs=0.01)
+    assert any("refuses to start" in n for n in res.memory.notes)
+    small = {**plan, "workload": {**plan["workload"], "max_num_seqs": 32}}
+    assert evaluate(small).fits
