@@ -36,11 +36,28 @@ def test_max_num_tokens_defaults_by_release() -> None:
 
 
 def test_activation_buffer_hand_check() -> None:
-    """Llama-3-8B at 40,960 tokens: (2 x 4,096 + 3 x 14,336) x 2 bytes = 102,400 B per token, 4.19e9 bytes,
-    plus fp32 logits for 40 rows of the 128,256-token vocabulary (20.5 MB)."""
+    """Llama-3-8B at 40,960 tokens: (2 x 4,096 + 3 x 14,336) x 2 bytes = 102,400 B per token, 4.19e9 bytes
+    (larger than the engine's fp32 logits for 40 rows of the 128,256-token vocabulary, 20.5 MB, which reuse
+    that memory), plus the runtime's and decoder's buffers, 4.69 x those logits."""
     r, _ = resolve_plan(ZHJ)
     got = trtllm_engine_activation_bytes(r.arch, r.plan, 1)
-    assert got == pytest.approx(40_960 * 102_400 + 40 * 128_256 * 4, rel=1e-9)
+    assert got == pytest.approx(40_960 * 102_400 + 4.69 * 40 * 128_256 * 4, rel=1e-9)
+
+
+def test_logits_set_the_context_memory_at_a_large_batch() -> None:
+    """TRTBENCH70's log (0.16, Llama-3.1-70B at TP 8, max_batch_size 2,048, 8,192 tokens): "Allocated 1013.01
+    MiB for execution context memory": the fp32 logits, 2,048 x 128,256 x 4 B = 1,002 MiB, not the MLP's
+    8,192 x (2 x 8,192 + 3 x 28,672 / 8) x 2 B = 424 MiB nor their sum; with the runtime's 1.63 GB and the
+    decoder's 3.30 GB, 5.57 GiB in all."""
+    plan = {"model": {"name": "meta-llama/Llama-3.1-70B-Instruct"},
+            "workload": {"task": "inference", "precision": "fp8", "engine": "trt-llm", "engine_version": "0.16.0",
+                         "max_num_seqs": 2048, "max_num_batched_tokens": 8192, "max_model_len": 25000},
+            "hardware": {"gpu": "NVIDIA H100 SXM", "count": 8, "tensor_parallel": 8}}
+    r, _ = resolve_plan(plan)
+    logits = 2048 * 128_256 * 4
+    got = trtllm_engine_activation_bytes(r.arch, r.plan, 8)
+    assert got == pytest.approx(logits * (1 + 4.69), rel=1e-9)
+    assert got / GiB == pytest.approx(5.57, abs=0.01)
 
 
 def test_kv_pool_after_the_activation_buffer() -> None:
@@ -90,7 +107,7 @@ def test_an_engine_built_for_too_many_tokens_does_not_start() -> None:
             "hardware": {"gpu": "NVIDIA A100 SXM4 40GB", "count": 1}}
     res = evaluate(plan)
     assert not res.fits
-    assert res.memory.activations_gib == pytest.approx(393_216 * 82_432 / GiB + 192 * 32_000 * 4 / GiB, abs=0.01)
+    assert res.memory.activations_gib == pytest.approx((393_216 * 82_432 + 4.69 * 192 * 32_000 * 4) / GiB, abs=0.01)
     assert any("refuses to start" in n for n in res.memory.notes)
     small = {**plan, "workload": {**plan["workload"], "max_num_seqs": 32}}
     assert evaluate(small).fits
