@@ -40,21 +40,24 @@ def test_embedding_whole_on_every_tp_rank() -> None:
 
 
 def test_pool_is_the_fraction_of_what_the_engine_and_tp_buffers_leave() -> None:
-    """Hand check: 39.82 GiB card - 34.3219 GiB weights (with the whole embedding) - 0.7555 GiB activations
-    - 0.45 GiB CUDA context - 0.41 GiB TP buffers = 3.8826 GiB, x 0.9 = 3.494 GiB; at 80 layers x 8 KV heads /
-    4 x 128 x 2 x 2 B = 81,920 B per token on each GPU that is 2,862 blocks of 16 = 45,792 tokens (67,952
-    before the embedding and the TP buffers were counted)."""
+    """Hand check: 39.82 GiB card - 34.3219 GiB weights (with the whole embedding) - 0.7215 GiB activations (the
+    0.11 engine's 8,192-token buffer: 8,192 x (2 x 8,192 + 3 x 28,672 / 4) x 2 B, plus 4.69 x the fp32 logits of
+    64 rows of 128,256 for the runtime's and decoder's buffers: 774,746,276 B) - 0.45 GiB CUDA context - 0.41
+    GiB TP buffers = 3.9166 GiB, x 0.9 = 3.5249 GiB; at 80 layers x 8 KV heads / 4 x 128 x 2 x 2 B = 81,920 B
+    per token on each GPU that is 2,887 blocks of 16 = 46,192 tokens (67,952 before the embedding and the TP
+    buffers were counted, 45,792 with vLLM's profile as the activation proxy)."""
     r, _ = resolve_plan(TRT_70B)
     m = estimate_memory(r)
     assert m.breakdown.weights_gib == pytest.approx(34.3219, abs=1e-3)
     free = (m.breakdown.gpu_capacity_gib - m.breakdown.weights_gib - m.breakdown.activations_gib
             - CAL.cuda_context_bytes / GiB - trtllm_tp_buffer_bytes(4) / GiB)
     assert m.breakdown.kv_cache_gib == pytest.approx(0.9 * free, abs=2e-3)
-    assert m.kv_cache_capacity_tokens == 45_792
+    assert m.breakdown.activations_gib == pytest.approx(774_746_276 / GiB, abs=1e-3)
+    assert m.kv_cache_capacity_tokens == 46_192
 
 
 def test_static_batch_past_the_pool_runs_in_more_waves() -> None:
-    """The 45,792-token pool admits 45,792 // 2,048 = 22 sequences at full length (GUARANTEED_NO_EVICT), so the
+    """The 46,192-token pool admits 46,192 // 2,048 = 22 sequences at full length (GUARANTEED_NO_EVICT), so the
     64 run as 22 + 22 + 20: three waves, where the pool without the whole embedding and the TP buffers
     (67,952 tokens: 33 + 31) gave two."""
     res = evaluate(TRT_70B)

@@ -439,6 +439,61 @@ def trtllm_tensorrt_engine(text: str | None) -> bool:
     return before(text, TRTLLM_PYTORCH_DEFAULT)
 
 
+# The tokens a TensorRT engine's activation buffer is sized for (`max_num_tokens`, the context pass's largest
+# packed batch), by release:
+# - before 0.11 the build's default was max_batch_size x max_input_len: examples/llama/build.py (0.5-0.7)
+#   and from 0.8 trtllm-build set `max_num_tokens = max_batch_size * max_input_len` when none was given
+#   (tensorrt_llm/_common.py at v0.9.0, lines 208-215, as deepjavalibrary/djl-serving PR #1922 quotes it,
+#   2024-05-16, and overrides it with 16,384 because the product is so large). Default max_input_len: 2,048 in
+#   examples/llama/build.py 0.5 (max_input_len 2,048 + max_output_len 512 = max_seq_len 2,560:
+#   triton-inference-server/tensorrtllm_backend issue #59, byshiue, 2023-11-07), 1,024 in trtllm-build
+#   from 0.8 (its max_input_len and max_output_len defaults, 1,024 each: zhjunqin's 0.9 engine, built without
+#   them, logs "mMaxAttentionWindowSize: 2048");
+# - from 0.11 `max_num_tokens` defaults to 8,192 ("set to 8192 by default starting from v0.11",
+#   docs/source/features/paged-attention-ifb-scheduler.md as NVIDIA/TensorRT-LLM PR #10283 quotes it; BuildConfig
+#   `max_num_tokens: int = 8192`, tensorrt_llm/builder.py at 008b2b8).
+TRTLLM_MAX_NUM_TOKENS_8192_FROM = (0, 11)
+TRTLLM_MAX_NUM_TOKENS_DEFAULT = 8192
+TRTLLM_TRTLLM_BUILD_FROM = (0, 8)
+TRTLLM_BUILD_PY_MAX_INPUT_LEN = 2048  # examples/<model>/build.py, 0.5-0.7
+TRTLLM_BUILD_MAX_INPUT_LEN = 1024  # trtllm-build, 0.8 on
+
+
+def trtllm_engine_max_num_tokens(text: str | None, max_batch_size: int | None, max_seq_len: int | None,
+                                 max_num_tokens: int | None) -> int:
+    """`max_num_tokens` of a TensorRT engine built with release `text`'s defaults (see above): the plan's own
+    (`max_num_batched_tokens`) when given; before 0.11 max_batch_size x max_input_len, max_input_len the
+    build's default capped by the plan's max_seq_len (`max_model_len`); 8,192 from 0.11, and where the batch
+    size an older engine was built with is not stated. Hand check: 0.9 with max_batch_size 40 -> 40 x 1,024 =
+    40,960; 0.5 with 25 -> 25 x 2,048 = 51,200; 0.12 -> 8,192."""
+    if max_num_tokens is not None:
+        return max_num_tokens
+    if before(text, TRTLLM_MAX_NUM_TOKENS_8192_FROM) and max_batch_size is not None:
+        default_input = (TRTLLM_BUILD_PY_MAX_INPUT_LEN if before(text, TRTLLM_TRTLLM_BUILD_FROM)
+                         else TRTLLM_BUILD_MAX_INPUT_LEN)
+        max_input_len = min(default_input, max_seq_len) if max_seq_len is not None else default_input
+        return max_batch_size * max_input_len
+    return TRTLLM_MAX_NUM_TOKENS_DEFAULT
+
+
+# LMDeploy TurboMind's KV pool (`cache_max_entry_count`, a fraction): up to v0.2.1 a share of the card's TOTAL
+# memory (0.5); from v0.2.2 a share of the memory FREE once the weights are loaded, default 0.8 (LMDeploy
+# docs/zh_cn/inference/turbomind_config.md as quoted in InternLM/lmdeploy issue #3804, 2025-07-31: "when the
+# lmdeploy version is greater than 0.2.1, cache_max_entry_count is the share of free memory used for k/v blocks,
+# default 0.8; e.g. a 13b on an A100-80G: (80 - 26) x 0.8 = 43.2G"; the v0.4.2 TurbomindEngineConfig docs quoted
+# in issue #1737: "For lmdeploy versions greater than v0.2.1, it defaults to 0.8, signifying the percentage of
+# FREE GPU memory"; lmdeploy/cli/utils.py `--cache-max-entry-count` default 0.8, "The percentage of free gpu
+# memory occupied by the k/v cache, excluding weights", PR #1892, 2024-07-01).
+LMDEPLOY_KV_OF_FREE_FROM = (0, 2, 2)
+LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE = 0.8
+
+
+def lmdeploy_kv_of_free_memory(text: str | None) -> bool:
+    """Whether LMDeploy `text` sizes TurboMind's KV pool as cache_max_entry_count (0.8) of the memory free after
+    the weights (v0.2.2 on; see above). Unknown versions: the current release, which does."""
+    return not before(text, LMDEPLOY_KV_OF_FREE_FROM)
+
+
 def tinychat_legacy(text: str | None) -> bool:
     """TinyChat before 2.0: its W4A16 GEMM accumulates in FP32 (module docstring)."""
     return before(text, (2, 0))

@@ -21,13 +21,16 @@ from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
+    LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
     bnb_keeps_4bit_input,
     litgpt_era,
+    lmdeploy_kv_of_free_memory,
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
+    trtllm_engine_max_num_tokens,
     trtllm_tensorrt_engine,
     vllm_big_gpu_defaults,
     vllm_graphs_in_profile,
@@ -317,6 +320,43 @@ def trtllm_weights_per_gpu_bytes(arch: ModelArch, parts: Mapping[str, float], tp
     return blocks / (tp * pp) + ends
 
 
+TRTLLM_ACTIVATION_BYTES = 2  # the engine's fp16/bf16 activations
+TRTLLM_DEFAULT_BATCH = 256  # the batch the logits buffers are sized for when the plan gives none (serving default)
+# The runtime's and the sampler's buffers per max_batch_size x vocab fp32 logits, allocated before the KV pool is
+# sized: TRTBENCH70's log (TensorRT-LLM 0.16, max_batch_size 2,048, vocabulary 128,256: 1.0507e9 bytes of
+# logits) reads "Allocated 1.63 GB GPU memory for runtime buffers" and "Allocated 3.30 GB GPU memory for
+# decoder": (1.63 + 3.30) / 1.0507 = 4.69 such arrays.
+TRTLLM_RUNTIME_LOGITS_COPIES = 4.69
+
+
+def trtllm_engine_activation_bytes(arch: ModelArch, plan: Plan, tp: int) -> float:
+    """Activation memory of a TensorRT-LLM TensorRT engine (releases before 1.0) on one GPU, allocated before
+    the KV pool is sized:
+    - TensorRT's execution-context memory: one buffer for the tensors alive together, so the larger of the
+      context pass at the engine's `max_num_tokens` (`engines.trtllm_engine_max_num_tokens`: by release,
+      max_batch_size x max_input_len before 0.11, 8,192 after) and the fp32 logits of max_batch_size last
+      tokens (computed after the last layer, in memory the layers no longer use). At the MLP the residual and
+      normed hidden state (2 x hidden), the fused gate/up GEMM output (2 x intermediate) and the SwiGLU output
+      (intermediate) are alive, 2 bytes each per token; the intermediate is split over TP ranks
+      (tensorrt_llm/layers/mlp.py `FusedGatedMLP`, a column-parallel fc);
+    - the runtime's and the decoder's buffers, `TRTLLM_RUNTIME_LOGITS_COPIES` x the logits.
+    The tokens the engine was built for, not those a run uses, set it: an engine built for 40 x 1,024 tokens
+    holds ~4 GiB of activations for Llama-3-8B whatever it serves.
+    Fit rows: TRTKV224-0001 (NVIDIA/TensorRT-LLM issue #224: Llama-2-7B on an A10 under 0.5, max_batch_size 25,
+    default max_input_len 2,048: 51,200 tokens x 82 KB = 3.9 GiB; its log's 10,718 KV tokens, where vLLM's
+    profile as the proxy gave ~17,900); TRTBENCH70's log (0.16, Llama-3.1-70B at TP 8, max_batch_size 2,048,
+    8,192 tokens: "Allocated 1013.01 MiB for execution context memory", the logits' 1,002 MiB rather than the
+    MLP's 424 MiB, and the runtime and decoder buffers above). Hand check: Llama-3-8B (hidden 4,096,
+    intermediate 14,336) at 40,960 tokens and 40 sequences: 40,960 x (8,192 + 43,008) x 2 = 4.19e9 bytes, plus
+    4.69 x 40 x 128,256 x 4 = 9.6e7."""
+    w = plan.workload
+    tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
+                                          w.max_num_batched_tokens)
+    per_token = (2.0 * arch.hidden_size + 3.0 * _mlp_width(arch, tp)) * TRTLLM_ACTIVATION_BYTES
+    logits = (w.max_num_seqs or TRTLLM_DEFAULT_BATCH) * arch.vocab_size * 4.0
+    return max(tokens * per_token, logits) + TRTLLM_RUNTIME_LOGITS_COPIES * logits
+
+
 def trtllm_tp_buffer_bytes(tp: int) -> float:
     """Memory TensorRT-LLM's TP communication takes before the KV pool is sized: NCCL communicators and the
     custom all-reduce's IPC workspace (cpp/tensorrt_llm/runtime/ipcUtils.cpp `AllReduceBuffers`: two buffers
@@ -463,11 +503,18 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             # vLLM's profile as a proxy) and the TP communication buffers are allocated (`trtllm_tp_buffer_bytes`)
             if trtllm_tensorrt_engine(w.engine_version):
                 weights = trtllm_weights_per_gpu_bytes(arch, r.weight_parts, tp, pp)
+                act = trtllm_engine_activation_bytes(arch, plan, tp) / pp
             non_torch = overhead + trtllm_tp_buffer_bytes(tp)
             pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - non_torch)
             reserved = weights + act + non_torch + pool
+        elif engine == "lmdeploy" and lmdeploy_kv_of_free_memory(w.engine_version):
+            # TurboMind from v0.2.2: cache_max_entry_count (0.8) of the memory free once the weights are loaded
+            # (engines.LMDEPLOY_KV_OF_FREE_FROM); its activation buffers come out of the rest
+            pool = (w.gpu_memory_utilization or LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE) * (cap - weights - overhead)
+            reserved = weights + act + overhead + pool
         else:
-            # LMDeploy / TGI: taken like TensorRT-LLM's kv_cache_free_gpu_mem_fraction default (not re-fitted)
+            # TGI, LMDeploy before v0.2.2: taken like TensorRT-LLM's kv_cache_free_gpu_mem_fraction default
+            # (not re-fitted)
             pool = (w.gpu_memory_utilization or 0.9) * (cap - weights - act - overhead)
             reserved = weights + act + overhead + pool
         pool = vec.maximum(pool, 0.0)
@@ -574,6 +621,16 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                 tp > 1 and trtllm_tensorrt_engine(w.engine_version)) else ""
             notes.append(f"TensorRT-LLM: KV pool = kv_cache_free_gpu_mem_fraction={w.gpu_memory_utilization or 0.9:g}"
                          f" x memory free after weights{whole}, activations and TP communication buffers")
+            if trtllm_tensorrt_engine(w.engine_version):
+                tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
+                                                      w.max_num_batched_tokens)
+                notes.append(f"TensorRT engine ({w.engine_version}): activation buffer sized for max_num_tokens="
+                             f"{tokens:,} (the build's default unless max_num_batched_tokens is given: "
+                             "max_batch_size x max_input_len before 0.11, 8,192 after)")
+        elif engine == "lmdeploy" and lmdeploy_kv_of_free_memory(w.engine_version):
+            notes.append(f"LMDeploy TurboMind: KV pool = cache_max_entry_count="
+                         f"{w.gpu_memory_utilization or LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE:g} x memory free after the "
+                         "weights (v0.2.2 on)")
         else:
             notes.append(f"TensorRT-LLM-like: KV pool = {w.gpu_memory_utilization or 0.9:g} x memory free after "
                          "weights and activations (kv_cache_free_gpu_mem_fraction)")
