@@ -144,6 +144,9 @@ MaxNumSeqsOpt = Annotated[int | None, typer.Option(
     "--max-num-seqs", help="engine's batch cap (vLLM --max-num-seqs, TRT-LLM max_batch_size)")]
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens", help="engine's tokens per iteration (chunked prefill budget)")]
+ChunkedPrefillOpt = Annotated[bool | None, typer.Option(
+    "--enable-chunked-prefill/--no-enable-chunked-prefill",
+    help="vLLM chunked prefill on/off (default: the engine's; V0 0.5.3+ chunks when max_model_len > 32K)")]
 MaxModelLenOpt = Annotated[int | None, typer.Option("--max-model-len", help="engine's context cap (vLLM)")]
 SchedulerStepsOpt = Annotated[int | None, typer.Option(
     "--num-scheduler-steps", help="vLLM 0.6-0.10 multi-step scheduling: decode steps per scheduler call")]
@@ -197,7 +200,7 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
                     cached_prompt_tokens: int | None = None,
                     max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                     max_model_len: int | None = None, engine_version: str | None = None,
-                    allow_long_context: bool | None = None,
+                    allow_long_context: bool | None = None, enable_chunked_prefill: bool | None = None,
                     num_scheduler_steps: int | None = None, eager: bool | None = None) -> dict[str, Any]:
     """Map CLI flag names to plan field names (mlrig.planner.plan_from_fields places them)."""
     if method is not None and task is None:
@@ -213,7 +216,8 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "gpu_spec": gpu_spec, "load": load, "request_rate": request_rate, "num_requests": num_requests,
         "lengths": lengths, "cached_prompt_tokens": cached_prompt_tokens,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
-        "max_model_len": max_model_len, "engine_version": engine_version,
+        "enable_chunked_prefill": enable_chunked_prefill, "max_model_len": max_model_len,
+        "engine_version": engine_version,
         "allow_long_context": allow_long_context, "num_scheduler_steps": num_scheduler_steps,
         "cuda_graphs": None if eager is None else not eager,
     }

@@ -1337,6 +1337,10 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
             f"and the server's front end ({s.engine})")
+    if (s.engine == "vllm" and not v1 and budget is not None and w.enable_chunked_prefill is None
+            and w.max_num_batched_tokens is None):
+        expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "
+                 f"{budget:,} tokens per step (--no-enable-chunked-prefill turns it off)")
     finite = w.load == "rate" and bool(w.num_requests)
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
