@@ -204,14 +204,17 @@ def vllm_v1(text: str | None) -> bool:
 # vLLM V0's chunked prefill for long-context models, by release (vllm/engine/arg_utils.py
 # `EngineArgs.create_engine_config`, from 0.8.0 `_set_default_args_v0`; vllm/config.py `SchedulerConfig`; read in the
 # PyPI sdists of 0.5.2 ... 0.9.0): with `enable_chunked_prefill` not given and max_model_len > 32,768, V0 turns chunked
-# prefill on "to avoid OOM errors in the initial memory profiling phase" (added in 0.5.3, 2024-07-23, for Llama 3.1's
-# 128K context). The block does not look at the usage context: the OpenAI server and the offline `LLM` class alike get
-# it; only vLLM's own benchmark_throughput.py / benchmark_latency.py up to 0.6.3 passed an explicit False (their own
-# store_true flag; from 0.6.4 they take EngineArgs' CLI, PR #9529, and get the default too). It is not turned on for:
-# sliding-window models, speculative decoding, LoRA and prompt adapters (all releases); prefix caching (0.5.3 - 0.6.0);
-# Mamba-style layers (0.5.4 - 0.6.2); multimodal models (from 0.6.2); AMD ROCm (from 0.6.5, `not
-# current_platform.is_rocm()`; from 0.8.0 `current_platform.is_cuda()`); DeepSeek MLA models (0.7.1 - 0.7.3 VllmConfig
-# forces chunked prefill off for MLA; 0.8 excludes them from the default). With chunked prefill on and no
+# prefill on "to avoid OOM errors in the initial memory profiling phase" (PR #6666, merged 2024-07-23, first in 0.5.3,
+# for Llama 3.1's 128K context). The block does not look at the usage context: the OpenAI server and the offline
+# `LLM` class alike get it; only vLLM's own benchmark_throughput.py / benchmark_latency.py up to 0.6.3 passed an
+# explicit False (their own store_true flag; from 0.6.4 they take EngineArgs' CLI, PR #9529, and get the default too).
+# It is not turned on for:
+# sliding-window models, speculative decoding, LoRA and prompt adapters (all releases); prefix caching (0.5.3 - 0.6.0;
+# PR #8342 kept it on from 0.6.1); Mamba-style layers (0.5.4 - 0.6.2); multimodal models (from 0.6.2, PR #8425); AMD
+# ROCm from 0.6.5 (PR #11146, 2024-12-12, `not current_platform.is_rocm()`, "poor performance due to a suboptimal
+# triton kernel"; AMD's fork ROCm/vllm PR #324 the same day; from 0.8.0 `current_platform.is_cuda()`); DeepSeek MLA
+# models (0.7.1 - 0.7.3 VllmConfig forces chunked prefill off for MLA; after PR #12639 gave MLA chunked prefill,
+# 0.8's `_set_default_args_v0` still leaves MLA out of the default). With chunked prefill on and no
 # --max-num-batched-tokens the budget is 512 tokens per step ("the best balance between ITL and TTFT on A100") up to
 # 0.6.4, 2,048 from 0.6.5; with multi-step scheduling (--num-scheduler-steps > 1) 0.6.0 - 0.6.2 refuse chunked prefill
 # (ValueError) and from 0.6.3 the budget is max(max_model_len, 2048), prompts not chunked.
