@@ -408,6 +408,9 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
         elif w.num_scheduler_steps > 1:
             notes.append(f"multi-step scheduling: vLLM's per-sequence host time spread over {w.num_scheduler_steps} "
                          "decode steps; a request arriving meanwhile waits for them (TTFT under load not adjusted)")
+    chunk_switch = w.enable_chunked_prefill is not None
+    if w.task == "inference" and chunk_switch and not (w.engine or "").lower().startswith("vllm"):
+        notes.append(f"enable_chunked_prefill is vLLM's switch (--enable-chunked-prefill): no effect on {w.engine}")
     if w.task == "inference" and not w.cuda_graphs:
         notes.append("no CUDA / HIP graphs (cuda_graphs = false): each decode step launches its kernels from the host "
                      "(vLLM, SGLang, TGI, llama.cpp on NVIDIA: priced per kernel and layer; other engines and Intel "

@@ -125,6 +125,10 @@ class WorkloadSpec(_Strict):
         None, gt=0, le=100_000_000, description="engine's tokens per step (vLLM --max-num-batched-tokens)")
     max_model_len: int | None = Field(
         None, gt=0, le=100_000_000, description="engine's context cap (vLLM --max-model-len)")
+    enable_chunked_prefill: bool | None = Field(
+        None, description="vLLM --enable-chunked-prefill / --no-enable-chunked-prefill; None: the engine's default "
+        "(V1 always chunks; V0 from 0.5.3 chunks when max_model_len > 32,768: 512 tokens per step to 0.6.4, "
+        "2,048 after)")
     engine_version: str | None = Field(
         None, min_length=1, max_length=120, description="engine release or build: '0.6.4', 'b3000', '4.38', '2024-06'")
     num_scheduler_steps: int | None = Field(

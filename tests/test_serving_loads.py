@@ -607,7 +607,10 @@ def test_chunked_prefill_prices_a_fused_prompt_token_at_its_arithmetic() -> None
     assert own.compute_s < 0.5 * own.seconds  # a 40-token pass of a 7B model is mostly its weight read
     assert fused_prefill_s_per_token(own, 40, 2048) == pytest.approx((own.compute_s + own.comm_s) / 40)
     assert fused_prefill_s_per_token(own, 40, None) == pytest.approx(own.seconds / 40)
-    v0 = evaluate({**plan, "workload": {**plan["workload"], "engine_version": "0.6.4"}}).performance  # type: ignore[dict-item]
+    # (max_model_len: the Instruct model's 32,768; the catalog reads the base model's config, 131,072, above which
+    # V0 would chunk by default, serving.vllm_v0_default_budget)
+    v0_workload = {**plan["workload"], "engine_version": "0.6.4", "max_model_len": 32768}  # type: ignore[dict-item]
+    v0 = evaluate({**plan, "workload": v0_workload}).performance
     assert v0 is not None and v0.tpot_ms is not None and v0.tpot_ms > 1.5 * perf.tpot_ms
 
 

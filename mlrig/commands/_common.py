@@ -146,6 +146,9 @@ MaxNumSeqsOpt = Annotated[int | None, typer.Option(
 MaxBatchedTokensOpt = Annotated[int | None, typer.Option(
     "--max-num-batched-tokens", metavar="<tokens>", parser=token_count("--max-num-batched-tokens"),
     help="engine's tokens per iteration (chunked prefill budget)")]
+ChunkedPrefillOpt = Annotated[bool | None, typer.Option(
+    "--enable-chunked-prefill/--no-enable-chunked-prefill",
+    help="vLLM chunked prefill on/off (default: the engine's; V0 0.5.3+ chunks when max_model_len > 32K)")]
 MaxModelLenOpt = Annotated[int | None, typer.Option(
     "--max-model-len", metavar="<tokens>", parser=token_count("--max-model-len"), help="engine's context cap (vLLM)")]
 SchedulerStepsOpt = Annotated[int | None, typer.Option(
@@ -188,6 +191,7 @@ SETUP_OPTIONS: dict[str, Any] = {
     "gpu_memory_utilization": GpuMemUtilOpt,
     "max_num_seqs": MaxNumSeqsOpt,
     "max_num_batched_tokens": MaxBatchedTokensOpt,
+    "enable_chunked_prefill": ChunkedPrefillOpt,
     "max_model_len": MaxModelLenOpt,
     "engine_version": EngineVersionOpt,
     "num_scheduler_steps": SchedulerStepsOpt,

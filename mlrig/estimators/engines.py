@@ -201,6 +201,55 @@ def vllm_v1(text: str | None) -> bool:
     return not before(text, (0, 8))
 
 
+# vLLM V0's chunked prefill for long-context models, by release (vllm/engine/arg_utils.py
+# `EngineArgs.create_engine_config`, from 0.8.0 `_set_default_args_v0`; vllm/config.py `SchedulerConfig`; read in the
+# PyPI sdists of 0.5.2 ... 0.9.0): with `enable_chunked_prefill` not given and max_model_len > 32,768, V0 turns chunked
+# prefill on "to avoid OOM errors in the initial memory profiling phase" (PR #6666, merged 2024-07-23, first in 0.5.3,
+# for Llama 3.1's 128K context). The block does not look at the usage context: the OpenAI server and the offline
+# `LLM` class alike get it; only vLLM's own benchmark_throughput.py / benchmark_latency.py up to 0.6.3 passed an
+# explicit False (their own store_true flag; from 0.6.4 they take EngineArgs' CLI, PR #9529, and get the default too).
+# It is not turned on for:
+# sliding-window models, speculative decoding, LoRA and prompt adapters (all releases); prefix caching (0.5.3 - 0.6.0;
+# PR #8342 kept it on from 0.6.1); Mamba-style layers (0.5.4 - 0.6.2); multimodal models (from 0.6.2, PR #8425); AMD
+# ROCm from 0.6.5 (PR #11146, 2024-12-12, `not current_platform.is_rocm()`, "poor performance due to a suboptimal
+# triton kernel"; AMD's fork ROCm/vllm PR #324 the same day; from 0.8.0 `current_platform.is_cuda()`); DeepSeek MLA
+# models (0.7.1 - 0.7.3 VllmConfig forces chunked prefill off for MLA; after PR #12639 gave MLA chunked prefill,
+# 0.8's `_set_default_args_v0` still leaves MLA out of the default). With chunked prefill on and no
+# --max-num-batched-tokens the budget is 512 tokens per step ("the best balance between ITL and TTFT on A100") up to
+# 0.6.4, 2,048 from 0.6.5; with multi-step scheduling (--num-scheduler-steps > 1) 0.6.0 - 0.6.2 refuse chunked prefill
+# (ValueError) and from 0.6.3 the budget is max(max_model_len, 2048), prompts not chunked.
+VLLM_V0_LONG_CONTEXT_CHUNKING_FROM = (0, 5, 3)
+VLLM_V0_LONG_CONTEXT_TOKENS = 32_768
+VLLM_V0_CHUNK_BUDGET_2048_FROM = (0, 6, 5)
+VLLM_V0_NO_ROCM_DEFAULT_FROM = (0, 6, 5)
+VLLM_V0_MLA_NO_CHUNKING_FROM = (0, 7, 1)
+VLLM_V0_PREFIX_CACHING_EXCLUDED_BEFORE = (0, 6, 1)
+VLLM_V0_MULTI_STEP_CHUNKING_FROM = (0, 6, 3)
+
+
+def vllm_v0_chunked_budget(text: str | None, max_model_len: int, num_scheduler_steps: int | None = None) -> int | None:
+    """V0's default max_num_batched_tokens with chunked prefill on (see above): 512 before 0.6.5, else 2,048; with
+    multi-step scheduling max(max_model_len, 2048) from 0.6.3 and None (no chunked prefill) before."""
+    if (num_scheduler_steps or 1) > 1:
+        return None if before(text, VLLM_V0_MULTI_STEP_CHUNKING_FROM) else max(max_model_len, 2048)
+    return 512 if before(text, VLLM_V0_CHUNK_BUDGET_2048_FROM) else 2048
+
+
+def vllm_v0_chunks_by_default(text: str | None, max_model_len: int, *, rocm: bool, mla: bool,
+                              sliding_window: bool, prefix_caching: bool) -> bool:
+    """Whether vLLM V0 release `text` turns chunked prefill on by itself (see above): from 0.5.3, for a max_model_len
+    above 32,768, less the cases it leaves out."""
+    if before(text, VLLM_V0_LONG_CONTEXT_CHUNKING_FROM) or max_model_len <= VLLM_V0_LONG_CONTEXT_TOKENS:
+        return False
+    if sliding_window:
+        return False
+    if rocm and not before(text, VLLM_V0_NO_ROCM_DEFAULT_FROM):
+        return False
+    if mla and not before(text, VLLM_V0_MLA_NO_CHUNKING_FROM):
+        return False
+    return not (prefix_caching and before(text, VLLM_V0_PREFIX_CACHING_EXCLUDED_BEFORE))
+
+
 # LMDeploy's TurboMind scheduler (src/turbomind/models/llama/LlamaBatch.cc), by release:
 # - before InternLM/lmdeploy PR #775 ("Unify prefill & decode passes", merged 2023-12-04, first in v0.1.0a2): each
 #   loop of `InternalThreadEntry` runs `ContextDecode()`, which prefills every newly admitted prompt (sub-batches of

@@ -72,6 +72,7 @@ from mlrig.estimators.performance import (
 from mlrig.results import Performance
 
 if TYPE_CHECKING:
+    from mlrig.catalog.arch import ModelArch
     from mlrig.catalog.gpus import GPU
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.workload import Plan, WorkloadSpec
@@ -94,7 +95,8 @@ DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
 # Chunked-prefill token budget per iteration by default: vLLM V1 8192 where it takes its large
-# defaults (>= 70 GiB, not an A100), 2048 otherwise (same source); V0 did not chunk by default.
+# defaults (>= 70 GiB, not an A100), 2048 otherwise (same source); V0 chunks by default only for a max_model_len
+# above 32K (from 0.5.3, `vllm_v0_default_budget`).
 VLLM_V1_BUDGET = {True: 8192, False: 2048}
 
 
@@ -126,22 +128,51 @@ def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
     return DEFAULT_MAX_NUM_SEQS.get(engine)
 
 
-def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: int | None = None) -> int | None:
+def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: int | None = None,
+                   arch: ModelArch | None = None) -> int | None:
     """Tokens per iteration under chunked prefill: the plan's max_num_batched_tokens, else vLLM V1's
-    default, SGLang's `--chunked-prefill-size` default (`sglang_default_chunked_prefill`) or LMDeploy
-    TurboMind's iteration budget (`lmdeploy_iteration_budget`); None where whole prompts are prefilled in
-    one pass (vLLM V0, TensorRT-LLM, LMDeploy before v0.1.0a2). `model_max_len`: the model's maximum
-    context (max_position_embeddings), TurboMind's default session_len."""
+    default, vLLM V0's long-context default (`vllm_v0_default_budget`), SGLang's `--chunked-prefill-size`
+    default (`sglang_default_chunked_prefill`) or LMDeploy TurboMind's iteration budget
+    (`lmdeploy_iteration_budget`); None where whole prompts are prefilled in one pass (vLLM V0 below 32K
+    context or with `enable_chunked_prefill = false`, TensorRT-LLM, LMDeploy before v0.1.0a2).
+    `model_max_len`: the model's maximum context (max_position_embeddings), TurboMind's default session_len
+    and vLLM's default max_model_len."""
     w = plan.workload
     if engine == "lmdeploy":
         return lmdeploy_iteration_budget(plan, gpu, model_max_len)
+    if engine == "vllm" and not v1 and w.enable_chunked_prefill is False:
+        return None
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "vllm" and v1:
         return VLLM_V1_BUDGET[vllm_big_gpu_defaults(gpu)]
+    if engine == "vllm":
+        return vllm_v0_default_budget(plan, gpu, model_max_len, arch)
     if engine == "sglang":
         return sglang_default_chunked_prefill(gpu.memory_gib, plan.workload.engine_version)
     return None
+
+
+def vllm_v0_default_budget(plan: Plan, gpu: GPU, model_max_len: int | None, arch: ModelArch | None) -> int | None:
+    """vLLM V0's chunked-prefill budget when the plan gives no max_num_batched_tokens (engines.
+    vllm_v0_chunks_by_default, vllm_v0_chunked_budget; vLLM's arg_utils.py / config.py by release): with
+    `enable_chunked_prefill = true` the release's default budget; unset, the same where V0 turns chunked prefill on
+    by itself: a max_model_len (the plan's, else the model's max_position_embeddings, vLLM's default) above 32,768
+    from 0.5.3, on NVIDIA (and AMD before 0.6.5), not for sliding-window or (from 0.7.1) MLA models. The dstack
+    H100 server of DSTACKCMP (0.6.3.post2 nightly, `vllm serve ... --max-model-len 91680`, no chunking flag)
+    records "chunked prefill on, max-num-batched-tokens 512" in its CSV. None: prompts are prefilled whole."""
+    from mlrig.estimators.engines import vllm_v0_chunked_budget, vllm_v0_chunks_by_default
+
+    w = plan.workload
+    max_len = w.max_model_len or model_max_len or max(w.context, 2048)
+    if w.enable_chunked_prefill is None:
+        sliding = arch is not None and bool(arch.sliding_window) and arch.num_sliding_layers > 0
+        on = vllm_v0_chunks_by_default(
+            w.engine_version, max_len, rocm=gpu.vendor.lower() == "amd", mla=arch is not None and arch.is_mla,
+            sliding_window=sliding, prefix_caching=w.cached_prompt_tokens > 0)
+        if not on:
+            return None
+    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps)
 
 
 def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -> int | None:
@@ -1280,7 +1311,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
 
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(plan, s.engine, gpu, v1)
-    budget = prefill_budget(plan, s.engine, gpu, v1, r.arch.max_position_embeddings)
+    budget = prefill_budget(plan, s.engine, gpu, v1, r.arch.max_position_embeddings, r.arch)
     kv_tokens = getattr(memory, "kv_cache_capacity_tokens", None) if memory is not None else None
     paged = getattr(memory, "engine", "") in ("vllm", "sglang", "trt-llm", "lmdeploy", "tgi")
     wave = closed_loop_wave_share(w, s.engine, budget) if w.load == "concurrency" else 0.0
@@ -1332,6 +1363,10 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
             f"{pt.queue_s * 1e3:.0f} ms waiting (iteration end, prefill queue, free slot) + own prefill "
             f"and the server's front end ({s.engine})")
+    if (s.engine == "vllm" and not v1 and budget is not None and w.enable_chunked_prefill is None
+            and w.max_num_batched_tokens is None):
+        expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "
+                 f"{budget:,} tokens per step (--no-enable-chunked-prefill turns it off)")
     finite = w.load == "rate" and bool(w.num_requests)
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
@@ -1375,7 +1410,7 @@ def serving_curve(
     s = _setup(r)
     v1 = vllm_v1(w.engine_version)
     cap = batch_cap(r.plan, s.engine, r.gpu, v1)
-    budget = prefill_budget(r.plan, s.engine, r.gpu, v1, r.arch.max_position_embeddings)
+    budget = prefill_budget(r.plan, s.engine, r.gpu, v1, r.arch.max_position_embeddings, r.arch)
     slots = None if kv_capacity_tokens is None else running_slots(kv_capacity_tokens, w, s.engine)
     out: list[ServingPoint] = []
     for c in concurrencies:
