@@ -51,6 +51,7 @@ more users than the cap reports its median request (`wave_median_ttft_s`), and t
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +136,8 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
     w = plan.workload
     if engine == "lmdeploy":
         return lmdeploy_iteration_budget(plan, gpu, model_max_len)
+    if engine == "tgi":
+        return tgi_chunk_budget(plan)
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "vllm" and v1:
@@ -173,6 +176,103 @@ def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -
         return w.max_num_batched_tokens + ((cap or 0) if forward else 0)
     session_len = w.max_model_len or model_max_len or max(w.context, 2048)
     return lmdeploy_prefill_budget(version, session_len, cap)
+
+
+def tgi_chunk_budget(plan: Plan) -> int | None:
+    """TGI's chunked-prefill budget (from 3.0, `engines.tgi_chunked_prefill`): the plan's max_num_batched_tokens
+    (`--max-batch-prefill-tokens`), else 4,096; None before 3.0, whose router prefills new batches as passes of
+    their own (`tgi_offline_burst`)."""
+    from mlrig.estimators.engines import TGI_CHUNKED_PREFILL_TOKENS, tgi_chunked_prefill
+
+    w = plan.workload
+    if not tgi_chunked_prefill(w.engine_version):
+        return None
+    return w.max_num_batched_tokens or TGI_CHUNKED_PREFILL_TOKENS
+
+
+def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_max_len: int | None) -> LoadPoint:
+    """An offline burst (all `n_requests` sent at once) through TGI's router before 3.0, followed iteration by
+    iteration (`engines.tgi_chunked_prefill` says which releases; the rules and their source are there):
+    - the first request finds the batching loop idle and is prefilled alone; the others arrive meanwhile;
+    - before each decode step the router takes a new batch from the queue, FCFS, of at most
+      `max_batch_prefill_tokens` prompt tokens (`engines.tgi_max_batch_prefill_tokens`) and `running_cap` running
+      requests, but only if at least floor(running x waiting_served_ratio) wait (the whole batch must hold that
+      many) or `max_waiting_tokens` steps have passed since the last admission;
+    - the new batch's prefill is a forward pass of its own (`prefill_pass`) that the running requests wait for,
+      so their TPOT, (e2e - TTFT) / (O - 1) as vLLM's benchmark_serving computes it, carries every prefill
+      admitted while they decode; decode steps are `decode_step` at the running count.
+    Output lengths are taken as fixed at the plan's mean (the dstack sonnet runs' bursts of 4-16 requests end
+    ~1.2-1.4 mean outputs after they start, by their durations, TTFTs and TPOTs, not the exponential tail
+    `varied_offline_throughput` assumes). Returns the medians over the requests and the run's throughput.
+    DSTACKTGI-* (fit; TGI sha-11d7af7, Llama-3.1-405B on 8x MI300X, 10,000-token prompts, 12-13 per prefill
+    batch): at 64 requests the median request's TPOT is 872 ms where a decode step is ~60 ms: it decoded while
+    the ~27 prompts admitted after it were prefilled (~100 s over 119 tokens)."""
+    from mlrig.estimators.engines import TGI_MAX_WAITING_TOKENS, tgi_max_batch_prefill_tokens, tgi_waiting_served_ratio
+
+    w = r.workload
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
+    budget = tgi_max_batch_prefill_tokens(w.max_num_batched_tokens, w.max_model_len, model_max_len, w.prompt_tokens)
+    per_batch = max(1, budget // max(1, w.prompt_tokens))
+    ratio = tgi_waiting_served_ratio(w.engine_version)
+    cap = max(1, running_cap)
+    ctx = w.mean_decode_context
+    step_s: dict[int, float] = {}
+    prefill_s: dict[int, float] = {}
+
+    def decode(n: int) -> float:
+        if n not in step_s:
+            step_s[n] = decode_step(r, n, ctx).seconds
+        return step_s[n]
+
+    def prefill(k: int) -> float:
+        if k not in prefill_s:
+            prefill_s[k] = prefill_pass(r, k, prompt).seconds
+        return prefill_s[k]
+
+    t = 0.0
+    waiting = n_requests
+    running: list[list[float]] = []  # [tokens left, time of the first token]
+    firsts: list[float] = []
+    tpots: list[float] = []
+    since_admission = 0
+    bound = "memory"
+    first = True
+    while waiting > 0 or running:
+        room = cap - len(running)
+        take = min(waiting, per_batch, room, 1 if first else waiting)
+        min_size = None if (not running or since_admission >= TGI_MAX_WAITING_TOKENS) else math.floor(
+            len(running) * ratio)
+        if take > 0 and (min_size is None or (waiting >= min_size and take >= min_size)):
+            t += prefill(take)
+            waiting -= take
+            firsts.extend([t] * take)
+            running.extend([float(out - 1), t] for _ in range(take))
+            since_admission = 1
+            first = False
+        if not running:
+            continue
+        dec = decode_step(r, len(running), ctx) if len(running) not in step_s else None
+        if dec is not None:
+            step_s[len(running)] = dec.seconds
+            bound = dec.bound
+        t += decode(len(running))
+        since_admission += 1
+        still: list[list[float]] = []
+        for seq in running:
+            seq[0] -= 1
+            if seq[0] <= 0:
+                tpots.append((t - seq[1]) / max(1, out - 1))
+            else:
+                still.append(seq)
+        running = still
+    front = frontend_s(r)
+    ttft = statistics.median(firsts) + front
+    tpot = statistics.median(tpots) if tpots else decode(1)
+    throughput = n_requests * out / max(t, 1e-12)
+    own = prefill(1) + front
+    return LoadPoint(running=min(cap, n_requests), step_s=decode(min(cap, n_requests)), tpot_s=tpot,
+                     throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
+                     queue_s=max(0.0, ttft - own), bound=bound, saturated=False)
 
 
 # SGLang's --chunked-prefill-size default by the GPU memory the device reports (server_args.py; `gpu_mem`
@@ -674,11 +774,12 @@ def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
     (V0's default scheduler, `_schedule_default`: while prompts wait it runs a prefill step of all that fit,
     and decodes only when none wait; Kwon et al. 2023 sec. 4.5). TensorRT-LLM's and LMDeploy's in-flight
     batching put context requests into the decode iteration itself, as chunked prefill does; LMDeploy
-    before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there)."""
+    before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there), and so does
+    TGI before 3.0 (`tgi_chunk_budget`: no budget there; `engines.tgi_chunked_prefill`)."""
     from mlrig.estimators.engines import lmdeploy_unified_iterations
 
     old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(r.workload.engine_version)
-    return budget is None and (r.engine == "vllm" or old_turbomind)
+    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind)
 
 
 def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
@@ -1267,7 +1368,13 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         admitted = min(x for x in (want, cap, int(kv_tokens) // max(1, w.prompt_tokens)) if x is not None)
         recompute = lockstep_recompute_s(r, int(kv_tokens), admitted, slots,
                                          want if w.load == "offline" else None)
-    if w.load == "offline":
+    if w.load == "offline" and s.engine == "tgi" and budget is None:
+        # TGI before 3.0: its router's admission rules and stalling prefills (`tgi_offline_burst`)
+        n_req = w.num_requests or w.batch_size
+        pool = int(kv_tokens) // max(1, w.prompt_tokens + w.output_tokens) if (paged and kv_tokens) else None
+        pt = tgi_offline_burst(r, n_req, min(x for x in (cap, pool, n_req) if x is not None),
+                               r.arch.max_position_embeddings)
+    elif w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
         given = "batch_size" in w.model_fields_set
