@@ -190,6 +190,11 @@ def tgi_chunk_budget(plan: Plan) -> int | None:
     return w.max_num_batched_tokens or TGI_CHUNKED_PREFILL_TOKENS
 
 
+# `tgi_offline_burst` with varied output lengths: request i ends after O (1 - s + 2 s u_i) tokens, u_i spread evenly
+# over [0, 1) (a golden-ratio sequence, independent of the arrival order): lengths uniform within +-s of the mean.
+TGI_VARIED_SPREAD = 0.5
+
+
 def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_max_len: int | None) -> LoadPoint:
     """An offline burst (all `n_requests` sent at once) through TGI's router before 3.0, followed iteration by
     iteration (`engines.tgi_chunked_prefill` says which releases; the rules and their source are there):
@@ -229,9 +234,17 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
             prefill_s[k] = prefill_pass(r, k, prompt).seconds
         return prefill_s[k]
 
+    golden = (math.sqrt(5.0) - 1.0) / 2.0
+
+    def length(i: int) -> int:  # request i's output tokens (`TGI_VARIED_SPREAD`)
+        if w.lengths != "varied":
+            return out
+        return max(1, round(out * (1.0 - TGI_VARIED_SPREAD + 2.0 * TGI_VARIED_SPREAD * ((i * golden) % 1.0))))
+
     t = 0.0
     waiting = n_requests
-    running: list[list[float]] = []  # [tokens left, time of the first token]
+    admitted = 0
+    running: list[list[float]] = []  # [tokens left, time of the first token, output tokens]
     firsts: list[float] = []
     tpots: list[float] = []
     since_admission = 0
@@ -246,7 +259,8 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
             t += prefill(take)
             waiting -= take
             firsts.extend([t] * take)
-            running.extend([float(out - 1), t] for _ in range(take))
+            running.extend([float(length(i) - 1), t, float(length(i))] for i in range(admitted, admitted + take))
+            admitted += take
             since_admission = 1
             first = False
         if not running:
@@ -261,14 +275,14 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
         for seq in running:
             seq[0] -= 1
             if seq[0] <= 0:
-                tpots.append((t - seq[1]) / max(1, out - 1))
+                tpots.append((t - seq[1]) / max(1.0, seq[2] - 1))
             else:
                 still.append(seq)
         running = still
     front = frontend_s(r)
     ttft = statistics.median(firsts) + front
     tpot = statistics.median(tpots) if tpots else decode(1)
-    throughput = n_requests * out / max(t, 1e-12)
+    throughput = sum(length(i) for i in range(n_requests)) / max(t, 1e-12)
     own = prefill(1) + front
     return LoadPoint(running=min(cap, n_requests), step_s=decode(min(cap, n_requests)), tpot_s=tpot,
                      throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
@@ -1306,10 +1320,11 @@ def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
     scheduler (V1; V0 with --enable-chunked-prefill) puts the running decodes first in every iteration and
     fills the rest of the budget with prompt chunks (Agrawal et al. 2024, Sarathi-Serve, "stall-free
     batching"), and so does LMDeploy's TurboMind from v0.1.0a2 (its decodes first in each `forwardUnified`
-    pass, the prompts' tokens after them: `lmdeploy_iteration_budget`). SGLang's scheduler runs waiting
+    pass, the prompts' tokens after them: `lmdeploy_iteration_budget`), and TGI from 3.0 (the new batch's chunk
+    is prefilled together with the running batch's decode step: `tgi_chunk_budget`). SGLang's scheduler runs waiting
     prompts' prefill batches before any decode batch (its mixed chunk mode is opt-in), and engines that
     prefill whole prompts stall the decodes too."""
-    return engine in ("vllm", "lmdeploy") and budget is not None
+    return engine in ("vllm", "lmdeploy", "tgi") and budget is not None
 
 
 def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None = None) -> float:
