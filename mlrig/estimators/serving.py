@@ -192,100 +192,102 @@ def tgi_chunk_budget(plan: Plan) -> int | None:
 
 # `tgi_offline_burst` with varied output lengths: request i ends after O (1 - s + 2 s u_i) tokens, u_i spread evenly
 # over [0, 1) (a golden-ratio sequence, independent of the arrival order): lengths uniform within +-s of the mean.
+# s = 1/2 keeps the dstack sonnet bursts' longest requests ~1.3-1.5 mean outputs long, as their durations show
+# (DSTACKTGI-0006..-0014: 4-16 requests end ~1.2-1.4 x the mean after they start); the exponential tail of
+# `varied_offline_throughput` would put them at ~H_N (2.7 x at 8 requests).
 TGI_VARIED_SPREAD = 0.5
 
 
-def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_max_len: int | None) -> LoadPoint:
-    """An offline burst (all `n_requests` sent at once) through TGI's router before 3.0, followed iteration by
-    iteration (`engines.tgi_chunked_prefill` says which releases; the rules and their source are there):
+def tgi_burst_schedule(n_requests: int, per_batch: int, cap: int, ratio: float, lengths: list[int],
+                       max_waiting_steps: int | None = None) -> tuple[list[tuple[str, int]], list[tuple[int, int]]]:
+    """The forward passes TGI's router (before 3.0) runs for a burst of `n_requests` sent at once, and where each
+    request starts and ends in them (`engines.tgi_chunked_prefill` names the source and the rules):
     - the first request finds the batching loop idle and is prefilled alone; the others arrive meanwhile;
-    - before each decode step the router takes a new batch from the queue, FCFS, of at most
-      `max_batch_prefill_tokens` prompt tokens (`engines.tgi_max_batch_prefill_tokens`) and `running_cap` running
-      requests, but only if at least floor(running x waiting_served_ratio) wait (the whole batch must hold that
-      many) or `max_waiting_tokens` steps have passed since the last admission;
-    - the new batch's prefill is a forward pass of its own (`prefill_pass`) that the running requests wait for,
-      so their TPOT, (e2e - TTFT) / (O - 1) as vLLM's benchmark_serving computes it, carries every prefill
-      admitted while they decode; decode steps are `decode_step` at the running count.
-    Output lengths are taken as fixed at the plan's mean (the dstack sonnet runs' bursts of 4-16 requests end
-    ~1.2-1.4 mean outputs after they start, by their durations, TTFTs and TPOTs, not the exponential tail
-    `varied_offline_throughput` assumes). Returns the medians over the requests and the run's throughput.
-    DSTACKTGI-* (fit; TGI sha-11d7af7, Llama-3.1-405B on 8x MI300X, 10,000-token prompts, 12-13 per prefill
+    - before each decode step the router takes a new batch from the queue, FCFS, of at most `per_batch` requests
+      (`max_batch_prefill_tokens` // prompt) and `cap` running in all, but only if at least floor(running x
+      `ratio`) wait and the new batch holds that many (`waiting_served_ratio`), or once `max_waiting_steps`
+      decode steps (`max_waiting_tokens`, 20) have passed since the last admission;
+    - a new batch is a prefill pass of its own; then one decode step of all running requests.
+    `lengths[i]`: request i's output tokens (its first comes from its prefill). Returns the passes, ("prefill", k)
+    and ("decode", running), and per request (its prefill's index, the index of the pass giving its last token)."""
+    from mlrig.estimators.engines import TGI_MAX_WAITING_TOKENS
+
+    wait_steps = TGI_MAX_WAITING_TOKENS if max_waiting_steps is None else max_waiting_steps
+    ops: list[tuple[str, int]] = []
+    spans: list[tuple[int, int]] = [(0, 0)] * n_requests
+    running: list[list[int]] = []  # [request, tokens left]
+    waiting, admitted, since = n_requests, 0, 0
+    while waiting > 0 or running:
+        take = 1 if admitted == 0 else min(waiting, per_batch, max(0, cap - len(running)))
+        min_size = None if (not running or since >= wait_steps) else math.floor(len(running) * ratio)
+        if take > 0 and (min_size is None or take >= min_size):
+            ops.append(("prefill", take))
+            for i in range(admitted, admitted + take):
+                spans[i] = (len(ops) - 1, len(ops) - 1)
+                if lengths[i] > 1:
+                    running.append([i, lengths[i] - 1])
+            waiting -= take
+            admitted += take
+            since = 1
+        if not running:
+            continue
+        ops.append(("decode", len(running)))
+        since += 1
+        still = []
+        for seq in running:
+            seq[1] -= 1
+            if seq[1] <= 0:
+                spans[seq[0]] = (spans[seq[0]][0], len(ops) - 1)
+            else:
+                still.append(seq)
+        running = still
+    return ops, spans
+
+
+def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_max_len: int | None) -> LoadPoint:
+    """An offline burst (all `n_requests` sent at once) through TGI's router before 3.0: its passes
+    (`tgi_burst_schedule`) priced as `prefill_pass` of the new batch's prompts and `decode_step` of the running
+    requests. A prefill is a pass of its own that the running requests wait for, so their TPOT, (e2e - TTFT) /
+    (O - 1) as vLLM's benchmark_serving computes it, carries every prefill admitted while they decode. The
+    prefill batch is `engines.tgi_max_batch_prefill_tokens` // prompt requests, the ratio
+    `engines.tgi_waiting_served_ratio`. Output lengths: the plan's mean, or with `lengths = "varied"` spread as
+    TGI_VARIED_SPREAD says. Returns the medians over the requests (TTFT with the front end) and the run's output
+    tokens over its duration.
+    DSTACKTGI-* (fit; TGI sha-11d7af7, Llama-3.1-405B on 8x MI300X, 10,000-token prompts, 13 per prefill
     batch): at 64 requests the median request's TPOT is 872 ms where a decode step is ~60 ms: it decoded while
     the ~27 prompts admitted after it were prefilled (~100 s over 119 tokens)."""
-    from mlrig.estimators.engines import TGI_MAX_WAITING_TOKENS, tgi_max_batch_prefill_tokens, tgi_waiting_served_ratio
+    from mlrig.estimators.engines import tgi_max_batch_prefill_tokens, tgi_waiting_served_ratio
 
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     budget = tgi_max_batch_prefill_tokens(w.max_num_batched_tokens, w.max_model_len, model_max_len, w.prompt_tokens)
     per_batch = max(1, budget // max(1, w.prompt_tokens))
-    ratio = tgi_waiting_served_ratio(w.engine_version)
-    cap = max(1, running_cap)
-    ctx = w.mean_decode_context
-    step_s: dict[int, float] = {}
-    prefill_s: dict[int, float] = {}
-
-    def decode(n: int) -> float:
-        if n not in step_s:
-            step_s[n] = decode_step(r, n, ctx).seconds
-        return step_s[n]
-
-    def prefill(k: int) -> float:
-        if k not in prefill_s:
-            prefill_s[k] = prefill_pass(r, k, prompt).seconds
-        return prefill_s[k]
-
     golden = (math.sqrt(5.0) - 1.0) / 2.0
-
-    def length(i: int) -> int:  # request i's output tokens (`TGI_VARIED_SPREAD`)
-        if w.lengths != "varied":
-            return out
-        return max(1, round(out * (1.0 - TGI_VARIED_SPREAD + 2.0 * TGI_VARIED_SPREAD * ((i * golden) % 1.0))))
-
+    spread = TGI_VARIED_SPREAD if w.lengths == "varied" else 0.0
+    lengths = [max(1, round(out * (1.0 - spread + 2.0 * spread * ((i * golden) % 1.0)))) for i in range(n_requests)]
+    ops, spans = tgi_burst_schedule(n_requests, per_batch, max(1, running_cap), tgi_waiting_served_ratio(
+        w.engine_version), lengths)
+    ctx = w.mean_decode_context
+    cost: dict[tuple[str, int], PassTime] = {}
+    ends: list[float] = []
     t = 0.0
-    waiting = n_requests
-    admitted = 0
-    running: list[list[float]] = []  # [tokens left, time of the first token, output tokens]
-    firsts: list[float] = []
-    tpots: list[float] = []
-    since_admission = 0
-    bound = "memory"
-    first = True
-    while waiting > 0 or running:
-        room = cap - len(running)
-        take = min(waiting, per_batch, room, 1 if first else waiting)
-        min_size = None if (not running or since_admission >= TGI_MAX_WAITING_TOKENS) else math.floor(
-            len(running) * ratio)
-        if take > 0 and (min_size is None or (waiting >= min_size and take >= min_size)):
-            t += prefill(take)
-            waiting -= take
-            firsts.extend([t] * take)
-            running.extend([float(length(i) - 1), t, float(length(i))] for i in range(admitted, admitted + take))
-            admitted += take
-            since_admission = 1
-            first = False
-        if not running:
-            continue
-        dec = decode_step(r, len(running), ctx) if len(running) not in step_s else None
-        if dec is not None:
-            step_s[len(running)] = dec.seconds
-            bound = dec.bound
-        t += decode(len(running))
-        since_admission += 1
-        still: list[list[float]] = []
-        for seq in running:
-            seq[0] -= 1
-            if seq[0] <= 0:
-                tpots.append((t - seq[1]) / max(1.0, seq[2] - 1))
-            else:
-                still.append(seq)
-        running = still
+    for op in ops:
+        if op not in cost:
+            cost[op] = prefill_pass(r, op[1], prompt) if op[0] == "prefill" else decode_step(r, op[1], ctx)
+        t += cost[op].seconds
+        ends.append(t)
     front = frontend_s(r)
-    ttft = statistics.median(firsts) + front
-    tpot = statistics.median(tpots) if tpots else decode(1)
-    throughput = sum(length(i) for i in range(n_requests)) / max(t, 1e-12)
-    own = prefill(1) + front
-    return LoadPoint(running=min(cap, n_requests), step_s=decode(min(cap, n_requests)), tpot_s=tpot,
-                     throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
+    ttft = statistics.median(ends[a] for a, _ in spans) + front
+    tpots = [(ends[b] - ends[a]) / (n - 1) for (a, b), n in zip(spans, lengths, strict=True) if n > 1]
+    single = decode_step(r, 1, ctx)
+    tpot = statistics.median(tpots) if tpots else single.seconds
+    throughput = sum(lengths) / max(t, 1e-12)
+    decodes = [c for op, c in cost.items() if op[0] == "decode"]
+    bound = max(decodes, key=lambda c: c.seconds).bound if decodes else single.bound
+    own = prefill_pass(r, 1, prompt).seconds + front
+    running = max((op[1] for op in ops if op[0] == "decode"), default=1)
+    return LoadPoint(running=running, step_s=max((c.seconds for c in decodes), default=single.seconds),
+                     tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
                      queue_s=max(0.0, ttft - own), bound=bound, saturated=False)
 
 
