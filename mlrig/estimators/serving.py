@@ -1434,7 +1434,12 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
                  "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
-    if w.load == "offline" and w.lengths == "varied":
+    tgi_burst = w.load == "offline" and s.engine == "tgi" and budget is None
+    if tgi_burst:
+        expl = (f"offline burst through TGI's router (before 3.0): up to {pt.running} sequences decode together; new "
+                f"batches are admitted when enough wait or after 20 steps, each prefilled as a pass of its own that "
+                f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
+    elif w.load == "offline" and w.lengths == "varied":
         expl += DRAIN_NOTE
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
