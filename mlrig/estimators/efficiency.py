@@ -300,7 +300,7 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
 # users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
-# scheduler since 0.4) and TGI: no rows, 0.
+# scheduler since 0.4): no rows, 0. TGI (before 3.0): 330 us, below.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 # Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated
 #    token builds the step's ggml graph through cgo and samples on the CPU: the last position's logits (a
@@ -496,6 +496,23 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
 BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
+# TGI, fitted on its own rows (DSTACKTGI-*: TGI sha-11d7af7, the ROCm build of 2024-10-04 with
+# ROCM_USE_FLASH_ATTN_V2_TRITON, Llama-3.1-405B bf16 on 8x MI300X; the only TGI serving source in the fit set,
+# so these are TGI x HBM factors, not MI300X ones, and the held-out DSTACK405B vLLM rows of the same node keep
+# vLLM's):
+# - prefill GEMM / attention rate 0.43 of peak (vLLM's 0.55 / 1.28): its single-request TTFTs of 10,000 /
+#   16,000 / 32,000 / 64,000 / 128,000-token prompts (DSTACKTGI-0036/-0062/-0060/-0058/-0056) are 1.34 / 1.29 /
+#   1.28 / 1.28 / 1.28 x what vLLM's factor gives, flat in the length (so not the attention's share alone);
+# - 330 us per running sequence per decode step: TGI's Python shard ends every step with a loop over the batch's
+#   requests after a GPU -> CPU sync (server/text_generation_server/models/flash_causal_lm.py `generate_token`:
+#   per request the incremental detokenisation `decode_token`, the stopping criteria, a `Generation` message),
+#   not overlapped with the GPU (v3.0.0 keeps the same loop: taken for every release); the router then filters and
+#   streams each. The short-prompt bursts
+#   whose batch decodes with no prefill after it leave 0.39 / 0.32 / 0.33 ms per sequence per step above the
+#   roofline at 256 / 512 / 1,024 running (DSTACKTGI-0026/-0029/-0032, with the prefill rate above): their
+#   median. At 64-128 running they leave 0.5-0.75 ms (fixed costs not separated).
+COMPUTE_EFF["tgi"] = {**COMPUTE_EFF["tgi"], "hbm": 0.43}
+SEQ_STEP_OVERHEAD_S["tgi"] = 330e-6
 # gpt-fast's LAYER_OVERHEAD_S above assumes torch.compile(mode="reduce-overhead") replays each decode step as
 #    one CUDA graph. On Intel GPUs (PyTorch's XPU backend) that mode captures nothing: Inductor's cudagraph
 #    trees accept only CUDA devices (torch/_inductor/cudagraph_utils.py, check_multiple_devices_or_any_cpu_nodes;

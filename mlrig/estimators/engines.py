@@ -250,6 +250,61 @@ def vllm_v0_chunks_by_default(text: str | None, max_model_len: int, *, rocm: boo
     return not (prefix_caching and before(text, VLLM_V0_PREFIX_CACHING_EXCLUDED_BEFORE))
 
 
+# Hugging Face TGI's router (huggingface/text-generation-inference, backends/v3/src/backend.rs `batching_task`,
+# queue.rs `State::next_batch`; launcher/src/main.rs for the defaults), by release:
+# - up to 2.4 (and the main-branch builds of 2024, e.g. sha-11d7af7 of 2024-10-04 that the dstack MI300X runs
+#   used) new requests are prefilled as a batch of their own while the running batch waits ("delaying the
+#   running queries by a `prefill` run", the launcher's help), then concatenated with it. While a batch runs, a
+#   new one is taken only if at least floor(running x `waiting_served_ratio`) requests wait, or once
+#   `max_waiting_tokens` (20) decode steps have passed since the last admission; a new batch holds waiting
+#   requests FCFS up to `max_batch_prefill_tokens` prompt tokens (default `max_input_tokens` + 50) and while the
+#   KV blocks of prompt + max_new_tokens fit (`max_batch_total_tokens`, from the free memory at warm-up);
+# - `waiting_served_ratio` defaulted to 1.2 until PR #1820 (2024-04-28, first in v2.0.2), 0.3 since;
+# - from v3.0.0 (2024-12-09) models that support it run chunked prefill: the new batch's prompt is prefilled
+#   together with the running batch's decode step (`prefill(client, new_batch, cached_batch)`), up to
+#   `max_batch_prefill_tokens` less the running tokens, and the ratio and wait are ignored (the router warns);
+#   the budget defaults to a compute-optimal figure or 4,096.
+TGI_CHUNKED_FROM = (3, 0)
+TGI_CHUNKED_FROM_MONTH = (2024, 12)
+TGI_RATIO_03_FROM = (2, 0, 2)
+TGI_RATIO_03_FROM_MONTH = (2024, 5)
+TGI_MAX_WAITING_TOKENS = 20
+TGI_CHUNKED_PREFILL_TOKENS = 4096
+TGI_MAX_INPUT_DEFAULT = 4096  # the launcher's cap on max_position_embeddings when no length is given
+
+
+def _tgi_at_least(text: str | None, release: tuple[int, ...], month: tuple[int, int]) -> bool:
+    v = parse_version(text)
+    if v is None:
+        return True
+    if v.month is not None:
+        return v.month >= month
+    return v.release is None or v.release >= release
+
+
+def tgi_chunked_prefill(text: str | None) -> bool:
+    """Whether TGI `text` (a release or a build month, '2024-10') prefills in chunks inside the decode steps
+    (from 3.0; the current release when none is given)."""
+    return _tgi_at_least(text, TGI_CHUNKED_FROM, TGI_CHUNKED_FROM_MONTH)
+
+
+def tgi_waiting_served_ratio(text: str | None) -> float:
+    """TGI's default `--waiting-served-ratio` under release `text` (see above)."""
+    return 0.3 if _tgi_at_least(text, TGI_RATIO_03_FROM, TGI_RATIO_03_FROM_MONTH) else 1.2
+
+
+def tgi_max_batch_prefill_tokens(max_num_batched_tokens: int | None, max_model_len: int | None,
+                                 model_max_len: int | None, prompt_tokens: int) -> int:
+    """TGI's (before 3.0) default `--max-batch-prefill-tokens`: `max_input_tokens` + 50 (launcher), where
+    `max_input_tokens` is taken as the plan's max_model_len (`--max-total-tokens`) less one, else the launcher's
+    min(max_position_embeddings, 4,096) less one, and at least the prompt (a longer one is refused, so a run
+    that served it had set it). A plan's max_num_batched_tokens is taken as `--max-batch-prefill-tokens`."""
+    if max_num_batched_tokens is not None:
+        return max_num_batched_tokens
+    total = max_model_len or min(model_max_len or TGI_MAX_INPUT_DEFAULT, TGI_MAX_INPUT_DEFAULT)
+    return max(total - 1, prompt_tokens) + 50
+
+
 # LMDeploy's TurboMind scheduler (src/turbomind/models/llama/LlamaBatch.cc), by release:
 # - before InternLM/lmdeploy PR #775 ("Unify prefill & decode passes", merged 2023-12-04, first in v0.1.0a2): each
 #   loop of `InternalThreadEntry` runs `ContextDecode()`, which prefills every newly admitted prompt (sub-batches of

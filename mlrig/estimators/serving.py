@@ -51,6 +51,7 @@ more users than the cap reports its median request (`wave_median_ttft_s`), and t
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,8 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
         return lmdeploy_iteration_budget(plan, gpu, model_max_len)
     if engine == "vllm" and not v1 and w.enable_chunked_prefill is False:
         return None
+    if engine == "tgi":
+        return tgi_chunk_budget(plan)
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "vllm" and v1:
@@ -204,6 +207,119 @@ def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -
         return w.max_num_batched_tokens + ((cap or 0) if forward else 0)
     session_len = w.max_model_len or model_max_len or max(w.context, 2048)
     return lmdeploy_prefill_budget(version, session_len, cap)
+
+
+def tgi_chunk_budget(plan: Plan) -> int | None:
+    """TGI's chunked-prefill budget (from 3.0, `engines.tgi_chunked_prefill`): the plan's max_num_batched_tokens
+    (`--max-batch-prefill-tokens`), else 4,096; None before 3.0, whose router prefills new batches as passes of
+    their own (`tgi_offline_burst`)."""
+    from mlrig.estimators.engines import TGI_CHUNKED_PREFILL_TOKENS, tgi_chunked_prefill
+
+    w = plan.workload
+    if not tgi_chunked_prefill(w.engine_version):
+        return None
+    return w.max_num_batched_tokens or TGI_CHUNKED_PREFILL_TOKENS
+
+
+# `tgi_offline_burst` with varied output lengths: request i ends after O (1 - s + 2 s u_i) tokens, u_i spread evenly
+# over [0, 1) (a golden-ratio sequence, independent of the arrival order): lengths uniform within +-s of the mean.
+# s = 1/2 keeps the dstack sonnet bursts' longest requests ~1.3-1.5 mean outputs long, as their durations show
+# (DSTACKTGI-0006..-0014: 4-16 requests end ~1.2-1.4 x the mean after they start); the exponential tail of
+# `varied_offline_throughput` would put them at ~H_N (2.7 x at 8 requests).
+TGI_VARIED_SPREAD = 0.5
+
+
+def tgi_burst_schedule(n_requests: int, per_batch: int, cap: int, ratio: float, lengths: list[int],
+                       max_waiting_steps: int | None = None) -> tuple[list[tuple[str, int]], list[tuple[int, int]]]:
+    """The forward passes TGI's router (before 3.0) runs for a burst of `n_requests` sent at once, and where each
+    request starts and ends in them (`engines.tgi_chunked_prefill` names the source and the rules):
+    - the first request finds the batching loop idle and is prefilled alone; the others arrive meanwhile;
+    - before each decode step the router takes a new batch from the queue, FCFS, of at most `per_batch` requests
+      (`max_batch_prefill_tokens` // prompt) and `cap` running in all, but only if at least floor(running x
+      `ratio`) wait and the new batch holds that many (`waiting_served_ratio`), or once `max_waiting_steps`
+      decode steps (`max_waiting_tokens`, 20) have passed since the last admission;
+    - a new batch is a prefill pass of its own; then one decode step of all running requests.
+    `lengths[i]`: request i's output tokens (its first comes from its prefill). Returns the passes, ("prefill", k)
+    and ("decode", running), and per request (its prefill's index, the index of the pass giving its last token)."""
+    from mlrig.estimators.engines import TGI_MAX_WAITING_TOKENS
+
+    wait_steps = TGI_MAX_WAITING_TOKENS if max_waiting_steps is None else max_waiting_steps
+    ops: list[tuple[str, int]] = []
+    spans: list[tuple[int, int]] = [(0, 0)] * n_requests
+    running: list[list[int]] = []  # [request, tokens left]
+    waiting, admitted, since = n_requests, 0, 0
+    while waiting > 0 or running:
+        take = 1 if admitted == 0 else min(waiting, per_batch, max(0, cap - len(running)))
+        min_size = None if (not running or since >= wait_steps) else math.floor(len(running) * ratio)
+        if take > 0 and (min_size is None or take >= min_size):
+            ops.append(("prefill", take))
+            for i in range(admitted, admitted + take):
+                spans[i] = (len(ops) - 1, len(ops) - 1)
+                if lengths[i] > 1:
+                    running.append([i, lengths[i] - 1])
+            waiting -= take
+            admitted += take
+            since = 1
+        if not running:
+            continue
+        ops.append(("decode", len(running)))
+        since += 1
+        still = []
+        for seq in running:
+            seq[1] -= 1
+            if seq[1] <= 0:
+                spans[seq[0]] = (spans[seq[0]][0], len(ops) - 1)
+            else:
+                still.append(seq)
+        running = still
+    return ops, spans
+
+
+def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_max_len: int | None) -> LoadPoint:
+    """An offline burst (all `n_requests` sent at once) through TGI's router before 3.0: its passes
+    (`tgi_burst_schedule`) priced as `prefill_pass` of the new batch's prompts and `decode_step` of the running
+    requests. A prefill is a pass of its own that the running requests wait for, so their TPOT, (e2e - TTFT) /
+    (O - 1) as vLLM's benchmark_serving computes it, carries every prefill admitted while they decode. The
+    prefill batch is `engines.tgi_max_batch_prefill_tokens` // prompt requests, the ratio
+    `engines.tgi_waiting_served_ratio`. Output lengths: the plan's mean, or with `lengths = "varied"` spread as
+    TGI_VARIED_SPREAD says. Returns the medians over the requests (TTFT with the front end) and the run's output
+    tokens over its duration.
+    DSTACKTGI-* (fit; TGI sha-11d7af7, Llama-3.1-405B on 8x MI300X, 10,000-token prompts, 13 per prefill
+    batch): at 64 requests the median request's TPOT is 872 ms where a decode step is ~60 ms: it decoded while
+    the ~27 prompts admitted after it were prefilled (~100 s over 119 tokens)."""
+    from mlrig.estimators.engines import tgi_max_batch_prefill_tokens, tgi_waiting_served_ratio
+
+    w = r.workload
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
+    budget = tgi_max_batch_prefill_tokens(w.max_num_batched_tokens, w.max_model_len, model_max_len, w.prompt_tokens)
+    per_batch = max(1, budget // max(1, w.prompt_tokens))
+    golden = (math.sqrt(5.0) - 1.0) / 2.0
+    spread = TGI_VARIED_SPREAD if w.lengths == "varied" else 0.0
+    lengths = [max(1, round(out * (1.0 - spread + 2.0 * spread * ((i * golden) % 1.0)))) for i in range(n_requests)]
+    ops, spans = tgi_burst_schedule(n_requests, per_batch, max(1, running_cap), tgi_waiting_served_ratio(
+        w.engine_version), lengths)
+    ctx = w.mean_decode_context
+    cost: dict[tuple[str, int], PassTime] = {}
+    ends: list[float] = []
+    t = 0.0
+    for op in ops:
+        if op not in cost:
+            cost[op] = prefill_pass(r, op[1], prompt) if op[0] == "prefill" else decode_step(r, op[1], ctx)
+        t += cost[op].seconds
+        ends.append(t)
+    front = frontend_s(r)
+    ttft = statistics.median(ends[a] for a, _ in spans) + front
+    tpots = [(ends[b] - ends[a]) / (n - 1) for (a, b), n in zip(spans, lengths, strict=True) if n > 1]
+    single = decode_step(r, 1, ctx)
+    tpot = statistics.median(tpots) if tpots else single.seconds
+    throughput = sum(lengths) / max(t, 1e-12)
+    decodes = [c for op, c in cost.items() if op[0] == "decode"]
+    bound = max(decodes, key=lambda c: c.seconds).bound if decodes else single.bound
+    own = prefill_pass(r, 1, prompt).seconds + front
+    running = max((op[1] for op in ops if op[0] == "decode"), default=1)
+    return LoadPoint(running=running, step_s=max((c.seconds for c in decodes), default=single.seconds),
+                     tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
+                     queue_s=max(0.0, ttft - own), bound=bound, saturated=False)
 
 
 # SGLang's --chunked-prefill-size default by the GPU memory the device reports (server_args.py; `gpu_mem`
@@ -724,11 +840,12 @@ def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
     (V0's default scheduler, `_schedule_default`: while prompts wait it runs a prefill step of all that fit,
     and decodes only when none wait; Kwon et al. 2023 sec. 4.5). TensorRT-LLM's and LMDeploy's in-flight
     batching put context requests into the decode iteration itself, as chunked prefill does; LMDeploy
-    before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there)."""
+    before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there), and so does
+    TGI before 3.0 (`tgi_chunk_budget`: no budget there; `engines.tgi_chunked_prefill`)."""
     from mlrig.estimators.engines import lmdeploy_unified_iterations
 
     old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(r.workload.engine_version)
-    return budget is None and (r.engine == "vllm" or old_turbomind)
+    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind)
 
 
 def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
@@ -1262,10 +1379,11 @@ def decodes_ride_in_prefill_chunks(engine: str, budget: int | None) -> bool:
     scheduler (V1; V0 with --enable-chunked-prefill) puts the running decodes first in every iteration and
     fills the rest of the budget with prompt chunks (Agrawal et al. 2024, Sarathi-Serve, "stall-free
     batching"), and so does LMDeploy's TurboMind from v0.1.0a2 (its decodes first in each `forwardUnified`
-    pass, the prompts' tokens after them: `lmdeploy_iteration_budget`). SGLang's scheduler runs waiting
+    pass, the prompts' tokens after them: `lmdeploy_iteration_budget`), and TGI from 3.0 (the new batch's chunk
+    is prefilled together with the running batch's decode step: `tgi_chunk_budget`). SGLang's scheduler runs waiting
     prompts' prefill batches before any decode batch (its mixed chunk mode is opt-in), and engines that
     prefill whole prompts stall the decodes too."""
-    return engine in ("vllm", "lmdeploy") and budget is not None
+    return engine in ("vllm", "lmdeploy", "tgi") and budget is not None
 
 
 def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None = None) -> float:
@@ -1324,7 +1442,13 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         admitted = min(x for x in (want, cap, int(kv_tokens) // max(1, w.prompt_tokens)) if x is not None)
         recompute = lockstep_recompute_s(r, int(kv_tokens), admitted, slots,
                                          want if w.load == "offline" else None)
-    if w.load == "offline":
+    if w.load == "offline" and s.engine == "tgi" and budget is None:
+        # TGI before 3.0: its router's admission rules and stalling prefills (`tgi_offline_burst`)
+        n_req = w.num_requests or w.batch_size
+        pool = int(kv_tokens) // max(1, w.prompt_tokens + w.output_tokens) if (paged and kv_tokens) else None
+        pt = tgi_offline_burst(r, n_req, min(x for x in (cap, pool, n_req) if x is not None),
+                               r.arch.max_position_embeddings)
+    elif w.load == "offline":
         # An offline run with no request count is a max-throughput run: enough requests to keep the
         # engine at its batch cap / KV capacity (QServe's and TRT-LLM's max-throughput tables).
         given = "batch_size" in w.model_fields_set
@@ -1371,7 +1495,12 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
                  "idle engine: its median request's TTFT / TPOT, throughput over the whole run")
-    if w.load == "offline" and w.lengths == "varied":
+    tgi_burst = w.load == "offline" and s.engine == "tgi" and budget is None
+    if tgi_burst:
+        expl = (f"offline burst through TGI's router (before 3.0): up to {pt.running} sequences decode together; new "
+                f"batches are admitted when enough wait or after 20 steps, each prefilled as a pass of its own that "
+                f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
+    elif w.load == "offline" and w.lengths == "varied":
         expl += DRAIN_NOTE
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
