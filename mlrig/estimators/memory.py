@@ -240,10 +240,14 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     sharded, ~46 GiB if it were not (more than the 0.9 x 80 GiB reservation leaves beside the weights).
     MoE: the routed experts' intermediates (`_routed_expert_width`) grow only up to one fused-MoE chunk
     (`_vllm_fused_moe_chunk_tokens`, 32,768 tokens from 0.6.0); the hidden states, attention and shared experts
-    grow with every token. DeepSeek-R1 FP8 at TP 8 and V0's default max_model_len 163,840 (chunked prefill
-    off for MLA models: 0.7.1-0.7.3 VllmConfig forces it off, 0.8 `_set_default_args_v0` leaves MLA out of the
-    long-context default) profiles 163,840 tokens: 21.4 GiB with the chunk, 78.6 GiB if the experts' caches
-    grew with every token (the dstack H200 server, DSTACKR1-0088..0132, started)."""
+    grow with every token. DeepSeek-R1 FP8 at TP 8 and its default max_model_len 163,840 on a V0 that leaves MLA
+    models out of the long-context chunked-prefill default (0.8.0 engine/arg_utils.py `_set_default_args_v0`:
+    "Chunked prefill not supported for Multimodal or MLA in V0", so max_num_batched_tokens = max(max_model_len,
+    2048)) profiles 163,840 tokens: 22.7 GiB with the chunk, 78.5 GiB if the experts' caches grew with every
+    token (the dstack H200 server, DSTACKR1-0088..0132, a 0.7.4 nightly with MLA chunked prefill, started).
+    (The 0.7.1-0.7.3 releases differ: arg_utils turns chunked prefill on for > 32K first, budget 2,048, and
+    VllmConfig then forces it off for MLA without resetting the budget, so the profile covers 2,048 tokens
+    and longer prompts are refused; a plan states that with max_num_batched_tokens 2048.)"""
     # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
     tokens: Num = 8192 if big else 2048
