@@ -24,6 +24,7 @@ from mlrig.estimators.engines import (
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
+    before,
     bnb_keeps_4bit_input,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
@@ -197,7 +198,7 @@ def _mlp_width(arch: ModelArch, tp: int = 1) -> float:
     if arch.is_moe:
         inter = arch.moe_intermediate_size or arch.intermediate_size
         shared = arch.shared_expert_intermediate_size or (inter * arch.num_shared_experts)
-        return arch.experts_per_token * (inter / tp + arch.hidden_size) + shared / tp
+        return _routed_expert_width(arch, tp) + shared / tp
     return arch.intermediate_size / tp
 
 
@@ -239,7 +240,17 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     states and residual stay whole on every GPU. The factor was fitted at TP 1, where the two forms agree. This
     matters most for V0 at long max_model_len: Llama-3.1-405B FP8 at max_model_len 91,680 on 8x H100
     (DSTACKCMP-0001..0017, vLLM 0.6.3, which started) profiles 91,680 tokens, ~15 GiB per GPU with the MLP
-    sharded, ~46 GiB if it were not (more than the 0.9 x 80 GiB reservation leaves beside the weights)."""
+    sharded, ~46 GiB if it were not (more than the 0.9 x 80 GiB reservation leaves beside the weights).
+    MoE: the routed experts' intermediates (`_routed_expert_width`) grow only up to one fused-MoE chunk
+    (`_vllm_fused_moe_chunk_tokens`, 32,768 tokens from 0.6.0); the hidden states, attention and shared experts
+    grow with every token. DeepSeek-R1 FP8 at TP 8 and its default max_model_len 163,840 on a V0 that leaves MLA
+    models out of the long-context chunked-prefill default (0.8.0 engine/arg_utils.py `_set_default_args_v0`:
+    "Chunked prefill not supported for Multimodal or MLA in V0", so max_num_batched_tokens = max(max_model_len,
+    2048)) profiles 163,840 tokens: 22.7 GiB with the chunk, 78.5 GiB if the experts' caches grew with every
+    token (the dstack H200 server, DSTACKR1-0088..0132, a 0.7.4 nightly with MLA chunked prefill, started).
+    (The 0.7.1-0.7.3 releases differ: arg_utils turns chunked prefill on for > 32K first, budget 2,048, and
+    VllmConfig then forces it off for MLA without resetting the budget, so the profile covers 2,048 tokens
+    and longer prompts are refused; a plan states that with max_num_batched_tokens 2048.)"""
     # the other paged engines (plan None) take vLLM's profile as a proxy at its memory-size rule
     big = vllm_big_gpu_defaults(gpu) if plan is not None else gpu.memory_gib >= BIG_GPU_GIB
     tokens: Num = 8192 if big else 2048
@@ -254,11 +265,42 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
         seqs = w.max_num_seqs or seqs
     per_token = CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
     act = tokens * per_token
+    if arch.is_moe:
+        # fused_moe's intermediate caches stop growing at the chunk (`_vllm_fused_moe_chunk_tokens`)
+        routed = CAL.vllm_act_per_token_factor * _routed_expert_width(arch, tp) * 2
+        chunk = _vllm_fused_moe_chunk_tokens(plan.workload.engine_version if plan is not None else None)
+        act = act - (tokens - vec.minimum(tokens, chunk)) * routed
     if last_stage and v1 and plan is not None:
         return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
     if last_stage:
         act += CAL.vllm_logit_copies * seqs * arch.vocab_size * 4
     return act
+
+
+# vLLM's fused-MoE kernel runs the routed experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens
+# (vllm/model_executor/layers/fused_moe/fused_moe.py `fused_experts_impl`: M = min(num_tokens, CHUNK_SIZE);
+# intermediate_cache1/2/3 are allocated for M tokens and reused chunk by chunk, "to circumvent" vLLM issue
+# #5938). The default, vllm/envs.py in the PyPI sdists: 65,536 in 0.5.3-0.5.5, 32,768 from 0.6.0 (read in 0.6.0,
+# 0.6.1, 0.6.2, 0.6.3, 0.7.3, 0.8.0, 0.9.0 and 0.11.0).
+VLLM_FUSED_MOE_CHUNK_TOKENS = 32_768
+VLLM_FUSED_MOE_CHUNK_TOKENS_BEFORE_0_6 = 65_536
+
+
+def _vllm_fused_moe_chunk_tokens(version: str | None) -> int:
+    """Tokens of one fused-MoE chunk in vLLM release `version` (VLLM_FUSED_MOE_CHUNK_TOKENS)."""
+    return VLLM_FUSED_MOE_CHUNK_TOKENS_BEFORE_0_6 if before(version, (0, 6)) else VLLM_FUSED_MOE_CHUNK_TOKENS
+
+
+def _routed_expert_width(arch: ModelArch, tp: int = 1) -> float:
+    """The routed experts' share of `_mlp_width` for an MoE model (0 for a dense one): the
+    experts a token visits, their intermediate slices and the per-expert copies of the hidden
+    state, i.e. what fused_moe holds in its chunked intermediate caches ([M, top_k, 2 x
+    intermediate / tp], [M x top_k, intermediate / tp], [M, top_k, hidden]). The shared experts run
+    as a dense MLP on every token and are not chunked."""
+    if not arch.is_moe:
+        return 0.0
+    inter = arch.moe_intermediate_size or arch.intermediate_size
+    return arch.experts_per_token * (inter / tp + arch.hidden_size)
 
 
 def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version: str | None) -> Num:
