@@ -857,13 +857,24 @@ def mla_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
     return rel
 
 
+def fp8_kv_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
+    """Fraction of the memory rate a decode step reads an FP8 KV cache at, where the engine's decode attention
+    reads it slower than the weights stream (efficiency.FP8_KV_DECODE_ATTN_BW_REL: TensorRT-LLM's XQA on an FP8
+    cache, fitted on the TRTBENCH70-* trtllm-bench runs); 1 for 16-bit caches, MLA and other engines."""
+    rel = eff.FP8_KV_DECODE_ATTN_BW_REL.get(engine)
+    if rel is None or r.arch.is_mla or r.kv_bytes_per_element > 1.0:
+        return 1.0
+    return rel
+
+
 def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num = 0.0) -> PassTime:
     """One decode step of `batch` sequences at `context` tokens; `offload_fraction` of the weights
     served from host memory (see `_offload_time`)."""
     s = _setup(r)
     cost = _decode_cost(r, s.engine, batch, context)
-    attn_rel = mla_decode_attention_bw_rel(r, s.engine)
-    # the early ROCm MLA decode kernel's slow latent-cache read, priced as that many more bytes
+    attn_rel = mla_decode_attention_bw_rel(r, s.engine) * fp8_kv_decode_attention_bw_rel(r, s.engine)
+    # the early ROCm MLA decode kernel's slow latent-cache read, TensorRT-LLM's FP8-cache read: priced as that
+    # many more bytes
     timed_cost = cost if attn_rel == 1.0 else replace(cost, kv_bytes=cost.kv_bytes / attn_rel)
     t = _timed(timed_cost, r, s, batch, decode=True)
     eager = eager_decode_layer_s(r, s.engine, batch, context)
