@@ -441,6 +441,24 @@ MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20}
 MLA_DECODE_ATTN_EARLY_VENDORS = ("AMD",)
 MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
 
+# Decode attention over an FP8 KV cache in TensorRT-LLM (v0.8 on: XQA, `engines.trt_llm_pre_xqa` false): fraction
+#   of the memory rate (BW_EFF) at which a decode step reads the paged cache. The weights stream at BW_EFF; the
+#   cache is read in 64-token pages per sequence and KV head, each converted from FP8 before the attention
+#   arithmetic, and trtllm-bench's long-output runs decode far slower than a cache read at BW_EFF: TRTBENCH70-*
+#   (TensorRT-LLM 0.16.0, Llama-3.1-70B FP8 with FP8 KV, TP 8 on 8x H100, 63 fixed-length offline shapes) at 128
+#   prompt tokens implies ~29 ms a step for 165 sequences at a mean 8.3k context (the logged pool, 3 waves of
+#   16,384 iterations in 1,438 s), where weights + cache at BW_EFF take ~13 ms and the all-reduce and per-layer
+#   time ~7 ms: the cache read reaches ~0.4-0.6 of BW_EFF. Fitted on those fit rows with
+#   `serving.fixed_length_waves` in place: 1.0 (none) / 0.6 / 0.5 / 0.45 / 0.4 give TRTBENCH70 a median
+#   predicted/measured of 1.30 / 1.13 / 1.07 / 1.04 / 1.00 and median error 30 / 13 / 8 / 6 / 6 % (max 79 / 41 /
+#   27 / 20 / 18 %; 0.4 leaves the long-prompt, long-output corner 15-18 % slow); the same with the pool that
+#   run logged (2,730,752 tokens, where mlrig's sizing gives 3.1M) instead of mlrig's: 1.04 / 6 % at 0.45. Held to
+#   an FP8 cache: the TensorRT-LLM fit rows with a 16-bit cache (QSERVETRT-0019..0040, A100, 1,024 + 512 tokens)
+#   come out 0.98 median as they are and 0.87 at 0.6 (their cache read is not slow), and one source is all that
+#   speaks for an FP8 cache; which part is the FP8 page conversion and which the XQA grid at TP 8 (one KV head per
+#   GPU) is not separated. Held-out rows were not looked at to choose it.
+FP8_KV_DECODE_ATTN_BW_REL: dict[str, float] = {"trt-llm": 0.45}
+
 # The OpenAI-compatible front end's share of TTFT (serving.frontend_s): the API server's HTTP handling,
 # chat template and tokenisation, the hand-off to the engine core process (ZMQ in vLLM V1) and the first
 # token's detokenisation and server-sent event, as the benchmark client's clock sees it. vLLM:
