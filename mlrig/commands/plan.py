@@ -22,6 +22,7 @@ from mlrig.commands._common import (
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
+    MarkdownOpt,
     KvPrecisionOpt,
     LoadOpt,
     LoraRankOpt,
@@ -273,6 +274,7 @@ def plan_cmd(
     show_limits: Annotated[bool, typer.Option(
         "--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
     as_json: JsonOpt = False,
+    markdown: MarkdownOpt = False,
     exact: Annotated[bool, typer.Option(
         "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
     *, setup: dict[str, Any],
@@ -285,6 +287,8 @@ def plan_cmd(
     from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file, plan_from_fields
 
+    if as_json and markdown:
+        raise MlrigError("--json and --markdown both asked for: give one")
     base = load_plan_file(file) if file else None
     if model is None and base is None:
         raise MlrigError("give a MODEL (e.g. mlrig plan llama-3.1-8b --gpu 'RTX 4090') or --file PLAN.toml")
@@ -317,6 +321,11 @@ def plan_cmd(
         if trace is not None:
             out["trace"] = trace.model_dump(mode="json")
         print_json(out)
+    elif markdown:
+        from mlrig.commands.markdown import plan_markdown
+
+        hw = plan.hardware
+        typer.echo(plan_markdown(plan_json(result, lims, fixes), hw.count * hw.nodes, plan.workload.task))
     else:
         render_result(result, plan.model_dump(mode="json"), lims, fixes, follows_context=plan.workload.follows_context)
         if trace is not None:
