@@ -77,7 +77,7 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str) -> str:
             srows.append(["request", f"{perf['prompt_tokens']:,} in + {perf['output_tokens']:,} out tokens", "—", "—"])
         srows.append(["bound", perf.get("bound") or "—", "—", "—"])
         srows.append(["memory per GPU", f"{mem['per_gpu_gib']:.2f} GiB", "—", validated(val.get("per_gpu_gib"))])
-        lines += [""] + table(["figure", "estimate", "band (p90)", "validated on"], srows, right={1, 2})
+        lines += ["", *table(["figure", "estimate", "band (p90)", "validated on"], srows, right={1, 2})]
         if perf.get("explanation"):
             lines += ["", f"_{perf['explanation']}_"]
     lims = out.get("limits") or {}
