@@ -62,3 +62,40 @@ def test_compare_markdown_has_units_bands_and_scopes() -> None:
 def test_json_and_markdown_together_is_a_one_line_error() -> None:
     res = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--markdown", "--json")
     assert res.returncode == 2 and "give one" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_build_suggest_sizes_a_2x4090_training_box_in_one_command() -> None:
+    """"Which PSU, how much RAM, which CPU for a 2×4090 training box?" Hand-checked from build check's rules:
+    sustained 2 × 450 + 125 (CPU) + 75 (rest) = 1,100 W, /0.8 = 1,375 -> 1,400 W; transients 2 × 450 × 1.4
+    + 200 = 1,460 W ≤ 1,400 × 1.6; RAM ≥ 48 GiB VRAM -> 64 GiB; cores 4 × 2 + 2 = 10."""
+    import json
+
+    out = run("build", "suggest", "--gpu", "RTX 4090", "-n", "2")
+    assert "1,400 W ATX 3.1" in out and "64 GiB" in out and "≥ 10 cores" in out and "x8/x8" in out
+    s = json.loads(run("build", "suggest", "--gpu", "RTX 4090", "-n", "2", "--json"))
+    assert (s["psu_w"], s["ram_gib"], s["cpu_cores"], s["cpu_pcie_lanes"]) == (1400, 64, 10, 16)
+    assert s["sustained_w"] == 1100 and s["transient_w"] == 1460
+
+
+def test_build_suggest_sizes_ram_for_the_plans_offload_and_passes_build_check() -> None:
+    """With a workload, RAM covers what the plan keeps in host RAM (optimizer offload) on top of VRAM, and
+    the suggested parts pass `build check`'s PSU, RAM and CPU checks."""
+    import json
+
+    from mlrig.advisor.build import as_build, check_build, suggest_build
+    from mlrig.catalog.gpus import resolve_gpu
+
+    args = ("build", "suggest", "--gpu", "RTX 3090", "-n", "4", "--model", "llama-3.2-3b", "--method", "full",
+            "--offload", "optimizer", "--json")
+    s = json.loads(run(*args))
+    plan = json.loads(run("plan", "llama-3.2-3b", "--gpu", "RTX 3090", "-n", "4", "--task", "finetune",
+                          "--method", "full", "--offload", "optimizer", "--json"))
+    host = plan["memory"]["host_ram_gib"]
+    assert host > 20 and abs(s["host_ram_gib"] - host) < 0.01
+    assert s["ram_needed_gib"] >= s["total_vram_gib"] + host - 0.01 and s["ram_gib"] >= s["ram_needed_gib"]
+    assert s["cpu_pcie_lanes"] >= 64 and "workstation" in s["platform"]
+    for name, n in (("RTX 4090", 2), ("RTX 3090", 1), ("H100 PCIe", 4)):
+        g = resolve_gpu(name)
+        report = check_build(as_build(suggest_build(g, n), g, n))
+        bad = [f for f in report.findings if f.check in ("psu", "ram", "cpu") and f.severity in ("error", "warning")]
+        assert not bad, bad
