@@ -341,7 +341,8 @@ def _find_concurrency(fits: dict[FitKey, Fit], keys: dict[FitKey, Request], work
     tok/s reaches it while each user keeps the --min-tok-s / --max-ttft floors, as the planner estimates it;
     when none does, the concurrency with the most aggregate tok/s within the floors. Powers of two 1-1,024
     first, then sixteenths between the last two, each round one batched planner call. `fits` is updated to
-    the result at the chosen concurrency; the answer maps each searched key to it."""
+    the result at the chosen concurrency; the answer maps each searched key to it. Out of reach, the search
+    refines between the best power of two and the next, so "at most" is the most found, not proven."""
     todo = {k: usages[k[0]] for k, f in fits.items() if needs_concurrency(workloads[k[0]], usages[k[0]])
             and f.result is not None and f.result.fits}
     if not todo:
@@ -361,17 +362,24 @@ def _find_concurrency(fits: dict[FitKey, Fit], keys: dict[FitKey, Request], work
         hit = next((n for n in CONCURRENCY_STEPS if (m := _meets(tried[(k, n)], u))[0] and m[1] >= target), None)
         if hit is None:  # the target is out of reach: the most aggregate throughput within the floors
             within = [n for n in CONCURRENCY_STEPS if _meets(tried[(k, n)], u)[0]]
-            chosen[k] = max(within, key=lambda n: (_meets(tried[(k, n)], u)[1], -n)) if within else 1
+            chosen[k] = best = max(within, key=lambda n: (_meets(tried[(k, n)], u)[1], -n)) if within else 1
+            if within and best < CONCURRENCY_STEPS[-1]:
+                refine += [(k, best + j * best // 16) for j in range(1, 16) if j * best // 16 > 0]
             continue
         chosen[k] = hit
         if hit > 2:
             refine += [(k, hit // 2 + j * hit // 32) for j in range(1, 16)]
+    refine = sorted(set(refine), key=refine.index)
     if refine:
         more = dict(zip(refine, best_fits([at(n, k) for k, n in refine], evaluate), strict=True))
         tried.update(more)
         for k, n in refine:
-            ok, tok_s = _meets(more[(k, n)], todo[k])
-            if ok and tok_s >= (todo[k].min_throughput_tok_s or 0.0) and n < chosen[k]:
+            u, target = todo[k], todo[k].min_throughput_tok_s or 0.0
+            ok, tok_s = _meets(more[(k, n)], u)
+            best_tok_s = _meets(tried[(k, chosen[k])], u)[1]
+            fewer_users = tok_s >= target and n < chosen[k]  # reaches it with fewer users
+            more_tok_s = best_tok_s < target and tok_s > best_tok_s  # out of reach so far: nearer it
+            if ok and (fewer_users or more_tok_s):
                 chosen[k] = n
     for k, n in chosen.items():
         if n > 1:
