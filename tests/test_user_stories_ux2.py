@@ -99,3 +99,17 @@ def test_build_suggest_sizes_ram_for_the_plans_offload_and_passes_build_check() 
         report = check_build(as_build(suggest_build(g, n), g, n))
         bad = [f for f in report.findings if f.check in ("psu", "ram", "cpu") and f.severity in ("error", "warning")]
         assert not bad, bad
+
+
+def test_nvlink_on_a_gpu_without_it_is_a_one_line_error() -> None:
+    """"Does NVLink matter for my training?": `--interconnect nvlink` on 2× RTX 4090 was accepted and priced at
+    NVLink 4's 450 GB/s; the 4090 has no NVLink connector (NVIDIA's spec: PCIe 4.0 x16 only)."""
+    res = mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "-n", "2", "--interconnect", "nvlink")
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "RTX 4090 has no NVLink" in res.stderr and "PCIe 4.0 x16" in res.stderr and "pcie4" in res.stderr
+    assert "has no NVLink" in mlrig("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--interconnect", "nvlink").stderr
+    # the catalog's NVLink cards keep it: the RTX 3090's bridge, an H100 SXM's NVSwitch
+    assert "fits" in run("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "-n", "2", "--interconnect", "nvlink")
+    assert "fits" in run("plan", "llama-3.1-70b", "--gpu", "H100 SXM", "-n", "8", "--interconnect", "nvswitch")
+    assert "fits" in run("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "-n", "2", "--interconnect", "pcie4")
