@@ -113,3 +113,21 @@ def test_nvlink_on_a_gpu_without_it_is_a_one_line_error() -> None:
     assert "fits" in run("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "-n", "2", "--interconnect", "nvlink")
     assert "fits" in run("plan", "llama-3.1-70b", "--gpu", "H100 SXM", "-n", "8", "--interconnect", "nvswitch")
     assert "fits" in run("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "-n", "2", "--interconnect", "pcie4")
+
+
+def test_multi_gpu_full_finetune_headline_says_zero_stage_and_fix_is_first() -> None:
+    """"How long to fine-tune a 7B on 8×A100?": a multi-GPU full fine-tune defaults to ZeRO 0 (plain data
+    parallel), so it "does not fit"; the headline now says the stage it assumed and `--zero` heads the fixes
+    (it keeps the job as asked: same method, same optimizer)."""
+    import json
+
+    out = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full")
+    head = out.splitlines()[0]
+    assert "ZeRO 0 (plain DDP" in head and "--zero 1-3" in head
+    fixes = out.split("To make it fit", 1)[1].splitlines()[1]
+    assert fixes.split()[:2] == ["--zero", "1"]
+    data = json.loads(run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--json"))
+    assert data["fixes"][0]["flags"] == "--zero 1" and data["fixes"][0]["per_gpu_gib"] < 80
+    assert "ZeRO 3 (FSDP full shard)" in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method",
+                                             "full", "--zero", "3").splitlines()[0]
+    assert "ZeRO" not in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "--method", "lora").splitlines()[0]

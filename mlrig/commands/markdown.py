@@ -37,12 +37,13 @@ def validated(v: dict[str, Any] | None) -> str:
     return f"not validated ({v['scope']}{near})"
 
 
-def plan_markdown(out: dict[str, Any], n_gpus: int, task: str) -> str:
+def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "") -> str:
     """`mlrig plan --markdown`: headline, memory per GPU, speed with its band and validation, limits, the
-    changes that would make it fit, notes. `out` is `plan_json()`'s dict."""
+    changes that would make it fit, notes. `out` is `plan_json()`'s dict; `sharding` the headline's ZeRO
+    stage (`plan.sharding_text`)."""
     mem, perf = out.get("memory") or {}, out.get("performance") or {}
     engine = f" ({out['engine']})" if out.get("engine") else ""
-    lines = [f"**{out['model']}** · {out['precision']} · {task}{engine} on {n_gpus} × {out['gpu']}", ""]
+    lines = [f"**{out['model']}** · {out['precision']} · {task}{engine} on {n_gpus} × {out['gpu']}{sharding}", ""]
     if not mem:
         return "\n".join(lines)
     verdict = "✔ fits" if out.get("fits") else "✘ does not fit"
