@@ -131,3 +131,14 @@ def test_multi_gpu_full_finetune_headline_says_zero_stage_and_fix_is_first() -> 
     assert "ZeRO 3 (FSDP full shard)" in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method",
                                              "full", "--zero", "3").splitlines()[0]
     assert "ZeRO" not in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "--method", "lora").splitlines()[0]
+
+
+def test_nvlink_named_on_a_3090_is_its_own_bridge() -> None:
+    """`--interconnect nvlink` (the alias of NVLink 4, 450 GB/s) on 2× RTX 3090 was priced at 450 GB/s; the
+    card's bridge is 56.25 GB/s per direction (the catalog's figure), as the default link already prices it."""
+    import json
+
+    base = ("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "-n", "2", "--method", "full", "--zero", "3", "--json")
+    speeds = {json.loads(run(*base, *extra))["performance"]["train_tokens_per_s"]
+              for extra in ((), ("--interconnect", "nvlink"), ("--interconnect", "nvlink-3090-bridge"))}
+    assert len(speeds) == 1
