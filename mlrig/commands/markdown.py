@@ -105,12 +105,18 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
     return "\n".join(lines)
 
 
+def _headline_validation(res: dict[str, Any]) -> dict[str, Any] | None:
+    """The validation of a row's speed figure: decode tok/s, or training tokens/s for a training plan."""
+    val = res.get("validation") or {}
+    return val.get("decode_tok_s") or val.get("train_tokens_per_s")
+
+
 def compare_markdown(title: str, rows: list[dict[str, Any]]) -> str:
     """`mlrig compare --markdown`: one row per variant as the terminal table, with units in the headers,
     each speed's p90 band and the scope that band comes from (the decode figure's; the others are in
     `--json`)."""
     header = ["variant", "engine", "GiB/GPU", "fits", "decode tok/s", "prefill tok/s", "TTFT ms", "bound",
-              "validated on (decode)"]
+              "validated on (decode / training speed)"]
     body: list[list[str]] = []
     errors: list[str] = []
     for r in rows:
@@ -129,7 +135,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]]) -> str:
         body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
                      "yes" if res.get("fits") else "**no**", fig("decode_tok_s"), fig("prefill_tok_s"),
                      fig("ttft_ms"), SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
-                     validated((res.get("validation") or {}).get("decode_tok_s"))])
+                     validated(_headline_validation(res))])
     lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band, the p90 error over "
              "its scope's published runs)", ""]
     lines += table(header, body, right={2, 4, 5, 6})
