@@ -134,6 +134,10 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         if engine in LLAMA_CPP and w.gpu_layers is None and not unified:
             _offload_layers(plan, arch, gpu, fixes, attempt)
     elif t is not None:
+        sharding = n_gpus > 1 and t.zero_stage < 3  # a higher ZeRO stage keeps the job as asked: listed first
+        if sharding:
+            first(*((f"ZeRO stage {t.zero_stage} -> {z}", f"--zero {z}", None, {"training__zero_stage": z})
+                    for z in range(t.zero_stage + 1, 4)))
         if plan.workload.task == "finetune" and t.method == "full":
             first(("full fine-tune -> LoRA", "--method lora", "trains adapters only; base weights frozen",
                    {"training__method": "lora"}),
@@ -145,9 +149,6 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         if not t.gradient_checkpointing:
             first(("activation checkpointing on", "--checkpointing", "~1/3 more compute per step",
                    {"training__gradient_checkpointing": True}))
-        if n_gpus > 1 and t.zero_stage < 3:
-            first(*((f"ZeRO stage {t.zero_stage} -> {z}", f"--zero {z}", None, {"training__zero_stage": z})
-                    for z in range(t.zero_stage + 1, 4)))
         order = ("none", "optimizer", "params")
         first(*((f"offload {t.offload} -> {o}", f"--offload {o}", "states in host RAM; slower steps",
                  {"training__offload": o}) for o in order[order.index(t.offload) + 1:]))

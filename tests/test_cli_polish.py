@@ -86,7 +86,7 @@ def test_shell_completion_enabled() -> None:
 def _all_commands() -> list[str]:
     from mlrig.cli import COMMAND_MODULES
 
-    return sorted({*COMMAND_MODULES} - {"build"} | {"build check"})
+    return sorted({*COMMAND_MODULES} - {"build"} | {"build check", "build suggest"})
 
 
 def test_every_command_help_ends_with_examples() -> None:

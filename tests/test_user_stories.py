@@ -37,18 +37,34 @@ def test_a_plan_that_does_not_fit_says_how_much_is_missing() -> None:
     assert "GiB short)" in training and "headroom" not in training
 
 
-def test_min_throughput_names_the_batch() -> None:
+def test_min_throughput_finds_the_concurrency_that_reaches_it() -> None:
     """"Cheapest cloud instance that serves Llama 3.1 70B FP8 at 1,000 tok/s aggregate?": without --batch the
-    aggregate is one request's, so nothing qualified and nothing said why; now the answer says to give --batch
-    and lists each GPU's reason, and with --batch an option qualifies."""
+    aggregate was one request's, so nothing qualified and the answer said to pass --batch N. Now each option is
+    priced at the fewest users served at once that reach 1,000 tok/s within the per-user floors (the planner's
+    own figure at that batch), the cheapest such option ranks first and the concurrency is shown; with --batch
+    the concurrency is the user's."""
     out = run("recommend", "--model", "llama-3.1-70b", "--precision", "fp8", "--min-throughput", "1000",
               "--cloud-only")
-    assert "pass --batch N" in out
+    assert "pass --batch N" not in out and "users ×" in out and "tok/s aggregate" in out
+    rec = run_json("recommend", "--model", "llama-3.1-70b", "--precision", "fp8", "--min-throughput", "1000",
+                   "--cloud-only")
+    feasible = [o for o in rec["options"] if o["feasible"]]
+    assert feasible and feasible[0] is rec["options"][0]
+    assert [o["total_cost_usd"] for o in feasible] == sorted(o["total_cost_usd"] for o in feasible)
+    top = feasible[0]["workloads"][0]
+    users, gpu, n = top["concurrency"], feasible[0]["gpu"], feasible[0]["gpus"]
+    assert users > 1 and top["throughput_tok_s"] >= 1000 and top["decode_tok_s"] >= 10 and top["ttft_s"] <= 5
+    at = run_json("plan", "llama-3.1-70b", "--precision", "fp8", "--gpu", gpu, "-n", str(n), "--batch", str(users))
+    assert abs(at["performance"]["throughput_tok_s"] - top["throughput_tok_s"]) < 1  # the planner's figure
+    fewer = run_json("plan", "llama-3.1-70b", "--precision", "fp8", "--gpu", gpu, "-n", str(n),
+                     "--batch", str(users - 1))["performance"]
+    assert fewer["throughput_tok_s"] < 1000 or fewer["ttft_ms"] > 5000  # one user fewer does not reach it
     excluded = out.split("excluded ", 1)[1]
-    assert "does not fit" in excluded and "aggregate over --batch sequences is below the 1,000" in excluded
+    assert "does not fit" in excluded and "users at once) within the per-user floors, below the 1,000" in excluded
     rec = run_json("recommend", "--model", "llama-3.1-70b", "--precision", "fp8", "--batch", "32",
                    "--min-throughput", "1000", "--cloud-only")
     assert any(o["feasible"] for o in rec["options"])
+    assert all(o["workloads"][0]["concurrency"] is None for o in rec["options"])
 
 
 def test_a_p40_runs_llama_cpp_by_default() -> None:

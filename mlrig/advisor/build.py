@@ -639,3 +639,88 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         recommended_psu_w=recommended_psu_w(psu_share(gpu_w, build.psu.count), build.cpu.tdp_w, atx3=True),
         findings=f,
     )
+
+
+class BuildSuggestion(BaseModel):
+    """`mlrig build suggest`: the parts a machine for N of one GPU needs, each from a rule `check_build`
+    applies (module docstring), so the suggested build passes `check_build`'s PSU, RAM, CPU and lane checks."""
+
+    gpus: str
+    total_vram_gib: float
+    sustained_w: float  # GPUs at TDP + CPU + rest of system
+    transient_w: float  # GPUs at TDP × transient factor + CPU + rest
+    wall_w: float  # sustained / PSU efficiency
+    psu_w: float  # one ATX 3.1 unit: recommended_psu_w
+    ram_gib: float  # installed: the next power of two ≥ ram_needed_gib
+    ram_needed_gib: float  # max(VRAM + the plan's offload, the plan's host RAM)
+    host_ram_gib: float | None  # what the plan's workload keeps in host RAM (None: no workload given)
+    cpu_cores: int  # CORES_PER_GPU per GPU + 2 main processes
+    cpu_tdp_w: float
+    cpu_pcie_lanes: int  # CPU lanes for the GPU slots
+    platform: str
+    nvlink: str | None  # the catalog's NVLink, when the GPU has it
+    storage_gb_s: float  # data-pipeline read rate to provision for (training), GB/s
+    storage: str
+    circuits: list[str]  # wall circuits whose continuous limit holds the wall draw
+    notes: list[str] = []
+
+
+def suggest_build(gpu: GPU, count: int, use: Literal["training", "inference", "mixed"] = "training",
+                  host_ram_gib: float | None = None, offload_gib: float = 0.0, checkpoint_gib: float | None = None,
+                  weights_gib: float | None = None, data_gb_s: float | None = None,
+                  cpu_tdp_w: float = Cpu.model_fields["tdp_w"].default) -> BuildSuggestion:
+    """Size a machine for `count` × `gpu` and (optionally) a workload, from the rules `check_build` checks
+    (sources in the module docstring): PSU = recommended_psu_w (sustained ≤ 80%, transients within ATX 3.x's
+    160% for 10 ms); RAM ≥ VRAM + offload (osmarks.net seed), and at least what the plan keeps in host RAM
+    (`host_ram_gib`: loading, offload, pinned buffers), rounded up to a power of two as `check_build`'s fix
+    says; CPU cores = CORES_PER_GPU per GPU + 2; lanes: x16 for one GPU, x8/x8 on a consumer board for two
+    (osmarks.net seed), x16 each on a ≥ 48-lane workstation platform beyond that (`check_build`'s pcie rule);
+    storage: NVMe (5-7 GB/s, DOMAIN.md §3) when training reads 0.5 GB/s per GPU; wall circuits by NEC 80%."""
+    tdp = gpu.tdp_w or UNKNOWN_GPU_TDP_W
+    gpu_w = [(gpu, tdp)] * count
+    sustained = tdp * count + cpu_tdp_w + REST_OF_SYSTEM_W
+    transient = tdp * transient_factor(gpu) * count + cpu_tdp_w + REST_OF_SYSTEM_W
+    psu = recommended_psu_w(gpu_w, cpu_tdp_w, atx3=True)
+    vram = gpu.memory_gib * count
+    need_ram = max(vram + offload_gib, host_ram_gib or 0.0)
+    ram = float(2 ** math.ceil(math.log2(max(need_ram, 1))))
+    cores = CORES_PER_GPU * count + 2  # check_build asks this of training and mixed use
+    if count == 1:
+        lanes, platform = 16, "any desktop board: one x16 slot"
+    elif count == 2:
+        lanes, platform = 16, "a consumer board with x8/x8 CPU slots (two GPUs)"
+    else:
+        lanes = max(48, 16 * count)
+        platform = f"a workstation platform (Threadripper/Xeon W/EPYC, ≥ {lanes} CPU lanes): x16 to each GPU"
+    need_gb_s = data_gb_s or (0.5 * count if use != "inference" else 0.0)
+    sizes = []
+    if weights_gib:
+        sizes.append(f"weights {weights_gib:,.0f} GiB")
+    if checkpoint_gib:
+        sizes.append(f"each resumable checkpoint {checkpoint_gib:,.0f} GiB (trainable weights + optimizer states)")
+    storage = (f"NVMe (5-7 GB/s on PCIe 4.0) for datasets and checkpoints; the data pipeline reads "
+               f"~{need_gb_s:g} GB/s" if need_gb_s else "NVMe (5-7 GB/s on PCIe 4.0) loads weights quickly")
+    if sizes:
+        storage += "; " + ", ".join(sizes) + " (capacity: keep as many checkpoints as you need, plus the data)"
+    wall = sustained / PSU_EFFICIENCY
+    circuits = [c for c in ("120V/15A", "120V/20A", "230V/16A") if wall <= continuous_limit_w(*parse_circuit(c))]
+    notes = []
+    if not circuits:
+        notes.append(f"~{wall:,.0f} W at the wall exceeds a 230 V/16 A circuit's continuous limit: split the load "
+                     "over circuits or cap the GPUs with `nvidia-smi -pl`")
+    nvlink = (f"{gpu.id} supports an NVLink bridge (~{gpu.nvlink_gb_s:.0f} GB/s per direction)"
+              if gpu.nvlink_gb_s and count >= 2 else None)
+    return BuildSuggestion(gpus=f"{count}× {gpu.id}", total_vram_gib=vram, sustained_w=sustained,
+                           transient_w=transient, wall_w=wall, psu_w=psu, ram_gib=ram, ram_needed_gib=need_ram,
+                           host_ram_gib=host_ram_gib, cpu_cores=cores, cpu_tdp_w=cpu_tdp_w, cpu_pcie_lanes=lanes,
+                           platform=platform, nvlink=nvlink, storage_gb_s=need_gb_s, storage=storage,
+                           circuits=circuits, notes=notes)
+
+
+def as_build(s: BuildSuggestion, gpu: GPU, count: int, offload_gib: float = 0.0,
+             use: Literal["training", "inference", "mixed"] = "training") -> Build:
+    """The suggestion as a `Build` (one ATX 3.1 PSU, an NVMe drive), for `check_build` to check."""
+    return Build(name="suggested", use=use, gpus=[BuildGpu(name=gpu.id, count=count)],
+                 psu=Psu(watts=s.psu_w, standard="ATX 3.1"), ram_gib=s.ram_gib,
+                 cpu=Cpu(cores=s.cpu_cores, pcie_lanes=s.cpu_pcie_lanes, tdp_w=s.cpu_tdp_w),
+                 storage=[Storage(type="nvme")], offload_gib=offload_gib, data_gb_s=s.storage_gb_s or None)

@@ -43,6 +43,7 @@ class WorkloadOutcome(BaseModel):
     engine: str | None = None
     note: str | None = None
     hint: str | None = None  # the nearest change that would fit, when it does not
+    concurrency: int | None = None  # users served at once, searched for an aggregate --min-throughput
 
     def speed_text(self) -> str:
         """Absolute speed with its band: '18 tok/s ±20%, TTFT 0.9 s' or '3.1 h/run (1.6-6.2 h, unvalidated)'."""
@@ -56,6 +57,9 @@ class WorkloadOutcome(BaseModel):
                 band = f" ±{(self.decode_range_tok_s[1] / self.decode_tok_s - 1):.0%}"
             ttft = f", TTFT {self.ttft_s:.1f} s" if self.ttft_s is not None else ""
             rate = f"{self.decode_tok_s:.1f}" if self.decode_tok_s < 10 else f"{self.decode_tok_s:.0f}"
+            if self.concurrency is not None:
+                return (f"{self.concurrency} users × {rate} tok/s{band} = {self.throughput_tok_s or 0:,.0f} tok/s"
+                        f" aggregate{ttft}")
             return f"{rate} tok/s{band}{ttft}"
         if self.hours_per_run is not None:
             lo, hi = self.hours_per_run_range or (self.hours_per_run, self.hours_per_run)

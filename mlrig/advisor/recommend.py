@@ -138,8 +138,9 @@ def _usage_defaults(w: Workload) -> tuple[WorkloadUsage, list[str]]:
                          f" first token ≤{upd.get('max_ttft_s', u.max_ttft_s):g} s (defaults; --min-tok-s 0"
                          " --max-ttft 0 for batch jobs)")
         if u.min_throughput_tok_s and not (w.plan.get("workload") or {}).get("batch_size"):
-            notes.append(f"{w.label}: --min-throughput counts the output tok/s of --batch sequences served together;"
-                         " no --batch given, so one request at a time: pass --batch N (users served at once)")
+            notes.append(f"{w.label}: --min-throughput {u.min_throughput_tok_s:,.0f} is aggregate output tok/s: each"
+                         " option is priced at the fewest users served at once that reach it while each keeps the"
+                         " per-user floors (--batch N fixes the concurrency instead)")
     else:
         if u.runs_per_week is None:
             upd["runs_per_week"] = DEFAULT_RUNS_PER_WEEK
@@ -235,11 +236,13 @@ def recommend(
                 keys.setdefault(_fit_key(i, cand, g), (w, g, Setup(count=cand.gpus, host_ram_gib=cand.host_ram_gib,
                                                                      unified=cand.unified)))
     fits = dict(zip(keys, best_fits(list(keys.values()), evaluate), strict=True))
+    users = _find_concurrency(fits, keys, workloads, usages, evaluate)
     ranked: list[RankedOption] = []
     gpus: dict[str, GPU] = {}
     for cand, g in cands:
         gpus[g.id] = g
-        outcomes = [_outcome(w, u, tokens[i], cand, g, c, fits.get(_fit_key(i, cand, g)))
+        outcomes = [_outcome(w, u, tokens[i], cand, g, c, fits.get(_fit_key(i, cand, g)),
+                             users.get(_fit_key(i, cand, g)))
                     for i, (w, u) in enumerate(zip(workloads, usages, strict=True))]
         ranked.append(_price_option(cand, g, outcomes, usages, c, book, kwh, on_hours, today))
 
@@ -309,10 +312,86 @@ def _fit_key(i: int, cand: Candidate, g: GPU) -> FitKey:
     return (i, g.id, cand.gpus, cand.host_ram_gib, cand.unified)
 
 
+CONCURRENCY_STEPS = tuple(2 ** k for k in range(11))  # 1 .. 1,024 users served at once
+
+
+def needs_concurrency(w: Workload, u: WorkloadUsage) -> bool:
+    """--min-throughput on an inference workload with no --batch: an aggregate target, so the concurrency
+    that reaches it is searched per option (`_find_concurrency`)."""
+    return (w.task == "inference" and bool(u.min_throughput_tok_s)
+            and not (w.plan.get("workload") or {}).get("batch_size"))
+
+
+def _meets(fit: Fit, u: WorkloadUsage) -> tuple[bool, float]:
+    """(fits and keeps the per-user floors, aggregate output tok/s) of one concurrency's planner result."""
+    r = fit.result
+    if r is None or not r.fits or r.performance is None:
+        return False, 0.0
+    p = r.performance
+    ttft_s = p.ttft_ms / 1000.0 if p.ttft_ms is not None else None
+    ok = not (u.min_tok_s and (p.decode_tok_s or 0.0) < u.min_tok_s) and not (
+        u.max_ttft_s and ttft_s is not None and ttft_s > u.max_ttft_s)
+    return ok, p.throughput_tok_s or p.decode_tok_s or 0.0
+
+
+def _find_concurrency(fits: dict[FitKey, Fit], keys: dict[FitKey, Request], workloads: list[Workload],
+                      usages: list[WorkloadUsage], evaluate: Evaluate) -> dict[FitKey, int]:
+    """For each option of a workload whose --min-throughput is an aggregate target (no --batch): the fewest
+    users served at once (the plan's batch size, as `mlrig serve` counts concurrency) whose aggregate output
+    tok/s reaches it while each user keeps the --min-tok-s / --max-ttft floors, as the planner estimates it;
+    when none does, the concurrency with the most aggregate tok/s within the floors. Powers of two 1-1,024
+    first, then sixteenths between the last two, each round one batched planner call. `fits` is updated to
+    the result at the chosen concurrency; the answer maps each searched key to it. Out of reach, the search
+    refines between the best power of two and the next, so "at most" is the most found, not proven."""
+    todo = {k: usages[k[0]] for k, f in fits.items() if needs_concurrency(workloads[k[0]], usages[k[0]])
+            and f.result is not None and f.result.fits}
+    if not todo:
+        return {}
+
+    def at(batch: int, k: FitKey) -> Request:
+        w, g, setup = keys[k]
+        plan = {**w.plan, "workload": {**(w.plan.get("workload") or {}), "batch_size": batch}}
+        return w.model_copy(update={"plan": plan}), g, setup
+
+    trials = [(k, n) for k in todo for n in CONCURRENCY_STEPS]
+    tried = dict(zip(trials, best_fits([at(n, k) for k, n in trials], evaluate), strict=True))
+    chosen: dict[FitKey, int] = {}
+    refine: list[tuple[FitKey, int]] = []
+    for k, u in todo.items():
+        target = u.min_throughput_tok_s or 0.0
+        hit = next((n for n in CONCURRENCY_STEPS if (m := _meets(tried[(k, n)], u))[0] and m[1] >= target), None)
+        if hit is None:  # the target is out of reach: the most aggregate throughput within the floors
+            within = [n for n in CONCURRENCY_STEPS if _meets(tried[(k, n)], u)[0]]
+            chosen[k] = best = max(within, key=lambda n: (_meets(tried[(k, n)], u)[1], -n)) if within else 1
+            if within and best < CONCURRENCY_STEPS[-1]:
+                refine += [(k, best + j * best // 16) for j in range(1, 16) if j * best // 16 > 0]
+            continue
+        chosen[k] = hit
+        if hit > 2:
+            refine += [(k, hit // 2 + j * hit // 32) for j in range(1, 16)]
+    refine = sorted(set(refine), key=refine.index)
+    if refine:
+        more = dict(zip(refine, best_fits([at(n, k) for k, n in refine], evaluate), strict=True))
+        tried.update(more)
+        for k, n in refine:
+            u, target = todo[k], todo[k].min_throughput_tok_s or 0.0
+            ok, tok_s = _meets(more[(k, n)], u)
+            best_tok_s = _meets(tried[(k, chosen[k])], u)[1]
+            fewer_users = tok_s >= target and n < chosen[k]  # reaches it with fewer users
+            more_tok_s = best_tok_s < target and tok_s > best_tok_s  # out of reach so far: nearer it
+            if ok and (fewer_users or more_tok_s):
+                chosen[k] = n
+    for k, n in chosen.items():
+        if n > 1:
+            fits[k] = tried[(k, n)]
+    return chosen
+
+
 def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidate, g: GPU, c: Constraints,
-             fit: Fit | None) -> WorkloadOutcome:
-    """One workload on one option: the planner's figures, its speed band, and whether it meets the floors."""
-    o = WorkloadOutcome(label=w.label, task=w.task, fits=False)
+             fit: Fit | None, users: int | None = None) -> WorkloadOutcome:
+    """One workload on one option: the planner's figures, its speed band, and whether it meets the floors.
+    `users`: the concurrency `_find_concurrency` chose for an aggregate --min-throughput."""
+    o = WorkloadOutcome(label=w.label, task=w.task, fits=False, concurrency=users)
     blocked = gate(w, g, c.allow_old, c.any_vendor)
     if blocked or fit is None:
         o.note = blocked
@@ -448,6 +527,10 @@ def _excluded_reason(cand: Candidate, outcomes: list[WorkloadOutcome], usages: l
             band = f" (band {o.ttft_range_s[0]:.1f}-{o.ttft_range_s[1]:.1f} s)" if o.ttft_range_s else ""
             return (f"{o.label}: {edge}first token after {o.ttft_s:.1f} s{band}, over the {u.max_ttft_s:g} s floor"
                     " (--max-ttft)")
+        if o.concurrency is not None:
+            return (f"{o.label}: at most {o.throughput_tok_s or 0:,.0f} tok/s aggregate ({o.concurrency} users at"
+                    f" once) within the per-user floors, below the {u.min_throughput_tok_s or 0:,.0f} asked"
+                    " (--min-throughput)")
         return (f"{o.label}: {o.throughput_tok_s or 0:,.0f} tok/s aggregate over --batch sequences is below the"
                 f" {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput; a larger --batch serves more at once)")
     if cand.kind == "buy" and busy > HOURS_PER_MONTH + 1e-6:

@@ -161,6 +161,8 @@ EagerOpt = Annotated[bool | None, typer.Option(
 LongContextOpt = Annotated[bool | None, typer.Option(
     "--allow-long-context", help="accept a context above the model's maximum (needs rope scaling)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON (PLAN-FORMAT.md result shape)")]
+MarkdownOpt = Annotated[bool, typer.Option(
+    "--markdown", help="print GitHub-flavoured Markdown tables (to paste into an issue)")]
 ActCkptOpt = Annotated[str | None, typer.Option(
     "--activation-checkpointing", help="none | selective | full (training; --checkpointing means full)")]
 LoraTargetsOpt = Annotated[str | None, typer.Option(

@@ -12,6 +12,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'mlrig plan llama-3.1-8b --gpu "RTX 4090" --precision q4_k_m --context 32k',
         'mlrig plan mistral-7b --gpu "RTX 4090" --method qlora --seq-len 4k',
         "mlrig plan --file examples/plan.toml --json",
+        'mlrig plan llama-3.1-8b --gpu "RTX 4090" --markdown',
     ),
     "fit": (
         'mlrig fit llama-3.1-70b --gpu "RTX 3090" -n 2',
@@ -28,6 +29,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "report": ("mlrig report --plan examples/advice/student-qlora-7b.toml --budget 1500",),
     "build check": ("mlrig build check examples/build-2x3090.toml",),
+    "build suggest": (
+        'mlrig build suggest --gpu "RTX 4090" -n 2',
+        'mlrig build suggest -g "RTX 3090" -n 4 -m llama-3.2-3b --method full',
+    ),
     "cost": (
         'mlrig cost --buy "RTX 4090" --hours-per-month 60',
         'mlrig cost --buy "RTX 4090" --hours-per-month 60 --sources',

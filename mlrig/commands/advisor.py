@@ -472,8 +472,92 @@ def build_check_cmd(
         raise typer.Exit(1)
 
 
+def build_suggest_cmd(
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="the GPU (catalog name, as nvidia-smi or a shop says it)")],
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=16, help="how many of it")] = 1,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="size RAM and storage for this workload")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="inference | finetune | pretrain (with --model)")] = None,
+    method: Annotated[str | None, typer.Option("--method", help="full | lora | qlora (with --model)")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", "-q", help="weights precision")] = None,
+    offload: Annotated[str | None, typer.Option("--offload", help="none | optimizer | params (training)")] = None,
+    zero: Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (training)")] = None,
+    seq_len: Annotated[str | None, typer.Option("--seq-len", help="training sequence length (4096, 4k)")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", "-b", help="batch size")] = None,
+    context: Annotated[str | None, typer.Option("--context", "-c", help="inference context (8k)")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Size a machine for N of one GPU: PSU watts with transient headroom, system RAM (with --model, for
+    what the plan keeps in host RAM: loading, offload), CPU cores and PCIe lanes, storage, wall circuit.
+    Every figure comes from a rule `mlrig build check` applies, and the suggestion passes that check."""
+    from mlrig.advisor.build import as_build, check_build, suggest_build
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.commands._common import print_json
+
+    g = resolve_gpu(gpu)
+    host = offload_gib = ckpt = None
+    use: Any = "training"
+    notes: list[str] = []
+    if model is not None:
+        from mlrig.commands._common import workload_fields
+        from mlrig.planner import evaluate, parse_plan, plan_from_fields
+
+        if task is None and method is not None:
+            task = "finetune"
+        fields = workload_fields(task=task, method=method, precision=precision, offload=offload, zero=zero,
+                                 seq_len=_tokens(seq_len) if seq_len else None, batch=batch,
+                                 context=_tokens(context) if context else None, count=count)
+        plan = parse_plan(plan_from_fields(model, None, gpu=g.id, **fields))
+        res = evaluate(plan)
+        if res.memory is not None:
+            host = res.memory.host_ram_gib
+            t = plan.training
+            offloads = t is not None and (t.offload != "none" or bool(t.activation_offload))
+            offload_gib = host if offloads else 0.0
+            if not res.fits:
+                notes.append(f"the workload does not fit on {count}× {g.id} ({res.memory.per_gpu_gib:.1f} GiB per GPU "
+                             f"of {res.memory.gpu_capacity_gib:.1f}): `mlrig plan` with the same flags lists the fixes")
+        if res.training is not None:
+            ckpt = res.training.checkpoint_gib
+        use = "inference" if plan.workload.task == "inference" else "training"
+    s = suggest_build(g, count, use=use, host_ram_gib=host, offload_gib=offload_gib or 0.0, checkpoint_gib=ckpt)
+    s.notes = notes + s.notes
+    report = check_build(as_build(s, g, count, offload_gib=offload_gib or 0.0, use=use))
+    s.notes += [f"build check {f.severity}: {f.what} → {f.fix}" for f in report.findings
+                if f.severity in ("error", "warning") and f.check != "pcie"]  # lanes: the CPU line says them
+    if as_json:
+        print_json(s)
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    con = Console(highlight=False)
+    ram_why = (f"≥ {s.ram_needed_gib:,.0f} GiB: {s.total_vram_gib:,.0f} GiB VRAM"
+               + (f" + {offload_gib:,.0f} GiB offload" if offload_gib else "")
+               + (f"; the plan keeps {host:,.1f} GiB in host RAM" if host is not None else "") + "; RAM ≥ VRAM")
+    rows = [
+        ("PSU", f"{s.psu_w:,.0f} W ATX 3.1 (sustained {s.sustained_w:,.0f} W ≤ 80%; transients ~{s.transient_w:,.0f}"
+                f" W within 160% for 10 ms)"),
+        ("wall", f"~{s.wall_w:,.0f} W at 90% efficiency; circuits: "
+                 + (", ".join(s.circuits) if s.circuits else "none single: split the load")),
+        ("RAM", f"{s.ram_gib:,.0f} GiB ({ram_why})"),
+        ("CPU", f"≥ {s.cpu_cores} cores (4 data-loader workers per GPU + 2), {s.cpu_pcie_lanes} PCIe lanes for "
+                f"the GPUs: {s.platform}"),
+        ("storage", s.storage),
+    ]
+    if s.nvlink:
+        rows.append(("NVLink", s.nvlink + ": helps tensor-parallel training; optional"))
+    con.print(f"[bold]Build for {escape(s.gpus)}[/] ({s.total_vram_gib:,.0f} GiB VRAM"
+              + (f", {escape(model)}" if model else "") + ")")
+    for k, v in rows:
+        con.print(f"  {k:<8} {escape(v)}")
+    for n in s.notes:
+        con.print(f"[yellow]note:[/] {escape(n)}")
+    con.print("[dim]check your own parts: mlrig build check build.toml (examples/build-2x3090.toml)[/]")
+
+
 def register(app: typer.Typer) -> None:
     app.command("recommend", context_settings=CTX)(_user_errors(recommend_cmd))
     app.command("report", context_settings=CTX)(_user_errors(report_cmd))
     build_app.command("check")(_user_errors(build_check_cmd))
+    build_app.command("suggest")(_user_errors(build_suggest_cmd))
     app.add_typer(build_app, name="build")

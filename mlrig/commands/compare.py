@@ -14,6 +14,7 @@ from mlrig.commands._common import (
     JsonOpt,
     KvPrecisionOpt,
     LoadOpt,
+    MarkdownOpt,
     NumRequestsOpt,
     OutputOpt,
     PromptOpt,
@@ -50,6 +51,7 @@ def compare_cmd(
     request_rate: RequestRateOpt = None,
     num_requests: NumRequestsOpt = None,
     as_json: JsonOpt = False,
+    markdown: MarkdownOpt = False,
     *, setup: dict[str, Any],
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant.
@@ -57,7 +59,10 @@ def compare_cmd(
     A variant that cannot be evaluated (a misspelt GPU, a precision the engine lacks) is reported
     in its row and the others still run; the exit status is then 1, as `mlrig eval`'s."""
     from mlrig.commands._common import print_json
+    from mlrig.errors import MlrigError
 
+    if as_json and markdown:
+        raise MlrigError("--json and --markdown both asked for: give one")
     rows = compare_rows(model, gpu, precision, engine, task=task, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
                         load=load, request_rate=request_rate, num_requests=num_requests, **setup)
@@ -65,6 +70,11 @@ def compare_cmd(
     varying = _varying(gpu, precision, engine)
     if as_json:
         print_json(rows)
+    elif markdown:
+        from mlrig.commands.markdown import compare_markdown
+
+        fixed = [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v]
+        typer.echo(compare_markdown(" · ".join([model, *(x[0] for x in fixed)]), rows))
     else:
         _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v])
     if failed:

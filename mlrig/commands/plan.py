@@ -26,6 +26,7 @@ from mlrig.commands._common import (
     LoadOpt,
     LoraRankOpt,
     LoraTargetsOpt,
+    MarkdownOpt,
     MethodOpt,
     MtbfOpt,
     NodesOpt,
@@ -79,7 +80,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     task = wl.get("task", "inference")
     engine = f" ({result.engine})" if result.engine else ""
     head = (f"[bold]{result.model}[/] · {result.precision} · {task}{engine}"
-            f" on {n_gpus} × {result.gpu}")
+            f" on {n_gpus} × {result.gpu}{sharding_text(plan, n_gpus)}")
     con.print(head)
     assumed = [n for n in result.notes if n.startswith("no GPU given")]  # said at once, not among the notes
     for note in assumed:
@@ -165,6 +166,18 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
                   "there; pass --prompt/--output for a shorter request"]
     for note in [*mem.notes, *(n for n in result.notes if n not in assumed), *run_notes, *filled]:
         con.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def sharding_text(plan: dict[str, Any], n_gpus: int) -> str:
+    """' · ZeRO 0 (...)' for training on several GPUs: the headline says which ZeRO/FSDP stage the memory
+    assumes, since stage 0 (plain data parallel, the default) keeps every state on every GPU."""
+    t = plan.get("training")
+    if (plan.get("workload") or {}).get("task", "inference") == "inference" or not t or n_gpus < 2:
+        return ""
+    z = int(t.get("zero_stage", 0))
+    what = {0: "plain DDP, all states on every GPU; --zero 1-3 shards them", 1: "optimizer states sharded",
+            2: "optimizer states + gradients sharded", 3: "FSDP full shard"}[z]
+    return f" · ZeRO {z} ({what})"
 
 
 def validation_line(result: PlanResult, task: str) -> str:
@@ -273,6 +286,7 @@ def plan_cmd(
     show_limits: Annotated[bool, typer.Option(
         "--limits/--no-limits", help="largest batch/context, fewest GPUs")] = True,
     as_json: JsonOpt = False,
+    markdown: MarkdownOpt = False,
     exact: Annotated[bool, typer.Option(
         "--exact", help="also trace the real HF program on fake tensors (needs pip install 'mlrig[trace]')")] = False,
     *, setup: dict[str, Any],
@@ -285,6 +299,8 @@ def plan_cmd(
     from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file, plan_from_fields
 
+    if as_json and markdown:
+        raise MlrigError("--json and --markdown both asked for: give one")
     base = load_plan_file(file) if file else None
     if model is None and base is None:
         raise MlrigError("give a MODEL (e.g. mlrig plan llama-3.1-8b --gpu 'RTX 4090') or --file PLAN.toml")
@@ -317,6 +333,12 @@ def plan_cmd(
         if trace is not None:
             out["trace"] = trace.model_dump(mode="json")
         print_json(out)
+    elif markdown:
+        from mlrig.commands.markdown import plan_markdown
+
+        hw = plan.hardware
+        typer.echo(plan_markdown(plan_json(result, lims, fixes), hw.count * hw.nodes, plan.workload.task,
+                                 sharding_text(plan.model_dump(mode="json"), hw.count * hw.nodes)))
     else:
         render_result(result, plan.model_dump(mode="json"), lims, fixes, follows_context=plan.workload.follows_context)
         if trace is not None:

@@ -37,6 +37,31 @@ def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
 
     hw = plan.hardware
     if hw.interconnect:
-        return resolve_interconnect(hw.interconnect)
+        return check_named_link(resolve_interconnect(hw.interconnect), gpu)
     return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes,
                         gpu.vendor)
+
+
+def check_named_link(link: Interconnect, gpu: GPU) -> Interconnect:
+    """A named GPU-to-GPU fabric (NVLink / NVSwitch, Infinity Fabric) the GPU has, else MlrigError naming the
+    links it has: the catalog's `nvlink_gb_s` (NVIDIA NVLink or AMD Infinity Fabric per the card's data sheet)
+    and PCIe generation x lanes. PCIe and network links are any card's. A named NVLink faster than the card's
+    own (the 'nvlink' alias is NVLink 4, 450 GB/s) is priced at the card's catalog figure, as `default_link` does."""
+    from mlrig.errors import MlrigError
+
+    if link.kind not in ("nvlink", "xgmi"):
+        return link
+    amd = gpu.vendor.upper() == "AMD"
+    own = "Infinity Fabric" if amd else "NVLink"
+    if gpu.nvlink_gb_s and (link.kind == "xgmi") == amd:
+        if link.kind == "nvlink" and link.bandwidth_gb_s > gpu.nvlink_gb_s:
+            # 'nvlink' is NVLink 4's 450 GB/s; a card's own links may be slower (an RTX 3090's bridge: 56.25 GB/s)
+            return link.model_copy(update={"id": f"nvlink-{gpu.nvlink_gb_s:g}",
+                                           "name": f"NVLink ({gpu.nvlink_gb_s:g} GB/s)",
+                                           "bandwidth_gb_s": gpu.nvlink_gb_s})
+        return link
+    pcie = f"PCIe {gpu.pcie_gen or 4}.0 x{gpu.pcie_lanes or 16}"
+    has = f"{own} ({gpu.nvlink_gb_s:g} GB/s per direction) and {pcie}" if gpu.nvlink_gb_s else f"{pcie} only"
+    fix = "--interconnect " + (own.lower().replace(" ", "-") if gpu.nvlink_gb_s else f"pcie{gpu.pcie_gen or 4}")
+    raise MlrigError(f"{gpu.name} has no {'NVLink' if link.kind == 'nvlink' else 'Infinity Fabric'} "
+                     f"(interconnect {link.id!r}): its links are {has}; drop --interconnect or pass {fix}")

@@ -88,7 +88,11 @@ class ResolvedPlan:
 
 
 def _link(plan: Plan, gpu: GPU) -> Interconnect | None:
-    return plan_link(plan, gpu) if plan.hardware.total_gpus > 1 else None
+    if plan.hardware.total_gpus > 1:
+        return plan_link(plan, gpu)
+    if plan.hardware.interconnect:  # one GPU uses no link, but a fabric it lacks is still a mistake to say
+        plan_link(plan, gpu)
+    return None
 
 
 def resolve(arch: ModelArch, plan: Plan, gpu: GPU) -> ResolvedPlan:

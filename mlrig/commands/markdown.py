@@ -1,0 +1,144 @@
+"""GitHub-flavoured Markdown for `mlrig plan --markdown` and `mlrig compare --markdown`: a table to paste into
+an issue. Rendering only: it reads what `--json` prints (PLAN-FORMAT.md), so the figures are the same.
+Units are in every header (GiB = 2^30 bytes, tok/s, ms); the engine and each figure's validation scope are
+shown as the terminal output shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlrig.commands._common import SHORT_BOUND, fmt_num
+
+GIB_NOTE = "GiB = 2^30 bytes"
+
+
+def cell(text: object) -> str:
+    """One table cell: a '|' would end the cell and a newline the row, so both are escaped."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    """A GFM pipe table; columns in `right` (indices) are right-aligned (figures)."""
+    right = right or set()
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def validated(v: dict[str, Any] | None) -> str:
+    """A figure's validation as `plan`'s "Validated:" line words it."""
+    if not v:
+        return "—"
+    if v.get("validated"):
+        return (f"{v['rows']} runs ({v['scope']}), median {(v.get('median_error') or 0) * 100:.0f}%, "
+                f"p90 {(v.get('p90_error') or 0) * 100:.0f}%")
+    near = f"; nearest: {v['nearest']}" if v.get("nearest") else ""
+    return f"not validated ({v['scope']}{near})"
+
+
+def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "") -> str:
+    """`mlrig plan --markdown`: headline, memory per GPU, speed with its band and validation, limits, the
+    changes that would make it fit, notes. `out` is `plan_json()`'s dict; `sharding` the headline's ZeRO
+    stage (`plan.sharding_text`)."""
+    mem, perf = out.get("memory") or {}, out.get("performance") or {}
+    engine = f" ({out['engine']})" if out.get("engine") else ""
+    lines = [f"**{out['model']}** · {out['precision']} · {task}{engine} on {n_gpus} × {out['gpu']}{sharding}", ""]
+    if not mem:
+        return "\n".join(lines)
+    verdict = "✔ fits" if out.get("fits") else "✘ does not fit"
+    lines += [f"{verdict}: {mem['per_gpu_gib']:.2f} GiB of {mem['gpu_capacity_gib']:.2f} GiB per GPU "
+              f"({GIB_NOTE})", ""]
+    comps = [("weights", "weights_gib"), ("KV cache", "kv_cache_gib"), ("activations / workspace", "activations_gib"),
+             ("gradients", "gradients_gib"), ("optimizer states", "optimizer_gib"),
+             ("runtime overhead", "overhead_gib")]
+    rows = [[name, f"{mem[key]:.2f}"] for name, key in comps if mem.get(key)]
+    rows.append(["**total per GPU**", f"**{mem['per_gpu_gib']:.2f}**"])
+    if mem.get("host_ram_gib"):
+        rows.append(["host RAM", f"{mem['host_ram_gib']:.2f}"])
+    lines += table(["memory per GPU", "GiB"], rows, right={1})
+    if out.get("kv_cache_capacity_tokens") is not None:
+        lines += ["", f"KV-cache capacity: {out['kv_cache_capacity_tokens']:,} tokens"]
+    if perf:
+        band, val = perf.get("error_band") or {}, out.get("validation") or {}
+        if task == "inference":
+            figs = [("prefill", "prefill_tok_s", "tok/s"), ("TTFT", "ttft_ms", "ms"),
+                    ("decode per sequence", "decode_tok_s", "tok/s"), ("TPOT", "tpot_ms", "ms"),
+                    ("throughput", "throughput_tok_s", "tok/s")]
+        else:
+            figs = [("training", "train_tokens_per_s", "tokens/s"), ("step", "step_time_s", "s")]
+        srows = [[label, f"{fmt_num(perf[key], 2 if unit == 's' else 1)} {unit}",
+                  f"±{band[key] * 100:.0f}%" if key in band else "—", validated(val.get(key))]
+                 for label, key, unit in figs if perf.get(key) is not None]
+        if perf.get("mfu") is not None:
+            srows.append(["MFU", f"{perf['mfu'] * 100:.0f}%", "—", "—"])
+        if perf.get("time_to_train_s") is not None:
+            srows.append(["time to train", f"{perf['time_to_train_s'] / 3600:,.1f} h", "—", "—"])
+        if task == "inference" and perf.get("prompt_tokens") is not None:
+            srows.append(["request", f"{perf['prompt_tokens']:,} in + {perf['output_tokens']:,} out tokens", "—", "—"])
+        srows.append(["bound", perf.get("bound") or "—", "—", "—"])
+        srows.append(["memory per GPU", f"{mem['per_gpu_gib']:.2f} GiB", "—", validated(val.get("per_gpu_gib"))])
+        lines += ["", *table(["figure", "estimate", "band (p90)", "validated on"], srows, right={1, 2})]
+        if perf.get("explanation"):
+            lines += ["", f"_{perf['explanation']}_"]
+    lims = out.get("limits") or {}
+    if lims:
+        parts = []
+        if lims.get("max_batch_size") is not None:
+            parts.append(f"largest batch at this context: {lims['max_batch_size']}")
+        if lims.get("max_context_tokens") is not None:
+            parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
+        parts.append(f"fewest GPUs of this kind: {lims.get('min_gpus') or '> 64'}")
+        lines += ["", "Limits: " + "; ".join(parts)]
+    fixes = out.get("fixes") or []
+    if not out.get("fits") and fixes:
+        unit = "tok/s" if task == "inference" else "tokens/s"
+        lines += ["", "To make it fit, change one of:", ""]
+        lines += table(["flags", "GiB per GPU", unit, "change"],
+                       [[f"`{f['flags']}`", f"{f['per_gpu_gib']:.2f} of {f['gpu_capacity_gib']:.2f}",
+                         fmt_num(f.get("tok_s")) if f.get("tok_s") else "—",
+                         f["change"] + (f" ({f['note']})" if f.get("note") else "")] for f in fixes],
+                       right={1, 2})
+    notes = [*mem.get("notes", []), *out.get("notes", [])]
+    if notes:
+        lines += [""] + [f"- note: {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def _headline_validation(res: dict[str, Any]) -> dict[str, Any] | None:
+    """The validation of a row's speed figure: decode tok/s, or training tokens/s for a training plan."""
+    val = res.get("validation") or {}
+    return val.get("decode_tok_s") or val.get("train_tokens_per_s")
+
+
+def compare_markdown(title: str, rows: list[dict[str, Any]]) -> str:
+    """`mlrig compare --markdown`: one row per variant as the terminal table, with units in the headers,
+    each speed's p90 band and the scope that band comes from (the decode figure's; the others are in
+    `--json`)."""
+    header = ["variant", "engine", "GiB/GPU", "fits", "decode tok/s", "prefill tok/s", "TTFT ms", "bound",
+              "validated on (decode / training speed)"]
+    body: list[list[str]] = []
+    errors: list[str] = []
+    for r in rows:
+        res = r["result"]
+        if res.get("error"):
+            body.append([r["variant"], "—", "—", "error", "—", "—", "—", "—", "—"])
+            errors.append(f"- {r['variant']}: {res['error']}")
+            continue
+        mem, perf = res.get("memory") or {}, res.get("performance") or {}
+        band = perf.get("error_band") or {}
+
+        def fig(key: str, band: dict[str, float] = band, perf: dict[str, Any] = perf) -> str:
+            val = fmt_num(perf.get(key))
+            return f"{val} ±{band[key] * 100:.0f}%" if key in band and perf.get(key) is not None else val
+
+        body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
+                     "yes" if res.get("fits") else "**no**", fig("decode_tok_s"), fig("prefill_tok_s"),
+                     fig("ttft_ms"), SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
+                     validated(_headline_validation(res))])
+    lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band, the p90 error over "
+             "its scope's published runs)", ""]
+    lines += table(header, body, right={2, 4, 5, 6})
+    if errors:
+        lines += ["", *errors]
+    return "\n".join(lines)
