@@ -1064,10 +1064,14 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     end = 0.5
     ratio = (first / end) ** (1.0 / DRAIN_SEGMENTS)
     n = float(first)
+    step_s: dict[int, float] = {}  # the decode iteration by batch size: the drain's small batches recur
     for _ in range(DRAIN_SEGMENTS):
         lo = n / ratio
         iterations = out * math.log(ratio)
-        total_s += iterations * decode_step(r, max(1, round(math.sqrt(n * lo))), ctx).seconds
+        batch = max(1, round(math.sqrt(n * lo)))
+        if batch not in step_s:
+            step_s[batch] = decode_step(r, batch, ctx).seconds
+        total_s += iterations * step_s[batch]
         n = lo
     return n_requests * out / total_s
 
