@@ -44,6 +44,7 @@ assumed (said in a note). The behaviours (each with its source):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,9 +76,14 @@ class Version:
     month: tuple[int, int] | None = None
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_version(text: str | None) -> Version | None:
     """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' / '0.7.4.dev181' -> release; 'b3000' -> build; '2024-06' -> month;
-    None when nothing recognisable (a commit hash: the current behaviour is assumed)."""
+    None when nothing recognisable (a commit hash: the current behaviour is assumed).
+
+    A pure function of the text, its answer frozen, so it is remembered per text (bounded): one plan asks
+    about its engine's version dozens of times (every decode and prefill pass prices the version's host
+    time and kernels), and a serving run's fluid model prices hundreds of passes."""
     if not text:
         return None
     t = text.strip().lower()

@@ -856,6 +856,23 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     return max(1, min(limit, tokens // max(1, prompt)))
 
 
+class _Followed:
+    """One request followed through `rate_run_point`'s run: its rank among the arrivals (FCFS), and the
+    times (s from the run's start) it arrives, starts decoding (its first token) and ends, None until
+    reached; its queue wait and TTFT (s) and the output tokens it has had so far."""
+
+    __slots__ = ("arrive", "end", "queue", "rank", "start", "tokens", "ttft")
+
+    def __init__(self, rank: float) -> None:
+        self.rank = rank
+        self.arrive: float | None = None
+        self.start: float | None = None
+        self.end: float | None = None
+        self.queue: float | None = None
+        self.ttft: float | None = None
+        self.tokens = 0.0
+
+
 # Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
 # RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
 RATE_RUN_STEPS_PER_DURATION = 10
@@ -938,9 +955,15 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             dec_cache[k] = _iteration(r, k, 0.0)[0]
         return dec_cache[k]
 
-    def dec_at(x: float) -> float:  # linear between the whole batch sizes around x
-        lo = math.floor(x)
-        return dec(lo) + (x - lo) * (dec(lo + 1) - dec(lo)) if lo >= 1 else dec(1)
+    # dec_at(x), linear between the whole batch sizes around x (x >= 1): dec(lo) + (x - lo) (dec(lo + 1) -
+    # dec(lo)), each segment's (dec(lo), dec(lo + 1) - dec(lo)) worked out once; the run steps through the
+    # same few batch sizes thousands of times
+    segments: dict[int, tuple[float, float]] = {}
+
+    def segment(lo: int) -> tuple[float, float]:
+        low = dec(lo)
+        seg = segments[lo] = (low, dec(lo + 1) - low)
+        return seg
 
     pass_cache: dict[int, float] = {}
 
@@ -975,35 +998,57 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     t = 0.0
     # the median request (rank N / 2) and the last one (rank N), followed through the run: FCFS, a request
     # is admitted when the admissions so far reach its rank
-    tags: dict[str, dict[str, float]] = {"median": {"rank": max(1.0, n_requests / 2.0)},
-                                         "last": {"rank": float(n_requests)}}
+    median, last = _Followed(max(1.0, n_requests / 2.0)), _Followed(float(n_requests))
+    followed = (median, last)
     median_state: tuple[float, float, float] | None = None
+    # The loop runs up to 10,000 steps per plan, so its two-argument min / max are written as the
+    # comparisons they make (min(a, b) is b if b < a else a; max(a, b) is b if b > a else a): the same
+    # values, without a call each.
+    t_f_fixed = not sg_first  # share() is t_f whatever the batch
+    limit_f = float(limit)
     for _ in range(RATE_RUN_MAX_STEPS * 2):
-        arrivals = min(rate, (n_requests - arrived) / dt) if arrived < n_requests - 1e-9 else 0.0
-        d = dec_at(max(n, 1.0))
-        t_f = share(round(n))
+        if arrived < n_requests - 1e-9:
+            arrivals = (n_requests - arrived) / dt
+            arrivals = arrivals if arrivals < rate else rate
+        else:
+            arrivals = 0.0
+        x = 1.0 if n < 1.0 else n
+        lo = math.floor(x)
+        seg = segments.get(lo) or segment(lo)
+        d = seg[0] + (x - lo) * seg[1]
+        if not t_f_fixed:
+            t_f = share(round(n))
         want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
-        t_a, k_pass = admitted_cost(want, d)
+        if separate:
+            t_a, k_pass = admitted_cost(want, d)
+        else:
+            t_a, k_pass = t_f, 1
         # the prompts cannot be admitted faster than the GPU prefills them (PREFILL_SHARE_MAX of its time):
         # the rest wait in the queue
-        want = min(want, PREFILL_SHARE_MAX / (prompt * t_a))
-        f = min(PREFILL_SHARE_MAX, want * prompt * t_a)  # share of the GPU's time the admitted prompts take
+        most_admitted = PREFILL_SHARE_MAX / (prompt * t_a)
+        want = most_admitted if most_admitted < want else want
+        f = want * prompt * t_a  # share of the GPU's time the admitted prompts take
+        f = f if f < PREFILL_SHARE_MAX else PREFILL_SHARE_MAX
         c = n * (1.0 - f) / (d * out)
         a = want
-        free = max(0.0, limit - n) / dt  # admissions that fill the batch to its limit this step
+        free = (limit - n if limit - n > 0.0 else 0.0) / dt  # admissions that fill the batch to its limit this step
         if want > free + c:
             # limited by room: a = free + c (admissions replace completions), with c = n (1 - a P t) / (t_dec O)
             # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
-            c = max(0.0, n * (1.0 - min(PREFILL_SHARE_MAX, free * prompt * t_a)) / (d * out + n * prompt * t_a))
+            f = free * prompt * t_a
+            f = f if f < PREFILL_SHARE_MAX else PREFILL_SHARE_MAX
+            c = n * (1.0 - f) / (d * out + n * prompt * t_a)
+            c = c if c > 0.0 else 0.0
             a = free + c
-            f = min(PREFILL_SHARE_MAX, a * prompt * t_a)
+            f = a * prompt * t_a
+            f = f if f < PREFILL_SHARE_MAX else PREFILL_SHARE_MAX
         tpot = d / (1.0 - f)
-        for name, tag in tags.items():
-            k = tag["rank"]
-            if "arrive" not in tag and arrived + arrivals * dt >= k - 1e-9:
-                tag["arrive"] = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
-            if "arrive" in tag and "start" not in tag and admitted + a * dt >= k - 1e-9:
-                t_admit = max(tag["arrive"], t + max(0.0, k - admitted) / max(a, 1e-12))
+        for tag in followed:
+            k = tag.rank
+            if tag.arrive is None and arrived + arrivals * dt >= k - 1e-9:
+                tag.arrive = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
+            if tag.arrive is not None and tag.start is None and admitted + a * dt >= k - 1e-9:
+                t_admit = max(tag.arrive, t + max(0.0, k - admitted) / max(a, 1e-12))
                 running = max(1, min(limit, round(n)))
                 # Without chunked prefill a decode pass and the prefill passes alternate (vLLM V0's
                 # prefill-first scheduler): an arrival waits for the running pass, not for the whole time
@@ -1020,40 +1065,44 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 if capped and (rate * out * tpot < limit or n >= limit - 0.5):
                     # the stochastic wait for a full batch (`median_slot_wait_s`), beside the fluid's own queue;
                     # past capacity only while the batch is full (not when the prefills hold admissions back)
-                    slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag["arrive"])
-                if t_admit > tag["arrive"] + 1e-9:
+                    slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag.arrive)
+                if t_admit > tag.arrive + 1e-9:
                     # held in the fluid queue: that wait replaces the prefill queue's random one (M/D/1)
                     waiting = iteration_wait_s(r, step_w, round(n))
-                tag["queue"] = max(t_admit - tag["arrive"], slot) + waiting
-                tag["ttft"] = tag["queue"] + own + frontend_s(r)
-                tag["start"] = tag["arrive"] + tag["ttft"]
-                tag["tokens"] = 0.0
-                if name == "median":
+                tag.queue = max(t_admit - tag.arrive, slot) + waiting
+                tag.ttft = tag.queue + own + frontend_s(r)
+                tag.start = tag.arrive + tag.ttft
+                tag.tokens = 0.0
+                if tag is median:
                     median_state = (n, tpot, q)
-            if "start" in tag and "end" not in tag and t + dt > tag["start"]:
-                tag["tokens"] += min(dt, t + dt - tag["start"]) / tpot
-                if tag["tokens"] >= out:
-                    tag["end"] = t + dt - (tag["tokens"] - out) * tpot
-        if "end" in tags["last"] and "end" in tags["median"]:
+            if tag.start is not None and tag.end is None and t + dt > tag.start:
+                step_in = t + dt - tag.start
+                tag.tokens += (step_in if step_in < dt else dt) / tpot
+                if tag.tokens >= out:
+                    tag.end = t + dt - (tag.tokens - out) * tpot
+        if last.end is not None and median.end is not None:
             break
-        n = min(float(limit), max(0.0, n + (a - c) * dt))
-        q = max(0.0, q + (arrivals - a) * dt)
+        n_next = n + (a - c) * dt
+        n_next = n_next if n_next > 0.0 else 0.0
+        n = n_next if n_next < limit_f else limit_f
+        q_next = q + (arrivals - a) * dt
+        q = q_next if q_next > 0.0 else 0.0
         arrived += arrivals * dt
         admitted += a * dt
         t += dt
-    med, last = tags["median"], tags["last"]
-    if median_state is None or "end" not in med or "end" not in last:
+    if median_state is None or median.end is None or last.end is None:
         return steady  # not resolved within the step budget: the steady state
+    assert median.start is not None and median.ttft is not None and median.queue is not None
     n_med, step_med, _q = median_state
     running = max(1, min(limit, round(n_med)))
     _s, bound = _iteration(r, running, share(running))
     # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
     # fixed-length requests' while a batch drains)
-    end = max(last["end"], n_requests / c_full)
+    end = max(last.end, n_requests / c_full)
     return LoadPoint(running=running, step_s=step_med,
-                     tpot_s=(med["end"] - med["start"]) / out,
+                     tpot_s=(median.end - median.start) / out,
                      throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
-                     ttft_s=med["ttft"], queue_s=med["queue"], bound=bound, saturated=rate > c_full)
+                     ttft_s=median.ttft, queue_s=median.queue, bound=bound, saturated=rate > c_full)
 
 
 def vllm_async_scheduling(r: ResolvedPlan) -> bool:
@@ -1216,10 +1265,14 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     end = 0.5
     ratio = (first / end) ** (1.0 / DRAIN_SEGMENTS)
     n = float(first)
+    step_s: dict[int, float] = {}  # the decode iteration by batch size: the drain's small batches recur
     for _ in range(DRAIN_SEGMENTS):
         lo = n / ratio
         iterations = out * math.log(ratio)
-        total_s += iterations * decode_step(r, max(1, round(math.sqrt(n * lo))), ctx).seconds
+        batch = max(1, round(math.sqrt(n * lo)))
+        if batch not in step_s:
+            step_s[batch] = decode_step(r, batch, ctx).seconds
+        total_s += iterations * step_s[batch]
         n = lo
     return n_requests * out / total_s
 
