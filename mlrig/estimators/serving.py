@@ -1019,7 +1019,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         if not t_f_fixed:
             t_f = share(round(n))
         want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
-        if separate:
+        if separate or sg_first:
             t_a, k_pass = admitted_cost(want, d)
         else:
             t_a, k_pass = t_f, 1
