@@ -131,10 +131,18 @@ def test_ctrl_c_still_writes_the_report_and_passes_the_status(tmp_path: Path) ->
     import time
 
     out = tmp_path / "rep"
+    started = tmp_path / "job-started"
+    job = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)"
     p = subprocess.Popen([PY, "-m", "mlrig.cli", "diagnose", "--interval", "0.3", "--out", str(out), "--",
-                          PY, "-c", "import time; time.sleep(30)"], start_new_session=True,
+                          PY, "-c", job], start_new_session=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    # Ctrl-C once the job runs (it touches a file first) and mlrig has sampled it a few times: on a loaded
+    # machine mlrig's and the job's start-up can take seconds, so wait for the job, not for a fixed time
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    assert started.exists(), "the wrapped job never started"
+    time.sleep(1.0)
     os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130  # the wrapped python died of SIGINT: 128 + 2
