@@ -21,7 +21,8 @@ def _plan(engine: str) -> dict[str, object]:
 
 def test_nccl_ring_model_small_message_by_hand() -> None:
     """16 KB (hidden 8192 x fp16) on 2 ranks over PCIe 4.0 x16: LL = 6.6 + 2 x 1.0 us + 16384 B at
-    31.5 GB/s x 1/4 x 2/2 (2.08 us) = 10.68 us (NCCL 2.18's tuning.cc); Simple = 8.4 + 2 x 5.7 + 0.52 = 20.3 us; NCCL takes LL."""
+    31.5 GB/s x 1/4 x 2/2 (2.08 us) = 10.68 us (NCCL 2.18's tuning.cc);
+    Simple = 8.4 + 2 x 5.7 + 0.52 = 20.3 us; NCCL takes LL."""
     link = resolve_interconnect("pcie4-x16")
     t = nccl_ring_allreduce_time_s(16384, 2, link, eff.NCCL_PCIE_RING_PROTOCOLS)
     assert t == pytest.approx(10.68e-6, rel=0.01)
