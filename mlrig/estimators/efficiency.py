@@ -725,13 +725,14 @@ PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-
 #      each. NCCL's model gives ~10.7 us at TP 2 (LL: 6.6 + 2 x 1.0 us and 16 KB at a quarter of PCIe 4.0's
 #      31.5 GB/s); PCIE_ALLREDUCE_PROTOCOLS gave 57 us (MLCBLOG-0007 / -0008 at -26 % / -18 %; now -9 % / +1 %).
 #      Not explained here: vLLM 0.10's NCCL path on A100s without P2P (DLVLLM-*) pays ~57 us at the same
-#      size, and the RTX 4090 also lacks P2P (NCCL's shared-memory transport in both cases).
+#      size, though NVIDIA's driver gives GeForce RTX 40 cards no P2P either (NCCL's shared-memory transport
+#      in both cases); a host difference (e.g. GPUs on two CPU sockets) would explain it but is not stated.
 PCIE_NCCL_RING_ENGINES = frozenset({"mlc"})
 # NCCL's ring latency model on PCI, as in NCCL 2.18 (the release of the CUDA 12.1 time the MLC rows ran on;
 #    NVIDIA/nccl v2.18.3-1 = ea38312, src/graph/tuning.cc: `baseLat` Ring LL 6.6 / Simple 8.4 us, `hwLat` PCI
 #    Ring LL 1.0 / Simple 5.7 us per step, Ring LL's bus bandwidth x 1/4 for an all-reduce; LL128 is off on
-#    PCIe; NCCL 2.7's file had 3.6 us for LL's base): (base s, per ring step s, fraction of the link's bandwidth)
-#    for LL and Simple. The link's PCIe figure stands in for NCCL's per-channel topology speeds.
+#    PCIe; an older tuning.cc, 01afd20a, had 3.6 us for LL's base): (base s, per ring step s, fraction of
+#    the link's bandwidth) for LL and Simple. The link's PCIe figure stands in for NCCL's per-channel topology speeds.
 NCCL_PCIE_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((6.6e-6, 1.0e-6, 0.25), (8.4e-6, 5.7e-6, 1.0))
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
