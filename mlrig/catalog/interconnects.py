@@ -184,6 +184,26 @@ def pcie_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
     return vec.where(n_bytes > 0, allreduce_time_s(n_bytes, ranks, link) + best, 0.0)
 
 
+def nccl_ring_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
+                               protocols: tuple[tuple[float, float, float], ...]) -> Num:
+    """All-reduce as NCCL's own tuning model prices a single-node ring (NVIDIA/nccl src/graph/tuning.cc,
+    `ncclTopoTuneModel` / `ncclTopoGetAlgoTime`): per protocol, a base latency plus one hardware latency
+    per ring step (2(N-1) steps for an all-reduce), plus the bytes at the algorithm bandwidth, i.e. the
+    link's bus bandwidth times the protocol's fraction (LL: 1/4 for an all-reduce) times N / 2(N-1); NCCL
+    runs the protocol its model predicts fastest. `protocols`: (base s, per-step s, bandwidth fraction)
+    each (efficiency.NCCL_PCIE_RING_PROTOCOLS)."""
+    if ranks <= 1:
+        return 0.0
+    steps = 2 * (ranks - 1)
+    best: Num | None = None
+    for base_s, step_s, bw_fraction in protocols:
+        algo_bw = link.bandwidth_gb_s * 1e9 * bw_fraction * ranks / steps
+        t = base_s + steps * step_s + n_bytes / algo_bw
+        best = t if best is None else vec.minimum(best, t)
+    assert best is not None
+    return vec.where(n_bytes > 0, best, 0.0)
+
+
 def p2p_time_s(n_bytes: Num, link: Interconnect) -> Num:
     """One point-to-point send (pipeline stage boundary, llama.cpp layer split): one link of a mesh."""
     return link.latency_us * 1e-6 + n_bytes / (group_bandwidth_gb_s(link, 2) * 1e9)

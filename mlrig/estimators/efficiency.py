@@ -710,6 +710,30 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 10
 #    LL bandwidth (1.3 GB/s) only shapes the crossover. The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the
 #    same path: their TTFT moves from 51 % to ~18 % under, TPOT/throughput by a few points either way.
 PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-6, 12.0))
+# Engines whose tensor-parallel all-reduce on PCIe is one plain NCCL / RCCL call issued by a compiled runtime on
+#    the decode step's own stream, priced by NCCL's own ring model (`interconnects.nccl_ring_allreduce_time_s`,
+#    NCCL_PCIE_RING_PROTOCOLS) instead of PCIE_ALLREDUCE_PROTOCOLS' host-staging figures, which were fitted
+#    on vLLM's rows.
+#    - MLC-LLM: TVM Unity's disco runtime lowers each of the two all-reduces per layer to ncclAllReduce /
+#      RCCL's on the worker's default stream (apache/tvm src/runtime/disco/ccl/ccl.cc, `AllReduce`;
+#      MLC blog 2023-10-19: "reduces collective library calls to NCCL/RCCL"), of a batch-1 fp16 activation
+#      (hidden x 2 bytes: 16 KB for a 70B), the step captured with --use-cuda-graph. Its 2023 rows:
+#      Llama-2-70B q4f16_1 at 34.5 tok/s on 2 x RTX 4090 and 29.9 on 2 x RX 7900 XTX over PCIe
+#      (MLCBLOG-0007 / -0008, 29.0 / 33.4 ms per token). With the weights' time scaled by what the same
+#      source's single-GPU rows on the same cards measure against the model (RTX 4090 0.88 x, MLCBLOG-0002
+#      / -0005; RX 7900 XTX 1.02 x, -0001 / -0004), ~2.7 / ~1.3 ms remain for 160 all-reduces: ~17 / ~8 us
+#      each. NCCL's model gives ~10.7 us at TP 2 (LL: 6.6 + 2 x 1.0 us and 16 KB at a quarter of PCIe 4.0's
+#      31.5 GB/s); PCIE_ALLREDUCE_PROTOCOLS gave 57 us (MLCBLOG-0007 / -0008 at -26 % / -18 %; now -9 % / +1 %).
+#      Not explained here: vLLM 0.10's NCCL path on A100s without P2P (DLVLLM-*) pays ~57 us at the same
+#      size, though NVIDIA's driver gives GeForce RTX 40 cards no P2P either (NCCL's shared-memory transport
+#      in both cases); a host difference (e.g. GPUs on two CPU sockets) would explain it but is not stated.
+PCIE_NCCL_RING_ENGINES = frozenset({"mlc"})
+# NCCL's ring latency model on PCI, as in NCCL 2.18 (the release of the CUDA 12.1 time the MLC rows ran on;
+#    NVIDIA/nccl v2.18.3-1 = ea38312, src/graph/tuning.cc: `baseLat` Ring LL 6.6 / Simple 8.4 us, `hwLat` PCI
+#    Ring LL 1.0 / Simple 5.7 us per step, Ring LL's bus bandwidth x 1/4 for an all-reduce; LL128 is off on
+#    PCIe; an older tuning.cc, 01afd20a, had 3.6 us for LL's base): (base s, per ring step s, fraction of
+#    the link's bandwidth) for LL and Simple. The link's PCIe figure stands in for NCCL's per-channel topology speeds.
+NCCL_PCIE_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((6.6e-6, 1.0e-6, 0.25), (8.4e-6, 5.7e-6, 1.0))
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
 #    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the

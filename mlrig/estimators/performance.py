@@ -539,11 +539,14 @@ def pass_time(
                                    / eff.PREFILL_REF_HIDDEN / tp)
     comm_s: Num = 0.0
     if link is not None and tp > 1:
-        from mlrig.catalog.interconnects import allreduce_time_s, pcie_allreduce_time_s
+        from mlrig.catalog.interconnects import allreduce_time_s, nccl_ring_allreduce_time_s, pcie_allreduce_time_s
 
         p2p = (engine in eff.PEER_ALLREDUCE_ENGINES and link.kind == "nvlink" and gpu.vendor == "NVIDIA"
                if peer_allreduce is None else peer_allreduce)
-        if link.kind == "pcie":  # staged through host memory, NCCL's protocol by size (efficiency.py)
+        if link.kind == "pcie" and engine in eff.PCIE_NCCL_RING_ENGINES:  # one NCCL call per all-reduce
+            comm_s = 2 * layers * nccl_ring_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
+                                                             eff.NCCL_PCIE_RING_PROTOCOLS)
+        elif link.kind == "pcie":  # staged through host memory, NCCL's protocol by size (efficiency.py)
             comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                         eff.PCIE_ALLREDUCE_PROTOCOLS)
         else:
