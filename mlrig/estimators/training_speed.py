@@ -219,10 +219,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
-        n_ar = tp_all_reduces_per_layer(ck)
-        ar_bytes = n_ar * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
+        tp_bytes, tp_ops = tp_comm_per_token(arch, tp, expert_tensor_parallel(plan), ck)
         tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
-        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
+        tp_s = (tp_bytes / pp * gbt / dp / cp / (tp_bw * 1e9)
+                + tp_ops / pp * micro * link.latency_us * 1e-6)
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
@@ -278,6 +278,48 @@ def tp_all_reduces_per_layer(checkpointing: str) -> int:
     `ctx.run_function(*detached_inputs)`, megatron/core/tensor_parallel/random.py), row-parallel
     all-reduces included: 6. Selective checkpointing recomputes only the attention core, which has none."""
     return 6 if checkpointing == "full" else 4
+
+
+def expert_tensor_parallel(plan: Plan) -> int:
+    """GPUs each routed expert is split across in training: `training.expert_tensor_parallel`, else the
+    tensor-parallel size (Megatron-Core, megatron/training/arguments.py: `--expert-tensor-parallel-size`
+    defaults to `--tensor-model-parallel-size`)."""
+    tr = plan.training
+    given = tr.expert_tensor_parallel if tr is not None else None
+    return given or plan.hardware.tensor_parallel
+
+
+def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) -> tuple[float, float]:
+    """(bytes, collectives) of tensor-parallel communication per GPU for one token of a data-parallel
+    replica's batch, summed over all layers (divide by the pipeline stages), as the ring bus traffic NCCL
+    moves: an all-reduce of v bytes moves 2 (t-1)/t v, an all-gather or reduce-scatter (t-1)/t v.
+
+    Dense layers (Shoeybi et al. 2019; with sequence parallelism, Korthikanti et al.'s all-gather +
+    reduce-scatter move the same bytes): `tp_all_reduces_per_layer` all-reduces of the token's h 16-bit
+    values, half after the attention block, half after the MLP.
+    MoE layers under Megatron-Core's alltoall token dispatcher (megatron/core/transformer/moe/
+    token_dispatcher.py, `MoEAlltoAllTokenDispatcher`; TP with MoE requires --sequence-parallel): the
+    attention half is the same, but the MoE block has no dense tensor-parallel collective: the router works on
+    the rank's own sequence shard, the all-to-all sends each token's hidden state to its k experts'
+    ranks (`expert_all_to_all_s`), and only when the experts are themselves split (`etp` > 1, expert tensor
+    parallelism) does the dispatcher all-gather the received tokens over the expert-tensor group
+    (`gather_from_sequence_parallel_region(..., group=tp_group)`) and reduce-scatter the experts' outputs
+    back: each moves (etp - 1) x k tokens' hidden states per GPU for every token the GPU holds, i.e.
+    (etp - 1) k h 2 / tp bytes per replica token, once each way per `all_to_all_passes`. With
+    --expert-tensor-parallel-size 1 ("MoE parallel folding", Megatron-Core parallel_state) the experts
+    are whole on each GPU and there is none. Shared experts run as a dense TP MLP (their half stays)."""
+    h, layers = arch.hidden_size, arch.num_layers
+    n_ar = tp_all_reduces_per_layer(checkpointing)
+    ar_bytes = 2.0 * (tp - 1) / tp * h * 2.0  # one all-reduce of one token's hidden state
+    moe = arch.num_moe_layers if arch.is_moe else 0
+    dense_mlp = layers - moe + (moe if arch.num_shared_experts > 0 else 0)
+    ops = n_ar / 2 * (layers + dense_mlp)
+    nbytes = ops * ar_bytes
+    if moe and etp > 1:
+        passes = all_to_all_passes(checkpointing)
+        nbytes += passes * moe * (etp - 1) * arch.experts_per_token * h * 2.0 / tp
+        ops += passes * moe
+    return nbytes, ops
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
