@@ -1269,8 +1269,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # ZeRO's divisor. Under expert parallelism the routed experts' gradients and optimizer states are sharded
     # over the expert-data-parallel group only, the ranks that hold the same experts: world / (ep x expert
     # tensor x pipeline) GPUs, dpz x tp / (ep x etp) (Megatron-Core parallel_state: the expert data-parallel
-    # group, expert tensor parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5: expert + data parallelism).
-    # So with ep = dpz each GPU keeps whole fp32 states for its experts, however many GPUs there are.
+    # group, expert tensor parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5:
+    # expert + data parallelism). So with ep x etp = dpz x tp each GPU keeps whole fp32 states for its
+    # experts, however many GPUs there are.
     zdiv: float = dpz
     if ep > 1 and arch.is_moe and method == "full" and trainable > 0:
         routed = pb.experts_routed * tp / (ep * etp * shard) * stage

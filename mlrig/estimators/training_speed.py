@@ -153,7 +153,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
       and 2 more when full checkpointing re-runs the forward, `tp_all_reduces_per_layer`; ring 2(t-1)/t;
-      sequence parallelism moves the same bytes as reduce-scatter + all-gather),
+      sequence parallelism moves the same bytes as reduce-scatter + all-gather; MoE layers keep only the
+      attention half and add the expert-tensor-parallel all-gather / reduce-scatter of the k dispatched
+      copies of each token, `tp_comm_per_token`),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
@@ -758,7 +760,7 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     per layer and micro-batch."""
     arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
     assert tr is not None
-    ep, tp, pp = tr.expert_parallel, hw.tensor_parallel, hw.pipeline_parallel
+    ep, pp = tr.expert_parallel, hw.pipeline_parallel
     if ep <= 1 or not arch.is_moe:
         return 0.0
     passes = all_to_all_passes(tr.checkpointing)
@@ -766,12 +768,13 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     named = _named_network(hw.interconnect)
     bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
-    span = ep * tp  # GPUs of one EP group (expert tensor parallelism = TP)
+    etp = expert_tensor_parallel(r.plan)
+    span = ep * etp  # GPUs of one EP group with its expert-tensor ranks (Megatron-Core: ETP defaults to TP)
     if hw.nodes > 1 and span > hw.count and named is not None:
         nics, nic = named
         per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
-        remote = 1.0 - max(1, hw.count // tp) / ep  # peers on other nodes
-        near = per_token * tokens * (max(1, hw.count // tp) - 1) / ep / (bw * 1e9)
+        remote = 1.0 - max(1, hw.count // etp) / ep  # peers on other nodes
+        near = per_token * tokens * (max(1, hw.count // etp) - 1) / ep / (bw * 1e9)
         t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
         lat = max(lat, nic.latency_us)
     return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
