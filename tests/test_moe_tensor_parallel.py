@@ -86,3 +86,13 @@ def test_whole_experts_per_gpu_under_etp_1() -> None:
     split = evaluate(_plan(tp=2, pp=8, ep=8, etp=2)).memory
     assert whole is not None and split is not None
     assert 1.7 * split.weights_gib < whole.weights_gib < 2.0 * split.weights_gib
+
+
+def test_limits_of_an_expert_parallel_training_plan() -> None:
+    """`mlrig plan` asks for the fewest GPUs; its single-node variants keep only the expert parallelism their
+    GPU count allows (it raised a validation traceback on EP 8 at 1 GPU)."""
+    from mlrig.planner import limits
+
+    out = limits(_plan(pp=32, etp=1))
+    assert out["max_batch_size"] == 3
+    assert out["min_gpus"] is None  # 235B does not train on one node of 8 H800
