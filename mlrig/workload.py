@@ -217,6 +217,10 @@ class TrainingSpec(_Strict):
     activation_offload: bool = Field(False, description="saved activations offloaded to host RAM")
     context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
     expert_parallel: int = Field(1, gt=0, le=4096, description="MoE experts split across GPUs")
+    expert_tensor_parallel: int | None = Field(
+        None, gt=0, le=1024,
+        description="each routed expert split across this many GPUs (Megatron-Core "
+        "--expert-tensor-parallel-size; default: tensor_parallel, as Megatron-Core's)")
     sequence_parallel: bool = Field(False, description="Megatron SP (with TP): activations sharded by TP")
     tokens_to_train: float | None = Field(None, ge=1, le=MAX_TOKENS_TO_TRAIN)
     data_bytes_per_token: float | None = Field(
@@ -329,9 +333,15 @@ class Plan(_Strict):
             if model_par > hw.total_gpus:
                 raise ValueError(f"tensor x pipeline x context parallel = {model_par} exceeds the {hw.total_gpus} "
                                  "GPU(s) given; raise hardware.count or lower the parallelism")
-            if t.expert_parallel > hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel):
-                raise ValueError(f"expert_parallel {t.expert_parallel} exceeds the data x context parallel ranks "
-                                 f"({hw.total_gpus // (hw.tensor_parallel * hw.pipeline_parallel)}); lower it")
+            # Megatron-Core's "MoE parallel folding" (parallel_state.initialize_model_parallel): the expert
+            # layers re-fold a pipeline stage's tensor x context x data ranks into expert-tensor x expert x
+            # expert-data ranks, so expert_tensor_parallel x expert_parallel must divide them
+            stage = hw.total_gpus // hw.pipeline_parallel
+            etp = t.expert_tensor_parallel or hw.tensor_parallel
+            if stage % (etp * t.expert_parallel):
+                raise ValueError(f"expert_tensor_parallel {etp} x expert_parallel {t.expert_parallel} must divide "
+                                 f"the {stage} GPU(s) of a pipeline stage (tensor x context x data parallel); "
+                                 "lower expert_parallel, or give expert_tensor_parallel = 1")
         ep = hw.expert_parallel
         if self.workload.task == "inference" and ep > 1:
             stage = hw.total_gpus // hw.pipeline_parallel  # the GPUs of one pipeline stage

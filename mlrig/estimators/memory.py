@@ -1187,6 +1187,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     t = plan.training
     assert t is not None
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, t.context_parallel, t.expert_parallel
+    etp = t.expert_tensor_parallel or tp  # Megatron-Core's default: the experts split as the dense layers
     dpz = max(1, hw.total_gpus // (tp * pp))  # ZeRO / distributed-optimizer group: data x context ranks
     notes: list[str] = []
     precision = r.precision
@@ -1205,7 +1206,9 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         if not arch.is_moe:
             notes.append("expert_parallel ignored: the model has no routed experts")
         else:
-            expert_share = (n_total - pb.experts_routed + pb.experts_routed / ep) / n_total
+            # expert tensor parallelism below TP (Megatron-Core parallel folding, e.g.
+            # --expert-tensor-parallel-size 1): each expert is split etp ways, not tp ways
+            expert_share = (n_total - pb.experts_routed + pb.experts_routed * tp / (ep * etp)) / n_total
             notes.append(f"expert parallel {ep}: {arch.num_experts // ep if arch.num_experts else '?'} routed "
                          "experts per GPU; their weights, gradients and optimizer states split")
 
@@ -1264,14 +1267,15 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     fsdp_work = 0.0
     fsdp_root = 0.0  # FSDP's root unit, gathered from forward to backward (FSDP_ROOT_UNIT_ENGINES)
     # ZeRO's divisor. Under expert parallelism the routed experts' gradients and optimizer states are sharded
-    # over the expert-data-parallel group only, the ranks that hold the same experts: world / (ep x tensor x
-    # pipeline) GPUs, dpz / ep (Megatron-Core parallel_state: the expert data-parallel group, expert tensor
-    # parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5: expert + data parallelism).
-    # So with ep = dpz each GPU keeps whole fp32 states for its experts, however many GPUs there are.
+    # over the expert-data-parallel group only, the ranks that hold the same experts: world / (ep x expert
+    # tensor x pipeline) GPUs, dpz x tp / (ep x etp) (Megatron-Core parallel_state: the expert data-parallel
+    # group, expert tensor parallelism = TP unless set; DeepSpeed-MoE, Rajbhandari et al. 2022, sec. 5:
+    # expert + data parallelism). So with ep x etp = dpz x tp each GPU keeps whole fp32 states for its
+    # experts, however many GPUs there are.
     zdiv: float = dpz
     if ep > 1 and arch.is_moe and method == "full" and trainable > 0:
-        routed = pb.experts_routed / (ep * shard) * stage
-        zdiv = trainable / ((trainable - routed) / dpz + routed / max(1, dpz // ep))
+        routed = pb.experts_routed * tp / (ep * etp * shard) * stage
+        zdiv = trainable / ((trainable - routed) / dpz + routed / max(1, dpz * tp // (ep * etp)))
     if z >= 1:
         optim /= zdiv
         temps /= zdiv
@@ -1594,8 +1598,11 @@ def fewest_gpus(r: ResolvedPlan, max_gpus: int = 64) -> int | None:
                       hardware__pipeline_parallel=n // tp, hardware__expert_parallel=ep)
         else:
             zero = 3 if n > 1 else (plan.training.zero_stage if plan.training else 0)
+            # expert parallelism as wide as n GPUs allow (it must divide them), experts whole (no TP here)
+            ep = math.gcd(plan.training.expert_parallel, n) if plan.training else 1
             p = _with(plan, hardware__count=n, hardware__nodes=1, hardware__tensor_parallel=1,
-                      hardware__pipeline_parallel=1, training__zero_stage=zero)
+                      hardware__pipeline_parallel=1, training__zero_stage=zero, training__expert_parallel=ep,
+                      training__expert_tensor_parallel=None)
         if _ok(r, p):
             return n
     return None

@@ -153,7 +153,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       optimizer bookkeeping, data loading, kernel launches);
     - tensor-parallel all-reduces (Megatron: 2 in forward + 2 in backward per layer of b s h values,
       and 2 more when full checkpointing re-runs the forward, `tp_all_reduces_per_layer`; ring 2(t-1)/t;
-      sequence parallelism moves the same bytes as reduce-scatter + all-gather),
+      sequence parallelism moves the same bytes as reduce-scatter + all-gather; MoE layers keep only the
+      attention half and add the expert-tensor-parallel all-gather / reduce-scatter of the k dispatched
+      copies of each token, `tp_comm_per_token`),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
@@ -219,10 +221,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
-        n_ar = tp_all_reduces_per_layer(ck)
-        ar_bytes = n_ar * 2.0 * (tp - 1) / tp * h * 2.0 * layers / pp  # per token, per GPU
+        tp_bytes, tp_ops = tp_comm_per_token(arch, tp, expert_tensor_parallel(plan), ck)
         tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
-        tp_s = ar_bytes * gbt / dp / cp / (tp_bw * 1e9) + n_ar * layers / pp * micro * link.latency_us * 1e-6
+        tp_s = (tp_bytes / pp * gbt / dp / cp / (tp_bw * 1e9)
+                + tp_ops / pp * micro * link.latency_us * 1e-6)
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
@@ -278,6 +280,48 @@ def tp_all_reduces_per_layer(checkpointing: str) -> int:
     `ctx.run_function(*detached_inputs)`, megatron/core/tensor_parallel/random.py), row-parallel
     all-reduces included: 6. Selective checkpointing recomputes only the attention core, which has none."""
     return 6 if checkpointing == "full" else 4
+
+
+def expert_tensor_parallel(plan: Plan) -> int:
+    """GPUs each routed expert is split across in training: `training.expert_tensor_parallel`, else the
+    tensor-parallel size (Megatron-Core, megatron/training/arguments.py: `--expert-tensor-parallel-size`
+    defaults to `--tensor-model-parallel-size`)."""
+    tr = plan.training
+    given = tr.expert_tensor_parallel if tr is not None else None
+    return given or plan.hardware.tensor_parallel
+
+
+def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) -> tuple[float, float]:
+    """(bytes, collectives) of tensor-parallel communication per GPU for one token of a data-parallel
+    replica's batch, summed over all layers (divide by the pipeline stages), as the ring bus traffic NCCL
+    moves: an all-reduce of v bytes moves 2 (t-1)/t v, an all-gather or reduce-scatter (t-1)/t v.
+
+    Dense layers (Shoeybi et al. 2019; with sequence parallelism, Korthikanti et al.'s all-gather +
+    reduce-scatter move the same bytes): `tp_all_reduces_per_layer` all-reduces of the token's h 16-bit
+    values, half after the attention block, half after the MLP.
+    MoE layers under Megatron-Core's alltoall token dispatcher (megatron/core/transformer/moe/
+    token_dispatcher.py, `MoEAlltoAllTokenDispatcher`; TP with MoE requires --sequence-parallel): the
+    attention half is the same, but the MoE block has no dense tensor-parallel collective: the router works on
+    the rank's own sequence shard, the all-to-all sends each token's hidden state to its k experts'
+    ranks (`expert_all_to_all_s`), and only when the experts are themselves split (`etp` > 1, expert tensor
+    parallelism) does the dispatcher all-gather the received tokens over the expert-tensor group
+    (`gather_from_sequence_parallel_region(..., group=tp_group)`) and reduce-scatter the experts' outputs
+    back: each moves (etp - 1) x k tokens' hidden states per GPU for every token the GPU holds, i.e.
+    (etp - 1) k h 2 / tp bytes per replica token, once each way per `all_to_all_passes`. With
+    --expert-tensor-parallel-size 1 ("MoE parallel folding", Megatron-Core parallel_state) the experts
+    are whole on each GPU and there is none. Shared experts run as a dense TP MLP (their half stays)."""
+    h, layers = arch.hidden_size, arch.num_layers
+    n_ar = tp_all_reduces_per_layer(checkpointing)
+    ar_bytes = 2.0 * (tp - 1) / tp * h * 2.0  # one all-reduce of one token's hidden state
+    moe = arch.num_moe_layers if arch.is_moe else 0
+    dense_mlp = layers - moe + (moe if arch.num_shared_experts > 0 else 0)
+    ops = n_ar / 2 * (layers + dense_mlp)
+    nbytes = ops * ar_bytes
+    if moe and etp > 1:
+        passes = all_to_all_passes(checkpointing)
+        nbytes += passes * moe * (etp - 1) * arch.experts_per_token * h * 2.0 / tp
+        ops += passes * moe
+    return nbytes, ops
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
@@ -716,7 +760,7 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     per layer and micro-batch."""
     arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
     assert tr is not None
-    ep, tp, pp = tr.expert_parallel, hw.tensor_parallel, hw.pipeline_parallel
+    ep, pp = tr.expert_parallel, hw.pipeline_parallel
     if ep <= 1 or not arch.is_moe:
         return 0.0
     passes = all_to_all_passes(tr.checkpointing)
@@ -724,12 +768,13 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     named = _named_network(hw.interconnect)
     bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
-    span = ep * tp  # GPUs of one EP group (expert tensor parallelism = TP)
+    etp = expert_tensor_parallel(r.plan)
+    span = ep * etp  # GPUs of one EP group with its expert-tensor ranks (Megatron-Core: ETP defaults to TP)
     if hw.nodes > 1 and span > hw.count and named is not None:
         nics, nic = named
         per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
-        remote = 1.0 - max(1, hw.count // tp) / ep  # peers on other nodes
-        near = per_token * tokens * (max(1, hw.count // tp) - 1) / ep / (bw * 1e9)
+        remote = 1.0 - max(1, hw.count // etp) / ep  # peers on other nodes
+        near = per_token * tokens * (max(1, hw.count // etp) - 1) / ep / (bw * 1e9)
         t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
         lat = max(lat, nic.latency_us)
     return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
