@@ -53,13 +53,14 @@ def test_sglang_prefill_budget_uses_the_default_unless_the_plan_sets_it() -> Non
 
 def test_one_user_sglang_ttft_is_its_prefill_and_one_decode_iteration() -> None:
     """Hand check: one user, fixed lengths (a wave of one): a one-token prefill after the radix cache, then the
-    decode iteration the overlap scheduler runs before it hands the first token out; no front end for SGLang."""
+    decode iteration the overlap scheduler runs before it hands the first token out, and the server's front end
+    (`serving.frontend_s`, 6 ms for SGLang)."""
     data = _plan(batch_size=1)
     r = _resolved(data)
     perf = evaluate(data).performance
     assert perf is not None and perf.ttft_ms is not None
     dec = serving._iteration(r, 1, 0.0)[0]
-    want = prefill_pass(r, 1, 1).seconds + dec
+    want = prefill_pass(r, 1, 1).seconds + dec + serving.frontend_s(r)
     assert serving.first_token_emission_s(r, 1) == pytest.approx(dec, rel=1e-12)
     assert perf.ttft_ms == pytest.approx(want * 1e3, rel=1e-6)
     # about two iterations, as SGLang's one-user runs measure (twice the TPOT), where the prefill alone is one

@@ -104,7 +104,7 @@ def test_sglang_short_prompt_ttft_is_a_pass_and_one_decode_iteration() -> None:
     """ACCELMARK-0074 (same setup, 255-token prompts, one user): 32.5 ms median TTFT against a 12.9 ms TPOT
     (-0075); the suite sent the same prompts again, so the median request's prompt is in the radix cache
     (`cached_prompt_tokens`, s25-ttftvllm). The estimate is the uncached prompt's own pass plus the overlap
-    scheduler's first-token iteration, within 20 %
+    scheduler's first-token iteration and the server's front end (`serving.frontend_s`, 6 ms), within 20 %
     (1.26x at the inherited prefill rate)."""
     row = _row("ACCELMARK-0074")
     data = row["plan"]
@@ -113,7 +113,7 @@ def test_sglang_short_prompt_ttft_is_a_pass_and_one_decode_iteration() -> None:
     assert perf is not None and perf.ttft_ms is not None
     w = r.workload
     expected = (prefill_pass(r, 1, serving.prefill_tokens(w)).seconds
-                + decode_step(r, 1, w.prompt_tokens + w.output_tokens // 2).seconds)
+                + decode_step(r, 1, w.prompt_tokens + w.output_tokens // 2).seconds + serving.frontend_s(r))
     assert perf.ttft_ms == pytest.approx(expected * 1e3, rel=0.02)
     assert perf.ttft_ms / float(row["value"]) == pytest.approx(1.0, abs=0.20)  # type: ignore[arg-type]
 

@@ -468,7 +468,7 @@ FP8_KV_DECODE_ATTN_BW_REL: dict[str, float] = {"trt-llm": 0.45}
 # figure for every GPU class: over the vLLM TTFT fit rows (INFBENCH-0001/-0003 on an H100, LDSINGH-* on an
 # RTX A6000, VLLMARC-* on an Arc Pro B60) the median error is 38 % at 0, 25 % at 5.5 ms, 31 % at 10 ms,
 # 51 % at 15 ms. LDSINGH-0001 (vLLM 0.23, 1 user, ~40-token prompt) would want ~20 ms: hosts differ.
-# Not separable per part; other engines have no rows: 0. GPUStack's vLLM 0.11 runs at 1-8 users (held
+# Not separable per part; other engines have no rows: 0 (SGLang: below). GPUStack's vLLM 0.11 runs at 1-8 users (held
 # out, checked only) show ~45 ms more than the GPU work (SGLang: 27 ms median TTFT on the same machine and
 # prompts); the public vLLM 0.21 measurement above does not reproduce it, so it is not the front end's size.
 # That analysis predates the V1 figure below: 5.5 ms now prices vLLM V0 (before 0.8) only.
@@ -488,6 +488,16 @@ API_FRONTEND_S: dict[str, float] = {"vllm": 5.5e-3}
 # vLLM 0.7.3 single-user rows sit at -5..+7 ms with 5.5) keep API_FRONTEND_S. Held out, checked only:
 # A10GVS (vLLM 0.18, 1 user) -7..-8 ms with 5.5, GPUSTACK (0.10-0.11, 1-8 users) ~-40 ms.
 API_FRONTEND_V1_S = 12e-3
+# SGLang's server has the same shape as vLLM V1's: the HTTP server's TokenizerManager tokenises and sends each
+# request over ZMQ to the Scheduler process, whose outputs go over ZMQ to a DetokenizerManager process and back to
+# the TokenizerManager before the first server-sent event (sglang/srt/entrypoints/http_server.py,
+# managers/tokenizer_manager.py, scheduler.py, detokenizer_manager.py). Its size from the SGLang TTFT fit rows whose
+# GPU work is small (short prompts, all but one token in the radix cache, low load): AccelMark's A100 40GB host
+# (SGLang 0.5.6, Llama-3-8B-Instruct, 255-token prompts with 254 cached) leaves 5.9 / 8.0 / 5.7 ms between the
+# measured median TTFT and the planner's GPU part at 1 user, 5 and 25 req/s (ACCELMARK-0074 / -0076 / -0078):
+# their median, 6 ms. The other SGLang TTFT fit rows (DSTACKR1, long prompts and waves) are seconds long and
+# indifferent to it (fit median error 11.1 % at 0, 11.0 % at 6 ms).
+API_FRONTEND_S["sglang"] = 6e-3
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.
