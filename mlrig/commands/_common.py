@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import typer
@@ -310,6 +310,17 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
         "gpu_spec": gpu_spec, "load": load, "request_rate": request_rate, "num_requests": num_requests,
         **setup_fields(**setup),
     }
+
+
+def limits_line(lims: Mapping[str, Any]) -> str:
+    """The planner's limits (`plan_json`'s "limits") as one line, for the terminal and `--markdown` alike."""
+    parts = []
+    if lims.get("max_batch_size") is not None:
+        parts.append(f"largest batch at this context: {lims['max_batch_size']}")
+    if lims.get("max_context_tokens") is not None:
+        parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
+    parts.append(f"fewest GPUs of this kind: {lims.get('min_gpus') or '> 64'}")
+    return "Limits: " + "; ".join(parts)
 
 
 def fmt_num(x: float | None, digits: int = 1) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlrig.commands._common import SHORT_BOUND, fmt_num
+from mlrig.commands._common import SHORT_BOUND, fmt_num, limits_line
 
 GIB_NOTE = "GiB = 2^30 bytes"
 
@@ -83,13 +83,7 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
             lines += ["", f"_{perf['explanation']}_"]
     lims = out.get("limits") or {}
     if lims:
-        parts = []
-        if lims.get("max_batch_size") is not None:
-            parts.append(f"largest batch at this context: {lims['max_batch_size']}")
-        if lims.get("max_context_tokens") is not None:
-            parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
-        parts.append(f"fewest GPUs of this kind: {lims.get('min_gpus') or '> 64'}")
-        lines += ["", "Limits: " + "; ".join(parts)]
+        lines += ["", limits_line(lims)]
     fixes = out.get("fixes") or []
     if not out.get("fits") and fixes:
         unit = "tok/s" if task == "inference" else "tokens/s"

@@ -46,6 +46,7 @@ from mlrig.commands._common import (
     TpOpt,
     ZeroOpt,
     fmt_num,
+    limits_line,
     setup_options,
     training_fields,
     workload_fields,
@@ -147,13 +148,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     if result.training is not None:
         _render_training_run(con, result.training, failures=failures)
     if lims:
-        parts = []
-        if lims.get("max_batch_size") is not None:
-            parts.append(f"largest batch at this context: {lims['max_batch_size']}")
-        if lims.get("max_context_tokens") is not None:
-            parts.append(f"largest context at this batch: {lims['max_context_tokens']:,} tokens")
-        parts.append(f"fewest GPUs of this kind: {lims['min_gpus'] if lims.get('min_gpus') else '> 64'}")
-        con.print("Limits: " + "; ".join(parts))
+        con.print(limits_line(lims))
     if not result.fits:
         _render_fixes(con, fixes or [], task)
     run_notes = result.training.notes if result.training else []
