@@ -563,6 +563,7 @@ def trtllm_tensorrt_engine(text: str | None) -> bool:
 #   docs/source/features/paged-attention-ifb-scheduler.md as NVIDIA/TensorRT-LLM PR #10283 quotes it; BuildConfig
 #   `max_num_tokens: int = 8192`, tensorrt_llm/builder.py at 008b2b8).
 TRTLLM_MAX_NUM_TOKENS_8192_FROM = (0, 11)
+TRTLLM_DEFAULT_MAX_BATCH_SIZE = 256  # trtllm-build / BuildConfig `max_batch_size` default
 TRTLLM_MAX_NUM_TOKENS_DEFAULT = 8192
 TRTLLM_TRTLLM_BUILD_FROM = (0, 8)
 TRTLLM_BUILD_PY_MAX_INPUT_LEN = 2048  # examples/<model>/build.py, 0.5-0.7

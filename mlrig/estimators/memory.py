@@ -22,6 +22,7 @@ from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
+    TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
     before,
@@ -363,7 +364,6 @@ def trtllm_weights_per_gpu_bytes(arch: ModelArch, parts: Mapping[str, float], tp
 
 
 TRTLLM_ACTIVATION_BYTES = 2  # the engine's fp16/bf16 activations
-TRTLLM_DEFAULT_BATCH = 256  # the batch the logits buffers are sized for when the plan gives none (serving default)
 # The runtime's and the sampler's buffers per max_batch_size x vocab fp32 logits, allocated before the KV pool is
 # sized: TRTBENCH70's log (TensorRT-LLM 0.16, max_batch_size 2,048, vocabulary 128,256: 1.0507e9 bytes of
 # logits) reads "Allocated 1.63 GB GPU memory for runtime buffers" and "Allocated 3.30 GB GPU memory for
@@ -395,7 +395,7 @@ def trtllm_engine_activation_bytes(arch: ModelArch, plan: Plan, tp: int) -> floa
     tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
                                           w.max_num_batched_tokens)
     per_token = (2.0 * arch.hidden_size + 3.0 * _mlp_width(arch, tp)) * TRTLLM_ACTIVATION_BYTES
-    logits = (w.max_num_seqs or TRTLLM_DEFAULT_BATCH) * arch.vocab_size * 4.0
+    logits = (w.max_num_seqs or TRTLLM_DEFAULT_MAX_BATCH_SIZE) * arch.vocab_size * 4.0
     return max(tokens * per_token, logits) + TRTLLM_RUNTIME_LOGITS_COPIES * logits
 
 

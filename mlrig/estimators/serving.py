@@ -59,7 +59,11 @@ from pydantic import BaseModel, ConfigDict
 
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.engines import lmdeploy_default_max_batch_size, vllm_big_gpu_defaults
+from mlrig.estimators.engines import (
+    TRTLLM_DEFAULT_MAX_BATCH_SIZE,
+    lmdeploy_default_max_batch_size,
+    vllm_big_gpu_defaults,
+)
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
     PassTime,
@@ -90,7 +94,8 @@ if TYPE_CHECKING:
 # `--parallel` slots (give it as max_num_seqs), 1 assumed. Under a concurrency / rate load the
 # other users wait for the slot (serving.load_point's slot wait).
 DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
-    "vllm": 256, "trt-llm": 256, "trt-llm-2023": 256, "lmdeploy": 128, "tgi": 128, "sglang": None,
+    "vllm": 256, "trt-llm": TRTLLM_DEFAULT_MAX_BATCH_SIZE, "trt-llm-2023": TRTLLM_DEFAULT_MAX_BATCH_SIZE,
+    "lmdeploy": 128, "tgi": 128, "sglang": None,
     "transformers": 1, "gpt-fast": 1, "tinychat": 1, "tinychat-2024": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
     "llama.cpp-metal": 1,
 }
