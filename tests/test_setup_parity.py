@@ -128,6 +128,20 @@ def test_web_api_takes_the_flags(planned: dict[str, Any]) -> None:
     assert r.json()["performance"] == planned["performance"] and r.json()["notes"] == planned["notes"]
 
 
+@pytest.mark.parametrize("page", ["/plan", "/serve"])
+def test_the_pages_have_an_input_for_every_setup_flag(page: str) -> None:
+    """The "Serving setup" section (web/templates/_macros.html `setup_fields`) names every SETUP_OPTIONS key,
+    so a page can ask what the API and the CLI take."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    html = TestClient(create_app(), base_url="http://127.0.0.1:8765").get(page).text
+    missing = [name for name in SETUP_OPTIONS if f'name="{name}"' not in html]
+    assert not missing, missing
+
+
 def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True, timeout=120)
 
