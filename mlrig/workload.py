@@ -322,6 +322,14 @@ class Plan(_Strict):
             data = {**data, "model": {"name": data["model"]}}
         return data
 
+    @property
+    def expert_tensor_parallel_size(self) -> int:
+        """GPUs each routed expert is split across in training: `training.expert_tensor_parallel`, else the
+        tensor-parallel size (Megatron-Core, megatron/training/arguments.py: `--expert-tensor-parallel-size`
+        defaults to `--tensor-model-parallel-size`)."""
+        given = self.training.expert_tensor_parallel if self.training is not None else None
+        return given or self.hardware.tensor_parallel
+
     @model_validator(mode="after")
     def _training_defaults(self) -> Plan:
         self._expert_parallel_home()
@@ -337,7 +345,7 @@ class Plan(_Strict):
             # layers re-fold a pipeline stage's tensor x context x data ranks into expert-tensor x expert x
             # expert-data ranks, so expert_tensor_parallel x expert_parallel must divide them
             stage = hw.total_gpus // hw.pipeline_parallel
-            etp = t.expert_tensor_parallel or hw.tensor_parallel
+            etp = self.expert_tensor_parallel_size
             if stage % (etp * t.expert_parallel):
                 raise ValueError(f"expert_tensor_parallel {etp} x expert_parallel {t.expert_parallel} must divide "
                                  f"the {stage} GPU(s) of a pipeline stage (tensor x context x data parallel); "

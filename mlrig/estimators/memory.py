@@ -1187,7 +1187,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     t = plan.training
     assert t is not None
     tp, pp, cp, ep = hw.tensor_parallel, hw.pipeline_parallel, t.context_parallel, t.expert_parallel
-    etp = t.expert_tensor_parallel or tp  # Megatron-Core's default: the experts split as the dense layers
+    etp = plan.expert_tensor_parallel_size
     dpz = max(1, hw.total_gpus // (tp * pp))  # ZeRO / distributed-optimizer group: data x context ranks
     notes: list[str] = []
     precision = r.precision

@@ -221,7 +221,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         from mlrig.catalog.interconnects import default_link
 
         link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
-        tp_bytes, tp_ops = tp_comm_per_token(arch, tp, expert_tensor_parallel(plan), ck)
+        tp_bytes, tp_ops = tp_comm_per_token(arch, tp, plan.expert_tensor_parallel_size, ck)
         tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
         tp_s = (tp_bytes / pp * gbt / dp / cp / (tp_bw * 1e9)
                 + tp_ops / pp * micro * link.latency_us * 1e-6)
@@ -280,15 +280,6 @@ def tp_all_reduces_per_layer(checkpointing: str) -> int:
     `ctx.run_function(*detached_inputs)`, megatron/core/tensor_parallel/random.py), row-parallel
     all-reduces included: 6. Selective checkpointing recomputes only the attention core, which has none."""
     return 6 if checkpointing == "full" else 4
-
-
-def expert_tensor_parallel(plan: Plan) -> int:
-    """GPUs each routed expert is split across in training: `training.expert_tensor_parallel`, else the
-    tensor-parallel size (Megatron-Core, megatron/training/arguments.py: `--expert-tensor-parallel-size`
-    defaults to `--tensor-model-parallel-size`)."""
-    tr = plan.training
-    given = tr.expert_tensor_parallel if tr is not None else None
-    return given or plan.hardware.tensor_parallel
 
 
 def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) -> tuple[float, float]:
@@ -768,7 +759,7 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     named = _named_network(hw.interconnect)
     bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
-    etp = expert_tensor_parallel(r.plan)
+    etp = r.plan.expert_tensor_parallel_size
     span = ep * etp  # GPUs of one EP group with its expert-tensor ranks (Megatron-Core: ETP defaults to TP)
     if hw.nodes > 1 and span > hw.count and named is not None:
         nics, nic = named
