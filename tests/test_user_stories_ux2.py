@@ -7,6 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 
@@ -94,6 +95,9 @@ def test_build_suggest_sizes_ram_for_the_plans_offload_and_passes_build_check() 
     assert host > 20 and abs(s["host_ram_gib"] - host) < 0.01
     assert s["ram_needed_gib"] >= s["total_vram_gib"] + host - 0.01 and s["ram_gib"] >= s["ram_needed_gib"]
     assert s["cpu_pcie_lanes"] >= 64 and "workstation" in s["platform"]
+    # the data read rate is the plan's (tokens/s x bytes per token), not the 0.5 GB/s-per-GPU rule of thumb
+    assert s["storage_gb_s"] == pytest.approx(plan["training"]["data_read_mb_s"] / 1e3, rel=0.01)  # --json rounds
+    assert s["storage_gb_s"] < 0.1
     for name, n in (("RTX 4090", 2), ("RTX 3090", 1), ("H100 PCIe", 4)):
         g = resolve_gpu(name)
         report = check_build(as_build(suggest_build(g, n), g, n))

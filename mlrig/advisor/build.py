@@ -49,6 +49,12 @@ AMPERE_TRANSIENT_FACTOR = 1.7  # 350 W × 1.7 ≈ 600 W for an RTX 3090 (seed: o
 OTHER_TRANSIENT_FACTOR = 1.4  # estimate for Ada/Blackwell/datacentre cards
 ATX3_EXCURSION_CREDIT = 1.6  # ATX 3.x: 160% of rated power for 10 ms
 REST_OF_SYSTEM_W = 75.0  # board, RAM, drives, fans (estimate)
+# Data read rate a training box is checked for when the build states none (`data_gb_s`) and no workload gives
+# one: 0.5 GB/s per GPU, a rule of thumb with no measured source (an image or video pipeline can read this much;
+# a pre-tokenised text stream reads far less: `mlrig plan` gives its own figure, tokens/s x bytes per token,
+# which `build suggest --model` passes instead).
+TRAINING_READ_GB_S_PER_GPU = 0.5
+
 # Board power assumed when the catalog lists no TDP (estimate: a PCIe workstation/datacentre card, e.g.
 # A100 PCIe and RTX A6000 are 300 W per NVIDIA data sheets). In the catalog only Apple SoCs lack a TDP.
 UNKNOWN_GPU_TDP_W = 300.0
@@ -563,7 +569,7 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         )
     else:
         best = max(s.read_gb_s or default_rate[s.type] for s in build.storage)
-        need = build.data_gb_s or (0.5 * n if build.use != "inference" else 0.0)
+        need = build.data_gb_s or (TRAINING_READ_GB_S_PER_GPU * n if build.use != "inference" else 0.0)
         if best < need:
             add(
                 "warning",
@@ -665,6 +671,11 @@ class BuildSuggestion(BaseModel):
     notes: list[str] = []
 
 
+def _rate(gb_s: float) -> str:
+    """A read rate in GB/s, or MB/s below 0.1 GB/s (a token stream's few MB/s)."""
+    return f"{gb_s:.2g} GB/s" if gb_s >= 0.1 else f"{gb_s * 1e3:.2g} MB/s"
+
+
 def suggest_build(gpu: GPU, count: int, use: Literal["training", "inference", "mixed"] = "training",
                   host_ram_gib: float | None = None, offload_gib: float = 0.0, checkpoint_gib: float | None = None,
                   weights_gib: float | None = None, data_gb_s: float | None = None,
@@ -675,7 +686,8 @@ def suggest_build(gpu: GPU, count: int, use: Literal["training", "inference", "m
     (`host_ram_gib`: loading, offload, pinned buffers), rounded up to a power of two as `check_build`'s fix
     says; CPU cores = CORES_PER_GPU per GPU + 2; lanes: x16 for one GPU, x8/x8 on a consumer board for two
     (osmarks.net seed), x16 each on a ≥ 48-lane workstation platform beyond that (`check_build`'s pcie rule);
-    storage: NVMe (5-7 GB/s, DOMAIN.md §3) when training reads 0.5 GB/s per GPU; wall circuits by NEC 80%."""
+    storage: NVMe (5-7 GB/s, DOMAIN.md §3) for the plan's data read rate (`data_gb_s`; without a workload
+    TRAINING_READ_GB_S_PER_GPU); wall circuits by NEC 80%."""
     tdp = gpu.tdp_w or UNKNOWN_GPU_TDP_W
     gpu_w = [(gpu, tdp)] * count
     sustained = tdp * count + cpu_tdp_w + REST_OF_SYSTEM_W
@@ -692,14 +704,15 @@ def suggest_build(gpu: GPU, count: int, use: Literal["training", "inference", "m
     else:
         lanes = max(48, 16 * count)
         platform = f"a workstation platform (Threadripper/Xeon W/EPYC, ≥ {lanes} CPU lanes): x16 to each GPU"
-    need_gb_s = data_gb_s or (0.5 * count if use != "inference" else 0.0)
+    need_gb_s = data_gb_s if data_gb_s is not None else (TRAINING_READ_GB_S_PER_GPU * count if use != "inference"
+                                                         else 0.0)
     sizes = []
     if weights_gib:
         sizes.append(f"weights {weights_gib:,.0f} GiB")
     if checkpoint_gib:
         sizes.append(f"each resumable checkpoint {checkpoint_gib:,.0f} GiB (trainable weights + optimizer states)")
     storage = (f"NVMe (5-7 GB/s on PCIe 4.0) for datasets and checkpoints; the data pipeline reads "
-               f"~{need_gb_s:g} GB/s" if need_gb_s else "NVMe (5-7 GB/s on PCIe 4.0) loads weights quickly")
+               f"~{_rate(need_gb_s)}" if need_gb_s else "NVMe (5-7 GB/s on PCIe 4.0) loads weights quickly")
     if sizes:
         storage += "; " + ", ".join(sizes) + " (capacity: keep as many checkpoints as you need, plus the data)"
     wall = sustained / PSU_EFFICIENCY

@@ -494,7 +494,7 @@ def build_suggest_cmd(
     from mlrig.commands._common import print_json
 
     g = resolve_gpu(gpu)
-    host = offload_gib = ckpt = None
+    host = offload_gib = ckpt = data_gb_s = None
     use: Any = "training"
     notes: list[str] = []
     if model is not None:
@@ -518,8 +518,10 @@ def build_suggest_cmd(
                              f"of {res.memory.gpu_capacity_gib:.1f}): `mlrig plan` with the same flags lists the fixes")
         if res.training is not None:
             ckpt = res.training.checkpoint_gib
+            data_gb_s = res.training.data_read_mb_s / 1e3  # the plan's tokens/s x bytes per token
         use = "inference" if plan.workload.task == "inference" else "training"
-    s = suggest_build(g, count, use=use, host_ram_gib=host, offload_gib=offload_gib or 0.0, checkpoint_gib=ckpt)
+    s = suggest_build(g, count, use=use, host_ram_gib=host, offload_gib=offload_gib or 0.0, checkpoint_gib=ckpt,
+                      data_gb_s=data_gb_s)
     s.notes = notes + s.notes
     report = check_build(as_build(s, g, count, offload_gib=offload_gib or 0.0, use=use))
     s.notes += [f"build check {f.severity}: {f.what} → {f.fix}" for f in report.findings
