@@ -34,7 +34,10 @@ def test_shipped_index_is_what_the_script_builds() -> None:
 def test_index_round_trips_to_the_archs_parsed_from_configs() -> None:
     from_configs = catalog_from_configs()
     from_index = _catalog_entries()
-    assert len(from_index) == len(from_configs) == len(list((ROOT / "mlrig/data/models").glob("*.json")))
+    import json
+
+    configs = [json.loads(p.read_text(encoding="utf-8")) for p in (ROOT / "mlrig/data/models").glob("*.json")]
+    assert len(from_index) == len(from_configs) == len(configs) + sum(len(c.get("_variants", [])) for c in configs)
     for (a, ka), (b, kb) in zip(from_index, from_configs, strict=True):
         assert a == b, a.id
         assert ka == kb, a.id
@@ -58,3 +61,26 @@ def test_check_mode_reports_a_stale_index(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts/build_model_index.py"), "--check", "--out", str(stale)],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "stale" in proc.stderr
+
+
+def test_an_instruct_variant_has_its_own_context_limit() -> None:
+    """Qwen2.5-7B-Instruct's config.json sets max_position_embeddings 32768 where the base repo has
+    131072; the variant entry keeps the base architecture and takes the Instruct limit, so a 64k
+    context is refused for the Instruct repo (and its AWQ re-upload) and allowed for the base."""
+    from mlrig import plan
+    from mlrig.errors import MlrigError
+
+    base, instruct = resolve_model("Qwen/Qwen2.5-7B"), resolve_model("Qwen/Qwen2.5-7B-Instruct")
+    assert (base.max_position_embeddings, instruct.max_position_embeddings) == (131072, 32768)
+    assert instruct.total_params == base.total_params and instruct.hf_id == "Qwen/Qwen2.5-7B-Instruct"
+    assert resolve_model("qwen2.5-7b-instruct").max_position_embeddings == 32768
+    assert resolve_model("Qwen/Qwen2.5-7B-Instruct-AWQ").max_position_embeddings == 32768
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct").max_position_embeddings == 32768  # same as its base
+    for name in ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ"):
+        try:
+            plan(name, gpu="h100-sxm-80gb", context_tokens=65536)
+        except MlrigError as exc:
+            assert "32,768" in str(exc) and "allow-long-context" in str(exc)
+        else:
+            raise AssertionError(f"{name} at 64k should be refused")
+    assert plan("Qwen/Qwen2.5-7B", gpu="h100-sxm-80gb", context_tokens=65536).fits

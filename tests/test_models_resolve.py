@@ -24,8 +24,9 @@ from mlrig.errors import AmbiguousNameError, MlrigError, UnknownNameError
     ("LLAMA-3.1-8B", "llama-3.1-8b"),
     ("Llama-3.1-8B-Instruct", "llama-3.1-8b"),
     ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
-    ("qwen2.5-7b-instruct", "qwen2.5-7b"),
-    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+    ("qwen2.5-7b-instruct", "qwen2.5-7b-instruct"),  # its own entry: config.json caps it at 32,768 tokens
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct"),
+    ("Qwen/Qwen2.5-3B-Instruct", "qwen2.5-3b"),  # same config as the base: resolved to it
     ("mistral-7b", "mistral-7b-v0.3"),
     ("mistralai/Mistral-7B-v0.1", "mistral-7b-v0.1"),
     ("gpt-oss-20b", "gpt-oss-20b"),
@@ -43,9 +44,10 @@ def test_resolve_spellings(name: str, expected: str) -> None:
 
 
 def test_resolution_to_base_is_noted() -> None:
-    a = resolve_model("qwen2.5-7b-instruct")
-    assert any("resolved to catalog entry qwen2.5-7b" in n for n in a.notes)
-    assert not any("resolved" in n for n in resolve_model("qwen2.5-7b").notes)
+    a = resolve_model("qwen2.5-3b-instruct")
+    assert any("resolved to catalog entry qwen2.5-3b" in n for n in a.notes)
+    assert not any("resolved" in n for n in resolve_model("qwen2.5-3b").notes)
+    assert not any("resolved" in n for n in resolve_model("qwen2.5-7b-instruct").notes)
 
 
 def test_resolve_returns_copies() -> None:

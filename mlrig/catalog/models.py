@@ -102,14 +102,41 @@ def catalog_from_configs(folder: Path | None = None) -> CatalogEntries:
                                    source=f"{cfg['_source']} (catalog {path.name})")
         arch.catalog_id = cfg["_model_id"]
         arch.name = hf_id
-        keys = {arch.id}
-        for n in [hf_id, arch.catalog_id, *aliases]:
-            n = n.lower()
-            keys |= {n, n.rsplit("/", 1)[-1], n.split("--", 1)[-1]}
-        out.append((arch, frozenset(keys)))
+        out.append((arch, _catalog_keys(arch, [hf_id, arch.catalog_id, *aliases])))
+        for variant in cfg.get("_variants", []):
+            out.append(_variant_entry(cfg, variant, path.name))
     ids = [a.id for a, _ in out]
     assert len(set(ids)) == len(ids), f"duplicate short ids in the model catalog: {ids}"
     return tuple(out)
+
+
+def _catalog_keys(arch: ModelArch, names: list[str]) -> frozenset[str]:
+    """The lower-case names a catalog entry answers to: its id, and each name with and without org."""
+    keys = {arch.id}
+    for n in names:
+        n = n.lower()
+        keys |= {n, n.rsplit("/", 1)[-1], n.split("--", 1)[-1]}
+    return frozenset(keys)
+
+
+def _variant_entry(cfg: dict[str, object], variant: dict[str, object],
+                   file_name: str) -> tuple[ModelArch, frozenset[str]]:
+    """A published sibling of a catalog config that differs only in the keys `overrides` lists
+    (Qwen2.5-7B-Instruct: max_position_embeddings 32768 where the base model has 131072), with its
+    own source. It is an entry of its own, so 'Qwen/Qwen2.5-7B-Instruct' gets the context limit
+    vLLM derives from that repo's config.json, not the base model's."""
+    from mlrig.catalog.readers.hf_config import arch_from_hf_config
+
+    hf_id = str(variant["hf_repo"])
+    overrides = variant["overrides"]
+    assert isinstance(overrides, dict)
+    merged = {k: v for k, v in cfg.items() if k not in ("_catalog", "_variants")} | overrides
+    repo = hf_id.rsplit("/", 1)[-1]
+    arch = arch_from_hf_config(merged, model_id=repo.lower(), hf_id=hf_id,
+                               source=f"{variant['source']} (catalog {file_name}, variant: {sorted(overrides)})")
+    arch.catalog_id = hf_id.replace("/", "--")
+    arch.name = hf_id
+    return arch, _catalog_keys(arch, [hf_id])
 
 
 def catalog_index_data(entries: CatalogEntries) -> dict[str, object]:
