@@ -372,7 +372,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (" (every routed expert runs on every token, as transformers' Llama-4 MoE block does)"
            if dense_moe_experts(r.arch, r.plan) else "")
         + (f" (GEMMs at {eff.TRAIN_GEMM_REL_EFF_HF_HOPPER:.0%} of their usual rate: HF-modelling stacks on "
-           "Hopper reach ~1/3 of its peak in published QLoRA runs)" if hf_stack_on_hopper(r.gpu, w.engine, tr.method) else "")
+           "Hopper reach ~1/3 of its peak in published QLoRA runs)"
+           if hf_stack_on_hopper(r.gpu, w.engine, tr.method) else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
