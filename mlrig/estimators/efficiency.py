@@ -1061,6 +1061,11 @@ QLORA_DEQUANT_EFF = 0.5
 # so it is not the GEMM kernels alone; the stacks with Transformer Engine (NeMo, Megatron: MLPERF-*) do not
 # show it and keep TRAIN_GEMM_EFF. Datacentre Blackwell (B200, B300) is assumed to behave as Hopper
 # (no row); GeForce and workstation Blackwell (GB20x) are not (training_speed.hf_stack_on_hopper).
+# QLoRA only: both rows above are bitsandbytes-NF4 QLoRA. bf16 full fine-tuning through the same HF Trainer
+# (Scicom small-ablation, transformers 4.57: Qwen3-0.6B on 4x H100 / 4x H200 at 292k / 300k tokens/s,
+# SCICOM-0004/-0005; Qwen3-1.7B on one H100 at 19.3k, SCICOM-0002) came out 0.44-0.79x of the measurement
+# with the factor and 0.70-1.30x without it (median |log error| over the three 0.77 -> 0.27), so it is not
+# applied there; nothing else changed.
 TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57
 
 # De-quantisation is ALU work, and Apple GPUs have little ALU per byte of bandwidth (an M1 Max: 10.4

@@ -184,7 +184,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     attn_fwd = 4.0 * layers * h * seq
     attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
     gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
-    if hf_stack_on_hopper(gpu, plan.workload.engine):
+    if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
@@ -327,15 +327,19 @@ HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "
 HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
 
 
-def hf_stack_on_hopper(gpu: GPU, engine: str | None) -> bool:
-    """Whether a plan runs an HF-modelling framework (`HF_MODELLING_ENGINES`: eager PyTorch modules,
-    bitsandbytes, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or newer datacentre GPU,
-    whose GEMMs reach `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` of what the same code reaches on earlier GPUs.
-    Datacentre parts only: the rows behind the factor are H100s, and the GeForce / workstation Blackwell
-    chips (GB20x, sm_120) are a different design (no Hopper-style warp-group MMA), closer to Ada."""
+def hf_stack_on_hopper(gpu: GPU, engine: str | None, method: str | None = "qlora") -> bool:
+    """Whether a plan runs QLoRA under an HF-modelling framework (`HF_MODELLING_ENGINES`: eager PyTorch
+    modules, bitsandbytes 4-bit linears, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or
+    newer datacentre GPU, whose GEMMs reach `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` of what the same code reaches
+    on earlier GPUs. Datacentre parts only: the rows behind the factor are H100s, and the GeForce /
+    workstation Blackwell chips (GB20x, sm_120) are a different design (no Hopper-style warp-group MMA),
+    closer to Ada. QLoRA only (`method`): both rows behind the factor are bitsandbytes-NF4 QLoRA runs
+    (FSDPQLORA-0050, AXOLOTL-0001), while bf16 full fine-tuning through the same HF Trainer on H100 / H200
+    (Scicom small-ablation, SCICOM-0002/-0004/-0005: transformers 4.57, FlashAttention-2/3) measured
+    1.3-2.3x faster than the factor gives, i.e. at the HBM class's own GEMM rate."""
     arch = (gpu.architecture or "").lower()
     e = (engine or "").lower()
-    return (gpu.vendor == "NVIDIA" and gpu.hardware_class == "datacenter"
+    return (method == "qlora" and gpu.vendor == "NVIDIA" and gpu.hardware_class == "datacenter"
             and any(k in arch for k in ("hopper", "blackwell", "rubin"))
             and any(e.startswith(x) for x in HF_MODELLING_ENGINES))
 
@@ -368,7 +372,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (" (every routed expert runs on every token, as transformers' Llama-4 MoE block does)"
            if dense_moe_experts(r.arch, r.plan) else "")
         + (f" (GEMMs at {eff.TRAIN_GEMM_REL_EFF_HF_HOPPER:.0%} of their usual rate: HF-modelling stacks on "
-           "Hopper reach ~1/3 of its peak in published runs)" if hf_stack_on_hopper(r.gpu, w.engine) else "")
+           "Hopper reach ~1/3 of its peak in published QLoRA runs)"
+           if hf_stack_on_hopper(r.gpu, w.engine, tr.method) else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.offload_s:.2f} s offload traffic" if f.offload_s > 0 else "")
