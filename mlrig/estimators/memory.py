@@ -911,6 +911,11 @@ HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl",
 MS_SWIFT_ENGINES = ("ms-swift", "swift")
 
 
+def is_ms_swift(engine: str | None) -> bool:
+    """`MS_SWIFT_ENGINES`, but not Megatron-SWIFT (`megatron sft`: Megatron-Core's own data path and loop)."""
+    return _engine_is(engine, MS_SWIFT_ENGINES) and "megatron" not in (engine or "").lower()
+
+
 # Frameworks whose fine-tuning computes the loss in chunks by default, never holding fp32 logits for the
 # whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
 # full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
@@ -1445,7 +1450,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     static = weights + optim
     dynamic = fsdp_work + peak
     live = static + dynamic
-    if _engine_is(w.engine, MS_SWIFT_ENGINES):
+    if is_ms_swift(w.engine):
         # unpacked mixed-length samples (MS_SWIFT_ENGINES): the sequence-sized tensors fragment the cache; the
         # gradients and optimizer temporaries, the same size every step, reuse their blocks like the weights
         fixed = vec.where(phase == 2, step, vec.where(phase == 1, grads + tied_extra, start - saved - head))
@@ -1488,13 +1493,13 @@ def _training(r: ResolvedPlan, m: TrainingMemory | None = None) -> MemoryEstimat
     if m is None:
         m = training_memory(r, w.batch_size, t.seq_len or w.context)
     opt, cap_gib = m.optimizer, r.gpu.capacity_gib
-    frag = CAL.ms_swift_fragmentation if _engine_is(w.engine, MS_SWIFT_ENGINES) else CAL.training_fragmentation
+    frag = CAL.ms_swift_fragmentation if is_ms_swift(w.engine) else CAL.training_fragmentation
     notes = list(m.notes)
     notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
                  f"param" + (f", {_gib(m.temps):.1f} GiB foreach temporaries at the step" if m.temps else "")
                  + f"; peak at the {PHASES[int(m.phase)]}; allocator slack x{frag:g} on per-step tensors"
                  + (" of the sequence's size (ms-swift: unpacked samples of mixed lengths), at most the card"
-                    if _engine_is(w.engine, MS_SWIFT_ENGINES) else ""))
+                    if is_ms_swift(w.engine) else ""))
     if m.paged > 0:
         notes.append(f"paged optimizer: {_gib(m.paged):.1f} GiB of optimizer state paged to host RAM (slower)")
     if (t.offload != "none" or t.activation_offload) and hw.host_ram_gib is not None \
