@@ -96,11 +96,12 @@ class Calibration:
     # ms-swift 1.x (`MS_SWIFT_ENGINES`): allocator slack on the sequence-sized per-step tensors (saved
     # activations, the loss's logits, the recomputed layer). Fitted on its benchmark's rows, SWIFTBENCH-0001..
     # 0056 (Qwen-1 1.8B/7B/14B, ChatGLM3-6B, Yi-6B/34B, Baichuan2-7B/13B, LoRA / QLoRA / full at max_length
-    # 512-8,192, torch 2.1.1, torch.cuda.max_memory_reserved): measured minus the weights, read against
-    # mlrig's live sequence-sized tensors, is 1.8-4x them (2.1-2.3x at 8,192, 2.9-3.9x at 512-2,048; the
-    # LoRA rows' median 2.9), while the full fine-tuning rows of Qwen-7B (SWIFTBENCH-0045..0047, fixed-size
-    # gradients and AdamW temporaries dominating) read 0.98-1.01x the live memory. 2.7 gives the smallest
-    # median error over the 56 rows (4.9%, LoRA median +0.3%).
+    # 512-8,192, torch 2.1.1, torch.cuda.max_memory_reserved): measured minus the weights x1.05, read against
+    # mlrig's live sequence-sized tensors, is mostly 1.2-4.2x them on the 45 LoRA rows (median 2.9; Qwen-1 falls
+    # from 2.9-3.9x at 1,024-2,048 to 1.9-2.3x at 8,192; ChatGLM3-6B at 8,192 7x; Yi-34B, near the card, 1.0-1.8x),
+    # while the full fine-tuning rows of Qwen-7B (SWIFTBENCH-0045..0047, fixed-size gradients and AdamW
+    # temporaries dominating) read 0.98-1.01x the live memory. 2.7 gives the smallest median error over the 56
+    # rows (4.9%; LoRA median +0.3%, p90 22%).
     ms_swift_fragmentation: float = 2.7
     # NCCL communicator buffers outside PyTorch's allocator in multi-GPU training: NCCL_BUFFSIZE
     # (4 MiB default) per channel per peer for each protocol (NCCL "Environment Variables" docs),
