@@ -93,6 +93,16 @@ class Calibration:
     # between steps, zero_grad(set_to_none=False); not modelled).
     training_fragmentation: float = 1.25
     training_static_slack: float = 1.05
+    # ms-swift 1.x (`MS_SWIFT_ENGINES`): allocator slack on the sequence-sized per-step tensors (saved
+    # activations, the loss's logits, the recomputed layer). Fitted on its benchmark's rows, SWIFTBENCH-0001..
+    # 0056 (Qwen-1 1.8B/7B/14B, ChatGLM3-6B, Yi-6B/34B, Baichuan2-7B/13B, LoRA / QLoRA / full at max_length
+    # 512-8,192, torch 2.1.1, torch.cuda.max_memory_reserved): measured minus the weights x1.05, read against
+    # mlrig's live sequence-sized tensors, is mostly 1.2-4.2x them on the 45 LoRA rows (median 2.9; Qwen-1 falls
+    # from 2.9-3.9x at 1,024-2,048 to 1.9-2.3x at 8,192; ChatGLM3-6B at 8,192 7x; Yi-34B, near the card, 1.0-1.8x),
+    # while the full fine-tuning rows of Qwen-7B (SWIFTBENCH-0045..0047, fixed-size gradients and AdamW
+    # temporaries dominating) read 0.98-1.01x the live memory. 2.7 gives the smallest median error over the 56
+    # rows (4.9%; LoRA median +0.3%, p90 22%).
+    ms_swift_fragmentation: float = 2.7
     # NCCL communicator buffers outside PyTorch's allocator in multi-GPU training: NCCL_BUFFSIZE
     # (4 MiB default) per channel per peer for each protocol (NCCL "Environment Variables" docs),
     # and PyTorch process groups open several communicators; an order-of-magnitude estimate of a few
@@ -890,6 +900,21 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 # (embeddings, lm_head, norms) to fp32 (peft/utils/other.py); Axolotl and TRL call it for QLoRA.
 # QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most QLoRA users are.
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
+# ms-swift 1.x `swift sft` (modelscope/ms-swift 97e4d198b, 1.6.0.dev0, the version its benchmark ran): the
+# transformers Trainer over the models' own HF modelling code, but with its own tuners and no
+# prepare_model_for_kbit_training for QLoRA (swift/llm/tuner.py `prepare_model` wraps the model in a LoRA
+# config only, so the embeddings and output head stay 16-bit); no packing: each sample is a batch of its own
+# length, padded to the longest in the batch (swift/llm/utils/utils.py `data_collate_fn`, padding_to only for
+# LongLoRA), over a dataset of mixed lengths. Step after step the caching allocator gets differently sized
+# logits and activations; blocks cached for one length are split or left unused for the next, and the
+# reservation grows well past what is live (PyTorch "CUDA semantics", memory management: fragmentation with
+# changing allocation sizes, the case `expandable_segments` was added for). `ms_swift_fragmentation`.
+MS_SWIFT_ENGINES = ("ms-swift", "swift")
+
+
+def is_ms_swift(engine: str | None) -> bool:
+    """`MS_SWIFT_ENGINES`, but not Megatron-SWIFT (`megatron sft`: Megatron-Core's own data path and loop)."""
+    return _engine_is(engine, MS_SWIFT_ENGINES) and "megatron" not in (engine or "").lower()
 
 
 # Frameworks whose fine-tuning computes the loss in chunks by default, never holding fp32 logits for the
@@ -1426,7 +1451,21 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     static = weights + optim
     dynamic = fsdp_work + peak
     live = static + dynamic
-    reserved = static * CAL.training_static_slack + dynamic * CAL.training_fragmentation
+    if is_ms_swift(w.engine):
+        # unpacked mixed-length samples (MS_SWIFT_ENGINES): the sequence-sized tensors fragment the cache; the
+        # gradients and optimizer temporaries, the same size every step, reuse their blocks like the weights
+        fixed = vec.where(phase == 2, step, vec.where(phase == 1, grads + tied_extra, start - saved - head))
+        reserved = (static + fsdp_work + fixed) * CAL.training_static_slack \
+            + (peak - fixed) * CAL.ms_swift_fragmentation
+        # that slack is cached blocks, not live tensors: when cudaMalloc fails the allocator frees its unused
+        # cached blocks and retries before raising out-of-memory (PyTorch c10/cuda/CUDACachingAllocator.cpp,
+        # `release_cached_blocks` in `malloc`), so it never pushes the reservation past the card. A run whose
+        # live tensors fit is taken to fit, as the benchmark's did at 76-79 GiB of 80 (SWIFTBENCH-0029/0048/0051),
+        # although blocks split inside a segment in use cannot be freed that way and can still fail a run.
+        reserved = vec.minimum(reserved, vec.maximum(live * CAL.training_static_slack,
+                                                     gpu.capacity_gib * GiB - overhead))
+    else:
+        reserved = static * CAL.training_static_slack + dynamic * CAL.training_fragmentation
     used = reserved + overhead
     cap = gpu.capacity_gib * GiB
     host = host + _load_host_bytes(weights)
@@ -1456,11 +1495,14 @@ def _training(r: ResolvedPlan, m: TrainingMemory | None = None) -> MemoryEstimat
     assert t is not None
     if m is None:
         m = training_memory(r, w.batch_size, t.seq_len or w.context)
-    opt, frag, cap_gib = m.optimizer, CAL.training_fragmentation, r.gpu.capacity_gib
+    opt, cap_gib = m.optimizer, r.gpu.capacity_gib
+    frag = CAL.ms_swift_fragmentation if is_ms_swift(w.engine) else CAL.training_fragmentation
     notes = list(m.notes)
     notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
                  f"param" + (f", {_gib(m.temps):.1f} GiB foreach temporaries at the step" if m.temps else "")
-                 + f"; peak at the {PHASES[int(m.phase)]}; allocator slack x{frag:g} on per-step tensors")
+                 + f"; peak at the {PHASES[int(m.phase)]}; allocator slack x{frag:g} on per-step tensors"
+                 + (" of the sequence's size (ms-swift: unpacked samples of mixed lengths), at most the card"
+                    if is_ms_swift(w.engine) else ""))
     if m.paged > 0:
         notes.append(f"paged optimizer: {_gib(m.paged):.1f} GiB of optimizer state paged to host RAM (slower)")
     if (t.offload != "none" or t.activation_offload) and hw.host_ram_gib is not None \

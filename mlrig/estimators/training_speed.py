@@ -316,7 +316,9 @@ def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) ->
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
-HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora")
+# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES).
+HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora",
+                        "ms-swift")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
 # huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
 # multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
