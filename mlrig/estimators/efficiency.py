@@ -302,6 +302,19 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
 # scheduler since 0.4): no rows, 0. TGI (before 3.0): 330 us, below.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
+# vLLM's V1 engine (default from 0.8.0, `engines.vllm_v1`; before async scheduling in 0.12) does less host
+#    work per running sequence per step than V0: it keeps a persistent batch whose input tensors it updates by
+#    the step's differences, builds them with NumPy, and detokenises / streams in the API-server process,
+#    beside the engine's busy loop (vLLM blog 2025-01-27, "vLLM V1: A Major Upgrade to vLLM's Core
+#    Architecture": "Persistent Batch", "Optimized execution loop & API server"). 50 us, from the V1 fit rows:
+#    a per-sequence cost c caps a step's output at 1 / c tokens/s whatever the GPU, and AMDPERF-0001 (rocm/vllm
+#    0.9.0.1, Llama 3.1 70B FP8 on 8 x MI300X, 3,200 prompts) measured 16,582 output tokens/s, so c <= 60 us
+#    there (AMDPERF-0009/-0017, 0.10.1/0.10.2: <= 72 / 76 us); DLVLLM-0081/-0082 (0.10.1.1, Qwen2-7B on one A100
+#    80GB, 200 sequences: 4,443 tok/s, TPOT 42.0 ms) leave ~55 us per sequence above the roofline (the V1 rows
+#    of DLVLLM at 50-232 sequences, 55-92 us, fell with the batch: fixed costs spread). The V0 rows (ACCELMARK
+#    0.7.3, DSTACKCMP 0.6.x, DSTACKR1 0.7.x) keep SEQ_STEP_OVERHEAD_S["vllm"]: at 75 or 130 us instead of 100
+#    their throughput / TPOT errors grow.
+VLLM_V1_SEQ_STEP_OVERHEAD_S = 50e-6
 # Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated
 #    token builds the step's ggml graph through cgo and samples on the CPU: the last position's logits (a
 #    vocabulary's worth of floats) come back to the host, and sample/samplers.go fills a token slice as long as

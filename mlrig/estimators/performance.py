@@ -40,6 +40,7 @@ from mlrig.estimators.engines import (
     trtllm_custom_allreduce,
     vllm_custom_allreduce_on_amd,
     vllm_multi_step,
+    vllm_v1,
 )
 from mlrig.estimators.expert_parallel import experts_touched_fraction
 from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
@@ -616,12 +617,17 @@ def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | Non
     scheduling "performs scheduling and input preparation once and runs the model for n consecutive steps",
     spreading that host time over the n steps (vLLM blog, 2024-09-05, "vLLM v0.6.0: 2.7x Throughput
     Improvement and 5x Latency Reduction": +28 % throughput for Llama 70B on 4 x H100; its benchmarks ran
-    `--num-scheduler-steps 10`), so 1/n of it is left per step."""
+    `--num-scheduler-steps 10`), so 1/n of it is left per step. Multi-step is V0's: from 0.8 asking for it
+    runs V0 (vllm/engine/arg_utils.py `_is_v1_supported_oracle`, 0.8.0: `--num-scheduler-steps` falls back).
+    vLLM's V1 engine (0.8 to 0.11) leaves less per sequence than V0
+    (efficiency.VLLM_V1_SEQ_STEP_OVERHEAD_S)."""
     if engine == "vllm" and not before(version, (0, 12)):
         return 0.0
     per_seq = eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
-    if engine == "vllm" and scheduler_steps and vllm_multi_step(version):
+    if engine == "vllm" and scheduler_steps and scheduler_steps > 1 and vllm_multi_step(version):
         return per_seq / scheduler_steps
+    if engine == "vllm" and vllm_v1(version):
+        return eff.VLLM_V1_SEQ_STEP_OVERHEAD_S
     return per_seq
 
 
