@@ -209,11 +209,32 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         assert w.engine is not None
         if w.engine.lower().startswith(("llama", "ollama")):
             hw = hw.model_copy(update={"pipeline_parallel": hw.count})
-            notes.append(f"llama.cpp splits layers over the {hw.count} GPUs (pipeline); pass --tp to split rows")
+            notes.append(f"llama.cpp splits layers over the {hw.count} GPUs (pipeline); pass --tp for tensor "
+                         "parallelism (--split-mode tensor)")
         else:
             hw = hw.model_copy(update={"tensor_parallel": hw.count})
             notes.append(f"{w.engine}: tensor parallelism over the {hw.count} GPUs assumed (pass --tp/--pp to change)")
+    if w.engine and w.engine.lower().startswith("llama") and hw.tensor_parallel > 1:
+        notes.append(LLAMA_CPP_TP_NOTE)
     return p.model_copy(update={"workload": w, "hardware": hw}), notes
+
+
+# What a llama.cpp plan's tensor_parallel > 1 is priced as. performance.pass_time treats it as tensor parallelism:
+# each GPU holds 1/N of every layer's weights and KV, with an all-reduce after attention and after the FFN - what
+# llama.cpp's `--split-mode tensor` does (ggml's backend-agnostic tensor parallelism, ggml-org/llama.cpp PR #19378,
+# in builds from spring 2026: mudler/LocalAI PR #9560, 2026-04-25, exposes it as `tensor`). The older
+# `--split-mode row` is another mechanism: it splits only the dense weight matrices by rows, synchronises and
+# gathers the partial results on the main GPU after every matrix multiplication, and keeps the KV cache and
+# attention on the main GPU (ikawrakow/ik_llama.cpp PR #1018, 2025-11-27, contrasting it with two
+# synchronisation points per layer; llama.cpp docs/multi-gpu.md, PR #22729, 2026-05-07: "deprecated ... with
+# comparatively poor performance. Splits only dense weights"). Published row-split runs were slower than layer
+# split, where this pricing makes tensor_parallel ~1.7x faster (Llama-3-70B Q4_K_M on 2x RTX 3090: 33 against
+# 19 tok/s): GLM-5.2 UD-Q4_K_M on 8x A100 80 GB decoded at 7.1 tok/s with `-sm row` against 23.4 with
+# `-sm layer` (anthony-chaudhary/fak issue #3075, 2026-07-10). No published
+# row-split run of a model mlrig can resolve was found to fit a row-split model on, so it is not priced.
+LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor (tensor parallelism, an all-reduce "
+                     "after attention and after the FFN); the deprecated --split-mode row (a sync after every "
+                     "matmul, KV on the main GPU) is not modelled: published runs of it were slower than layer split")
 
 
 def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:

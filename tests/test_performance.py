@@ -807,3 +807,33 @@ def test_transformers_gptq_kernels_pay_per_block_of_rows() -> None:
     assert exllamav2_b16 > 1.2 * figure("gptq-marlin", "4.37.2", 16, 1, "tpot_ms")
     assert exllamav2_b16 == pytest.approx(48.1, rel=0.20)
     assert figure("gptq", "4.32", 8, 512, "throughput_tok_s") == pytest.approx(108.73, rel=0.10)
+
+
+def _apple_plan(model: str, precision: str, engine: str = "mlx") -> dict[str, object]:
+    return {"model": {"name": model},
+            "workload": {"task": "inference", "precision": precision, "engine": engine, "batch_size": 1,
+                         "load": "static"},
+            "hardware": {"gpu": "Apple M4 Max 40-core GPU 48GB", "count": 1, "tensor_parallel": 1}}
+
+
+def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer() -> None:
+    """MLX's routed experts add a fixed time per MoE layer (efficiency.MLX_MOE_LAYER_S): Qwen3-30B-A3B
+    (48 MoE layers) gets it, a dense model and llama.cpp do not, and the LM Studio rows it was fitted on
+    (NEXVER-0012/-0014: 93 / 70 tok/s at 4 / 8-bit on a 48 GB M4 Max) come out within 10 %, where
+    without it they were 77 % / 53 % too fast."""
+    from mlrig.estimators.performance import mlx_moe_layer_s
+    from mlrig.planner import evaluate
+
+    m4max = resolve_gpu("Apple M4 Max 40-core GPU 48GB")
+
+    def resolved(model: str) -> ResolvedPlan:
+        return resolve(resolve_model(model), Plan.model_validate(_apple_plan(model, "mlx-4bit")), m4max)
+
+    moe = resolved("Qwen/Qwen3-30B-A3B")
+    assert mlx_moe_layer_s(moe, "mlx") == pytest.approx(eff.MLX_MOE_LAYER_S)  # every layer is MoE
+    assert mlx_moe_layer_s(moe, "llama.cpp") == 0.0
+    assert mlx_moe_layer_s(resolved("Qwen/Qwen2.5-14B-Instruct"), "mlx") == 0.0
+    for precision, measured in (("mlx-4bit", 93.0), ("mlx-8bit", 70.0)):
+        perf = evaluate(_apple_plan("Qwen/Qwen3-30B-A3B", precision)).performance
+        assert perf is not None
+        assert perf.decode_tok_s == pytest.approx(measured, rel=0.10)

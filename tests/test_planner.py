@@ -153,3 +153,20 @@ def test_precision_spellings_are_one_format() -> None:
     assert {r.precision for r in results} == {"fp16"}
     assert len({(r.memory.per_gpu_gib, r.performance.decode_tok_s) for r in results  # type: ignore[union-attr]
                 }) == 1
+
+
+def test_llama_cpp_tensor_parallel_says_which_split_mode_it_prices() -> None:
+    """A llama.cpp plan over several GPUs says what it prices: layer split by default (with the hint to pass
+    --tp for --split-mode tensor), and with --tp the tensor-parallel pricing and that the deprecated
+    --split-mode row (slower in published runs) is not modelled; serving engines get neither note."""
+    def plan(engine: str, tp: int) -> dict[str, object]:
+        return {"model": {"name": "llama-3-8b"},
+                "workload": {"task": "inference", "precision": "q4_k_m", "engine": engine, "batch_size": 1},
+                "hardware": {"gpu": "rtx-3090", "count": 2, "tensor_parallel": tp}}
+
+    layer = evaluate(plan("llama.cpp", 1))
+    assert any("--split-mode tensor" in n and "pipeline" in n for n in layer.notes)
+    assert not any("--split-mode row" in n for n in layer.notes)
+    tensor = evaluate(plan("llama.cpp", 2))
+    assert any("--split-mode row" in n and "not modelled" in n for n in tensor.notes)
+    assert not any("--split-mode row" in n for n in evaluate(plan("vllm", 2)).notes)

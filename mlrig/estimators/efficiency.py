@@ -928,6 +928,16 @@ GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
+# MLX runs a MoE layer's routed experts through mlx-lm's SwitchGLU (mlx_lm/models/switch_layers.py): beside the
+#    dense layer's kernels, the router's gate mat-vec, an argpartition for the top-k, take_along_axis, the
+#    softmax, three gather_qmm calls (gate, up, down over the k chosen experts, each a small mat-vec: Qwen3-30B-A3B's
+#    experts are 2048 x 768) and the weighted sum, each a Metal dispatch of its own. At batch 1 that is a fixed
+#    time per MoE layer, not a bandwidth share: the LM Studio MLX rows of Qwen3-30B-A3B on a 48 GB M4 Max
+#    (NEXVER-0012/-0013/-0014, 4 / 6 / 8-bit, fit) leave 4.7 / 4.6 / 5.0 ms per token beyond the weights' and
+#    the dense per-layer times alike at every bit width, ~100 us per each of its 48 MoE layers. Dense models
+#    of the same source (NEXVER-0003..-0011, Qwen2.5 / Mistral-Small) and of mlx-lm's own benchmark need no
+#    such term. One source and model; LM Studio's MLX runtime version is not stated (April 2025).
+MLX_MOE_LAYER_S = 100e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which

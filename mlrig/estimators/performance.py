@@ -731,6 +731,16 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     return eff.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S * a.num_moe_layers / a.num_layers
 
 
+def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
+    and gathered-expert kernels each MoE layer dispatches beside a dense layer's (efficiency.MLX_MOE_LAYER_S);
+    0 for dense models and other engines."""
+    a = r.arch
+    if engine != "mlx" or r.gpu.vendor != "Apple" or not a.is_moe or not a.num_layers:
+        return 0.0
+    return eff.MLX_MOE_LAYER_S * a.num_moe_layers / a.num_layers
+
+
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
            sequences: Num | None = None) -> PassTime:
     """`pass_time` of `cost` with the plan's engine, precision, parallel split and link; an expert-parallel
@@ -756,7 +766,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
-                     + early_block_fp8_mla_moe_layer_s(r, s.engine),
+                     + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce)
 
