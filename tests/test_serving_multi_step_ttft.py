@@ -75,3 +75,12 @@ def test_dstack_mi300x_multi_step_rows_within_half() -> None:
         perf = evaluate(row.plan).performance
         assert perf is not None and perf.ttft_ms is not None
         assert 0.67 < perf.ttft_ms / row.value < 1.5, row.id
+
+
+def test_a_running_prefill_is_one_step_even_under_multi_step() -> None:
+    """A wave's first arrival is prefilled alone (`wave_stagger_s`); its prefill is a single step, so the others
+    wait for that pass only, not for a block of 15."""
+    multi = _resolved(_plan(num_scheduler_steps=15))
+    single = _resolved(_plan())
+    assert iteration_wait_s(multi, 0.050, others=1, closed_loop=True, prefill_running=True) == pytest.approx(
+        iteration_wait_s(single, 0.050, others=1, closed_loop=True))

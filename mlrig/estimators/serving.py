@@ -550,7 +550,7 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
-    return iteration_wait_s(r, first, others=1, closed_loop=True)
+    return iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
 
 
 # SGLang releases with the overlap ("zero-overhead") scheduler on by default: sgl-project/sglang PR #2067
@@ -1135,7 +1135,8 @@ def scheduler_block_steps(r: ResolvedPlan) -> int:
     return steps
 
 
-def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: bool = False) -> float:
+def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: bool = False,
+                     prefill_running: bool = False) -> float:
     """Time a new request waits for the engine's iterations before its own prefill can start.
 
     - With no other sequence running (`others` <= 0: one user of a closed loop, a rate load of one
@@ -1165,10 +1166,12 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
       block of n decode iterations: half of it on average, for a Poisson arrival and for a closed loop's alike
       (a response's last token comes at any step of a block, its user's next request into the rest of it).
       DSTACKCMP-0094 / -0097 (fit: vLLM 0.6.4 ROCm, --num-scheduler-steps 15, Llama-3.1-405B FP8 on 8x MI300X,
-      Poisson 16 / 32 req/s) measured median TTFTs of 715 / 3,757 ms with a ~200 ms median TPOT."""
+      Poisson 16 / 32 req/s) measured median TTFTs of 715 / 3,757 ms with a ~200 ms median TPOT. Not when the
+      running iteration is a prompt's prefill (`prefill_running`: a wave's first arrival, `wave_stagger_s`),
+      which runs as a single step, after which the scheduler is called again and takes the waiting prompts."""
     if others <= 0:
         return 0.0
-    block = scheduler_block_steps(r)
+    block = 1 if prefill_running else scheduler_block_steps(r)
     if block > 1:
         return 0.5 * block * step_s
     extra = step_s if vllm_async_scheduling(r) else 0.0
