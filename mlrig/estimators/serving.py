@@ -550,7 +550,7 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
-    return iteration_wait_s(r, first, others=1, closed_loop=True)
+    return iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
 
 
 # SGLang releases with the overlap ("zero-overhead") scheduler on by default: sgl-project/sglang PR #2067
@@ -979,6 +979,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
 
     most = whole_prompt_pass_cap(w, prompt, limit)
     separate = separate_prefill_passes(r, budget)
+    block = scheduler_block_steps(r)  # decode iterations between two scheduler calls (vLLM V0 multi-step)
 
     def admitted_cost(want: float, d: float) -> tuple[float, int]:
         """(s per prompt token of the prefills admitted at demand `want` per s, prompts per prefill pass)."""
@@ -988,7 +989,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             return pass_s_per_token(k), k
         if not separate:
             return t_f, 1
-        k = most if want * d >= most else max(1, math.ceil(want * d - 1e-9))
+        arrived = want * d * block  # the prompts that arrived while the running decode block ran
+        k = most if arrived >= most else max(1, math.ceil(arrived - 1e-9))
         return pass_s_per_token(k), k
 
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
@@ -1118,7 +1120,23 @@ def vllm_async_scheduling(r: ResolvedPlan) -> bool:
     return r.engine == "vllm" and not before(r.workload.engine_version, (0, 12))
 
 
-def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: bool = False) -> float:
+def scheduler_block_steps(r: ResolvedPlan) -> int:
+    """Decode iterations a new request cannot join: vLLM V0's multi-step scheduling (`--num-scheduler-steps n`,
+    0.6.0 to 0.10.0, `engines.vllm_multi_step`) schedules once and then runs the same batch for n decode steps
+    (vllm/engine/llm_engine.py `LLMEngine.step`: while `_has_remaining_steps` the cached scheduler outputs are
+    reused, `_cache_scheduler_outputs_for_multi_step`; the scheduler is not called, so a waiting prompt is
+    admitted only at the block's end). Prompts themselves run as one step (`Scheduler._get_num_lookahead_slots`
+    gives prefills no lookahead without chunked prefill). 1 elsewhere."""
+    from mlrig.estimators.engines import vllm_multi_step
+
+    steps = r.workload.num_scheduler_steps or 1
+    if r.engine != "vllm" or steps <= 1 or not vllm_multi_step(r.workload.engine_version):
+        return 1
+    return steps
+
+
+def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: bool = False,
+                     prefill_running: bool = False) -> float:
     """Time a new request waits for the engine's iterations before its own prefill can start.
 
     - With no other sequence running (`others` <= 0: one user of a closed loop, a rate load of one
@@ -1143,9 +1161,19 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
       InferenceBench's H100 sweep (INFBENCH-0001/-0003, vLLM 0.21, Llama-3.1-8B, ~43-token chat prompts)
       shows it: median TTFT 13.98 ms at 1 user and 22.75 ms at 4, +8.8 ms where TPOT, the iteration,
       is 6.5-6.6 ms: ~1.3 iterations more at 4 users, where half an iteration alone gave none (the
-      model had 12.2 ms at both)."""
+      model had 12.2 ms at both).
+    - Under vLLM V0's multi-step scheduling (`scheduler_block_steps` n > 1) the request waits for the running
+      block of n decode iterations: half of it on average, for a Poisson arrival and for a closed loop's alike
+      (a response's last token comes at any step of a block, its user's next request into the rest of it).
+      DSTACKCMP-0094 / -0097 (fit: vLLM 0.6.4 ROCm, --num-scheduler-steps 15, Llama-3.1-405B FP8 on 8x MI300X,
+      Poisson 16 / 32 req/s) measured median TTFTs of 715 / 3,757 ms with a ~200 ms median TPOT. Not when the
+      running iteration is a prompt's prefill (`prefill_running`: a wave's first arrival, `wave_stagger_s`),
+      which runs as a single step, after which the scheduler is called again and takes the waiting prompts."""
     if others <= 0:
         return 0.0
+    block = 1 if prefill_running else scheduler_block_steps(r)
+    if block > 1:
+        return 0.5 * block * step_s
     extra = step_s if vllm_async_scheduling(r) else 0.0
     if closed_loop:
         return max(step_s - frontend_s(r), 0.5 * step_s) + extra
