@@ -271,7 +271,9 @@ DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 #    Checked by the held-out RTX 3090 serving rows
 #    (ZHJUNQIN-0037..0045, MLC 0.1.dev1166, Llama-3-8B q4f16_1): their median TPOT jumps from 12.8 ms at
 #    ~3 running sequences to 36 ms at ~13 and 53 ms at ~44 (output throughput x TPOT), where a weights-read
-#    step stays near 10 ms.
+#    step stays near 10 ms. Left: at 2 req/s (-0042) the fluid rate model settles at ~4 running sequences
+#    (10 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step holds more requests
+#    in flight, a second steady state that the deterministic model does not reach from an idle engine.
 MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
 MLC_GEMM_ROW_TILE = 128
 
