@@ -256,6 +256,26 @@ DEQUANT_COPY_BW_EFF = 0.50
 EXLLAMA_MAX_Q_GEMM_ROWS = 32
 EXLLAMA_RECONSTRUCT_BYTES_PER_PARAM = 4.0
 DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
+# MLC-LLM's batched decode with quantised weights (performance.mlc_padded_gemm_rows): its compiler builds each
+#    de-quantise+matmul for a dynamic number of rows and dispatches on it at run time
+#    (python/mlc_llm/compiler_pass/low_batch_specialization.py, LowBatchGemvSpecialize, added 2024-03-08
+#    @3f05a1f5 and unchanged to 2026): up to 8 rows a GEMV-style schedule (buckets of 2 / 4 rows) that
+#    streams the 4-bit weights, above 8 the default dlight GEMM rule `dl.gpu.Matmul`, which on CUDA sm_70+
+#    hands a float16 GEMM to MatmulTensorization, whose schedule (python/tvm/dlight/gpu/matmul.py of
+#    mlc-ai/relax, read at 27417fc; the 2024-04 pin ced07e8 is not stored: i_factors [None, 1, 4, 2] x
+#    16-row MMA tiles) pads the row count to a multiple of 128 (`sch.pad_einsum`). So from 9 running
+#    sequences a decode step does the arithmetic of 128 rows, as a 128-token prefill of the same GEMMs does,
+#    priced with the engine's own prefill GEMM figures (COMPUTE_EFF["mlc"] = TinyChat's on GDDR, which MLC's
+#    prefill rows TINYCHAT-0066..0069 match; FP16_ACCUMULATE_4BIT). Structure from the source only: no factor
+#    is fitted to it. Later upstream TVM schedules sm_80+ GEMMs with other tiles; not separated by release.
+#    Checked by the held-out RTX 3090 serving rows
+#    (ZHJUNQIN-0037..0045, MLC 0.1.dev1166, Llama-3-8B q4f16_1): their median TPOT jumps from 12.8 ms at
+#    ~3 running sequences to 36 ms at ~13 and 53 ms at ~44 (output throughput x TPOT), where a weights-read
+#    step stays near 10 ms. Left: at 2 req/s (-0042) the fluid rate model settles at ~4 running sequences
+#    (10 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step holds more requests
+#    in flight, a second steady state that the deterministic model does not reach from an idle engine.
+MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
+MLC_GEMM_ROW_TILE = 128
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512

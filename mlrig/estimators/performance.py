@@ -804,6 +804,10 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
+    padded = mlc_padded_gemm_rows(r, engine, batch)
+    if padded is not None:
+        # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE); attention stays per sequence
+        cost = replace(cost, flops=cost.flops + (padded - batch) * 2.0 * matmul_params(r.arch))
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
@@ -813,6 +817,18 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
     if engine == "transformers":
         cost = _gptq_rows_cost(r, cost, batch)
     return cost
+
+
+def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None:
+    """The rows MLC-LLM's decode GEMMs compute for `batch` running sequences with quantised weights: `batch`
+    up to efficiency.MLC_LOW_BATCH_GEMV_MAX_ROWS (8; its GEMV-style low-batch schedule), above that `batch`
+    rounded up to a multiple of efficiency.MLC_GEMM_ROW_TILE (128; the padded tensor-core GEMM), as
+    LowBatchGemvSpecialize dispatches (efficiency.py has the source). None for other engines, 16-bit
+    weights (which MLC can hand to cuBLAS) and MoE models (their experts' kernels are not this GEMM)."""
+    if engine != "mlc" or r.precision.family == "f16" or r.arch.is_moe:
+        return None
+    tiles = vec.ceil_int(batch / eff.MLC_GEMM_ROW_TILE)
+    return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
 
 
 def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
