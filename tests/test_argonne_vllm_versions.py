@@ -26,7 +26,7 @@ def test_every_argonne_vllm_row_names_a_2024_release() -> None:
     """The results were committed by 2024-09-27: A100 from vLLM v0.6.1's requirement files, H100 from an unpinned
     `pip install vllm` of 2024-09-20 (0.6.1.post2 the newest), GH200 0.5.3.post1, MI300X v0.6.1 from source."""
     rows = _argonne_vllm_rows()
-    assert len(rows) == 117
+    assert len(rows) == 167  # 117 (branch s24-data) + 50 GH200 rows added on branch s28-dataserve
     for r in rows:
         version = r.plan["workload"].get("engine_version")
         assert version, r.id

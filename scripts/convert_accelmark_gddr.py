@@ -1,0 +1,123 @@
+"""Write the AccelMark rows for GDDR/Blackwell cards (tag ACCELMARKGD) from a local AccelMark checkout.
+
+The rows restate FreedomIntelligence/AccelMark `results/verified/<run>/result.json` @ ACCELMARK_COMMIT
+for the cards the ACCELMARK rows (branch s24) left out: GeForce RTX 5090 / 4090 / 3090, L4, RTX 6000 Ada,
+RTX A6000. Each row copies the plan of the matching ACCELMARK row (same suite, same scenario: the suites
+fix model, dataset, lengths and engine settings) and swaps in the card, the GPU count and the vLLM
+version the run printed. Usage: python scripts/convert_accelmark_gddr.py <AccelMark git dir> > out.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ACCELMARK_COMMIT = "5797fc42745be2494e6213938d9e5afa0c6c5bef"
+BLOB = f"https://github.com/FreedomIntelligence/AccelMark/blob/{ACCELMARK_COMMIT}/"
+CALIBRATION = Path(__file__).resolve().parent.parent / "mlrig" / "data" / "calibration"
+
+# run directory -> template rows of serving_accelmark.jsonl (same suite and runner)
+RUNS: dict[str, str] = {
+    "nvidia_geforce_rtx_5090x1_suite_A_nvidia_vllm_47f5d58e_b8f8ed0f": "A",
+    "nvidia_geforce_rtx_5090x1_suite_D_nvidia_vllm_47f5d58e_e87e6c36": "D",
+    "nvidia_l4x1_suite_A_nvidia_vllm_47f5d58e_b991b4c1": "A",
+    "nvidia_geforce_rtx_4090x1_suite_A_nvidia_vllm_47f5d58e_675e325e": "A",
+    "nvidia_geforce_rtx_4090x8_suite_B_nvidia_vllm_47f5d58e_cfd0bdc8": "B",
+    "nvidia_geforce_rtx_3090x1_suite_A_nvidia_vllm_47f5d58e_e95e2caa": "A",
+    "nvidia_rtx_6000_ada_generationx1_suite_A_nvidia_vllm_47f5d58e_bd3b5d27": "A",
+    "nvidia_rtx_6000_ada_generationx1_suite_D_nvidia_vllm_47f5d58e_42ab3af7": "D",
+    "nvidia_rtx_a6000x1_suite_A_nvidia_vllm_47f5d58e_7cd0b745": "A",
+    "nvidia_rtx_a6000x1_suite_D_nvidia_vllm_47f5d58e_f2197473": "D",
+    "nvidia_rtx_a6000x8_suite_B_nvidia_vllm_47f5d58e_0981ecf7": "B",
+}
+# template run per suite (rows already in serving_accelmark.jsonl)
+TEMPLATE_RUN = {
+    "A": "nvidia_h100_80gb_hbm3x1_suite_A_nvidia_vllm_47f5d58e_831c95a7",
+    "D": "nvidia_h100_80gb_hbm3x1_suite_D_nvidia_vllm_47f5d58e_02748da4",
+    "B": "nvidia_a100_sxm4_40gbx8_suite_B_nvidia_vllm_47f5d58e_14410aea",
+}
+
+
+def _result(repo: Path, run: str) -> dict[str, Any]:
+    text = subprocess.run(
+        ["git", "--git-dir", str(repo), "show", f"{ACCELMARK_COMMIT}:results/verified/{run}/result.json"],
+        check=True, capture_output=True, text=True).stdout
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _engine_version(framework_version: str) -> str:
+    """'0.19.1rc1.dev339+gedc364896' -> '0.19.1' (the release the dev build precedes is named in the note)."""
+    head = framework_version.split("+")[0]
+    for cut in ("rc", ".dev"):
+        head = head.split(cut)[0]
+    return head
+
+
+def _value(result: dict[str, Any], row: dict[str, Any]) -> tuple[float, str]:
+    """The figure the template row reads, from this run's result.json, and where it was read."""
+    metrics = result["metrics"]
+    load = row["plan"]["workload"]["load"]
+    metric = row["metric"]
+    if load == "offline":
+        first = metrics["offline"]["results_by_concurrency"][0]
+        if first["oom"]:
+            raise ValueError("offline run out of memory")
+        total = first.get("throughput_tokens_per_sec_total")
+        ratio = (f"total/output throughput ratio {total / first['throughput_tokens_per_sec']:.3f}, the "
+                 "template's lengths" if total else "no total throughput in this file")
+        return float(first["throughput_tokens_per_sec"]), (
+            f"offline output throughput {first['throughput_tokens_per_sec']} tok/s over "
+            f"{first['elapsed_seconds_median']} s (median of 3 runs; {ratio})")
+    key = "ttft_ms_p50" if metric == "ttft_ms" else "tpot_ms_p50"
+    if load == "concurrency":
+        inter = metrics["interactive"]
+        return float(inter[key]), f"interactive (one request at a time) {key} {inter[key]}"
+    rate = row["plan"]["workload"]["request_rate"]
+    for point in metrics["online"]["results_by_qps"]:
+        if float(point["target_qps"]) == float(rate):
+            return float(point[key]), (
+                f"online Poisson {rate} req/s (achieved {point['achieved_qps']}): {key} {point[key]}, "
+                f"run {point['elapsed_seconds_median']} s")
+    raise KeyError(f"no online point at {rate} req/s")
+
+
+def main() -> None:
+    repo = Path(sys.argv[1])
+    templates = [json.loads(line) for line in (CALIBRATION / "serving_accelmark.jsonl").open()]
+    n = 0
+    for run, suite in RUNS.items():
+        result = _result(repo, run)
+        chip = result["chip"]
+        software = result["software"]
+        date = result["environment"]["collected_at"][:10]
+        version = _engine_version(software["framework_version"])
+        for tpl in templates:
+            if f"/{TEMPLATE_RUN[suite]}/" not in tpl["source_url"]:
+                continue
+            value, where = _value(result, tpl)
+            plan = json.loads(json.dumps(tpl["plan"]))
+            plan["workload"]["engine_version"] = version
+            plan["hardware"] = {"gpu": chip["name"], "count": int(chip["count"]),
+                                "tensor_parallel": int(result["task"]["parallelism"]["tensor_parallel_size"])}
+            n += 1
+            note = (
+                f"AccelMark (verified tier) suite_{suite}, runner nvidia_vllm_47f5d58e on {chip['name']} "
+                f"x{chip['count']} ({chip['memory_gb']} GB, TP {plan['hardware']['tensor_parallel']}), {date}; "
+                f"vLLM {software['framework_version']}, {software['runtime_version']}. Same suite, dataset, "
+                f"lengths and engine settings as {tpl['id']} (its plan is copied; see that row for the "
+                f"dataset means and scenario details); {where}.")
+            row = {
+                "id": f"ACCELMARKGD-{n:04d}", "plan": plan, "metric": tpl["metric"], "value": value,
+                "unit": tpl["unit"], "source_url": f"{BLOB}results/verified/{run}/result.json",
+                "source_date": date,
+                "software": f"vLLM {software['framework_version']}, {software['runtime_version']}",
+                "source_note": note, "split": "holdout"}
+            print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The rows added on branch s28-dataserve restate their sources as their converters say.
+
+ACCELMARKGD rows copy the plan of the ACCELMARK row of the same suite and scenario (only the card, the
+GPU count and the vLLM version differ); the GH200 rows added to ARGONNE hold batch x tokens / latency.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+CALIBRATION = Path(__file__).resolve().parent.parent / "mlrig" / "data" / "calibration"
+
+
+def _rows(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (CALIBRATION / name).open()]
+
+
+def _scenario(row: dict[str, Any]) -> tuple[Any, ...]:
+    w = row["plan"]["workload"]
+    return (row["plan"]["model"]["name"], row["metric"], w["load"], w.get("request_rate"), w["prompt_tokens"])
+
+
+def _without_card(plan: dict[str, Any]) -> dict[str, Any]:
+    plan = json.loads(json.dumps(plan))
+    plan.pop("hardware")
+    plan["workload"].pop("engine_version")
+    return plan
+
+
+def test_accelmark_gddr_rows_copy_their_template_plan() -> None:
+    templates = {_scenario(r): r for r in _rows("serving_accelmark.jsonl")
+                 if "nvidia_h100_80gb_hbm3x1_suite" in r["source_url"]
+                 or "nvidia_a100_sxm4_40gbx8_suite_B" in r["source_url"]}
+    rows = _rows("serving_accelmark_gddr.jsonl")
+    assert len(rows) == 85
+    for row in rows:
+        template = templates[_scenario(row)]
+        assert _without_card(row["plan"]) == _without_card(template["plan"]), row["id"]
+        assert row["split"] == "holdout"
+        assert row["plan"]["hardware"]["count"] == row["plan"]["hardware"]["tensor_parallel"]
+        blackwell = "5090" in row["plan"]["hardware"]["gpu"]
+        assert row["plan"]["workload"]["engine_version"] == ("0.19.1" if blackwell else "0.7.3"), row["id"]
+
+
+def test_added_gh200_rows_are_batch_times_tokens_over_latency() -> None:
+    added = [r for r in _rows("serving_argonne_inference_bench.jsonl") if "s28-dataserve" in r["source_note"]]
+    assert len(added) == 104
+    for row in added:
+        w = row["plan"]["workload"]
+        latency_s = float(re.search(r"Latency ([0-9.]+) s", row["source_note"]).group(1))  # type: ignore[union-attr]
+        assert abs(row["value"] - w["batch_size"] * w["output_tokens"] / latency_s) < 0.01 * row["value"], row["id"]
+        assert w["prompt_tokens"] == w["output_tokens"]
+        if row["plan"]["model"]["name"] == "EleutherAI/gpt-j-6b":
+            assert w["prompt_tokens"] + w["output_tokens"] <= 2048, row["id"]
