@@ -110,6 +110,16 @@ def before(text: str | None, release: tuple[int, ...]) -> bool:
     return v is not None and v.release is not None and v.release < release
 
 
+def series_before(text: str | None, release: tuple[int, ...]) -> bool:
+    """`before`, where a version given as a series ("0.5", the release named when none is given: CURRENT) stands
+    for that series' newest release: older than `release` only where the whole series is ("0.5" is not before
+    0.5.3, "0.4" is before 0.5.3 but not before 0.4.8)."""
+    v = parse_version(text)
+    if v is not None and v.release is not None and len(v.release) <= 2:
+        return v.release < release[:len(v.release)]
+    return before(text, release)
+
+
 def llama_cpp_has_graphs(text: str | None) -> bool:
     v = parse_version(text)
     if v is None:
