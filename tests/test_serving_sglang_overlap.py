@@ -30,7 +30,7 @@ def _resolved(data: dict[str, object]):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("memory_gib", "version", "tokens"), [
     (22.5, "0.4.6", 2048), (22.5, "0.5.6", 2048), (22.5, None, 2048),  # A10G / L4 / RTX 4090: 2,048 always
-    (22.5, "0.4.7", 2048), (22.5, "0.5.2", 2048),
+    (22.5, "0.4.7", 2048), (22.5, "0.5.2", 2048), (22.5, "0.3.6", 8192),  # 0.3: 8,192 on every card
     # RTX 5090: >= 25,000 MiB under the first rules, < 35 GiB from 0.4.8
     (31.4, "0.4.6", 8192), (31.4, "0.4.7", 8192), (31.4, "0.4.8", 2048), (31.4, "0.5.6", 2048),
     (39.4, "0.4.6", 8192), (39.4, "0.5.2", 8192), (39.4, "0.5.3", 4096), (39.4, "0.5", 4096),  # A100 40GB
@@ -42,10 +42,11 @@ def _resolved(data: dict[str, object]):  # type: ignore[no-untyped-def]
 ])
 def test_sglang_chunked_prefill_default_by_memory_and_release(memory_gib: float, version: str | None,
                                                               tokens: int) -> None:
-    """Hand-read from SGLang's server_args.py in each release's wheel: up to 0.4.6 (PR #2268) 2,048 below 25,000
-    MiB, else 8,192; 0.4.7 the same with 16,384 above 180,000 MiB; 0.4.8-0.5.2 2,048 / 8,192 / 16,384 below 35 /
-    160 GiB / above; from 0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384 below 35 / 60 / 160 GiB / above. A
-    series ("0.5", "0.4") is its newest release. mlrig had had 8,192 on an MI300X for every release before 0.5.3."""
+    """Hand-read from SGLang's server_args.py in each release's wheel: 8,192 before 0.4.0; 0.4.0-0.4.6
+    (PR #2268) 2,048 below 25,000 MiB, else 8,192; 0.4.7 the same with 16,384 above 180,000 MiB; 0.4.8-0.5.2
+    2,048 / 8,192 / 16,384 below 35 / 160 GiB / above; from 0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384
+    below 35 / 60 / 160 GiB / above. A series ("0.5", "0.4") is its newest release. mlrig had had 8,192 on an
+    MI300X for every release before 0.5.3."""
     assert serving.sglang_default_chunked_prefill(memory_gib, version) == tokens
 
 
