@@ -454,7 +454,7 @@ MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
 #   of 1,275 new tokens after a cached 2,000-token system prompt, -0113 / -0110 / -0107), whose median TTFT is
 #   1.4-1.6x what the same passes without the prefix give (predicted/measured 0.64-0.73 without this term): 0.04 /
 #   0.06 / 0.08 / 0.12 / 0.20 give them a median predicted/measured of 1.14 / 0.99 / 0.91 / 0.83 / 0.77; 0.06 (about
-#   80 TFLOPS on an MI300X, near what 64 x 576 query tiles on 4 warps can hold in registers is not measured here).
+#   80 TFLOPS on an MI300X; the kernel's own rate is not measured here).
 #   Checked, not fitted, on the nine plain 3,200-token TTFT rows of the same runs (-0071..-0140), whose chunk
 #   continuations take the same path (`performance.chunk_prefix_pairs`): median error 11 % -> 7 %; the scope's fit
 #   rows (with ACCELMARK's) TTFT median 11.0 -> 6.8 %, p90 29 -> 16 %, throughput p90 29.9 -> 27.0 %; TPOT p90
