@@ -59,7 +59,7 @@ def test_no_prefix_term_on_later_releases_or_other_engines(change: dict[str, str
     plan = _row("DSTACKR1-0107")["plan"]
     plan["workload"].update(change)  # type: ignore[index]
     r = _resolved(plan)  # type: ignore[arg-type]
-    assert early_mla_prefix_attention_s(r, r.engine, 1275) == 0.0
+    assert early_mla_prefix_attention_s(r, r.engine or "", 1275) == 0.0
 
 
 def test_no_prefix_term_on_nvidia_or_dense_models() -> None:
