@@ -36,6 +36,7 @@ from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     before,
+    sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
     vllm_custom_allreduce_on_amd,
@@ -877,7 +878,8 @@ def early_mla_prefix_attention_s(r: ResolvedPlan, engine: str, prompt: Num) -> N
     """Seconds per prompt of `prompt` new tokens that the early ROCm absorbed-MLA extend kernel spends on the
     attention to tokens already in the cache (efficiency.MLA_PREFIX_ATTN_EARLY_EFF: SGLang before 0.4.5 on AMD
     GPUs, MLA models): the plan's `cached_prompt_tokens` (a radix-cache hit) and the earlier chunks of the
-    prompt itself (`chunk_prefix_pairs` at the plan's chunked-prefill budget), 2 x (kv_lora_rank + rope + kv_lora_rank)
+    prompt itself (`chunk_prefix_pairs` at the plan's chunked-prefill budget, SGLang's default unless the plan
+    sets max_num_batched_tokens: serving.prefill_budget), 2 x (kv_lora_rank + rope + kv_lora_rank)
     FLOPs per pair, head and layer, each GPU its heads' share. 0 elsewhere."""
     rate = eff.MLA_PREFIX_ATTN_EARLY_EFF.get(engine)
     limit = eff.MLA_DECODE_ATTN_EARLY_BEFORE.get(engine)
@@ -888,11 +890,8 @@ def early_mla_prefix_attention_s(r: ResolvedPlan, engine: str, prompt: Num) -> N
     peak = peak_tflops(r.gpu, "fp16", engine)
     if not peak:
         return 0.0 * prompt
-    from mlrig.estimators.engines import vllm_v1
-    from mlrig.estimators.serving import prefill_budget
-
     w = r.workload
-    budget = prefill_budget(r.plan, engine, r.gpu, vllm_v1(w.engine_version), a.max_position_embeddings, a)
+    budget = w.max_num_batched_tokens or sglang_default_chunked_prefill(r.gpu.memory_gib, w.engine_version)
     pairs = w.cached_prompt_tokens * prompt + chunk_prefix_pairs(prompt, budget)
     per_pair = 2.0 * (2 * a.kv_lora_rank + (a.qk_rope_head_dim or 0)) * a.num_heads * a.num_layers
     return pairs * per_pair / (rate * peak * 1e12) / max(1, r.hardware.tensor_parallel)
