@@ -30,16 +30,23 @@ def _resolved(data: dict[str, object]):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("memory_gib", "version", "tokens"), [
     (22.5, "0.4.6", 2048), (22.5, "0.5.6", 2048), (22.5, None, 2048),  # A10G / L4 / RTX 4090: 2,048 always
-    (31.4, "0.4.6", 8192), (31.4, "0.5.6", 2048),  # RTX 5090: >= 25,000 MiB under the old rule, < 35 GiB under tiers
+    (22.5, "0.4.7", 2048), (22.5, "0.5.2", 2048), (22.5, "0.3.6", 8192),  # 0.3: 8,192 on every card
+    # RTX 5090: >= 25,000 MiB under the first rules, < 35 GiB from 0.4.8
+    (31.4, "0.4.6", 8192), (31.4, "0.4.7", 8192), (31.4, "0.4.8", 2048), (31.4, "0.5.6", 2048),
     (39.4, "0.4.6", 8192), (39.4, "0.5.2", 8192), (39.4, "0.5.3", 4096), (39.4, "0.5", 4096),  # A100 40GB
     (79.2, "0.4.6", 8192), (79.2, "0.5.6", 8192), (139.8, "2026-03", 8192),  # H100 80GB, H200
-    (191.5, "0.4.3", 8192), (191.5, "0.5.6", 16384), (191.5, "0.4", 8192),  # MI300X
+    (139.8, "0.4.7", 8192), (139.8, "0.5.2", 8192),
+    # MI300X (192 GB: 196,608 MiB): 8,192 up to 0.4.6, 16,384 from 0.4.7 (above 180,000 MiB) on
+    (191.5, "0.4.2.post4", 8192), (191.5, "0.4.6.post5", 8192), (191.5, "0.4.7", 16384), (191.5, "0.5.2", 16384),
+    (191.5, "0.5.6", 16384), (191.5, "0.4", 16384), (191.5, "0.3", 8192),
 ])
 def test_sglang_chunked_prefill_default_by_memory_and_release(memory_gib: float, version: str | None,
                                                               tokens: int) -> None:
-    """Hand-read from SGLang's server_args.py: before 0.5.3 (PR #2268) 2,048 below 25,000 MiB, else 8,192; from
-    0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384 below 35 / 60 / 160 GiB / above. A series ("0.5") is its
-    newest release. mlrig had 2,048 below 70 GiB, 8,192 above, for every release."""
+    """Hand-read from SGLang's server_args.py in each release's wheel: 8,192 before 0.4.0; 0.4.0-0.4.6
+    (PR #2268) 2,048 below 25,000 MiB, else 8,192; 0.4.7 the same with 16,384 above 180,000 MiB; 0.4.8-0.5.2
+    2,048 / 8,192 / 16,384 below 35 / 160 GiB / above; from 0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384
+    below 35 / 60 / 160 GiB / above. A series ("0.5", "0.4") is its newest release. mlrig had had 8,192 on an
+    MI300X for every release before 0.5.3."""
     assert serving.sglang_default_chunked_prefill(memory_gib, version) == tokens
 
 

@@ -474,6 +474,26 @@ MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20}
 MLA_DECODE_ATTN_EARLY_VENDORS = ("AMD",)
 MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
 
+# Prefill attention over cached tokens on the same early ROCm path (performance.early_mla_prefix_attention_s): SGLang
+#   before 0.4.5 (MLA_DECODE_ATTN_EARLY_BEFORE) prefills DeepSeek's MLA in one of two ways (python/sglang/srt/models/
+#   deepseek_v2.py `DeepseekV2AttentionMLA.forward`, read at 0.4.2.post4): an extend batch in which no request has a
+#   cached prefix runs `forward_normal` (K and V decompressed, 192-wide heads), any other (a radix-cache hit, or the
+#   next chunk of a prompt the chunked-prefill budget split) runs `forward_absorb`: every head multiplies its
+#   576-wide query (kv_lora_rank 512 + rope 64) with the latent cache and reads 512-wide values, through the Triton
+#   `extend_attention_fwd` kernel (layers/attention/triton_ops/extend_attention.py), whose ROCm tiles are 64 x 64
+#   with 4 warps for every head width. Its prefix stage (queries against the tokens already cached) is priced
+#   here at this fraction of the 16-bit tensor peak, 2 x (576 + 512) FLOPs per (query, cached key) pair per head
+#   and layer. Fitted on DSTACKR1's three shared-prefix TTFT rows on 8x MI300X (SGLang 0.4.2, 32 / 64 / 128 users
+#   of 1,275 new tokens after a cached 2,000-token system prompt, -0113 / -0110 / -0107), whose median TTFT is
+#   1.4-1.6x what the same passes without the prefix give (predicted/measured 0.64-0.73 without this term): 0.04 /
+#   0.06 / 0.08 / 0.12 / 0.20 give them a median predicted/measured of 1.14 / 0.99 / 0.91 / 0.83 / 0.77; 0.06 (about
+#   80 TFLOPS on an MI300X; the kernel's own rate is not measured here).
+#   Checked, not fitted, on the nine plain 3,200-token TTFT rows of the same runs (-0071..-0140), whose chunk
+#   continuations take the same path (`performance.chunk_prefix_pairs`): median error 11 % -> 7 %; the scope's fit
+#   rows (with ACCELMARK's) TTFT median 11.0 -> 6.8 %, p90 29 -> 16 %, throughput p90 29.9 -> 27.0 %; TPOT p90
+#   30.5 -> 32.1 % (the shared-prefix rows' decode, already priced slow: MLA_DECODE_ATTN_BW_REL's note).
+MLA_PREFIX_ATTN_EARLY_EFF: dict[str, float] = {"sglang": 0.06}
+
 # Decode attention over an FP8 KV cache in TensorRT-LLM (v0.8 on: XQA, `engines.trt_llm_pre_xqa` false): fraction
 #   of the memory rate (BW_EFF) at which a decode step reads the paged cache. The weights stream at BW_EFF; the
 #   cache is read in 64-token pages per sequence and KV head, each converted from FP8 before the attention

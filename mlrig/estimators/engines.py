@@ -110,6 +110,16 @@ def before(text: str | None, release: tuple[int, ...]) -> bool:
     return v is not None and v.release is not None and v.release < release
 
 
+def series_before(text: str | None, release: tuple[int, ...]) -> bool:
+    """`before`, where a version given as a series ("0.5", the release named when none is given: CURRENT) stands
+    for that series' newest release: older than `release` only where the whole series is ("0.5" is not before
+    0.5.3, "0.4" is before 0.5.3 but not before 0.4.8)."""
+    v = parse_version(text)
+    if v is not None and v.release is not None and len(v.release) <= 2:
+        return v.release < release[:len(v.release)]
+    return before(text, release)
+
+
 def llama_cpp_has_graphs(text: str | None) -> bool:
     v = parse_version(text)
     if v is None:
@@ -135,6 +145,39 @@ SGLANG_GPU_BUCKETS: tuple[tuple[float, int, int, int], ...] = (
     (20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512),
     (float("inf"), 16384, 512, 512))
 SGLANG_OLD_MEM_FRACTION = 0.88
+
+
+# SGLang's --chunked-prefill-size default by the GPU memory the device reports (python/sglang/srt/server_args.py
+# `__post_init__` / `_handle_gpu_memory_settings`, `gpu_mem` in MiB; read in the PyPI wheel of each release named),
+# newest rule first, as (first release, ((below this many GiB, tokens), ...), tokens above the last):
+# - from 0.5.3 (PR #10372, merged 2025-09-19; tiers as PR #10975 keeps them; read at 0.5.3): 2,048 below 35 GiB
+#   (A10, RTX 4090 / 5090), 4,096 below 60 GiB (A100 40GB, L40), 8,192 below 160 GiB (H100, H200), 16,384 above
+#   (B200, MI300X);
+# - 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384
+#   above;
+# - 0.4.7: 2,048 below 25,000 MiB, 16,384 above 180,000 MiB, else 8,192;
+# - 0.4.0 to 0.4.6 (PR #2268, 2024-11-29; read at 0.4.0, 0.4.2.post4, 0.4.3.post2, 0.4.5, 0.4.6): 2,048 below
+#   25,000 MiB, else 8,192;
+# - before 0.4.0 (read at 0.3.0): 8,192 on every card.
+SGLANG_PREFILL_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int], ...], int], ...] = (
+    ((0, 5, 3), ((35.0, 2048), (60.0, 4096), (160.0, 8192)), 16384),
+    ((0, 4, 8), ((35.0, 2048), (160.0, 8192)), 16384),
+    ((0, 4, 7), ((25_000 / 1024, 2048), (180_000 / 1024, 8192)), 16384),
+    ((0, 4, 0), ((25_000 / 1024, 2048),), 8192),
+    ((0,), (), 8192),
+)
+
+
+def sglang_default_chunked_prefill(memory_gib: float, version: str | None) -> int:
+    """SGLang's default chunked-prefill budget (tokens per prefill batch) on a GPU of `memory_gib` GiB
+    under SGLang `version` (see SGLANG_PREFILL_ERAS). A version given as a series ("0.5", the release
+    named when none is given) takes that series' newest rule (`engines.series_before`). A 24 GB card (A10G, L4,
+    RTX 4090: 22-24 GiB as reported) gets 2,048 under every rule; an A100 40GB got 8,192 before 0.5.3 and 4,096
+    after; a 192 GB MI300X 8,192 before 0.4.7 and 16,384 from it."""
+    for first, tiers, above in SGLANG_PREFILL_ERAS:
+        if not series_before(version, first):
+            return next((tokens for below_gib, tokens in tiers if memory_gib < below_gib), above)
+    raise AssertionError("the last era starts at release 0")
 
 
 def sglang_gpu_defaults(gpu: GPU, tp: int) -> tuple[int, int]:

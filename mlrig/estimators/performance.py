@@ -36,6 +36,7 @@ from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     before,
+    sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
     vllm_custom_allreduce_on_amd,
@@ -892,6 +893,42 @@ def mla_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
     return rel
 
 
+def chunk_prefix_pairs(prompt: Num, budget: int | None) -> Num:
+    """(query, key) pairs of a prompt of `prompt` new tokens whose key was prefilled in an earlier chunk, where
+    prompts are packed back to back into chunked-prefill passes of `budget` tokens (SGLang's `PrefillAdder`
+    chunks the prompt that overflows a pass; `serving.sglang_prefill_first`): with the prompt's offset in its
+    pass uniform, P^3 / (6 B) for P <= B (it straddles a boundary with probability P / B, split at a uniform
+    point u: (P - u) u pairs, P^2 / 6 on average), P^2 / 2 - P B / 2 + B^2 / 6 above (all pairs but those within
+    a chunk). Hand check: P = B gives B^2 / 6 on both sides; no budget, none."""
+    if budget is None or budget <= 0:
+        return 0.0 * prompt
+    b = float(budget)
+    return vec.where(prompt <= b, prompt ** 3 / (6.0 * b), prompt * prompt / 2.0 - prompt * b / 2.0 + b * b / 6.0)
+
+
+def early_mla_prefix_attention_s(r: ResolvedPlan, engine: str, prompt: Num) -> Num:
+    """Seconds per prompt of `prompt` new tokens that the early ROCm absorbed-MLA extend kernel spends on the
+    attention to tokens already in the cache (efficiency.MLA_PREFIX_ATTN_EARLY_EFF: SGLang before 0.4.5 on AMD
+    GPUs, MLA models): the plan's `cached_prompt_tokens` (a radix-cache hit) and the earlier chunks of the
+    prompt itself (`chunk_prefix_pairs` at the plan's chunked-prefill budget, SGLang's default unless the plan
+    sets max_num_batched_tokens: serving.prefill_budget), 2 x (kv_lora_rank + rope + kv_lora_rank)
+    FLOPs per pair, head and layer, each GPU its heads' share. 0 elsewhere."""
+    rate = eff.MLA_PREFIX_ATTN_EARLY_EFF.get(engine)
+    limit = eff.MLA_DECODE_ATTN_EARLY_BEFORE.get(engine)
+    a = r.arch
+    if (rate is None or limit is None or a.kv_lora_rank is None or r.gpu.vendor not in eff.MLA_DECODE_ATTN_EARLY_VENDORS
+            or not before(r.workload.engine_version, limit)):
+        return 0.0 * prompt
+    peak = peak_tflops(r.gpu, "fp16", engine)
+    if not peak:
+        return 0.0 * prompt
+    w = r.workload
+    budget = w.max_num_batched_tokens or sglang_default_chunked_prefill(r.gpu.memory_gib, w.engine_version)
+    pairs = w.cached_prompt_tokens * prompt + chunk_prefix_pairs(prompt, budget)
+    per_pair = 2.0 * (2 * a.kv_lora_rank + (a.qk_rope_head_dim or 0)) * a.num_heads * a.num_layers
+    return pairs * per_pair / (rate * peak * 1e12) / max(1, r.hardware.tensor_parallel)
+
+
 def fp8_kv_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
     """Fraction of the memory rate a decode step reads an FP8 KV cache at, where the engine's decode attention
     reads it slower than the weights stream (efficiency.FP8_KV_DECODE_ATTN_BW_REL: TensorRT-LLM's XQA on an FP8
@@ -975,6 +1012,9 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
+    prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
+    if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
+        t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
     if s.serial > 1 and s.engine.startswith("llama.cpp"):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)

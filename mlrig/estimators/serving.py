@@ -62,6 +62,7 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     lmdeploy_default_max_batch_size,
+    sglang_default_chunked_prefill,
     vllm_big_gpu_defaults,
 )
 from mlrig.estimators.memory import largest_true
@@ -325,34 +326,6 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     return LoadPoint(running=running, step_s=max((c.seconds for c in decodes), default=single.seconds),
                      tpot_s=tpot, throughput_tok_s=throughput, requests_per_s=throughput / out, ttft_s=ttft,
                      queue_s=max(0.0, ttft - own), bound=bound, saturated=False)
-
-
-# SGLang's --chunked-prefill-size default by the GPU memory the device reports (server_args.py; `gpu_mem`
-# in MiB): up to 0.5.2 (sgl-project/sglang PR #2268, 2024-11-29) 2,048 below 25,000 MiB, else 8,192; from
-# PR #10372 (merged 2025-09-19, first in 0.5.3; tiers as PR #10975 keeps them) 2,048 below 35 GiB (A10,
-# RTX 4090), 4,096 below 60 GiB (A100 40GB, L40), 8,192 below 160 GiB (H100, H200), 16,384 above
-# (B200, MI300X).
-SGLANG_TIERED_PREFILL_FROM = (0, 5, 3)
-SGLANG_PREFILL_TIERS_GIB = ((35.0, 2048), (60.0, 4096), (160.0, 8192))
-
-
-def sglang_default_chunked_prefill(memory_gib: float, version: str | None) -> int:
-    """SGLang's default chunked-prefill budget (tokens per prefill batch) on a GPU of `memory_gib` GiB
-    under SGLang `version` (see SGLANG_PREFILL_TIERS_GIB). A version given as a series ("0.5", the release
-    named when none is given) takes that series' current rule. A 24 GB card (A10G, L4, RTX 4090: 22-24 GiB
-    as reported) gets 2,048 under every rule; an A100 40GB got 8,192 before 0.5.3 and 4,096 after."""
-    from mlrig.estimators.engines import before, parse_version
-
-    v = parse_version(version)
-    old = before(version, SGLANG_TIERED_PREFILL_FROM)
-    if v is not None and v.release is not None and len(v.release) <= 2:  # a series: its newest release
-        old = v.release < SGLANG_TIERED_PREFILL_FROM[:len(v.release)]
-    if old:
-        return 2048 if memory_gib * 1024 < 25_000 else 8192
-    for limit_gib, tokens in SGLANG_PREFILL_TIERS_GIB:
-        if memory_gib < limit_gib:
-            return tokens
-    return 16384
 
 
 def fused_prefill_s_per_token(own: PassTime, prompt: int, budget: int | None) -> float:
