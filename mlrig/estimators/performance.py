@@ -1148,12 +1148,15 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s27-trtbench: TensorRT-LLM's fixed-length offline waves (serving.fixed_length_waves) and FP8-cache decode
 # read (efficiency.FP8_KV_DECODE_ATTN_BW_REL) bring the TRTBENCH70 rows in (all rows: throughput p90 0.51 -> 0.46):
 # 0.55.
+# Stop 28: vLLM V1's 50 µs per running sequence per step (efficiency.VLLM_V1_SEQ_STEP_OVERHEAD_S), 104 GH200 static-
+# batch rows of Argonne's (held out, 5.7% median) and AccelMark's GDDR runs (held out) bring all rows' throughput p90
+# to 0.415 (TTFT 0.675, TPOT 0.416, prefill 0.33, decode 0.18): 0.45.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
     "ttft_ms": 0.70,
     "tpot_ms": 0.45,
-    "throughput_tok_s": 0.55,
+    "throughput_tok_s": 0.45,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
 INTEL_GDDR_DECODE_BAND = 0.25
