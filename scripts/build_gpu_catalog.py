@@ -146,6 +146,15 @@ CSV_OVERRIDES: dict[str, dict[str, Any]] = {
         note="CATALOG OVERRIDE: FP4 dense 9,000 TFLOPS entered (the reference table has no FP4 column; NVFP4 "
         "training prices its linear GEMMs at it).",
     ),
+    "rtx-pro-6000-blackwell": dict(
+        set=dict(fp4_tflops_dense=2015.2),
+        source="https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/quadro-product-literature/"
+        "NVIDIA-RTX-Blackwell-PRO-GPU-Architecture-v1.0.pdf",
+        verification="FP4 dense DERIVED as 4x the whitepaper's FP16 dense 503.8 (Blackwell's 4:2:1 FP4:FP8:FP16 "
+        "ratio; the whitepaper's FP8 is 2x FP16); NVIDIA's '4000 AI TOPS' is FP4 with sparsity, ~2,000 dense",
+        note="CATALOG OVERRIDE: FP4 dense 2,015.2 TFLOPS entered, as the Server and Max-Q entries carry theirs "
+        "(the reference table has no FP4 column).",
+    ),
     "dgx-spark": dict(
         set=dict(fp16_tflops_dense=125.0, bf16_tflops_dense=125.0, fp8_tflops_dense=250.0, fp4_tflops_dense=500.0),
         source="https://www.nvidia.com/en-us/products/workstations/dgx-spark/",

@@ -145,6 +145,10 @@ def test_derived_geforce_rates_follow_the_documented_ratios() -> None:
     r5070 = resolve_gpu("RTX 5070")
     assert r5070.bf16_tflops_dense == pytest.approx(988 / 16, abs=0.05)
     assert r5070.fp4_tflops_dense == pytest.approx(988 / 2)
+    # RTX PRO 6000 Blackwell: every edition carries an FP4 rate, 4x its FP16 dense (4000 AI TOPS is sparse)
+    for name in ("RTX PRO 6000", "RTX PRO 6000 Server", "RTX PRO 6000 Max-Q"):
+        g = resolve_gpu(name)
+        assert g.fp4_tflops_dense == pytest.approx(4 * g.fp16_tflops_dense, rel=0.01), name
     # Ada GeForce: FP16 (FP32 acc) = AI TOPS / 8 (RTX 4090: 1321 -> 165.2)
     assert resolve_gpu("RTX 4060").fp16_tflops_dense == pytest.approx(242 / 8, abs=0.06)
     # a laptop 4090 is a 16 GB AD103, far from the desktop card
