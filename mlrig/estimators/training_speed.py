@@ -40,16 +40,6 @@ def train_flops_per_token(
     return model, hw
 
 
-def attention_width(arch: ModelArch) -> int:
-    """Width of the attention core's two GEMMs (QK^T and AV): query heads x head size, the `a` of
-    4 L a s forward FLOPs per token. Narayanan et al. (2021) write d_model, which it equals in most models
-    but not all: Qwen3-0.6B has 16 heads of 128 on a 1,024 model width (2x), Qwen3-4B 32 x 128 on 2,560
-    (1.6x), Gemma's head size is 256. MLA models (DeepSeek) keep d_model."""
-    if arch.is_mla:
-        return arch.hidden_size
-    return arch.num_heads * arch.dim_head
-
-
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
     """Tensor peak under a power cap (nvidia-smi -pl). Dynamic CMOS power is C V^2 f and, in the
     DVFS range, voltage scales roughly with frequency, so P ~ f^3 and the sustained clock under a
@@ -191,7 +181,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     inter = arch.intermediate_size if not arch.is_moe else (arch.moe_intermediate_size or arch.intermediate_size)
     # per token, whole model (split over the GPUs below)
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
-    attn_fwd = 4.0 * layers * attention_width(arch) * seq
+    attn_fwd = 4.0 * layers * h * seq
     fused_engine = surogate_engine(plan.workload.engine)
     # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
     recompute_attention = ck != "none" and not (fused_engine and lora)
