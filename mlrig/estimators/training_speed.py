@@ -161,7 +161,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       copies of each token, `tp_comm_per_token`),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
-      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
+      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
+
+    Surogate's C++/CUDA engine (`SUROGATE_ENGINES`) differs where its code does: cuDNN attention, no
+    attention recompute under LoRA, fused element-wise kernels, no per-micro-batch launch cost."""
     from mlrig import quant
 
     arch, plan, gpu = r.arch, r.plan, r.gpu
