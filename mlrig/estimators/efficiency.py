@@ -1034,14 +1034,6 @@ TRAIN_GEMM_EFF: dict[str, float] = {"hbm": 0.72, "gddr": 0.65, "unified": 0.40, 
 # 0.75-0.85 all bring them within ~15 %; 0.80, the middle, is taken. No GeForce row is held out: the
 # figure is checked on fit rows only.
 TRAIN_GEMM_EFF_GEFORCE = 0.80
-# GeForce Blackwell (GB20x, sm_120) does not halve bf16 with FP32 accumulate in practice: on an RTX 5090
-# mma.sync bf16 -> fp32 ran at 370.6 TFLOPS against the whitepaper's 209.5 (1.77x), and torch.matmul bf16
-# (cuBLAS, 16384 x 8192 x 1280) at 224.3 TFLOPS (main-horse, "Things I learned digging into 5090 perf",
-# https://main-horse.github.io/posts/5090-mm-perf, 2025). The cuBLAS figure, 224.3 / 209.5 = 1.07 of the
-# catalog rate, is taken (measured, not fitted). With 0.80 the 5090 training rows came out 25-34 % too slow
-# whatever the engine and model size: Surogate's Qwen3-8B LoRA, GEMM-bound (SUROGATE-0004/-0008, -28 %/-25 %
-# with the Surogate settings), and HF Trainer's Qwen3-1.7B full fine-tune (SCICOM-0001, -34 %).
-TRAIN_GEMM_EFF_GEFORCE_BLACKWELL = 224.3 / 209.5
 # Narrow models under-fill the GEMM tiles: efficiency x d / (d + TRAIN_GEMM_WIDTH_D0).
 TRAIN_GEMM_WIDTH_D0 = 220.0
 # Flash attention relative to the GEMMs (training_speed.attention_efficiency): FA2 reaches 50-73 % of

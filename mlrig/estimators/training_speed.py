@@ -100,11 +100,8 @@ GEFORCE_TRAIN_DRAW_FRACTION = 400.0 / 450.0
 def train_gemm_eff(gpu: GPU, mclass: str) -> float:
     """Fraction of the catalog's dense tensor rate that training GEMMs reach (`eff.TRAIN_GEMM_EFF`), by
     memory class; GeForce cards have their own figure (`eff.TRAIN_GEMM_EFF_GEFORCE`): their catalog rate is
-    the half-rate FP16/BF16-with-FP32-accumulate one, which their GEMMs reach in full; GeForce Blackwell
-    (GB20x) GEMMs run above it (`eff.TRAIN_GEMM_EFF_GEFORCE_BLACKWELL`)."""
+    the half-rate FP16/BF16-with-FP32-accumulate one, which their GEMMs reach in full."""
     if gpu.hardware_class == "geforce" and mclass == "gddr":
-        if "blackwell" in (gpu.architecture or "").lower():
-            return eff.TRAIN_GEMM_EFF_GEFORCE_BLACKWELL
         return eff.TRAIN_GEMM_EFF_GEFORCE
     return eff.TRAIN_GEMM_EFF[mclass]
 
