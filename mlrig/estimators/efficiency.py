@@ -1092,6 +1092,15 @@ TRAIN_BW_EFF = 0.80
 # backward. Eager PyTorch upcasts norms to fp32 and runs each op as its own kernel (Llama's
 # RMSNorm: ~7 kernels in fp32); fitted between the A100 and H100 rows above.
 TRAIN_ELEMENTWISE_PASSES = 15.0
+# The same for Surogate's fused kernels (training_speed.SUROGATE_ENGINES), counted from its Qwen3 block
+# (surogate/dsl/blocks/qwen3.py at a9b33fdc) in values of one token, with q = the qkv width:
+# forward - residual add + RMSNorm in one kernel (`fused_residual_rmsnorm`, read 2h write 2h) twice,
+# QK-norm + RoPE in one (`qkv_qk_norm_rope`, read q write q), SwiGLU (read 2i write i): 8h + 2q + 3i;
+# backward - the two norms' backward with the residual gradient (~4h each), QK-norm + RoPE (3q),
+# SwiGLU (read 3i write 2i): 8h + 3q + 5i. For Qwen3's q ~ 1.5h, i ~ 3h that is 20h forward and 30.5h
+# backward: 50.5h over the 5h of (2h + i), ~10 passes (recompute's forward again is the 0.33 added under
+# full checkpointing). Derived, not fitted.
+TRAIN_ELEMENTWISE_PASSES_FUSED = 10.0
 # Fixed cost per optimizer step (optimizer bookkeeping, gradient clipping's norm, logging, the
 # data loader's hand-off) and per micro-batch (kernel launches of a forward+backward, ~1k-3k
 # kernels at ~5-10 us each in eager mode). Order-of-magnitude values, fitted with the rest of this

@@ -158,7 +158,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       copies of each token, `tp_comm_per_token`),
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
-      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic."""
+      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
+
+    Surogate's C++/CUDA engine (`SUROGATE_ENGINES`) differs where its code does: cuDNN attention, no
+    attention recompute under LoRA, fused element-wise kernels, no per-micro-batch launch cost."""
     from mlrig import quant
 
     arch, plan, gpu = r.arch, r.plan, r.gpu
@@ -182,14 +185,18 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # per token, whole model (split over the GPUs below)
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
     attn_fwd = 4.0 * layers * h * seq
-    attn_flops = 3.0 * attn_fwd + (attn_fwd if ck != "none" else 0.0)  # selective recomputes the core too
+    fused_engine = surogate_engine(plan.workload.engine)
+    # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
+    recompute_attention = ck != "none" and not (fused_engine and lora)
+    attn_flops = 3.0 * attn_fwd + (attn_fwd if recompute_attention else 0.0)
     gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
     t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
-    passes = eff.TRAIN_ELEMENTWISE_PASSES * (1.0 + (0.33 if ck == "full" else 0.0))
+    passes = ((eff.TRAIN_ELEMENTWISE_PASSES_FUSED if fused_engine else eff.TRAIN_ELEMENTWISE_PASSES)
+              * (1.0 + (0.33 if ck == "full" else 0.0)))
     ew_bytes = passes * (2 * h + inter) * 2.0 * layers
     tokens_per_rank_step = seq * batch  # one micro-batch per data-parallel rank
     if fp8:
@@ -231,7 +238,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
-    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + eff.TRAIN_MICROBATCH_OVERHEAD_S * micro
+    # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
+    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else eff.TRAIN_MICROBATCH_OVERHEAD_S) * micro
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
@@ -329,6 +337,29 @@ HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "
 HF_DENSE_MOE_MODEL_TYPES = ("llama4", "llama4_text")
 
 
+# Surogate (invergent-ai/surogate; read at commit a9b33fdc, 2026-02-13, the commit of its benchmark page):
+# its own C++/CUDA training engine, not PyTorch modules. What the training-speed path prices differently:
+# - the whole optimizer step - every micro-batch's forward and backward and the AdamW-8bit update - is
+#   captured once as one CUDA graph and replayed (csrc/src/binding/py_train.cpp, `train_step_graphed`:
+#   cudaStreamBeginCapture over the micro-step loop and `update_with_graph_params`, then cudaGraphLaunch;
+#   `use_cuda_graphs` defaults to True in surogate/core/config/sft_config.py): no host launch cost per
+#   micro-batch (`eff.TRAIN_MICROBATCH_OVERHEAD_S` dropped); the per-step cost stays (data hand-off, the
+#   graph launch, the synchronise and loss copy after it);
+# - attention is cuDNN's flash attention (`recompute_attrs={"attn_impl": "cudnn"}` in
+#   surogate/dsl/blocks/qwen3.py; csrc/src/kernels/cudnn_att.cpp): `CUDNN_ATTENTION_ENGINES`;
+# - its recompute (`recompute: true`, the default) re-runs every linear GEMM of a block in backward
+#   (qkv, out, mlp_up, mlp_down: `recompute_policy="always"`), but under LoRA not the attention core
+#   (`att`/`lse` have `recompute_policy="fft_only"`; RecomputePlan::execute_layer skips `flash_attention`
+#   in LoRA mode, csrc/src/runtime/dsl/recompute_plan.cpp): 2N more GEMM FLOPs, no attention recompute;
+# - its non-GEMM kernels are fused (`eff.TRAIN_ELEMENTWISE_PASSES_FUSED`).
+SUROGATE_ENGINES = ("surogate",)
+
+
+def surogate_engine(engine: str | None) -> bool:
+    """Whether the plan's training engine is Surogate (`SUROGATE_ENGINES`)."""
+    return any((engine or "").lower().startswith(e) for e in SUROGATE_ENGINES)
+
+
 def hf_stack_on_hopper(gpu: GPU, engine: str | None, method: str | None = "qlora") -> bool:
     """Whether a plan runs QLoRA under an HF-modelling framework (`HF_MODELLING_ENGINES`: eager PyTorch
     modules, bitsandbytes 4-bit linears, FlashAttention-2, no Transformer Engine) on an NVIDIA Hopper or
@@ -395,8 +426,9 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
 
 
 # Frameworks whose attention is Transformer Engine's DotProductAttention, which picks cuDNN's fused
-# (flash) attention on Hopper and newer (TE docs, "Attention backends"): NeMo and Megatron-Core.
-CUDNN_ATTENTION_ENGINES = ("nemo", "megatron")
+# (flash) attention on Hopper and newer (TE docs, "Attention backends"): NeMo and Megatron-Core; and
+# Surogate, which calls cuDNN's flash attention itself (`SUROGATE_ENGINES`).
+CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *SUROGATE_ENGINES)
 
 
 def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
