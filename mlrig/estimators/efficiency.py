@@ -752,7 +752,7 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 10
 #    cross at ~58 KB). Fitted on those TP-2 rows' decode and TPOT (median error 11 % -> 4 %); the
 #    LL bandwidth (1.3 GB/s) only shapes the crossover. The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the
 #    same path: their TTFT moves from 51 % to ~18 % under, TPOT/throughput by a few points either way.
-PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-6, 12.0))
+PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((42e-6, 1.0e-6, 1.3), (72.6e-6, 5.7e-6, 12.0))
 # Engines whose tensor-parallel all-reduce on PCIe is one plain NCCL / RCCL call issued by a compiled runtime on
 #    the decode step's own stream, priced by NCCL's own ring model (`interconnects.nccl_ring_allreduce_time_s`,
 #    NCCL_PCIE_RING_PROTOCOLS) instead of PCIE_ALLREDUCE_PROTOCOLS' host-staging figures, which were fitted
