@@ -743,8 +743,9 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 10
 #    not supported on more than two PCIe-only GPUs"; `should_custom_ar`: "for 4 or more non NVLink-capable
 #    GPUs, custom allreduce provides little performance improvement over NCCL"; vllm/distributed/
 #    device_communicators/custom_all_reduce.py @ 0ad8064; the same warning is in the startup logs of vLLM
-#    builds on NCCL 2.21.5, i.e. torch 2.5's vLLM 0.6.4-0.7): the all-reduce is one pynccl call. NCCL chooses per message size the protocol it predicts fastest (NCCL docs, NCCL_PROTO: LL,
-#    LL128, Simple; LL128 only where NVLink allows it): LL's 8-byte flag+data stores need no handshake but move
+#    builds on NCCL 2.21.5, i.e. torch 2.5's vLLM 0.6.4-0.7): the all-reduce is one pynccl call. NCCL chooses
+#    per message size the protocol it predicts fastest (NCCL docs, NCCL_PROTO: LL, LL128, Simple; LL128 only
+#    where NVLink allows it): LL's 8-byte flag+data stores need no handshake but move
 #    half their bytes and poll (low fixed cost, low bandwidth); Simple moves whole chunks behind a flag and fence
 #    per step (higher fixed cost, the path's bandwidth). Without P2P the steps go through host memory.
 #    - Per ring step: NCCL's own latency for a PCIe ring, LL 1.0 us / Simple 5.7 us (NVIDIA/nccl
