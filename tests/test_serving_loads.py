@@ -254,8 +254,9 @@ def test_rate_load_serves_the_rate_until_saturated() -> None:
 # ---- multi-GPU decode ---------------------------------------------------------------------------
 def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
     """2 all-reduces per layer, each a barrier (efficiency.ALLREDUCE_SYNC_S; on PCIe the host-staged NCCL
-    protocols' fixed cost, efficiency.PCIE_ALLREDUCE_PROTOCOLS): on PCIe a 70B's decode gains little from
-    more GPUs, and the comm term is at least 2 x layers x the cheapest protocol's fixed cost."""
+    protocols' fixed cost, efficiency.PCIE_ALLREDUCE_PROTOCOLS): the comm term is at least 2 x layers x the
+    cheapest protocol's fixed cost and grows with the ring, so on PCIe a 70B's decode gains well under the
+    weights' 4x from 2 to 8 GPUs."""
     from mlrig.estimators import efficiency as eff
     from mlrig.planner import resolve_arch
 
@@ -267,7 +268,7 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
         return decode_step(resolve(resolve_arch(p), p, resolve_gpu("a100-sxm-80gb")), 1, 640).comm_s
 
     arch = resolve_arch(parse_plan({"model": "llama-3-70b"}))
-    floor = 2 * arch.num_layers * min(fixed for fixed, _ in eff.PCIE_ALLREDUCE_PROTOCOLS)
+    floor = 2 * arch.num_layers * min(fixed for fixed, _, _ in eff.PCIE_ALLREDUCE_PROTOCOLS)
     assert step(4, "pcie4-x16") > floor
     assert step(4, "pcie4-x16") > 3 * step(4, "nvlink3")
     r2 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
@@ -275,7 +276,8 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
     r8 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
                    "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16"}})
     assert r2.performance and r8.performance
-    assert r8.performance.decode_tok_s < 2.0 * r2.performance.decode_tok_s  # type: ignore[operator]
+    assert r8.performance.decode_tok_s < 2.5 * r2.performance.decode_tok_s  # type: ignore[operator]
+    assert step(8, "pcie4-x16") > step(4, "pcie4-x16") > step(2, "pcie4-x16")
 
 
 def test_plan_shows_other_engines_side_by_side() -> None:

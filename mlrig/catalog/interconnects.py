@@ -171,17 +171,24 @@ def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect, *, peer_to_pe
 
 
 def pcie_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
-                          protocols: tuple[tuple[float, float], ...]) -> Num:
-    """All-reduce over PCIe staged through host memory: the ring's steps and wire time
-    (`allreduce_time_s`) plus, for the cheapest of NCCL's `protocols` ((fixed s, host-staging GB/s) each,
-    efficiency.PCIE_ALLREDUCE_PROTOCOLS), its fixed cost and the ring's bytes at its staging bandwidth."""
+                          protocols: tuple[tuple[float, float, float], ...]) -> Num:
+    """All-reduce over PCIe through NCCL's ring, as vLLM runs it where its own kernel is off: the ring's
+    wire time (2(N-1)/N x bytes at the link's bandwidth) plus, for the cheapest of `protocols`
+    ((fixed s per call, s per ring step, host-staging GB/s) each, efficiency.PCIE_ALLREDUCE_PROTOCOLS),
+    its fixed cost, 2(N-1) ring steps at its per-step latency and the ring's bytes at its staging bandwidth.
+    The per-step latencies are NCCL's own for a PCIe ring (tuning.cc `hwLat`), not the link's generic
+    latency: the fixed cost is what stays per call whatever the GPU count."""
     if ranks <= 1:
         return 0.0
-    moved = 2 * (ranks - 1) / ranks * n_bytes
-    best: Num = protocols[0][0] + moved / (protocols[0][1] * 1e9)
-    for fixed, gb_s in protocols[1:]:
-        best = vec.minimum(best, fixed + moved / (gb_s * 1e9))
-    return vec.where(n_bytes > 0, allreduce_time_s(n_bytes, ranks, link) + best, 0.0)
+    steps = 2 * (ranks - 1)
+    moved = steps / ranks * n_bytes
+    wire = moved / (link.bandwidth_gb_s * 1e9)
+    best: Num | None = None
+    for fixed_s, step_s, gb_s in protocols:
+        t = fixed_s + steps * step_s + moved / (gb_s * 1e9)
+        best = t if best is None else vec.minimum(best, t)
+    assert best is not None
+    return vec.where(n_bytes > 0, wire + best, 0.0)
 
 
 def nccl_ring_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,

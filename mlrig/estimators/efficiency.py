@@ -755,24 +755,40 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      handshake over direct GPU-GPU load/store links); no fit row isolates it. Until the catalog had an
 #      Infinity Fabric entry, MI300X got NVLink's, so 10 us is what it paid before too.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
-# PCIe all-reduce staged through host memory, per NCCL protocol (`interconnects.pcie_allreduce_time_s`):
-#    (fixed seconds per all-reduce, host-staging bandwidth in GB/s, on top of the ring's PCIe wire time and
-#    2(N-1) link latencies). Where GPUs lack peer-to-peer access vLLM disables its custom all-reduce
-#    ("Custom allreduce is disabled because your platform lacks GPU P2P capability", the DLVLLM-* startup
-#    logs; vllm/distributed/device_communicators/custom_all_reduce.py) and NCCL reduces through host memory,
-#    choosing per message size the protocol it predicts fastest (NCCL docs, NCCL_PROTO: LL, LL128, Simple;
-#    LL128 only where NVLink allows it): LL's 8-byte flag+data stores need no handshake but move half their
-#    bytes and poll host memory (low fixed cost, low bandwidth); Simple moves whole chunks behind a flag and
-#    fence per step (higher fixed cost, the path's bandwidth). One fixed time per all-reduce (the former
-#    100 us, fitted on batch-10 TPOT) could not fit both regimes: vLLM 0.10 on two A100s without P2P decodes
-#    one sequence at 8.8 / 29.2 / 58.0 ms per token (Qwen2-7B / Qwen2.5-32B / Qwen2-72B, DLVLLM-0002 / -0088
-#    / -0110; 100 us gave 0.67 / 0.76 / 0.87 x), ~20 us per all-reduce beyond the wire time at 7-16 KB,
-#    while 10-200 sequences (70 KB-1.6 MB per all-reduce; DLVLLM-0004..0030, -0090..-0100, -0112..-0118)
-#    add ~60 us plus the bytes at ~12 GB/s: the small messages take LL, the rest Simple (the two lines
-#    cross at ~58 KB). Fitted on those TP-2 rows' decode and TPOT (median error 11 % -> 4 %); the
-#    LL bandwidth (1.3 GB/s) only shapes the crossover. The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the
-#    same path: their TTFT moves from 51 % to ~18 % under, TPOT/throughput by a few points either way.
-PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float], ...] = ((20e-6, 1.3), (60e-6, 12.0))
+# PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
+#    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
+#    Where GPUs lack peer-to-peer access vLLM disables its custom all-reduce ("Custom allreduce is disabled
+#    because your platform lacks GPU P2P capability", the DLVLLM-* startup logs), and on more than two GPUs
+#    without a full NVLink mesh it disables it whatever P2P allows ("Custom allreduce is disabled because it's
+#    not supported on more than two PCIe-only GPUs"; `should_custom_ar`: "for 4 or more non NVLink-capable
+#    GPUs, custom allreduce provides little performance improvement over NCCL"; vllm/distributed/
+#    device_communicators/custom_all_reduce.py @ 0ad8064; the same warning is in the startup logs of vLLM
+#    builds on NCCL 2.21.5, i.e. torch 2.5's vLLM 0.6.4-0.7): the all-reduce is one pynccl call. NCCL chooses
+#    per message size the protocol it predicts fastest (NCCL docs, NCCL_PROTO: LL, LL128, Simple; LL128 only
+#    where NVLink allows it): LL's 8-byte flag+data stores need no handshake but move
+#    half their bytes and poll (low fixed cost, low bandwidth); Simple moves whole chunks behind a flag and fence
+#    per step (higher fixed cost, the path's bandwidth). Without P2P the steps go through host memory.
+#    - Per ring step: NCCL's own latency for a PCIe ring, LL 1.0 us / Simple 5.7 us (NVIDIA/nccl
+#      src/graph/tuning.cc `hwLat` PCI Ring, unchanged from v2.18.3-1 through v2.21.5-1, the NCCL of vLLM 0.7's
+#      torch 2.5, and v2.26.2-1, that of vLLM 0.10's torch 2.7; NCCL_PCIE_RING_PROTOCOLS below), 2(N-1) of
+#      them. Until 2026-11 the ring's steps were priced at the link catalog's generic PCIe latency, 12 us
+#      each: at TP 2 the fixed costs absorb the difference, but at TP 8 the 14 steps cost 168 us of a ~210 us
+#      all-reduce, three to eight times NCCL's own figure.
+#    - Fixed and bandwidth: fitted on vLLM 0.10 on two A100s without P2P, which decodes one sequence at
+#      8.8 / 29.2 / 58.0 ms per token (Qwen2-7B / Qwen2.5-32B / Qwen2-72B, DLVLLM-0002 / -0088 / -0110), ~44 us
+#      per all-reduce beyond the wire time at 7-16 KB, while 10-200 sequences (70 KB-1.6 MB per all-reduce;
+#      DLVLLM-0004..0030, -0090..-0100, -0112..-0118) add ~84 us plus the bytes at ~12 GB/s: the small
+#      messages take LL, the rest Simple (the two lines cross at ~58 KB). With NCCL's steps taken out, LL
+#      keeps 42 us and Simple 72.6 us per call (the former 20 / 60 us plus two 12 us steps less two of NCCL's:
+#      the TP-2 rows' predictions are unchanged; median error 11 % -> 4 % when fitted). That per-call part
+#      (NCCL's base latency, 6.6 / 8.4 us, the kernel's launch in the step's graph, the wait for the slowest
+#      rank) does not grow with the ring. The LL bandwidth (1.3 GB/s) only shapes the crossover.
+#    - The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the same path. Their TPOT was over-priced by 19-30 %
+#      (VLLMARC-0012 / -0015 / -0018) with six 12 us steps, 17-28 % with NCCL's, throughput 12-20 % -> 11-19 %
+#      under; their TTFT moved from 51 % to ~18 % under when the protocols were introduced.
+#    Not modelled: the host-memory contention of 8 GPUs staging through host memory at once (no fit row
+#    runs more than 4 GPUs on this path).
+PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((42e-6, 1.0e-6, 1.3), (72.6e-6, 5.7e-6, 12.0))
 # Engines whose tensor-parallel all-reduce on PCIe is one plain NCCL / RCCL call issued by a compiled runtime on
 #    the decode step's own stream, priced by NCCL's own ring model (`interconnects.nccl_ring_allreduce_time_s`,
 #    NCCL_PCIE_RING_PROTOCOLS) instead of PCIE_ALLREDUCE_PROTOCOLS' host-staging figures, which were fitted

@@ -1150,7 +1150,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # 0.55.
 # Stop 28: vLLM V1's 50 µs per running sequence per step (efficiency.VLLM_V1_SEQ_STEP_OVERHEAD_S), 104 GH200 static-
 # batch rows of Argonne's (held out, 5.7% median) and AccelMark's GDDR runs (held out) bring all rows' throughput p90
-# to 0.415 (TTFT 0.675, TPOT 0.416, prefill 0.33, decode 0.18): 0.45.
+# to 0.415 (TTFT 0.675, TPOT 0.416, prefill 0.33, decode 0.18): 0.45. NCCL's per-step PCIe latency in vLLM's
+# all-reduce (efficiency.PCIE_ALLREDUCE_PROTOCOLS, branch s28-pcietp) leaves throughput there and moves TPOT's p90
+# to 0.39: TPOT unchanged.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
