@@ -16,10 +16,11 @@ MISTRAL_7B_LAYERS, MISTRAL_7B_HIDDEN, MISTRAL_7B_VOCAB = 32, 4096, 32000
 
 
 def _fms_plan(engine: str, batch: int, gpus: int = 1, zero_stage: int = 0) -> dict[str, Any]:
-    """The fms-acceleration A100 runs (FMSACC rows): Mistral-7B QLoRA, r=16 on q/k/v/o, 4,096 packed tokens."""
+    """The fms-acceleration A100 runs (FMSACC rows): Mistral-7B QLoRA, r=16 on q/k/v/o, 4,096 packed tokens,
+    TRL 0.13.0."""
     return {"model": {"name": "mistralai/Mistral-7B-v0.1"},
             "workload": {"task": "finetune", "precision": "nf4", "batch_size": batch, "engine": engine,
-                         "flash_attention": True},
+                         "engine_version": "0.13.0" if engine == "trl" else "2025-02", "flash_attention": True},
             "training": {"method": "qlora", "lora_rank": 16, "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
                          "seq_len": 4096, "optimizer": "adamw", "activation_checkpointing": "full",
                          "zero_stage": zero_stage},
@@ -35,11 +36,17 @@ def _allocated_gib(engine: str, batch: int, **kw: Any) -> float:
 def test_which_framework_keeps_what_in_fp32() -> None:
     assert kbit_upcast("hf-peft", sharded=False) == KbitUpcast(ends_fp32=True, stream_fp32=True)
     assert kbit_upcast(None, sharded=False) == KbitUpcast(ends_fp32=True, stream_fp32=True)
-    assert kbit_upcast("trl", sharded=False) == KbitUpcast(ends_fp32=False, stream_fp32=True)
+    assert kbit_upcast("trl", sharded=False, version="0.13.0") == KbitUpcast(ends_fp32=False, stream_fp32=True)
+    assert kbit_upcast("trl", sharded=False, version="0.25.1") == KbitUpcast(ends_fp32=False, stream_fp32=True)
+    assert kbit_upcast("trl", sharded=False, version="2025-06") == KbitUpcast(ends_fp32=False, stream_fp32=True)
+    # TRL 0.26 (December 2025) stopped upcasting; no version: the current release
+    assert kbit_upcast("trl", sharded=False, version="0.26.0") == KbitUpcast(ends_fp32=False, stream_fp32=False)
+    assert kbit_upcast("trl", sharded=False, version="2026-01") == KbitUpcast(ends_fp32=False, stream_fp32=False)
+    assert kbit_upcast("trl", sharded=False) == KbitUpcast(ends_fp32=False, stream_fp32=False)
     assert kbit_upcast("axolotl", sharded=False) == KbitUpcast(ends_fp32=False, stream_fp32=False)
     assert kbit_upcast("torchtune", sharded=False) == KbitUpcast(ends_fp32=False, stream_fp32=False)
     # FSDP / ZeRO-3 QLoRA: TRL and axolotl skip the preparation
-    assert kbit_upcast("trl", sharded=True) == KbitUpcast(ends_fp32=False, stream_fp32=False)
+    assert kbit_upcast("trl", sharded=True, version="0.13.0") == KbitUpcast(ends_fp32=False, stream_fp32=False)
     assert kbit_upcast("axolotl", sharded=True) == KbitUpcast(ends_fp32=False, stream_fp32=False)
 
 

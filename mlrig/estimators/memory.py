@@ -29,6 +29,7 @@ from mlrig.estimators.engines import (
     bnb_keeps_4bit_input,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
+    parse_version,
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
@@ -903,8 +904,12 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "unsloth")
 # TRL's SFTTrainer (v0.13.0 to v0.24: sft_trainer.py) calls prepare_model_for_kbit_training on a 4-bit model that is not
 # sharded and then, under bf16=True, trl.trainer.utils.peft_module_casting_to_bf16, which casts embed_tokens and
-# lm_head back to bf16 but keeps every norm fp32. For a sharded QLoRA (FSDP / ZeRO-3) it calls neither.
+# lm_head back to bf16 but keeps every norm fp32. For a sharded QLoRA (FSDP / ZeRO-3) it calls neither. v0.25 has its
+# own prepare_model_for_kbit_training (trl/models/utils.py) that upcasts only the norms; from v0.26 (2025-12-09,
+# PR #4457 "Prevent upcasting norm layers") it upcasts nothing.
 TRL_ENGINES = ("trl",)
+TRL_NO_UPCAST_FROM = (0, 26)
+TRL_NO_UPCAST_MONTH = (2025, 12)
 # axolotl (src/axolotl/utils/models.py at 682a9cf, April 2025) calls prepare_model_for_kbit_training and then, for any
 # LoRA/QLoRA adapter, converts the norms and the embedding modules back to torch_dtype
 # (`convert_embedding_modules_dtype`: "LlamaRMSNorm layers are in fp32 after kbit_training ... convert them back to
@@ -920,7 +925,18 @@ class KbitUpcast:
     stream_fp32: bool  # the norms are fp32, so the hidden states between the 4-bit projections are fp32
 
 
-def kbit_upcast(engine: str | None, sharded: bool) -> KbitUpcast:
+def _trl_upcasts_norms(version: str | None) -> bool:
+    """Whether a TRL run of this version (a release, or the run's month) keeps the norms fp32: before v0.26.
+    No version: the current release, which does not."""
+    v = parse_version(version)
+    if v is None:
+        return False
+    if v.month is not None:
+        return v.month < TRL_NO_UPCAST_MONTH
+    return v.release is not None and v.release < TRL_NO_UPCAST_FROM
+
+
+def kbit_upcast(engine: str | None, sharded: bool, version: str | None = None) -> KbitUpcast:
     """The fp32 parameters of an HF-stack QLoRA run and what they do to the activations.
 
     With fp32 norm weights the hidden states run in fp32: transformers' RMSNorm returns
@@ -934,11 +950,12 @@ def kbit_upcast(engine: str | None, sharded: bool) -> KbitUpcast:
     (FMSACC-0001/0002, TRL's SFTTrainer, vs FMSACC-0003/0004, the plugin's prepare without it) differs by 4.00 /
     8.00 GiB at batch 4 / 8: 2 B x 4,096 hidden x 4,096 tokens x 32 layers per sample, nothing else.
     `sharded`: a QLoRA under FSDP / ZeRO-3 over several GPUs, where TRL and axolotl skip the preparation; plain PEFT
-    there keeps mlrig's earlier reading (fp32 ends, 16-bit stream) for want of a measurement."""
+    there keeps mlrig's earlier reading (fp32 ends, 16-bit stream) for want of a measurement. `version`: TRL's
+    (`TRL_NO_UPCAST_FROM`)."""
     if _engine_is(engine, NO_UPCAST_PEFT_ENGINES):
         return KbitUpcast(ends_fp32=False, stream_fp32=False)
     if _engine_is(engine, TRL_ENGINES):
-        return KbitUpcast(ends_fp32=False, stream_fp32=not sharded)
+        return KbitUpcast(ends_fp32=False, stream_fp32=not sharded and _trl_upcasts_norms(version))
     if engine is None or _engine_is(engine, HF_PEFT_ENGINES):
         return KbitUpcast(ends_fp32=True, stream_fp32=not sharded)
     return KbitUpcast(ends_fp32=False, stream_fp32=False)
@@ -1260,7 +1277,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     precision = r.precision
     method = t.method
     opt = optimizer_cost(t.optimizer, precision)
-    upcast = kbit_upcast(w.engine, sharded=t.zero_stage >= 3 and dpz > 1)
+    upcast = kbit_upcast(w.engine, sharded=t.zero_stage >= 3 and dpz > 1, version=w.engine_version)
     pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
