@@ -942,7 +942,7 @@ def kbit_upcast(engine: str | None, sharded: bool, version: str | None = None) -
     With fp32 norm weights the hidden states run in fp32: transformers' RMSNorm returns
     `self.weight * hidden_states.to(input_dtype)` (modeling_llama / modeling_mistral LlamaRMSNorm.forward), fp32
     once the weight is; bitsandbytes' Linear4bit casts its input to the compute dtype for the matmul and its output
-    back to the input's dtype (bitsandbytes/nn/modules.py, 0.43-0.45 `Linear4bit.forward`: `.to(inp_dtype)`), so
+    back to the input's dtype (bitsandbytes/nn/modules.py, 0.43.3 to 0.49.2 `Linear4bit.forward`: `.to(inp_dtype)`), so
     q/k/v/o and the MLP projections return fp32; each residual add promotes to fp32. From the first norm on, every
     layer input is fp32 (bitsandbytes issue #1515: the model's last_hidden_state becomes fp32 after
     prepare_model_for_kbit_training), and recomputation keeps those inputs at 4 B per element instead of 2.
