@@ -29,6 +29,7 @@ from mlrig.estimators.engines import (
     bnb_keeps_4bit_input,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
+    parse_version,
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
@@ -896,10 +897,68 @@ def layer_activation_bytes(arch: ModelArch, seq: Num, micro_batch: Num, flash: b
 # (optim="adamw_torch") and LitGPT.
 FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-foundry", "fms-fsdp",
                            "olmo-core", "atorch", "maxtext", "torchtitan")
-# Hugging Face PEFT's prepare_model_for_kbit_training casts every non-quantised parameter
-# (embeddings, lm_head, norms) to fp32 (peft/utils/other.py); Axolotl and TRL call it for QLoRA.
-# QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most QLoRA users are.
-HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "unsloth")
+# Hugging Face PEFT's prepare_model_for_kbit_training casts every fp16/bf16 parameter that is not 4-bit (norms,
+# embedding, lm_head) to fp32 (peft/utils/other.py, v0.13.0: `param.data = param.data.to(torch.float32)` unless
+# `Params4bit`; the same through 0.19). QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most
+# QLoRA users are. `kbit_upcast` says what stays fp32 for which framework.
+HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "unsloth")
+# TRL's SFTTrainer (v0.13.0 to v0.24: sft_trainer.py) calls prepare_model_for_kbit_training on a 4-bit model that is not
+# sharded and then, under bf16=True, trl.trainer.utils.peft_module_casting_to_bf16, which casts embed_tokens and
+# lm_head back to bf16 but keeps every norm fp32. For a sharded QLoRA (FSDP / ZeRO-3) it calls neither. v0.25 has its
+# own prepare_model_for_kbit_training (trl/models/utils.py) that upcasts only the norms; from v0.26 (2025-12-09,
+# PR #4457 "Prevent upcasting norm layers") it upcasts nothing.
+TRL_ENGINES = ("trl",)
+TRL_NO_UPCAST_FROM = (0, 26)
+TRL_NO_UPCAST_MONTH = (2025, 12)
+# axolotl (src/axolotl/utils/models.py at 682a9cf, April 2025) calls prepare_model_for_kbit_training and then, for any
+# LoRA/QLoRA adapter, converts the norms and the embedding modules back to torch_dtype
+# (`convert_embedding_modules_dtype`: "LlamaRMSNorm layers are in fp32 after kbit_training ... convert them back to
+# fp16/bf16 for flash-attn compatibility"); a QLoRA under FSDP or ZeRO-3 skips prepare. Nothing stays fp32.
+NO_UPCAST_PEFT_ENGINES = ("axolotl",)
+
+
+@dataclass(frozen=True)
+class KbitUpcast:
+    """What a QLoRA framework keeps in fp32 after preparing the 4-bit model (`kbit_upcast`)."""
+
+    ends_fp32: bool  # the embedding and the output head are stored in fp32 (2 B more per parameter)
+    stream_fp32: bool  # the norms are fp32, so the hidden states between the 4-bit projections are fp32
+
+
+def _trl_upcasts_norms(version: str | None) -> bool:
+    """Whether a TRL run of this version (a release, or the run's month) keeps the norms fp32: before v0.26.
+    No version: the current release, which does not."""
+    v = parse_version(version)
+    if v is None:
+        return False
+    if v.month is not None:
+        return v.month < TRL_NO_UPCAST_MONTH
+    return v.release is not None and v.release < TRL_NO_UPCAST_FROM
+
+
+def kbit_upcast(engine: str | None, sharded: bool, version: str | None = None) -> KbitUpcast:
+    """The fp32 parameters of an HF-stack QLoRA run and what they do to the activations.
+
+    With fp32 norm weights the hidden states run in fp32: transformers' RMSNorm returns
+    `self.weight * hidden_states.to(input_dtype)` (modeling_llama / modeling_mistral LlamaRMSNorm.forward), fp32
+    once the weight is; bitsandbytes' Linear4bit casts its input to the compute dtype for the matmul and its output
+    back to the input's dtype (bitsandbytes/nn/modules.py, 0.43.3 to 0.49.2 `Linear4bit.forward`: `.to(inp_dtype)`), so
+    q/k/v/o and the MLP projections return fp32; each residual add promotes to fp32. From the first norm on, every
+    layer input is fp32 (bitsandbytes issue #1515: the model's last_hidden_state becomes fp32 after
+    prepare_model_for_kbit_training), and recomputation keeps those inputs at 4 B per element instead of 2.
+    Checked on the fms-acceleration A100 rows, where the same Mistral-7B run with and without PEFT's upcast
+    (FMSACC-0001/0002, TRL's SFTTrainer, vs FMSACC-0003/0004, the plugin's prepare without it) differs by 4.00 /
+    8.00 GiB at batch 4 / 8: 2 B x 4,096 hidden x 4,096 tokens x 32 layers per sample, nothing else.
+    `sharded`: a QLoRA under FSDP / ZeRO-3 over several GPUs, where TRL and axolotl skip the preparation; plain PEFT
+    there keeps mlrig's earlier reading (fp32 ends, 16-bit stream) for want of a measurement. `version`: TRL's
+    (`TRL_NO_UPCAST_FROM`)."""
+    if _engine_is(engine, NO_UPCAST_PEFT_ENGINES):
+        return KbitUpcast(ends_fp32=False, stream_fp32=False)
+    if _engine_is(engine, TRL_ENGINES):
+        return KbitUpcast(ends_fp32=False, stream_fp32=not sharded and _trl_upcasts_norms(version))
+    if engine is None or _engine_is(engine, HF_PEFT_ENGINES):
+        return KbitUpcast(ends_fp32=True, stream_fp32=not sharded)
+    return KbitUpcast(ends_fp32=False, stream_fp32=False)
 # ms-swift 1.x `swift sft` (modelscope/ms-swift 97e4d198b, 1.6.0.dev0, the version its benchmark ran): the
 # transformers Trainer over the models' own HF modelling code, but with its own tuners and no
 # prepare_model_for_kbit_training for QLoRA (swift/llm/tuner.py `prepare_model` wraps the model in a LoRA
@@ -1218,6 +1277,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     precision = r.precision
     method = t.method
     opt = optimizer_cost(t.optimizer, precision)
+    upcast = kbit_upcast(w.engine, sharded=t.zero_stage >= 3 and dpz > 1, version=w.engine_version)
     pb = arch.params()
     n_total = arch.total_params
     shard = tp * pp
@@ -1259,9 +1319,12 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         weights += adapters * (4 if base_prec.master_in_weights else 2)
         if method == "qlora":
             weights += qlora_dequant_buffer_bytes(arch, w.engine, tp)
-            if w.engine is None or _engine_is(w.engine, HF_PEFT_ENGINES):
+            if upcast.ends_fp32:
                 weights += (pb.embedding + pb.lm_head) * 2 / tp  # fp32 instead of 16-bit
                 notes.append("HF PEFT QLoRA: embeddings and lm_head upcast to fp32 "
+                             "(prepare_model_for_kbit_training)")
+            if upcast.stream_fp32:
+                notes.append("HF PEFT QLoRA: norms upcast to fp32, so the hidden states between layers are fp32 "
                              "(prepare_model_for_kbit_training)")
         notes.append(f"{method}: base frozen at {base_prec.name}, rank-{t.lora_rank} adapters on "
                      f"{','.join(t.lora_targets)} ({trainable * shard / 1e6:.1f} M params trained)")
@@ -1324,7 +1387,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
             fsdp_work = 2 * weights / layers
             if fsdp_keeps_root_gathered(w.engine):
                 root_el = 4.0 if (base_prec.compute == "fp32" or base_prec.master_in_weights or (
-                    method == "qlora" and _engine_is(w.engine, HF_PEFT_ENGINES))) else 2.0  # PEFT's fp32 upcast
+                    method == "qlora" and upcast.ends_fp32)) else 2.0  # PEFT's fp32 upcast
                 ends = pb.embedding + (0 if arch.tie_word_embeddings else pb.lm_head) + untied
                 fsdp_root = ends * root_el / tp
                 notes.append("FSDP: the root unit (embedding, output head) stays unsharded from forward to backward")
@@ -1371,7 +1434,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
     # embedding, add and norms are not on the lower-precision list).
     amp = base_prec.master_in_weights
-    resid_el = 4.0 if amp else el
+    resid_el = 4.0 if amp or (method == "qlora" and upcast.stream_fp32) else el  # `kbit_upcast`
     if ck == "full":
         # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
         # layer's recomputed working set (Chen et al. 2016; Korthikanti et al. 2022 sec. 4.1).
