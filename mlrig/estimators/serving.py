@@ -1110,6 +1110,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     if median_state is None or median.end is None or last.end is None:
         return steady  # not resolved within the step budget: the steady state
     assert median.start is not None and median.ttft is not None and median.queue is not None
+    assert last.start is not None
     n_med, step_med, _q = median_state
     running = max(1, min(limit, round(n_med)))
     _s, bound = _iteration(r, running, share(running))
