@@ -1108,12 +1108,15 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s27-trtbench: TensorRT-LLM's fixed-length offline waves (serving.fixed_length_waves) and FP8-cache decode
 # read (efficiency.FP8_KV_DECODE_ATTN_BW_REL) bring the TRTBENCH70 rows in (all rows: throughput p90 0.51 -> 0.46):
 # 0.55.
+# Branch s28-overload: finite rate runs of varied output lengths end in the drain of their longest requests
+# (serving.varied_drain_s; dstack's 405B rate runs were 34-63 % high without it) (all rows: throughput p90 0.415 ->
+# 0.401): 0.50.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
     "ttft_ms": 0.70,
     "tpot_ms": 0.45,
-    "throughput_tok_s": 0.55,
+    "throughput_tok_s": 0.50,
 }
 # Intel Arc decode: the two Vulkan rows behind efficiency.INTEL_GDDR_BW_EFF_CAP miss by 24 % each.
 INTEL_GDDR_DECODE_BAND = 0.25
