@@ -67,3 +67,11 @@ def test_dstack_405b_rate_runs_throughput(row_id: str) -> None:
     perf = evaluate(row["plan"]).performance
     assert perf is not None and perf.throughput_tok_s is not None
     assert perf.throughput_tok_s == pytest.approx(row["value"], rel=0.10)
+
+
+def test_varied_rate_run_says_it_drains() -> None:
+    """The explanation names the drain for a varied finite rate run, not for a fixed one."""
+    varied = evaluate(_rate_plan("varied")).performance
+    fixed = evaluate(_rate_plan("fixed")).performance
+    assert varied is not None and fixed is not None
+    assert "drain" in (varied.explanation or "") and "drain" not in (fixed.explanation or "")

@@ -1644,7 +1644,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         expl = (f"offline burst through TGI's router (before 3.0): up to {pt.running} sequences decode together; new "
                 f"batches are admitted when enough wait or after 20 steps, each prefilled as a pass of its own that "
                 f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
-    elif w.load == "offline" and w.lengths == "varied":
+    elif (w.load == "offline" or finite) and w.lengths == "varied":
         expl += DRAIN_NOTE
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
