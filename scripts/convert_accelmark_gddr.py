@@ -85,6 +85,35 @@ def _value(result: dict[str, Any], row: dict[str, Any]) -> tuple[float, str]:
     raise KeyError(f"no online point at {rate} req/s")
 
 
+# vLLM V1 engine settings the runner leaves at their defaults, as the ACCELMARK rows of vLLM 0.20.1 (ACCELMARK-0037
+# ..0048) state them: the streaming scenarios build AsyncEngineArgs without max_num_seqs and start
+# AsyncLLMEngine.from_engine_args (usage context ENGINE_CONTEXT), which `get_batch_defaults`
+# (vllm/engine/arg_utils.py) does not list, so SchedulerConfig's DEFAULT_MAX_NUM_SEQS 128 and
+# DEFAULT_MAX_NUM_BATCHED_TOKENS 2048 apply; V1's prefix cache is on by default and suite A sends the same prompts
+# again in every scenario (cached_prompt_tokens 247, ACCELMARK-0038's note). The H100 template rows are vLLM 0.7.3
+# (V0), whose defaults differ, so a V1 run (the RTX 5090's 0.19.1) takes these instead.
+V1_STREAMING = {"max_num_seqs": 128, "max_num_batched_tokens": 2048}
+V1_SUITE_A_CACHED_PROMPT_TOKENS = 247
+V1_NOTE = (" [mlrig 2026-11-24: vLLM V1 defaults of this runner, as ACCELMARK-0037..0048 (vLLM 0.20.1) state them: "
+           "{keys}. The copied H100 plan is vLLM 0.7.3 (V0) and had none of them.]")
+
+
+def v1_engine_settings(plan: dict[str, Any], suite: str) -> str:
+    """Set the V1 defaults above on a copied plan (in place); the note saying so ('' where none apply)."""
+    from mlrig.estimators.engines import vllm_v1
+
+    w = plan["workload"]
+    if not vllm_v1(w["engine_version"]):
+        return ""
+    set_keys: dict[str, int] = {}
+    if w["load"] != "offline":
+        set_keys.update(V1_STREAMING)
+    if suite == "A":
+        set_keys["cached_prompt_tokens"] = V1_SUITE_A_CACHED_PROMPT_TOKENS
+    w.update(set_keys)
+    return V1_NOTE.format(keys=", ".join(f"{k} = {v}" for k, v in set_keys.items())) if set_keys else ""
+
+
 def main() -> None:
     repo = Path(sys.argv[1])
     templates = [json.loads(line) for line in (CALIBRATION / "serving_accelmark.jsonl").open()]
@@ -103,13 +132,14 @@ def main() -> None:
             plan["workload"]["engine_version"] = version
             plan["hardware"] = {"gpu": chip["name"], "count": int(chip["count"]),
                                 "tensor_parallel": int(result["task"]["parallelism"]["tensor_parallel_size"])}
+            v1_note = v1_engine_settings(plan, suite)
             n += 1
             note = (
                 f"AccelMark (verified tier) suite_{suite}, runner nvidia_vllm_47f5d58e on {chip['name']} "
                 f"x{chip['count']} ({chip['memory_gb']} GB, TP {plan['hardware']['tensor_parallel']}), {date}; "
                 f"vLLM {software['framework_version']}, {software['runtime_version']}. Same suite, dataset, "
                 f"lengths and engine settings as {tpl['id']} (its plan is copied; see that row for the "
-                f"dataset means and scenario details); {where}.")
+                f"dataset means and scenario details); {where}.{v1_note}")
             row = {
                 "id": f"ACCELMARKGD-{n:04d}", "plan": plan, "metric": tpl["metric"], "value": value,
                 "unit": tpl["unit"], "source_url": f"{BLOB}results/verified/{run}/result.json",

@@ -1152,7 +1152,9 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # batch rows of Argonne's (held out, 5.7% median) and AccelMark's GDDR runs (held out) bring all rows' throughput p90
 # to 0.415 (TTFT 0.675, TPOT 0.416, prefill 0.33, decode 0.18): 0.45. NCCL's per-step PCIe latency in vLLM's
 # all-reduce (efficiency.PCIE_ALLREDUCE_PROTOCOLS, branch s28-pcietp) leaves throughput there and moves TPOT's p90
-# to 0.39: TPOT unchanged.
+# to 0.39: TPOT unchanged. Finite rate runs of varied output lengths end in the drain of their longest requests
+# (serving.varied_drain_s, branch s28-overload; dstack's 405B rate runs were 34-63 % high without it): throughput
+# p90 0.401, the band stays 0.45.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,

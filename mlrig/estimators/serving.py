@@ -44,7 +44,8 @@ tables) runs at the batch cap the whole time, and its median request first waits
 admitted ahead of it (`offline_backlog`); with varied output lengths (ShareGPT) it ends in a drain of ever smaller
 batches, which lowers its throughput (`varied_offline_throughput`); a rate run (Poisson arrivals) runs as many
 sequences as arrive within one request's duration (Little's law, L = lambda W), up to the cap; a rate run
-of a stated number of requests is followed through time from an idle engine (`rate_run_point`). A wave of
+of a stated number of requests is followed through time from an idle engine (`rate_run_point`), and with
+varied output lengths it too ends in that drain after its last request starts (`varied_drain_s`). A wave of
 more users than the cap reports its median request (`wave_median_ttft_s`), and the mean apart.
 """
 
@@ -890,7 +891,13 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
       together; FCFS, so a request of rank k is admitted when the admissions so far reach k (its wait is
       the queue ahead of it at the full batch's completion rate), and the run cannot end before N requests
       at that rate (the fluid's completions, n / duration, run ahead of fixed-length requests' as a
-      batch drains).
+      batch drains). With varied output lengths (`lengths = "varied"`) the run ends when the longest of
+      the requests still running when the last one starts ends, not O tokens after the last one's first:
+      their drain (`varied_drain_s`, exponential lengths, as `varied_offline_throughput` takes them; being
+      memoryless, what the running requests have left is exponential too). dstack's 405B FP8 runs of 1,000
+      ShareGPT requests (DSTACKCMP-0075/-0078/-0093/-0096/-0102/-0105, fit: 16 and 32 req/s on 8x H100,
+      8x and 4x MI300X) lasted 98-174 s for arrivals over 31-63 s; without the drain their output tok/s
+      came out 34-63 % high, with it 4-23 %. Nothing is fitted.
     In steady state this is `load_point`'s Little's-law batch (n = rate x duration). What it adds is
     time: below capacity n approaches that batch with a time constant of about one request duration,
     1 / (1 - rho) longer near capacity, so a run of a few hundred seconds at 98 % load never reaches the
@@ -981,6 +988,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     median, last = _Followed(max(1.0, n_requests / 2.0)), _Followed(float(n_requests))
     followed = (median, last)
     median_state: tuple[float, float, float] | None = None
+    running_at_last = 1.0  # sequences running when the last request got its first token
     # The loop runs up to 10,000 steps per plan, so its two-argument min / max are written as the
     # comparisons they make (min(a, b) is b if b < a else a; max(a, b) is b if b > a else a): the same
     # values, without a call each.
@@ -1055,6 +1063,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 tag.tokens = 0.0
                 if tag is median:
                     median_state = (n, tpot, q)
+                if tag is last:
+                    running_at_last = n + 1.0 if n + 1.0 < limit_f else limit_f
             if tag.start is not None and tag.end is None and t + dt > tag.start:
                 step_in = t + dt - tag.start
                 tag.tokens += (step_in if step_in < dt else dt) / tpot
@@ -1073,12 +1083,16 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     if median_state is None or median.end is None or last.end is None:
         return steady  # not resolved within the step budget: the steady state
     assert median.start is not None and median.ttft is not None and median.queue is not None
+    assert last.start is not None
     n_med, step_med, _q = median_state
     running = max(1, min(limit, round(n_med)))
     _s, bound = _iteration(r, running, share(running))
+    # the last request's end: with fixed lengths O tokens after its first; with varied lengths the run lasts
+    # until the longest of those still running ends, their drain (`varied_drain_s`)
+    last_end = last.start + varied_drain_s(r, running_at_last) if w.lengths == "varied" else last.end
     # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
     # fixed-length requests' while a batch drains)
-    end = max(last.end, n_requests / c_full)
+    end = max(last_end, n_requests / c_full)
     return LoadPoint(running=running, step_s=step_med,
                      tpot_s=(median.end - median.start) / out,
                      throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
@@ -1263,14 +1277,29 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     first = max(1, min(n_requests, limit))
-    ctx = max(1, w.prompt_tokens + out // 2)
     total_s = prefill_pass(r, first, prompt).seconds
     if n_requests > first:
         total_s += (n_requests - first) * out / first * steady_step_s
-    # the drain: from `first` running down to half a request, DRAIN_SEGMENTS segments of equal ratio
+    total_s += varied_drain_s(r, first)
+    return n_requests * out / total_s
+
+
+def varied_drain_s(r: ResolvedPlan, running: float) -> float:
+    """Time for `running` sequences of exponential output lengths (mean O, `varied_offline_throughput`'s
+    assumption) to end once no more are admitted: the batch decays as n e^(-k / O) over decode-only
+    iterations k, from `running` down to half a request (O ln(2 running) iterations, the expected longest of
+    that many exponential lengths to within a fraction of O), in DRAIN_SEGMENTS segments of equal ratio, each
+    priced as the decode iteration (`decode_step`) at its batch. Memoryless lengths make it the same whether
+    the sequences have just started or have run for a while."""
+    w = r.workload
+    out = max(1, w.output_tokens)
+    ctx = max(1, w.prompt_tokens + out // 2)
+    if running <= 0.5:
+        return 0.0
     end = 0.5
-    ratio = (first / end) ** (1.0 / DRAIN_SEGMENTS)
-    n = float(first)
+    ratio = (running / end) ** (1.0 / DRAIN_SEGMENTS)
+    n = float(running)
+    total_s = 0.0
     step_s: dict[int, float] = {}  # the decode iteration by batch size: the drain's small batches recur
     for _ in range(DRAIN_SEGMENTS):
         lo = n / ratio
@@ -1280,7 +1309,7 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
             step_s[batch] = decode_step(r, batch, ctx).seconds
         total_s += iterations * step_s[batch]
         n = lo
-    return n_requests * out / total_s
+    return total_s
 
 
 def median_prefill_wait_s(rho: float, service_s: float) -> float:
@@ -1588,7 +1617,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         expl = (f"offline burst through TGI's router (before 3.0): up to {pt.running} sequences decode together; new "
                 f"batches are admitted when enough wait or after 20 steps, each prefilled as a pass of its own that "
                 f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
-    elif w.load == "offline" and w.lengths == "varied":
+    elif (w.load == "offline" or finite) and w.lengths == "varied":
         expl += DRAIN_NOTE
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
