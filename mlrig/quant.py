@@ -295,6 +295,12 @@ _Q8 = ("q8_0", "int8", "fp8", "mxfp8", "gptq-int8")
 _LEGACY = ("q4_0", "q4_1", "q5_0", "q5_1")
 # Engines whose kernels run fp8 GEMMs on fp8 weights (W8A8); others de-quantise to fp16.
 FP8_GEMM_ENGINES = ("vllm", "sglang", "trt-llm", "trt-llm-2023")
+# Engines whose NVFP4 checkpoints run FP4 GEMMs (W4A4: the linear layers' inputs are quantised to FP4 too) on
+# GPUs with FP4 tensor cores (Blackwell): TensorRT-LLM, per NVIDIA's MLPerf Inference v5.1 submission,
+# closed/NVIDIA/documentation/calibration.md ("On accelerators which support FP4 ... Selected linear and MLP
+# layers* inputs and weights ... are quantized"), github.com/mlcommons/inference_results_v5.1 @ 965182b.
+# Elsewhere (and on GPUs without an FP4 rate) NVFP4 is priced as weight-only, de-quantised to 16-bit.
+FP4_GEMM_ENGINES = ("trt-llm",)
 
 
 def _family(name: str) -> str:
@@ -347,10 +353,14 @@ class Precision:
         return self.scheme.compute if self.is_float else "bf16"
 
     def gemm_dtype(self, engine: str) -> str:
-        """The tensor-core dtype GEMMs run in: fp8 where the engine has fp8 kernels, fp32 for fp32
-        weights, else fp16 (weight-only formats de-quantise to 16-bit)."""
+        """The tensor-core dtype GEMMs run in: fp8 where the engine has fp8 kernels, fp4 for NVFP4 where it
+        has W4A4 FP4 kernels (FP4_GEMM_ENGINES; callers fall back to fp16 on GPUs without an FP4 rate,
+        `performance.gemm_dtype_on`), fp32 for fp32 weights, else fp16 (weight-only formats de-quantise to
+        16-bit)."""
         if self.name == "fp8" and engine in FP8_GEMM_ENGINES:
             return "fp8"
+        if self.name == "nvfp4" and engine in FP4_GEMM_ENGINES:
+            return "fp4"
         return "fp32" if self.name == "fp32" else "fp16"
 
 

@@ -80,8 +80,11 @@ class GPU(BaseModel):
         return self.usable_memory_gib or self.memory_gib
 
     def tensor_tflops(self, dtype: str) -> float | None:
-        """Dense tensor rate for the compute dtype; falls back to FP16 for BF16-less parts."""
+        """Dense tensor rate for the compute dtype; falls back to FP16 for BF16-less parts (None for FP4 on a part
+        without an FP4 rate)."""
         d = dtype.lower()
+        if d in ("fp4", "nvfp4", "e2m1"):
+            return self.fp4_tflops_dense
         if d in ("fp8", "e4m3", "e5m2"):
             return self.fp8_tflops_dense or self.fp16_tflops_dense
         if d in ("bf16", "bfloat16"):

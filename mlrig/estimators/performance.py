@@ -108,6 +108,15 @@ def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
     return eff.FORMAT_DECODE_EFF.get(engine, eff.FORMAT_DECODE_EFF["default"])[family]
 
 
+def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str) -> str:
+    """The dtype the GEMMs run in on this GPU: `Precision.gemm_dtype`, with FP4 (W4A4 NVFP4) only where the GPU
+    has an FP4 tensor rate (Blackwell); elsewhere the 4-bit weights de-quantise to 16-bit (fp16)."""
+    dtype = precision.gemm_dtype(engine)
+    if dtype == "fp4" and not gpu.fp4_tflops_dense:
+        return "fp16"
+    return dtype
+
+
 def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     """Dense tensor peak for the GEMM dtype. llama.cpp's cuBLAS path accumulates in FP16, which
     GeForce cards run at twice their FP32-accumulate rate (NVIDIA Ampere/Ada/Blackwell GeForce
@@ -493,7 +502,7 @@ def pass_time(
     other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * copy_eff) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
-    dtype = precision.gemm_dtype(engine)
+    dtype = gemm_dtype_on(gpu, precision, engine)
     peak = peak_tflops(gpu, dtype, engine)
     geforce = gpu.hardware_class == "geforce"
     fp16_acc = engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and geforce
@@ -512,7 +521,11 @@ def pass_time(
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             ce *= eff.QUANT_PREFILL_EFF
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
-        attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
+        # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
+        if dtype == "fp4":
+            attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine) or peak
+        else:
+            attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
         attn_compute_s = cost.attn_flops / (ce * attn_peak * 1e12) / tp
         # MoE prefill (`prefill_gemm_rates`): block-scaled FP8 GEMMs of the engine's early kernels, routed experts
         # in its fused-MoE kernel
