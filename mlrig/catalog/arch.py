@@ -118,6 +118,20 @@ class ModelArch(BaseModel):
         return self.head_dim
 
     @property
+    def attention_widths(self) -> tuple[int, int]:
+        """(QK^T width, AV width) of one layer's attention: num_heads x the query/key head dim and
+        num_heads x the value head dim. A (query, key) pair costs 2 x the first in QK^T and 2 x the
+        second in AV (one multiply-add each; FlashAttention, Dao et al. 2022, sec. 3 and its FLOP
+        count 4 x seq^2 x heads x head_dim per layer forward). This is the query width, not d_model:
+        Qwen3-0.6B has 16 x 128 = 2048 against hidden 1024 (config.json), Gemma-3-27B 32 x 128 = 4096
+        against 5376. MLA (DeepSeek-V2 paper, sec. 2.1) scores with qk_nope + qk_rope dims (128 + 64)
+        and weights values of v_head_dim (128)."""
+        if self.is_mla:
+            qk = (self.qk_nope_head_dim or self.dim_head) + (self.qk_rope_head_dim or 0)
+            return self.num_heads * qk, self.num_heads * (self.v_head_dim or self.dim_head)
+        return self.num_heads * self.dim_head, self.num_heads * self.dim_head
+
+    @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
 

@@ -329,12 +329,11 @@ def matmul_params(arch: ModelArch) -> float:
 
 
 def attention_flops(arch: ModelArch, new_tokens: Num, context: Num, causal: bool = True) -> Num:
-    """QK^T and AV: 4 x H x d_h FLOPs per (query, key) pair per layer (Vaswani 2017). A prefill of
+    """QK^T and AV: 2 x (QK width + AV width) FLOPs per (query, key) pair per layer, 4 x H x d_h for
+    standard attention (Vaswani 2017; `ModelArch.attention_widths`). A prefill of
     s tokens on top of `context - s` cached has s x (context - s) + s^2/2 pairs when causal.
     Sliding-window layers cap the keys at the window."""
-    h_dh = arch.num_heads * arch.dim_head
-    if arch.is_mla:
-        h_dh = arch.num_heads * ((arch.qk_nope_head_dim or arch.dim_head) + (arch.qk_rope_head_dim or 0))
+    qk_width, v_width = arch.attention_widths
     past = vec.maximum(0, context - new_tokens)
     pairs_full = new_tokens * past + (new_tokens * new_tokens / 2.0 if causal else 1.0 * (new_tokens * new_tokens))
     full_layers = arch.num_layers - arch.num_sliding_layers
@@ -342,7 +341,7 @@ def attention_flops(arch: ModelArch, new_tokens: Num, context: Num, causal: bool
     if arch.num_sliding_layers:
         w = arch.sliding_window or context
         pairs = pairs + vec.minimum(pairs_full, new_tokens * (1.0 * w)) * arch.num_sliding_layers
-    return 4.0 * h_dh * pairs
+    return 2.0 * (qk_width + v_width) * pairs
 
 
 def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:

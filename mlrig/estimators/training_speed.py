@@ -2,8 +2,12 @@
 
 FLOPs per token (Kaplan et al. 2020 "Scaling Laws", sec. 2.1; Narayanan et al. 2021
 "Efficient Large-Scale Language Model Training on GPU Clusters", appendix): forward 2N, backward
-4N -> 6N per token, plus attention 12 x layers x d_model x seq_len (fwd 4 L d s; bwd twice that;
-the convention of the MosaicML llm-foundry MFU table used for calibration). Activation
+4N -> 6N per token, plus attention 12 x layers x w x seq_len (fwd 4 L w s; bwd twice that;
+the convention of the MosaicML llm-foundry MFU table used for calibration, which counts every
+(query, key) pair as if non-causal). w is the attention's query width, num_heads x head_dim
+(`ModelArch.attention_widths`; FlashAttention, Dao et al. 2022, counts 4 x seq^2 x heads x head_dim
+per layer forward), not d_model: the two differ in Qwen3-0.6B (2048 vs 1024), Qwen3-4B, Gemma and MLA
+models, and are equal in Llama, where llm-foundry's 12 L d s comes from. Activation
 checkpointing recomputes the forward: +2N (+ attention fwd) hardware FLOPs. MFU counts model
 FLOPs only, HFU counts hardware FLOPs (Chowdhery et al. 2022, PaLM, appendix B).
 """
@@ -30,14 +34,23 @@ if TYPE_CHECKING:
 
 
 def train_flops_per_token(
-    params: float, layers: int, d_model: int, seq_len: Num, recompute: bool = False
+    params: float, layers: int, attn_width: float, seq_len: Num, recompute: bool = False
 ) -> tuple[Num, Num]:
-    """(model FLOPs, hardware FLOPs) per trained token: 6N + 12 L d s, plus the recomputed
-    forward 2N + 4 L d s with activation checkpointing (formulas in the module docstring)."""
-    attn_fwd = 4.0 * layers * d_model * seq_len
+    """(model FLOPs, hardware FLOPs) per trained token: 6N + 12 L w s, plus the recomputed
+    forward 2N + 4 L w s with activation checkpointing; w = `attention_width(arch)` (formulas in the
+    module docstring)."""
+    attn_fwd = 4.0 * layers * attn_width * seq_len
     model = 6.0 * params + 3.0 * attn_fwd
     hw = model + (2.0 * params + attn_fwd if recompute else 0.0)
     return model, hw
+
+
+def attention_width(arch: ModelArch) -> float:
+    """The width w in the attention FLOPs 4 L w s per token forward: the mean of the QK^T and AV widths
+    (`ModelArch.attention_widths`), num_heads x head_dim for standard attention; (192 + 128) / 2 x heads
+    for DeepSeek's MLA."""
+    qk_width, v_width = arch.attention_widths
+    return (qk_width + v_width) / 2.0
 
 
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
@@ -184,7 +197,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     inter = arch.intermediate_size if not arch.is_moe else (arch.moe_intermediate_size or arch.intermediate_size)
     # per token, whole model (split over the GPUs below)
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
-    attn_fwd = 4.0 * layers * h * seq
+    attn_fwd = 4.0 * layers * attention_width(arch) * seq
     fused_engine = surogate_engine(plan.workload.engine)
     # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
     recompute_attention = ck != "none" and not (fused_engine and lora)
@@ -254,7 +267,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                            dp * cp if tr.zero_stage >= 1 else 1)
     step_s = busy + bubble_s + opt_s + step_fixed + comm_s + offload_s
     total = gbt / step_s
-    model, hardware = train_flops_per_token(n, layers, h, seq, ck == "full")
+    model, hardware = train_flops_per_token(n, layers, attention_width(arch), seq, ck == "full")
     peak_mfu = peak_bf16  # MFU against the bf16 peak (FP8 runs state theirs that way: MLPerf, Llama reports)
     mfu = total * model / (gpus * peak_mfu * 1e12)
     hfu = total * hardware / (gpus * peak_mfu * 1e12)
