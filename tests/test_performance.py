@@ -25,6 +25,7 @@ from mlrig.estimators.serving import max_concurrency_for_latency, serving_curve
 from mlrig.estimators.speed import estimate_performance
 from mlrig.estimators.training_speed import (
     GPU_HOURS_PER_INTERRUPTION,
+    attention_width,
     checkpoint_bytes,
     chinchilla_tokens,
     data_parallel_comm_s,
@@ -433,7 +434,8 @@ def _pretrain(count: int, **hardware: object) -> tuple[Plan, Performance]:
 def test_hfu_counts_the_recomputed_forward() -> None:
     p, perf = _pretrain(8)
     assert p.training and p.training.gradient_checkpointing
-    model, hw = train_flops_per_token(ARCH.params().active, ARCH.num_layers, ARCH.hidden_size, 4096, recompute=True)
+    model, hw = train_flops_per_token(ARCH.params().active, ARCH.num_layers, attention_width(ARCH), 4096,
+                                      recompute=True)
     assert perf.hfu == pytest.approx(perf.mfu * hw / model)
     q = p.model_copy(update={"training": p.training.model_copy(update={"gradient_checkpointing": False})})
     assert estimate_performance(resolve(ARCH, q, resolve_gpu("h100-sxm-80gb")), None).hfu == pytest.approx(

@@ -153,7 +153,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       + 2N recomputed under full checkpointing; every expert's N where the framework runs all experts
       on all tokens, `dense_moe_experts`) at `train_gemm_eff` of the tensor peak (times
       `eff.TRAIN_GEMM_REL_EFF_HF_HOPPER` for HF-modelling frameworks on Hopper, `hf_stack_on_hopper`; FP8
-      peak for FP8's linear GEMMs only), plus attention (12 L d s; Narayanan et al. 2021) at the
+      peak for FP8's linear GEMMs only), plus attention (12 L w s, w = `attention_width`: the query
+      width num_heads x head_dim, not d_model; Narayanan et al. 2021, FlashAttention's count) at the
       bf16 peak and `attention_efficiency`; a power cap lowers both peaks (`power_capped_tflops`);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
