@@ -1153,7 +1153,9 @@ QLORA_DEQUANT_EFF = 0.5
 # (Scicom small-ablation, transformers 4.57: Qwen3-0.6B on 4x H100 / 4x H200 at 292k / 300k tokens/s,
 # SCICOM-0004/-0005; Qwen3-1.7B on one H100 at 19.3k, SCICOM-0002) came out 0.44-0.79x of the measurement
 # with the factor and 0.70-1.30x without it (median |log error| over the three 0.77 -> 0.27), so it is not
-# applied there; nothing else changed.
+# applied there; nothing else changed. (Since attention is priced at the query width, 2026-11-24, SCICOM-0003/
+# -0004/-0005 are `anomaly`: their flash attention spans packed documents of unstated length; SCICOM-0002,
+# whose width equals d_model, still measures 1.3x what the factor gives.)
 TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57
 
 # De-quantisation is ALU work, and Apple GPUs have little ALU per byte of bandwidth (an M1 Max: 10.4
