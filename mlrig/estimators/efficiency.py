@@ -1057,6 +1057,10 @@ FUSED_W4A16_FULL_RATE_ENGINES = frozenset({"tinychat", "tinychat-2024"})
 # GPTQ's 512-token prefill at batch 1 is no slower than fp16's (OPTGPTQ-0033 vs -0031).
 HOST_LAUNCH_OVERLAPPED = frozenset({"transformers"})
 HOST_OVERLAP_P = 4.0
+# vLLM V0's prefill under tensor parallelism (performance.vllm_v0_prefill_host_layer_s): the host time per layer
+#    of an eager prefill pass, run ahead of the GPU and overlapped with it (HOST_OVERLAP_P). FITTED (placeholder
+#    until the fit below is done).
+VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.7e-3
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
 #    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or
