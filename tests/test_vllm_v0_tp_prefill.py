@@ -1,6 +1,5 @@
-"""vLLM V0's eager prefill at TP > 1 (performance.vllm_v0_prefill_host_layer_s) and the prompts a V0 prefill pass
-gathers under Poisson load (serving.rate_run_point), checked on AccelMark's vLLM 0.7.3 Llama-3-70B rows through
-the product path (mlrig.validation.runner.check -> mlrig.planner.evaluate)."""
+"""vLLM V0's eager prefill at TP > 1 (performance.vllm_v0_prefill_host_layer_s), checked on AccelMark's vLLM 0.7.3
+Llama-3-70B rows through the product path (mlrig.validation.runner.check -> mlrig.planner.evaluate)."""
 
 from __future__ import annotations
 
@@ -42,9 +41,8 @@ def test_one_gpu_rows_unchanged(row_id: str, monkeypatch: pytest.MonkeyPatch) ->
     assert _ratio(row_id) == pytest.approx(with_term, rel=1e-9)
 
 
-@pytest.mark.parametrize("row_id", ["ACCELMARK-0094", "ACCELMARK-0105"])
-def test_rate_25_prefill_passes_gather_prompts(row_id: str) -> None:
-    # 25 req/s at TP 8 (A100 40GB, A800): ~300 ms measured. A pass of one prompt per decode pass (~60 ms of
-    # host time each) could not keep up and put the median TTFT at 3-4x; V0 prefills every prompt that
-    # arrived during the previous prefill pass too.
-    assert 0.7 < _ratio(row_id) < 1.3
+def test_prefill_passes_stall_decodes_under_load() -> None:
+    # 8x H200 at 5 and 10 req/s: measured TPOT 38.8 / 58.8 ms; the V0 prefill passes between the decode passes
+    # take longer at TP 8, so the TPOT rises (0.39 / 0.38 of the measured without the term)
+    assert _ratio("ACCELMARK-0113") > 0.5
+    assert _ratio("ACCELMARK-0115") > 0.6

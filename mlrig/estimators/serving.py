@@ -809,9 +809,6 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
     return iteration_wait_s(r, step, others, closed_loop) + wait_prefill, own, dec_only
 
 
-# Fixed-point steps for the prompts a V0 prefill pass gathers (`rate_run_point`'s admitted_cost)
-PASS_GATHER_ITERATIONS = 8
-
 # Most of the GPU's time that admitted prefills may take in `rate_run_point`'s fluid model (the decodes keep
 # the rest); the prompts beyond it wait in its queue.
 PREFILL_SHARE_MAX = 0.95
@@ -974,18 +971,6 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             return t_f, 1
         arrived = want * d * block  # the prompts that arrived while the running decode block ran
         k = most if arrived >= most else max(1, math.ceil(arrived - 1e-9))
-        # ... and while the last prefill pass ran: V0's scheduler prefills every prompt waiting when a pass
-        # ends (`_schedule_prefills`), so a pass of k prompts lasting P(k) gathers want x (d + P(k)); a few
-        # fixed-point steps (P(k) grows slower than k where a pass's fixed cost dominates, as with
-        # efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S)
-        for _ in range(PASS_GATHER_ITERATIONS):
-            if k >= most:
-                break
-            gathered = want * (d * block + pass_s_per_token(k) * k * prompt)
-            k_next = most if gathered >= most else max(1, math.ceil(gathered - 1e-9))
-            if k_next <= k:
-                break
-            k = k_next
         return pass_s_per_token(k), k
 
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
