@@ -1057,6 +1057,31 @@ FUSED_W4A16_FULL_RATE_ENGINES = frozenset({"tinychat", "tinychat-2024"})
 # GPTQ's 512-token prefill at batch 1 is no slower than fp16's (OPTGPTQ-0033 vs -0031).
 HOST_LAUNCH_OVERLAPPED = frozenset({"transformers"})
 HOST_OVERLAP_P = 4.0
+# vLLM V0's prefill under tensor parallelism (performance.vllm_v0_prefill_host_layer_s): the host time per layer
+#    of an eager prefill pass (V0 replays CUDA graphs for decode batches only), run ahead of the GPU and overlapped
+#    with it (HOST_OVERLAP_P), so it shows only where it exceeds the GPU's share. FITTED on AccelMark's vLLM 0.7.3
+#    Llama-3-70B-Instruct runs at TP 8 (fit split): at one user, 255-token prompts, the median TTFT is 77 / 82 /
+#    82 ms on 8x H200 / A100 40GB / A800 (ACCELMARK-0108 / -0086 / -0097), nearly GPU-independent, where the
+#    planner's GPU work (a 255-token prefill of 19 / 40 / 40 ms at TP 8, the first-token iteration, the 5.5 ms
+#    front end) gave 35 / 65 / 63 ms: the three leave a prefill pass of ~56-61 ms, ~0.7 ms per layer, on all three
+#    GPUs. On one GPU the same 255-token prompt of Llama-3-8B leaves no such time (ACCELMARK-0002 / -0014 / -0026,
+#    TTFT 20 / 28 / 46 ms on H100 / H200 / A100, predicted 25 / 22 / 43 with none): there the GPU's ~0.35 ms per
+#    layer covers the host's, so the term is taken for TP > 1 only, where the tp worker processes each run the
+#    Python forward and every layer's two all-reduces wait for the slowest of them. Swept over the vLLM HBM fit
+#    rows (TTFT median / p90, TPOT p90): 0 -> 22.9 % / 71 %, 34.5 %; 0.5 ms -> 21.8 % / 71 %, 30.8 %; 0.65 ms ->
+#    19.8 % / 71 %, 29.3 %; 0.8 ms -> 20.0 % / 71.5 %, 27.3 %; the three one-user rows come out 1.06 / 1.04 / 0.96
+#    at 0.65 ms, and the H200 TPOTs at 2 / 5 / 10 req/s (ACCELMARK-0111/-0113/-0115) rise from 0.65 / 0.39 / 0.38
+#    to 0.72 / 0.53 / 0.68 of the measured. Left: at 25 req/s on the A100 40GB / A800 (ACCELMARK-0094 / -0105) the
+#    median TTFT goes from 0.93 / 1.09 to 2.5 / 3.9 of the measured, as a ~55 ms pass of one prompt per decode pass
+#    (serving.rate_run_point) cannot keep up with 25 arrivals/s; V0 prefills the prompts that arrive during a
+#    prefill pass in the next one, before any decode, which the fluid model does not follow (pricing them into
+#    the same pass put those rows back at 0.83 / 0.91 but moved the one-GPU 100 req/s rows 20-40 % higher).
+#    ~54 us per launched kernel (EAGER_KERNELS_PER_LAYER + EAGER_TP_KERNELS_PER_LAYER) is ~9x
+#    EAGER_HOST_S_PER_KERNEL (fitted on MI300X eager decode at 4+ sequences): which part is the Python forward of
+#    8 processes sharing the host's cores, the driver's per-step broadcast and input preparation, or the wait for
+#    the slowest rank is not separated by these rows, and the host's CPU is not stated. The DSTACKCMP 405B runs at
+#    TP 4 / 8 (fit) and DSTACKR1 (TP 8, 3,200-token prompts) move by under 2 %: their prefills are GPU-bound.
+VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
 #    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or

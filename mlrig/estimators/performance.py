@@ -462,6 +462,7 @@ def pass_time(
     block_fp8_eff: float | None = None,
     moe_compute_rel: float = 1.0,
     peer_allreduce: bool | None = None,
+    prefill_host_layer_s: float = 0.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
@@ -480,7 +481,9 @@ def pass_time(
     checkpoint through its early kernels; `moe_compute_rel`: the prefill rate of the routed experts' fused-MoE
     GEMMs (`cost.expert_flops`) relative to the dense GEMMs' (both `prefill_gemm_rates`). `peer_allreduce`:
     whether the tensor-parallel all-reduce is the engine's own peer-to-peer kernel
-    (`interconnects.allreduce_time_s`); None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink."""
+    (`interconnects.allreduce_time_s`); None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink.
+    `prefill_host_layer_s`: the host's time per layer of an eager prefill pass, run ahead of the GPU and
+    overlapped with it as HOST_LAUNCH_OVERLAPPED's host time is (`vllm_v0_prefill_host_layer_s`); prefill only."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -548,6 +551,9 @@ def pass_time(
         host_s, overhead_s = layer_s, step_s  # runs ahead of the GPU; only what the GPU does not cover shows
     else:
         overhead_s = layer_s + step_s
+    if not decode and prefill_host_layer_s > 0:
+        overlapped = True  # vLLM V0's eager prefill at TP > 1 (`vllm_v0_prefill_host_layer_s`)
+        host_s = host_s + layers * prefill_host_layer_s
     if not decode:
         overhead_s = overhead_s + (tokens_in_pass * layers * eff.PREFILL_TOKEN_LAYER_S[engine] * hidden
                                    / eff.PREFILL_REF_HIDDEN / tp)
@@ -781,7 +787,26 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
-                     peer_allreduce=s.peer_allreduce)
+                     peer_allreduce=s.peer_allreduce,
+                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp))
+
+
+def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> float:
+    """Host time per layer of a vLLM V0 (< 0.8) prefill pass under tensor parallelism
+    (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S); 0 for V1, for one GPU and for other engines.
+
+    V0 replays captured CUDA graphs for decode batches only: a step with a prompt in it runs eagerly
+    (vllm/worker/model_runner.py, ModelRunner.execute_model: `if prefill_meta is None and decode_meta.use_cuda_graph`
+    picks the graph runner, else the plain nn.Module), so each of the tp worker processes launches every kernel of
+    every layer from Python. The rank-0 driver prepares the inputs and broadcasts them each step
+    (`broadcast_tensor_dict`), and each layer's two all-reduces wait for all tp ranks, so the pass moves at the
+    slowest of the tp hosts. Overlapped with the GPU's work (`pass_time`): hidden where the GPU's share is the
+    larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work."""
+    from mlrig.estimators.engines import vllm_v1
+
+    if engine != "vllm" or tp <= 1 or vllm_v1(version):
+        return 0.0
+    return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
 
 
 def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, float]:
