@@ -133,8 +133,11 @@ def test_ctrl_c_still_writes_the_report_and_passes_the_status(tmp_path: Path) ->
     out = tmp_path / "rep"
     started = tmp_path / "job-started"
     job = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)"
+    # a test run started in the background (`pytest &`, `nohup`) inherits SIGINT ignored, and mlrig keeps ignoring
+    # it then (interrupts.install): give mlrig the disposition an interactive terminal gives it
     p = subprocess.Popen([PY, "-m", "mlrig.cli", "diagnose", "--interval", "0.3", "--out", str(out), "--",
                           PY, "-c", job], start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Ctrl-C once the job runs (it touches a file first) and mlrig has sampled it a few times: on a loaded
     # machine mlrig's and the job's start-up can take seconds, so wait for the job, not for a fixed time
