@@ -997,6 +997,33 @@ def is_ms_swift(engine: str | None) -> bool:
 # whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
 # full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
 CHUNKED_LOSS_ENGINES = ("torchtune", "litgpt", "lit-gpt")
+# Frameworks whose chunked loss is fused with the output head and chunks the VOCABULARY, never holding logits for
+# the whole vocabulary: prime-rl's RL trainer (src/prime_rl/trainer/models/layers/lm_head.py at b798a90d6,
+# `FusedOutputLinear` / `_ChunkedLogProbEntropyFn`; the RL config sets `fused_lm_head_chunk_size` 'auto' to
+# 2,048): the forward runs `hidden @ w_chunk.t()` for 2,048 vocabulary columns at a time with an online
+# logsumexp, saves only the hidden states and logZ, and the backward recomputes each chunk's logits. The
+# largest transient is one chunk in backward: bf16 logits (2 B), their fp32 scaled copy (4), the softmax p (4)
+# and the logits' gradient (4): `FUSED_HEAD_BYTES_PER_LOGIT` per token x chunk column. Value: vocabulary
+# columns per chunk. (torchtune's chunked loss, `CHUNKED_LOSS_ENGINES`, chunks the tokens of bf16 logits
+# computed for the whole vocabulary, so it holds them all.)
+FUSED_VOCAB_CHUNK_HEAD_ENGINES: dict[str, int] = {"prime-rl": 2048}
+FUSED_HEAD_BYTES_PER_LOGIT = 14.0
+# Frameworks that train fp32 weights under PyTorch FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16) rather
+# than torch.autocast: the all-gather casts each unit's parameters to bf16 before its forward and the module
+# then computes entirely in bf16 (torch.distributed.fsdp.MixedPrecisionPolicy, `cast_forward_inputs`), so the
+# residual stream and the layer inputs recomputation keeps are bf16 (not the fp32 of AMP, `bf16-mixed`), and no
+# per-matmul weight copy is cached (the bf16 unsharded parameters are freed at reshard). prime-rl
+# (src/prime_rl/trainer/model.py at b798a90d6: model loaded in `optimization_dtype` float32, `mp_policy =
+# MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=...)`).
+FSDP2_PARAM_CAST_ENGINES = ("prime-rl",)
+
+
+def fused_vocab_chunk(engine: str | None) -> int | None:
+    """Vocabulary columns per chunk of a fused output head + loss (`FUSED_VOCAB_CHUNK_HEAD_ENGINES`), or None."""
+    e = (engine or "").lower()
+    return next((c for n, c in FUSED_VOCAB_CHUNK_HEAD_ENGINES.items() if e.startswith(n)), None)
+
+
 # Frameworks whose model code gives the output head its own matrix even when the checkpoint ties it to the
 # embedding: LitGPT (litgpt/model.py).
 UNTIED_HEAD_ENGINES = ("litgpt", "lit-gpt")
@@ -1458,7 +1485,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # residual add stay fp32 (autocast lowers matmuls only; fp32 + bf16 promotes to fp32), so the layer
     # inputs that recomputation keeps are 4 bytes each (PyTorch "Automatic Mixed Precision" op reference:
     # embedding, add and norms are not on the lower-precision list).
-    amp = base_prec.master_in_weights
+    amp = base_prec.master_in_weights and not _engine_is(w.engine, FSDP2_PARAM_CAST_ENGINES)
     resid_el = 4.0 if amp or (method == "qlora" and upcast.stream_fp32) else el  # `kbit_upcast`
     if ck == "full":
         # Full recomputation keeps each layer's input (2sbh; /tp under SP) and, in backward, one
@@ -1508,6 +1535,10 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
         chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, CHUNKED_LOSS_ENGINES)
         logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
+        vocab_chunk = fused_vocab_chunk(w.engine)
+        if chunked and vocab_chunk:
+            # a fused head that chunks the vocabulary holds one chunk's logits (`FUSED_VOCAB_CHUNK_HEAD_ENGINES`)
+            logits = b * seq_l * min(vocab_chunk, arch.vocab_size) * FUSED_HEAD_BYTES_PER_LOGIT / tp
     keep_grads = hw.total_gpus > 1  # DDP buckets / FSDP sharded grads are allocated for the whole run
     tied_extra = 0.0
     if arch.tie_word_embeddings and method == "full" and not untied:
