@@ -1323,3 +1323,15 @@ METAL_MATVEC_MAX_TOKENS = 8
 #    (XD-0229..0231, XD-0241..0243; predicted / measured 0.58-0.75 before, 0.85-1.02 after). Held out, the
 #    LocalScore M3 / M4 rows agree (8B Q4_K_M on M3 Pro / M4 / M4 Pro / M4 Max 0.72-0.92 -> 0.90-1.07).
 APPLE_CONCURRENT_ALU_SPEEDUP = 1.8
+# From Metal GPU family Apple10 (M5) each GPU core carries a "Neural Accelerator", matrix hardware that Metal 4's
+#    tensor API (MTLTensor, the Metal Performance Primitives' matmul2d) drives (Apple newsroom, "Apple unleashes M5",
+#    2025-10-15: "over 4x the peak GPU compute for AI" of M4, no TFLOPS given; the catalog's fp16 figure for M5 is the
+#    SIMD rate). llama.cpp's Metal backend runs its mat-mat kernels through that API where the device has it
+#    (ggml-org/llama.cpp PR #16634, "metal : initial Metal4 tensor API support", opened 2025-10-17). MLX uses the
+#    accelerators only from macOS 26.2 (Apple Machine Learning Research, "Exploring LLMs with MLX and the Neural
+#    Accelerators in the M5 GPU", 2025-11): no fit row of that setup yet, so MLX keeps the SIMD rate (and is
+#    pessimistic on macOS 26.2+). The speed-up of llama.cpp's prefill GEMMs over the SIMD rate, fitted on
+#    ZISKIND-0013..0018 (Qwen3-30B-A3B Q4_K_M, llama-bench pp512..pp16384 on a 10-core M5, Nov 2025 build:
+#    measured / predicted 1.85-2.08 at the SIMD rate). One chip, one model, one source: a rough figure.
+APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.0}
+APPLE_NEURAL_ACCEL_FAMILIES = (10,)

@@ -150,7 +150,20 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
         return None
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
-    return t
+    return t * apple_neural_accel_speedup(gpu, engine)
+
+
+def apple_neural_accel_speedup(gpu: GPU, engine: str) -> float:
+    """Matmul rate over the Apple GPU's SIMD figure where the engine drives the GPU cores' Neural Accelerators
+    (Metal GPU family Apple10 and later, efficiency.APPLE_NEURAL_ACCEL_FAMILIES; llama.cpp's Metal 4 tensor-API
+    mat-mat kernels, efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP, which has the sources), else 1."""
+    if gpu.hardware_class != "apple":
+        return 1.0
+    arch = gpu.architecture or ""
+    if not any(f"family Apple{n})" in arch for n in eff.APPLE_NEURAL_ACCEL_FAMILIES):
+        return 1.0
+    fam = "llama.cpp" if engine.startswith("llama.cpp") else engine
+    return eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP.get(fam, 1.0)
 
 
 def gemm_rate_rel(gpu: GPU) -> float:
