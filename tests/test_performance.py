@@ -839,3 +839,31 @@ def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer() -> None:
         perf = evaluate(_apple_plan("Qwen/Qwen3-30B-A3B", precision)).performance
         assert perf is not None
         assert perf.decode_tok_s == pytest.approx(measured, rel=0.10)
+
+
+def test_m5_neural_accelerators_speed_llama_cpp_prefill_only() -> None:
+    """An M5 (Metal family Apple10) runs llama.cpp's mat-mat kernels on its GPU cores' Neural Accelerators
+    (Metal 4 tensor API): the prefill GEMM rate is efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP (2.0) times the
+    SIMD figure, which M4 chips and MLX (no fit row with the accelerators on) keep. Published: Qwen3-Coder-30B-A3B
+    Q4_K_M, llama-bench pp512 on a 10-core M5 = 837 tok/s (ZISKIND-0013); at the SIMD rate alone mlrig said
+    ~451, now within 15 %. Decode (bandwidth-bound) is untouched."""
+    from mlrig.estimators.performance import apple_neural_accel_speedup, peak_tflops
+    from mlrig.planner import evaluate
+
+    m5, m4 = resolve_gpu("Apple M5 10-core GPU 32GB"), resolve_gpu("Apple M4 10-core GPU 32GB")
+    assert apple_neural_accel_speedup(m5, "llama.cpp") == eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP["llama.cpp"] == 2.0
+    assert apple_neural_accel_speedup(m5, "llama.cpp-metal") == 2.0
+    assert apple_neural_accel_speedup(m5, "mlx") == apple_neural_accel_speedup(m4, "llama.cpp") == 1.0
+    assert peak_tflops(m5, "fp16", "llama.cpp") == pytest.approx(2.0 * 4.04)
+    assert peak_tflops(m5, "fp16", "mlx") == pytest.approx(4.04)
+
+    def speed(prompt: int, output: int) -> tuple[float | None, float | None]:
+        result = evaluate({"model": "Qwen/Qwen3-30B-A3B", "hardware": {"gpu": "Apple M5 10-core GPU 32GB"},
+                           "workload": {"precision": "q4_k_m", "engine": "llama.cpp", "batch_size": 1,
+                                        "prompt_tokens": prompt, "output_tokens": output, "load": "static",
+                                        "flash_attention": False}})
+        assert result.performance is not None
+        return result.performance.prefill_tok_s, result.performance.decode_tok_s
+
+    prefill, _ = speed(512, 0)
+    assert prefill == pytest.approx(837.08, rel=0.15)
