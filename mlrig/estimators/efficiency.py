@@ -1112,6 +1112,16 @@ PRE_AMPERE_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 # XD-0328/0334). We model quantised prefill as the FP16 tensor path times this factor (not the
 # int8 peak, which it never approaches).
 QUANT_PREFILL_EFF = 0.80
+# MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
+#    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
+#    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of
+#    tokens, less than llama.cpp's k-quant MMQ path above. Fitted on the fit rows of MLX 4-bit prefill:
+#    Llama-3.3-70B on an M3 Max 40-core at 260-30k-token prompts (MLXCHIGKIM-0001..0039 odd, predicted /
+#    measured 0.81-0.92 at 0.80), the 4-27B models of RAPIDMLX on an M3 Ultra 60-core at ~530 and ~2,150-token
+#    prompts (0.78-0.89; its 0.6B / 1B models, 0.98-1.39, are dominated by per-pass time, not GEMMs) and
+#    ZISKIND's Qwen3-30B-A3B on an M5 (one uncached forward pass, 0.81-1.54 at 128-16k tokens): all three
+#    sources' median 0.86-0.88 at 0.80, hence 0.92.
+QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
 # int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;

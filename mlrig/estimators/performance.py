@@ -552,7 +552,7 @@ def pass_time(
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
-            ce *= eff.QUANT_PREFILL_EFF
+            ce *= eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":
