@@ -364,6 +364,15 @@ VLLM_MULTI_STEP_AMORTISED_SHARE = 0.6
 #    is; 1.3 ms, their middle. One model and one source: not separated into its graph-building and sampling
 #    parts (the sampling part grows with the vocabulary, 201k tokens here).
 OLLAMA_SEQ_STEP_S = 1.3e-3
+# vllm-mlx and its fork Rapid-MLX serve MLX models from an engine of their own (vllm_mlx/engine: a scheduler
+#    step per token, a detokeniser and an async output stream per request around mlx-lm's model call), where
+#    mlx-lm's generate loop, which the MLX factors come from, only samples and yields. Host time per sequence per
+#    step, beside SEQ_STEP_OVERHEAD_S. Fitted on Rapid-MLX's community bench (engine.stream_outputs, 128 / 512
+#    tokens at ~530 / ~2,150 tokens of context, M3 Ultra 60-core, mlx 0.31): its decode of the 0.6-8B models
+#    leaves 0.3-1.7 ms per token beyond mlx-lm's bandwidth and per-layer times (RAPIDMLX-0001/-0003/-0005/-0007/
+#    -0013/-0015/-0021..-0031 odd), median 0.9 ms (the 14B / 27B rows leave 1.2-2.2 ms: part of that is the
+#    two-die chip's bandwidth, not separated). One chip, one source.
+MLX_SERVER_SEQ_STEP_S = 0.9e-3
 
 # Routed-expert weights of a MoE model are read by the engines' fused MoE kernels, not by their dense
 #    GEMMs: vLLM's and SGLang's Triton `fused_moe` (one launch for all experts, tokens sorted by expert with

@@ -35,6 +35,7 @@ from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
+    MLX_SERVER_ENGINES,
     before,
     sglang_default_chunked_prefill,
     transformers_full_logits,
@@ -696,8 +697,11 @@ def _setup(r: ResolvedPlan) -> _Setup:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
     seq_step_s = host_seq_step_s(engine, r.workload.engine_version, r.workload.num_scheduler_steps)
-    if (r.workload.engine or "").strip().lower() == "ollama":
+    named = (r.workload.engine or "").strip().lower().replace(" ", "").replace("_", "-")
+    if named == "ollama":
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
+    elif named in MLX_SERVER_ENGINES:
+        seq_step_s += eff.MLX_SERVER_SEQ_STEP_S  # vllm-mlx / Rapid-MLX: the serving engine's loop per token
     peer = None
     if link is not None and link.kind == "xgmi":
         # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
