@@ -839,3 +839,77 @@ def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer() -> None:
         perf = evaluate(_apple_plan("Qwen/Qwen3-30B-A3B", precision)).performance
         assert perf is not None
         assert perf.decode_tok_s == pytest.approx(measured, rel=0.10)
+
+
+def test_m5_neural_accelerators_speed_llama_cpp_prefill_only() -> None:
+    """An M5 (Metal family Apple10) runs llama.cpp's mat-mat kernels on its GPU cores' Neural Accelerators
+    (Metal 4 tensor API): the prefill GEMM rate is efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP (2.0) times the
+    SIMD figure, which M4 chips and MLX (no fit row with the accelerators on) keep. Published: Qwen3-Coder-30B-A3B
+    Q4_K_M, llama-bench pp512 on a 10-core M5 = 837 tok/s (ZISKIND-0013); at the SIMD rate alone mlrig said
+    ~451, now within 15 %. Decode (bandwidth-bound) is untouched."""
+    from mlrig.estimators.performance import apple_neural_accel_speedup, peak_tflops
+    from mlrig.planner import evaluate
+
+    m5, m4 = resolve_gpu("Apple M5 10-core GPU 32GB"), resolve_gpu("Apple M4 10-core GPU 32GB")
+    assert apple_neural_accel_speedup(m5, "llama.cpp") == eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP["llama.cpp"] == 2.0
+    assert apple_neural_accel_speedup(m5, "llama.cpp-metal") == 2.0
+    assert apple_neural_accel_speedup(m5, "mlx") == apple_neural_accel_speedup(m4, "llama.cpp") == 1.0
+    assert peak_tflops(m5, "fp16", "llama.cpp") == pytest.approx(2.0 * 4.04)
+    assert peak_tflops(m5, "fp16", "mlx") == pytest.approx(4.04)
+
+    def speed(prompt: int, output: int) -> tuple[float | None, float | None]:
+        result = evaluate({"model": "Qwen/Qwen3-30B-A3B", "hardware": {"gpu": "Apple M5 10-core GPU 32GB"},
+                           "workload": {"precision": "q4_k_m", "engine": "llama.cpp", "batch_size": 1,
+                                        "prompt_tokens": prompt, "output_tokens": output, "load": "static",
+                                        "flash_attention": False}})
+        assert result.performance is not None
+        return result.performance.prefill_tok_s, result.performance.decode_tok_s
+
+    prefill, _ = speed(512, 0)
+    assert prefill == pytest.approx(837.08, rel=0.15)
+
+
+def test_mlx_quantised_prefill_pays_less_than_llama_cpp_mmq() -> None:
+    """MLX's qmm de-quantises a weight tile once per block of tokens: its 4-bit prefill runs at
+    efficiency.QUANT_PREFILL_EFF_BY_ENGINE["mlx"] (0.92) of the 16-bit rate, not llama.cpp's MMQ 0.80.
+    Published (fit row MLXCHIGKIM-0009): Llama-3.3-70B 4-bit on a 64 GB M3 Max 40-core, 2,173-token prompt,
+    83.1 tok/s; at 0.80 mlrig said 67.3 (19 % slow), at 0.92 within 10 %."""
+    from mlrig.planner import evaluate
+
+    assert eff.QUANT_PREFILL_EFF_BY_ENGINE["mlx"] == 0.92 > eff.QUANT_PREFILL_EFF
+    assert "llama.cpp" not in eff.QUANT_PREFILL_EFF_BY_ENGINE
+
+    def prefill(precision: str) -> float:
+        result = evaluate({"model": "meta-llama/Llama-3.3-70B-Instruct",
+                           "hardware": {"gpu": "Apple M3 Max 40-core GPU 64GB"},
+                           "workload": {"precision": precision, "engine": "mlx", "batch_size": 1,
+                                        "prompt_tokens": 2173, "output_tokens": 300, "load": "static"}})
+        assert result.performance is not None and result.performance.prefill_tok_s is not None
+        return result.performance.prefill_tok_s
+
+    assert prefill("mlx-4bit") == pytest.approx(83.1, rel=0.10)
+
+
+def test_mlx_serving_engines_add_a_host_step_per_token() -> None:
+    """vllm-mlx / Rapid-MLX run MLX models from their own engine loop: engine family mlx (not vLLM's, which
+    would be refused on Apple), plus efficiency.MLX_SERVER_SEQ_STEP_S (0.9 ms) per token over mlx-lm's own
+    generate loop. Published (fit row RAPIDMLX-0001): Qwen3-8B 4-bit, M3 Ultra 60-core, Rapid-MLX 0.7.26,
+    ~531-token prompt, 112.9 tok/s; plain mlx gives ~124 (10 % fast), rapid-mlx within 5 %."""
+    from mlrig.estimators.engines import engine_family
+    from mlrig.planner import evaluate
+
+    m3u = resolve_gpu("Apple M3 Ultra 60-core GPU 256GB")
+    for name in ("rapid-mlx", "vllm-mlx", "Rapid-MLX"):
+        assert engine_family(name, "mlx-4bit", m3u) == "mlx"
+    with pytest.raises(MlrigError):
+        engine_family("rapid-mlx", "mlx-4bit", resolve_gpu("rtx-4090"))
+
+    def decode_tpot_s(engine: str) -> float:
+        result = evaluate({"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "Apple M3 Ultra 60-core GPU 256GB"},
+                           "workload": {"precision": "mlx-4bit", "engine": engine, "batch_size": 1,
+                                        "prompt_tokens": 531, "output_tokens": 128, "load": "static"}})
+        assert result.performance is not None and result.performance.decode_tok_s is not None
+        return 1.0 / result.performance.decode_tok_s
+
+    assert decode_tpot_s("rapid-mlx") - decode_tpot_s("mlx") == pytest.approx(eff.MLX_SERVER_SEQ_STEP_S, rel=0.02)
+    assert 1.0 / decode_tpot_s("rapid-mlx") == pytest.approx(112.89, rel=0.05)

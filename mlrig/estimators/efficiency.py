@@ -364,6 +364,15 @@ VLLM_MULTI_STEP_AMORTISED_SHARE = 0.6
 #    is; 1.3 ms, their middle. One model and one source: not separated into its graph-building and sampling
 #    parts (the sampling part grows with the vocabulary, 201k tokens here).
 OLLAMA_SEQ_STEP_S = 1.3e-3
+# vllm-mlx and its fork Rapid-MLX serve MLX models from an engine of their own (vllm_mlx/engine: a scheduler
+#    step per token, a detokeniser and an async output stream per request around mlx-lm's model call), where
+#    mlx-lm's generate loop, which the MLX factors come from, only samples and yields. Host time per sequence per
+#    step, beside SEQ_STEP_OVERHEAD_S. Fitted on Rapid-MLX's community bench (engine.stream_outputs, 128 / 512
+#    tokens at ~530 / ~2,150 tokens of context, M3 Ultra 60-core, mlx 0.31): its decode of the 0.6-8B models
+#    leaves 0.3-1.7 ms per token beyond mlx-lm's bandwidth and per-layer times (RAPIDMLX-0001/-0003/-0005/-0007/
+#    -0013/-0015/-0021..-0031 odd), median 0.9 ms (the 14B / 27B rows leave 1.2-2.2 ms: part of that is the
+#    two-die chip's bandwidth, not separated). One chip, one source.
+MLX_SERVER_SEQ_STEP_S = 0.9e-3
 
 # Routed-expert weights of a MoE model are read by the engines' fused MoE kernels, not by their dense
 #    GEMMs: vLLM's and SGLang's Triton `fused_moe` (one launch for all experts, tokens sorted by expert with
@@ -1112,6 +1121,16 @@ PRE_AMPERE_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 # XD-0328/0334). We model quantised prefill as the FP16 tensor path times this factor (not the
 # int8 peak, which it never approaches).
 QUANT_PREFILL_EFF = 0.80
+# MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
+#    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
+#    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of
+#    tokens, less than llama.cpp's k-quant MMQ path above. Fitted on the fit rows of MLX 4-bit prefill:
+#    Llama-3.3-70B on an M3 Max 40-core at 260-30k-token prompts (MLXCHIGKIM-0001..0039 odd, predicted /
+#    measured 0.81-0.92 at 0.80), the 4-27B models of RAPIDMLX on an M3 Ultra 60-core at ~530 and ~2,150-token
+#    prompts (0.78-0.89; its 0.6B / 1B models, 0.98-1.39, are dominated by per-pass time, not GEMMs) and
+#    ZISKIND's Qwen3-30B-A3B on an M5 (one uncached forward pass, 0.81-1.54 at 128-16k tokens): all three
+#    sources' median 0.86-0.88 at 0.80, hence 0.92.
+QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
 # int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;
@@ -1323,3 +1342,15 @@ METAL_MATVEC_MAX_TOKENS = 8
 #    (XD-0229..0231, XD-0241..0243; predicted / measured 0.58-0.75 before, 0.85-1.02 after). Held out, the
 #    LocalScore M3 / M4 rows agree (8B Q4_K_M on M3 Pro / M4 / M4 Pro / M4 Max 0.72-0.92 -> 0.90-1.07).
 APPLE_CONCURRENT_ALU_SPEEDUP = 1.8
+# From Metal GPU family Apple10 (M5) each GPU core carries a "Neural Accelerator", matrix hardware that Metal 4's
+#    tensor API (MTLTensor, the Metal Performance Primitives' matmul2d) drives (Apple newsroom, "Apple unleashes M5",
+#    2025-10-15: "over 4x the peak GPU compute for AI" of M4, no TFLOPS given; the catalog's fp16 figure for M5 is the
+#    SIMD rate). llama.cpp's Metal backend runs its mat-mat kernels through that API where the device has it
+#    (ggml-org/llama.cpp PR #16634, "metal : initial Metal4 tensor API support", opened 2025-10-17). MLX uses the
+#    accelerators only from macOS 26.2 (Apple Machine Learning Research, "Exploring LLMs with MLX and the Neural
+#    Accelerators in the M5 GPU", 2025-11): no fit row of that setup yet, so MLX keeps the SIMD rate (and is
+#    pessimistic on macOS 26.2+). The speed-up of llama.cpp's prefill GEMMs over the SIMD rate, fitted on
+#    ZISKIND-0013..0018 (Qwen3-30B-A3B Q4_K_M, llama-bench pp512..pp16384 on a 10-core M5, Nov 2025 build:
+#    measured / predicted 1.85-2.08 at the SIMD rate). One chip, one model, one source: a rough figure.
+APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.0}
+APPLE_NEURAL_ACCEL_FAMILIES = (10,)

@@ -732,8 +732,10 @@ def tinychat_legacy(text: str | None) -> bool:
 
 
 # ---- engine family keys ----------------------------------------------------------------------------
-ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, transformers, exllamav2, mlc, "
-                "gpt-fast, tinychat")
+ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, rapid-mlx, transformers, exllamav2, "
+                "mlc, gpt-fast, tinychat")
+# MLX serving engines (engine family mlx, efficiency.MLX_SERVER_SEQ_STEP_S): vllm-mlx and its fork Rapid-MLX.
+MLX_SERVER_ENGINES = ("rapid-mlx", "rapidmlx", "vllm-mlx")
 
 
 def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, version: str | None = None) -> str:
@@ -749,7 +751,7 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
         # (mlrig.validation.speed); users give --engine-version instead (engines.py).
         return e
     apple = gpu.hardware_class == "apple"
-    if e.startswith("mlx"):
+    if e.startswith("mlx") or e in MLX_SERVER_ENGINES:
         if not apple:
             raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
         return "mlx"

@@ -35,6 +35,7 @@ from mlrig import quant, vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
+    MLX_SERVER_ENGINES,
     before,
     sglang_default_chunked_prefill,
     transformers_full_logits,
@@ -150,7 +151,20 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
         return None
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
-    return t
+    return t * apple_neural_accel_speedup(gpu, engine)
+
+
+def apple_neural_accel_speedup(gpu: GPU, engine: str) -> float:
+    """Matmul rate over the Apple GPU's SIMD figure where the engine drives the GPU cores' Neural Accelerators
+    (Metal GPU family Apple10 and later, efficiency.APPLE_NEURAL_ACCEL_FAMILIES; llama.cpp's Metal 4 tensor-API
+    mat-mat kernels, efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP, which has the sources), else 1."""
+    if gpu.hardware_class != "apple":
+        return 1.0
+    arch = gpu.architecture or ""
+    if not any(f"family Apple{n})" in arch for n in eff.APPLE_NEURAL_ACCEL_FAMILIES):
+        return 1.0
+    fam = "llama.cpp" if engine.startswith("llama.cpp") else engine
+    return eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP.get(fam, 1.0)
 
 
 def gemm_rate_rel(gpu: GPU) -> float:
@@ -539,7 +553,7 @@ def pass_time(
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
-            ce *= eff.QUANT_PREFILL_EFF
+            ce *= eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":
@@ -683,8 +697,11 @@ def _setup(r: ResolvedPlan) -> _Setup:
         serial = hw.pipeline_parallel
     link = r.link if tp > 1 or serial > 1 else None
     seq_step_s = host_seq_step_s(engine, r.workload.engine_version, r.workload.num_scheduler_steps)
-    if (r.workload.engine or "").strip().lower() == "ollama":
+    named = (r.workload.engine or "").strip().lower().replace(" ", "").replace("_", "-")
+    if named == "ollama":
         seq_step_s += eff.OLLAMA_SEQ_STEP_S  # Ollama's Go runner: graph building and CPU sampling per token
+    elif named in MLX_SERVER_ENGINES:
+        seq_step_s += eff.MLX_SERVER_SEQ_STEP_S  # vllm-mlx / Rapid-MLX: the serving engine's loop per token
     peer = None
     if link is not None and link.kind == "xgmi":
         # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
