@@ -610,11 +610,12 @@ TRTLLM_REQUEST_PATH_FROM = (0, 12)
 # trtllm-serve, measured minus the planner's GPU part, WAYNETRT-0146 / -0164 (0.20 compiled engine, TP 2 on H100s,
 # with and without CUDA graphs) 10.2 / 10.7 ms: 10.5 ms. Held out, checked only: CHINMAY5090-0002 (1.2.0 TensorRT
 # engine, one RTX 5090) ~11 ms. With the eager prefill pass priced at the eager decode step's host time per layer,
-# the PyTorch-backend single-user rows come out at WAYNETRT-0002 / -0038 (0.20, TP 2) +34 / +34 %, -0074 (TP 4,
-# 64 layers) +36 %, AZIR5070TI-0002 / -0026 (1.3.0rc15 on WSL2) -8 / -5 %: the two hosts' launch costs differ (the
-# per-layer figure was fitted on AZIR's), which a plan does not name. The earlier single figure, 20 ms (the median of
-# those PyTorch-backend rows with no eager pass priced), read the TP 4 row's 24 ms against the TP 2 rows' 20 and the
-# compiled-engine rows' 10 as a growth with TP: at the same TP 2 the two backends differ by ~10 ms, the eager pass.
+# the PyTorch-backend single-user rows come out at WAYNETRT-0002 / -0038 (0.20, TP 2) +29 / +28 %, -0074 (TP 4,
+# 64 layers) +51 %, AZIR5070TI-0002 / -0026 (1.3.0rc15 on WSL2) -30 / -28 % (its 4-16-user rows -9..-26 %): the
+# hosts' launch and HTTP costs differ (the per-layer figure was fitted on AZIR's), which a plan does not name.
+# The earlier single figure, 20 ms (the median of those PyTorch-backend rows with no eager pass priced), read the
+# TP 4 row's 24 ms against the TP 2 rows' 20 and the compiled-engine rows' 10 as a growth with TP: at the same TP 2
+# the two backends differ by ~10 ms, the eager pass.
 # Over the TensorRT-LLM TTFT rows (fit and held out; median / p90 error, branch s30-trt): GDDR 17 / 54 % at 20 ms
 # without the eager pass -> 15 / 38 % at 10.5 ms with it, HBM 15 / 45 % -> 17 / 42 %.
 API_FRONTEND_S["trt-llm"] = 10.5e-3
@@ -739,7 +740,9 @@ EAGER_HOST_S_PER_KERNEL = 6e-6
 #    to the GPU's. 600 us per layer, chosen on those 12 rows (TPOT, throughput, TTFT of the four runs): see
 #    tests/test_trtllm_gddr.py. One source, one host (WSL2's paravirtualised launches may cost more than a native
 #    Linux host's): a check on other hosts is owed. The TensorRT-engine runtime (before 1.0) enqueues the engine
-#    from C++: no change there.
+#    from C++: no change there. The same host time prices the PyTorch backend's prefill passes, which never replay
+#    a graph (performance.trtllm_prefill_host_layer_s, branch s30-trt): WAYNETRT's single-user PyTorch-backend rows
+#    (native Linux H100 host) then come out 28-51 % slow, AZIR's 1-16-user rows -30..-9 %: hosts differ.
 TRTLLM_EAGER_HOST_LAYER_S = 600e-6
 
 # LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its

@@ -1471,8 +1471,9 @@ def frontend_s(r: ResolvedPlan) -> float:
     (`engines.vllm_v1`) crosses a process boundary both ways and detokenises in the API process
     (efficiency.API_FRONTEND_V1_S).
 
-    TensorRT-LLM's trtllm-serve has its own figure (API_FRONTEND_S["trt-llm"], fitted on WAYNETRT-* and
-    AZIR5070TI-* single-user rows). What grows with a wave's users is `front_end_queue_s` (efficiency.
+    TensorRT-LLM's trtllm-serve has its own figure (API_FRONTEND_S["trt-llm"], read on WAYNETRT's single-user
+    TensorRT-engine rows; the PyTorch backend's eager prefill pass is priced in the pass itself,
+    performance.trtllm_prefill_host_layer_s). What grows with a wave's users is `front_end_queue_s` (efficiency.
     FRONTEND_SERIAL_S_PER_REQUEST), taken as the larger of it and the GPU's wave; the analysis below, of a
     cost added to the GPU's wave, predates the WAYNETRT-* rows that fix its size.
 
