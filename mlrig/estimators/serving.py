@@ -817,11 +817,22 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
 
     v0_tokens = vllm_v0_whole_prompt_tokens(r) if budget is None else None
 
+    # TensorRT-LLM's micro-batch scheduler takes every waiting context request that fits max_num_tokens into the
+    # next iteration (tensorrt_llm/_torch/pyexecutor/scheduler.py `PyMicroBatchScheduler.schedule`, C++
+    # microBatchScheduler.cpp), so a lock-step round's prompts share a pass, as in the wave's TTFT (`wave_ttft_s`),
+    # not one pass each: a round of short prompts reads the weights (and, on the PyTorch backend, launches its eager
+    # pass) once, not once per prompt. AZIR5070TI-0046 (64 users, 1-token prompts after the prefix cache) priced
+    # 64 passes of ~19 ms per 256-token round. LMDeploy's early TurboMind is left as fitted (LMDEPLOY-*).
+    lockstep_wave = (rate is None and wave_weight >= 1.0 and budget is None
+                     and (r.engine or "").startswith("trt-llm"))
+
     def share(k: int) -> float:  # a prompt token's time in the iterations of k running sequences
         if sg_first:
             return separate_prefill_s_per_token(r, k, budget, together)
         if v0_tokens is not None:  # V0 without chunking: waiting prompts share a prefill pass
             return separate_prefill_s_per_token(r, k, v0_tokens, together)
+        if lockstep_wave and k > 1:  # a lock-step round's prompts are prefilled as one batch (`wave_ttft_s`)
+            return prefill_pass(r, k, prompt).seconds / (k * prompt)
         return t_f
 
     saturated = False
