@@ -846,7 +846,7 @@ def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
     enqueues its context pass from C++: 0. No factor of its own. Rows it moves: AZIR5070TI's TTFT at 2-16 users
     (fit, 1.3.0rc15 on WSL2, ~60-token prompts with 59 cached: GPU work ~1 ms; measured 44-54 ms, -8..-35 % before,
     -26..-9 % now, with the front end read again, efficiency.API_FRONTEND_S); against: WAYNETRT's PyTorch-backend
-    single-user rows (fit, 0.20 on a native H100 host) +28..+51 % (the per-layer figure is AZIR's host's).
+    single-user rows (fit, 0.20 on a native H100 host) +28..+51 % (the per-layer figure is AZIR's host's)."""
     from mlrig.estimators.engines import trtllm_tensorrt_engine
 
     if engine != "trt-llm" or r.gpu.vendor != "NVIDIA" or trtllm_tensorrt_engine(r.workload.engine_version):
