@@ -740,7 +740,7 @@ def test_vllm_ttft_includes_the_front_end_and_matches_the_published_h100_sweep()
 
     assert front("0.7.3") == pytest.approx(5.5e-3) and front("0.8.0") == pytest.approx(12e-3)
     assert front(None) == pytest.approx(12e-3)  # the current release is V1
-    assert front(None, "trt-llm") == pytest.approx(20e-3)  # trtllm-serve (efficiency.API_FRONTEND_S)
+    assert front(None, "trt-llm") == pytest.approx(10.5e-3)  # trtllm-serve (efficiency.API_FRONTEND_S)
     assert front(None, "lmdeploy") == 0.0
     assert front(None, "sglang") == pytest.approx(6e-3)
 

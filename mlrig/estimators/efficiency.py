@@ -612,15 +612,22 @@ TRTLLM_REQUEST_PATH_FROM = (0, 12)
 # with streaming) hands the request over ZMQ IPC to the executor's worker process(es) (executor/proxy.py
 # `GenerationExecutorProxy`: MPI workers spawned by the LLM API, `executor/ipc.py` queues both ways; rank 0 shares
 # new requests with the other TP ranks), and the first token comes back the same way, is detokenised in the server
-# (or its post-processing workers) and leaves as a server-sent event. Fit rows: the single-user closed loops behind
-# trtllm-serve, whose GPU work is a few ms, measured minus the planner's engine part (TRTLLM_REQUEST_PATH_S aside):
-# WAYNETRT-0002 / -0038 (0.20, TP 2 on H100s) 20.5 / 19.6 ms, -0074 (TP 4) 24.3 ms, -0146 / -0164 (TP 1) 10.2 /
-# 10.7 ms; AZIR5070TI-0002 / -0026 (1.3.0rc15, one RTX 5070 Ti, whose 1-2 user runs also decode 2-3x slower than
-# at 4 users: part of it may be one slow iteration) 31.4 / 33.2 ms. Their median, 20 ms (the TP 1 H100 rows
-# would want 10: hosts and the TP fan-out differ; not separable with these rows). Over the TensorRT-LLM TTFT fit
-# rows: median error 74 / 47 / 42 / 38 / 40 % on HBM at 0 / 10 / 15 / 20 / 25 ms (before the serial cost below).
-# Held out, checked only: CHINMAY5090-0002 (1.2.0, one user on an RTX 5090) leaves ~11 ms.
-API_FRONTEND_S["trt-llm"] = 20e-3
+# (or its post-processing workers) and leaves as a server-sent event. The path is the same for both backends
+# (`--backend pytorch | tensorrt`, engines.TRTLLM_BACKEND_LABELS); what differs is the engine behind it: the
+# PyTorch backend prefills in an eager pass (performance.trtllm_prefill_host_layer_s), a TensorRT engine from C++.
+# So the figure is read where that pass is absent: the single-user closed loops of a TensorRT engine behind
+# trtllm-serve, measured minus the planner's GPU part, WAYNETRT-0146 / -0164 (0.20 compiled engine, TP 2 on H100s,
+# with and without CUDA graphs) 10.2 / 10.7 ms: 10.5 ms. Held out, checked only: CHINMAY5090-0002 (1.2.0 TensorRT
+# engine, one RTX 5090) ~11 ms. With the eager prefill pass priced at the eager decode step's host time per layer,
+# the PyTorch-backend single-user rows come out at WAYNETRT-0002 / -0038 (0.20, TP 2) +29 / +28 %, -0074 (TP 4,
+# 64 layers) +51 %, AZIR5070TI-0002 / -0026 (1.3.0rc15 on WSL2) -30 / -28 % (its 4-16-user rows -9..-26 %): the
+# hosts' launch and HTTP costs differ (the per-layer figure was fitted on AZIR's), which a plan does not name.
+# The earlier single figure, 20 ms (the median of those PyTorch-backend rows with no eager pass priced), read the
+# TP 4 row's 24 ms against the TP 2 rows' 20 and the compiled-engine rows' 10 as a growth with TP: at the same TP 2
+# the two backends differ by ~10 ms, the eager pass.
+# Over the TensorRT-LLM TTFT rows (fit and held out; median / p90 error, branch s30-trt): GDDR 17 / 54 % at 20 ms
+# without the eager pass -> 15 / 38 % at 10.5 ms with it, HBM 15 / 45 % -> 17 / 42 %.
+API_FRONTEND_S["trt-llm"] = 10.5e-3
 # The serving front end's serial work per request (serving.front_end_queue_s): vLLM's API server, SGLang's
 # TokenizerManager and trtllm-serve each run one Python asyncio event loop that parses every request, tokenises
 # its prompt, hands it to the engine and later turns its first token into a server-sent event, one request after
@@ -742,7 +749,9 @@ EAGER_HOST_S_PER_KERNEL = 6e-6
 #    to the GPU's. 600 us per layer, chosen on those 12 rows (TPOT, throughput, TTFT of the four runs): see
 #    tests/test_trtllm_gddr.py. One source, one host (WSL2's paravirtualised launches may cost more than a native
 #    Linux host's): a check on other hosts is owed. The TensorRT-engine runtime (before 1.0) enqueues the engine
-#    from C++: no change there.
+#    from C++: no change there. The same host time prices the PyTorch backend's prefill passes, which never replay
+#    a graph (performance.trtllm_prefill_host_layer_s, branch s30-trt): WAYNETRT's single-user PyTorch-backend rows
+#    (native Linux H100 host) then come out 28-51 % slow, AZIR's 1-16-user rows -30..-9 %: hosts differ.
 TRTLLM_EAGER_HOST_LAYER_S = 600e-6
 
 # LMDeploy's TurboMind prefill (its own tuned GEMMs, tune_gemm=1 in the rows) on HBM, fitted on its

@@ -639,10 +639,23 @@ def trt_llm_pre_xqa(text: str | None) -> bool:
 TRTLLM_PYTORCH_DEFAULT = (1, 0)
 
 
+# A run may name its backend in the version's local label, as a vLLM run names its sampler ("0.10.1+flashinfer"):
+# trtllm-serve and trtllm-bench choose it with `--backend pytorch | tensorrt` (tensorrt_llm/commands/serve.py;
+# the published runs name it: WAYNETRT's 0.20 `trtllm-serve --backend pytorch`, CHINMAY5090's 1.2.0 `trtllm-serve
+# --backend tensorrt`, MKTRTLAT's 1.2.0 `trtllm-bench latency --backend tensorrt`), so "0.20.0+pytorch" is a 0.20
+# run of the PyTorch backend and "1.2.0+tensorrt" a 1.2 run of a TensorRT engine.
+TRTLLM_BACKEND_LABELS = {"tensorrt": True, "pytorch": False}
+
+
 def trtllm_tensorrt_engine(text: str | None) -> bool:
     """Whether a TensorRT-LLM run of this release used a TensorRT engine (examples' convert_checkpoint.py +
-    trtllm-build, the workflow before 1.0) rather than the PyTorch backend (the default from 1.0). Unknown
-    versions: the current release (PyTorch backend)."""
+    trtllm-build, the workflow before 1.0) rather than the PyTorch backend (the default from 1.0): the backend
+    the version's local label names (TRTLLM_BACKEND_LABELS), else the release's default. Unknown versions: the
+    current release (PyTorch backend)."""
+    label = (text or "").strip().lower().partition("+")[2]
+    for name, engine in TRTLLM_BACKEND_LABELS.items():
+        if name in label:
+            return engine
     return before(text, TRTLLM_PYTORCH_DEFAULT)
 
 

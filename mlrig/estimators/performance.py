@@ -842,8 +842,33 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
-                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp),
+                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp)
+                     + trtllm_prefill_host_layer_s(r, s.engine),
                      engine_version=r.workload.engine_version)
+
+
+def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Host time per layer of a TensorRT-LLM PyTorch-backend pass that holds a prompt (NVIDIA GPUs; releases from
+    1.0 or a run labelled "+pytorch", `engines.trtllm_tensorrt_engine`): efficiency.TRTLLM_EAGER_HOST_LAYER_S, the
+    figure of an eager decode step (`trtllm_eager_host_s`), overlapped with the GPU's work by `pass_time`.
+
+    The PyTorch backend replays a CUDA graph only for a batch with no context request:
+    tensorrt_llm/_torch/pyexecutor/scheduler.py `ScheduledRequests.can_run_cuda_graph` is `not
+    self.context_requests`, and the model engine's CUDA-graph runner (`maybe_get_cuda_graph`) declines any other
+    batch (the sources read are undated snapshots of the 1.x tree; the newest adds graphs for some "promoted"
+    final-context batches, `_can_run_cuda_graph_batch`, a later change of unknown release, not priced). So an
+    iteration that prefills a prompt, or a chunk of one, runs the model's Python modules kernel by kernel, whatever
+    `workload.cuda_graphs` says: its host time is the eager decode step's, run ahead of the GPU, and shows where the
+    GPU's share is the smaller (short prompts, a few at a time). A TensorRT engine (before 1.0, or "+tensorrt")
+    enqueues its context pass from C++: 0. No factor of its own. Rows it moves: AZIR5070TI's TTFT at 2-16 users
+    (fit, 1.3.0rc15 on WSL2, ~60-token prompts with 59 cached: GPU work ~1 ms; measured 44-54 ms, -8..-35 % before,
+    -26..-9 % now, with the front end read again, efficiency.API_FRONTEND_S); against: WAYNETRT's PyTorch-backend
+    single-user rows (fit, 0.20 on a native H100 host) +28..+51 % (the per-layer figure is AZIR's host's)."""
+    from mlrig.estimators.engines import trtllm_tensorrt_engine
+
+    if engine != "trt-llm" or r.gpu.vendor != "NVIDIA" or trtllm_tensorrt_engine(r.workload.engine_version):
+        return 0.0
+    return eff.TRTLLM_EAGER_HOST_LAYER_S
 
 
 def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> float:

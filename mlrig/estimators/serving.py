@@ -817,11 +817,22 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
 
     v0_tokens = vllm_v0_whole_prompt_tokens(r) if budget is None else None
 
+    # TensorRT-LLM's micro-batch scheduler takes every waiting context request that fits max_num_tokens into the
+    # next iteration (tensorrt_llm/_torch/pyexecutor/scheduler.py `PyMicroBatchScheduler.schedule`, C++
+    # microBatchScheduler.cpp), so a lock-step round's prompts share a pass, as in the wave's TTFT (`wave_ttft_s`),
+    # not one pass each: a round of short prompts reads the weights (and, on the PyTorch backend, launches its eager
+    # pass) once, not once per prompt. AZIR5070TI-0046 (64 users, 1-token prompts after the prefix cache) priced
+    # 64 passes of ~19 ms per 256-token round. LMDeploy's early TurboMind is left as fitted (LMDEPLOY-*).
+    lockstep_wave = (rate is None and wave_weight >= 1.0 and budget is None
+                     and (r.engine or "").startswith("trt-llm"))
+
     def share(k: int) -> float:  # a prompt token's time in the iterations of k running sequences
         if sg_first:
             return separate_prefill_s_per_token(r, k, budget, together)
         if v0_tokens is not None:  # V0 without chunking: waiting prompts share a prefill pass
             return separate_prefill_s_per_token(r, k, v0_tokens, together)
+        if lockstep_wave and k > 1:  # a lock-step round's prompts are prefilled as one batch (`wave_ttft_s`)
+            return prefill_pass(r, k, prompt).seconds / (k * prompt)
         return t_f
 
     saturated = False
@@ -1471,8 +1482,9 @@ def frontend_s(r: ResolvedPlan) -> float:
     (`engines.vllm_v1`) crosses a process boundary both ways and detokenises in the API process
     (efficiency.API_FRONTEND_V1_S).
 
-    TensorRT-LLM's trtllm-serve has its own figure (API_FRONTEND_S["trt-llm"], fitted on WAYNETRT-* and
-    AZIR5070TI-* single-user rows). What grows with a wave's users is `front_end_queue_s` (efficiency.
+    TensorRT-LLM's trtllm-serve has its own figure (API_FRONTEND_S["trt-llm"], read on WAYNETRT's single-user
+    TensorRT-engine rows; the PyTorch backend's eager prefill pass is priced in the pass itself,
+    performance.trtllm_prefill_host_layer_s). What grows with a wave's users is `front_end_queue_s` (efficiency.
     FRONTEND_SERIAL_S_PER_REQUEST), taken as the larger of it and the GPU's wave; the analysis below, of a
     cost added to the GPU's wave, predates the WAYNETRT-* rows that fix its size.
 
