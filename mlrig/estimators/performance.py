@@ -567,10 +567,6 @@ def pass_time(
     overlapped = engine in eff.HOST_LAUNCH_OVERLAPPED
     if overlapped:
         host_s, overhead_s = layer_s, step_s  # runs ahead of the GPU; only what the GPU does not cover shows
-    elif decode and engine == "vllm" and not before(engine_version, (0, 12)):
-        # async scheduling (host_seq_step_s): the step's host work runs beside the previous step's GPU work
-        overlapped = True
-        host_s, overhead_s = step_s, layer_s
     else:
         overhead_s = layer_s + step_s
     if not decode and prefill_host_layer_s > 0:
