@@ -842,8 +842,7 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      on 8 A100s (GPTFAST-0011: 3.0 ms per token for 64 all-reduces) and 70B at 62.5 tok/s
 #      (GPTFAST-0014), which leaves at most ~20 us per all-reduce including the ring latency of
 #      interconnects.allreduce_time_s; LMDeploy 0.1 Llama-2-70B on 4 x A100 SXM4 (29-31 ms,
-#      LMDEPLOY-0124..0136) leaves ~30 us. 10 us of barrier on top of the ring's latency (an engine's own
-#      peer kernel on NVIDIA NVLink, gpt-fast's included: PEER_ALLREDUCE_SYNC_S below).
+#      LMDEPLOY-0124..0136) leaves ~30 us. 10 us of barrier on top of the ring's latency.
 #    - PCIe: see PCIE_ALLREDUCE_PROTOCOLS below (`pcie_allreduce_time_s` replaces this figure for PCIe
 #      links); the "pcie" entry stays the fallback for other link kinds and the base of "network".
 #    - network (across nodes): the PCIe figure plus a NIC hop.
