@@ -349,8 +349,8 @@ VLLM_V1_SEQ_STEP_OVERHEAD_S = 50e-6
 #    measured one; 0.6 puts the median pair at 0.98 (0.5 / 0.7: 0.87 / 1.09), every pair within 0.88-1.02, since
 #    the rows say that neither run chunked its prompts (the notebook's logs: `chunked_prefill_enabled=False` at
 #    max_seq_len 131,072; with the plans leaving it unset, the runs without multi-step had been priced with V0's
-#    long-context chunking and the pairs with 2,048- and 4,096-token prompts came out 1.5-1.7x high). Checks, not
-#    used to choose it: DSTACKCMP's multi-step rows (fit, rocm/vllm 0.6.4, 405B FP8 at TP 4 / 8) go from 14 % to 8 %
+#    long-context chunking and the pairs with 2,048- and 4,096-token prompts came out 1.5-1.7x high). Checks, not used to
+#    choose it: DSTACKCMP's multi-step rows (fit, rocm/vllm 0.6.4, 405B FP8 at TP 4 / 8) go from 14 % to 8 %
 #    median throughput error and their TPOT from 13 % to 5 % (their TTFT from 7 % to 12 %).
 VLLM_MULTI_STEP_AMORTISED_SHARE = 0.6
 # Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated
@@ -850,20 +850,6 @@ ROOFLINE_SMOOTHING_P = 2.0
 #      handshake over direct GPU-GPU load/store links); no fit row isolates it. Until the catalog had an
 #      Infinity Fabric entry, MI300X got NVLink's, so 10 us is what it paid before too.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
-# The same barrier where the all-reduce is an engine's own peer-to-peer kernel on NVIDIA NVLink
-#    (PEER_ALLREDUCE_ENGINES; TensorRT-LLM's from 0.12), by link kind; other kinds keep ALLREDUCE_SYNC_S. That
-#    kernel is one launch whose start and end flags are its barrier (vLLM csrc/custom_all_reduce.cuh, one-shot
-#    `cross_device_reduce_1stage`: `barrier_at_start` / `barrier_at_end` over the peers' signal flags), and its
-#    measured time per call already holds them: on H100s vLLM's kernel takes 8.7-11.8 us at 512 B-32 KB for
-#    TP 2 / 4 / 8 (sgl-project/sglang PR #2904, 2025-01-15, without CUDA graphs, so with the copy into its IPC
-#    buffer), ~7 us at 0.5 MB for TP 2 (vllm-project/vllm PR #24111, 2025-09-02, `ca_1stage`), where
-#    interconnects.allreduce_time_s's two hops give 10 us (NVLink 4's 5 us each). What stays is the ranks' drift
-#    within a pass. FITTED on GPTFAST's TP rows (fit; gpt-fast's intra-node all-reduce, Llama-2-7B / 70B on 2-8
-#    A100s): decode gpt-fast hbm 9.4 % / 25.2 % (fit median / p90) at 10 us, 7.0 / 19.3 at 5, 4.8 / 29.0 at 0.
-#    Checks, not used to choose it: TPOT vllm hbm p90 46 % -> 44 % (WAYNETRT's H100 TP 2 / 4 rows, fit, +37 % ->
-#    +29 % median; ACCELMARK's TP 8, fit, -25 % -> -29 %), TPOT trt-llm hbm 15 % / 38 % -> 12 % / 35 %, TPOT
-#    sglang hbm 8.6 % -> 8.3 %; throughput trt-llm hbm 8.2 % / 26 % -> 8.7 % / 27 %.
-PEER_ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 5e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
 #    Where GPUs lack peer-to-peer access vLLM disables its custom all-reduce ("Custom allreduce is disabled

@@ -588,10 +588,8 @@ def pass_time(
             comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                         eff.PCIE_ALLREDUCE_PROTOCOLS)
         else:
-            sync_s = eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"])
-            if p2p and gpu.vendor == "NVIDIA":  # the peer kernel's flags are its barrier (efficiency.py)
-                sync_s = eff.PEER_ALLREDUCE_SYNC_S.get(link.kind, sync_s)
-            comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p) + sync_s)
+            comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
+                                   + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
