@@ -346,10 +346,11 @@ VLLM_V1_SEQ_STEP_OVERHEAD_S = 50e-6
 #    --num-scheduler-steps 15 (LHLMI300X-0159..0167 against -0168..0176) gain 1.17-2.03x (median 1.75x); fitted on
 #    that ratio, which cancels what the two runs share (GPU work, prefill), so the base rows' own error does not
 #    choose it. Spreading all of it over the 15 steps (the former model) put every pair's gain at 1.6-1.9x the
-#    measured one; 0.6 puts the median pair at 0.98 (0.5 / 0.7: 0.89 / 1.10). The pairs with 2,048- and
-#    4,096-token prompts stay 1.5-1.7x high: their gain is small because prefill dominates, and the runs without
-#    multi-step chunk their prompts (V0's long-context default) where those with it do not. Checks, not used to
-#    choose it: DSTACKCMP's multi-step rows (fit, rocm/vllm 0.6.4, 405B FP8 at TP 4 / 8) go from 14 % to 8 %
+#    measured one; 0.6 puts the median pair at 0.98 (0.5 / 0.7: 0.87 / 1.09), every pair within 0.88-1.02, since
+#    the rows say that neither run chunked its prompts (the notebook's logs: `chunked_prefill_enabled=False` at
+#    max_seq_len 131,072; with the plans leaving it unset, the runs without multi-step had been priced with V0's
+#    long-context chunking and the pairs with 2,048- and 4,096-token prompts came out 1.5-1.7x high). Checks, not
+#    used to choose it: DSTACKCMP's multi-step rows (fit, rocm/vllm 0.6.4, 405B FP8 at TP 4 / 8) go from 14 % to 8 %
 #    median throughput error and their TPOT from 13 % to 5 % (their TTFT from 7 % to 12 %).
 VLLM_MULTI_STEP_AMORTISED_SHARE = 0.6
 # Ollama runs llama.cpp's ggml kernels (engine family llama.cpp) from its own Go runner, which per generated

@@ -256,7 +256,10 @@ def vllm_v1(text: str | None) -> bool:
 # prefill on "to avoid OOM errors in the initial memory profiling phase" (PR #6666, merged 2024-07-23, first in 0.5.3,
 # for Llama 3.1's 128K context). The block does not look at the usage context: the OpenAI server and the offline
 # `LLM` class alike get it; only vLLM's own benchmark_throughput.py / benchmark_latency.py up to 0.6.3 passed an
-# explicit False (their own store_true flag; from 0.6.4 they take EngineArgs' CLI, PR #9529, and get the default too).
+# explicit False (their own store_true flag; from 0.6.4 they take EngineArgs' CLI, PR #9529, and get the default too;
+# 0.6.4.dev builds of late October 2024 still ran the old script: LHLMI300X's notebook logs
+# `enable_chunked_prefill=False` and `chunked_prefill_enabled=False` at max_seq_len 131,072 with 0.6.4.dev5, so a
+# benchmark row states its flag).
 # It is not turned on for:
 # sliding-window models, speculative decoding, LoRA and prompt adapters (all releases); prefix caching (0.5.3 - 0.6.0;
 # PR #8342 kept it on from 0.6.1); Mamba-style layers (0.5.4 - 0.6.2); multimodal models (from 0.6.2, PR #8425); AMD
