@@ -41,6 +41,21 @@ def lengths_filling(context: int, output_tokens: int | None = None) -> tuple[int
     return max(1, context - out), out
 
 
+def _token_field(v: object, *, binary: bool = True) -> object:
+    """A token count in a plan file or JSON as on the command line (docs/PLAN-FORMAT.md): `seq_len = "4k"` is
+    4,096 as `--seq-len 4k` is (mlrig.units.parse_token_count); numbers pass through to the field's checks."""
+    if isinstance(v, str):
+        from mlrig.errors import MlrigError
+        from mlrig.units import parse_token_count
+
+        try:
+            return parse_token_count(v, binary=binary)
+        except MlrigError:
+            raise ValueError(f"cannot read {v!r} as a token count; give an integer or a short form such as "
+                             "8k, 32k, 128k, 1M") from None
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -152,6 +167,12 @@ class WorkloadSpec(_Strict):
         "--disable-cuda-graph, llama.cpp GGML_CUDA_DISABLE_GRAPHS=1), so each decode step launches every kernel "
         "from the host; true (default): the engine's own default (graphs where it captures them)")
 
+    @field_validator("prompt_tokens", "output_tokens", "context_tokens", "max_output_tokens", "cached_prompt_tokens",
+                     "max_num_batched_tokens", "max_model_len", mode="before")
+    @classmethod
+    def _token_counts(cls, v: object) -> object:
+        return _token_field(v)
+
     @model_validator(mode="after")
     def _load_needs(self) -> WorkloadSpec:
         if self.follows_context:
@@ -237,6 +258,17 @@ class TrainingSpec(_Strict):
     data_bytes_per_token: float | None = Field(
         None, ge=0.01, le=1e6,
         description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
+
+    @field_validator("seq_len", "global_batch_tokens", mode="before")
+    @classmethod
+    def _token_counts(cls, v: object) -> object:
+        return _token_field(v)
+
+    @field_validator("tokens_to_train", mode="before")
+    @classmethod
+    def _total_tokens(cls, v: object) -> object:
+        """Totals as papers and `--tokens` write them: "100B" is 1e11, "15T" 1.5e13 (k = 1000)."""
+        return _token_field(v, binary=False)
 
     @model_validator(mode="after")
     def _checkpointing(self) -> TrainingSpec:

@@ -168,6 +168,12 @@ def load_model_catalog() -> list[ModelArch]:
     return [a.detached_copy() for a in _catalog()]
 
 
+def _compact(model_id: str) -> str:
+    """A short id without its separators ('llama-3-8b' -> 'llama38b'), so a name spelled with other or no
+    hyphens ('llama3-8b', ollama's 'llama3.1:8b') finds the one catalog id spelled with them."""
+    return re.sub(r"[-_:\s]", "", model_id)
+
+
 def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     """Catalog match by exact key, then by friendly short name; (arch, note about the match)."""
     entries = _catalog_entries()
@@ -181,8 +187,12 @@ def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     short = short_name(q)
     short = _ALIASES.get(short, short)
     matches = [a for a in cat if a.id == short]
-    if not matches:  # org/name where the org differs from ours (mirrors, re-uploads)
-        return None, None
+    if not matches:  # 'llama3-8b', 'llama3.1:8b' (ollama), 'qwen-2.5-7b': the id up to its separators
+        cq = _compact(short_name(q.replace(":", "-")))
+        aliased = {_ALIASES[k] for k in _ALIASES if _compact(k) == cq}
+        matches = [a for a in cat if _compact(a.id) == cq or a.id in aliased]
+        if len(matches) != 1:  # none, or two ids that differ only in separators: let the suggestions speak
+            return None, None
     if len(matches) > 1:
         raise AmbiguousNameError("model", name, [a.id for a in matches])
     a = matches[0]

@@ -10,6 +10,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from mlrig.units import parse_token_count, parse_usd
+
 T = TypeVar("T")
 
 
@@ -38,33 +40,7 @@ def console() -> Any:
     return Console()
 
 
-# ---- token counts: 8192, 8k, 32K, 128k, 1M, 1e11, 15T ----
-
-_TOKEN_RE = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
-# Context-like counts follow model cards: "8k context" is 8,192 tokens and "128k" 131,072 (Llama 3.1's
-# max_position_embeddings); "1M" is 1,048,576. Totals of training tokens follow papers: "15T" is 15e12.
-_BINARY = {"": 1, "k": 1024, "m": 1024**2, "b": 1024**3, "t": 1024**4}
-_DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
-
-def parse_token_count(text: str | int | float, *, binary: bool = True, flag: str = "token count") -> int:
-    """'8k' -> 8192 (binary: k = 1024, as context lengths are quoted) or 8000 (binary=False: k = 1000, for
-    totals such as --tokens 15T). Plain integers, '8_192', '8,192' and '1e11' are accepted too; anything
-    else raises MlrigError with one line naming the flag and the accepted forms."""
-    from mlrig.errors import MlrigError
-
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return int(text)
-    m = _TOKEN_RE.match(str(text))
-    if m is None:
-        raise MlrigError(f"{flag}: cannot read {text!r} as a token count; "
-                         "give an integer or a short form such as 8k, 32k, 128k, 1M")
-    number = float(m.group(1).replace("_", "").replace(",", ""))
-    value = number * (_BINARY if binary else _DECIMAL)[m.group(2).lower()]
-    if value != int(value) and value < 1e6:
-        raise MlrigError(f"{flag}: {text!r} is not a whole number of tokens (token count)")
-    return int(value)
-
+# ---- token counts: mlrig.units.parse_token_count (plan files read them the same way) ----
 
 _MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g)?\s*$", re.IGNORECASE)
 
@@ -138,6 +114,11 @@ def token_count(flag: str, binary: bool = True) -> Callable[[str], int]:
     (`mlrig: error: --context: ...`) and exit status 2, not a usage panel. (A parser, not a click
     ParamType: typer vendors its own click, which the core install does not otherwise carry.)"""
     return cli_parser(lambda value: parse_token_count(value, binary=binary, flag=flag))
+
+
+def usd(flag: str) -> Callable[[str], float]:
+    """A typer `parser` for dollar amounts (`--budget 2k`, `--budget '$2,000'`): mlrig.units.parse_usd."""
+    return cli_parser(lambda value: parse_usd(value, flag))
 
 
 # ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from mlrig.commands._common import usd
+
 PricesOpt = Annotated[list[Path] | None, typer.Option("--prices", help="extra price file(s), merged by key")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 SourcesFlag = Annotated[bool, typer.Option("--sources", help="list the source of every price used")]
@@ -257,7 +259,8 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
     return recommend(workloads, book, c), book
 
 
-Budget = Annotated[float | None, typer.Option("--budget", help="most you will pay up front, USD")]
+Budget = Annotated[float | None, typer.Option(
+    "--budget", help="most you will pay up front, USD: 2000, 2k, $2,000", metavar="<usd>", parser=usd("--budget"))]
 LocalOnly = Annotated[bool, typer.Option("--local-only", help="buy only, no cloud")]
 CloudOnly = Annotated[bool, typer.Option("--cloud-only", help="rent only, nothing to buy")]
 MaxPower = Annotated[float | None, typer.Option("--max-power", help="wall power limit for a local box, W")]
