@@ -378,6 +378,7 @@ class Plan(_Strict):
     def _training_defaults(self) -> Plan:
         self._expert_parallel_home()
         self._no_training_keys_for_inference()
+        self._no_gguf_training()
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
@@ -403,6 +404,27 @@ class Plan(_Strict):
                 raise ValueError(f"expert_parallel {ep} must divide the {stage} GPU(s) of a pipeline stage and "
                                  f"divide, or be a multiple of, tensor_parallel {tp} (vLLM: EP = TP x DP)")
         return self
+
+    def _no_gguf_training(self) -> None:
+        """A GGUF block format (q4_k_m, q8_0, ...) with a training task: llama.cpp's formats are for inference,
+        and no trainer loads them (QLoRA quantises the HF checkpoint to bitsandbytes NF4 as it loads:
+        `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")`, HF PEFT / bitsandbytes docs), so
+        the plan is an error naming the precision to give instead, not a figure for a run that cannot happen."""
+        if self.workload.task == "inference":
+            return
+        from mlrig.errors import MlrigError
+        from mlrig.quant import parse_precision
+
+        try:
+            gguf = parse_precision(self.workload.precision).llama_cpp_only
+        except MlrigError:
+            return  # an unknown precision is reported where it is used, with its own message
+        if gguf:
+            method = self.training.method if self.training is not None else "full"
+            fix = ("--precision bf16 (QLoRA loads the base as bitsandbytes NF4 itself; or nf4)" if method == "qlora"
+                   else "--precision bf16 (or --method qlora for a 4-bit base)")
+            raise ValueError(f"precision {self.workload.precision!r} is a GGUF (llama.cpp) format, which no trainer "
+                             f"loads; for {method} training give {fix}")
 
     def _no_training_keys_for_inference(self) -> None:
         """Training settings on an inference plan (`--task inference --method lora`, or `--seq-len 4k` where

@@ -49,13 +49,16 @@ def validated(v: dict[str, Any] | None, banded: bool = True) -> str:
     return f"not validated ({v['scope']}{near})"
 
 
-def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "") -> str:
+def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "",
+                  precision: str | None = None) -> str:
     """`mlrig plan --markdown`: headline, memory per GPU, speed with its band and validation, limits, the
     changes that would make it fit, notes. `out` is `plan_json()`'s dict; `sharding` the headline's ZeRO
-    stage (`plan.sharding_text`)."""
+    stage (`plan.sharding_text`); `precision` the headline's precision in words (`_common.precision_text`: a
+    QLoRA plan's NF4 base), else the result's."""
     mem, perf = out.get("memory") or {}, out.get("performance") or {}
     engine = f" ({out['engine']})" if out.get("engine") else ""
-    lines = [f"**{out['model']}** · {out['precision']} · {task}{engine} on {n_gpus} × {out['gpu']}{sharding}", ""]
+    head = f"**{out['model']}** · {precision or out['precision']} · {task}{engine}"
+    lines = [f"{head} on {n_gpus} × {out['gpu']}{sharding}", ""]
     from mlrig.estimators.replicas import layout_line
 
     replicas = out.get("data_parallel_replicas") or 1
