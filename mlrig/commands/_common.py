@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -401,16 +401,36 @@ BAND_NAMES = {"decode_tok_s": "decode", "prefill_tok_s": "prefill", "ttft_ms": "
               "train_tokens_per_s": "training"}
 
 
-def band_caption(bands: list[dict[str, float]]) -> str | None:
-    """One line for a table of speeds: the widest validation band (p90 error) of each metric shown."""
-    widest: dict[str, float] = {}
-    for band in bands:
+def band_kind(band: float, validation: Any) -> str:
+    """What a figure's ± band is (planner.attach_validation): 'p90' when it is its validation scope's p90 error;
+    the default band when the scope is too small to narrow it (scopes.SMALL_SCOPE_ROWS) or is not validated;
+    the nearest scope's p90 for an unvalidated figure whose nearest scope misses more. `validation` is the
+    figure's FigureValidation or its JSON dict (None: unknown, read as the default)."""
+    from mlrig.validation.scopes import small_scope
+
+    v = validation.model_dump() if hasattr(validation, "model_dump") else (validation or {})
+    if v.get("validated"):
+        rows = int(v.get("rows") or 0)
+        if small_scope(rows) and band > (v.get("p90_error") or 0.0) + 0.0005:
+            return f"default band: {rows} runs"
+        return "p90"
+    if v.get("nearest_p90_error") is not None and band <= v["nearest_p90_error"] + 0.0005:
+        return "p90 of nearest scope"
+    return "default band: not validated"
+
+
+def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]]) -> str | None:
+    """One line for a table of speeds: the widest ± band of each metric shown, and what that band is (`band_kind`:
+    a scope's p90 error, or the default band where too few runs back it). `figures`: each row's error_band and
+    its validation (keyed by figure, FigureValidation objects or their JSON dicts)."""
+    widest: dict[str, tuple[float, str]] = {}
+    for band, validation in figures:
         for metric, value in band.items():
-            if metric in BAND_NAMES:
-                widest[metric] = max(widest.get(metric, 0.0), value)
+            if metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
+                widest[metric] = (value, band_kind(value, validation.get(metric)))
     if not widest:
         return None
-    return "validation bands (p90): " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%}" for m, v in widest.items())
+    return "bands: " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items())
 
 
 def seq_len_caption(notes: list[list[str]]) -> str | None:

@@ -154,7 +154,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     for col in cols:
         text = col in ("variant", "engine", "bound")
         table.add_column(col, justify="left" if text else "right", no_wrap=True)
-    bands: list[dict[str, float]] = []
+    bands: list[tuple[dict[str, float], dict[str, Any]]] = []
     errors: list[str] = []
     for r in rows:
         res = r["result"]
@@ -163,7 +163,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             errors.append(f"[red]{r['variant']}:[/] {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
-        bands.append(perf.get("error_band") or {})
+        bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
         mfu = perf.get("mfu")
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else

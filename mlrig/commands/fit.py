@@ -235,7 +235,7 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     t = narrow_table(f"{title} (GiB per GPU; GiB = 2^30 bytes)", cols, [[c[n] for n, _ in cols] for c in cells],
                      flexible=("model", "GPU"))
     metric = "train_tokens_per_s" if training else "decode_tok_s"
-    shown = [{metric: r["result"].performance.error_band[metric]} for r in rows
+    shown = [({metric: r["result"].performance.error_band[metric]}, r["result"].validation) for r in rows
              if r["result"].fits and r["result"].performance and metric in r["result"].performance.error_band]
     caption = band_caption(shown)
     if caption:

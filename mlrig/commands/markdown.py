@@ -101,7 +101,7 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
         srows.append(["bound", perf.get("bound") or "—", "—", "—"])
         srows.append(["memory per GPU", f"{mem['per_gpu_gib']:.2f} GiB", "—",
                       validated(val.get("per_gpu_gib"), banded=False)])
-        lines += ["", *table(["figure", "estimate", "band (p90)", "validated on"], srows, right={1, 2})]
+        lines += ["", *table(["figure", "estimate", "band", "validated on"], srows, right={1, 2})]
         if perf.get("explanation"):
             lines += ["", f"_{perf['explanation']}_"]
     lims = out.get("limits") or {}

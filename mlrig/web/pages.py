@@ -211,7 +211,7 @@ def add_page_routes(app: FastAPI) -> None:
         training = any(p.get("train_tokens_per_s") for p in perf)
         key = "train_tokens_per_s" if training else "decode_tok_s"
         ctx.update(rows=rows, training=training, charts=[
-            charts.bars("Training tokens/s" if training else "Decode tok/s per sequence (± p90 band)", labels,
+            charts.bars("Training tokens/s" if training else "Decode tok/s per sequence (± validation band)", labels,
                         [("speed", [p.get(key) for p in perf])], "tokens/s" if training else "tok/s",
                         bands=[[(p.get("error_band") or {}).get(key) for p in perf]]),
             charts.bars("Memory per GPU vs capacity", labels,
@@ -329,9 +329,9 @@ def serve_charts(out: dict[str, Any]) -> list[str]:
         marks.append(charts.Mark("x", out["max_concurrency"], f"max {out['max_concurrency']:,} users"))
     per_user = charts.xy("Per-user decode speed over concurrency", [
         charts.Series("tok/s per user", users),
-        charts.Series("− p90 band", [(x, y * (1 - b)) for (x, y), b in zip(users, bands, strict=True)],
+        charts.Series("− band", [(x, y * (1 - b)) for (x, y), b in zip(users, bands, strict=True)],
                       dashed=True, colour=charts.PALETTE[5]),
-        charts.Series("+ p90 band", [(x, y * (1 + b)) for (x, y), b in zip(users, bands, strict=True)],
+        charts.Series("+ band", [(x, y * (1 + b)) for (x, y), b in zip(users, bands, strict=True)],
                       dashed=True, colour=charts.PALETTE[5])],
         x_label="concurrent users", y_label="tok/s per user", log_x=log_x, marks=marks)
     total = charts.xy("Total throughput over concurrency", [
