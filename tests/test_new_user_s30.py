@@ -1,0 +1,196 @@
+"""What a new user hits first (issue 10 §3, docs USER-STORIES): the QLoRA headline, GGUF with training, money and
+token counts written as people write them, model names without hyphens, one power cap per build report, and band
+captions that say what the band is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mlrig.errors import MlrigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+
+
+# ---- 1. a QLoRA headline says the base is 4-bit NF4
+
+def test_qlora_headline_names_the_nf4_base() -> None:
+    r = mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", "--seq-len", "2k")
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.splitlines()[0]
+    assert "nf4 base + bf16 compute" in head, head
+    assert "· bf16 ·" not in head
+
+
+def test_precision_text() -> None:
+    from mlrig.commands._common import precision_text
+
+    qlora = {"workload": {"task": "finetune"}, "training": {"method": "qlora"}}
+    assert precision_text("bf16", qlora) == "nf4 base + bf16 compute"
+    assert precision_text("fp16", qlora) == "nf4 base + fp16 compute"
+    assert precision_text("nf4-nodq", qlora) == "nf4-nodq base + bf16 compute"
+    assert precision_text("bf16", {"workload": {"task": "finetune"}, "training": {"method": "lora"}}) == "bf16"
+    assert precision_text("q4_k_m", {"workload": {"task": "inference"}}) == "q4_k_m"
+
+
+def test_qlora_markdown_headline() -> None:
+    r = mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", "--seq-len", "2k", "--markdown")
+    assert r.returncode == 0, r.stderr
+    assert "nf4 base + bf16 compute" in r.stdout.splitlines()[0]
+
+
+# ---- 2. a GGUF precision with a training method is one line, exit 2
+
+def test_qlora_with_gguf_precision_is_refused() -> None:
+    r = mlrig("plan", "llama-3.1-8b", "--method", "qlora", "--precision", "q4_k_m")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert "GGUF" in lines[0] and "--precision bf16" in lines[0]
+
+
+def test_gguf_training_refused_in_plan_files_and_kept_for_gptq() -> None:
+    from mlrig.planner import parse_plan
+
+    with pytest.raises(Exception, match="GGUF"):
+        parse_plan({"model": "llama-3.1-8b", "workload": {"task": "finetune", "precision": "q8_0"}})
+    # QLoRA on a GPTQ base (LLaMA-Factory) and NF4 stay plans; inference with GGUF too
+    parse_plan({"model": "llama-3.1-8b", "workload": {"task": "finetune", "precision": "gptq"},
+                "training": {"method": "qlora"}})
+    parse_plan({"model": "llama-3.1-8b", "workload": {"task": "finetune", "precision": "nf4"},
+                "training": {"method": "qlora"}})
+    parse_plan({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}})
+
+
+def test_fit_training_ladder_has_no_gguf() -> None:
+    from mlrig.commands.fit import fit_rows
+
+    rows, _ = fit_rows("llama-3.2-1b", "RTX 3090", method="lora")
+    assert [r["precision"] for r in rows] == ["bf16"]
+
+
+# ---- 3. --budget 2k, $2,000
+
+@pytest.mark.parametrize("text, usd", [("2000", 2000.0), ("2k", 2000.0), ("$2,000", 2000.0), ("1.5M", 1.5e6),
+                                       ("$ 2K", 2000.0), ("2500usd", 2500.0)])
+def test_parse_usd(text: str, usd: float) -> None:
+    from mlrig.units import parse_usd
+
+    assert parse_usd(text, "--budget") == usd
+
+
+@pytest.mark.parametrize("junk", ["2kk", "-5", "two grand", "€2000", ""])
+def test_parse_usd_junk(junk: str) -> None:
+    from mlrig.units import parse_usd
+
+    with pytest.raises(MlrigError, match="--budget"):
+        parse_usd(junk, "--budget")
+
+
+def test_budget_flag_takes_suffixes() -> None:
+    ok = mlrig("recommend", "--model", "llama-3.1-8b", "--min-tok-s", "30", "--budget", "2k", "--json")
+    assert ok.returncode == 0, ok.stderr
+    bad = mlrig("recommend", "--model", "llama-3.1-8b", "--budget", "2kk")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--budget" in bad.stderr
+
+
+# ---- 4. model names as people type them
+
+@pytest.mark.parametrize("name, catalog_id", [
+    ("llama3-8b", "llama-3-8b"), ("llama3.1-8b", "llama-3.1-8b"), ("llama3.1:8b", "llama-3.1-8b"),
+    ("Llama3-8B-Instruct", "llama-3-8b"), ("qwen-2.5-7b", "qwen2.5-7b"), ("gemma2-9b", "gemma-2-9b"),
+    ("mistral7b", "mistral-7b-v0.3"),
+])
+def test_names_without_hyphens_resolve(name: str, catalog_id: str) -> None:
+    from mlrig.catalog.models import resolve_model
+
+    arch = resolve_model(name)
+    assert arch.id == catalog_id
+    assert any("resolved to catalog entry" in n for n in arch.notes)  # said, not silent
+
+
+def test_unknown_name_still_suggests() -> None:
+    from mlrig.catalog.models import resolve_model
+
+    with pytest.raises(MlrigError, match="did you mean"):
+        resolve_model("llama9-8b")
+
+
+def test_no_two_catalog_ids_differ_only_in_separators() -> None:
+    """The hyphen-free lookup is unambiguous only while this holds."""
+    from mlrig.catalog.models import _catalog_entries, _compact
+
+    ids = [a.id for a, _ in _catalog_entries()]
+    assert len({_compact(i) for i in ids}) == len(ids)
+
+
+# ---- 5. one power cap per build report
+
+def test_build_check_one_power_cap() -> None:
+    import re
+
+    from mlrig.advisor.build import check_build, load_build
+
+    report = check_build(load_build(ROOT / "examples" / "build-2x3090-1000w-b650.toml"))
+    caps = {int(m) for x in report.findings for m in re.findall(r"nvidia-smi -pl (\d+)", x.fix)}
+    assert caps == {240}, caps  # the PSU's cap; the cooling advice names the same one
+    cooling = next(x for x in report.findings if x.check == "cooling")
+    assert "PSU" in cooling.fix
+
+
+def test_build_check_without_psu_cap_keeps_the_cooling_cap() -> None:
+    import re
+
+    from mlrig.advisor.build import check_build, load_build
+
+    report = check_build(load_build(ROOT / "examples" / "build-2x3090.toml"))
+    caps = {int(m) for x in report.findings for m in re.findall(r"nvidia-smi -pl (\d+)", x.fix)}
+    assert caps == {280}
+
+
+# ---- 6. token counts in plan files as on the command line
+
+def test_plan_file_accepts_suffixed_token_counts(tmp_path: Path) -> None:
+    from mlrig.planner import parse_plan
+
+    p = parse_plan({"model": "llama-3.1-8b",
+                    "workload": {"task": "finetune", "context_tokens": "8k", "max_model_len": "32k"},
+                    "training": {"method": "lora", "seq_len": "4k", "tokens_to_train": "100M",
+                                 "global_batch_tokens": "1M"}})
+    assert p.workload.context_tokens == 8192 and p.workload.max_model_len == 32768
+    assert p.training is not None
+    assert p.training.seq_len == 4096 and p.training.global_batch_tokens == 1024**2
+    assert p.training.tokens_to_train == 100e6  # totals are decimal, as --tokens
+
+
+def test_plan_file_bad_token_count_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text('model = "llama-3.1-8b"\n[workload]\ntask = "finetune"\n[training]\nseq_len = "4kk"\n')
+    r = mlrig("plan", "-f", str(f))
+    assert r.returncode == 2 and "training.seq_len" in r.stderr and "8k" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# ---- 7. band captions say what the band is
+
+def test_band_kind() -> None:
+    from mlrig.commands._common import band_caption, band_kind
+
+    small = {"validated": True, "rows": 5, "p90_error": 0.02, "scope": "s"}
+    large = {"validated": True, "rows": 93, "p90_error": 0.2, "scope": "s"}
+    assert band_kind(0.2, small) == "default band: 5 runs"
+    assert band_kind(0.2, large) == "p90"
+    assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.3}) == "p90 of nearest scope"
+    assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.1}) == "default band: not validated"
+    caption = band_caption([({"decode_tok_s": 0.2}, {"decode_tok_s": small})])
+    assert caption is not None and "p90" not in caption and "default band: 5 runs" in caption
