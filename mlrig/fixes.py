@@ -93,6 +93,9 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         if not r.fits or r.memory is None:
             return None
         h = changes.get("hardware__count", plan.hardware.count) * plan.hardware.nodes
+        if ("training__offload" in changes or "workload__gpu_layers" in changes) and r.memory.host_ram_gib:
+            # what the move costs in system RAM, which the user must have (USER-STORIES: "how much system RAM")
+            note = f"{note + '; ' if note else ''}needs {r.memory.host_ram_gib:,.0f} GiB host RAM"
         perf = r.performance
         speed = None if perf is None else (perf.decode_tok_s if inference else perf.train_tokens_per_s)
         return Fix(change=change, flags=flags, per_gpu_gib=r.memory.per_gpu_gib,

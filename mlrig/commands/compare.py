@@ -22,6 +22,7 @@ from mlrig.commands._common import (
     RequestRateOpt,
     SeqLenOpt,
     TaskOpt,
+    TokensOpt,
     TpOpt,
     fmt_num,
     setup_options,
@@ -29,7 +30,8 @@ from mlrig.commands._common import (
 )
 from mlrig.jsonout import round_floats
 
-GpusOpt = Annotated[list[str] | None, typer.Option("--gpu", "-g", help="GPU to compare (repeat)")]
+GpusOpt = Annotated[list[str] | None, typer.Option(
+    "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", help="precision to compare (repeat)")]
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
@@ -46,6 +48,7 @@ def compare_cmd(
     method: MethodsOpt = None,
     lora_rank: LoraRankOpt = None,
     seq_len: SeqLenOpt = None,
+    tokens: TokensOpt = None,
     kv_precision: KvPrecisionOpt = None,
     batch: BatchOpt = None,
     prompt: PromptOpt = None,
@@ -72,7 +75,7 @@ def compare_cmd(
     if as_json and markdown:
         raise MlrigError("--json and --markdown both asked for: give one")
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
-                        seq_len=seq_len, kv_precision=kv_precision, batch=batch,
+                        seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
                         load=load, request_rate=request_rate, num_requests=num_requests, **setup)
     failed = sum(1 for r in rows if r["result"].get("error"))
@@ -113,6 +116,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
     batch, context, ..., and the serving-setup flags; `method` one name or a list to compare). Raises MlrigError
     for over 64 variants, or when every variant fails alike."""
+    from mlrig.catalog.gpus import split_gpu_count
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
@@ -132,7 +136,10 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
             for e in engines:
                 for m in methods:
                     fields = workload_fields(precision=q, engine=e, method=m, **common)
+                    counted = split_gpu_count(g) if g else None
                     fields["gpu"] = g
+                    if counted is not None:  # '8x A100 80GB': 8 GPUs of that kind in this row
+                        fields["count"], fields["gpu"] = counted
                     res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
                     parts = [x for x, v in zip((g, q, e, m), varying, strict=True) if x and v]
                     label = " / ".join(parts) or g or q or e or m or "default"  # the title has the rest
@@ -157,8 +164,10 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     show_engine = len({r["engine"] for r in rows}) == 1 and not training
     table = Table(title=f"{title}: side by side", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)  # fits 80 columns
-    speed_cols = ["train\ntok/s", "step\ns", "MFU\n%"] if training else ["decode\ntok/s", "prefill\ntok/s",
-                                                                         "TTFT\nms"]
+    # --tokens: the time to train them, the figure "how long on 8x A100? on one 4090?" asks for
+    hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
+    speed_cols = (["train\ntok/s", "step\ns", "MFU\n%", *(["train\nh"] if hours else [])] if training
+                  else ["decode\ntok/s", "prefill\ntok/s", "TTFT\nms"])
     cols = ["variant", *(["engine"] if show_engine else []), "GiB\n/GPU", "fits", *speed_cols, "bound"]
     for col in cols:
         text = col in ("variant", "engine", "bound")
@@ -168,7 +177,8 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     for r in rows:
         res = r["result"]
         if res.get("error"):
-            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]", *["—"] * 3, "—")
+            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
+                          *["—"] * len(speed_cols), "—")
             errors.append(f"[red]{r['variant']}:[/] {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -177,6 +187,9 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else
                   [fmt_num(perf.get("decode_tok_s")), fmt_num(perf.get("prefill_tok_s")), fmt_num(perf.get("ttft_ms"))])
+        if hours:
+            ttt = perf.get("time_to_train_s")
+            speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         table.add_row(
             r["variant"],
             *([res.get("engine") or "—"] if show_engine else []),

@@ -159,8 +159,8 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
                      "yes" if res.get("fits") else "**no**", *speeds,
                      SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
                      validated(_headline_validation(res))])
-    lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band, the p90 error over "
-             "its scope's published runs)", ""]
+    lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
+             "its scope's published runs, or the default band where the scope has few runs)", ""]
     lines += table(header, body, right={2, 4, 5, 6})
     if errors:
         lines += ["", *errors]
