@@ -57,6 +57,12 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 }
 
 
+# The short forms and spellings `plan`, `fit` and `compare` take for the same options, so a flag copied from
+# one command works in the other (`-q q4_k_m`, `--zero 3`).
+FLAG_ALIASES = {"-t": "--task", "-q": "--precision", "-e": "--engine", "-b": "--batch", "-c": "--context",
+                "-m": "--method", "--zero": "--zero-stage"}
+
+
 def _setup_flags() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
     """The serving-setup flags every serving command takes (`_common.SETUP_OPTIONS`): --eager, --ep, ..."""
     from mlrig.commands._common import setup_flag_table
@@ -114,9 +120,12 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         flag, value = args[i], None
         if "=" in flag and flag.startswith("--"):
             flag, value = flag.split("=", 1)
-        elif i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
-            value = args[i + 1]
-            i += 1
+            flag = FLAG_ALIASES.get(flag, flag)
+        else:
+            flag = FLAG_ALIASES.get(flag, flag)
+            if i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
+                value = args[i + 1]
+                i += 1
         i += 1
         if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
             raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
