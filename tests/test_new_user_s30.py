@@ -194,3 +194,71 @@ def test_band_kind() -> None:
     assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.1}) == "default band: not validated"
     caption = band_caption([({"decode_tok_s": 0.2}, {"decode_tok_s": small})])
     assert caption is not None and "p90" not in caption and "default band: 5 runs" in caption
+
+
+# ---- the user stories, one command each (USER-STORIES.md)
+
+def test_compare_methods_side_by_side() -> None:
+    """"How much VRAM to fine-tune Mistral 7B with LoRA r=16 at 4k? With QLoRA? Full?": -m repeats, one row
+    each (before, typer kept the last -m and showed one row)."""
+    from mlrig.commands.compare import compare_rows
+
+    rows = compare_rows("mistral-7b", ["RTX 4090"], method=["full", "lora", "qlora"], lora_rank=16, seq_len=4096)
+    assert [r["variant"] for r in rows] == ["full", "lora", "qlora"]
+    gib = [r["result"]["memory"]["per_gpu_gib"] for r in rows]
+    assert gib[0] > gib[1] > gib[2]
+
+
+def test_compare_gpu_with_count_and_time_to_train() -> None:
+    """"How long to fine-tune a 7B on 100M tokens on 8xA100? On one 4090?" in one command."""
+    r = mlrig("compare", "llama-2-7b", "--gpu", "8x A100 80GB", "--gpu", "RTX 4090", "-m", "qlora",
+              "--tokens", "100M")
+    assert r.returncode == 0, r.stderr
+    assert "train" in r.stdout and "8x A100 80GB" in r.stdout
+    from mlrig.commands.compare import compare_rows
+
+    rows = compare_rows("llama-2-7b", ["8x A100 80GB", "A100 80GB"], method="qlora", tokens=100_000_000)
+    many, one = (x["result"]["performance"] for x in rows)
+    assert many["train_tokens_per_s"] > 4 * one["train_tokens_per_s"]  # 8 GPUs, not 1
+    assert one["time_to_train_s"] > many["time_to_train_s"] > 0
+
+
+def test_gpu_name_with_count_says_how_to_give_it() -> None:
+    from mlrig.catalog.gpus import resolve_gpu, split_gpu_count
+
+    assert split_gpu_count("8x A100 80GB") == (8, "A100 80GB")
+    assert split_gpu_count("2 × RTX 3090") == (2, "RTX 3090")
+    assert split_gpu_count("RTX 3090") is None
+    with pytest.raises(MlrigError, match="-n 8"):
+        resolve_gpu("8x A100 80GB")
+
+
+def test_offload_fix_names_host_ram() -> None:
+    """"Full fine-tune of a 3B on 24 GB: ... how much system RAM?": the offload fix says."""
+    from mlrig.fixes import make_it_fit
+    from mlrig.planner import evaluate, parse_plan, resolve_arch, resolve_hardware
+
+    plan = parse_plan({"model": "llama-3.2-3b", "workload": {"task": "finetune"}, "hardware": {"gpu": "RTX 4090"}})
+    arch, gpu = resolve_arch(plan), resolve_hardware(plan)
+    fixes = make_it_fit(plan, arch, gpu, evaluate(plan, arch=arch, gpu=gpu))
+    offload = next(f for f in fixes if f.flags.startswith("--offload"))
+    assert offload.note is not None and "GiB host RAM" in offload.note
+
+
+def test_serve_caption_says_what_the_band_is() -> None:
+    r = mlrig("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+
+    out = json.loads(r.stdout)
+    assert out["decode_band_kind"] in ("p90", "p90 of nearest scope") or out["decode_band_kind"].startswith(
+        "default band")
+
+
+def test_recommend_takes_plan_short_flags() -> None:
+    from mlrig.commands.advisor import parse_workload_args
+
+    (w,) = parse_workload_args(["--model", "llama-3.1-8b", "-q", "q4_k_m", "-c", "8k", "-e", "llama.cpp"])
+    assert w.plan["workload"] == {"precision": "q4_k_m", "context_tokens": 8192, "engine": "llama.cpp"}
+    (t,) = parse_workload_args(["--model", "llama-3.1-8b", "-m", "lora", "--zero", "2"])
+    assert t.plan["training"] == {"method": "lora", "zero_stage": 2}
