@@ -262,3 +262,14 @@ def test_recommend_takes_plan_short_flags() -> None:
     assert w.plan["workload"] == {"precision": "q4_k_m", "context_tokens": 8192, "engine": "llama.cpp"}
     (t,) = parse_workload_args(["--model", "llama-3.1-8b", "-m", "lora", "--zero", "2"])
     assert t.plan["training"] == {"method": "lora", "zero_stage": 2}
+
+
+def test_help_lists_the_new_users_path_first() -> None:
+    """`mlrig --help` starts with plan, fit, compare, serve (the questions people come with), and lists every
+    module's commands."""
+    from mlrig.cli import COMMAND_MODULES, HELP_ORDER
+
+    assert set(HELP_ORDER) == set(COMMAND_MODULES.values())
+    r = mlrig("--help")
+    names = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.strip()]
+    assert names[:4] == ["plan", "fit", "compare", "serve"]
