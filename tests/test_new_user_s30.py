@@ -273,3 +273,15 @@ def test_help_lists_the_new_users_path_first() -> None:
     r = mlrig("--help")
     names = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.strip()]
     assert names[:4] == ["plan", "fit", "compare", "serve"]
+
+
+def test_family_name_suggests_its_members() -> None:
+    """'llama3' is a family: the suggestions are Llama 3 models, not llama-30b (difflib's first pick)."""
+    from mlrig.catalog.models import resolve_model
+
+    with pytest.raises(MlrigError) as exc:
+        resolve_model("llama3")
+    suggested = str(exc.value).split("did you mean: ")[1].split("?")[0].split(", ")
+    assert suggested[0] == "llama-3-70b" or suggested[0] == "llama-3-8b"
+    assert "llama-30b" not in suggested
+    assert all(s.startswith("llama-3") for s in suggested)
