@@ -285,3 +285,14 @@ def test_family_name_suggests_its_members() -> None:
     assert suggested[0] == "llama-3-70b" or suggested[0] == "llama-3-8b"
     assert "llama-30b" not in suggested
     assert all(s.startswith("llama-3") for s in suggested)
+
+
+def test_web_queries_take_token_counts_as_flags_do() -> None:
+    pytest.importorskip("fastapi")
+    from mlrig.web.schemas import CompareQuery, PlanQuery
+
+    q = PlanQuery(model="llama-3.1-8b", context="8k", seq_len="4k", tokens="100B")
+    assert (q.context, q.seq_len, q.tokens) == (8192, 4096, 1e11)
+    assert CompareQuery(model="llama-3.1-8b", prompt="1k").prompt == 1024
+    with pytest.raises(ValueError, match="token count"):
+        PlanQuery(model="llama-3.1-8b", context="8kk")
