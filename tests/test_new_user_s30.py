@@ -296,3 +296,14 @@ def test_web_queries_take_token_counts_as_flags_do() -> None:
     assert CompareQuery(model="llama-3.1-8b", prompt="1k").prompt == 1024
     with pytest.raises(ValueError, match="token count"):
         PlanQuery(model="llama-3.1-8b", context="8kk")
+
+
+def test_web_plan_page_headline_names_the_nf4_base() -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
+    page = client.get("/plan?model=mistral-7b&gpu=RTX+4090&method=qlora&task=finetune")
+    assert page.status_code == 200 and "nf4 base + bf16 compute" in page.text

@@ -302,7 +302,10 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
              for label, key, unit in SPEED_ROWS if perf.get(key) is not None]
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
+    from mlrig.commands._common import precision_text
+
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
+            "precision_text": precision_text(result.get("precision"), data),  # a QLoRA plan's NF4 base
             "speed": speed, "validation": validation, "roof": roof,
             "memory_chart": memory_chart(result), "roofline_chart": roofline_chart(roof),
             "fits_on": [r for r in fits if r["fits"]][:15], "fits_count": sum(r["fits"] for r in fits),
