@@ -307,3 +307,16 @@ def test_web_plan_page_headline_names_the_nf4_base() -> None:
     client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
     page = client.get("/plan?model=mistral-7b&gpu=RTX+4090&method=qlora&task=finetune")
     assert page.status_code == 200 and "nf4 base + bf16 compute" in page.text
+
+
+def test_web_pages_say_what_the_band_is() -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
+    serve = client.get("/serve?model=llama-3.1-8b&gpu=L40S&min_tok_s=20")
+    assert serve.status_code == 200 and "± = p90 error" not in serve.text and "validation band" in serve.text
+    plan = client.get("/plan?model=llama-3.1-8b&gpu=L40S")
+    assert plan.status_code == 200 and "band (p90)" not in plan.text

@@ -297,13 +297,15 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     perf = result.get("performance") or {}
     band = perf.get("error_band") or {}
     validation = result.get("validation") or {}
+    from mlrig.commands._common import band_kind, precision_text
+
     speed = [{"label": label, "key": key, "unit": unit, "value": perf.get(key), "band": band.get(key),
               "validation": validation.get(key) if isinstance(validation, dict) else None}
              for label, key, unit in SPEED_ROWS if perf.get(key) is not None]
+    for s in speed:  # what the band is: its scope's p90, or the default where few runs back it
+        s["band_kind"] = band_kind(float(s["band"]), s["validation"]) if s["band"] else None
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
-    from mlrig.commands._common import precision_text
-
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
             "precision_text": precision_text(result.get("precision"), data),  # a QLoRA plan's NF4 base
             "speed": speed, "validation": validation, "roof": roof,
