@@ -335,7 +335,9 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
     fix_psu = (f"{units_txt}{rec:,.0f} W ATX 3.1 PSU{'s' if units_n > 1 else ''}" if units_n > 1
                else f"a {rec:,.0f} W ATX 3.1 PSU") + " (rated for 160% for 10 ms)"
     limit = power_limit_for(build, units, units_n)
-    fix_limit = (f", or cap each GPU at `nvidia-smi -pl {limit:.0f}`" if limit is not None else "")
+    top_tdp = max((g.tdp_w or UNKNOWN_GPU_TDP_W for _, g in units), default=0.0)
+    fix_limit = (f", or cap each GPU at `nvidia-smi -pl {limit:.0f}` ({limit / top_tdp - 1:+.0%} power: the highest"
+                 " cap at which this PSU carries the load and its spikes)" if limit is not None and top_tdp else "")
     n_psu_findings = len(f)
     spike_note = ", ".join(sorted({f"{g.id} ~{w * transient_factor(g):.0f} W" for g, w in gpu_w}))
     load_note = (f" (the unit feeding the board carries {len(share)} of {n} GPUs)" if units_n > 1 else "")
