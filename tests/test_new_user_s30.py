@@ -320,3 +320,16 @@ def test_web_pages_say_what_the_band_is() -> None:
     assert serve.status_code == 200 and "± = p90 error" not in serve.text and "validation band" in serve.text
     plan = client.get("/plan?model=llama-3.1-8b&gpu=L40S")
     assert plan.status_code == 200 and "band (p90)" not in plan.text
+
+
+def test_compare_markdown_has_time_to_train() -> None:
+    from mlrig.commands.compare import compare_rows
+    from mlrig.commands.markdown import compare_markdown
+
+    rows = compare_rows("mistral-7b", ["RTX 4090"], method=["lora", "qlora"], seq_len=4096, tokens=100_000_000)
+    text = compare_markdown("mistral-7b", rows, training=True)
+    header = text.splitlines()[2]
+    assert "time to train h" in header
+    hours = [line.split("|")[8].strip() for line in text.splitlines()[4:6]]
+    want = [r["result"]["performance"]["time_to_train_s"] / 3600 for r in rows]
+    assert [float(h) for h in hours] == pytest.approx(want, abs=0.06)

@@ -133,8 +133,9 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     each speed's p90 band and the scope that band comes from (the decode figure's, or for `training` rows
     the training tokens/s figure's; the others are in `--json`). Training rows show training tokens/s, step
     time and MFU in place of decode / prefill / TTFT, which a training plan does not have."""
-    speed_header = (["training tokens/s", "step s", "MFU %"] if training else
-                    ["decode tok/s", "prefill tok/s", "TTFT ms"])
+    hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
+    speed_header = (["training tokens/s", "step s", "MFU %", *(["time to train h"] if hours else [])] if training
+                    else ["decode tok/s", "prefill tok/s", "TTFT ms"])
     header = ["variant", "engine", "GiB/GPU", "fits", *speed_header, "bound",
               "validated on (decode / training speed)"]
     body: list[list[str]] = []
@@ -142,7 +143,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     for r in rows:
         res = r["result"]
         if res.get("error"):
-            body.append([r["variant"], "—", "—", "error", "—", "—", "—", "—", "—"])
+            body.append([r["variant"], "—", "—", "error", *["—"] * len(speed_header), "—", "—"])
             errors.append(f"- {r['variant']}: {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -155,13 +156,16 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
         mfu = perf.get("mfu")
         speeds = ([fig("train_tokens_per_s"), fig("step_time_s", digits=2), "—" if mfu is None else f"{mfu * 100:.0f}"]
                   if training else [fig("decode_tok_s"), fig("prefill_tok_s"), fig("ttft_ms")])
+        if hours:
+            ttt = perf.get("time_to_train_s")
+            speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
                      "yes" if res.get("fits") else "**no**", *speeds,
                      SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
                      validated(_headline_validation(res))])
     lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
              "its scope's published runs, or the default band where the scope has few runs)", ""]
-    lines += table(header, body, right={2, 4, 5, 6})
+    lines += table(header, body, right={2, *range(4, 4 + len(speed_header))})
     if errors:
         lines += ["", *errors]
     return "\n".join(lines)
