@@ -333,3 +333,18 @@ def test_compare_markdown_has_time_to_train() -> None:
     hours = [line.split("|")[8].strip() for line in text.splitlines()[4:6]]
     want = [r["result"]["performance"]["time_to_train_s"] / 3600 for r in rows]
     assert [float(h) for h in hours] == pytest.approx(want, abs=0.06)
+
+
+def test_a_fix_that_changes_the_default_engine_says_so() -> None:
+    """No engine given: a GGUF precision fix moves the default engine to llama.cpp, and the fix says so."""
+    from mlrig.fixes import make_it_fit
+    from mlrig.planner import evaluate, parse_plan, resolve_arch, resolve_hardware
+
+    plan = parse_plan({"model": "deepseek-v3", "hardware": {"gpu": "H100 SXM", "count": 8}})
+    arch, gpu = resolve_arch(plan), resolve_hardware(plan)
+    result = evaluate(plan, arch=arch, gpu=gpu)
+    assert result.engine == "vllm" and not result.fits
+    fixes = make_it_fit(plan, arch, gpu, result)
+    gguf = next(f for f in fixes if f.flags.startswith("--precision q"))
+    assert gguf.note is not None and "runs on llama.cpp, not vllm" in gguf.note
+    assert all("runs on" not in (f.note or "") for f in fixes if not f.flags.startswith("--precision"))
