@@ -192,6 +192,7 @@ def test_band_kind() -> None:
     assert band_kind(0.2, large) == "p90"
     assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.3}) == "p90 of nearest scope"
     assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.1}) == "default band: not validated"
+    assert band_kind(0.2, "not validated") == "default band: not validated"  # a hand-written result's oddity
     caption = band_caption([({"decode_tok_s": 0.2}, {"decode_tok_s": small})])
     assert caption is not None and "p90" not in caption and "default band: 5 runs" in caption
 

@@ -405,10 +405,12 @@ def band_kind(band: float, validation: Any) -> str:
     """What a figure's ± band is (planner.attach_validation): 'p90' when it is its validation scope's p90 error;
     the default band when the scope is too small to narrow it (scopes.SMALL_SCOPE_ROWS) or is not validated;
     the nearest scope's p90 for an unvalidated figure whose nearest scope misses more. `validation` is the
-    figure's FigureValidation or its JSON dict (None: unknown, read as the default)."""
+    figure's FigureValidation or its JSON dict (None or anything else: unknown, read as the default)."""
     from mlrig.validation.scopes import small_scope
 
-    v = validation.model_dump() if hasattr(validation, "model_dump") else (validation or {})
+    v = validation.model_dump() if hasattr(validation, "model_dump") else validation
+    if not isinstance(v, Mapping):  # a result from elsewhere (an old or hand-written JSON): nothing to read
+        v = {}
     if v.get("validated"):
         rows = int(v.get("rows") or 0)
         if small_scope(rows) and band > (v.get("p90_error") or 0.0) + 0.0005:
