@@ -35,6 +35,12 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+# The order `mlrig --help` lists the modules' commands in: a new user's path (will it fit, how fast, side by
+# side, how many users, what to buy), then the catalogs, batch work, measurement and the rest.
+HELP_ORDER = ("plan", "fit", "compare", "serve", "advisor", "cost", "prices", "models", "gpus", "eval", "sweep",
+              "trace", "validate", "probe", "web")
+
+
 def build_app(command: str | None = None) -> typer.Typer:
     """The CLI with the module owning `command` registered, or every command when it is None/unknown."""
     import importlib
@@ -60,7 +66,7 @@ def build_app(command: str | None = None) -> typer.Typer:
         pass
 
     wanted = COMMAND_MODULES.get(command or "")
-    names = [wanted] if wanted else sorted(set(COMMAND_MODULES.values()))
+    names = [wanted] if wanted else [*HELP_ORDER, *sorted(set(COMMAND_MODULES.values()) - set(HELP_ORDER))]
     for name in names:
         importlib.import_module(f"mlrig.commands.{name}").register(application)
     _attach_examples(application)

@@ -93,6 +93,12 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         if not r.fits or r.memory is None:
             return None
         h = changes.get("hardware__count", plan.hardware.count) * plan.hardware.nodes
+        if inference and plan.workload.engine is None and r.engine and result.engine and r.engine != result.engine:
+            # no engine given: the default follows the precision (GGUF -> llama.cpp), so the fix changes it too
+            note = f"{note + '; ' if note else ''}runs on {r.engine}, not {result.engine}"
+        if ("training__offload" in changes or "workload__gpu_layers" in changes) and r.memory.host_ram_gib:
+            # what the move costs in system RAM, which the user must have (USER-STORIES: "how much system RAM")
+            note = f"{note + '; ' if note else ''}needs {r.memory.host_ram_gib:,.0f} GiB host RAM"
         perf = r.performance
         speed = None if perf is None else (perf.decode_tok_s if inference else perf.train_tokens_per_s)
         return Fix(change=change, flags=flags, per_gpu_gib=r.memory.per_gpu_gib,

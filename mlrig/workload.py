@@ -41,6 +41,21 @@ def lengths_filling(context: int, output_tokens: int | None = None) -> tuple[int
     return max(1, context - out), out
 
 
+def _token_field(v: object, *, binary: bool = True) -> object:
+    """A token count in a plan file or JSON as on the command line (docs/PLAN-FORMAT.md): `seq_len = "4k"` is
+    4,096 as `--seq-len 4k` is (mlrig.units.parse_token_count); numbers pass through to the field's checks."""
+    if isinstance(v, str):
+        from mlrig.errors import MlrigError
+        from mlrig.units import parse_token_count
+
+        try:
+            return parse_token_count(v, binary=binary)
+        except MlrigError:
+            raise ValueError(f"cannot read {v!r} as a token count; give an integer or a short form such as "
+                             "8k, 32k, 128k, 1M") from None
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -152,6 +167,12 @@ class WorkloadSpec(_Strict):
         "--disable-cuda-graph, llama.cpp GGML_CUDA_DISABLE_GRAPHS=1), so each decode step launches every kernel "
         "from the host; true (default): the engine's own default (graphs where it captures them)")
 
+    @field_validator("prompt_tokens", "output_tokens", "context_tokens", "max_output_tokens", "cached_prompt_tokens",
+                     "max_num_batched_tokens", "max_model_len", mode="before")
+    @classmethod
+    def _token_counts(cls, v: object) -> object:
+        return _token_field(v)
+
     @model_validator(mode="after")
     def _load_needs(self) -> WorkloadSpec:
         if self.follows_context:
@@ -237,6 +258,17 @@ class TrainingSpec(_Strict):
     data_bytes_per_token: float | None = Field(
         None, ge=0.01, le=1e6,
         description="bytes of training data per token (default: pre-tokenised uint16/uint32 ids)")
+
+    @field_validator("seq_len", "global_batch_tokens", mode="before")
+    @classmethod
+    def _token_counts(cls, v: object) -> object:
+        return _token_field(v)
+
+    @field_validator("tokens_to_train", mode="before")
+    @classmethod
+    def _total_tokens(cls, v: object) -> object:
+        """Totals as papers and `--tokens` write them: "100B" is 1e11, "15T" 1.5e13 (k = 1000)."""
+        return _token_field(v, binary=False)
 
     @model_validator(mode="after")
     def _checkpointing(self) -> TrainingSpec:
@@ -346,6 +378,7 @@ class Plan(_Strict):
     def _training_defaults(self) -> Plan:
         self._expert_parallel_home()
         self._no_training_keys_for_inference()
+        self._no_gguf_training()
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
@@ -371,6 +404,27 @@ class Plan(_Strict):
                 raise ValueError(f"expert_parallel {ep} must divide the {stage} GPU(s) of a pipeline stage and "
                                  f"divide, or be a multiple of, tensor_parallel {tp} (vLLM: EP = TP x DP)")
         return self
+
+    def _no_gguf_training(self) -> None:
+        """A GGUF block format (q4_k_m, q8_0, ...) with a training task: llama.cpp's formats are for inference,
+        and no trainer loads them (QLoRA quantises the HF checkpoint to bitsandbytes NF4 as it loads:
+        `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")`, HF PEFT / bitsandbytes docs), so
+        the plan is an error naming the precision to give instead, not a figure for a run that cannot happen."""
+        if self.workload.task == "inference":
+            return
+        from mlrig.errors import MlrigError
+        from mlrig.quant import parse_precision
+
+        try:
+            gguf = parse_precision(self.workload.precision).llama_cpp_only
+        except MlrigError:
+            return  # an unknown precision is reported where it is used, with its own message
+        if gguf:
+            method = self.training.method if self.training is not None else "full"
+            fix = ("--precision bf16 (QLoRA loads the base as bitsandbytes NF4 itself; or nf4)" if method == "qlora"
+                   else "--precision bf16 (or --method qlora for a 4-bit base)")
+            raise ValueError(f"precision {self.workload.precision!r} is a GGUF (llama.cpp) format, which no trainer "
+                             f"loads; for {method} training give {fix}")
 
     def _no_training_keys_for_inference(self) -> None:
         """Training settings on an inference plan (`--task inference --method lora`, or `--seq-len 4k` where

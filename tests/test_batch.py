@@ -68,7 +68,8 @@ def random_template(rng: random.Random) -> dict[str, Any]:
 def random_training_template(rng: random.Random) -> dict[str, Any]:
     w: dict[str, Any] = {"task": rng.choice(["finetune", "pretrain"])}
     if rng.random() < 0.9:
-        w["precision"] = rng.choice(["bf16", "fp16", "fp32", "fp8", "bf16-mixed", "fp16-mixed", "q4_k_m", "nf4"])
+        # no GGUF (q4_k_m): a training plan refuses it (workload.Plan._no_gguf_training); GPTQ bases train (QLoRA)
+        w["precision"] = rng.choice(["bf16", "fp16", "fp32", "fp8", "bf16-mixed", "fp16-mixed", "gptq", "nf4"])
     if rng.random() < 0.5:
         w["engine"] = rng.choice(["hf", "torchtune", "deepspeed", "megatron", "axolotl", "unsloth"])
     if rng.random() < 0.15:

@@ -81,18 +81,19 @@ def test_catalog_scan_builds_each_precisions_plan_as_parse_plan_does() -> None:
     and puts it into each model's plan; that plan must be the one parse_plan builds from the same fields,
     down to which fields were set (the planner's defaults look at them)."""
     from mlrig.commands._common import workload_fields
-    from mlrig.commands.fit import PRECISION_LADDER, _ladder_workloads
+    from mlrig.commands.fit import _ladder, _ladder_workloads
     from mlrig.planner import parse_plan, plan_from_fields
 
     flags = [{}, {"context": 8192, "batch": 4}, {"engine": "vllm", "count": 4},
-             {"task": "finetune", "method": "qlora"}, {"count": 2, "tp": 2}]
+             {"task": "finetune", "method": "qlora"}, {"task": "finetune"}, {"count": 2, "tp": 2}]
     for flag in flags:
         fields = workload_fields(**flag)
         fields.pop("precision")
-        workloads = _ladder_workloads("h100-sxm-80gb", list(PRECISION_LADDER), fields)
+        ladder = _ladder(None, fields)  # training: no GGUF formats (workload.Plan._no_gguf_training)
+        workloads = _ladder_workloads("h100-sxm-80gb", ladder, fields)
         for model in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b"):
             p0 = parse_plan(plan_from_fields(model, gpu="h100-sxm-80gb", **fields))
-            for prec in PRECISION_LADDER:
+            for prec in ladder:
                 got = p0.model_copy(update={"workload": workloads[prec]})
                 want = parse_plan(plan_from_fields(model, gpu="h100-sxm-80gb", precision=prec, **fields))
                 assert got == want and got.workload.precision == prec

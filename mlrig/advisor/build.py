@@ -335,7 +335,10 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
     fix_psu = (f"{units_txt}{rec:,.0f} W ATX 3.1 PSU{'s' if units_n > 1 else ''}" if units_n > 1
                else f"a {rec:,.0f} W ATX 3.1 PSU") + " (rated for 160% for 10 ms)"
     limit = power_limit_for(build, units, units_n)
-    fix_limit = (f", or cap each GPU at `nvidia-smi -pl {limit:.0f}`" if limit is not None else "")
+    top_tdp = max((g.tdp_w or UNKNOWN_GPU_TDP_W for _, g in units), default=0.0)
+    fix_limit = (f", or cap each GPU at `nvidia-smi -pl {limit:.0f}` ({limit / top_tdp - 1:+.0%} power: the highest"
+                 " cap at which this PSU carries the load and its spikes)" if limit is not None and top_tdp else "")
+    n_psu_findings = len(f)
     spike_note = ", ".join(sorted({f"{g.id} ~{w * transient_factor(g):.0f} W" for g, w in gpu_w}))
     load_note = (f" (the unit feeding the board carries {len(share)} of {n} GPUs)" if units_n > 1 else "")
     if build.psu.watts < unit_sustained:
@@ -375,6 +378,10 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
             + (f" (ATX 3.x: 160% = {capacity:.0f} W for 10 ms)" if atx3 and unit_transient > build.psu.watts else ""),
             "nothing to do",
         )
+    # the PSU's cap, when its finding offers one: the cooling advice then names that same cap (one report, one
+    # `nvidia-smi -pl` per card), since the deeper cap also cuts the heat
+    psu_cap = limit if limit is not None and any(x.check == "psu" and x.severity != "ok"
+                                                 for x in f[n_psu_findings:]) else None
     if units_n > 1:
         add(
             "info",
@@ -611,6 +618,12 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         axial_in_case = build.cooling.type == "air" and any(c == "axial" for c in coolers)
         sev: Severity = "warning" if (axial_in_case and total_gpu_w >= 700) else "info"
         limit_w = {g.id: round((g.tdp_w or UNKNOWN_GPU_TDP_W) * 0.8 / 5) * 5 for _, g in units}
+        cap_text = "optional -20% power: "
+        if psu_cap is not None:  # power_limit_for's fraction of TDP, the same on every card
+            top = max(g.tdp_w or UNKNOWN_GPU_TDP_W for _, g in units)
+            limit_w = {g.id: min(limit_w[g.id], math.floor((g.tdp_w or UNKNOWN_GPU_TDP_W) * psu_cap / top / 5) * 5)
+                       for _, g in units}
+            cap_text = f"the PSU finding's cap ({psu_cap / top - 1:+.0%} power) also cuts the heat: "
         add(
             sev,
             "cooling",
@@ -619,7 +632,7 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
             "sustained training throttles hot cards; the speed/power curve is not linear:"
             " a 3090 limited from 350 W"
             " to 280 W (-20%) kept >95% of training speed (Puget Systems 2020) and ~99% of LLM decode speed",
-            "optional -20% power: "
+            cap_text
             + ", ".join(f"`sudo nvidia-smi -pl {w}` ({gid})" for gid, w in sorted(limit_w.items()))
             + ", run at each boot" + ("; good case airflow" if axial_in_case else ""),
         )

@@ -326,8 +326,31 @@ def resolve_gpu(name: str) -> GPU:
             return chosen.model_copy(update={"resolution_notes": [
                 _variant_note(name, chosen, [idx.gpu(w) for w in winners if w != chosen.id])]})
         raise AmbiguousNameError("GPU", name, winners)
+    counted = split_gpu_count(name)
+    if counted is not None:  # '8x A100 80GB': a count and a GPU, where a plan takes the count apart
+        n, rest = counted
+        from mlrig.errors import MlrigError
+
+        try:
+            resolve_gpu(rest)
+        except MlrigError:
+            pass
+        else:
+            raise MlrigError(f"GPU {name!r} holds a count: give --gpu '{rest}' -n {n} (hardware.count = {n})")
     raise UnknownNameError("GPU", name, _candidates(idx, qs, name),
                            "list the catalog with `mlrig gpus --search TEXT`")
+
+
+_COUNT_RE = re.compile(r"^\s*(\d{1,5})\s*(?:x|×|\*)\s*(\S.*)$", re.IGNORECASE)
+
+
+def split_gpu_count(name: str) -> tuple[int, str] | None:
+    """'8x A100 80GB', '2 × RTX 3090', '4*H100' -> (count, GPU name), as people and `recommend --have` write a
+    multi-GPU setup; None when the name does not start with a count."""
+    m = _COUNT_RE.match(name)
+    if m is None or int(m.group(1)) < 1:
+        return None
+    return int(m.group(1)), m.group(2).strip()
 
 
 def _default_variant(cands: list[GPU]) -> GPU | None:

@@ -168,6 +168,30 @@ def load_model_catalog() -> list[ModelArch]:
     return [a.detached_copy() for a in _catalog()]
 
 
+def _compact(model_id: str) -> str:
+    """A short id without its separators ('llama-3-8b' -> 'llama38b'), so a name spelled with other or no
+    hyphens ('llama3-8b', ollama's 'llama3.1:8b') finds the one catalog id spelled with them."""
+    return re.sub(r"[-_:\s]", "", model_id)
+
+
+def family_members(name: str, ids: list[str]) -> list[str]:
+    """Catalog ids a family name such as 'llama3', 'qwen2.5' or 'gpt-oss' begins, at a word or version boundary
+    ('llama3' -> llama-3-8b, llama-3.1-70b, ...; not llama-30b, which difflib ranks first), in catalog order:
+    the names to suggest for a name that is a family, not a model."""
+    q = _compact(short_name(name.replace(":", "-")))
+    if not q:
+        return []
+    exact, dotted = [], []  # 'llama3' names llama-3-8b before llama-3.1-8b
+    for i in ids:
+        parts = i.split("-")
+        heads = [_compact("-".join(parts[:k])) for k in range(1, len(parts))]
+        if q in heads:
+            exact.append(i)
+        elif any(h.startswith(q) and h[len(q)] == "." for h in heads):
+            dotted.append(i)
+    return exact + dotted
+
+
 def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     """Catalog match by exact key, then by friendly short name; (arch, note about the match)."""
     entries = _catalog_entries()
@@ -181,8 +205,12 @@ def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     short = short_name(q)
     short = _ALIASES.get(short, short)
     matches = [a for a in cat if a.id == short]
-    if not matches:  # org/name where the org differs from ours (mirrors, re-uploads)
-        return None, None
+    if not matches:  # 'llama3-8b', 'llama3.1:8b' (ollama), 'qwen-2.5-7b': the id up to its separators
+        cq = _compact(short_name(q.replace(":", "-")))
+        aliased = {_ALIASES[k] for k in _ALIASES if _compact(k) == cq}
+        matches = [a for a in cat if _compact(a.id) == cq or a.id in aliased]
+        if len(matches) != 1:  # none, or two ids that differ only in separators: let the suggestions speak
+            return None, None
     if len(matches) > 1:
         raise AmbiguousNameError("model", name, [a.id for a in matches])
     a = matches[0]
@@ -306,7 +334,9 @@ def resolve_model(name_or_path: str) -> ModelArch:
         return fetch_hf_config(name)
     if any(s in name for s in ("/", "\\", ".json", ".gguf", ".safetensors")):
         raise MlrigError(f"model file {name!r} does not exist; check the path")
-    cands = closest(short_name(name), [a.id for a in _catalog()])
+    ids = [a.id for a in _catalog()]
+    family = family_members(name, ids)
+    cands = [*family, *(c for c in closest(short_name(name), ids) if c not in family)][:5]
     raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
                            "or an explicit architecture")
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
+
+from mlrig.units import parse_token_count, parse_usd
 
 T = TypeVar("T")
 
@@ -38,33 +40,7 @@ def console() -> Any:
     return Console()
 
 
-# ---- token counts: 8192, 8k, 32K, 128k, 1M, 1e11, 15T ----
-
-_TOKEN_RE = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
-# Context-like counts follow model cards: "8k context" is 8,192 tokens and "128k" 131,072 (Llama 3.1's
-# max_position_embeddings); "1M" is 1,048,576. Totals of training tokens follow papers: "15T" is 15e12.
-_BINARY = {"": 1, "k": 1024, "m": 1024**2, "b": 1024**3, "t": 1024**4}
-_DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
-
-def parse_token_count(text: str | int | float, *, binary: bool = True, flag: str = "token count") -> int:
-    """'8k' -> 8192 (binary: k = 1024, as context lengths are quoted) or 8000 (binary=False: k = 1000, for
-    totals such as --tokens 15T). Plain integers, '8_192', '8,192' and '1e11' are accepted too; anything
-    else raises MlrigError with one line naming the flag and the accepted forms."""
-    from mlrig.errors import MlrigError
-
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        return int(text)
-    m = _TOKEN_RE.match(str(text))
-    if m is None:
-        raise MlrigError(f"{flag}: cannot read {text!r} as a token count; "
-                         "give an integer or a short form such as 8k, 32k, 128k, 1M")
-    number = float(m.group(1).replace("_", "").replace(",", ""))
-    value = number * (_BINARY if binary else _DECIMAL)[m.group(2).lower()]
-    if value != int(value) and value < 1e6:
-        raise MlrigError(f"{flag}: {text!r} is not a whole number of tokens (token count)")
-    return int(value)
-
+# ---- token counts: mlrig.units.parse_token_count (plan files read them the same way) ----
 
 _MEMORY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gib|gb|g)?\s*$", re.IGNORECASE)
 
@@ -138,6 +114,11 @@ def token_count(flag: str, binary: bool = True) -> Callable[[str], int]:
     (`mlrig: error: --context: ...`) and exit status 2, not a usage panel. (A parser, not a click
     ParamType: typer vendors its own click, which the core install does not otherwise carry.)"""
     return cli_parser(lambda value: parse_token_count(value, binary=binary, flag=flag))
+
+
+def usd(flag: str) -> Callable[[str], float]:
+    """A typer `parser` for dollar amounts (`--budget 2k`, `--budget '$2,000'`): mlrig.units.parse_usd."""
+    return cli_parser(lambda value: parse_usd(value, flag))
 
 
 # ---- workload options shared by plan / fit / compare (typer reads these Annotated aliases) ----
@@ -381,6 +362,19 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
     }
 
 
+def precision_text(precision: str | None, plan: Mapping[str, Any]) -> str:
+    """A headline's precision. A QLoRA plan's precision is its compute dtype (the adapters and activations),
+    while its frozen base is 4-bit NF4 (bitsandbytes, QLoRA paper sec. 3; memory.qlora_base_precision): the
+    headline says both, 'nf4 base + bf16 compute', not a bare 'bf16' that reads as 16-bit weights."""
+    text = precision or "bf16"
+    wl, t = plan.get("workload") or {}, plan.get("training") or {}
+    if wl.get("task", "inference") == "inference" or str(t.get("method") or "full").lower() != "qlora":
+        return text
+    base = text if text.lower() in ("nf4", "nf4-nodq") else "nf4"
+    compute = "bf16" if base == text else text
+    return f"{base} base + {compute} compute"
+
+
 def limits_line(lims: Mapping[str, Any]) -> str:
     """The planner's limits (`plan_json`'s "limits") as one line, for the terminal and `--markdown` alike."""
     parts = []
@@ -407,16 +401,38 @@ BAND_NAMES = {"decode_tok_s": "decode", "prefill_tok_s": "prefill", "ttft_ms": "
               "train_tokens_per_s": "training"}
 
 
-def band_caption(bands: list[dict[str, float]]) -> str | None:
-    """One line for a table of speeds: the widest validation band (p90 error) of each metric shown."""
-    widest: dict[str, float] = {}
-    for band in bands:
+def band_kind(band: float, validation: Any) -> str:
+    """What a figure's ± band is (planner.attach_validation): 'p90' when it is its validation scope's p90 error;
+    the default band when the scope is too small to narrow it (scopes.SMALL_SCOPE_ROWS) or is not validated;
+    the nearest scope's p90 for an unvalidated figure whose nearest scope misses more. `validation` is the
+    figure's FigureValidation or its JSON dict (None or anything else: unknown, read as the default)."""
+    from mlrig.validation.scopes import small_scope
+
+    v = validation.model_dump() if hasattr(validation, "model_dump") else validation
+    if not isinstance(v, Mapping):  # a result from elsewhere (an old or hand-written JSON): nothing to read
+        v = {}
+    if v.get("validated"):
+        rows = int(v.get("rows") or 0)
+        if small_scope(rows) and band > (v.get("p90_error") or 0.0) + 0.0005:
+            return f"default band: {rows} runs"
+        return "p90"
+    if v.get("nearest_p90_error") is not None and band <= v["nearest_p90_error"] + 0.0005:
+        return "p90 of nearest scope"
+    return "default band: not validated"
+
+
+def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]]) -> str | None:
+    """One line for a table of speeds: the widest ± band of each metric shown, and what that band is (`band_kind`:
+    a scope's p90 error, or the default band where too few runs back it). `figures`: each row's error_band and
+    its validation (keyed by figure, FigureValidation objects or their JSON dicts)."""
+    widest: dict[str, tuple[float, str]] = {}
+    for band, validation in figures:
         for metric, value in band.items():
-            if metric in BAND_NAMES:
-                widest[metric] = max(widest.get(metric, 0.0), value)
+            if metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
+                widest[metric] = (value, band_kind(value, validation.get(metric)))
     if not widest:
         return None
-    return "validation bands (p90): " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%}" for m, v in widest.items())
+    return "bands: " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items())
 
 
 def seq_len_caption(notes: list[list[str]]) -> str | None:

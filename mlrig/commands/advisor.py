@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from mlrig.commands._common import usd
+
 PricesOpt = Annotated[list[Path] | None, typer.Option("--prices", help="extra price file(s), merged by key")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 SourcesFlag = Annotated[bool, typer.Option("--sources", help="list the source of every price used")]
@@ -53,6 +55,12 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "--tokens-per-run": ("usage", "tokens_per_run", _total_tokens),
     "--reference-gpu": ("usage", "reference_gpu", str),
 }
+
+
+# The short forms and spellings `plan`, `fit` and `compare` take for the same options, so a flag copied from
+# one command works in the other (`-q q4_k_m`, `--zero 3`).
+FLAG_ALIASES = {"-t": "--task", "-q": "--precision", "-e": "--engine", "-b": "--batch", "-c": "--context",
+                "-m": "--method", "--zero": "--zero-stage"}
 
 
 def _setup_flags() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
@@ -112,9 +120,12 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         flag, value = args[i], None
         if "=" in flag and flag.startswith("--"):
             flag, value = flag.split("=", 1)
-        elif i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
-            value = args[i + 1]
-            i += 1
+            flag = FLAG_ALIASES.get(flag, flag)
+        else:
+            flag = FLAG_ALIASES.get(flag, flag)
+            if i + 1 < len(args) and SETUP_FLAGS.get(flag, ("", "", str, None))[2] is not None:
+                value = args[i + 1]
+                i += 1
         i += 1
         if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
             raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
@@ -257,7 +268,8 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
     return recommend(workloads, book, c), book
 
 
-Budget = Annotated[float | None, typer.Option("--budget", help="most you will pay up front, USD")]
+Budget = Annotated[float | None, typer.Option(
+    "--budget", help="most you will pay up front, USD: 2000, 2k, $2,000", metavar="<usd>", parser=usd("--budget"))]
 LocalOnly = Annotated[bool, typer.Option("--local-only", help="buy only, no cloud")]
 CloudOnly = Annotated[bool, typer.Option("--cloud-only", help="rent only, nothing to buy")]
 MaxPower = Annotated[float | None, typer.Option("--max-power", help="wall power limit for a local box, W")]

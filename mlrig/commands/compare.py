@@ -16,13 +16,13 @@ from mlrig.commands._common import (
     LoadOpt,
     LoraRankOpt,
     MarkdownOpt,
-    MethodOpt,
     NumRequestsOpt,
     OutputOpt,
     PromptOpt,
     RequestRateOpt,
     SeqLenOpt,
     TaskOpt,
+    TokensOpt,
     TpOpt,
     fmt_num,
     setup_options,
@@ -30,9 +30,12 @@ from mlrig.commands._common import (
 )
 from mlrig.jsonout import round_floats
 
-GpusOpt = Annotated[list[str] | None, typer.Option("--gpu", "-g", help="GPU to compare (repeat)")]
+GpusOpt = Annotated[list[str] | None, typer.Option(
+    "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", help="precision to compare (repeat)")]
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
+MethodsOpt = Annotated[list[str] | None, typer.Option(
+    "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
 
 
 @setup_options
@@ -42,9 +45,10 @@ def compare_cmd(
     precision: PrecisionsOpt = None,
     engine: EnginesOpt = None,
     task: TaskOpt = None,
-    method: MethodOpt = None,
+    method: MethodsOpt = None,
     lora_rank: LoraRankOpt = None,
     seq_len: SeqLenOpt = None,
+    tokens: TokensOpt = None,
     kv_precision: KvPrecisionOpt = None,
     batch: BatchOpt = None,
     prompt: PromptOpt = None,
@@ -71,13 +75,13 @@ def compare_cmd(
     if as_json and markdown:
         raise MlrigError("--json and --markdown both asked for: give one")
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
-                        seq_len=seq_len, kv_precision=kv_precision, batch=batch,
+                        seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
                         load=load, request_rate=request_rate, num_requests=num_requests, **setup)
     failed = sum(1 for r in rows if r["result"].get("error"))
-    varying = _varying(gpu, precision, engine)
-    if method:  # the training method is the same in every row: the title says it
-        model = f"{model} · {method}"
+    varying = _varying(gpu, precision, engine, method)
+    if method and not varying[3]:  # the training method is the same in every row: the title says it
+        model = f"{model} · {method[0]}"
     if count and count > 1:  # so is the GPU count, and the figures are per GPU of it
         model = f"{model} · {count} GPUs"
     if as_json:
@@ -85,10 +89,10 @@ def compare_cmd(
     elif markdown:
         from mlrig.commands.markdown import compare_markdown
 
-        fixed = [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v]
+        fixed = [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v]
         typer.echo(compare_markdown(" · ".join([model, *(x[0] for x in fixed)]), rows, training=is_training(rows)))
     else:
-        _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying, strict=True) if x and not v])
+        _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v])
     if failed:
         raise typer.Exit(1)
 
@@ -99,38 +103,50 @@ def is_training(rows: list[dict[str, Any]]) -> bool:
     return any((r["result"].get("performance") or {}).get("train_tokens_per_s") is not None for r in rows)
 
 
-def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[str] | None) -> list[bool]:
-    """Which of GPU / precision / engine vary across the rows (they label a row; the rest go in the title)."""
-    return [(len(gpu) > 1 if gpu else True), len(precision or []) > 1, len(engine or []) > 1]
+def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[str] | None,
+             method: list[str] | None = None) -> list[bool]:
+    """Which of GPU / precision / engine / training method vary across the rows (they label a row; the rest go
+    in the title)."""
+    return [(len(gpu) > 1 if gpu else True), len(precision or []) > 1, len(engine or []) > 1, len(method or []) > 1]
 
 
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
                  engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
     """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
-    batch, context, ..., and the serving-setup flags). Raises MlrigError for over 64 variants, or when every
-    variant fails alike."""
+    batch, context, ..., and the serving-setup flags; `method` one name or a list to compare). Raises MlrigError
+    for over 64 variants, or when every variant fails alike."""
+    from mlrig.catalog.gpus import split_gpu_count
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
     gpus: list[str | None] = list(gpu) if gpu else [None]
     precs: list[str | None] = list(precision) if precision else [None]
     engines: list[str | None] = list(engine) if engine else [None]
-    if len(gpus) * len(precs) * len(engines) > 64:
-        raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions or engines at once")
+    given = common.pop("method", None)
+    method = [given] if isinstance(given, str) else list(given or [])
+    methods: list[str | None] = list(method) if method else [None]
+    if len(gpus) * len(precs) * len(engines) * len(methods) > 64:
+        raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
     # label a row by what varies; what is fixed goes in the title
-    varying = _varying(gpu, precision, engine)
+    varying = _varying(gpu, precision, engine, method)
     rows: list[dict[str, Any]] = []
     for g in gpus:
         for q in precs:
             for e in engines:
-                fields = workload_fields(precision=q, engine=e, **common)
-                fields["gpu"] = g
-                res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
-                parts = [x for x, v in zip((g, q, e), varying, strict=True) if x and v]
-                label = " / ".join(parts) or g or q or e or "default"  # nothing varies: the title has the rest
-                rows.append({"variant": label, "gpu": g, "precision": q, "engine": e,
-                             "result": round_floats(res.model_dump(mode="json"))})
+                for m in methods:
+                    fields = workload_fields(precision=q, engine=e, method=m, **common)
+                    counted = split_gpu_count(g) if g else None
+                    fields["gpu"] = g
+                    if counted is not None:  # '8x A100 80GB': 8 GPUs of that kind in this row
+                        fields["count"], fields["gpu"] = counted
+                    res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
+                    parts = [x for x, v in zip((g, q, e, m), varying, strict=True) if x and v]
+                    label = " / ".join(parts) or g or q or e or m or "default"  # the title has the rest
+                    row = {"variant": label, "gpu": g, "precision": q, "engine": e}
+                    if m is not None:
+                        row["method"] = m
+                    rows.append({**row, "result": round_floats(res.model_dump(mode="json"))})
     if all(r["result"].get("error") for r in rows) and len({r["result"]["error"] for r in rows}) == 1:
         raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
     return rows
@@ -148,26 +164,32 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     show_engine = len({r["engine"] for r in rows}) == 1 and not training
     table = Table(title=f"{title}: side by side", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)  # fits 80 columns
-    speed_cols = ["train\ntok/s", "step\ns", "MFU\n%"] if training else ["decode\ntok/s", "prefill\ntok/s",
-                                                                         "TTFT\nms"]
+    # --tokens: the time to train them, the figure "how long on 8x A100? on one 4090?" asks for
+    hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
+    speed_cols = (["train\ntok/s", "step\ns", "MFU\n%", *(["train\nh"] if hours else [])] if training
+                  else ["decode\ntok/s", "prefill\ntok/s", "TTFT\nms"])
     cols = ["variant", *(["engine"] if show_engine else []), "GiB\n/GPU", "fits", *speed_cols, "bound"]
     for col in cols:
         text = col in ("variant", "engine", "bound")
         table.add_column(col, justify="left" if text else "right", no_wrap=True)
-    bands: list[dict[str, float]] = []
+    bands: list[tuple[dict[str, float], dict[str, Any]]] = []
     errors: list[str] = []
     for r in rows:
         res = r["result"]
         if res.get("error"):
-            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]", *["—"] * 3, "—")
+            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
+                          *["—"] * len(speed_cols), "—")
             errors.append(f"[red]{r['variant']}:[/] {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
-        bands.append(perf.get("error_band") or {})
+        bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
         mfu = perf.get("mfu")
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else
                   [fmt_num(perf.get("decode_tok_s")), fmt_num(perf.get("prefill_tok_s")), fmt_num(perf.get("ttft_ms"))])
+        if hours:
+            ttt = perf.get("time_to_train_s")
+            speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         table.add_row(
             r["variant"],
             *([res.get("engine") or "—"] if show_engine else []),

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from mlrig.commands._common import usd
 from mlrig.commands.advisor import (
     CTX,
     WORKLOAD_HELP,
@@ -34,7 +35,9 @@ def cost_cmd(
     buy: Annotated[str | None, typer.Option("--buy", help="price key (gpu.* or system.*) or a GPU name")] = None,
     plan: PlanOpt = None,
     count: Annotated[int, typer.Option("--count", "-n", help="GPUs in the box (1-8)")] = 1,
-    price: Annotated[float | None, typer.Option("--price", help="override the per-GPU/system price, USD")] = None,
+    price: Annotated[float | None, typer.Option(
+        "--price", help="override the per-GPU/system price, USD: 1600, 1.6k, $1,600", metavar="<usd>",
+        parser=usd("--price"))] = None,
     rent: Annotated[list[str] | None, typer.Option("--rent", help="cloud price key (repeatable)")] = None,
     spot: Annotated[bool, typer.Option("--spot", help="also price spot where listed")] = False,
     hours_per_month: Annotated[float | None, typer.Option(

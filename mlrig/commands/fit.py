@@ -41,6 +41,18 @@ if TYPE_CHECKING:
 # Highest quality first: the formats users pick between when something does not fit
 # (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
 PRECISION_LADDER = ("bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
+# Training: the formats trainers run (no GGUF: workload.Plan._no_gguf_training). LoRA/QLoRA bases do not
+# go below bf16 here (QLoRA's base is NF4 whatever the precision); full training may run FP8 GEMMs.
+TRAINING_LADDER = {"full": ("bf16", "fp8"), "lora": ("bf16",), "qlora": ("bf16",)}
+
+
+def _ladder(precision: str | None, fields: dict[str, Any]) -> list[str]:
+    """The precisions a view tries: the one given, else the ladder for the task (and training method)."""
+    if precision:
+        return [precision]
+    if (fields.get("task") or "inference") == "inference":
+        return list(PRECISION_LADDER)
+    return list(TRAINING_LADDER.get(str(fields.get("method") or "full").lower(), ("bf16",)))
 
 
 def _speed(r: PlanResult, training: bool) -> float | None:
@@ -139,7 +151,7 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
                        fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     from mlrig.planner import evaluate, limits, parse_plan, plan_from_fields, resolve_arch, resolve_hardware
 
-    ladder = [precision] if precision else list(PRECISION_LADDER)
+    ladder = _ladder(precision, fields)
     first = parse_plan(plan_from_fields(model, gpu=gpu, precision=ladder[0], **fields))
     arch, spec = resolve_arch(first), resolve_hardware(first)
     rows = []
@@ -166,7 +178,7 @@ def _across_models(gpu: str | None, precision: str | None,
         result_of,
     )
 
-    ladder = [precision] if precision else list(PRECISION_LADDER)
+    ladder = _ladder(precision, fields)
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
     base = parse_plan(plan_from_fields("custom", gpu=gpu, **fields))
     hardware, spec = base.hardware, resolve_hardware(base)
@@ -223,7 +235,7 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     t = narrow_table(f"{title} (GiB per GPU; GiB = 2^30 bytes)", cols, [[c[n] for n, _ in cols] for c in cells],
                      flexible=("model", "GPU"))
     metric = "train_tokens_per_s" if training else "decode_tok_s"
-    shown = [{metric: r["result"].performance.error_band[metric]} for r in rows
+    shown = [({metric: r["result"].performance.error_band[metric]}, r["result"].validation) for r in rows
              if r["result"].fits and r["result"].performance and metric in r["result"].performance.error_band]
     caption = band_caption(shown)
     if caption:

@@ -49,13 +49,16 @@ def validated(v: dict[str, Any] | None, banded: bool = True) -> str:
     return f"not validated ({v['scope']}{near})"
 
 
-def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "") -> str:
+def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "",
+                  precision: str | None = None) -> str:
     """`mlrig plan --markdown`: headline, memory per GPU, speed with its band and validation, limits, the
     changes that would make it fit, notes. `out` is `plan_json()`'s dict; `sharding` the headline's ZeRO
-    stage (`plan.sharding_text`)."""
+    stage (`plan.sharding_text`); `precision` the headline's precision in words (`_common.precision_text`: a
+    QLoRA plan's NF4 base), else the result's."""
     mem, perf = out.get("memory") or {}, out.get("performance") or {}
     engine = f" ({out['engine']})" if out.get("engine") else ""
-    lines = [f"**{out['model']}** · {out['precision']} · {task}{engine} on {n_gpus} × {out['gpu']}{sharding}", ""]
+    head = f"**{out['model']}** · {precision or out['precision']} · {task}{engine}"
+    lines = [f"{head} on {n_gpus} × {out['gpu']}{sharding}", ""]
     from mlrig.estimators.replicas import layout_line
 
     replicas = out.get("data_parallel_replicas") or 1
@@ -98,7 +101,7 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
         srows.append(["bound", perf.get("bound") or "—", "—", "—"])
         srows.append(["memory per GPU", f"{mem['per_gpu_gib']:.2f} GiB", "—",
                       validated(val.get("per_gpu_gib"), banded=False)])
-        lines += ["", *table(["figure", "estimate", "band (p90)", "validated on"], srows, right={1, 2})]
+        lines += ["", *table(["figure", "estimate", "band", "validated on"], srows, right={1, 2})]
         if perf.get("explanation"):
             lines += ["", f"_{perf['explanation']}_"]
     lims = out.get("limits") or {}
@@ -130,8 +133,9 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     each speed's p90 band and the scope that band comes from (the decode figure's, or for `training` rows
     the training tokens/s figure's; the others are in `--json`). Training rows show training tokens/s, step
     time and MFU in place of decode / prefill / TTFT, which a training plan does not have."""
-    speed_header = (["training tokens/s", "step s", "MFU %"] if training else
-                    ["decode tok/s", "prefill tok/s", "TTFT ms"])
+    hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
+    speed_header = (["training tokens/s", "step s", "MFU %", *(["time to train h"] if hours else [])] if training
+                    else ["decode tok/s", "prefill tok/s", "TTFT ms"])
     header = ["variant", "engine", "GiB/GPU", "fits", *speed_header, "bound",
               "validated on (decode / training speed)"]
     body: list[list[str]] = []
@@ -139,7 +143,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     for r in rows:
         res = r["result"]
         if res.get("error"):
-            body.append([r["variant"], "—", "—", "error", "—", "—", "—", "—", "—"])
+            body.append([r["variant"], "—", "—", "error", *["—"] * len(speed_header), "—", "—"])
             errors.append(f"- {r['variant']}: {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -152,13 +156,16 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
         mfu = perf.get("mfu")
         speeds = ([fig("train_tokens_per_s"), fig("step_time_s", digits=2), "—" if mfu is None else f"{mfu * 100:.0f}"]
                   if training else [fig("decode_tok_s"), fig("prefill_tok_s"), fig("ttft_ms")])
+        if hours:
+            ttt = perf.get("time_to_train_s")
+            speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
                      "yes" if res.get("fits") else "**no**", *speeds,
                      SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
                      validated(_headline_validation(res))])
-    lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band, the p90 error over "
-             "its scope's published runs)", ""]
-    lines += table(header, body, right={2, 4, 5, 6})
+    lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
+             "its scope's published runs, or the default band where the scope has few runs)", ""]
+    lines += table(header, body, right={2, *range(4, 4 + len(speed_header))})
     if errors:
         lines += ["", *errors]
     return "\n".join(lines)

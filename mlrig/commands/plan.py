@@ -47,6 +47,7 @@ from mlrig.commands._common import (
     ZeroOpt,
     fmt_num,
     limits_line,
+    precision_text,
     setup_options,
     training_fields,
     workload_fields,
@@ -82,7 +83,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     failures = n_gpus > 1 or hw.get("mtbf_hours") is not None  # one GPU: no failure-rate lines unless asked
     task = wl.get("task", "inference")
     engine = f" ({result.engine})" if result.engine else ""
-    head = (f"[bold]{result.model}[/] · {result.precision} · {task}{engine}"
+    head = (f"[bold]{result.model}[/] · {precision_text(result.precision, plan)} · {task}{engine}"
             f" on {n_gpus} × {result.gpu}{sharding_text(plan, n_gpus)}")
     con.print(head)
     from mlrig.estimators.replicas import layout_line
@@ -370,8 +371,9 @@ def plan_cmd(
         from mlrig.commands.markdown import plan_markdown
 
         hw = plan.hardware
+        dumped = plan.model_dump(mode="json")
         typer.echo(plan_markdown(plan_json(result, lims, fixes), hw.count * hw.nodes, plan.workload.task,
-                                 sharding_text(plan.model_dump(mode="json"), hw.count * hw.nodes)))
+                                 sharding_text(dumped, hw.count * hw.nodes), precision_text(result.precision, dumped)))
     else:
         seq = training_seq_len(resolve_arch(plan), plan) if plan.training is not None else None
         render_result(result, plan.model_dump(mode="json"), lims, fixes, follows_context=plan.workload.follows_context,

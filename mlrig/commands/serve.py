@@ -283,6 +283,13 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
         band = result.performance.error_band
         out["decode_error_band"] = band.get("decode_tok_s", 0.0)
         out["tpot_error_band"] = band.get("tpot_ms", out["decode_error_band"])
+        from mlrig.commands._common import band_kind
+
+        # what each band is: its scope's p90, or the default where too few runs back it (the caption says which)
+        v = result.validation
+        out["decode_band_kind"] = band_kind(out["decode_error_band"], v.get("decode_tok_s"))
+        out["tpot_band_kind"] = (band_kind(out["tpot_error_band"], v.get("tpot_ms")) if "tpot_ms" in band
+                                 else out["decode_band_kind"])
     if not fits:
         out["binding_limit"] = "memory"
     else:
@@ -356,8 +363,10 @@ def _render(out: dict[str, Any]) -> None:
     if out.get("lengths") == "fixed":  # the TTFT column depends on it; `plan --load concurrency` assumes the same
         con.print("[dim]fixed lengths: each round's requests arrive together (a benchmark's loop); "
                   "--lengths varied for users who drift apart[/]")
-    table = Table(title=f"Serving curve (continuous batching; ± = p90 error: decode {one:.0%} at 1 user, "
-                        f"TPOT {max(one, more):.0%} above)",
+    kind_one, kind_more = out.get("decode_band_kind", "p90"), out.get("tpot_band_kind", "p90")
+    above = kind_more if more >= one else kind_one
+    table = Table(title=f"Serving curve (continuous batching; ± = validation band: decode {one:.0%} at 1 user "
+                        f"({kind_one}), TPOT {max(one, more):.0%} above ({above}))",
                   header_style="bold")
     for col in ("users", "total tok/s", "tok/s/user", "TPOT ms", "TTFT ms", "KV fits?", "bound"):
         table.add_column(col, justify="left" if col == "bound" else "right", no_wrap=True)

@@ -211,7 +211,7 @@ def add_page_routes(app: FastAPI) -> None:
         training = any(p.get("train_tokens_per_s") for p in perf)
         key = "train_tokens_per_s" if training else "decode_tok_s"
         ctx.update(rows=rows, training=training, charts=[
-            charts.bars("Training tokens/s" if training else "Decode tok/s per sequence (± p90 band)", labels,
+            charts.bars("Training tokens/s" if training else "Decode tok/s per sequence (± validation band)", labels,
                         [("speed", [p.get(key) for p in perf])], "tokens/s" if training else "tok/s",
                         bands=[[(p.get("error_band") or {}).get(key) for p in perf]]),
             charts.bars("Memory per GPU vs capacity", labels,
@@ -297,12 +297,17 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     perf = result.get("performance") or {}
     band = perf.get("error_band") or {}
     validation = result.get("validation") or {}
+    from mlrig.commands._common import band_kind, precision_text
+
     speed = [{"label": label, "key": key, "unit": unit, "value": perf.get(key), "band": band.get(key),
               "validation": validation.get(key) if isinstance(validation, dict) else None}
              for label, key, unit in SPEED_ROWS if perf.get(key) is not None]
+    for s in speed:  # what the band is: its scope's p90, or the default where few runs back it
+        s["band_kind"] = band_kind(float(s["band"]), s["validation"]) if s["band"] else None
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
+            "precision_text": precision_text(result.get("precision"), data),  # a QLoRA plan's NF4 base
             "speed": speed, "validation": validation, "roof": roof,
             "memory_chart": memory_chart(result), "roofline_chart": roofline_chart(roof),
             "fits_on": [r for r in fits if r["fits"]][:15], "fits_count": sum(r["fits"] for r in fits),
@@ -329,9 +334,9 @@ def serve_charts(out: dict[str, Any]) -> list[str]:
         marks.append(charts.Mark("x", out["max_concurrency"], f"max {out['max_concurrency']:,} users"))
     per_user = charts.xy("Per-user decode speed over concurrency", [
         charts.Series("tok/s per user", users),
-        charts.Series("− p90 band", [(x, y * (1 - b)) for (x, y), b in zip(users, bands, strict=True)],
+        charts.Series("− band", [(x, y * (1 - b)) for (x, y), b in zip(users, bands, strict=True)],
                       dashed=True, colour=charts.PALETTE[5]),
-        charts.Series("+ p90 band", [(x, y * (1 + b)) for (x, y), b in zip(users, bands, strict=True)],
+        charts.Series("+ band", [(x, y * (1 + b)) for (x, y), b in zip(users, bands, strict=True)],
                       dashed=True, colour=charts.PALETTE[5])],
         x_label="concurrent users", y_label="tok/s per user", log_x=log_x, marks=marks)
     total = charts.xy("Total throughput over concurrency", [

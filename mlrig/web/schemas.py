@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mlrig.advisor.cost import TcoResult
 from mlrig.advisor.recommend import Recommendation
@@ -30,6 +30,23 @@ NameList = list[str]
 
 class _Query(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=200, str_strip_whitespace=True)
+
+    @field_validator("prompt", "output", "context", "seq_len", "max_num_batched_tokens", "max_model_len",
+                     "cached_prompt_tokens", "max_output_tokens", mode="before", check_fields=False)
+    @classmethod
+    def _token_counts(cls, v: object) -> object:
+        """Token counts as the CLI's flags take them: ?context=8k is 8,192 (mlrig.units.parse_token_count)."""
+        from mlrig.workload import _token_field
+
+        return _token_field(v)
+
+    @field_validator("tokens", mode="before", check_fields=False)
+    @classmethod
+    def _total_tokens(cls, v: object) -> object:
+        """Tokens to train as --tokens takes them: ?tokens=100B is 1e11 (k = 1000)."""
+        from mlrig.workload import _token_field
+
+        return _token_field(v, binary=False)
 
 
 class WorkloadQuery(_Query):
