@@ -733,6 +733,16 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
     return notes
 
 
+def _smaller_precision_hint(precision: str) -> str:
+    """'use a smaller --precision (...), or ' naming only serving formats with fewer bits per weight than the
+    plan's own (an FP8 plan is not told to try fp8); '' when none is smaller."""
+    from mlrig import quant
+
+    bits = quant.bits_per_weight(precision)
+    smaller = [q for q in ("fp8", "awq", "gptq") if quant.bits_per_weight(q) < bits]
+    return f"use a smaller --precision ({', '.join(smaller)}), or " if smaller else ""
+
+
 def engine_refusal(p: Plan, memory: Any) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
     size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
@@ -753,7 +763,7 @@ def engine_refusal(p: Plan, memory: Any) -> str | None:
             # card holds them with ~5 % spare, vLLM's practical ceiling), fewer bytes per weight, more GPUs
             share = fixed_gib / b.gpu_capacity_gib + 0.01
             fix = ((f"raise --gpu-memory-utilization to {share:.2f} or more (it leaves no KV pool below that), "
-                    if share <= 0.95 else "") + "use a smaller --precision (fp8, awq, ...), or add GPUs")
+                    if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         else:
             why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
             fix = "lower the context / --max-model-len, raise --gpu-memory-utilization, or add GPUs"

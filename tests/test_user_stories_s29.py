@@ -84,6 +84,14 @@ def test_small_figures_are_not_printed_as_zero_and_large_ones_have_separators() 
     assert "largest batch at this context: 69,808;" in limits_line({"max_batch_size": 69808, "min_gpus": 1})
 
 
+def test_engine_refusal_suggests_only_precisions_smaller_than_the_plans_own() -> None:
+    """DeepSeek-V3 at FP8 on 8 H100s (671 GB of weights): the note told an FP8 plan to "use a smaller
+    --precision (fp8, awq, ...)". Only formats with fewer bits per weight than the plan's are named."""
+    data = json.loads(run("plan", "deepseek-v3", "--gpu", "h100-sxm-80gb", "-n", "8", "-q", "fp8", "--json"))
+    note = next(n for n in data["notes"] if "would refuse to start" in n)
+    assert "--precision (awq, gptq)" in note and "fp8" not in note.split("--precision")[1]
+
+
 def test_fit_on_two_gpus_says_two_in_its_title() -> None:
     """"Can I run Llama 3.1 70B on two 3090s?": `fit ... -n 2` answered per GPU of two under a title naming one
     3090, which reads as a single card holding 70B at Q4_K_M."""
