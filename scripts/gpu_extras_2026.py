@@ -237,6 +237,17 @@ EXTRAS_2026: list[dict[str, Any]] = [
         notes="PCIe 4.0 x8. GeForce: FP16/BF16/FP8 with FP32 accumulate at half the FP16-accumulate rate.",
     ),
     dict(
+        id="rtx-4060-ti-8gb", name="NVIDIA GeForce RTX 4060 Ti 8GB", vendor="NVIDIA", hardware_class="geforce",
+        architecture="Ada Lovelace (AD106)", release_year=2023, aliases=[],
+        nominal_gb=8, memory_type="GDDR6 (18 Gbps, 128-bit)", memory_bandwidth_gb_s=288, fp32_tflops=22.06,
+        **_geforce_ada(353), tdp_w=160, pcie_gen=4, pcie_lanes=8, launch_price_usd=399,
+        source="https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4060-4060ti/",
+        verification="derived (NVIDIA '353 AI TOPS', as the 16 GB card; 160 W and $399 from the same NVIDIA "
+        "page's 8 GB column, as scripts/data/accelerators_reference.csv notes)",
+        notes="Same chip and clocks as the 16 GB card; half the memory. PCIe 4.0 x8. NVML names both "
+        "'NVIDIA GeForce RTX 4060 Ti'. GeForce: FP16/BF16/FP8 with FP32 accumulate at half the FP16-accumulate rate.",
+    ),
+    dict(
         id="rtx-5060", name="NVIDIA GeForce RTX 5060", vendor="NVIDIA", hardware_class="geforce",
         architecture="Blackwell (GB206)", release_year=2025, aliases=["NVIDIA GeForce RTX 5060"],
         nominal_gb=8, memory_type="GDDR7 (28 Gbps, 128-bit)", memory_bandwidth_gb_s=448, fp32_tflops=19.2,

@@ -329,3 +329,12 @@ def test_a_setup_vllm_refuses_to_start_does_not_fit() -> None:
     assert "✘ the engine would not start" in run("plan", *args)
     fine = json.loads(run("plan", *args[:-1], "2k", "--json"))
     assert fine["fits"] is True and fine["performance"] is not None
+
+
+def test_the_8gb_rtx_4060_ti_is_its_own_card() -> None:
+    """"Will Llama 3.1 8B at Q4_K_M run on my 8 GB 4060 Ti?": the catalog had only the 16 GB card, so the 8 GB one
+    (same chip and bandwidth, half the memory, 160 W) could not be named. Bare "RTX 4060 Ti" stays the 16 GB card,
+    as "RTX 5060 Ti" does."""
+    data = json.loads(run("plan", "llama-3.1-8b", "--gpu", "RTX 4060 Ti 8GB", "-q", "q4_k_m", "--json"))
+    assert data["memory"]["gpu_capacity_gib"] < 8.0 < json.loads(
+        run("plan", "llama-3.1-8b", "--gpu", "RTX 4060 Ti", "-q", "q4_k_m", "--json"))["memory"]["gpu_capacity_gib"]
