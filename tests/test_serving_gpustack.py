@@ -10,6 +10,7 @@ import pytest
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.estimators import serving
 from mlrig.estimators.engines import sglang_gpu_defaults, sglang_mem_fraction_static
+from mlrig.estimators.performance import decode_step
 from mlrig.planner import evaluate, resolve_plan
 
 
@@ -79,7 +80,9 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     """Varied lengths only lengthen an offline run: same tokens, a tail of small batches. A run that fits at
     once (N <= the running limit) loses most (1,000 ShareGPT requests at once on SGLang's H100 pool of a
     14B model: GPUSTACK-0003 measured 4,044 tok/s over 49.9 s, where the fixed-length static batch gives
-    ~7,900); the TTFT of the burst is the same backlog either way."""
+    ~7,900); the TTFT of the burst is the same backlog either way, drained at the steady batch's completions,
+    whose iterations are longer with varied lengths (their running sequences are the long ones:
+    `serving.running_output_tokens`)."""
     base = {"model": {"name": "Qwen/Qwen3-14B"}, "hardware": {"gpu": "H100 SXM"},
             "workload": {"precision": "bf16", "engine": "sglang", "engine_version": "0.5.5.post1",
                          "prompt_tokens": 217, "output_tokens": 202, "load": "offline", "num_requests": 1000}}
@@ -98,7 +101,15 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     qv = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied"}}).performance
     assert qf is not None and qv is not None and qf.throughput_tok_s and qv.throughput_tok_s
     assert 0.7 * qf.throughput_tok_s < qv.throughput_tok_s < qf.throughput_tok_s
-    assert qv.ttft_ms == pytest.approx(qf.ttft_ms)
+    # By hand: the median request (rank 500) waits for 500 - 256 completions at 256 / (O x step) per s, then is
+    # prefilled in one chunk iteration with the running decodes (`serving.offline_backlog`, `_admitted_ttft`).
+    # The varied run's running sequences hold E[L^2] / (2 E[L]) = O = 202 output tokens (uncapped exponential
+    # lengths), the fixed run's O / 2 = 101, so each of its iterations is longer by
+    # d = t_dec(256, 217 + 202) - t_dec(256, 217 + 101) and its TTFT by (244 x 202 / 256 + 1) x d (~0.5 s).
+    r_q, _ = resolve_plan(a100)
+    d_ms = (decode_step(r_q, 256, 217 + 202).seconds - decode_step(r_q, 256, 217 + 101).seconds) * 1e3
+    assert d_ms > 1.0
+    assert qv.ttft_ms == pytest.approx(qf.ttft_ms + (244 * 202 / 256 + 1) * d_ms, rel=1e-6)
     assert "drain" in (qv.explanation or "")
     # more requests behind the same cap: the tail is a smaller share of the run
     more = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied", "num_requests": 4000}}).performance
