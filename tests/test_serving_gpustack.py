@@ -63,16 +63,21 @@ class _Pass:
 
 def test_drain_hand_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """With every decode iteration taking c seconds and free prefills, N requests of exponential outputs
-    (mean O) all running at once end after O ln(2N) iterations (the batch decays as N e^(-k/O) to half a
-    request), so the run's throughput is N O / (c O ln 2N) = N / (c ln 2N)."""
+    (mean O) all running at once end with the longest of them, after O H_N iterations in expectation (H_N the
+    N-th harmonic number: the order statistics of exponentials end O / N, O / (N - 1), ..., O apart), less
+    the first, whose tokens came with the prefill: the run's throughput is N O / (c (O H_N - 1)).
+    One request: O / (c (O - 1)), its TTFT (here 0) and O - 1 TPOTs."""
     r, _ = resolve_plan(_plan(load="offline", num_requests=100, lengths="varied"))
     c = 0.01
     monkeypatch.setattr(serving, "decode_step", lambda *a, **k: _Pass(c))
     monkeypatch.setattr(serving, "prefill_pass", lambda *a, **k: _Pass(0.0))
-    assert serving.varied_offline_throughput(r, 100, 100, 0.0) == pytest.approx(100 / (c * math.log(200)), rel=1e-9)
+    h100 = math.fsum(1 / j for j in range(1, 101))  # 5.187
+    assert serving.varied_offline_throughput(r, 100, 100, 0.0) == pytest.approx(100 * 202 / (c * (202 * h100 - 1)),
+                                                                                 rel=1e-9)
+    assert serving.varied_offline_throughput(r, 1, 1, 0.0) == pytest.approx(202 / (c * 201), rel=1e-9)
     # with a queue: 900 more completions at the full batch, 900 x O / 100 iterations of the steady step first
     steady = 0.03
-    expect = 1000 * 202 / (900 * 202 / 100 * steady + c * 202 * math.log(200))
+    expect = 1000 * 202 / (900 * 202 / 100 * steady + c * (202 * h100 - 1))
     assert serving.varied_offline_throughput(r, 1000, 100, steady) == pytest.approx(expect, rel=1e-9)
 
 
