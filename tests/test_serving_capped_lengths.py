@@ -55,13 +55,13 @@ def test_capped_exponential_scale_hand_checked() -> None:
 
 def test_drain_stops_at_the_cap() -> None:
     """100 sequences of mean 343 tokens capped at 512 drain in at most 512 iterations, each no slower than the full
-    batch's; uncapped they drain for 343 ln 200 = 1,817 iterations, which takes longer than that bound."""
+    batch's; uncapped they drain for 343 H_100 = 1,779 iterations, which takes longer than that bound."""
     capped, _ = resolve_plan(_offline(lengths="varied", max_output_tokens=512))
     uncapped, _ = resolve_plan(_offline(lengths="varied"))
     bound = 512 * decode_step(capped, 100, 255 + 171).seconds
     assert varied_drain_s(capped, 100) <= bound
     assert varied_drain_s(uncapped, 100) > bound
-    # a cap far above the mean changes nothing measurable: the longest of 100 ends near O ln 200 anyway
+    # a cap far above the mean changes nothing measurable: the longest of 100 ends near O H_100 anyway
     far, _ = resolve_plan(_offline(lengths="varied", max_output_tokens=100_000))
     assert varied_drain_s(far, 100) == pytest.approx(varied_drain_s(uncapped, 100), rel=1e-3)
 

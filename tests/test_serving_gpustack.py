@@ -10,6 +10,7 @@ import pytest
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.estimators import serving
 from mlrig.estimators.engines import sglang_gpu_defaults, sglang_mem_fraction_static
+from mlrig.estimators.performance import decode_step
 from mlrig.planner import evaluate, resolve_plan
 
 
@@ -62,16 +63,21 @@ class _Pass:
 
 def test_drain_hand_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """With every decode iteration taking c seconds and free prefills, N requests of exponential outputs
-    (mean O) all running at once end after O ln(2N) iterations (the batch decays as N e^(-k/O) to half a
-    request), so the run's throughput is N O / (c O ln 2N) = N / (c ln 2N)."""
+    (mean O) all running at once end with the longest of them, after O H_N iterations in expectation (H_N the
+    N-th harmonic number: the order statistics of exponentials end O / N, O / (N - 1), ..., O apart), less
+    the first, whose tokens came with the prefill: the run's throughput is N O / (c (O H_N - 1)).
+    One request: O / (c (O - 1)), its TTFT (here 0) and O - 1 TPOTs."""
     r, _ = resolve_plan(_plan(load="offline", num_requests=100, lengths="varied"))
     c = 0.01
     monkeypatch.setattr(serving, "decode_step", lambda *a, **k: _Pass(c))
     monkeypatch.setattr(serving, "prefill_pass", lambda *a, **k: _Pass(0.0))
-    assert serving.varied_offline_throughput(r, 100, 100, 0.0) == pytest.approx(100 / (c * math.log(200)), rel=1e-9)
+    h100 = math.fsum(1 / j for j in range(1, 101))  # 5.187
+    assert serving.varied_offline_throughput(r, 100, 100, 0.0) == pytest.approx(100 * 202 / (c * (202 * h100 - 1)),
+                                                                                 rel=1e-9)
+    assert serving.varied_offline_throughput(r, 1, 1, 0.0) == pytest.approx(202 / (c * 201), rel=1e-9)
     # with a queue: 900 more completions at the full batch, 900 x O / 100 iterations of the steady step first
     steady = 0.03
-    expect = 1000 * 202 / (900 * 202 / 100 * steady + c * 202 * math.log(200))
+    expect = 1000 * 202 / (900 * 202 / 100 * steady + c * (202 * h100 - 1))
     assert serving.varied_offline_throughput(r, 1000, 100, steady) == pytest.approx(expect, rel=1e-9)
 
 
@@ -79,7 +85,9 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     """Varied lengths only lengthen an offline run: same tokens, a tail of small batches. A run that fits at
     once (N <= the running limit) loses most (1,000 ShareGPT requests at once on SGLang's H100 pool of a
     14B model: GPUSTACK-0003 measured 4,044 tok/s over 49.9 s, where the fixed-length static batch gives
-    ~7,900); the TTFT of the burst is the same backlog either way."""
+    ~7,900); the TTFT of the burst is the same backlog either way, drained at the steady batch's completions,
+    whose iterations are longer with varied lengths (their running sequences are the long ones:
+    `serving.running_output_tokens`)."""
     base = {"model": {"name": "Qwen/Qwen3-14B"}, "hardware": {"gpu": "H100 SXM"},
             "workload": {"precision": "bf16", "engine": "sglang", "engine_version": "0.5.5.post1",
                          "prompt_tokens": 217, "output_tokens": 202, "load": "offline", "num_requests": 1000}}
@@ -98,7 +106,15 @@ def test_varied_offline_runs_drain_and_fixed_ones_do_not() -> None:
     qv = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied"}}).performance
     assert qf is not None and qv is not None and qf.throughput_tok_s and qv.throughput_tok_s
     assert 0.7 * qf.throughput_tok_s < qv.throughput_tok_s < qf.throughput_tok_s
-    assert qv.ttft_ms == pytest.approx(qf.ttft_ms)
+    # By hand: the median request (rank 500) waits for 500 - 256 completions at 256 / (O x step) per s, then is
+    # prefilled in one chunk iteration with the running decodes (`serving.offline_backlog`, `_admitted_ttft`).
+    # The varied run's running sequences hold E[L^2] / (2 E[L]) = O = 202 output tokens (uncapped exponential
+    # lengths), the fixed run's O / 2 = 101, so each of its iterations is longer by
+    # d = t_dec(256, 217 + 202) - t_dec(256, 217 + 101) and its TTFT by (244 x 202 / 256 + 1) x d (~0.5 s).
+    r_q, _ = resolve_plan(a100)
+    d_ms = (decode_step(r_q, 256, 217 + 202).seconds - decode_step(r_q, 256, 217 + 101).seconds) * 1e3
+    assert d_ms > 1.0
+    assert qv.ttft_ms == pytest.approx(qf.ttft_ms + (244 * 202 / 256 + 1) * d_ms, rel=1e-6)
     assert "drain" in (qv.explanation or "")
     # more requests behind the same cap: the tail is a smaller share of the run
     more = evaluate({**a100, "workload": {**a100["workload"], "lengths": "varied", "num_requests": 4000}}).performance

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
-from mlrig.estimators.performance import ERROR_BAND, prefill_pass
+from mlrig.estimators.performance import ERROR_BAND, decode_step, prefill_pass
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.estimators.serving import _iteration, frontend_s, fused_prefill_s_per_token, rate_run_point
 from mlrig.planner import evaluate, parse_plan, resolve_arch
@@ -28,20 +28,27 @@ def _resolved(data: dict[str, object]) -> ResolvedPlan:
 
 
 def _capacity_rps(r: ResolvedPlan, cap: int = 40) -> float:
-    """A full batch's completions/s, by hand: cap / (t_dec(cap) O + cap P t_f), t_f the prompt token's share of
-    an in-flight iteration (TensorRT-LLM's in-flight batching: the prompt's arithmetic, `fused_prefill_s_per_token`)."""
+    """A full batch's completions/s, by hand: cap / (t_dec(cap, ctx) O + cap P t_f), t_f the prompt token's share
+    of an in-flight iteration (TensorRT-LLM's in-flight batching: the prompt's arithmetic, `fused_prefill_s_per_token`),
+    ctx the context a running sequence's decode reads: with varied (uncapped exponential) lengths the running ones
+    are the long ones and hold E[L^2] / (2 E[L]) = 2 O^2 / (2 O) = O = 200 output tokens (length-biased sampling,
+    `serving.running_output_tokens`), so ctx = 214 + 200 = 414, not the fixed lengths' 214 + 100."""
     t_f = fused_prefill_s_per_token(prefill_pass(r, 1, 214), 214, None)
-    return cap / (_iteration(r, cap, 0.0)[0] * 200 + cap * 214 * t_f)
+    return cap / (decode_step(r, cap, 214 + 200).seconds * 200 + cap * 214 * t_f)
 
 
 def test_far_past_capacity_the_median_waits_for_the_queue_ahead() -> None:
     """Past capacity the first 40 requests take the batch and the rest queue, drained at the capacity mu: the
     median request (rank 500 of 1,000) arrives at 500 / rate and is admitted when 460 more have completed,
-    so it waits (500 - 40) / mu - 500 / rate (the fluid queue; Newell 1982): 81.3 s at 1,000 req/s
-    (mu = 5.62 req/s), 71.8 s at 50 req/s; the run's requests/s never passes mu."""
+    so it waits (500 - 40) / mu - 500 / rate (the fluid queue; Newell 1982): 82.9 s at 1,000 req/s
+    (mu = 5.52 req/s, `_capacity_rps`: 40 / (25.2 ms x 200 + 40 x 214 x t_f, 2.21 s)), 73.4 s at 50 req/s;
+    the run's requests/s never passes mu."""
     r = _resolved(_plan())
     mu = _capacity_rps(r)
-    assert mu == pytest.approx(5.62, rel=0.01)
+    assert mu == pytest.approx(5.52, rel=0.01)
+    # the product's iteration of 40 decodes with their prompts' share is the hand-checked one
+    t_f = fused_prefill_s_per_token(prefill_pass(r, 1, 214), 214, None)
+    assert mu == pytest.approx(40 / (200 * _iteration(r, 40, t_f)[0]), rel=1e-9)
     for rate in (1000.0, 50.0):
         pt = rate_run_point(r, rate, 1000, cap=40)
         assert pt.saturated and pt.capacity_rps == pytest.approx(mu, rel=1e-9)
@@ -98,7 +105,8 @@ def test_an_overloaded_run_says_so_once_and_widens_its_ttft_band() -> None:
     assert not [n for n in calm.notes if n.startswith("overloaded")]
     notes = [n for n in busy.notes if n.startswith("overloaded")]
     assert len(notes) == 1
-    assert f"requests/s is capped at ~{mu:.3g}" in notes[0] and "1,000 requests over 119 s" in notes[0]
+    # the run's arrivals span N / rate = 1,000 / (1.5 x 5.52 req/s) = 121 s
+    assert f"requests/s is capped at ~{mu:.3g}" in notes[0] and "1,000 requests over 121 s" in notes[0]
     assert busy.performance.capacity_requests_per_s == pytest.approx(mu, rel=1e-9)
     scope_band = calm.performance.error_band["ttft_ms"]
     assert scope_band == pytest.approx(evaluate(_plan(request_rate=0.1 * mu)).performance.error_band["ttft_ms"])

@@ -112,7 +112,12 @@ def test_a_rate_load_near_its_batch_cap_waits_for_a_slot() -> None:
     """TensorRT-LLM with max_batch_size 40 on an RTX 3090: at ~60 % of the slots' capacity the median request
     is admitted at once; at ~98 % the batch is often full and it waits seconds (the held-out ZHJUNQIN-0053 run,
     5 req/s against its batch of 40, measured a 1.65 s median TTFT where 1-2 req/s gave 0.10 s), where the
-    fluid model alone admitted it at once (~0.1 s). Fixed lengths wait about half as long as varied ones."""
+    fluid model alone admitted it at once (~0.1 s). Fixed lengths wait about half as long as varied ones at the
+    same utilisation (Kingman's heavy-traffic wait grows with (1 + cv^2) / 2: cv^2 = 1 for exponential slot times,
+    0 for fixed ones) and in proportion to the slot time O x step: the varied run's iterations are the longer
+    (its running sequences are the long ones and read 214 + 200 tokens of context, the fixed run's 214 + 100:
+    `serving.running_output_tokens`), so its capacity mu is lower and each run is loaded at 0.98 x its own mu; the
+    fixed run's extra wait is the varied one's x 1/2 x mu_varied / mu_fixed (5.52 / 5.62 req/s)."""
     r = _resolved(_plan())
     mu = _capacity_rps(r)
     light = load_point(r, rate=0.6 * mu, cap=40)
@@ -120,9 +125,13 @@ def test_a_rate_load_near_its_batch_cap_waits_for_a_slot() -> None:
     assert not light.saturated and not heavy.saturated
     assert light.ttft_s < 0.15
     assert heavy.ttft_s > 1.0 and heavy.queue_s > 10 * light.queue_s
-    fixed = load_point(_resolved(_plan(lengths="fixed")), rate=0.98 * mu, cap=40)
-    extra_varied, extra_fixed = heavy.queue_s - light.queue_s, fixed.queue_s - light.queue_s
-    assert extra_fixed == pytest.approx(extra_varied / 2, rel=0.1)
+    r_fixed = _resolved(_plan(lengths="fixed"))
+    mu_fixed = _capacity_rps(r_fixed)
+    assert mu_fixed > mu * 1.01  # the fixed run's shorter context
+    fixed = load_point(r_fixed, rate=0.98 * mu_fixed, cap=40)
+    light_fixed = load_point(r_fixed, rate=0.6 * mu_fixed, cap=40)
+    extra_varied, extra_fixed = heavy.queue_s - light.queue_s, fixed.queue_s - light_fixed.queue_s
+    assert extra_fixed == pytest.approx(extra_varied / 2 * mu / mu_fixed, rel=0.02)
     # the plan path users run gives the same figure
     perf = evaluate(_plan(request_rate=0.98 * mu)).performance
     assert perf is not None and perf.ttft_ms == pytest.approx(heavy.ttft_s * 1e3, rel=1e-6)

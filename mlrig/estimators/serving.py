@@ -53,6 +53,7 @@ and the mean apart.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -79,6 +80,7 @@ from mlrig.estimators.performance import (
     error_band,
     estimate_inference,
     prefill_pass,
+    request_path_s,
 )
 from mlrig.results import Performance
 
@@ -300,8 +302,11 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     (O - 1) as vLLM's benchmark_serving computes it, carries every prefill admitted while they decode. The
     prefill batch is `engines.tgi_max_batch_prefill_tokens` // prompt requests, the ratio
     `engines.tgi_waiting_served_ratio`. Output lengths: the plan's mean, or with `lengths = "varied"` spread as
-    TGI_VARIED_SPREAD says. Returns the medians over the requests (TTFT with the front end) and the run's output
-    tokens over its duration.
+    TGI_VARIED_SPREAD says, scaled so that their mean is the plan's O (the golden-ratio sequence's first few points
+    alone average less: one request was half as long as the plan says, two 0.81 O). Returns the medians over the
+    requests (TTFT with the front end) and the run's output tokens over its duration. Scaling moved the fit rows
+    DSTACKTGI-0038 throughput -16% -> -6%, -0040 TPOT +15% -> +6%, -0044 -6% -> +1%; -0047 -2% -> +3%, -0049
+    -35% -> -37%.
     DSTACKTGI-* (fit; TGI sha-11d7af7, Llama-3.1-405B on 8x MI300X, 10,000-token prompts, 13 per prefill
     batch): at 64 requests the median request's TPOT is 872 ms where a decode step is ~60 ms: it decoded while
     the ~27 prompts admitted after it were prefilled (~100 s over 119 tokens)."""
@@ -313,7 +318,9 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     per_batch = max(1, budget // max(1, w.prompt_tokens))
     golden = (math.sqrt(5.0) - 1.0) / 2.0
     spread = TGI_VARIED_SPREAD if w.lengths == "varied" else 0.0
-    lengths = [max(1, round(out * (1.0 - spread + 2.0 * spread * ((i * golden) % 1.0)))) for i in range(n_requests)]
+    shares = [1.0 - spread + 2.0 * spread * ((i * golden) % 1.0) for i in range(n_requests)]
+    mean_share = sum(shares) / len(shares) if shares else 1.0  # the plan's O is the lengths' mean
+    lengths = [max(1, round(out * x / mean_share)) for x in shares]
     ops, spans = tgi_burst_schedule(n_requests, per_batch, max(1, running_cap), tgi_waiting_served_ratio(
         w.engine_version), lengths)
     ctx = w.mean_decode_context
@@ -496,9 +503,24 @@ def prefill_tokens(w: WorkloadSpec) -> int:
 
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
-    w = r.workload
-    dec = decode_step(r, n, w.mean_decode_context)
+    dec = decode_step(r, n, running_decode_context(r.workload))
     return dec.seconds + n * _own_prompt_share_s(r, prefill_s_per_token), dec.bound
+
+
+def running_decode_context(w: WorkloadSpec) -> int:
+    """Context tokens a running sequence's decode reads on average in a continuous batch: the prompt and the
+    output it holds. Fixed lengths: half the output (`WorkloadSpec.mean_decode_context`). Varied lengths: the
+    sequences running at a given step are the long ones (length-biased sampling), so they hold
+    `running_output_tokens` = E[L^2] / (2 E[L]) output tokens each, not O / 2: O for uncapped exponential
+    lengths, 220 for AccelMark's ShareGPT suite (O 343, C 512) where O / 2 is 172. The same time-average the
+    KV pool is sized with (`running_slots`); first principles, nothing fitted. It moves the decode-bound
+    serving rows with varied lengths, 127 of them by more than a point for the better and 29 for the worse:
+    LMDeploy's ShareGPT throughput rows on HBM (fit LMDEPLOY-0193 +18% -> +9%, -0185 +9.5% -> -1.4%; against:
+    -0177 +2.8% -> -9.3%), its requests/s scope's median 18% -> 10%."""
+    held = running_output_tokens(w)
+    if held is None:
+        return w.mean_decode_context
+    return max(1, w.prompt_tokens + round(held))
 
 
 def _own_prompt_share_s(r: ResolvedPlan, prefill_s_per_token: float) -> float:
@@ -1642,8 +1664,11 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     - while requests wait (N > limit) the batch stays full: N - limit completions at limit / O per
       iteration, each iteration the steady state's (`load_point`'s `step_s`, decodes and the prompts' share);
     - then the batch of n = limit decays as n e^(-k / O) over iterations k until its last request ends,
-      O ln(2 limit) iterations (the expected longest of `limit` exponential lengths, O H_limit, to within a
-      fraction of O), priced as decode-only iterations (`decode_step`) at each segment's batch.
+      O H_limit iterations (the expected longest of `limit` exponential lengths, `varied_drain_s`), priced as
+      decode-only iterations (`decode_step`) at each interval's batch;
+    - the opening batch's first tokens come with its prefill pass: one decode iteration fewer, so that one
+      request alone lasts its TTFT + (O - 1) x TPOT (LHLMI300X-0001: 28.5 tok/s where its own TTFT and TPOT gave
+      20.4, with O ln 2 iterations for its drain and O after its prefill).
     The tokens are N x O either way; only the time grows. No factor is fitted: the distribution is an
     assumption, stated here. Where the client caps every output (`max_output_tokens`: AccelMark's suite caps
     ShareGPT outputs at 512 tokens for a mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the
@@ -1657,7 +1682,12 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     if n_requests > first:
         total_s += (n_requests - first) * out / first * steady_step_s
     total_s += varied_drain_s(r, first)
-    return n_requests * out / total_s
+    # the opening batch's first tokens come with its prefill pass (vLLM, SGLang and TensorRT-LLM sample them in
+    # the prefill step), so its decodes start at the second token: one iteration of the full batch fewer; and the
+    # engine's own request path (`request_path_s`) is in the run as in its TTFT. One request alone then lasts its
+    # TTFT + (O - 1) x TPOT (`performance.static_inference`).
+    total_s -= decode_step(r, first, max(1, w.prompt_tokens + out // 2)).seconds
+    return n_requests * out / (total_s + request_path_s(r))
 
 
 def capped_exponential_scale(mean_tokens: float, cap_tokens: int | None) -> float:
@@ -1690,43 +1720,74 @@ def capped_exponential_scale(mean_tokens: float, cap_tokens: int | None) -> floa
 
 def varied_drain_s(r: ResolvedPlan, running: float) -> float:
     """Time for `running` sequences of exponential output lengths (mean O, `varied_offline_throughput`'s
-    assumption) to end once no more are admitted: the batch decays as n e^(-k / O) over decode-only
-    iterations k, from `running` down to half a request (O ln(2 running) iterations, the expected longest of
-    that many exponential lengths to within a fraction of O), in DRAIN_SEGMENTS segments of equal ratio, each
-    priced as the decode iteration (`decode_step`) at its batch. Memoryless lengths make it the same whether
-    the sequences have just started or have run for a while.
+    assumption) to end once no more are admitted, in decode-only iterations each priced as the decode step
+    (`decode_step`) at its batch. Memoryless lengths make it the same whether the sequences have just started
+    or have run for a while.
+
+    Of n sequences with lengths Exp(mu), N_k = those still running after k iterations: E[N_k] = n e^(-k / mu)
+    and P(N_k >= 1) = 1 - (1 - e^(-k / mu))^n. The drain lasts as long as the longest, E[max] = sum over k of
+    P(N_k >= 1) = mu H_n (H_n the n-th harmonic number: the Renyi representation of exponential order statistics,
+    the j-th last of them ending mu / j iterations after the one before; David & Nagaraja 2003, "Order
+    Statistics", sec. 2.5), and decodes n O tokens in all. Over an interval of k, integrating P with
+    s = 1 - e^(-k / mu) gives mu sum_{j=1..n} s^j / j iterations (s = 1: mu H_n), its tokens n mu (e^(-a / mu) -
+    e^(-b / mu)); each interval is priced at its mean batch, tokens / iterations, which is exact where the decode
+    step is affine in the batch (the weights read once, each sequence's KV on top). The intervals follow the
+    expected batch down in DRAIN_SEGMENTS steps of equal ratio to half a request, then the tail. The fluid
+    n e^(-k / mu) down to half a request, used before, lasted mu ln(2 n), which is close to mu H_n for a large
+    batch but 0.69 O for a single request where the request lasts O: one request sent alone (LHLMI300X-0001,
+    vLLM on 8x MI300X, Llama-3.1-405B, 66 outputs) came out at 28.5 tok/s where its own TTFT and TPOT gave 20.4.
     With the client's max_tokens cap C (`max_output_tokens`) the lengths are min(Exp(mu), C) with the plan's
-    mean (`capped_exponential_scale`): the batch decays as n e^(-k / mu) and whatever still runs at k = C ends
-    there, so the drain lasts min(C, mu ln(2 running)) iterations: no request decodes past its max_tokens. (For
-    sequences that have run a while the cap is nearer; they are taken as just started, an upper bound.)
-    AccelMark's offline runs (ACCELMARK-0001/-0013/-0025 ..., fit: 100 ShareGPT requests, max_tokens 512, mean 343)
-    drain for at most 512 iterations, where the uncapped exponential gives 343 ln 200 = 1,817: their output
-    tok/s came out ~54 % low with the uncapped drain (median of the 15 vLLM HBM rows)."""
+    mean (`capped_exponential_scale`): whatever still runs at k = C ends there, so the sums stop at C (one
+    request: mu (1 - e^(-C / mu)) = O iterations). (For sequences that have run a while the cap is nearer; they
+    are taken as just started, an upper bound.) AccelMark's offline runs (ACCELMARK-0001/-0013/-0025 ..., fit:
+    100 ShareGPT requests, max_tokens 512, mean 343) drain for at most 512 iterations, where the uncapped
+    exponential gives 343 H_100 = 1,779: their output tok/s came out ~54 % low with the uncapped drain (median of
+    the 15 vLLM HBM rows)."""
     w = r.workload
     out = max(1, w.output_tokens)
     ctx = max(1, w.prompt_tokens + out // 2)
-    if running <= 0.5:
+    n_seq = round(running)
+    if n_seq < 1:
         return 0.0
     cap = w.max_output_tokens
     mu = capped_exponential_scale(float(out), cap)
     step_s: dict[int, float] = {}  # the decode iteration by batch size: the drain's small batches recur
     if math.isinf(mu):  # every output reaches the cap: the batch runs whole for C iterations and ends together
         assert cap is not None
-        return cap * decode_step(r, max(1, round(running)), ctx).seconds
-    end = 0.5 if cap is None else max(0.5, running * math.exp(-cap / mu))
-    if running <= end:
-        return 0.0
-    ratio = (running / end) ** (1.0 / DRAIN_SEGMENTS)
-    n = float(running)
+        return cap * decode_step(r, n_seq, ctx).seconds
+    horizon = math.inf if cap is None else float(cap)
+
+    def longest(k: float) -> float:  # expected iterations within the first k in which any sequence runs
+        s = 1.0 if math.isinf(k) else -math.expm1(-k / mu)
+        term, total = 1.0, 0.0
+        for j in range(1, n_seq + 1):
+            term *= s
+            total += term / j
+        return mu * total
+
+    def survivors(k: float) -> float:  # expected sequences still running after k iterations
+        return 0.0 if math.isinf(k) else n_seq * math.exp(-k / mu)
+
+    end = max(0.5, n_seq * math.exp(-horizon / mu))
+    ratio = (n_seq / end) ** (1.0 / DRAIN_SEGMENTS)
+    edges = [min(horizon, mu * i * math.log(ratio)) for i in range(DRAIN_SEGMENTS + 1)]
+    if edges[-1] < horizon:
+        edges.append(horizon)  # the tail: the last requests' lengths beyond the expected batch's half request
     total_s = 0.0
-    for _ in range(DRAIN_SEGMENTS):
-        lo = n / ratio
-        iterations = mu * math.log(ratio)
-        batch = max(1, round(math.sqrt(n * lo)))
+    done = 0.0
+    for a, b in itertools.pairwise(edges):
+        if b <= a:
+            continue
+        upto = longest(b)
+        iterations = upto - done
+        done = upto
+        if iterations <= 0.0:
+            continue
+        tokens = mu * (survivors(a) - survivors(b))  # decoded in this interval: the integral of E[N_k]
+        batch = max(1, min(n_seq, round(tokens / iterations)))
         if batch not in step_s:
             step_s[batch] = decode_step(r, batch, ctx).seconds
         total_s += iterations * step_s[batch]
-        n = lo
     return total_s
 
 
@@ -1968,7 +2029,7 @@ def running_output_tokens(w: WorkloadSpec) -> float | None:
     tokens each (the mean age in renewal theory; Cox 1962, "Renewal Theory", sec. 5.2): O for exponential
     lengths, where O / 2 would count a mean request. With the client's max_tokens cap C the lengths are
     min(Exp(mu), C) (`capped_exponential_scale`), E[L^2] = 2 mu^2 (1 - e^(-c) (1 + c)), c = C / mu: AccelMark's
-    ShareGPT suite (O 343, C 512) holds 219 where O / 2 is 172. First principles, nothing fitted."""
+    ShareGPT suite (O 343, C 512) holds 219.6 where O / 2 is 172. First principles, nothing fitted."""
     if w.lengths != "varied" or w.output_tokens <= 1:
         return None
     out = float(w.output_tokens)
