@@ -78,6 +78,21 @@ def attention_layer_keys(arch: ModelArch, seq: Num, windowed: bool = True) -> Nu
     return (layers - arch.num_sliding_layers) * seq + arch.num_sliding_layers * band
 
 
+def attention_executed_keys(arch: ModelArch, seq: Num, flash_attention: bool = True) -> Num:
+    """Keys per query summed over the layers that the attention kernels actually compute, in the same
+    units as `attention_layer_keys` (the x 4 w of the forward FLOPs applies to both); the step TIME is
+    priced on these, MFU/HFU keep the non-causal convention. A causal flash kernel skips the key blocks
+    above the diagonal: FlashAttention-2 (Dao 2023, arXiv 2307.08691, sec. 3.1.1 "Causal masking": "about
+    half of the blocks" are skipped) and FlashAttention-3 / cuDNN likewise, so it executes the causal
+    triangle's s^2 / 2 pairs per layer, half the convention's s^2 (and half of a window's band counted as
+    there): `attention_layer_keys` / 2. The same causal pairs as inference prefill
+    (`performance.attention_flops`, s^2 / 2 per layer). The partly-masked diagonal blocks (s x 128 / 2 more
+    pairs) are not counted, as in prefill. Eager attention (`flash_attention` false) computes the whole
+    s x s score matrix and masks it afterwards: every pair, `attention_layer_keys` unhalved."""
+    keys = attention_layer_keys(arch, seq, flash_attention)
+    return keys / 2.0 if flash_attention else keys
+
+
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
     """Tensor peak under a power cap (nvidia-smi -pl). Dynamic CMOS power is C V^2 f and, in the
     DVFS range, voltage scales roughly with frequency, so P ~ f^3 and the sustained clock under a
@@ -225,8 +240,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     inter = arch.intermediate_size if not arch.is_moe else (arch.moe_intermediate_size or arch.intermediate_size)
     # per token, whole model (split over the GPUs below)
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
-    layer_keys = attention_layer_keys(arch, seq, plan.workload.flash_attention)
-    attn_fwd = 4.0 * attention_width(arch) * layer_keys
+    layer_keys = attention_layer_keys(arch, seq, plan.workload.flash_attention)  # MFU's convention
+    # the time is the FLOPs the kernels execute: causal flash skips the masked half (`attention_executed_keys`)
+    attn_fwd = 4.0 * attention_width(arch) * attention_executed_keys(arch, seq, plan.workload.flash_attention)
     fused_engine = surogate_engine(plan.workload.engine)
     # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
     recompute_attention = ck != "none" and not (fused_engine and lora)
