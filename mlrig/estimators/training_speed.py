@@ -91,7 +91,8 @@ def attention_executed_keys(arch: ModelArch, seq: Num, flash_attention: bool = T
     there): `attention_layer_keys` / 2. The same causal pairs as inference prefill
     (`performance.attention_flops`, s^2 / 2 per layer). The partly-masked diagonal blocks (s x 128 / 2 more
     pairs) are not counted, as in prefill. Eager attention (`flash_attention` false) computes the whole
-    s x s score matrix and masks it afterwards: every pair, `attention_layer_keys` unhalved."""
+    s x s score matrix and masks it afterwards: every pair, `attention_layer_keys` unhalved (at the flash rate
+    `attention_efficiency`: twice flash's time; no calibration row measures eager training speed)."""
     keys = attention_layer_keys(arch, seq, flash_attention)
     return keys / 2.0 if flash_attention else keys
 
