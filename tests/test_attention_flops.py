@@ -110,3 +110,47 @@ def test_attention_layer_keys_by_layer_kind() -> None:
     assert attention_layer_keys(oss, 4096) == pytest.approx(12 * 4096 + 12 * 252)
     qwen = resolve_model("Qwen/Qwen3-0.6B")
     assert attention_layer_keys(qwen, 2048) == 28 * 2048
+
+
+def test_causal_flash_attention_executes_the_pairs_inference_prefill_counts() -> None:
+    """A causal flash kernel skips the masked half (FlashAttention-2, Dao 2023, sec. 3.1.1): training's
+    forward attention over one 8,192-token Llama-3.1-8B sequence executes 4 x 4096 x 32 layers x 8192^2 / 2
+    FLOPs, exactly what a causal prefill of the same sequence counts (`performance.attention_flops`); eager
+    attention computes the whole square, the 12 L w s convention MFU keeps."""
+    from mlrig.estimators.training_speed import attention_executed_keys, attention_layer_keys
+
+    llama = resolve_model("meta-llama/Meta-Llama-3.1-8B")
+    s = 8192
+    executed_fwd = 4.0 * attention_width(llama) * attention_executed_keys(llama, s) * s
+    assert executed_fwd == pytest.approx(4 * 4096 * 32 * s * s / 2)
+    assert executed_fwd == pytest.approx(attention_flops(llama, s, s))
+    assert attention_executed_keys(llama, s, flash_attention=False) == attention_layer_keys(llama, s) == 32 * s
+    gemma = resolve_model("google/gemma-2-9b")  # the windowed band is halved too: 21 x 8192 + 21 x 6144, / 2
+    assert attention_executed_keys(gemma, 8192) == pytest.approx((21 * 8192 + 21 * 6144) / 2)
+
+
+def _train_step_per_token_s(seq: int, flash: bool) -> float:
+    plan = {"model": {"name": "meta-llama/Meta-Llama-3.1-8B"},
+            "workload": {"task": "finetune", "precision": "bf16", "batch_size": 1, "engine": "torchtune",
+                         "flash_attention": flash},
+            "training": {"method": "full", "seq_len": seq, "activation_checkpointing": "none"},
+            "hardware": {"gpu": "A100 SXM4 80GB", "count": 1}}
+    perf = evaluate(plan).performance
+    assert perf is not None and perf.train_tokens_per_s
+    return 1.0 / perf.train_tokens_per_s
+
+
+def test_training_time_prices_the_causal_half_and_eager_the_square() -> None:
+    """On the product path, eager attention (`flash_attention` false) costs exactly one causal flash
+    attention's time more per token: 12 x 4096 x 32 x s / 2 FLOPs at the attention's rate
+    (GEMM efficiency x d / (d + D0) x the A100's relative attention efficiency, of 312 TFLOPS)."""
+    from mlrig.catalog.gpus import resolve_gpu as get_gpu
+    from mlrig.estimators import efficiency as eff
+    from mlrig.estimators.training_speed import attention_efficiency, train_gemm_eff
+
+    a100 = get_gpu("A100 SXM4 80GB")
+    rate = (train_gemm_eff(a100, "hbm") * 4096 / (4096 + eff.TRAIN_GEMM_WIDTH_D0)
+            * attention_efficiency(a100, "torchtune") * 312e12)
+    for s in (8192, 32768):
+        extra = _train_step_per_token_s(s, False) - _train_step_per_token_s(s, True)
+        assert extra == pytest.approx(12 * 4096 * 32 * s / 2 / rate, rel=1e-6)

@@ -4,7 +4,10 @@ FLOPs per token (Kaplan et al. 2020 "Scaling Laws", sec. 2.1; Narayanan et al. 2
 "Efficient Large-Scale Language Model Training on GPU Clusters", appendix): forward 2N, backward
 4N -> 6N per token, plus attention 12 x layers x w x seq_len (fwd 4 L w s; bwd twice that;
 the convention of the MosaicML llm-foundry MFU table used for calibration, which counts every
-(query, key) pair as if non-causal). w is the attention's query width, num_heads x head_dim
+(query, key) pair as if non-causal). MFU and HFU are reported in that convention; the step TIME is
+priced on the pairs the kernels execute, half of them for causal flash attention
+(`attention_executed_keys`; FlashAttention-2, Dao 2023, sec. 3.1.1), as inference prefill counts them
+(`performance.attention_flops`). w is the attention's query width, num_heads x head_dim
 (`ModelArch.attention_widths`; FlashAttention, Dao et al. 2022, counts 4 x seq^2 x heads x head_dim
 per layer forward), not d_model: the two differ in Qwen3-0.6B (2048 vs 1024), Qwen3-4B, Gemma and MLA
 models, and are equal in Llama, where llm-foundry's 12 L d s comes from. Activation
@@ -76,6 +79,22 @@ def attention_layer_keys(arch: ModelArch, seq: Num, windowed: bool = True) -> Nu
         return layers * seq
     band = seq - vec.maximum(0, seq - w) ** 2 / seq
     return (layers - arch.num_sliding_layers) * seq + arch.num_sliding_layers * band
+
+
+def attention_executed_keys(arch: ModelArch, seq: Num, flash_attention: bool = True) -> Num:
+    """Keys per query summed over the layers that the attention kernels actually compute, in the same
+    units as `attention_layer_keys` (the x 4 w of the forward FLOPs applies to both); the step TIME is
+    priced on these, MFU/HFU keep the non-causal convention. A causal flash kernel skips the key blocks
+    above the diagonal: FlashAttention-2 (Dao 2023, arXiv 2307.08691, sec. 3.1.1 "Causal masking": "about
+    half of the blocks" are skipped) and FlashAttention-3 / cuDNN likewise, so it executes the causal
+    triangle's s^2 / 2 pairs per layer, half the convention's s^2 (and half of a window's band counted as
+    there): `attention_layer_keys` / 2. The same causal pairs as inference prefill
+    (`performance.attention_flops`, s^2 / 2 per layer). The partly-masked diagonal blocks (s x 128 / 2 more
+    pairs) are not counted, as in prefill. Eager attention (`flash_attention` false) computes the whole
+    s x s score matrix and masks it afterwards: every pair, `attention_layer_keys` unhalved (at the flash rate
+    `attention_efficiency`: twice flash's time; no calibration row measures eager training speed)."""
+    keys = attention_layer_keys(arch, seq, flash_attention)
+    return keys / 2.0 if flash_attention else keys
 
 
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
@@ -225,8 +244,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     inter = arch.intermediate_size if not arch.is_moe else (arch.moe_intermediate_size or arch.intermediate_size)
     # per token, whole model (split over the GPUs below)
     lin_passes = (4.0 if lora else 6.0) + (2.0 if ck == "full" else 0.0)
-    layer_keys = attention_layer_keys(arch, seq, plan.workload.flash_attention)
-    attn_fwd = 4.0 * attention_width(arch) * layer_keys
+    layer_keys = attention_layer_keys(arch, seq, plan.workload.flash_attention)  # MFU's convention
+    # the time is the FLOPs the kernels execute: causal flash skips the masked half (`attention_executed_keys`)
+    attn_fwd = 4.0 * attention_width(arch) * attention_executed_keys(arch, seq, plan.workload.flash_attention)
     fused_engine = surogate_engine(plan.workload.engine)
     # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
     recompute_attention = ck != "none" and not (fused_engine and lora)
@@ -525,7 +545,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     if f is None:
         f = training_speed(r, w.batch_size, tr.seq_len or w.context)
     expl = (
-        f"{f.model_flops / 1e9:.1f} GFLOP per token (6N + attention), {f.dtype_label} at {f.mfu:.0%} MFU of "
+        f"{f.model_flops / 1e9:.1f} GFLOP per token (6N + attention, every (query, key) pair counted as MFU "
+        f"conventionally does; causal flash attention executes half of them), {f.dtype_label} at {f.mfu:.0%} MFU of "
         f"{f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
         f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
@@ -569,7 +590,8 @@ CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *SUROGATE_ENGINES)
 
 
 def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
-    """Flash attention's efficiency relative to the GEMMs, by GPU generation (`eff.TRAIN_ATTN_REL_EFF`):
+    """Flash attention's efficiency relative to the GEMMs on the FLOPs it executes (the causal half,
+    `attention_executed_keys`), by GPU generation (`eff.TRAIN_ATTN_REL_EFF`, fitted there on the fit rows):
     FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
     H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
     Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
