@@ -391,6 +391,10 @@ def test_training_flops_and_helpers() -> None:
     model, hw = train_flops_per_token(7e9, 32, 4096, 2048, recompute=True)
     assert model == pytest.approx(6 * 7e9 + 12 * 32 * 4096 * 2048)
     assert hw == pytest.approx(model + 2 * 7e9 + 4 * 32 * 4096 * 2048)
+    # a frozen base (LoRA/QLoRA) has no weight gradients: 4N of linear work, attention's backward unchanged
+    lora_model, lora_hw = train_flops_per_token(7e9, 32, 4096, 2048, recompute=True, frozen_base=True)
+    assert lora_model == pytest.approx(model - 2 * 7e9)
+    assert lora_hw == pytest.approx(lora_model + 2 * 7e9 + 4 * 32 * 4096 * 2048)
     assert chinchilla_tokens(70e9) == pytest.approx(1.4e12)
     assert checkpoint_bytes(7e9) == pytest.approx(7e9 * 14)
     assert young_daly_interval_s(60.0, 24 * 3600.0) == pytest.approx((2 * 60 * 86400) ** 0.5)

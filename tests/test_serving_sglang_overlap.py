@@ -111,7 +111,8 @@ def test_infbench_l4_sglang_rows_carry_the_cached_template_prefix() -> None:
 def test_a10gvs_rows_state_raw_completions_prompts() -> None:
     """A10GVS-*: both clients call /v1/completions with the raw prompt (no chat template), ~19-23 tokens plus a
     BOS; the prefix cache holds all but the last token (SGLang's radix cache) or whole 16-token blocks (vLLM).
-    84 rows of three models, then 56 SGLang rows of four more (A10GVS-0085..0140, branch s30-gddrserve), all held out."""
+    84 rows of three models, then 56 SGLang rows of four more (A10GVS-0085..0140, branch s30-gddrserve), all held
+    out."""
     rows = [json.loads(line) for line in (calibration_dir() / "serving_a10g_vllm_sglang_ramp.jsonl").open()]
     assert len(rows) == 140
     assert all(x["split"] == "holdout" for x in rows)

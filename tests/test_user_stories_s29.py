@@ -338,3 +338,15 @@ def test_the_8gb_rtx_4060_ti_is_its_own_card() -> None:
     data = json.loads(run("plan", "llama-3.1-8b", "--gpu", "RTX 4060 Ti 8GB", "-q", "q4_k_m", "--json"))
     assert data["memory"]["gpu_capacity_gib"] < 8.0 < json.loads(
         run("plan", "llama-3.1-8b", "--gpu", "RTX 4060 Ti", "-q", "q4_k_m", "--json"))["memory"]["gpu_capacity_gib"]
+
+
+def test_a_lora_run_counts_no_weight_gradients_in_its_utilisation() -> None:
+    """LoRA of Llama 3.1 8B on 2 x RTX 3090 showed "MFU 69 % (HFU 92 % with recompute)": the frozen base's weight
+    gradients, which LoRA never computes, were counted. Same speed; the utilisation now counts 4N of linear work,
+    so a full fine-tune at the same tokens/s would show 2N more per token."""
+    lora = json.loads(run("plan", "llama-3.1-8b", "--gpu", "RTX 3090", "-n", "2", "--method", "lora", "--json"))
+    perf = lora["performance"]
+    assert perf["hfu"] < 0.8
+    n = 8.03e9  # Llama 3.1 8B's parameters
+    flops_per_token = perf["mfu"] * 2 * 71e12 / perf["train_tokens_per_s"]  # 71 TFLOPS bf16 per 3090
+    assert 4 * n < flops_per_token < 5 * n
