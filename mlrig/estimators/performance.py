@@ -110,12 +110,18 @@ def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
 
 def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: str | None = None) -> str:
     """The dtype the GEMMs run in on this GPU: `Precision.gemm_dtype`, with FP4 (W4A4 NVFP4) only where the GPU
-    has an FP4 tensor rate (Blackwell); elsewhere the 4-bit weights de-quantise to 16-bit (fp16). MXFP8 runs FP8
+    has an FP4 tensor rate (Blackwell), in an engine release with the kernels (quant.FP4_GEMM_FROM); elsewhere the
+    4-bit weights de-quantise to 16-bit (fp16). MXFP8 runs FP8
     GEMMs only on GPUs with block-scaled MMA (`mx_tensor_cores`) in an engine release with MXFP8 kernels
     (quant.MXFP8_GEMM_FROM; no version: the current release); elsewhere it is de-quantised to 16-bit."""
     dtype = precision.gemm_dtype(engine)
-    if dtype == "fp4" and not gpu.fp4_tflops_dense:
-        return "fp16"
+    if dtype == "fp4":
+        from mlrig.estimators.engines import series_before
+        from mlrig.quant import FP4_GEMM_FROM
+
+        old_release = engine in FP4_GEMM_FROM and series_before(engine_version, FP4_GEMM_FROM[engine])
+        if not gpu.fp4_tflops_dense or old_release:
+            return "fp16"
     if precision.name == "mxfp8" and dtype == "fp8":
         from mlrig.estimators.engines import series_before
         from mlrig.quant import MXFP8_GEMM_FROM
