@@ -486,6 +486,7 @@ def pass_time(
     peer_allreduce: bool | None = None,
     prefill_host_layer_s: float = 0.0,
     engine_version: str | None = None,
+    attn_eff_rel: float = 1.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
@@ -507,7 +508,8 @@ def pass_time(
     (`interconnects.allreduce_time_s`); None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink.
     `prefill_host_layer_s`: the host's time per layer of an eager prefill pass, run ahead of the GPU and
     overlapped with it as HOST_LAUNCH_OVERLAPPED's host time is (`vllm_v0_prefill_host_layer_s`); prefill only.
-    `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`)."""
+    `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`). `attn_eff_rel`: the attention kernels'
+    rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -552,7 +554,7 @@ def pass_time(
             attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine) or peak
         else:
             attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
-        attn_compute_s = cost.attn_flops / (ce * attn_peak * 1e12) / tp
+        attn_compute_s = cost.attn_flops / (ce * attn_peak * (1.0 if decode else attn_eff_rel) * 1e12) / tp
         # MoE prefill (`prefill_gemm_rates`): block-scaled FP8 GEMMs of the engine's early kernels, routed experts
         # in its fused-MoE kernel
         gemm_ce = ce if block_fp8_eff is None or dtype != "fp8" else min(ce, block_fp8_eff)
@@ -832,7 +834,34 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
                      prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp),
-                     engine_version=r.workload.engine_version)
+                     engine_version=r.workload.engine_version,
+                     attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine))
+
+
+def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
+    """The prefill attention's rate relative to the GEMMs' where vLLM V0 on an AMD GPU runs every prompt through
+    its Triton prefix-prefill kernel (efficiency.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL), else 1.
+
+    vLLM V0's ROCm attention backend (vllm/attention/backends/rocm_flash_attn.py `ROCmFlashAttentionImpl.forward`,
+    read in the 0.6.3.post1 wheel) runs a prompt through its flash-attention kernel only while the prompt's block
+    tables are empty; otherwise it calls `PagedAttention.forward_prefix`, the Triton kernel `context_attention_fwd`
+    (vllm/attention/ops/prefix_prefill.py) that reads the earlier tokens from the paged KV cache. The metadata
+    builder fills a prompt's block tables whenever chunked prefill is on (vllm/attention/backends/utils.py
+    `CommonMetadataBuilder._add_seq_group`: `(chunked_prefill_enabled or not is_prompt) and block_tables is not
+    None`), so under chunked prefill every prompt, chunked or not, goes through that kernel. vLLM stopped turning
+    chunked prefill on by default on ROCm for that kernel (PR #11146, 0.6.5: "poor performance due to a suboptimal
+    triton kernel"; engines.VLLM_V0_NO_ROCM_DEFAULT_FROM). Applied where the plan's prompts are chunked
+    (`serving.prefill_budget` not None: V0's long-context default before 0.6.5, or `enable_chunked_prefill`), in
+    V0 releases (`engines.vllm_v1` false), not to MLA models (their own attention backend)."""
+    from mlrig.estimators.engines import vllm_v1
+    from mlrig.estimators.serving import prefill_budget
+
+    if engine != "vllm" or r.gpu.vendor.lower() != "amd" or vllm_v1(r.workload.engine_version) or r.arch.is_mla:
+        return 1.0
+    if r.workload.task != "inference":
+        return 1.0
+    budget = prefill_budget(r.plan, engine, r.gpu, False, r.arch.max_position_embeddings, r.arch)
+    return 1.0 if budget is None else eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL
 
 
 def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> float:
