@@ -1179,7 +1179,7 @@ HOST_OVERLAP_P = 4.0
 VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
 # vLLM V0's Triton prefix-prefill attention on AMD GPUs under chunked prefill (performance.
 #    vllm_rocm_prefix_attention_rel): its rate relative to the prefill GEMMs' (COMPUTE_EFF). FITTED below.
-VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.15
+VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.1
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
 #    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or
