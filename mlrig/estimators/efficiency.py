@@ -1177,6 +1177,7 @@ HOST_OVERLAP_P = 4.0
 #    the slowest rank is not separated by these rows, and the host's CPU is not stated. The DSTACKCMP 405B runs at
 #    TP 4 / 8 (fit) and DSTACKR1 (TP 8, 3,200-token prompts) move by under 2 %: their prefills are GPU-bound.
 VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
+VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.7e-3
 # vLLM V0's Triton prefix-prefill attention on AMD GPUs under chunked prefill (performance.
 #    vllm_rocm_prefix_attention_rel): its rate relative to the prefill GEMMs' (COMPUTE_EFF). FITTED below.
 VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.1

@@ -833,7 +833,8 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
-                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp),
+                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp,
+                                                                       r.gpu.vendor),
                      engine_version=r.workload.engine_version,
                      attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine))
 
@@ -864,7 +865,7 @@ def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
     return 1.0 if budget is None else eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL
 
 
-def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> float:
+def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vendor: str = "NVIDIA") -> float:
     """Host time per layer of a vLLM V0 (< 0.8) prefill pass under tensor parallelism
     (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S); 0 for V1, for one GPU and for other engines.
 
@@ -879,6 +880,8 @@ def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> f
 
     if engine != "vllm" or tp <= 1 or vllm_v1(version):
         return 0.0
+    if vendor.lower() == "amd":
+        return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD
     return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
 
 
