@@ -28,3 +28,49 @@ def test_vllm_nvfp4_runs_w4a4_fp4_gemms_on_geforce_blackwell() -> None:
     fp8_tpot, nvfp4_tpot = _perf(fp8)[1], _perf(nvfp4)[1]
     assert nvfp4_tpot < fp8_tpot
     assert nvfp4_tpot == pytest.approx(nvfp4.value, rel=0.2)
+
+
+def test_rocm_v0_eager_prefill_host_time_sets_a_single_prompts_ttft() -> None:
+    # LHLMI300X-0002: vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B at TP 8, one 80-token prompt: 239.86 ms. With the
+    # NVIDIA host figure (0.65 ms per layer) the planner gave 105 ms.
+    from mlrig.estimators import efficiency as eff
+    from mlrig.estimators.performance import vllm_v0_prefill_host_layer_s
+
+    assert vllm_v0_prefill_host_layer_s("vllm", "0.6.3", 8, "AMD") == eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD
+    assert vllm_v0_prefill_host_layer_s("vllm", "0.6.3", 8) == eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
+    assert eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD > 2 * eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
+    assert vllm_v0_prefill_host_layer_s("vllm", "0.8.0", 8, "AMD") == 0.0  # V1
+    row = _rows("LHLMI300X")["LHLMI300X-0002"]
+    assert row.value == 239.86
+    assert _perf(row)[0] == pytest.approx(row.value, rel=0.15)
+
+
+def test_rocm_v0_chunked_prefill_attends_through_the_slow_prefix_kernel() -> None:
+    # DSTACKCMP-0067: AMD's fork rocm/vllm 0.6.4.dev4, Llama-3.1-405B FP8 at TP 4, 32 prompts of 32,784 tokens at
+    # V0's 512-token chunk default (max_model_len 91,680): 62.52 output tok/s; the flash kernels' rate gave 128.
+    from mlrig.estimators import efficiency as eff
+    from mlrig.estimators.performance import vllm_rocm_prefix_attention_rel
+    from mlrig.planner import resolve_plan
+
+    row = _rows("DSTACKCMP")["DSTACKCMP-0067"]
+    assert row.value == 62.52
+    perf = evaluate(row.plan).performance
+    assert perf is not None and perf.throughput_tok_s == pytest.approx(row.value, rel=0.3)
+    r, _ = resolve_plan(row.plan)
+    assert vllm_rocm_prefix_attention_rel(r, "vllm") == eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL < 1.0
+    unchunked = {**row.plan, "workload": {**row.plan["workload"], "enable_chunked_prefill": False}}
+    assert vllm_rocm_prefix_attention_rel(resolve_plan(unchunked)[0], "vllm") == 1.0
+    on_h100 = {**row.plan, "hardware": {**row.plan["hardware"], "gpu": "H100 SXM"}}
+    assert vllm_rocm_prefix_attention_rel(resolve_plan(on_h100)[0], "vllm") == 1.0
+
+
+def test_rocm_fork_benchmark_throughput_rows_ran_without_chunked_prefill() -> None:
+    # The notebook's engine log for this build: chunked_prefill_enabled=False (only --enable-chunked-prefill turned it
+    # on); without the key the planner took V0's long-context default and chunked them at 512 tokens.
+    from mlrig.estimators.serving import prefill_budget
+    from mlrig.planner import resolve_plan
+
+    row = _rows("LHLMI300X")["LHLMI300X-0164"]
+    assert row.plan["workload"]["enable_chunked_prefill"] is False
+    r, _ = resolve_plan(row.plan)
+    assert prefill_budget(r.plan, "vllm", r.gpu, False, r.arch.max_position_embeddings, r.arch) is None

@@ -1177,9 +1177,38 @@ HOST_OVERLAP_P = 4.0
 #    the slowest rank is not separated by these rows, and the host's CPU is not stated. The DSTACKCMP 405B runs at
 #    TP 4 / 8 (fit) and DSTACKR1 (TP 8, 3,200-token prompts) move by under 2 %: their prefills are GPU-bound.
 VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
+# The same host time on AMD GPUs (ROCm builds of V0). FITTED on the LHLMI300X single-pass rows (fit split: vLLM
+#    0.6.3.dev114 on 8x MI300X, Llama-3.1-405B bf16 at TP 8, 126 layers, offline bursts of 1 or 2 ~80-token prompts,
+#    one prefill iteration at each of the three chunk budgets; LHLMI300X-0002/-0005/-0038/-0041/-0074/-0077): median
+#    TTFT 238-261 ms, where the planner's GPU work (a 2 x 80-token prefill of ~25 ms of weight reads at TP 8, the
+#    all-reduces) with the 0.65 ms NVIDIA figure gave 105-110 ms (-56..-58 %); at 1.7 ms 237-240 ms (-0..-8 %).
+#    Swept over all 63 AMD vLLM TTFT fit rows (median / p90): 0.65 ms 30 / 61 %, 1.5 ms 26 / 50 %, 1.7 ms 24 / 49 %,
+#    2.0 ms 23 / 46 %, 2.5 ms 24 / 42 %, 3.0 ms 24 / 64 %; the value is set by the single-pass rows, not the sweep:
+#    the bursts of 4-32 prompts stay 10-45 % low because each of V0's chunked iterations runs eagerly and pays this
+#    host time again, which the planner counts once per wave (pricing it per iteration, FCFS, was tried: the long
+#    bursts then came out 40-55 % low, as the planner's per-token prefill rate on this build is ~1.5x the measured,
+#    so it was not kept). The same notebook's 8B runs on that host (AUGMXNT/MI300-testing
+#    inference-vllm-vs-vllm-rocm.ipynb cells 21 / 22: 80.5 / 37.0 requests/s at 128 / 128 tokens without / with
+#    --enable-chunked-prefill, 512-token budget, ~250 more eager iterations) leave ~58 ms per eager iteration, ~1.8
+#    ms per layer of 32: the same size. Why ROCm's host time is 2.6x the NVIDIA figure is not separated here:
+#    upstream V0 has no custom all-reduce on AMD (engines.VLLM_ROCM_CUSTOM_ALLREDUCE), so each layer's two eager
+#    all-reduces go through torch.distributed / RCCL, and HIP's launches cost more than CUDA's. Held out, checked
+#    only: DSTACK405B-0001 / -0004 (the same node type, vLLM 0.6.3.dev116, 1 / 2 prompts) -67 / -71 % -> -25 / -36 %.
+#    Side effect on fit rows: LHLMI300X-0146 / -0147 (requests/s of 1,000 512 / 128-token prompts, 8B at TP 8, V0
+#    without chunking) -21 / -15 % -> -32 / -27 %: the planner's steady state spreads their prefills over small
+#    passes where V0's fixed-length loop prefills big batches.
 VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.7e-3
 # vLLM V0's Triton prefix-prefill attention on AMD GPUs under chunked prefill (performance.
-#    vllm_rocm_prefix_attention_rel): its rate relative to the prefill GEMMs' (COMPUTE_EFF). FITTED below.
+#    vllm_rocm_prefix_attention_rel): the prefill attention's rate relative to the GEMMs' (COMPUTE_EFF). FITTED on
+#    DSTACKCMP's long-prompt MI300X runs (fit split: AMD's fork rocm/vllm 0.6.4.dev4, Llama-3.1-405B FP8 at TP 8 / 4,
+#    `vllm serve --max-model-len 91680`, so chunked prefill at V0's 512-token default, offline bursts of 4-64 prompts
+#    of 32,784 tokens): throughput error +33 / +28 / +26 / +24 / +44 % at TP 8 (DSTACKCMP-0037..0041) and +6 / +30 /
+#    +71 / +104 / +95 % at TP 4 (-0058/-0061/-0064/-0067/-0070) with the flash kernels' rate; at 0.1: +9 / -5 / -15 /
+#    -23 / -15 % and -18 / -9 / +9 / +20 / +15 %, while their 2,048-token runs barely move (attention is a small
+#    share there). Over all 145 AMD vLLM throughput fit rows (median / p90): 13.9 / 42.5 % at 1, 13.3 / 40.6 % at
+#    0.15, 13.5 / 40.0 % at 0.1, 13.5 / 40.0 % at 0.07. Held out, checked only: DSTACK405B's single prompts of
+#    10k-128k tokens (upstream 0.6.3.dev116, bf16, TP 8) measure ~13 TFLOPS per GPU of attention (their per-chunk
+#    time grows by ~0.039 ms per context token), slower still than this gives (-77..-93 % -> -69..-70 % TTFT).
 VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.1
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32

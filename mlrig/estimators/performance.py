@@ -875,7 +875,8 @@ def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vend
     every layer from Python. The rank-0 driver prepares the inputs and broadcasts them each step
     (`broadcast_tensor_dict`), and each layer's two all-reduces wait for all tp ranks, so the pass moves at the
     slowest of the tp hosts. Overlapped with the GPU's work (`pass_time`): hidden where the GPU's share is the
-    larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work."""
+    larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work. `vendor`: the
+    GPUs' vendor; ROCm builds take their own figure (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD)."""
     from mlrig.estimators.engines import vllm_v1
 
     if engine != "vllm" or tp <= 1 or vllm_v1(version):
