@@ -40,6 +40,8 @@ def test_rocm_v0_eager_prefill_host_time_sets_a_single_prompts_ttft() -> None:
     assert vllm_v0_prefill_host_layer_s("vllm", "0.6.3", 8) == eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
     assert eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD > 2 * eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
     assert vllm_v0_prefill_host_layer_s("vllm", "0.8.0", 8, "AMD") == 0.0  # V1
+    # AMD's fork has vLLM's custom all-reduce on AMD: its eager all-reduces are not RCCL calls
+    assert vllm_v0_prefill_host_layer_s("vllm", "rocm/vllm 0.6.4.dev4", 8, "AMD") == eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
     row = _rows("LHLMI300X")["LHLMI300X-0002"]
     assert row.value == 239.86
     assert _perf(row)[0] == pytest.approx(row.value, rel=0.15)

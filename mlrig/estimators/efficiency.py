@@ -1177,7 +1177,10 @@ HOST_OVERLAP_P = 4.0
 #    the slowest rank is not separated by these rows, and the host's CPU is not stated. The DSTACKCMP 405B runs at
 #    TP 4 / 8 (fit) and DSTACKR1 (TP 8, 3,200-token prompts) move by under 2 %: their prefills are GPU-bound.
 VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
-# The same host time on AMD GPUs (ROCm builds of V0). FITTED on the LHLMI300X single-pass rows (fit split: vLLM
+# The same host time on AMD GPUs in upstream ROCm builds of V0, which have no custom all-reduce there
+#    (engines.vllm_custom_allreduce_on_amd false; AMD's fork, which has it, keeps the figure above: its DSTACKCMP rate
+#    runs at TP 8, fit, come out +23 / +55 % TTFT at 16 / 32 req/s with this figure, +15 / +10 % without). FITTED on
+#    the LHLMI300X single-pass rows (fit split: vLLM
 #    0.6.3.dev114 on 8x MI300X, Llama-3.1-405B bf16 at TP 8, 126 layers, offline bursts of 1 or 2 ~80-token prompts,
 #    one prefill iteration at each of the three chunk budgets; LHLMI300X-0002/-0005/-0038/-0041/-0074/-0077): median
 #    TTFT 238-261 ms, where the planner's GPU work (a 2 x 80-token prefill of ~25 ms of weight reads at TP 8, the
@@ -1190,9 +1193,9 @@ VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
 #    so it was not kept). The same notebook's 8B runs on that host (AUGMXNT/MI300-testing
 #    inference-vllm-vs-vllm-rocm.ipynb cells 21 / 22: 80.5 / 37.0 requests/s at 128 / 128 tokens without / with
 #    --enable-chunked-prefill, 512-token budget, ~250 more eager iterations) leave ~58 ms per eager iteration, ~1.8
-#    ms per layer of 32: the same size. Why ROCm's host time is 2.6x the NVIDIA figure is not separated here:
-#    upstream V0 has no custom all-reduce on AMD (engines.VLLM_ROCM_CUSTOM_ALLREDUCE), so each layer's two eager
-#    all-reduces go through torch.distributed / RCCL, and HIP's launches cost more than CUDA's. Held out, checked
+#    ms per layer of 32: the same size. Why it is 2.6x the NVIDIA figure is not separated beyond the all-reduce:
+#    without the custom kernel each layer's two eager all-reduces go through torch.distributed / RCCL calls, and
+#    HIP's launches may cost more than CUDA's. Held out, checked
 #    only: DSTACK405B-0001 / -0004 (the same node type, vLLM 0.6.3.dev116, 1 / 2 prompts) -67 / -71 % -> -25 / -36 %.
 #    Side effect on fit rows: LHLMI300X-0146 / -0147 (requests/s of 1,000 512 / 128-token prompts, 8B at TP 8, V0
 #    without chunking) -21 / -15 % -> -32 / -27 %: the planner's steady state spreads their prefills over small

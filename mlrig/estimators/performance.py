@@ -876,12 +876,14 @@ def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vend
     (`broadcast_tensor_dict`), and each layer's two all-reduces wait for all tp ranks, so the pass moves at the
     slowest of the tp hosts. Overlapped with the GPU's work (`pass_time`): hidden where the GPU's share is the
     larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work. `vendor`: the
-    GPUs' vendor; ROCm builds take their own figure (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD)."""
-    from mlrig.estimators.engines import vllm_v1
+    GPUs' vendor; upstream ROCm builds without vLLM's custom all-reduce on AMD (`engines.vllm_custom_allreduce_on_amd`
+    false: each layer's two eager all-reduces through torch.distributed / RCCL) take their own figure
+    (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD); AMD's fork, which has the kernel, the NVIDIA one."""
+    from mlrig.estimators.engines import vllm_custom_allreduce_on_amd, vllm_v1
 
     if engine != "vllm" or tp <= 1 or vllm_v1(version):
         return 0.0
-    if vendor.lower() == "amd":
+    if vendor.lower() == "amd" and not vllm_custom_allreduce_on_amd(version):
         return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD
     return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
 
