@@ -852,17 +852,36 @@ def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
     None`), so under chunked prefill every prompt, chunked or not, goes through that kernel. vLLM stopped turning
     chunked prefill on by default on ROCm for that kernel (PR #11146, 0.6.5: "poor performance due to a suboptimal
     triton kernel"; engines.VLLM_V0_NO_ROCM_DEFAULT_FROM). Applied where the plan's prompts are chunked
-    (`serving.prefill_budget` not None: V0's long-context default before 0.6.5, or `enable_chunked_prefill`), in
-    V0 releases (`engines.vllm_v1` false), not to MLA models (their own attention backend)."""
+    (`vllm_v0_chunks_prompts`: V0's long-context default before 0.6.5, or `enable_chunked_prefill`), in V0
+    releases (`engines.vllm_v1` false), not to MLA models (their own attention backend)."""
     from mlrig.estimators.engines import vllm_v1
-    from mlrig.estimators.serving import prefill_budget
 
     if engine != "vllm" or r.gpu.vendor.lower() != "amd" or vllm_v1(r.workload.engine_version) or r.arch.is_mla:
         return 1.0
-    if r.workload.task != "inference":
+    if r.workload.task != "inference" or not vllm_v0_chunks_prompts(r):
         return 1.0
-    budget = prefill_budget(r.plan, engine, r.gpu, False, r.arch.max_position_embeddings, r.arch)
-    return 1.0 if budget is None else eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL
+    return eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL
+
+
+def vllm_v0_chunks_prompts(r: ResolvedPlan) -> bool:
+    """Whether a vLLM V0 plan runs with chunked prefill on, as `serving.prefill_budget` reads it (which this module
+    cannot import): `enable_chunked_prefill` when given, a given max_num_batched_tokens, else V0's own default by
+    release and max_model_len (`engines.vllm_v0_chunks_by_default`, `engines.vllm_v0_chunked_budget`)."""
+    from mlrig.estimators.engines import vllm_v0_chunked_budget, vllm_v0_chunks_by_default
+
+    w = r.workload
+    if w.enable_chunked_prefill is False:
+        return False
+    if w.max_num_batched_tokens is not None:
+        return True
+    max_len = w.max_model_len or r.arch.max_position_embeddings or max(w.context, 2048)
+    if w.enable_chunked_prefill is None:
+        sliding = bool(r.arch.sliding_window) and r.arch.num_sliding_layers > 0
+        if not vllm_v0_chunks_by_default(w.engine_version, max_len, rocm=r.gpu.vendor.lower() == "amd",
+                                         mla=r.arch.is_mla, sliding_window=sliding,
+                                         prefix_caching=w.cached_prompt_tokens > 0):
+            return False
+    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps) is not None
 
 
 def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vendor: str = "NVIDIA") -> float:
