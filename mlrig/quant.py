@@ -299,8 +299,21 @@ FP8_GEMM_ENGINES = ("vllm", "sglang", "trt-llm", "trt-llm-2023")
 # GPUs with FP4 tensor cores (Blackwell): TensorRT-LLM, per NVIDIA's MLPerf Inference v5.1 submission,
 # closed/NVIDIA/documentation/calibration.md ("On accelerators which support FP4 ... Selected linear and MLP
 # layers* inputs and weights ... are quantized"), github.com/mlcommons/inference_results_v5.1 @ 965182b.
+# vLLM too: ModelOpt NVFP4 checkpoints run `ModelOptNvFp4LinearMethod.apply`, which quantises each linear's input
+# (`scaled_fp4_quant`) and multiplies FP4 x FP4 (`cutlass_scaled_fp4_mm`; from 0.13 FlashInfer's CUTLASS FP4 GEMM
+# first, "flashinfer-cutlass", the same W4A4 product): vllm/model_executor/layers/quantization/modelopt.py, read in the
+# 0.8.5, 0.10.0 and 0.13.0 wheels (0.8.5 the oldest read: FP4_GEMM_FROM). 0.10+ fall back to Marlin W4A16 where the
+# CUTLASS kernel is missing (`cutlass_fp4_supported()` false): GPUs without an FP4 rate, priced de-quantised below.
+# The fit rows that run it say so in their logs: AZIR5070TI-* (vLLM 0.13.0 on an RTX 5070 Ti, "flashinfer-cutlass
+# NVFP4 GEMM") decode 64 users at an 11.9 ms TPOT where a 16-bit GEMM (GeForce half-rate, 88 TFLOPS) gave 25.0 ms
+# (11.3 with FP4), and their TTFT, TPOT and throughput errors at 16-64 users drop from +38..+292 % / +15..+110 % /
+# -13..-52 % to +14..+92 % / -5..-1 % / +2..+7 %; WAYNETRT-0241..0258 (vLLM 0.18.0, RTX PRO 6000 Max-Q,
+# NvFp4LinearBackend.FLASHINFER_CUTLASS in its log) decode 9.3 ms steps at 128 users, slower than either dtype's
+# roofline (a 300 W card at its power limit): 12.1 ms de-quantised, 7.3 with FP4, no verdict there.
 # Elsewhere (and on GPUs without an FP4 rate) NVFP4 is priced as weight-only, de-quantised to 16-bit.
-FP4_GEMM_ENGINES = ("trt-llm",)
+FP4_GEMM_ENGINES = ("trt-llm", "vllm")
+# The first release of an engine in FP4_GEMM_ENGINES with the W4A4 kernels (no entry: every release mlrig prices).
+FP4_GEMM_FROM: dict[str, tuple[int, ...]] = {"vllm": (0, 8, 5)}
 # Engines whose MXFP8 checkpoints run MXFP8 x MXFP8 GEMMs (W8A8: activations quantised to MXFP8 on the fly, E8M0
 # scales per 32 read by block-scaled tensor-core MMA) on GPUs that have it, NVIDIA Blackwell
 # (`performance.gemm_dtype_on`), from the release named (`MXFP8_GEMM_FROM`), read in the releases' wheels:

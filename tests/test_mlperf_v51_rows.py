@@ -57,12 +57,15 @@ def test_value_and_output_length_restate_the_summary(row_id: str, tokens_s: floa
     assert row["plan"]["workload"]["output_tokens"] == round(tokens_s / samples_s)
 
 
-def test_nvfp4_runs_fp4_gemms_only_under_trt_llm_on_fp4_gpus() -> None:
+def test_nvfp4_runs_fp4_gemms_only_in_engines_with_w4a4_kernels_on_fp4_gpus() -> None:
     nvfp4 = parse_precision("nvfp4")
     b200, h100 = resolve_gpu("b200-180gb"), resolve_gpu("h100-sxm-80gb")
     assert gemm_dtype_on(b200, nvfp4, "trt-llm") == "fp4"
     assert gemm_dtype_on(h100, nvfp4, "trt-llm") == "fp16"  # no FP4 tensor rate: weight-only
-    assert gemm_dtype_on(b200, nvfp4, "vllm") == "fp16"
+    assert gemm_dtype_on(b200, nvfp4, "vllm") == "fp4"  # ModelOptNvFp4LinearMethod: cutlass_scaled_fp4_mm
+    assert gemm_dtype_on(b200, nvfp4, "vllm", "0.8.4") == "fp16"  # before quant.FP4_GEMM_FROM
+    assert gemm_dtype_on(h100, nvfp4, "vllm") == "fp16"
+    assert gemm_dtype_on(b200, nvfp4, "sglang") == "fp16"
     assert gemm_dtype_on(b200, parse_precision("fp8"), "trt-llm") == "fp8"
     assert b200.tensor_tflops("fp4") == pytest.approx(2 * b200.tensor_tflops("fp8"))
 

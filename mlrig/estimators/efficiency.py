@@ -1206,6 +1206,38 @@ HOST_OVERLAP_P = 4.0
 #    the slowest rank is not separated by these rows, and the host's CPU is not stated. The DSTACKCMP 405B runs at
 #    TP 4 / 8 (fit) and DSTACKR1 (TP 8, 3,200-token prompts) move by under 2 %: their prefills are GPU-bound.
 VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
+# The same host time on AMD GPUs in upstream ROCm builds of V0, which have no custom all-reduce there
+#    (engines.vllm_custom_allreduce_on_amd false; AMD's fork, which has it, keeps the figure above: its DSTACKCMP rate
+#    runs at TP 8, fit, came out +23 / +55 % TTFT at 16 / 32 req/s with the AMD figure at 1.7 ms, +15 / +10 % without).
+#    FITTED on the LHLMI300X rows (fit split, one host: Hot Aisle 8x MI300X, vLLM 0.6.3.dev114), whose two kinds pull
+#    apart. The 405B single-pass TTFTs (Llama-3.1-405B bf16 at TP 8, 126 layers, offline bursts of 1-2 ~80-token
+#    prompts; LHLMI300X-0002/-0005/-0038/-0041/-0074/-0077) measure 238-261 ms where the 0.65 ms figure gives
+#    105-110 ms (-56..-58 %): they want ~1.7 ms (237-240 ms). The same build's Llama-2-7B throughput at TP 8
+#    (LHLMI300X-0146: 1,000 x 512 / 128 tokens, V0 prefill passes of 8 prompts, tests/test_vllm_v0_prefill_batch.py)
+#    goes -21 / -24 / -32 % requests/s at 0.65 / 1.0 / 1.7 ms, though by hand 125 eager passes of 54 ms (1.7 ms x 32
+#    layers) and ~500 graph decode steps would still allow its 18 s run: the planner's steady state over-prices
+#    that run elsewhere. 1.0 ms is the largest figure that keeps it within its test's 25 %: the 405B single-pass
+#    TTFTs come out 149-152 ms (-38..-41 %). Over the 63 AMD vLLM TTFT fit rows (median / p90): 30 / 61 % at 0.65,
+#    30 / 55 % at 1.0, 24 / 49 % at 1.7. The same notebook's 8B runs on that host (AUGMXNT/MI300-testing
+#    inference-vllm-vs-vllm-rocm.ipynb cells 21 / 22: 80.5 / 37.0 requests/s at 128 / 128 tokens without / with
+#    --enable-chunked-prefill, ~250 more eager iterations) leave ~58 ms per eager iteration, ~1.8 ms per layer of 32,
+#    which sides with the TTFT rows. Without the custom kernel each layer's two eager all-reduces go through
+#    torch.distributed / RCCL calls, and HIP's launches may cost more than CUDA's; not separated here. Held out,
+#    checked only: DSTACK405B-0001 / -0004 (the same node type, vLLM 0.6.3.dev116, 1 / 2 prompts) -67 / -71 % ->
+#    -53 / -59 %.
+VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.0e-3
+# vLLM V0's Triton prefix-prefill attention on AMD GPUs under chunked prefill (performance.
+#    vllm_rocm_prefix_attention_rel): the prefill attention's rate relative to the GEMMs' (COMPUTE_EFF). FITTED on
+#    DSTACKCMP's long-prompt MI300X runs (fit split: AMD's fork rocm/vllm 0.6.4.dev4, Llama-3.1-405B FP8 at TP 8 / 4,
+#    `vllm serve --max-model-len 91680`, so chunked prefill at V0's 512-token default, offline bursts of 4-64 prompts
+#    of 32,784 tokens): throughput error +33 / +28 / +26 / +24 / +44 % at TP 8 (DSTACKCMP-0037..0041) and +6 / +30 /
+#    +71 / +104 / +95 % at TP 4 (-0058/-0061/-0064/-0067/-0070) with the flash kernels' rate; at 0.1: +9 / -5 / -15 /
+#    -23 / -15 % and -18 / -9 / +9 / +20 / +15 %, while their 2,048-token runs barely move (attention is a small
+#    share there). Over all 145 AMD vLLM throughput fit rows (median / p90): 13.9 / 42.5 % at 1, 13.3 / 40.6 % at
+#    0.15, 13.5 / 40.0 % at 0.1, 13.5 / 40.0 % at 0.07. Held out, checked only: DSTACK405B's single prompts of
+#    10k-128k tokens (upstream 0.6.3.dev116, bf16, TP 8) measure ~13 TFLOPS per GPU of attention (their per-chunk
+#    time grows by ~0.039 ms per context token), slower still than this gives (-77..-93 % -> -69..-70 % TTFT).
+VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.1
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32
 #    softmax and its cast back, AV, besides the causal mask built each step - where SDPA or

@@ -111,12 +111,18 @@ def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
 
 def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: str | None = None) -> str:
     """The dtype the GEMMs run in on this GPU: `Precision.gemm_dtype`, with FP4 (W4A4 NVFP4) only where the GPU
-    has an FP4 tensor rate (Blackwell); elsewhere the 4-bit weights de-quantise to 16-bit (fp16). MXFP8 runs FP8
+    has an FP4 tensor rate (Blackwell), in an engine release with the kernels (quant.FP4_GEMM_FROM); elsewhere the
+    4-bit weights de-quantise to 16-bit (fp16). MXFP8 runs FP8
     GEMMs only on GPUs with block-scaled MMA (`mx_tensor_cores`) in an engine release with MXFP8 kernels
     (quant.MXFP8_GEMM_FROM; no version: the current release); elsewhere it is de-quantised to 16-bit."""
     dtype = precision.gemm_dtype(engine)
-    if dtype == "fp4" and not gpu.fp4_tflops_dense:
-        return "fp16"
+    if dtype == "fp4":
+        from mlrig.estimators.engines import series_before
+        from mlrig.quant import FP4_GEMM_FROM
+
+        old_release = engine in FP4_GEMM_FROM and series_before(engine_version, FP4_GEMM_FROM[engine])
+        if not gpu.fp4_tflops_dense or old_release:
+            return "fp16"
     if precision.name == "mxfp8" and dtype == "fp8":
         from mlrig.estimators.engines import series_before
         from mlrig.quant import MXFP8_GEMM_FROM
@@ -494,6 +500,7 @@ def pass_time(
     peer_allreduce: bool | None = None,
     prefill_host_layer_s: float = 0.0,
     engine_version: str | None = None,
+    attn_eff_rel: float = 1.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
@@ -515,7 +522,8 @@ def pass_time(
     (`interconnects.allreduce_time_s`); None: the engines of efficiency.PEER_ALLREDUCE_ENGINES on NVIDIA NVLink.
     `prefill_host_layer_s`: the host's time per layer of an eager prefill pass, run ahead of the GPU and
     overlapped with it as HOST_LAUNCH_OVERLAPPED's host time is (`vllm_v0_prefill_host_layer_s`); prefill only.
-    `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`)."""
+    `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`). `attn_eff_rel`: the attention kernels'
+    rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
@@ -560,7 +568,7 @@ def pass_time(
             attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine) or peak
         else:
             attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
-        attn_compute_s = cost.attn_flops / (ce * attn_peak * 1e12) / tp
+        attn_compute_s = cost.attn_flops / (ce * attn_peak * (1.0 if decode else attn_eff_rel) * 1e12) / tp
         # MoE prefill (`prefill_gemm_rates`): block-scaled FP8 GEMMs of the engine's early kernels, routed experts
         # in its fused-MoE kernel
         gemm_ce = ce if block_fp8_eff is None or dtype != "fp8" else min(ce, block_fp8_eff)
@@ -842,9 +850,11 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
-                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp)
+                     prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp,
+                                                                       r.gpu.vendor)
                      + trtllm_prefill_host_layer_s(r, s.engine),
-                     engine_version=r.workload.engine_version)
+                     engine_version=r.workload.engine_version,
+                     attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine))
 
 
 def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
@@ -870,8 +880,52 @@ def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
         return 0.0
     return eff.TRTLLM_EAGER_HOST_LAYER_S
 
+def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
+    """The prefill attention's rate relative to the GEMMs' where vLLM V0 on an AMD GPU runs every prompt through
+    its Triton prefix-prefill kernel (efficiency.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL), else 1.
 
-def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> float:
+    vLLM V0's ROCm attention backend (vllm/attention/backends/rocm_flash_attn.py `ROCmFlashAttentionImpl.forward`,
+    read in the 0.6.3.post1 wheel) runs a prompt through its flash-attention kernel only while the prompt's block
+    tables are empty; otherwise it calls `PagedAttention.forward_prefix`, the Triton kernel `context_attention_fwd`
+    (vllm/attention/ops/prefix_prefill.py) that reads the earlier tokens from the paged KV cache. The metadata
+    builder fills a prompt's block tables whenever chunked prefill is on (vllm/attention/backends/utils.py
+    `CommonMetadataBuilder._add_seq_group`: `(chunked_prefill_enabled or not is_prompt) and block_tables is not
+    None`), so under chunked prefill every prompt, chunked or not, goes through that kernel. vLLM stopped turning
+    chunked prefill on by default on ROCm for that kernel (PR #11146, 0.6.5: "poor performance due to a suboptimal
+    triton kernel"; engines.VLLM_V0_NO_ROCM_DEFAULT_FROM). Applied where the plan's prompts are chunked
+    (`vllm_v0_chunks_prompts`: V0's long-context default before 0.6.5, or `enable_chunked_prefill`), in V0
+    releases (`engines.vllm_v1` false), not to MLA models (their own attention backend)."""
+    from mlrig.estimators.engines import vllm_v1
+
+    if engine != "vllm" or r.gpu.vendor.lower() != "amd" or vllm_v1(r.workload.engine_version) or r.arch.is_mla:
+        return 1.0
+    if r.workload.task != "inference" or not vllm_v0_chunks_prompts(r):
+        return 1.0
+    return eff.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL
+
+
+def vllm_v0_chunks_prompts(r: ResolvedPlan) -> bool:
+    """Whether a vLLM V0 plan runs with chunked prefill on, as `serving.prefill_budget` reads it (which this module
+    cannot import): `enable_chunked_prefill` when given, a given max_num_batched_tokens, else V0's own default by
+    release and max_model_len (`engines.vllm_v0_chunks_by_default`, `engines.vllm_v0_chunked_budget`)."""
+    from mlrig.estimators.engines import vllm_v0_chunked_budget, vllm_v0_chunks_by_default
+
+    w = r.workload
+    if w.enable_chunked_prefill is False:
+        return False
+    if w.max_num_batched_tokens is not None:
+        return True
+    max_len = w.max_model_len or r.arch.max_position_embeddings or max(w.context, 2048)
+    if w.enable_chunked_prefill is None:
+        sliding = bool(r.arch.sliding_window) and r.arch.num_sliding_layers > 0
+        if not vllm_v0_chunks_by_default(w.engine_version, max_len, rocm=r.gpu.vendor.lower() == "amd",
+                                         mla=r.arch.is_mla, sliding_window=sliding,
+                                         prefix_caching=w.cached_prompt_tokens > 0):
+            return False
+    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps) is not None
+
+
+def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vendor: str = "NVIDIA") -> float:
     """Host time per layer of a vLLM V0 (< 0.8) prefill pass under tensor parallelism
     (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S); 0 for V1, for one GPU and for other engines.
 
@@ -881,11 +935,16 @@ def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int) -> f
     every layer from Python. The rank-0 driver prepares the inputs and broadcasts them each step
     (`broadcast_tensor_dict`), and each layer's two all-reduces wait for all tp ranks, so the pass moves at the
     slowest of the tp hosts. Overlapped with the GPU's work (`pass_time`): hidden where the GPU's share is the
-    larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work."""
-    from mlrig.estimators.engines import vllm_v1
+    larger (one GPU, long prompts), exposed where tensor parallelism leaves each GPU little work. `vendor`: the
+    GPUs' vendor; upstream ROCm builds without vLLM's custom all-reduce on AMD (`engines.vllm_custom_allreduce_on_amd`
+    false: each layer's two eager all-reduces through torch.distributed / RCCL) take their own figure
+    (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD); AMD's fork, which has the kernel, the NVIDIA one."""
+    from mlrig.estimators.engines import vllm_custom_allreduce_on_amd, vllm_v1
 
     if engine != "vllm" or tp <= 1 or vllm_v1(version):
         return 0.0
+    if vendor.lower() == "amd" and not vllm_custom_allreduce_on_amd(version):
+        return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD
     return eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
 
 
@@ -1323,10 +1382,13 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s29-servedata added 684 serving rows (TensorRT-LLM 0.20 / 1.x behind trtllm-serve, whose front end costs
 # 10-40 ms per first token that mlrig does not price; early-ROCm vLLM 0.6 on MI300X; closed loops on RTX 5070 Ti /
 # 5090 / PRO 6000 and H100): all rows' TTFT p90 0.75 (throughput 0.41, TPOT 0.43, decode 0.18): TTFT 0.75.
+# Branch s30-ttft: vLLM NVFP4's FP4 GEMMs (quant.FP4_GEMM_FROM), V0's eager prefill host time on upstream ROCm
+# (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD) and its prefix-prefill attention (VLLM_ROCM_PREFIX_PREFILL_ATTN_REL):
+# all rows' TTFT p90 0.598: TTFT 0.65.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
-    "ttft_ms": 0.75,
+    "ttft_ms": 0.65,
     "tpot_ms": 0.45,
     "throughput_tok_s": 0.45,
 }

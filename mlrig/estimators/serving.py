@@ -1087,7 +1087,7 @@ def v0_prefill_handoff_s(r: ResolvedPlan) -> float:
 
     engine, hw = r.engine or "vllm", r.hardware
     per_layer = layer_overhead_s(engine, r.gpu) + vllm_v0_prefill_host_layer_s(
-        engine, r.workload.engine_version, hw.tensor_parallel)
+        engine, r.workload.engine_version, hw.tensor_parallel, r.gpu.vendor)
     return eff.STEP_OVERHEAD_S.get(engine, 0.0) + r.arch.num_layers * per_layer
 
 
