@@ -447,12 +447,14 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
 
     p, arch, gpu = r.plan, r.arch, r.gpu
     refusal = engine_refusal(p, memory)
+    max_model_len_limit = None
     if refusal:
         notes.append(refusal)
     elif (p.workload.task == "inference" and (p.workload.engine or "").lower() == "vllm"
           and p.workload.max_model_len is None and arch.max_position_embeddings
           and memory.kv_cache_capacity_tokens is not None
           and memory.kv_cache_capacity_tokens < arch.max_position_embeddings):
+        max_model_len_limit = memory.kv_cache_capacity_tokens
         notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
                      f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
                      f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
@@ -486,6 +488,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         engine=p.workload.engine if p.workload.task == "inference" else None,
         memory=memory.breakdown,
         kv_cache_capacity_tokens=memory.kv_cache_capacity_tokens,
+        max_model_len_limit_tokens=max_model_len_limit,
         data_parallel_replicas=r.replicas if p.workload.task == "inference" else None,
         performance=performance,
         training=training,

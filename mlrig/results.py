@@ -106,6 +106,10 @@ class PlanResult(BaseModel):
     engine: str | None = None
     memory: MemoryBreakdown | None = None
     kv_cache_capacity_tokens: int | None = None  # with several replicas: one replica's pool
+    # vLLM plans that give no max_model_len: vLLM's default --max-model-len is the model's maximum
+    # (max_position_embeddings); when the KV pool holds fewer tokens, `vllm serve` with defaults refuses to
+    # start, and this is the largest --max-model-len it starts with (the pool). None otherwise.
+    max_model_len_limit_tokens: int | None = None
     # inference: copies of the model the GPUs run (count x nodes / (TP x PP)), each serving an even share of the
     # load (mlrig/estimators/replicas.py); throughput and requests/s are their sum, latency and memory one's
     data_parallel_replicas: int | None = None

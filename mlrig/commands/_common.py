@@ -375,6 +375,15 @@ def precision_text(precision: str | None, plan: Mapping[str, Any]) -> str:
     return f"{base} base + {compute} compute"
 
 
+def max_model_len_clause(limit_tokens: int | None) -> str:
+    """What a "fits" headline adds when vLLM with its default --max-model-len (the model's maximum) would not
+    start: the result's `max_model_len_limit_tokens` (planner.result_of), "" when there is none."""
+    if limit_tokens is None:
+        return ""
+    return (f" with --max-model-len {limit_tokens} or less (vLLM's default, the model's maximum context, "
+            "would not start)")
+
+
 def limits_line(lims: Mapping[str, Any]) -> str:
     """The planner's limits (`plan_json`'s "limits") as one line, for the terminal and `--markdown` alike."""
     parts = []

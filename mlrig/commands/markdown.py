@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlrig.commands._common import SHORT_BOUND, fmt_num, limits_line
+from mlrig.commands._common import SHORT_BOUND, fmt_num, limits_line, max_model_len_clause
 
 GIB_NOTE = "GiB = 2^30 bytes"
 
@@ -68,6 +68,8 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
     if not mem:
         return "\n".join(lines)
     verdict = "✔ fits" if out.get("fits") else "✘ does not fit"
+    if out.get("fits"):
+        verdict += max_model_len_clause(out.get("max_model_len_limit_tokens"))
     lines += [f"{verdict}: {mem['per_gpu_gib']:.2f} GiB of {mem['gpu_capacity_gib']:.2f} GiB per GPU "
               f"({GIB_NOTE})", ""]
     comps = [("weights", "weights_gib"), ("KV cache", "kv_cache_gib"), ("activations / workspace", "activations_gib"),

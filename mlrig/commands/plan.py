@@ -47,6 +47,7 @@ from mlrig.commands._common import (
     ZeroOpt,
     fmt_num,
     limits_line,
+    max_model_len_clause,
     precision_text,
     setup_options,
     training_fields,
@@ -97,6 +98,8 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     if mem is None:
         return
     verdict = "[green]✔ fits[/]" if result.fits else "[red]✘ does not fit[/]"
+    if result.fits and result.max_model_len_limit_tokens is not None:
+        verdict = f"[yellow]✔ fits{escape(max_model_len_clause(result.max_model_len_limit_tokens))}[/]"
     if not result.fits and mem.headroom_gib >= 0:  # memory holds it, but the engine would not start (a note says why)
         verdict = "[red]✘ the engine would not start[/]"
     # A serving engine takes its whole reservation; its headroom is KV-pool room beyond one sequence

@@ -1,0 +1,52 @@
+"""User-facing leftovers found walking through docs USER-STORIES (issue 10): a "fits" headline that vLLM's default
+--max-model-len would not start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mlrig.planner import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+
+
+QWEN32_A100_40 = {"model": {"name": "Qwen/Qwen2.5-32B-Instruct"},
+                  "workload": {"task": "inference", "precision": "fp8", "engine": "vllm"},
+                  "hardware": {"gpu": "A100 40GB"}}
+
+
+# ---- 1. vLLM's default --max-model-len (the model's 32,768) does not fit the pool: the headline says so
+
+def test_max_model_len_limit_is_the_pool_when_the_default_would_not_start() -> None:
+    res = evaluate(QWEN32_A100_40)
+    assert res.fits and res.kv_cache_capacity_tokens is not None
+    assert res.kv_cache_capacity_tokens < 32_768  # Qwen2.5-32B's max_position_embeddings
+    assert res.max_model_len_limit_tokens == res.kv_cache_capacity_tokens
+
+
+def test_max_model_len_limit_is_null_when_given_or_when_the_default_fits() -> None:
+    given = {**QWEN32_A100_40, "workload": {**QWEN32_A100_40["workload"], "max_model_len": 8192}}
+    assert evaluate(given).max_model_len_limit_tokens is None
+    roomy = {**QWEN32_A100_40, "hardware": {"gpu": "H100 SXM"}}
+    assert evaluate(roomy).max_model_len_limit_tokens is None
+
+
+def test_plan_headline_says_the_default_would_not_start() -> None:
+    r = mlrig("plan", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "A100 40GB", "-q", "fp8")
+    assert r.returncode == 0, r.stderr
+    cap = evaluate(QWEN32_A100_40).kv_cache_capacity_tokens
+    head = r.stdout.splitlines()[1]
+    assert f"✔ fits with --max-model-len {cap} or less" in head and "would not start" in head, head
+    md = mlrig("plan", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "A100 40GB", "-q", "fp8", "--markdown").stdout
+    assert f"✔ fits with --max-model-len {cap} or less" in md
+    js = mlrig("plan", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "A100 40GB", "-q", "fp8", "--json").stdout
+    assert f'"max_model_len_limit_tokens": {cap}' in js
