@@ -1,12 +1,15 @@
 """User-facing leftovers found walking through docs USER-STORIES (issue 10): a "fits" headline that vLLM's default
---max-model-len would not start."""
+--max-model-len would not start; recommend on a local budget that finds nothing at bf16 tries GGUF Q4_K_M on
+llama.cpp."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mlrig.planner import evaluate
 
@@ -50,3 +53,41 @@ def test_plan_headline_says_the_default_would_not_start() -> None:
     assert f"✔ fits with --max-model-len {cap} or less" in md
     js = mlrig("plan", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "A100 40GB", "-q", "fp8", "--json").stdout
     assert f'"max_model_len_limit_tokens": {cap}' in js
+
+
+# ---- 2. "$2,000, 30B-class models locally": nothing fits at bf16, so recommend tries GGUF Q4_K_M on llama.cpp
+
+def _recommend_json(*args: str) -> dict[str, Any]:
+    r = mlrig("recommend", "--budget", "2000", "--local-only", "--json", *args)
+    assert r.returncode == 0, r.stderr
+    out: dict[str, Any] = json.loads(r.stdout)
+    return out
+
+
+def test_recommend_falls_back_to_q4_k_m_locally_and_says_so() -> None:
+    from mlrig.commands.advisor import LOCAL_QUANT_NOTE
+
+    rec = _recommend_json("--model", "qwen2.5-32b")
+    assert any(o["feasible"] for o in rec["options"])
+    assert rec["summary"][0] == LOCAL_QUANT_NOTE
+    assert rec["workloads"] == ["qwen2.5-32b inference at q4_k_m (llama.cpp)"]
+
+
+def test_recommend_keeps_a_precision_the_user_gave() -> None:
+    rec = _recommend_json("--model", "qwen2.5-32b", "-q", "bf16")
+    assert not any(o["feasible"] for o in rec["options"])
+    assert rec["workloads"] == ["qwen2.5-32b inference"]
+
+
+def test_local_quantised_only_for_16_bit_inference_with_no_precision() -> None:
+    from mlrig.advisor.evaluation import Workload
+    from mlrig.commands.advisor import local_quantised
+
+    def wl(plan: dict[str, Any]) -> Workload:
+        return Workload(label="x", plan=plan)
+
+    got = local_quantised([wl({"model": {"name": "qwen2.5-32b"}})])
+    assert got is not None and got[0].plan["workload"] == {"precision": "q4_k_m", "engine": "llama.cpp"}
+    assert local_quantised([wl({"model": {"name": "qwen2.5-32b"}, "workload": {"engine": "vllm"}})]) is None
+    assert local_quantised([wl({"model": {"name": "qwen2.5-32b"}, "workload": {"task": "finetune"}})]) is None
+    assert local_quantised([wl({"model": {"name": "Qwen/Qwen2.5-32B-Instruct-AWQ"}})]) is None

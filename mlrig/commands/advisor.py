@@ -265,7 +265,43 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
         flags=CONSTRAINT_FLAGS,
     )
     book = load_prices(o["prices"])
-    return recommend(workloads, book, c), book
+    rec = recommend(workloads, book, c)
+    local = not c.cloud_only and (c.local_only or c.budget_usd is not None)
+    quantised = local_quantised(workloads) if local and not any(x.feasible for x in rec.options) else None
+    if quantised is not None:
+        again = recommend(quantised, book, c)
+        if any(x.feasible for x in again.options):
+            again.summary.insert(0, LOCAL_QUANT_NOTE)
+            return again, book
+        rec.warnings.append(f"also tried GGUF {LOCAL_QUANT.upper()} on llama.cpp: nothing meets every constraint "
+                            "at that precision either")
+    return rec, book
+
+
+LOCAL_QUANT = "q4_k_m"
+SIXTEEN_BIT = frozenset({"bf16", "fp16", "f16", "bfloat16", "float16"})
+LOCAL_QUANT_NOTE = ("nothing to buy runs it at the default precision (bf16): shown at GGUF Q4_K_M on llama.cpp, "
+                    "the 4-bit format local users run (give --precision, e.g. -q q8_0, to choose another)")
+
+
+def local_quantised(workloads: list[Any]) -> list[Any] | None:
+    """The workloads at GGUF Q4_K_M on llama.cpp, what local users run a model too big for their cards at (the
+    llama.cpp README's quantisation table lists Q4_K_M as the recommended 4-bit mix), for `recommend` to try
+    when nothing local runs them at the default precision; None unless every workload is inference with no
+    precision given and no engine or llama.cpp."""
+    from mlrig.planner import parse_plan, resolve_arch
+
+    out = []
+    for w in workloads:
+        wl = w.plan.get("workload") or {}
+        if w.task != "inference" or wl.get("precision") is not None or (wl.get("engine") or "llama.cpp") != "llama.cpp":
+            return None
+        stored = resolve_arch(parse_plan({**w.plan, "hardware": {"gpu": "rtx-4090"}})).weight_format
+        if (stored or "bf16").lower() not in SIXTEEN_BIT:  # a quantised re-upload or file: its own format
+            return None
+        plan = {**w.plan, "workload": {**wl, "precision": LOCAL_QUANT, "engine": "llama.cpp"}}
+        out.append(w.model_copy(update={"plan": plan, "label": f"{w.label} at {LOCAL_QUANT} (llama.cpp)"}))
+    return out
 
 
 Budget = Annotated[float | None, typer.Option(
