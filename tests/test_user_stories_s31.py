@@ -91,3 +91,18 @@ def test_local_quantised_only_for_16_bit_inference_with_no_precision() -> None:
     assert local_quantised([wl({"model": {"name": "qwen2.5-32b"}, "workload": {"engine": "vllm"}})]) is None
     assert local_quantised([wl({"model": {"name": "qwen2.5-32b"}, "workload": {"task": "finetune"}})]) is None
     assert local_quantised([wl({"model": {"name": "Qwen/Qwen2.5-32B-Instruct-AWQ"}})]) is None
+
+
+# ---- 3. `mlrig fit -m lora -m qlora` kept the last silently: now one line naming `compare`, exit 2
+
+def test_fit_method_given_twice_is_one_line_naming_compare() -> None:
+    r = mlrig("fit", "mistral-7b", "--gpu", "RTX 4090", "-m", "lora", "--method", "qlora")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--method given 2 times" in lines[0], r.stderr
+    assert "mlrig compare mistral-7b --gpu 'RTX 4090' -m lora -m qlora" in lines[0]
+
+
+def test_fit_one_method_still_runs() -> None:
+    r = mlrig("fit", "mistral-7b", "--gpu", "RTX 4090", "-m", "qlora", "--json")
+    assert r.returncode == 0, r.stderr

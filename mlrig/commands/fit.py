@@ -22,7 +22,6 @@ from mlrig.commands._common import (
     GpuOpt,
     GpuSpecOpt,
     JsonOpt,
-    MethodOpt,
     PrecisionOpt,
     TaskOpt,
     TpOpt,
@@ -37,6 +36,10 @@ from mlrig.commands._common import (
 if TYPE_CHECKING:
     from mlrig.results import PlanResult
     from mlrig.workload import HardwareSpec, WorkloadSpec
+
+# A list, so that a second -m is an error naming `compare` (typer keeps the last of a repeated single option)
+FitMethodOpt = Annotated[list[str] | None, typer.Option(
+    "--method", "-m", help="full | lora | qlora (training; one: `mlrig compare -m full -m lora` compares them)")]
 
 # Highest quality first: the formats users pick between when something does not fit
 # (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
@@ -69,15 +72,16 @@ def fit_cmd(
     gpu: GpuOpt = None,
     gpu_spec_text: GpuSpecOpt = None,
     task: TaskOpt = None, precision: PrecisionOpt = None, engine: EngineOpt = None, batch: BatchOpt = None,
-    context: ContextOpt = None, method: MethodOpt = None, count: CountOpt = None, tp: TpOpt = None,
+    context: ContextOpt = None, method: FitMethodOpt = None, count: CountOpt = None, tp: TpOpt = None,
     vendor: Annotated[str | None, typer.Option("--vendor", help="only this vendor (NVIDIA, AMD, Apple...)")] = None,
     fits_only: Annotated[bool, typer.Option("--fits-only", help="hide rows that do not fit")] = False,
     as_json: JsonOpt = False,
     *, setup: dict[str, Any],
 ) -> None:
     """Which GPUs fit a model, which precision fits a GPU, or which models fit a GPU — with speed."""
+    one = one_method(method, model, gpu)
     rows, title = fit_rows(model, gpu, task=task, precision=precision, engine=engine, batch=batch, context=context,
-                           method=method, count=count, tp=tp, vendor=vendor, fits_only=fits_only,
+                           method=one, count=count, tp=tp, vendor=vendor, fits_only=fits_only,
                            gpu_spec_text=gpu_spec_text, **setup)
     if as_json:
         from mlrig.commands._common import print_json
@@ -90,6 +94,20 @@ def fit_cmd(
         varies["precision"] = True
     _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
             varies=varies)
+
+
+def one_method(methods: list[str] | None, model: str | None, gpu: str | None) -> str | None:
+    """fit's one --method; given several, a one-line MlrigError naming `mlrig compare`, which takes several."""
+    from mlrig.errors import MlrigError
+
+    if not methods:
+        return None
+    if len(methods) > 1:
+        gpu_flag = f" --gpu {gpu!r}" if gpu else " --gpu G"
+        repeat = " ".join(f"-m {m}" for m in methods)
+        raise MlrigError(f"--method given {len(methods)} times ({', '.join(methods)}); fit takes one: give one, or "
+                         f"compare them with `mlrig compare {model or 'MODEL'}{gpu_flag} {repeat}`")
+    return methods[0]
 
 
 def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, precision: str | None = None,
