@@ -485,6 +485,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         model=arch.hf_id or arch.id,
         gpu=gpu.id,
         precision=p.workload.precision,
+        base_weights_precision=base_weights_precision(r),
         engine=p.workload.engine if p.workload.task == "inference" else None,
         memory=memory.breakdown,
         kv_cache_capacity_tokens=memory.kv_cache_capacity_tokens,
@@ -497,6 +498,17 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
     )
     attach_validation(result, p, gpu)
     return result
+
+
+def base_weights_precision(r: ResolvedPlan) -> str | None:
+    """A QLoRA plan's frozen base format (memory.qlora_base_precision: its own NF4 variant, else NF4 with double
+    quantisation, the QLoRA paper's set-up), which `precision`, the compute dtype, does not say; None otherwise."""
+    from mlrig.estimators.memory import qlora_base_precision
+
+    t = r.plan.training
+    if r.plan.workload.task == "inference" or t is None or t.method.lower() != "qlora":
+        return None
+    return qlora_base_precision(r.precision).name
 
 
 def attach_validation(result: PlanResult, plan: Plan, gpu: GPU) -> None:

@@ -102,7 +102,9 @@ class PlanResult(BaseModel):
     fits: bool | None = None
     model: str | None = None
     gpu: str | None = None
-    precision: str | None = None  # as evaluated (defaults filled in: see notes)
+    precision: str | None = None  # as evaluated (defaults filled in: see notes); QLoRA: the compute dtype
+    # QLoRA: the frozen base's storage, nf4 or nf4-nodq (memory.qlora_base_precision); None otherwise
+    base_weights_precision: str | None = None
     engine: str | None = None
     memory: MemoryBreakdown | None = None
     kv_cache_capacity_tokens: int | None = None  # with several replicas: one replica's pool

@@ -1,6 +1,6 @@
 """User-facing leftovers found walking through docs USER-STORIES (issue 10): a "fits" headline that vLLM's default
 --max-model-len would not start; recommend on a local budget that finds nothing at bf16 tries GGUF Q4_K_M on
-llama.cpp."""
+llama.cpp; `fit -m` given twice; a QLoRA result naming its NF4 base."""
 
 from __future__ import annotations
 
@@ -106,3 +106,27 @@ def test_fit_method_given_twice_is_one_line_naming_compare() -> None:
 def test_fit_one_method_still_runs() -> None:
     r = mlrig("fit", "mistral-7b", "--gpu", "RTX 4090", "-m", "qlora", "--json")
     assert r.returncode == 0, r.stderr
+
+
+# ---- 4. a QLoRA plan's JSON says its base is NF4 next to "precision" (the compute dtype, kept for compatibility)
+
+def _qlora(precision: str | None = None, method: str = "qlora") -> dict[str, Any]:
+    wl: dict[str, Any] = {"task": "finetune", **({"precision": precision} if precision else {})}
+    return {"model": {"name": "mistral-7b"}, "workload": wl, "training": {"method": method, "seq_len": 2048},
+            "hardware": {"gpu": "RTX 4090"}}
+
+
+def test_qlora_result_names_its_nf4_base() -> None:
+    res = evaluate(_qlora())
+    assert (res.precision, res.base_weights_precision) == ("bf16", "nf4")
+    nodq = evaluate(_qlora("nf4-nodq"))
+    assert (nodq.precision, nodq.base_weights_precision) == ("nf4-nodq", "nf4-nodq")
+    assert evaluate(_qlora(method="lora")).base_weights_precision is None
+    assert evaluate(QWEN32_A100_40).base_weights_precision is None
+
+
+def test_plan_json_has_base_weights_precision() -> None:
+    r = mlrig("plan", "mistral-7b", "--gpu", "RTX 4090", "--method", "qlora", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["precision"] == "bf16" and out["base_weights_precision"] == "nf4"
