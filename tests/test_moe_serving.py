@@ -130,6 +130,25 @@ def test_fp8_weights_keep_16_bit_attention_unless_the_cache_is_fp8() -> None:
     assert a > 1.2 * b  # attention is a large share of a 32k prompt's FLOPs
 
 
+def test_trtllm_fp8_checkpoint_runs_prompt_attention_fp8_only_on_an_fp8_cache() -> None:
+    # TensorRT-LLM's default (pass_time's docstring: trtllm-bench build -q FP8 sets use_fp8_context_fmha with an
+    # FP8 cache; builder.py drops it without one): MKTRTLAT-0059's setup, Qwen2.5-0.5B FP8 on an RTX PRO 6000,
+    # 1.2.0 TensorRT engine, a 9,192-token prompt. The FP8 cache's prompt attention runs at the FP8 rate, a bf16
+    # cache's at the 16-bit rate; the linear GEMMs at the FP8 rate either way.
+    model, gpu_name, prompt = "Qwen/Qwen2.5-0.5B-Instruct", "NVIDIA RTX PRO 6000 Blackwell Server Edition", 9192
+    common: dict[str, Any] = {"engine": "trt-llm", "engine_version": "1.2.0+tensorrt", "prompt_tokens": prompt}
+    fp8_kv = resolved(model, gpu_name, 1, kv_cache_precision="fp8", **common)
+    bf16_kv = resolved(model, gpu_name, 1, kv_cache_precision="bf16", **common)
+    attn = prefill_cost(bf16_kv.arch, bf16_kv.weight_bytes, 2.0, 1, prompt).attn_flops
+    gpu = bf16_kv.gpu
+    fp16, fp8 = gpu.tensor_tflops("fp16"), gpu.tensor_tflops("fp8")
+    assert fp16 is not None and fp8 is not None and fp8 == pytest.approx(2 * fp16, rel=0.01)
+    ce = eff.COMPUTE_EFF["trt-llm"]["gddr"]
+    a = prefill_pass(bf16_kv, 1, prompt).compute_s
+    b = prefill_pass(fp8_kv, 1, prompt).compute_s
+    assert a - b == pytest.approx(attn / (ce * 1e12) * (1 / fp16 - 1 / fp8), rel=1e-6)
+
+
 def _kv_memory_s(r: ResolvedPlan) -> float:
     """Decode memory time of 64 sequences added by 1,600 more tokens of context (the weights' read cancels)."""
     return decode_step(r, 64, 3600).memory_s - decode_step(r, 64, 2000).memory_s

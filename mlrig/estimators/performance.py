@@ -515,6 +515,19 @@ def pass_time(
     FlashAttention-3 runs FP8 attention on FP8 inputs only (Shah et al. 2024, arXiv 2407.08608, sec. 3.3)
     and vLLM / SGLang choose it with `--kv-cache-dtype fp8`. On Hopper / Ada / Blackwell that is half the
     FP8 rate; a 32k-token prompt of a 14B model spends ~30 % of its prefill FLOPs in attention.
+    TensorRT-LLM follows the same rule by default (read in NVIDIA/TensorRT-LLM, undated snapshots of the 1.x tree,
+    so for the 1.2.0 of the MKTRTLAT rows): its prompt (context) attention runs FP8 exactly when the KV cache is
+    FP8 and the weights' GEMMs are FP8 or NVFP4. TensorRT backend: `trtllm-bench build -q FP8` (or NVFP4) sets
+    `plugin_config.use_fp8_context_fmha = True` and an FP8 KV cache (tensorrt_llm/bench/build/build.py @ 7eb710f),
+    and tensorrt_llm/builder.py `build` keeps it only for the FP8 / W4A8-AWQ / NVFP4 quantisation workflows on
+    SM >= 89, turns it off without an FP8 cache and on with an FP8 cache under paged context FMHA. PyTorch backend:
+    the attention op sets `mFP8ContextFMHA = is_fp8_out || is_fp4_out || (hasFp8KvCache && use_paged_context_fmha)`
+    (cpp/tensorrt_llm/thop/attentionOp.cpp) and `TrtllmAttention.get_quantize_output_dtype`
+    (tensorrt_llm/_torch/attention_backend/trtllm.py) asks for FP8 output only when o_proj is FP8/NVFP4-quantised
+    and the cache is FP8. So `fp8_attention = r.kv_bytes_per_element <= 1.0` (`_pass`) holds for TensorRT-LLM's FP8
+    and NVFP4 checkpoints too; an FP8 cache under 16-bit or weight-only GEMMs keeps the 16-bit rate here (`dtype`
+    fp16), as the TensorRT backend does (the PyTorch backend there differs by snapshot: an early trtllm.py raises
+    for paged context FMHA on an FP8 cache without FP8 weights, later ones run FP8 context FMHA: not priced).
     `block_fp8_eff`: the ceiling on the FP8 GEMMs' fraction of peak where the engine runs a block-scaled FP8
     checkpoint through its early kernels; `moe_compute_rel`: the prefill rate of the routed experts' fused-MoE
     GEMMs (`cost.expert_flops`) relative to the dense GEMMs' (both `prefill_gemm_rates`). `peer_allreduce`:
