@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mlrig.planner import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,3 +132,19 @@ def test_plan_json_has_base_weights_precision() -> None:
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["precision"] == "bf16" and out["base_weights_precision"] == "nf4"
+
+
+def test_web_plan_page_says_the_max_model_len_vllm_needs() -> None:
+    """The web plan page printed a plain "✔ fits" for Qwen2.5-32B FP8 on an A100 40GB, where `vllm serve` with its
+    default --max-model-len (the model's 32,768) would not start; the CLI headline says so from
+    `max_model_len_limit_tokens`, and the page now does too."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
+    page = client.get("/plan?model=Qwen/Qwen2.5-32B-Instruct&gpu=A100+40GB&precision=fp8")
+    assert page.status_code == 200 and "fits with --max-model-len 12832 or less" in page.text
+    plain = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm-80gb&precision=fp8")
+    assert plain.status_code == 200 and "--max-model-len" not in plain.text.split('id="verdict"')[1][:300]
