@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from calibration_lookup import ratio, row
 
 from mlrig.estimators import serving
 from mlrig.estimators.serving import chained_pass_ttft_s, chained_prefill_prompts, v0_prefill_handoff_s
 from mlrig.planner import resolve_plan
-from mlrig.validation.runner import CalibrationRow, check, load_rows
 
 
 def _linear(fixed_s: float, per_prompt_s: float) -> Callable[[float], float]:
@@ -43,39 +43,31 @@ def test_chained_pass_ttft_hand_values() -> None:
     assert own == pytest.approx(0.03 + 0.03 * 5.285714, rel=1e-5)
 
 
-def _row(row_id: str) -> CalibrationRow:
-    return next(r for r in load_rows() if r.id == row_id)
-
-
-def _ratio(row_id: str) -> float:
-    c = check(_row(row_id))
-    assert c.predicted is not None, c.error
-    return c.predicted / c.measured
 
 
 @pytest.mark.parametrize("row_id", ["ACCELMARK-0094", "ACCELMARK-0105"])
 def test_tp8_v0_at_25_req_s_keeps_up(row_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # 8x A100 40GB / A800, 25 req/s of 255-token prompts: measured median TTFT 303 / 308 ms. The ~61 ms pass of
     # one prompt (mostly host time at TP 8) cannot keep up with 25 arrivals/s; chained passes of ~2 prompts do.
-    assert 0.6 < _ratio(row_id) < 1.3
+    assert 0.6 < ratio(row_id) < 1.3
     monkeypatch.setattr(serving, "chained_prefill_prompts", lambda rate, block_s, pass_s, most: 1.0)
-    assert _ratio(row_id) > 2.0  # one prompt per pass: the queue grows over the run (2.5 / 3.9 of the measured)
+    assert ratio(row_id) > 2.0  # one prompt per pass: the queue grows over the run (2.5 / 3.9 of the measured)
 
 
 def test_lower_rates_do_not_chain(monkeypatch: pytest.MonkeyPatch) -> None:
     # 2 and 5 req/s on the same cards: under one arrival per 61 ms pass, nothing changes
-    before = {i: _ratio(i) for i in ("ACCELMARK-0088", "ACCELMARK-0090")}
+    before = {i: ratio(i) for i in ("ACCELMARK-0088", "ACCELMARK-0090")}
     monkeypatch.setattr(serving, "chained_prefill_prompts", lambda rate, block_s, pass_s, most: 1.0)
-    for i, ratio in before.items():
-        assert _ratio(i) == pytest.approx(ratio, rel=1e-9)
+    for i, expected in before.items():
+        assert ratio(i) == pytest.approx(expected, rel=1e-9)
 
 
 def test_first_token_handoff_in_a_following_prefill_pass_is_its_host_launch() -> None:
     # Llama-3-70B at TP 8 on vLLM 0.7.3: 1 ms step + 80 layers x (25 us launch + 0.65 ms eager TP host time)
-    tp8 = resolve_plan(_row("ACCELMARK-0094").plan)[0]
+    tp8 = resolve_plan(row("ACCELMARK-0094").plan)[0]
     assert v0_prefill_handoff_s(tp8) == pytest.approx(1e-3 + 80 * (25e-6 + 0.65e-3), rel=1e-9)
     # Llama-3-8B on one GPU: 1 ms + 32 x 25 us, far under the ~40 ms decode iteration it replaces
-    tp1 = resolve_plan(_row("ACCELMARK-0054").plan)[0]
+    tp1 = resolve_plan(row("ACCELMARK-0054").plan)[0]
     assert v0_prefill_handoff_s(tp1) == pytest.approx(1e-3 + 32 * 25e-6, rel=1e-9)
 
 
@@ -83,4 +75,4 @@ def test_first_token_handoff_in_a_following_prefill_pass_is_its_host_launch() ->
 def test_one_gpu_v0_at_25_req_s(row_id: str) -> None:
     # A100 40GB / A800 80GB, Llama-3-8B, 25 req/s: measured 92 / 91 ms; the passes chain (~20 ms each, a
     # prompt arrives during most), and the next pass hands the first token out soon after it starts
-    assert 0.85 < _ratio(row_id) < 1.15
+    assert 0.85 < ratio(row_id) < 1.15
