@@ -918,24 +918,12 @@ def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
 
 
 def vllm_v0_chunks_prompts(r: ResolvedPlan) -> bool:
-    """Whether a vLLM V0 plan runs with chunked prefill on, as `serving.prefill_budget` reads it (which this module
-    cannot import): `enable_chunked_prefill` when given, a given max_num_batched_tokens, else V0's own default by
-    release and max_model_len (`engines.vllm_v0_chunks_by_default`, `engines.vllm_v0_chunked_budget`)."""
-    from mlrig.estimators.engines import vllm_v0_chunked_budget, vllm_v0_chunks_by_default
+    """Whether a vLLM V0 plan runs with chunked prefill on: it has a chunk budget (`serving.prefill_budget`:
+    `enable_chunked_prefill`, a given max_num_batched_tokens, else V0's own default by release and
+    max_model_len)."""
+    from mlrig.estimators.serving import prefill_budget  # imported here: serving imports this module
 
-    w = r.workload
-    if w.enable_chunked_prefill is False:
-        return False
-    if w.max_num_batched_tokens is not None:
-        return True
-    max_len = w.max_model_len or r.arch.max_position_embeddings or max(w.context, 2048)
-    if w.enable_chunked_prefill is None:
-        sliding = bool(r.arch.sliding_window) and r.arch.num_sliding_layers > 0
-        if not vllm_v0_chunks_by_default(w.engine_version, max_len, rocm=r.gpu.vendor.lower() == "amd",
-                                         mla=r.arch.is_mla, sliding_window=sliding,
-                                         prefix_caching=w.cached_prompt_tokens > 0):
-            return False
-    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps) is not None
+    return prefill_budget(r.plan, "vllm", r.gpu, False, r.arch.max_position_embeddings, r.arch) is not None
 
 
 def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vendor: str = "NVIDIA") -> float:
