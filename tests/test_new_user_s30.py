@@ -35,12 +35,11 @@ def test_qlora_headline_names_the_nf4_base() -> None:
 def test_precision_text() -> None:
     from mlrig.commands._common import precision_text
 
-    qlora = {"workload": {"task": "finetune"}, "training": {"method": "qlora"}}
-    assert precision_text("bf16", qlora) == "nf4 base + bf16 compute"
-    assert precision_text("fp16", qlora) == "nf4 base + fp16 compute"
-    assert precision_text("nf4-nodq", qlora) == "nf4-nodq base + bf16 compute"
-    assert precision_text("bf16", {"workload": {"task": "finetune"}, "training": {"method": "lora"}}) == "bf16"
-    assert precision_text("q4_k_m", {"workload": {"task": "inference"}}) == "q4_k_m"
+    assert precision_text("bf16", "nf4") == "nf4 base + bf16 compute"
+    assert precision_text("fp16", "nf4") == "nf4 base + fp16 compute"
+    assert precision_text("nf4-nodq", "nf4-nodq") == "nf4-nodq base + bf16 compute"
+    assert precision_text("bf16", None) == "bf16"  # LoRA: no base format of its own
+    assert precision_text("q4_k_m", None) == "q4_k_m"
 
 
 def test_qlora_markdown_headline() -> None:

@@ -362,17 +362,16 @@ def workload_fields(*, task: str | None = None, precision: str | None = None, kv
     }
 
 
-def precision_text(precision: str | None, plan: Mapping[str, Any]) -> str:
+def precision_text(precision: str | None, base_weights_precision: str | None) -> str:
     """A headline's precision. A QLoRA plan's precision is its compute dtype (the adapters and activations),
-    while its frozen base is 4-bit NF4 (bitsandbytes, QLoRA paper sec. 3; memory.qlora_base_precision): the
-    headline says both, 'nf4 base + bf16 compute', not a bare 'bf16' that reads as 16-bit weights."""
+    while its frozen base is 4-bit NF4 (the result's `base_weights_precision`, planner.base_weights_precision):
+    the headline says both, 'nf4 base + bf16 compute', not a bare 'bf16' that reads as 16-bit weights."""
     text = precision or "bf16"
-    wl, t = plan.get("workload") or {}, plan.get("training") or {}
-    if wl.get("task", "inference") == "inference" or str(t.get("method") or "full").lower() != "qlora":
+    if base_weights_precision is None:
         return text
-    base = text if text.lower() in ("nf4", "nf4-nodq") else "nf4"
-    compute = "bf16" if base == text else text
-    return f"{base} base + {compute} compute"
+    from mlrig.quant import compute_dtype
+
+    return f"{base_weights_precision} base + {compute_dtype(text)} compute"
 
 
 def max_model_len_clause(limit_tokens: int | None) -> str:

@@ -84,7 +84,8 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     failures = n_gpus > 1 or hw.get("mtbf_hours") is not None  # one GPU: no failure-rate lines unless asked
     task = wl.get("task", "inference")
     engine = f" ({result.engine})" if result.engine else ""
-    head = (f"[bold]{result.model}[/] · {precision_text(result.precision, plan)} · {task}{engine}"
+    precision = precision_text(result.precision, result.base_weights_precision)
+    head = (f"[bold]{result.model}[/] · {precision} · {task}{engine}"
             f" on {n_gpus} × {result.gpu}{sharding_text(plan, n_gpus)}")
     con.print(head)
     from mlrig.estimators.replicas import layout_line
@@ -376,7 +377,8 @@ def plan_cmd(
         hw = plan.hardware
         dumped = plan.model_dump(mode="json")
         typer.echo(plan_markdown(plan_json(result, lims, fixes), hw.count * hw.nodes, plan.workload.task,
-                                 sharding_text(dumped, hw.count * hw.nodes), precision_text(result.precision, dumped)))
+                                 sharding_text(dumped, hw.count * hw.nodes),
+                                 precision_text(result.precision, result.base_weights_precision)))
     else:
         seq = training_seq_len(resolve_arch(plan), plan) if plan.training is not None else None
         render_result(result, plan.model_dump(mode="json"), lims, fixes, follows_context=plan.workload.follows_context,

@@ -307,7 +307,8 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
-            "precision_text": precision_text(result.get("precision"), data),  # a QLoRA plan's NF4 base
+            # a QLoRA plan's NF4 base
+            "precision_text": precision_text(result.get("precision"), result.get("base_weights_precision")),
             "speed": speed, "validation": validation, "roof": roof,
             "memory_chart": memory_chart(result), "roofline_chart": roofline_chart(roof),
             "fits_on": [r for r in fits if r["fits"]][:15], "fits_count": sum(r["fits"] for r in fits),
