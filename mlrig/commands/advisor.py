@@ -279,7 +279,6 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
 
 
 LOCAL_QUANT = "q4_k_m"
-SIXTEEN_BIT = frozenset({"bf16", "fp16", "f16", "bfloat16", "float16"})
 LOCAL_QUANT_NOTE = ("nothing to buy runs it at the default precision (bf16): shown at GGUF Q4_K_M on llama.cpp, "
                     "the 4-bit format local users run (give --precision, e.g. -q q8_0, to choose another)")
 
@@ -289,6 +288,7 @@ def local_quantised(workloads: list[Any]) -> list[Any] | None:
     llama.cpp README's quantisation table lists Q4_K_M as the recommended 4-bit mix), for `recommend` to try
     when nothing local runs them at the default precision; None unless every workload is inference with no
     precision given and no engine or llama.cpp."""
+    from mlrig import quant
     from mlrig.planner import parse_plan, resolve_arch
 
     out = []
@@ -297,7 +297,7 @@ def local_quantised(workloads: list[Any]) -> list[Any] | None:
         if w.task != "inference" or wl.get("precision") is not None or (wl.get("engine") or "llama.cpp") != "llama.cpp":
             return None
         stored = resolve_arch(parse_plan({**w.plan, "hardware": {"gpu": "rtx-4090"}})).weight_format
-        if (stored or "bf16").lower() not in SIXTEEN_BIT:  # a quantised re-upload or file: its own format
+        if quant.bits_per_weight(stored or "bf16") < 16:  # a quantised re-upload or file: its own format
             return None
         plan = {**w.plan, "workload": {**wl, "precision": LOCAL_QUANT, "engine": "llama.cpp"}}
         out.append(w.model_copy(update={"plan": plan, "label": f"{w.label} at {LOCAL_QUANT} (llama.cpp)"}))
