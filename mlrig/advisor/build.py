@@ -620,10 +620,9 @@ def check_build(build: Build, resolve: GpuResolver | None = None) -> BuildReport
         limit_w = {g.id: round((g.tdp_w or UNKNOWN_GPU_TDP_W) * 0.8 / 5) * 5 for _, g in units}
         cap_text = "optional -20% power: "
         if psu_cap is not None:  # power_limit_for's fraction of TDP, the same on every card
-            top = max(g.tdp_w or UNKNOWN_GPU_TDP_W for _, g in units)
-            limit_w = {g.id: min(limit_w[g.id], math.floor((g.tdp_w or UNKNOWN_GPU_TDP_W) * psu_cap / top / 5) * 5)
+            limit_w = {g.id: min(limit_w[g.id], math.floor((g.tdp_w or UNKNOWN_GPU_TDP_W) * psu_cap / top_tdp / 5) * 5)
                        for _, g in units}
-            cap_text = f"the PSU finding's cap ({psu_cap / top - 1:+.0%} power) also cuts the heat: "
+            cap_text = f"the PSU finding's cap ({psu_cap / top_tdp - 1:+.0%} power) also cuts the heat: "
         add(
             sev,
             "cooling",

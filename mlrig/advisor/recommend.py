@@ -9,7 +9,6 @@ orders and explains the result. Pure: all inputs are arguments (the planner is i
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -111,11 +110,12 @@ class Recommendation(BaseModel):
 
 
 def parse_have(items: list[str], resolve: Resolve) -> dict[str, int]:
-    """'2x RTX 3090', '2 × RTX 3090', 'RTX 3090' -> {'rtx-3090': 2}."""
+    """'2x RTX 3090', '2 × RTX 3090', 'RTX 3090' -> {'rtx-3090': 2} (catalog.gpus.split_gpu_count)."""
+    from mlrig.catalog.gpus import split_gpu_count
+
     out: dict[str, int] = {}
     for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(.+)", item, re.I)
-        n, name = (int(m.group(1)), m.group(2)) if m else (1, item)
+        n, name = split_gpu_count(item) or (1, item)
         if not 1 <= n <= 64:
             raise MlrigError(f"--have {item!r}: count must be 1-64")
         gid = resolve(name).id
