@@ -54,8 +54,10 @@ from mlrig.errors import MlrigError
 
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
+    from mlrig.catalog.models import ModelArch
     from mlrig.quant import Precision
     from mlrig.vec import Num
+    from mlrig.workload import Plan
 
 # The release named when none is given: vLLM's newest on PyPI (0.33, Nov 2026); for the others the newest
 # the calibration rows were measured on (TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate takes the current
@@ -300,6 +302,26 @@ def vllm_v0_chunks_by_default(text: str | None, max_model_len: int, *, rocm: boo
     if mla and not before(text, VLLM_V0_MLA_NO_CHUNKING_FROM):
         return False
     return not (prefix_caching and before(text, VLLM_V0_PREFIX_CACHING_EXCLUDED_BEFORE))
+
+
+def vllm_v0_default_budget(plan: Plan, gpu: GPU, model_max_len: int | None, arch: ModelArch | None) -> int | None:
+    """vLLM V0's chunked-prefill budget when the plan gives no max_num_batched_tokens
+    (`vllm_v0_chunks_by_default`, `vllm_v0_chunked_budget`; vLLM's arg_utils.py / config.py by release): with
+    `enable_chunked_prefill = true` the release's default budget; unset, the same where V0 turns chunked prefill on
+    by itself: a max_model_len (the plan's, else the model's max_position_embeddings, vLLM's default) above 32,768
+    from 0.5.3, on NVIDIA (and AMD before 0.6.5), not for sliding-window or (from 0.7.1) MLA models. The dstack
+    H100 server of DSTACKCMP (0.6.3.post2 nightly, `vllm serve ... --max-model-len 91680`, no chunking flag)
+    records "chunked prefill on, max-num-batched-tokens 512" in its CSV. None: prompts are prefilled whole."""
+    w = plan.workload
+    max_len = w.max_model_len or model_max_len or max(w.context, 2048)
+    if w.enable_chunked_prefill is None:
+        sliding = arch is not None and bool(arch.sliding_window) and arch.num_sliding_layers > 0
+        on = vllm_v0_chunks_by_default(
+            w.engine_version, max_len, rocm=gpu.vendor.lower() == "amd", mla=arch is not None and arch.is_mla,
+            sliding_window=sliding, prefix_caching=w.cached_prompt_tokens > 0)
+        if not on:
+            return None
+    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps)
 
 
 # Hugging Face TGI's router (huggingface/text-generation-inference, backends/v3/src/backend.rs `batching_task`,

@@ -918,12 +918,17 @@ def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
 
 
 def vllm_v0_chunks_prompts(r: ResolvedPlan) -> bool:
-    """Whether a vLLM V0 plan runs with chunked prefill on: it has a chunk budget (`serving.prefill_budget`:
-    `enable_chunked_prefill`, a given max_num_batched_tokens, else V0's own default by release and
-    max_model_len)."""
-    from mlrig.estimators.serving import prefill_budget  # imported here: serving imports this module
+    """Whether a vLLM V0 plan runs with chunked prefill on, read as `serving.prefill_budget` reads V0's budget:
+    `enable_chunked_prefill = false` never, a given max_num_batched_tokens always, else V0's own default by
+    release and max_model_len (`engines.vllm_v0_default_budget`)."""
+    from mlrig.estimators.engines import vllm_v0_default_budget
 
-    return prefill_budget(r.plan, "vllm", r.gpu, False, r.arch.max_position_embeddings, r.arch) is not None
+    w = r.workload
+    if w.enable_chunked_prefill is False:
+        return False
+    if w.max_num_batched_tokens is not None:
+        return True
+    return vllm_v0_default_budget(r.plan, r.gpu, r.arch.max_position_embeddings, r.arch) is not None
 
 
 def vllm_v0_prefill_host_layer_s(engine: str, version: str | None, tp: int, vendor: str = "NVIDIA") -> float:

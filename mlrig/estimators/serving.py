@@ -69,6 +69,7 @@ from mlrig.estimators.engines import (
     sglang_default_chunked_prefill,
     trtllm_chunked_context_budget,
     vllm_big_gpu_defaults,
+    vllm_v0_default_budget,
 )
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
@@ -174,28 +175,6 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
     if engine == "sglang":
         return sglang_default_chunked_prefill(gpu.memory_gib, plan.workload.engine_version)
     return None
-
-
-def vllm_v0_default_budget(plan: Plan, gpu: GPU, model_max_len: int | None, arch: ModelArch | None) -> int | None:
-    """vLLM V0's chunked-prefill budget when the plan gives no max_num_batched_tokens (engines.
-    vllm_v0_chunks_by_default, vllm_v0_chunked_budget; vLLM's arg_utils.py / config.py by release): with
-    `enable_chunked_prefill = true` the release's default budget; unset, the same where V0 turns chunked prefill on
-    by itself: a max_model_len (the plan's, else the model's max_position_embeddings, vLLM's default) above 32,768
-    from 0.5.3, on NVIDIA (and AMD before 0.6.5), not for sliding-window or (from 0.7.1) MLA models. The dstack
-    H100 server of DSTACKCMP (0.6.3.post2 nightly, `vllm serve ... --max-model-len 91680`, no chunking flag)
-    records "chunked prefill on, max-num-batched-tokens 512" in its CSV. None: prompts are prefilled whole."""
-    from mlrig.estimators.engines import vllm_v0_chunked_budget, vllm_v0_chunks_by_default
-
-    w = plan.workload
-    max_len = w.max_model_len or model_max_len or max(w.context, 2048)
-    if w.enable_chunked_prefill is None:
-        sliding = arch is not None and bool(arch.sliding_window) and arch.num_sliding_layers > 0
-        on = vllm_v0_chunks_by_default(
-            w.engine_version, max_len, rocm=gpu.vendor.lower() == "amd", mla=arch is not None and arch.is_mla,
-            sliding_window=sliding, prefix_caching=w.cached_prompt_tokens > 0)
-        if not on:
-            return None
-    return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps)
 
 
 def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -> int | None:
