@@ -21,6 +21,8 @@ def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
     (["plan", "no-such-model-at-all", "--gpu", "RTX 4090"], "no-such-model-at-all"),
     (["plan", "--file", "/nonexistent/plan.toml"], "not found"),
     (["plan"], "give a MODEL"),
+    # -m is the model in compare and fit but --method in plan: the error says where the model goes
+    (["plan", "-m", "llama-3.1-8b", "--gpu", "RTX 4090"], "give the model as the first argument"),
 ])
 def test_bad_input_exit_2_one_line(args: list[str], needle: str) -> None:
     r = mlrig(*args)

@@ -323,6 +323,15 @@ def setup_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def missing_model_message(example: str, method: str | None) -> str:
+    """The error for a command given neither a model nor a plan file. `-m` is --method in plan and trace but
+    the model in compare and fit, so a model name given to -m is told where it belongs."""
+    if method and method.lower() not in ("full", "lora", "qlora"):
+        return (f"-m/--method takes full, lora or qlora, not {method!r}: give the model as the first argument "
+                f"(e.g. {example})")
+    return f"give a MODEL (e.g. {example}) or --file PLAN.toml"
+
+
 def training_fields(*, activation_checkpointing: str | None = None, lora_targets: str | None = None,
                     chunked_loss: bool | None = None, activation_offload: bool | None = None,
                     cp: int | None = None, sp: bool | None = None) -> dict[str, Any]:

@@ -325,7 +325,7 @@ def plan_cmd(
 
     Inference speed is priced for a 512-token prompt and 128 output tokens, or, with --context and no
     --prompt, for a request that fills the context; the speed line says which."""
-    from mlrig.commands._common import print_json
+    from mlrig.commands._common import missing_model_message, print_json
     from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file, plan_from_fields
 
@@ -333,7 +333,7 @@ def plan_cmd(
         raise MlrigError("--json and --markdown both asked for: give one")
     base = load_plan_file(file) if file else None
     if model is None and base is None:
-        raise MlrigError("give a MODEL (e.g. mlrig plan llama-3.1-8b --gpu 'RTX 4090') or --file PLAN.toml")
+        raise MlrigError(missing_model_message("mlrig plan llama-3.1-8b --gpu 'RTX 4090'", method))
     fields = workload_fields(task=task, precision=precision, kv_precision=kv_precision, engine=engine,
                              batch=batch, prompt=prompt, output=output, context=context, method=method,
                              lora_rank=lora_rank, optimizer=optimizer, seq_len=seq_len,

@@ -134,13 +134,13 @@ def trace_cmd(
     """Exact memory of the real HF transformers/PEFT program, traced on fake tensors (no GPU needed).
 
     Needs the trace extra: pip install 'mlrig[trace]'."""
-    from mlrig.commands._common import print_json
+    from mlrig.commands._common import missing_model_message, print_json
     from mlrig.errors import MlrigError
     from mlrig.planner import load_plan_file, plan_from_fields
 
     base = load_plan_file(file) if file else None
     if model is None and base is None:
-        raise MlrigError("give a MODEL (e.g. mlrig trace llama-3.2-1b --task finetune) or --file PLAN.toml")
+        raise MlrigError(missing_model_message("mlrig trace llama-3.2-1b --task finetune", method))
     # trace replays HF transformers; with no engine named that is the engine (not plan's default).
     fields = workload_fields(task=task, precision=precision, engine=engine or ("transformers" if (
                                  task or "inference") == "inference" and not (base or {}).get("workload", {}).get(
