@@ -90,7 +90,7 @@ def test_vllm_and_lmdeploy_gemms_at_geforce_half_rate() -> None:
     """cuBLAS FP32-accumulating GEMMs (vLLM's unquantised linears, TurboMind's FP16 linears) on a GeForce
     card run at its half tensor rate and reach efficiency.GEFORCE_HALF_RATE_GEMM_EFF of it, as TinyChat's
     FP16 path does, not the engines' full-rate figure (0.55 / 0.60)."""
-    for engine in ("vllm", "lmdeploy", "trt-llm"):
+    for engine in ("vllm", "lmdeploy", "trt-llm", "sglang"):
         r = _resolved(_plan(engine=engine))
         cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
         t = prefill_pass(r, 1, 214)
@@ -104,6 +104,24 @@ def test_vllm_and_lmdeploy_gemms_at_geforce_half_rate() -> None:
     r = _resolved(_plan(gpu="NVIDIA RTX A6000", engine="vllm"))
     cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
     ce = eff.COMPUTE_EFF["vllm"]["gddr"]
+    assert prefill_pass(r, 1, 214).compute_s == pytest.approx(cost.flops / (ce * 154.8e12), rel=1e-6)
+
+
+def test_sglang_prefill_on_geforce_is_the_half_rate_cublas_gemm() -> None:
+    """SGLang's unquantised linears are F.linear (cuBLAS, FP32 accumulate), as vLLM's are: a 214-token Llama-3-8B
+    prompt on an RTX 3090 (71 TFLOPS half-rate peak) costs ~3.0 TFLOP (2 x ~7.0e9 parameters of the layers x 214
+    tokens, logits for the last token only, plus 0.012 TFLOP of causal attention), i.e. ~50 ms at 0.85 of the
+    peak, where the inherited 0.55 gave ~77 ms. A full-rate card (RTX A6000, L4, A10G) keeps
+    COMPUTE_EFF["sglang"]["gddr"]."""
+    r = _resolved(_plan(engine="sglang"))
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
+    assert 2.9e12 < cost.flops < 3.1e12
+    t = prefill_pass(r, 1, 214)
+    assert t.compute_s == pytest.approx(cost.flops / (0.85 * 71.0e12), rel=1e-6)
+    assert 0.047 < t.compute_s < 0.052
+    r = _resolved(_plan(gpu="NVIDIA RTX A6000", engine="sglang"))
+    cost = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, 214)
+    ce = eff.COMPUTE_EFF["sglang"]["gddr"]
     assert prefill_pass(r, 1, 214).compute_s == pytest.approx(cost.flops / (ce * 154.8e12), rel=1e-6)
 
 

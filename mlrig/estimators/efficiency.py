@@ -1093,7 +1093,14 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 #    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
 #    16-bit weights only (`performance.pass_time`): their 4-bit kernels are not that cuBLAS path (vLLM's
 #    AWQ GEMM before awq_marlin, TurboMind's own W4A16 GEMM) and have no GeForce compute rows either.
-GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy"})
+# SGLang joins them for the same reason: its unquantised linears are the same cuBLAS call, UnquantizedLinearMethod.apply
+#    returning F.linear(x, layer.weight, bias) on CUDA (sgl-project/sglang python/sglang/srt/layers/quantization/
+#    unquant.py @ 0038b2b; the Intel AMX and ROCm aiter branches before it do not apply to NVIDIA cards), so on a
+#    GeForce card its 16-bit prefill GEMMs ran at COMPUTE_EFF["sglang"]["gddr"] (0.55, inherited from vLLM's HBM
+#    figure, never fitted) of the half-rate peak where vLLM's identical GEMMs ran at 0.85 of it. Physics from the
+#    source, not fitted: no SGLang GeForce row that binds on compute is fit-grade (CHINMAY5090, the RTX 5090 rows,
+#    is held out and measures it; LOOUIS, the RTX 2080 Ti rows, are anomalies).
+GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy", "sglang"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
