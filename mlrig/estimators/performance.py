@@ -1014,6 +1014,47 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
 
 
+def apple_expert_gemm_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Token rows the routed experts' grouped GEMMs of a prompt pass compute on an Apple GPU, per routed row
+    (token x chosen expert), >= 1: both Metal engines tile each expert's tokens, and a tile is computed (its weight
+    tile de-quantised and multiplied) whole however few of its rows hold tokens. With T tokens in a (micro-)batch,
+    n = T k routed rows land on E_t = E x `experts_touched_fraction` experts, lam = n / E_t each (uniform routing).
+    - llama.cpp (ggml/src/ggml-metal/ggml-metal-ops.cpp `ggml_metal_op_mul_mat_id`, read at 6340ab1): from
+      ne21_mm_id_min = 32 tokens it maps tokens to experts (kernel_mul_mm_id_map0) and dispatches kernel_mul_mm_id
+      over (ne21 + 31) / 32 token tiles x (ne01 + 63) / 64 weight-row tiles x every expert; a tile past its expert's
+      token count returns at once, so an expert with c tokens computes ceil(c / 32) tiles of 32 rows. For Poisson
+      counts of mean lam that is ~max(32, lam + 16) rows per touched expert (32 x E[ceil(c / 32)]: 32 at lam 8 or
+      16, 48 at 32, 80 at 64). Per micro-batch of LLAMA_CPP_N_UBATCH tokens. Below 32 tokens it runs the mat-vec
+      kernel_mul_mv_id per (token, expert) pair instead: 1 here.
+    - MLX (mlx/backend/metal/quantized.cpp `GatherQMM::eval_gpu`, read at 846d176): mlx-lm's SwitchGLU sorts the
+      routed rows by expert from 64 of them (mlx_lm/models/switch_layers.py, `do_sort = indices.size >= 64`), and
+      with at least 4 rows per expert (`B / E >= 4`) runs `gather_qmm_rhs`, whose threadgroups take BM = 16
+      sorted rows and run the full 16-row GEMM once for every expert segment inside them
+      (kernels/quantized.h `affine_gather_qmm_rhs`): ~n / 16 + E_t segments, n + 16 E_t rows. Per mlx-lm
+      prefill step (memory.MLX_PREFILL_STEP). Fewer rows per expert go through per-pair mat-vecs: 1 here. The
+      same file's Neural-Accelerator variant (`gather_qmm_rhs_nax`, macOS 26.2+ on M5) tiles 32 or 64 rows: not
+      priced (no row of that setup).
+    1 for other engines, vendors and dense models. Physics from the engines' source, no fitted figure."""
+    a = r.arch
+    if r.gpu.vendor != "Apple" or not a.is_moe or not a.num_experts or engine not in ("llama.cpp-metal", "mlx"):
+        return 1.0
+    from mlrig.estimators.memory import MLX_PREFILL_STEP
+
+    k, experts = a.experts_per_token, a.num_experts
+    step = LLAMA_CPP_N_UBATCH if engine == "llama.cpp-metal" else MLX_PREFILL_STEP
+    tokens = vec.minimum(vec.maximum(1, tokens_in_pass), step)
+    rows = tokens * k
+    touched = experts * experts_touched_fraction(a, tokens)
+    if engine == "llama.cpp-metal":
+        tile = float(eff.METAL_MUL_MM_ID_TOKEN_TILE)
+        computed = touched * vec.maximum(tile, rows / touched + tile / 2.0)
+        grouped = tokens >= eff.METAL_MUL_MM_ID_MIN_TOKENS
+    else:
+        computed = rows + eff.MLX_GATHER_QMM_RHS_BM * touched
+        grouped = (rows >= eff.MLX_SWITCH_SORT_MIN_ROWS) & (rows >= 4 * experts)
+    return vec.where(grouped, vec.maximum(1.0, computed / rows), 1.0)
+
+
 def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
     """Bytes ExLlamaV2 moves to de-quantise its weights for a pass of more than MAX_Q_GEMM_ROWS (32)
     tokens: gemm_half_q_half_cuda (exllamav2_ext/cuda/q_gemm.cu, @b9c025b) then reconstructs each
@@ -1222,6 +1263,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
+    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt)
+    if vec.is_array(tiled) or tiled != 1.0:
+        # the grouped expert GEMMs compute whole tiles of each expert's tokens (`apple_expert_gemm_rows_factor`)
+        cost = replace(cost, flops=cost.flops + cost.expert_flops * (tiled - 1.0),
+                       expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
