@@ -1412,7 +1412,7 @@ APPLE_CONCURRENT_ALU_SPEEDUP = 1.8
 #    Refitted on the same rows (2.0 -> 2.6, median error of the six -20 % -> 0) once the grouped expert GEMMs are
 #    priced at the 32-token tiles they compute (performance.apple_expert_gemm_rows_factor: 1.5x the routed expert
 #    rows at each 512-token micro-batch of this model), which the 2.0 had absorbed. Still within Apple's "over 4x".
-APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.8}
+APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.6}
 APPLE_NEURAL_ACCEL_FAMILIES = (10,)
 # Tiles of the Metal engines' grouped expert GEMMs in a prompt pass (performance.apple_expert_gemm_rows_factor,
 #    which cites the source lines): llama.cpp's kernel_mul_mm_id computes 32-token tiles per expert from 32 tokens
