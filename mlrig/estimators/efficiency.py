@@ -1106,7 +1106,13 @@ LAYER_OVERHEAD_S["mlx"] = 40e-6
 #    the dense per-layer times alike at every bit width, ~100 us per each of its 48 MoE layers. Dense models
 #    of the same source (NEXVER-0003..-0011, Qwen2.5 / Mistral-Small) and of mlx-lm's own benchmark need no
 #    such term. One source and model; LM Studio's MLX runtime version is not stated (April 2025).
-MLX_MOE_LAYER_S = 100e-6
+#    Refitted 100 -> 70 us on every MLX MoE fit row (2026-11-24): mlx-lm's own runs of the same model on a 10-core M5
+#    (ZISKIND-0036..0040, Nov 2025) leave only ~2.5-3 ms per token beyond the bandwidth and dense per-layer times,
+#    and came out 16-21 % slow at 100 us. 70 us minimises median + p90 |log(pred / meas)| over the eight rows
+#    (NEXVER +12..+14 %, ZISKIND -11..-15 %; 40 / 50 / 60 / 70 us: 0.34 / 0.32 / 0.30 / 0.29). The two sources
+#    disagree by ~25 % at any one value: LM Studio's older runtime, or a per-layer time that grows with the GPU's
+#    width (the 40-core M4 Max against the 10-core M5), is not separated by these rows.
+MLX_MOE_LAYER_S = 70e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which
