@@ -26,6 +26,7 @@ The efficiency factors (mlrig/estimators/efficiency.py) are per engine family an
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -825,14 +826,25 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     return eff.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S * a.num_moe_layers / a.num_layers
 
 
+def apple_gpu_cores(gpu: GPU) -> float:
+    """GPU cores of an Apple chip: the catalog name's "<n>-core GPU" (Apple's own configuration names), else
+    the FP32 rate over 128 FP32 ALUs x 2 FLOP x 1.4 GHz per core (the catalog's derivation of that rate,
+    data/gpus.json notes, at a mid-range clock of the M1-M5 GPUs)."""
+    m = re.search(r"(\d+)-core GPU", gpu.name)
+    if m:
+        return float(m.group(1))
+    return max(1.0, round((gpu.fp32_tflops or 0.0) * 1e12 / (128 * 2 * 1.4e9)))
+
+
 def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
-    and gathered-expert kernels each MoE layer dispatches beside a dense layer's (efficiency.MLX_MOE_LAYER_S);
-    0 for dense models and other engines."""
+    and gathered-expert kernels each MoE layer dispatches beside a dense layer's, each waiting for the one
+    before it on every GPU core, efficiency.MLX_MOE_LAYER_S_PER_GPU_CORE x the chip's GPU cores
+    (`apple_gpu_cores`); 0 for dense models and other engines."""
     a = r.arch
     if engine != "mlx" or r.gpu.vendor != "Apple" or not a.is_moe or not a.num_layers:
         return 0.0
-    return eff.MLX_MOE_LAYER_S * a.num_moe_layers / a.num_layers
+    return eff.MLX_MOE_LAYER_S_PER_GPU_CORE * apple_gpu_cores(r.gpu) * a.num_moe_layers / a.num_layers
 
 
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
