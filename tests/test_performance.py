@@ -843,9 +843,9 @@ def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer_per_gpu_core() -> None:
     assert mlx_moe_layer_s(moe, "mlx") == pytest.approx(84e-6)  # every layer is MoE
     assert mlx_moe_layer_s(moe, "llama.cpp") == 0.0
     assert mlx_moe_layer_s(resolved("Qwen/Qwen2.5-14B-Instruct"), "mlx") == 0.0
+    ultra = "Apple M3 Ultra 60-core GPU 96GB"
     cases = (("mlx-4bit", "Apple M4 Max 40-core GPU 48GB", 93.0), ("mlx-8bit", "Apple M4 Max 40-core GPU 48GB", 70.0),
-             ("mlx-4bit", "Apple M3 Ultra 60-core GPU 96GB", 87.4), ("mlx-8bit", "Apple M3 Ultra 60-core GPU 96GB", 72.0),
-             ("mlx-4bit", "Apple M5 10-core GPU 32GB", 61.3))
+             ("mlx-4bit", ultra, 87.4), ("mlx-8bit", ultra, 72.0), ("mlx-4bit", "Apple M5 10-core GPU 32GB", 61.3))
     for precision, gpu, measured in cases:
         plan = _apple_plan("Qwen/Qwen3-30B-A3B", precision)
         plan["hardware"] = {"gpu": gpu, "count": 1, "tensor_parallel": 1}
@@ -878,7 +878,8 @@ def test_apple_expert_gemm_tiles_in_moe_prefill() -> None:
     assert apple_expert_gemm_rows_factor(moe, "mlx", 128) == pytest.approx(3.0, rel=0.01)
     assert apple_expert_gemm_rows_factor(moe, "mlx", 2048) == pytest.approx(1.125, rel=0.01)
     assert apple_expert_gemm_rows_factor(moe, "mlx", 16) == 1.0
-    assert apple_expert_gemm_rows_factor(resolved("Qwen/Qwen2.5-14B-Instruct", "llama.cpp"), "llama.cpp-metal", 128) == 1.0
+    dense = resolved("Qwen/Qwen2.5-14B-Instruct", "llama.cpp")
+    assert apple_expert_gemm_rows_factor(dense, "llama.cpp-metal", 128) == 1.0
     assert apple_expert_gemm_rows_factor(resolved("Qwen/Qwen3-30B-A3B", "llama.cpp", "RTX 4090"), "llama.cpp-metal",
                                          128) == 1.0
     plan = _apple_plan("Qwen/Qwen3-30B-A3B", "q4_k_m", "llama.cpp")
