@@ -822,12 +822,14 @@ def _apple_plan(model: str, precision: str, engine: str = "mlx") -> dict[str, ob
             "hardware": {"gpu": "Apple M4 Max 40-core GPU 48GB", "count": 1, "tensor_parallel": 1}}
 
 
-def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer() -> None:
-    """MLX's routed experts add a fixed time per MoE layer (efficiency.MLX_MOE_LAYER_S): Qwen3-30B-A3B
-    (48 MoE layers) gets it, a dense model and llama.cpp do not, and the LM Studio rows it was fitted on
-    (NEXVER-0012/-0014: 93 / 70 tok/s at 4 / 8-bit on a 48 GB M4 Max) come out within 10 %, where
-    without it they were 77 % / 53 % too fast."""
-    from mlrig.estimators.performance import mlx_moe_layer_s
+def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer_per_gpu_core() -> None:
+    """MLX's routed experts add a fixed time per MoE layer that grows with the GPU's cores
+    (efficiency.MLX_MOE_LAYER_S_PER_GPU_CORE): Qwen3-30B-A3B (48 MoE layers) gets it, a dense model and llama.cpp
+    do not; 40 cores x 2.1 us = 84 us per layer on an M4 Max, 21 us on a 10-core M5, 126 us on a 60-core M3 Ultra.
+    Published decode (hand-checked against the rows): LM Studio on a 48 GB M4 Max 93 / 70 tok/s at 4 / 8-bit
+    (NEXVER-0012/-0014), on a 96 GB M3 Ultra 87.4 / 72.0 tok/s (ZISKINDLMS-0015/-0022), mlx-lm on an M5 61.3 tok/s
+    (ZISKIND-0036): each within 10 %; a flat 100 us per layer had the M5 at 48.5 (-21 %) and the M3 Ultra at +34 %."""
+    from mlrig.estimators.performance import apple_gpu_cores, mlx_moe_layer_s
     from mlrig.planner import evaluate
 
     m4max = resolve_gpu("Apple M4 Max 40-core GPU 48GB")
@@ -836,29 +838,73 @@ def test_mlx_moe_layers_cost_a_fixed_time_per_moe_layer() -> None:
         return resolve(resolve_model(model), Plan.model_validate(_apple_plan(model, "mlx-4bit")), m4max)
 
     moe = resolved("Qwen/Qwen3-30B-A3B")
-    assert mlx_moe_layer_s(moe, "mlx") == pytest.approx(eff.MLX_MOE_LAYER_S)  # every layer is MoE
+    assert apple_gpu_cores(m4max) == 40.0
+    assert apple_gpu_cores(resolve_gpu("Apple M5 10-core GPU 32GB")) == 10.0
+    assert mlx_moe_layer_s(moe, "mlx") == pytest.approx(84e-6)  # every layer is MoE
     assert mlx_moe_layer_s(moe, "llama.cpp") == 0.0
     assert mlx_moe_layer_s(resolved("Qwen/Qwen2.5-14B-Instruct"), "mlx") == 0.0
-    for precision, measured in (("mlx-4bit", 93.0), ("mlx-8bit", 70.0)):
-        perf = evaluate(_apple_plan("Qwen/Qwen3-30B-A3B", precision)).performance
+    ultra = "Apple M3 Ultra 60-core GPU 96GB"
+    cases = (("mlx-4bit", "Apple M4 Max 40-core GPU 48GB", 93.0), ("mlx-8bit", "Apple M4 Max 40-core GPU 48GB", 70.0),
+             ("mlx-4bit", ultra, 87.4), ("mlx-8bit", ultra, 72.0), ("mlx-4bit", "Apple M5 10-core GPU 32GB", 61.3))
+    for precision, gpu, measured in cases:
+        plan = _apple_plan("Qwen/Qwen3-30B-A3B", precision)
+        plan["hardware"] = {"gpu": gpu, "count": 1, "tensor_parallel": 1}
+        perf = evaluate(plan).performance
         assert perf is not None
-        assert perf.decode_tok_s == pytest.approx(measured, rel=0.10)
+        assert perf.decode_tok_s == pytest.approx(measured, rel=0.10), gpu
+
+
+def test_apple_expert_gemm_tiles_in_moe_prefill() -> None:
+    """The Metal engines compute each expert's prompt rows in whole tiles (performance.apple_expert_gemm_rows_factor).
+    Qwen3-30B-A3B (128 experts, 8 routed), hand-checked: llama.cpp at 128 tokens routes 1,024 rows to ~all 128
+    experts, 8 each, computed as one 32-row tile each: 4,096 / 1,024 = 4.0; at 512 tokens 32 each, ~48 computed
+    (max(32, 32 + 16)): 1.5; a 4,096-token prompt runs in 512-token micro-batches: 1.5 again; below 32 tokens the
+    mat-vec path: 1. MLX at 128 tokens: 1,024 + 16 x 128 = 3,072 rows: 3.0; at 2,048 tokens 1 + 16 x 128 / 16,384 =
+    1.125; at 16 tokens (128 rows, 1 per expert) the per-pair mat-vec path: 1. A dense model, an NVIDIA GPU: 1.
+    Published (llama-bench pp128 on an M4 Max, ZISKIND-0001, 765.6 tok/s): within 25 %, where without tiles the
+    prefill came out 1.9x the measurement."""
+    from mlrig.estimators.performance import apple_expert_gemm_rows_factor
+    from mlrig.planner import evaluate
+
+    def resolved(model: str, engine: str, gpu: str = "Apple M4 Max 40-core GPU 128GB") -> ResolvedPlan:
+        return resolve(resolve_model(model), Plan.model_validate(_apple_plan(model, "q4_k_m", engine)),
+                       resolve_gpu(gpu))
+
+    moe = resolved("Qwen/Qwen3-30B-A3B", "llama.cpp")
+    assert apple_expert_gemm_rows_factor(moe, "llama.cpp-metal", 128) == pytest.approx(4.0, rel=0.01)
+    assert apple_expert_gemm_rows_factor(moe, "llama.cpp-metal", 512) == pytest.approx(1.5, rel=0.01)
+    assert apple_expert_gemm_rows_factor(moe, "llama.cpp-metal", 4096) == pytest.approx(1.5, rel=0.01)
+    assert apple_expert_gemm_rows_factor(moe, "llama.cpp-metal", 16) == 1.0
+    assert apple_expert_gemm_rows_factor(moe, "mlx", 128) == pytest.approx(3.0, rel=0.01)
+    assert apple_expert_gemm_rows_factor(moe, "mlx", 2048) == pytest.approx(1.125, rel=0.01)
+    assert apple_expert_gemm_rows_factor(moe, "mlx", 16) == 1.0
+    dense = resolved("Qwen/Qwen2.5-14B-Instruct", "llama.cpp")
+    assert apple_expert_gemm_rows_factor(dense, "llama.cpp-metal", 128) == 1.0
+    assert apple_expert_gemm_rows_factor(resolved("Qwen/Qwen3-30B-A3B", "llama.cpp", "RTX 4090"), "llama.cpp-metal",
+                                         128) == 1.0
+    plan = _apple_plan("Qwen/Qwen3-30B-A3B", "q4_k_m", "llama.cpp")
+    plan["hardware"] = {"gpu": "Apple M4 Max 40-core GPU 128GB", "count": 1, "tensor_parallel": 1}
+    plan["workload"] = {**plan["workload"], "prompt_tokens": 128, "output_tokens": 0, "flash_attention": False}  # type: ignore[dict-item]
+    perf = evaluate(plan).performance
+    assert perf is not None
+    assert perf.prefill_tok_s == pytest.approx(765.6, rel=0.25)
 
 
 def test_m5_neural_accelerators_speed_llama_cpp_prefill_only() -> None:
     """An M5 (Metal family Apple10) runs llama.cpp's mat-mat kernels on its GPU cores' Neural Accelerators
-    (Metal 4 tensor API): the prefill GEMM rate is efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP (2.0) times the
+    (Metal 4 tensor API): the prefill GEMM rate is efficiency.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP (2.6) times the
     SIMD figure, which M4 chips and MLX (no fit row with the accelerators on) keep. Published: Qwen3-Coder-30B-A3B
     Q4_K_M, llama-bench pp512 on a 10-core M5 = 837 tok/s (ZISKIND-0013); at the SIMD rate alone mlrig said
-    ~451, now within 15 %. Decode (bandwidth-bound) is untouched."""
+    ~451 (~360 with the expert GEMMs' 32-token tiles, `apple_expert_gemm_rows_factor`), now within 15 %. Decode
+    (bandwidth-bound) is untouched."""
     from mlrig.estimators.performance import apple_neural_accel_speedup, peak_tflops
     from mlrig.planner import evaluate
 
     m5, m4 = resolve_gpu("Apple M5 10-core GPU 32GB"), resolve_gpu("Apple M4 10-core GPU 32GB")
-    assert apple_neural_accel_speedup(m5, "llama.cpp") == eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP["llama.cpp"] == 2.0
-    assert apple_neural_accel_speedup(m5, "llama.cpp-metal") == 2.0
+    assert apple_neural_accel_speedup(m5, "llama.cpp") == eff.APPLE_NEURAL_ACCEL_GEMM_SPEEDUP["llama.cpp"] == 2.6
+    assert apple_neural_accel_speedup(m5, "llama.cpp-metal") == 2.6
     assert apple_neural_accel_speedup(m5, "mlx") == apple_neural_accel_speedup(m4, "llama.cpp") == 1.0
-    assert peak_tflops(m5, "fp16", "llama.cpp") == pytest.approx(2.0 * 4.04)
+    assert peak_tflops(m5, "fp16", "llama.cpp") == pytest.approx(2.6 * 4.04)
     assert peak_tflops(m5, "fp16", "mlx") == pytest.approx(4.04)
 
     def speed(prompt: int, output: int) -> tuple[float | None, float | None]:

@@ -1104,16 +1104,21 @@ GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy", "sglang"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
-# MLX runs a MoE layer's routed experts through mlx-lm's SwitchGLU (mlx_lm/models/switch_layers.py): beside the
-#    dense layer's kernels, the router's gate mat-vec, an argpartition for the top-k, take_along_axis, the
-#    softmax, three gather_qmm calls (gate, up, down over the k chosen experts, each a small mat-vec: Qwen3-30B-A3B's
-#    experts are 2048 x 768) and the weighted sum, each a Metal dispatch of its own. At batch 1 that is a fixed
-#    time per MoE layer, not a bandwidth share: the LM Studio MLX rows of Qwen3-30B-A3B on a 48 GB M4 Max
-#    (NEXVER-0012/-0013/-0014, 4 / 6 / 8-bit, fit) leave 4.7 / 4.6 / 5.0 ms per token beyond the weights' and
-#    the dense per-layer times alike at every bit width, ~100 us per each of its 48 MoE layers. Dense models
-#    of the same source (NEXVER-0003..-0011, Qwen2.5 / Mistral-Small) and of mlx-lm's own benchmark need no
-#    such term. One source and model; LM Studio's MLX runtime version is not stated (April 2025).
-MLX_MOE_LAYER_S = 100e-6
+# MLX runs a MoE layer's routed experts through mlx-lm's SwitchGLU (mlx_lm/models/switch_layers.py @ d78bf58, and
+#    qwen3_moe.py `Qwen3MoeSparseMoeBlock`): beside the dense layer's kernels, the router's gate mat-vec, a softmax, an
+#    argpartition for the top-k, take_along_axis, the score normalisation, three gather_qmm calls (gate, up, down over
+#    the k chosen experts; one token's 8 rows stay unsorted below `do_sort = indices.size >= 64`, so mlx's
+#    GatherQMM::eval_gpu runs its gathered mat-vec) and the weighted sum, each a Metal dispatch that waits for the one
+#    before it. At batch 1 that is a fixed time per MoE layer, not a bandwidth share, and it grows with the chip's GPU
+#    width: each dependent dispatch is spread over, and drained from, every GPU core (an Ultra's over two dies). Per
+#    MoE layer, time = MLX_MOE_LAYER_S_PER_GPU_CORE x GPU cores (performance.mlx_moe_layer_s). Qwen3-30B-A3B decode
+#    leaves, beyond the weights' bandwidth time and the dense 40 us per layer, ~18 us per MoE layer on a 10-core M5
+#    (ZISKIND-0036..0040, mlx-lm), ~65-105 us on a 40-core M4 Max (NEXVER-0012..0014, ZISKINDLMS-0001..0014, LM Studio's
+#    MLX runtime) and ~135 us on a 60-core M3 Ultra (ZISKINDLMS-0015..0034): ~2 us per core on all three chips, where
+#    one flat figure (100 us, fitted on NEXVER alone) left the M5 16-21 % slow and the M3 Ultra 25-41 % fast. Fitted on
+#    those fit rows (the MLX MoE decode rows of the fit split) minimising median + p90 |log(pred / meas)|: 1.8 / 2.0 /
+#    2.1 / 2.2 / 2.4 us -> 0.171 / 0.111 / 0.095 / 0.103 / 0.165. NEXVER's dense models need no such term.
+MLX_MOE_LAYER_S_PER_GPU_CORE = 2.1e-6
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which
@@ -1416,5 +1421,16 @@ APPLE_CONCURRENT_ALU_SPEEDUP = 1.8
 #    pessimistic on macOS 26.2+). The speed-up of llama.cpp's prefill GEMMs over the SIMD rate, fitted on
 #    ZISKIND-0013..0018 (Qwen3-30B-A3B Q4_K_M, llama-bench pp512..pp16384 on a 10-core M5, Nov 2025 build:
 #    measured / predicted 1.85-2.08 at the SIMD rate). One chip, one model, one source: a rough figure.
-APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.0}
+#    Refitted on the same rows (2.0 -> 2.6, median error of the six -20 % -> 0) once the grouped expert GEMMs are
+#    priced at the 32-token tiles they compute (performance.apple_expert_gemm_rows_factor: 1.5x the routed expert
+#    rows at each 512-token micro-batch of this model), which the 2.0 had absorbed. Still within Apple's "over 4x".
+APPLE_NEURAL_ACCEL_GEMM_SPEEDUP: dict[str, float] = {"llama.cpp": 2.6}
 APPLE_NEURAL_ACCEL_FAMILIES = (10,)
+# Tiles of the Metal engines' grouped expert GEMMs in a prompt pass (performance.apple_expert_gemm_rows_factor,
+#    which cites the source lines): llama.cpp's kernel_mul_mm_id computes 32-token tiles per expert from 32 tokens
+#    in the micro-batch (ne21_mm_id_min); MLX's gather_qmm_rhs 16-row blocks per expert segment once mlx-lm sorts
+#    (64 routed rows or more) and at least 4 rows fall to an expert. Kernel constants, not fitted.
+METAL_MUL_MM_ID_TOKEN_TILE = 32
+METAL_MUL_MM_ID_MIN_TOKENS = 32
+MLX_GATHER_QMM_RHS_BM = 16
+MLX_SWITCH_SORT_MIN_ROWS = 64

@@ -26,6 +26,7 @@ The efficiency factors (mlrig/estimators/efficiency.py) are per engine family an
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -825,14 +826,25 @@ def early_block_fp8_mla_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     return eff.EARLY_BLOCK_FP8_MLA_MOE_LAYER_S * a.num_moe_layers / a.num_layers
 
 
+def apple_gpu_cores(gpu: GPU) -> float:
+    """GPU cores of an Apple chip: the catalog name's "<n>-core GPU" (Apple's own configuration names), else
+    the FP32 rate over 128 FP32 ALUs x 2 FLOP x 1.4 GHz per core (the catalog's derivation of that rate,
+    data/gpus.json notes, at a mid-range clock of the M1-M5 GPUs)."""
+    m = re.search(r"(\d+)-core GPU", gpu.name)
+    if m:
+        return float(m.group(1))
+    return max(1.0, round((gpu.fp32_tflops or 0.0) * 1e12 / (128 * 2 * 1.4e9)))
+
+
 def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
-    and gathered-expert kernels each MoE layer dispatches beside a dense layer's (efficiency.MLX_MOE_LAYER_S);
-    0 for dense models and other engines."""
+    and gathered-expert kernels each MoE layer dispatches beside a dense layer's, each waiting for the one
+    before it on every GPU core, efficiency.MLX_MOE_LAYER_S_PER_GPU_CORE x the chip's GPU cores
+    (`apple_gpu_cores`); 0 for dense models and other engines."""
     a = r.arch
     if engine != "mlx" or r.gpu.vendor != "Apple" or not a.is_moe or not a.num_layers:
         return 0.0
-    return eff.MLX_MOE_LAYER_S * a.num_moe_layers / a.num_layers
+    return eff.MLX_MOE_LAYER_S_PER_GPU_CORE * apple_gpu_cores(r.gpu) * a.num_moe_layers / a.num_layers
 
 
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
@@ -1012,6 +1024,47 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
         return None
     tiles = vec.ceil_int(batch / eff.MLC_GEMM_ROW_TILE)
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
+
+
+def apple_expert_gemm_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Token rows the routed experts' grouped GEMMs of a prompt pass compute on an Apple GPU, per routed row
+    (token x chosen expert), >= 1: both Metal engines tile each expert's tokens, and a tile is computed (its weight
+    tile de-quantised and multiplied) whole however few of its rows hold tokens. With T tokens in a (micro-)batch,
+    n = T k routed rows land on E_t = E x `experts_touched_fraction` experts, lam = n / E_t each (uniform routing).
+    - llama.cpp (ggml/src/ggml-metal/ggml-metal-ops.cpp `ggml_metal_op_mul_mat_id`, read at 6340ab1): from
+      ne21_mm_id_min = 32 tokens it maps tokens to experts (kernel_mul_mm_id_map0) and dispatches kernel_mul_mm_id
+      over (ne21 + 31) / 32 token tiles x (ne01 + 63) / 64 weight-row tiles x every expert; a tile past its expert's
+      token count returns at once, so an expert with c tokens computes ceil(c / 32) tiles of 32 rows. For Poisson
+      counts of mean lam that is ~max(32, lam + 16) rows per touched expert (32 x E[ceil(c / 32)]: 32 at lam 8 or
+      16, 48 at 32, 80 at 64). Per micro-batch of LLAMA_CPP_N_UBATCH tokens. Below 32 tokens it runs the mat-vec
+      kernel_mul_mv_id per (token, expert) pair instead: 1 here.
+    - MLX (mlx/backend/metal/quantized.cpp `GatherQMM::eval_gpu`, read at 846d176): mlx-lm's SwitchGLU sorts the
+      routed rows by expert from 64 of them (mlx_lm/models/switch_layers.py, `do_sort = indices.size >= 64`), and
+      with at least 4 rows per expert (`B / E >= 4`) runs `gather_qmm_rhs`, whose threadgroups take BM = 16
+      sorted rows and run the full 16-row GEMM once for every expert segment inside them
+      (kernels/quantized.h `affine_gather_qmm_rhs`): ~n / 16 + E_t segments, n + 16 E_t rows. Per mlx-lm
+      prefill step (memory.MLX_PREFILL_STEP). Fewer rows per expert go through per-pair mat-vecs: 1 here. The
+      same file's Neural-Accelerator variant (`gather_qmm_rhs_nax`, macOS 26.2+ on M5) tiles 32 or 64 rows: not
+      priced (no row of that setup).
+    1 for other engines, vendors and dense models. Physics from the engines' source, no fitted figure."""
+    a = r.arch
+    if r.gpu.vendor != "Apple" or not a.is_moe or not a.num_experts or engine not in ("llama.cpp-metal", "mlx"):
+        return 1.0
+    from mlrig.estimators.memory import MLX_PREFILL_STEP
+
+    k, experts = a.experts_per_token, a.num_experts
+    step = LLAMA_CPP_N_UBATCH if engine == "llama.cpp-metal" else MLX_PREFILL_STEP
+    tokens = vec.minimum(vec.maximum(1, tokens_in_pass), step)
+    rows = tokens * k
+    touched = experts * experts_touched_fraction(a, tokens)
+    if engine == "llama.cpp-metal":
+        tile = float(eff.METAL_MUL_MM_ID_TOKEN_TILE)
+        computed = touched * vec.maximum(tile, rows / touched + tile / 2.0)
+        grouped = tokens >= eff.METAL_MUL_MM_ID_MIN_TOKENS
+    else:
+        computed = rows + eff.MLX_GATHER_QMM_RHS_BM * touched
+        grouped = (rows >= eff.MLX_SWITCH_SORT_MIN_ROWS) & (rows >= 4 * experts)
+    return vec.where(grouped, vec.maximum(1.0, computed / rows), 1.0)
 
 
 def exllama_reconstruct_bytes(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
@@ -1222,6 +1275,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
+    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt)
+    if vec.is_array(tiled) or tiled != 1.0:
+        # the grouped expert GEMMs compute whole tiles of each expert's tokens (`apple_expert_gemm_rows_factor`)
+        cost = replace(cost, flops=cost.flops + cost.expert_flops * (tiled - 1.0),
+                       expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
