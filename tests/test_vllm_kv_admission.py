@@ -58,7 +58,7 @@ def test_growth_preempts_the_newest_who_come_back_before_new_requests() -> None:
 def _plan(**w: object) -> dict[str, object]:
     wl: dict[str, object] = {"precision": "fp8", "engine": "vllm", "engine_version": "0.13.0", "load": "rate",
                              "prompt_tokens": 2_000, "output_tokens": 1_000, "max_model_len": 4_096,
-                             "gpu_memory_utilization": 0.9}
+                             "gpu_memory_utilization": 0.9, "lengths": "varied"}
     wl.update(w)
     return {"model": "meta-llama/Llama-3.1-8B-Instruct", "workload": wl, "hardware": {"gpu": "rtx-5070-ti"}}
 
@@ -71,17 +71,18 @@ def _resolved(data: dict[str, object]) -> ResolvedPlan:
 
 
 def test_a_burst_on_a_16_gb_card_gets_first_tokens_by_its_prompt_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 16 GB card whose pool holds ~37.8k tokens: fixed 2,000 + 1,000-token requests run 15 at a time in the
-    steady state (pool // 2,500) but 18 fresh prompts' blocks fit, so a burst's first tokens come to ~18 before
-    anyone waits, and the median request of a 40-request burst waits for fewer completions than with the
-    admissions capped at the steady 15; the capacity (the steady batch's) is the same."""
+    """A 16 GB card whose pool holds ~37.8k tokens: 2,000-token prompts with exponential outputs of mean 1,000
+    run 12 at a time in the steady state (pool // 3,000: a running sequence holds O output tokens on average,
+    `running_output_tokens`) but 18 fresh prompts' blocks fit (37,808 / 2,000), so a burst's first tokens come to
+    ~18 before anyone waits, and the median request of a 40-request burst waits for fewer completions than with
+    the admissions capped at the steady 12; the capacity (the steady batch's) is the same."""
     data = _plan(request_rate=1_000.0, num_requests=40)
     r = _resolved(data)
     result = evaluate(data)
     kv_tokens = result.kv_cache_capacity_tokens
     assert kv_tokens is not None
     slots = serving.running_slots(kv_tokens, r.workload, "vllm")
-    assert slots == kv_tokens // 2_500
+    assert slots == kv_tokens // 3_000
     assert vllm_admissible_sequences(vllm_admission_pool_tokens(kv_tokens, True), 2_000, 0.0) >= slots + 2
     with_kv = serving.rate_run_point(r, 1_000.0, 40, slots=slots, cap=256, budget=2_048, kv_tokens=kv_tokens)
     without = serving.rate_run_point(r, 1_000.0, 40, slots=slots, cap=256, budget=2_048)

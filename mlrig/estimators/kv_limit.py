@@ -287,9 +287,11 @@ def vllm_admissible_sequences(pool_tokens: int, prompt_tokens: int, held_output_
     (`kv_limited_running_batch`'s mean footprint), and the growth then preempts the newest
     (`VllmKvAdmission.step`). A sequence's blocks are whole blocks of `block_tokens` (vLLM's default
     --block-size 16, memory.VLLM_BLOCK_TOKENS): a fresh prompt takes ceil(P / 16) blocks, sequences whose
-    outputs have spread over a block or more waste half a block each on average (linear in between). Hand check: 46,576 tokens admit 46,576 / 256 = 181.9 fresh
-    255-token prompts (16 blocks each), and 46,576 / (255 + 219.6 + 7.5) = 96.6 sequences holding 219.6
-    output tokens each."""
+    outputs have spread over a block or more waste half a block each on average (linear in between). Hand
+    check: 46,576 tokens admit 46,576 / 256 = 181.9 fresh 255-token prompts (16 blocks each), and
+    46,576 / (255 + 219.6 + 7.5) = 96.6 sequences holding 219.6 output tokens each. Under V1's chunked prefill
+    a new request needs the blocks of its first chunk only (min(P, budget) tokens), its later chunks' as it
+    runs: the whole prompt is counted here, which is the same where P fits the budget."""
     prompt = max(1, prompt_tokens)
     fresh_waste = block_tokens * math.ceil(prompt / block_tokens) - prompt
     # from the prompt's own rounding (no output yet) to half a block once the outputs have spread over a block

@@ -1091,18 +1091,26 @@ class _Followed:
 def vllm_kv_admission(r: ResolvedPlan, kv_tokens: int | None) -> VllmKvAdmission | None:
     """vLLM's admission by KV blocks for `rate_run_point` (`kv_limit.VllmKvAdmission`: a waiting prompt is
     admitted while its blocks are free, V0 less the 1 % watermark), None for other engines or an unknown pool.
-    Each running sequence's output held at the steady state is `running_output_tokens`' (O / 2 for fixed lengths),
-    so that once the sequences have grown the pool holds what `running_slots` counts, less the block rounding
-    and V0's watermark."""
+    Each running sequence's output held at the steady state is `running_output_tokens`' (length-biased), so that
+    once the sequences have grown the pool holds what `running_slots` counts, less the block rounding and V0's
+    watermark.
+
+    Varied output lengths only (`lengths = "varied"`): the fluid lets completions leave at the running
+    sequences' mean age, right for exponential (memoryless) lengths. Fixed lengths end at O tokens each, so a
+    burst's sequences grow together to prompt + O before any ends (the lock-step case, `lockstep_pool`), which
+    an age-blind fluid cannot follow: with the held output capped at O / 2 it let a faster run of the same
+    requests admit more and report a lower median TTFT (tests/test_serving_overload.py). There the steady
+    batch stays the admission limit, as before."""
     from mlrig.estimators.engines import vllm_v1
 
     w = r.workload
-    if r.engine != "vllm" or not kv_tokens or w.output_tokens <= 0:
+    if r.engine != "vllm" or not kv_tokens or w.output_tokens <= 0 or w.lengths != "varied":
         return None
     held = running_output_tokens(w)
+    if held is None:  # every output reaches the client's cap: fixed lengths
+        return None
     return VllmKvAdmission(pool_tokens=vllm_admission_pool_tokens(int(kv_tokens), vllm_v1(w.engine_version)),
-                           prompt_tokens=max(1, w.prompt_tokens),
-                           held_cap=float(w.output_tokens // 2) if held is None else held)
+                           prompt_tokens=max(1, w.prompt_tokens), held_cap=held)
 
 
 def kv_admission_top(r: ResolvedPlan, cap: int | None, budget: int | None) -> int:
@@ -1316,7 +1324,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         d = seg[0] + (x - lo) * seg[1]
         if not t_f_fixed:
             t_f = share(round(n))
-        # the running sequences a prompt is admitted up to now: the steady limit, or the KV blocks' (`vllm_kv_admission`)
+        # the running sequences up to which a prompt is admitted: the steady limit, or the KV blocks' (vLLM)
         limit_now = limit_f if kv_admit is None else min(float(top), kv_admit.limit())
         back_q = 0.0 if kv_admit is None else kv_admit.preempted
         want = arrivals + (q + back_q) / dt  # what the scheduler would admit: the arrivals and the queue
