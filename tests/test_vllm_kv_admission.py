@@ -91,6 +91,7 @@ def test_a_burst_on_a_16_gb_card_gets_first_tokens_by_its_prompt_blocks(monkeypa
     # the plan takes it (serving_performance passes the pool), and without it the old figure comes back
     perf = result.performance
     assert perf is not None and perf.ttft_ms == pytest.approx(with_kv.ttft_s * 1e3, rel=1e-6)
+    assert f"up to ~18 fresh prompts at once, ~{slots} once they have grown" in (perf.explanation or "")
     monkeypatch.setattr(serving, "vllm_kv_admission", lambda _r, _kv: None)
     old = evaluate(data).performance
     assert old is not None and old.ttft_ms == pytest.approx(without.ttft_s * 1e3, rel=1e-6)

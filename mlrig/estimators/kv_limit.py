@@ -17,6 +17,10 @@ A paged serving engine never runs more sequences than its KV pool holds: what do
   for a finished request's blocks. With the fixed lengths of a static batch they finish together, so
   the batch runs in waves of what fits at full length.
 
+Admission itself goes by the prompt's blocks, not the mean footprint: after an idle spell vLLM gives first
+tokens to up to pool // prompt-blocks requests before the growth preempts the newest (`VllmKvAdmission`,
+followed through a rate run's fluid model by `serving.rate_run_point`).
+
 `static_batch_time` prices a static batch (`workload.load` = static, `batch_size` sequences submitted
 together, e.g. `benchmark_latency.py` / TRT-LLM `run.py`) that outgrows the running batch: waves, and
 for engines that preempt, one recompute of the preempted sequences' contexts. The serving loads

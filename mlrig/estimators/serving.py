@@ -2272,6 +2272,11 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
     elif (w.load == "offline" or finite) and w.lengths == "varied":
         expl += DRAIN_NOTE
+    admission = vllm_kv_admission(r, int(kv_tokens)) if (finite and paged and kv_tokens) else None
+    if admission is not None and slots is not None and (cap is None or slots < cap):
+        expl += (f"; vLLM admits a request while its prompt's KV blocks are free: up to "
+                 f"~{min(cap or 10**9, int(admission.limit())):,} fresh prompts at once, ~{slots:,} once they have "
+                 f"grown (the newest are then preempted and re-admitted before new requests)")
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
                  f"{w.prompt_tokens + w.output_tokens:,} tokens: vLLM preempts the rest by recompute, "
