@@ -17,6 +17,10 @@ A paged serving engine never runs more sequences than its KV pool holds: what do
   for a finished request's blocks. With the fixed lengths of a static batch they finish together, so
   the batch runs in waves of what fits at full length.
 
+Admission itself goes by the prompt's blocks, not the mean footprint: after an idle spell vLLM gives first
+tokens to up to pool // prompt-blocks requests before the growth preempts the newest (`VllmKvAdmission`,
+followed through a rate run's fluid model by `serving.rate_run_point`).
+
 `static_batch_time` prices a static batch (`workload.load` = static, `batch_size` sequences submitted
 together, e.g. `benchmark_latency.py` / TRT-LLM `run.py`) that outgrows the running batch: waves, and
 for engines that preempt, one recompute of the preempted sequences' contexts. The serving loads
@@ -255,3 +259,103 @@ def apply_static_waves(r: ResolvedPlan, memory: Any, perf: Any) -> Any:
         "ttft_ms": ttft_ms if math.isfinite(ttft_ms) else perf.ttft_ms,
         "explanation": f"{perf.explanation}; {note}" if perf.explanation else note,
     })
+
+
+# vLLM V0's block manager keeps this share of the GPU blocks free when it admits a prompt
+# (vllm/core/block_manager.py `SelfAttnBlockSpaceManager.__init__`, `watermark: float = 0.01`,
+# watermark_blocks = int(watermark x num_gpu_blocks), checked in `can_allocate`); V1's KVCacheManager admits
+# down to the last free block (vllm/v1/core/sched/scheduler.py `Scheduler.schedule`: a waiting request is
+# scheduled when `kv_cache_manager.allocate_slots` returns its blocks).
+VLLM_V0_WATERMARK = 0.01
+
+
+def vllm_admission_pool_tokens(kv_tokens: int, v1: bool, block_tokens: int = 16) -> int:
+    """KV tokens that vLLM's admissions may fill: the whole pool under V1, the pool less V0's watermark
+    (`VLLM_V0_WATERMARK`, in whole blocks). Hand check: a V0 pool of 47,040 tokens is 2,940 blocks of 16; the
+    watermark keeps int(29.4) = 29 free, so admissions fill 2,911 blocks, 46,576 tokens."""
+    blocks = kv_tokens // block_tokens
+    if v1:
+        return blocks * block_tokens
+    return (blocks - int(VLLM_V0_WATERMARK * blocks)) * block_tokens
+
+
+def vllm_admissible_sequences(pool_tokens: int, prompt_tokens: int, held_output_tokens: float,
+                              block_tokens: int = 16) -> float:
+    """Running sequences up to which vLLM still admits a waiting prompt, when each running one holds its prompt
+    and `held_output_tokens` of output on average (a fluid count, not rounded).
+
+    vLLM admits a waiting request when the free blocks hold its PROMPT (V0 `Scheduler._schedule_prefills` ->
+    `BlockSpaceManager.can_allocate`: the prompt's blocks, less the watermark; V1 `Scheduler.schedule` ->
+    `KVCacheManager.allocate_slots` for the tokens it schedules now), never its output to come: right after an
+    idle spell the pool admits pool // prompt-blocks sequences, far more than it holds once they have grown
+    (`kv_limited_running_batch`'s mean footprint), and the growth then preempts the newest
+    (`VllmKvAdmission.step`). A sequence's blocks are whole blocks of `block_tokens` (vLLM's default
+    --block-size 16, memory.VLLM_BLOCK_TOKENS): a fresh prompt takes ceil(P / 16) blocks, sequences whose
+    outputs have spread over a block or more waste half a block each on average (linear in between). Hand
+    check: 46,576 tokens admit 46,576 / 256 = 181.9 fresh 255-token prompts (16 blocks each), and
+    46,576 / (255 + 219.6 + 7.5) = 96.6 sequences holding 219.6 output tokens each. Under V1's chunked prefill
+    a new request needs the blocks of its first chunk only (min(P, budget) tokens), its later chunks' as it
+    runs: the whole prompt is counted here, which is the same where P fits the budget."""
+    prompt = max(1, prompt_tokens)
+    fresh_waste = block_tokens * math.ceil(prompt / block_tokens) - prompt
+    # from the prompt's own rounding (no output yet) to half a block once the outputs have spread over a block
+    spread = min(1.0, max(0.0, held_output_tokens) / block_tokens)
+    waste = fresh_waste + ((block_tokens - 1) / 2.0 - fresh_waste) * spread
+    return pool_tokens / (prompt + max(0.0, held_output_tokens) + waste)
+
+
+@dataclass
+class VllmKvAdmission:
+    """vLLM's KV admission followed through a rate run's fluid model (`serving.rate_run_point`).
+
+    State: `held`, the mean output tokens a running sequence holds (0 after an idle spell), and `preempted`,
+    the sequences preempted by recompute that wait at the head of the queue. Per time step:
+    - admissions are capped at `limit()` running sequences (`vllm_admissible_sequences` at the current
+      `held`), the batch cap aside: vLLM admits by the prompt's blocks;
+    - every running sequence gains one token per decode iteration (1 / TPOT per second); fresh admissions hold
+      none, and completions leave at the mean age (memoryless lengths), so `held` is the running sequences'
+      output tokens over their count; it never passes `held_cap`, the steady state's
+      (`serving.running_output_tokens`, O / 2 for fixed lengths), where the pool holds what
+      `kv_limited_running_batch` counts;
+    - where the grown sequences no longer fit, the newest are preempted (V0 `Scheduler._schedule_running`
+      preempts from the end of the running queue and `_schedule_default` puts them back with
+      `self.waiting.extendleft`; V1 `Scheduler.schedule` `self.running.pop()` and `_preempt_request`, back at
+      the head of the waiting queue): they hold the fewest tokens (taken as none), and they are admitted again
+      before any new request, their prompt prefilled again (the few tokens they had generated are left out: a
+      lower bound of the recompute).
+    A preempted request keeps the first token it had: the queue it waits in again adds to its TPOT, not its
+    TTFT. First principles from vLLM's scheduler; nothing is fitted."""
+
+    pool_tokens: int
+    prompt_tokens: int
+    held_cap: float
+    held: float = 0.0
+    preempted: float = 0.0
+
+    def limit(self) -> float:
+        """Running sequences up to which a waiting prompt is admitted now."""
+        return vllm_admissible_sequences(self.pool_tokens, self.prompt_tokens, self.held)
+
+    def readmitted(self, admitted: float) -> float:
+        """Of `admitted` sequences (this step's admissions), those that are preempted ones coming back (taken
+        first: they wait at the head of the queue); the rest are new requests."""
+        back = min(self.preempted, admitted)
+        self.preempted -= back
+        return back
+
+    def step(self, running: float, admitted: float, completed: float, iterations: float,
+             cap: float) -> float:
+        """Advance one time step: `running` sequences before it, `admitted` and `completed` during it, each
+        running one decoding `iterations` tokens; returns the running sequences after it, less those
+        preempted (added to `preempted`), at most `cap`."""
+        after = max(0.0, running + admitted - completed)
+        if after <= 0.0:
+            self.held = 0.0
+            return 0.0
+        tokens = running * (self.held + iterations) - completed * self.held
+        self.held = min(self.held_cap, max(0.0, tokens / after))
+        fits = min(cap, self.limit())
+        if after > fits:
+            self.preempted += after - fits
+            after = fits
+        return after

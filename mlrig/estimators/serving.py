@@ -71,6 +71,7 @@ from mlrig.estimators.engines import (
     vllm_big_gpu_defaults,
     vllm_v0_default_budget,
 )
+from mlrig.estimators.kv_limit import VllmKvAdmission, vllm_admission_pool_tokens
 from mlrig.estimators.memory import largest_true
 from mlrig.estimators.performance import (
     ERROR_BAND,
@@ -1087,6 +1088,41 @@ class _Followed:
         self.tokens = 0.0
 
 
+def vllm_kv_admission(r: ResolvedPlan, kv_tokens: int | None) -> VllmKvAdmission | None:
+    """vLLM's admission by KV blocks for `rate_run_point` (`kv_limit.VllmKvAdmission`: a waiting prompt is
+    admitted while its blocks are free, V0 less the 1 % watermark), None for other engines or an unknown pool.
+    Each running sequence's output held at the steady state is `running_output_tokens`' (length-biased), so that
+    once the sequences have grown the pool holds what `running_slots` counts, less the block rounding and V0's
+    watermark.
+
+    Varied output lengths only (`lengths = "varied"`): the fluid lets completions leave at the running
+    sequences' mean age, right for exponential (memoryless) lengths. Fixed lengths end at O tokens each, so a
+    burst's sequences grow together to prompt + O before any ends (the lock-step case, `lockstep_pool`), which
+    an age-blind fluid cannot follow: with the held output capped at O / 2 it let a faster run of the same
+    requests admit more and report a lower median TTFT (tests/test_serving_overload.py). There the steady
+    batch stays the admission limit, as before."""
+    from mlrig.estimators.engines import vllm_v1
+
+    w = r.workload
+    if r.engine != "vllm" or not kv_tokens or w.output_tokens <= 0 or w.lengths != "varied":
+        return None
+    held = running_output_tokens(w)
+    if held is None:  # every output reaches the client's cap: fixed lengths
+        return None
+    return VllmKvAdmission(pool_tokens=vllm_admission_pool_tokens(int(kv_tokens), vllm_v1(w.engine_version)),
+                           prompt_tokens=max(1, w.prompt_tokens), held_cap=held)
+
+
+def kv_admission_top(r: ResolvedPlan, cap: int | None, budget: int | None) -> int:
+    """The most sequences that may run at once where vLLM admits by KV blocks (`vllm_kv_admission`): the batch cap
+    (max_num_seqs) and, under chunked prefill, `chunked_decode_cap`; the pool's own bound is the admission's."""
+    w = r.workload
+    top = cap if cap is not None else 10**9
+    if budget is not None:
+        top = min(top, chunked_decode_cap(budget, prefill_tokens(w), max(1, w.output_tokens)))
+    return max(1, top)
+
+
 # Time steps of `rate_run_point`'s fluid model: about this many per request duration, and never more than
 # RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
 RATE_RUN_STEPS_PER_DURATION = 10
@@ -1094,7 +1130,8 @@ RATE_RUN_MAX_STEPS = 5_000
 
 
 def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
-                   cap: int | None = None, budget: int | None = None) -> LoadPoint:
+                   cap: int | None = None, budget: int | None = None,
+                   kv_tokens: int | None = None) -> LoadPoint:
     """A finite Poisson-rate run (`vllm bench serve --request-rate R --num-prompts N`): N requests arrive
     at `rate` over T = N / rate seconds, starting from an idle engine; the figures are those of the
     median request (the one arriving at T / 2) and the whole run's throughput (N x O / the time the
@@ -1162,7 +1199,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     req/s) gives 39 and 41 s (the model's own capacity for them is higher, so its TTFTs are lower); at 5
     req/s, ~98 % of vLLM's capacity, the median TPOT was 83 ms where the steady state's batch gives 121 ms
     (this model: 94 ms with the GEMM rates of that time); the measured output throughput is N x O over
-    arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens)."""
+    arrivals plus the last request's duration (207 tok/s at 1 req/s for 100 x 218 tokens).
+
+    `kv_tokens` (vLLM, its KV pool): admissions are capped by the prompt's KV blocks, not by the pool's steady
+    running batch (`slots`): the batch that follows an idle engine or a lull first grows past `slots` and
+    the growth then preempts the newest, who wait again at the head of the queue (`vllm_kv_admission`,
+    `kv_limit.VllmKvAdmission`). The capacity (`c_full`) stays the steady batch's."""
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     alone = prefill_pass(r, 1, prompt)
@@ -1173,12 +1215,15 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     if budget is not None and not sg_first:
         limit = min(limit, chunked_decode_cap(budget, prompt, out))
     capped = cap is not None or slots is not None or budget is not None
+    kv_admit = vllm_kv_admission(r, kv_tokens)
+    # the most that may run at once: the steady limit, or under KV admission the cap alone (`vllm_kv_admission`)
+    top = limit if kv_admit is None else max(limit, kv_admission_top(r, cap, budget))
     cv2 = slot_service_cv2(w)
     dec_cache: dict[int, float] = {}
     share_cache: dict[int, float] = {}
 
     def share(k: int) -> float:  # a prompt token's time at k running (`load_point`'s)
-        k = max(1, min(limit, k))
+        k = max(1, min(top, k))
         if not sg_first:
             return t_f
         if k not in share_cache:
@@ -1186,7 +1231,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         return share_cache[k]
 
     def dec(k: int) -> float:
-        k = max(1, min(limit, k))
+        k = max(1, min(top, k))
         if k not in dec_cache:
             dec_cache[k] = _iteration(r, k, 0.0)[0]
         return dec_cache[k]
@@ -1279,7 +1324,10 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         d = seg[0] + (x - lo) * seg[1]
         if not t_f_fixed:
             t_f = share(round(n))
-        want = arrivals + q / dt  # what the scheduler would admit: the arrivals and the queue
+        # the running sequences up to which a prompt is admitted: the steady limit, or the KV blocks' (vLLM)
+        limit_now = limit_f if kv_admit is None else min(float(top), kv_admit.limit())
+        back_q = 0.0 if kv_admit is None else kv_admit.preempted
+        want = arrivals + (q + back_q) / dt  # what the scheduler would admit: the arrivals and the queue
         chain = False
         if separate or sg_first:
             t_a, k_pass, chain = admitted_cost(want, d)
@@ -1297,7 +1345,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         f = f if f < share_max else share_max
         c = n * (1.0 - f) / (d * out)
         a = want
-        free = (limit - n if limit - n > 0.0 else 0.0) / dt  # admissions that fill the batch to its limit this step
+        free = (limit_now - n if limit_now - n > 0.0 else 0.0) / dt  # admissions that fill the batch to its limit
         if want > free + c:
             # limited by room: a = free + c (admissions replace completions), with c = n (1 - a P t) / (t_dec O)
             # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
@@ -1309,13 +1357,15 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             f = a * prompt * t_a
             f = f if f < share_max else share_max
         tpot = d / (1.0 - f)
+        # admissions of new requests: preempted ones come back first (`VllmKvAdmission.readmitted`)
+        a_new = a if kv_admit is None else a - kv_admit.readmitted(a * dt) / dt
         for tag in followed:
             k = tag.rank
             if tag.arrive is None and arrived + arrivals * dt >= k - 1e-9:
                 tag.arrive = t + max(0.0, k - arrived) / max(arrivals, 1e-12)
-            if tag.arrive is not None and tag.start is None and admitted + a * dt >= k - 1e-9:
-                t_admit = max(tag.arrive, t + max(0.0, k - admitted) / max(a, 1e-12))
-                running = max(1, min(limit, round(n)))
+            if tag.arrive is not None and tag.start is None and admitted + a_new * dt >= k - 1e-9:
+                t_admit = max(tag.arrive, t + max(0.0, k - admitted) / max(a_new, 1e-12))
+                running = max(1, min(top, round(n)))
                 # Without chunked prefill a decode pass and the prefill passes alternate (vLLM V0's
                 # prefill-first scheduler): an arrival waits for the running pass, not for the whole time
                 # between two decode tokens that `tpot` spans; its prompt rides in a pass of k_pass prompts.
@@ -1347,7 +1397,9 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                     # the slot queue's fluctuation about the fluid's (`median_slot_wait_s`): the Erlang C chance
                     # that the batch the run holds now is full, then the reflected-Brownian queue of Poisson
                     # arrivals against a full batch's completions, less the mean growth the fluid already has
-                    slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag.arrive, occupancy=n)
+                    # (under KV admission the batch is as full as its admissions are: n of limit_now)
+                    held = n if kv_admit is None else n * limit / max(1.0, limit_now)
+                    slot = median_slot_wait_s(limit, rate, out * tpot, cv2, elapsed_s=tag.arrive, occupancy=held)
                 if t_admit > tag.arrive + 1e-9:
                     # held in the fluid queue: that wait replaces the prefill queue's random one (M/D/1)
                     waiting = iteration_wait_s(r, step_w, round(n))
@@ -1358,7 +1410,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 if tag is median:
                     median_state = (n, tpot, q)
                 if tag is last:
-                    running_at_last = n + 1.0 if n + 1.0 < limit_f else limit_f
+                    running_at_last = n + 1.0 if n + 1.0 < limit_now else limit_now
             if tag.start is not None and tag.end is None and t + dt > tag.start:
                 step_in = t + dt - tag.start
                 tag.tokens += (step_in if step_in < dt else dt) / tpot
@@ -1366,20 +1418,23 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                     tag.end = t + dt - (tag.tokens - out) * tpot
         if last.end is not None and median.end is not None:
             break
-        n_next = n + (a - c) * dt
-        n_next = n_next if n_next > 0.0 else 0.0
-        n = n_next if n_next < limit_f else limit_f
-        q_next = q + (arrivals - a) * dt
+        if kv_admit is None:
+            n_next = n + (a - c) * dt
+            n_next = n_next if n_next > 0.0 else 0.0
+            n = n_next if n_next < limit_f else limit_f
+        else:  # the grown sequences that no longer fit are preempted (`VllmKvAdmission.step`)
+            n = kv_admit.step(n, a * dt, c * dt, dt / tpot, float(top))
+        q_next = q + (arrivals - a_new) * dt
         q = q_next if q_next > 0.0 else 0.0
         arrived += arrivals * dt
-        admitted += a * dt
+        admitted += a_new * dt
         t += dt
     if median_state is None or median.end is None or last.end is None:
         return steady  # not resolved within the step budget: the steady state
     assert median.start is not None and median.ttft is not None and median.queue is not None
     assert last.start is not None
     n_med, step_med, _q = median_state
-    running = max(1, min(limit, round(n_med)))
+    running = max(1, min(top, round(n_med)))
     _s, bound = _iteration(r, running, share(running))
     # the last request's end: with fixed lengths O tokens after its first; with varied lengths the run lasts
     # until the longest of those still running ends, their drain (`varied_drain_s`)
@@ -2087,7 +2142,7 @@ def overload_note(w: WorkloadSpec, capacity_rps: float) -> str:
 
 
 def overload_ttft_band(r: ResolvedPlan, pt: LoadPoint, n_requests: int, *, slots: int | None, cap: int | None,
-                       budget: int | None) -> float | None:
+                       budget: int | None, kv_tokens: int | None = None) -> float | None:
     """The ± band of a finite rate run's median TTFT where the rate is within the capacity's own band of it
     (rate >= (1 - b) x capacity, b = ERROR_BAND's throughput band, the p90 error of published serving
     throughputs): there the TTFT is set by how far the rate is past capacity, and a capacity b lower gives
@@ -2100,7 +2155,7 @@ def overload_ttft_band(r: ResolvedPlan, pt: LoadPoint, n_requests: int, *, slots
     if pt.capacity_rps is None or rate < (1.0 - b) * pt.capacity_rps or pt.ttft_s <= 0.0 or math.isinf(pt.ttft_s):
         return None
     s = 1.0 / (1.0 - b)
-    slow = rate_run_point(r, rate * s, n_requests, slots=slots, cap=cap, budget=budget)
+    slow = rate_run_point(r, rate * s, n_requests, slots=slots, cap=cap, budget=budget, kv_tokens=kv_tokens)
     front = frontend_s(r)
     return max(0.0, (s * (slow.ttft_s - front) + front) / pt.ttft_s - 1.0)
 
@@ -2182,8 +2237,10 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             thr = varied_offline_throughput(r, users, pt.running, pt.step_s)
             pt = replace(pt, throughput_tok_s=thr, requests_per_s=thr / max(1, w.output_tokens))
     elif w.load == "rate" and w.num_requests:
-        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget)
-        ttft_band = overload_ttft_band(r, pt, w.num_requests, slots=slots, cap=cap, budget=budget)
+        pool = int(kv_tokens) if (paged and kv_tokens) else None  # vLLM admits by its blocks (`vllm_kv_admission`)
+        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
+                            kv_tokens=pool)
+        ttft_band = overload_ttft_band(r, pt, w.num_requests, slots=slots, cap=cap, budget=budget, kv_tokens=pool)
     elif w.load == "rate":
         pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
     else:
@@ -2215,6 +2272,11 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
     elif (w.load == "offline" or finite) and w.lengths == "varied":
         expl += DRAIN_NOTE
+    admission = vllm_kv_admission(r, int(kv_tokens)) if (finite and paged and kv_tokens) else None
+    if admission is not None and slots is not None and (cap is None or slots < cap):
+        expl += (f"; vLLM admits a request while its prompt's KV blocks are free: up to "
+                 f"~{min(cap or 10**9, int(admission.limit())):,} fresh prompts at once, ~{slots:,} once they have "
+                 f"grown (the newest are then preempted and re-admitted before new requests)")
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
                  f"{w.prompt_tokens + w.output_tokens:,} tokens: vLLM preempts the rest by recompute, "

@@ -1,0 +1,110 @@
+"""vLLM admits a waiting request by the KV blocks of its prompt (kv_limit.VllmKvAdmission, issue 10)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlrig.catalog.gpus import resolve_gpu
+from mlrig.estimators import serving
+from mlrig.estimators.kv_limit import VllmKvAdmission, vllm_admissible_sequences, vllm_admission_pool_tokens
+from mlrig.estimators.resolved import ResolvedPlan, resolve
+from mlrig.planner import evaluate, parse_plan, resolve_arch
+
+
+def test_v0_keeps_its_watermark_free_and_v1_admits_to_the_last_block() -> None:
+    """V0's BlockSpaceManager keeps int(0.01 x blocks) free (can_allocate); V1 none: 47,040 tokens are 2,940
+    blocks of 16, 29 kept free under V0."""
+    assert vllm_admission_pool_tokens(47_040, v1=False) == (2_940 - 29) * 16 == 46_576
+    assert vllm_admission_pool_tokens(47_040, v1=True) == 47_040
+    assert vllm_admission_pool_tokens(47_045, v1=True) == 47_040  # whole blocks only
+
+
+def test_admission_counts_the_prompt_blocks_not_the_output_to_come() -> None:
+    """Fresh 255-token prompts take 16 blocks (256 tokens) each: 46,576 / 256 = 181.94 of them are admitted,
+    where sequences that have grown to 219.6 output tokens each (and half a block of slack) fit 96.6."""
+    assert vllm_admissible_sequences(46_576, 255, 0.0) == pytest.approx(46_576 / 256)
+    assert vllm_admissible_sequences(46_576, 255, 219.6) == pytest.approx(46_576 / (255 + 219.6 + 7.5))
+    # a prompt of exactly 16 blocks wastes nothing when fresh: a pool of N prompts admits exactly N
+    assert vllm_admissible_sequences(10 * 256, 256, 0.0) == pytest.approx(10.0)
+    # more output held, fewer admitted (monotone)
+    counts = [vllm_admissible_sequences(46_576, 255, h) for h in (0, 4, 8, 16, 64, 256)]
+    assert counts == sorted(counts, reverse=True)
+
+
+def test_growth_preempts_the_newest_who_come_back_before_new_requests() -> None:
+    """A pool of 100 fresh 16-token prompts (1,600 tokens): 100 admitted at once; after 16 decode iterations
+    each holds 16 + 16 tokens and half a block of slack, 39.5, so 1,600 / 39.5 = 40.5 fit and 59.5 are preempted;
+    they are re-admitted before any new request (the head of vLLM's waiting queue)."""
+    kv = VllmKvAdmission(pool_tokens=1_600, prompt_tokens=16, held_cap=100.0)
+    assert kv.limit() == pytest.approx(100.0)
+    assert kv.step(0.0, 100.0, 0.0, 0.0, cap=256.0) == pytest.approx(100.0)
+    assert kv.preempted == 0.0
+    running = kv.step(100.0, 0.0, 0.0, 16.0, cap=256.0)
+    assert kv.held == pytest.approx(16.0)
+    assert running == pytest.approx(1_600 / 39.5)
+    assert kv.preempted == pytest.approx(100.0 - 1_600 / 39.5)
+    assert kv.readmitted(10.0) == pytest.approx(10.0)  # the first 10 admissions are preempted ones coming back
+    left = kv.preempted
+    assert kv.readmitted(100.0) == pytest.approx(left)  # then only what is left of them; the rest are new
+    assert kv.preempted == 0.0
+    # the held output never passes the steady state's (the pool then holds `running_slots`' batch)
+    kv.step(running, 0.0, 0.0, 1_000.0, cap=256.0)
+    assert kv.held == pytest.approx(100.0)
+    # the batch cap binds before the pool does
+    fresh = VllmKvAdmission(pool_tokens=1_600, prompt_tokens=16, held_cap=100.0)
+    assert fresh.step(0.0, 100.0, 0.0, 0.0, cap=64.0) == pytest.approx(64.0)
+
+
+def _plan(**w: object) -> dict[str, object]:
+    wl: dict[str, object] = {"precision": "fp8", "engine": "vllm", "engine_version": "0.13.0", "load": "rate",
+                             "prompt_tokens": 2_000, "output_tokens": 1_000, "max_model_len": 4_096,
+                             "gpu_memory_utilization": 0.9, "lengths": "varied"}
+    wl.update(w)
+    return {"model": "meta-llama/Llama-3.1-8B-Instruct", "workload": wl, "hardware": {"gpu": "rtx-5070-ti"}}
+
+
+def _resolved(data: dict[str, object]) -> ResolvedPlan:
+    p = parse_plan(data)
+    hw = data["hardware"]
+    assert isinstance(hw, dict)
+    return resolve(resolve_arch(p), p, resolve_gpu(str(hw["gpu"])))
+
+
+def test_a_burst_on_a_16_gb_card_gets_first_tokens_by_its_prompt_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16 GB card whose pool holds ~37.8k tokens: 2,000-token prompts with exponential outputs of mean 1,000
+    run 12 at a time in the steady state (pool // 3,000: a running sequence holds O output tokens on average,
+    `running_output_tokens`) but 18 fresh prompts' blocks fit (37,808 / 2,000), so a burst's first tokens come to
+    ~18 before anyone waits, and the median request of a 40-request burst waits for fewer completions than with
+    the admissions capped at the steady 12; the capacity (the steady batch's) is the same."""
+    data = _plan(request_rate=1_000.0, num_requests=40)
+    r = _resolved(data)
+    result = evaluate(data)
+    kv_tokens = result.kv_cache_capacity_tokens
+    assert kv_tokens is not None
+    slots = serving.running_slots(kv_tokens, r.workload, "vllm")
+    assert slots == kv_tokens // 3_000
+    assert vllm_admissible_sequences(vllm_admission_pool_tokens(kv_tokens, True), 2_000, 0.0) >= slots + 2
+    with_kv = serving.rate_run_point(r, 1_000.0, 40, slots=slots, cap=256, budget=2_048, kv_tokens=kv_tokens)
+    without = serving.rate_run_point(r, 1_000.0, 40, slots=slots, cap=256, budget=2_048)
+    assert with_kv.ttft_s < 0.9 * without.ttft_s
+    assert with_kv.capacity_rps == pytest.approx(without.capacity_rps)
+    # the plan takes it (serving_performance passes the pool), and without it the old figure comes back
+    perf = result.performance
+    assert perf is not None and perf.ttft_ms == pytest.approx(with_kv.ttft_s * 1e3, rel=1e-6)
+    assert f"up to ~18 fresh prompts at once, ~{slots} once they have grown" in (perf.explanation or "")
+    monkeypatch.setattr(serving, "vllm_kv_admission", lambda _r, _kv: None)
+    old = evaluate(data).performance
+    assert old is not None and old.ttft_ms == pytest.approx(without.ttft_s * 1e3, rel=1e-6)
+
+
+def test_a_pool_that_never_binds_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short requests on the same card: the pool holds more than the batch cap, so the KV admission never
+    binds and the rate run is the same as with admissions capped at the steady batch."""
+    data = _plan(prompt_tokens=60, output_tokens=256, request_rate=20.0, num_requests=200, max_num_seqs=64)
+    perf = evaluate(data).performance
+    monkeypatch.setattr(serving, "vllm_kv_admission", lambda _r, _kv: None)
+    old = evaluate(data).performance
+    assert perf is not None and old is not None
+    assert perf.ttft_ms == pytest.approx(old.ttft_ms, rel=1e-9)
+    assert perf.tpot_ms == pytest.approx(old.tpot_ms, rel=1e-9)
+    assert perf.throughput_tok_s == pytest.approx(old.throughput_tok_s, rel=1e-9)
