@@ -1295,7 +1295,7 @@ TRAIN_GEMM_WIDTH_D0 = 220.0
 # but the training-full hbm scope's p90 from 29.2 % to 30.8 % (OLMOCORE-* 1.19x -> 1.29x) and its prime-rl
 # 16k rows from 0.91x to 1.12x: not taken. prime-rl's 64k rows (0.4-0.6x) need FA3 on Hopper as a plan key and
 # prime-rl's own non-attention time, not a larger global factor.
-TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.45, "hopper+": 0.225, "cudnn-hopper+": 0.29}
+TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.45, "hopper+": 0.225, "cudnn-hopper+": 0.29, "fa3-hopper": 0.60}
 # Fraction of peak DRAM bandwidth the element-wise kernels and the optimizer step reach: the same
 # ~80 % that streaming kernels reach in inference decode on HBM (BW_EFF above: vllm/sglang/trt-llm on HBM); not fitted.
 TRAIN_BW_EFF = 0.80
@@ -1366,6 +1366,7 @@ FSDP_ADAPTER_UNIT_PASS_S = 0.0004
 # -0004/-0005 are `anomaly`: their flash attention spans packed documents of unstated length; SCICOM-0002,
 # whose width equals d_model, still measures 1.3x what the factor gives.)
 TRAIN_GEMM_REL_EFF_HF_HOPPER = 0.57
+TRAIN_REST_REL_EFF_PRIME_RL_HBM = 0.30
 
 # De-quantisation is ALU work, and Apple GPUs have little ALU per byte of bandwidth (an M1 Max: 10.4
 #    FP32 TFLOPS for 400 GB/s, 26 FLOP/byte; an RTX 3090: 36 TFLOPS for 936 GB/s, 38; and CUDA's mat-vecs

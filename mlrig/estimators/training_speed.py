@@ -258,8 +258,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
-    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
-    t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine, tr.attention_kernel)
+    lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
+    t_gemm = lin_passes * n_gemm / (lin_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = ((eff.TRAIN_ELEMENTWISE_PASSES_FUSED if fused_engine else eff.TRAIN_ELEMENTWISE_PASSES)
               * (1.0 + (0.33 if ck == "full" else 0.0)))
@@ -534,6 +535,20 @@ def hf_stack_on_hopper(gpu: GPU, engine: str | None, method: str | None = "qlora
             and any(e.startswith(x) for x in HF_MODELLING_ENGINES))
 
 
+PRIME_RL_ENGINES = ("prime-rl", "prime_rl")
+
+
+def prime_rl_rest_rel_eff(engine: str | None, mclass: str) -> float:
+    """The fraction of the memory class's GEMM rate (`train_gemm_eff`) that prime-rl's trainer
+    (`PRIME_RL_ENGINES`) reaches on the linear layers on HBM GPUs, `eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM`
+    (its derivation there: the 16k / 64k pairs of prime-rl's own benchmark runs separate the attention
+    time from the rest); 1 for every other engine and memory class."""
+    e = (engine or "").lower()
+    if mclass == "hbm" and any(e.startswith(x) for x in PRIME_RL_ENGINES):
+        return eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM
+    return 1.0
+
+
 def dense_moe_experts(arch: ModelArch, plan: Plan) -> bool:
     """Whether this plan's framework computes all routed experts for every token
     (`HF_DENSE_MOE_MODEL_TYPES` under `HF_MODELLING_ENGINES`)."""
@@ -596,17 +611,40 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
 CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *SUROGATE_ENGINES)
 
 
-def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
+def hopper_or_newer_nvidia(gpu: GPU) -> bool:
+    """An NVIDIA Hopper, Blackwell or Rubin GPU (wgmma / TMA: what FlashAttention-3 and cuDNN's fused
+    attention use)."""
+    arch = (gpu.architecture or "").lower()
+    return gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+
+
+def attention_kernel(gpu: GPU, engine: str | None = None, given: str | None = None) -> str:
+    """The flash-attention kernel a training step runs: the plan's `training.attention_kernel`, else the
+    engine's default, Transformer Engine's cuDNN attention for `CUDNN_ATTENTION_ENGINES` on NVIDIA Hopper and
+    newer, else FlashAttention-2 (transformers' and prime-rl's `flash_attention_2`; prime-rl's
+    `ModelConfig.attn` defaults to it, src/prime_rl/trainer/config.py at b798a90d)."""
+    if given:
+        return given
+    if hopper_or_newer_nvidia(gpu) and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+        return "cudnn"
+    return "flash_attention_2"
+
+
+def attention_efficiency(gpu: GPU, engine: str | None = None, kernel: str | None = None) -> float:
     """Flash attention's efficiency relative to the GEMMs on the FLOPs it executes (the causal half,
-    `attention_executed_keys`), by GPU generation (`eff.TRAIN_ATTN_REL_EFF`, fitted there on the fit rows):
+    `attention_executed_keys`), by kernel (`attention_kernel`) and GPU generation (`eff.TRAIN_ATTN_REL_EFF`,
+    fitted there on the fit rows):
     FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
     H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
     Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
-    Blackwell ("cudnn-hopper+")."""
+    Blackwell ("cudnn-hopper+"), and so does FlashAttention-3 ("fa3-hopper", Hopper only: its kernels are
+    written for sm90, flash-attention's hopper/ README; elsewhere it is priced as FlashAttention-2)."""
     arch = (gpu.architecture or "").lower()
     newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
-    nvidia_newer = gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
-    if nvidia_newer and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+    kern = attention_kernel(gpu, engine, kernel)
+    if kern == "flash_attention_3" and gpu.vendor == "NVIDIA" and "hopper" in arch:
+        return eff.TRAIN_ATTN_REL_EFF["fa3-hopper"]
+    if kern == "cudnn" and hopper_or_newer_nvidia(gpu):
         return eff.TRAIN_ATTN_REL_EFF["cudnn-hopper+"]
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
 
