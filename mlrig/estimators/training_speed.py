@@ -568,7 +568,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     linear_flops = "4N, the frozen base has no weight gradients," if tr.method in ("lora", "qlora") else "6N"
     expl = (
         f"{f.model_flops / 1e9:.1f} GFLOP per token ({linear_flops} + attention, every (query, key) pair counted as "
-        f"MFU conventionally does; causal flash attention executes half of them), {f.dtype_label} at {f.mfu:.0%} "
+        f"MFU conventionally does; causal flash attention executes half of them; kernel "
+        f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
         f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
@@ -585,6 +586,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" (GEMMs at {eff.TRAIN_GEMM_REL_EFF_HF_HOPPER:.0%} of their usual rate: HF-modelling stacks on "
            "Hopper reach ~1/3 of its peak in published QLoRA runs)"
            if hf_stack_on_hopper(r.gpu, w.engine, tr.method) else "")
+        + (f" (prime-rl's non-attention work at {eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM:.0%} of the GEMM rate, as its "
+           "16k / 64k benchmark pairs give)" if prime_rl_rest_rel_eff(w.engine, r.memory_class) != 1.0 else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.fsdp_units_s:.2f} s FSDP hooks of the LoRA units (PEFT wraps each adapter Linear apart)"
