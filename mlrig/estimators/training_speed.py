@@ -409,7 +409,8 @@ def fp32_stream_cast_bytes_per_token(arch: ModelArch, checkpointing: str) -> flo
 # own (accelerate v1.0.1 launches with `--fsdp_use_orig_params true` unless the config says otherwise).
 # fms-acceleration runs the same Trainer (fms-hf-tuning). A plan at ZeRO stage 3 under these engines is read as
 # that FSDP set-up; DeepSpeed ZeRO-3 gathers per module too, but is not what the factor was fitted on.
-PEFT_FSDP_UNIT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "fms-acceleration")
+PEFT_FSDP_UNIT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "fms-acceleration",
+                          "universal-llm-trainer")
 
 
 def fsdp_adapter_units_s(r: ResolvedPlan, micro: Num) -> Num:
@@ -482,9 +483,10 @@ def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) ->
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
-# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES).
+# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES);
+# universal-llm-trainer is its own PyTorch loop over transformers' modelling code and PEFT (memory.BF16_LOSS_ENGINES).
 HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora",
-                        "ms-swift")
+                        "ms-swift", "universal-llm-trainer")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
 # huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
 # multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
