@@ -254,6 +254,9 @@ class TrainingSpec(_Strict):
         "default: the engine's (cudnn for NeMo / Megatron / Surogate on NVIDIA Hopper and newer, else "
         "flash_attention_2)")
     context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
+    virtual_pipeline_stages: int = Field(
+        1, gt=0, le=1024, description="interleaved 1F1B: model chunks per pipeline rank (Megatron-Core "
+        "--virtual-pipeline-model-parallel-size); 1 = plain 1F1B")
     expert_parallel: int = Field(1, gt=0, le=4096, description="MoE experts split across GPUs")
     expert_tensor_parallel: int | None = Field(
         None, gt=0, le=1024,

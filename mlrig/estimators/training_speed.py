@@ -220,7 +220,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       sequence parallelism moves the same bytes as reduce-scatter + all-gather; MoE layers keep only the
       attention half and add the expert-tensor-parallel all-gather / reduce-scatter of the k dispatched
       copies of each token, `tp_comm_per_token`),
-      not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
+      not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
+      `training.virtual_pipeline_stages` = v, the interleaved schedule: `pipeline_bubble`);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
 
@@ -305,7 +306,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
-    bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
+    bubble = pipeline_bubble(pp, micro, tr.virtual_pipeline_stages) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
@@ -1043,9 +1044,14 @@ def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] 
     return (nics, nic) if nic.kind == "network" else None
 
 
-def pipeline_bubble(stages: int, microbatches: Num) -> Num:
-    """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021)."""
+def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
+    """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021). With the
+    interleaved schedule each rank holds `virtual` = v model chunks and the bubble shrinks v-fold, to (p-1)/v
+    micro-batch times against m of work (Narayanan et al. 2021, arXiv 2104.04473, sec. 2.2.2: bubble time
+    fraction (p-1)/(v m)): ((p-1)/v) / (m + (p-1)/v). The extra point-to-point sends it costs (v-fold) are not
+    priced, as the plain schedule's are not."""
     too_few = (microbatches < 1).any() if vec.is_array(microbatches) else microbatches < 1
-    if stages < 1 or too_few:
-        raise MlrigError("pipeline stages and micro-batches must be >= 1")
-    return (stages - 1) / (microbatches + stages - 1)
+    if stages < 1 or too_few or virtual < 1:
+        raise MlrigError("pipeline stages, virtual stages and micro-batches must be >= 1")
+    idle = (stages - 1) / virtual
+    return idle / (microbatches + idle)
