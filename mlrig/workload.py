@@ -25,6 +25,7 @@ Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
 Lengths = Literal["fixed", "varied"]
 Checkpointing = Literal["none", "selective", "full"]
+AttentionKernel = Literal["flash_attention_2", "flash_attention_3", "cudnn"]
 DEFAULT_PROMPT_TOKENS = 512
 DEFAULT_OUTPUT_TOKENS = 128
 
@@ -247,7 +248,15 @@ class TrainingSpec(_Strict):
         None, description="loss computed in chunks: no full fp32 logits (default: true for engine torchtune, "
         "whose recipes use CEWithChunkedOutputLoss, else false)")
     activation_offload: bool = Field(False, description="saved activations offloaded to host RAM")
+    attention_kernel: AttentionKernel | None = Field(
+        None, description="the flash-attention kernel the framework runs: flash_attention_2 | flash_attention_3 | "
+        "cudnn (transformers / prime-rl `attn_implementation` names; cudnn = Transformer Engine's fused attention); "
+        "default: the engine's (cudnn for NeMo / Megatron / Surogate on NVIDIA Hopper and newer, else "
+        "flash_attention_2)")
     context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
+    virtual_pipeline_stages: int = Field(
+        1, gt=0, le=1024, description="interleaved 1F1B: model chunks per pipeline rank (Megatron-Core "
+        "--virtual-pipeline-model-parallel-size); 1 = plain 1F1B")
     expert_parallel: int = Field(1, gt=0, le=4096, description="MoE experts split across GPUs")
     expert_tensor_parallel: int | None = Field(
         None, gt=0, le=1024,

@@ -218,6 +218,12 @@ ChunkedLossOpt = Annotated[bool | None, typer.Option(
     "--chunked-loss/--no-chunked-loss", help="loss in chunks, no full fp32 logits (default: on for torchtune)")]
 ActOffloadOpt = Annotated[bool | None, typer.Option(
     "--activation-offload/--no-activation-offload", help="saved activations offloaded to host RAM")]
+VppOpt = Annotated[int | None, typer.Option(
+    "--virtual-pipeline-stages", help="interleaved 1F1B: model chunks per pipeline rank (Megatron "
+    "--virtual-pipeline-model-parallel-size; default 1)")]
+AttnKernelOpt = Annotated[str | None, typer.Option(
+    "--attention-kernel", help="training: flash_attention_2 | flash_attention_3 | cudnn (default: the engine's; "
+    "cudnn for NeMo / Megatron on Hopper+, else flash_attention_2)")]
 CpOpt = Annotated[int | None, typer.Option("--cp", help="context-parallel degree (sequence split across GPUs)")]
 EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs; "
     "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
@@ -334,13 +340,14 @@ def missing_model_message(example: str, method: str | None) -> str:
 
 def training_fields(*, activation_checkpointing: str | None = None, lora_targets: str | None = None,
                     chunked_loss: bool | None = None, activation_offload: bool | None = None,
-                    cp: int | None = None, sp: bool | None = None) -> dict[str, Any]:
+                    cp: int | None = None, sp: bool | None = None,
+                    attention_kernel: str | None = None, vpp: int | None = None) -> dict[str, Any]:
     """The training keys of PLAN-FORMAT's "Keys published runs need", from their flags (--ep and
     --power-limit-w are serving-setup flags: `setup_fields`)."""
     targets = [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None
     return {"activation_checkpointing": activation_checkpointing, "lora_targets": targets,
             "chunked_loss": chunked_loss, "activation_offload": activation_offload, "context_parallel": cp,
-            "sequence_parallel": sp}
+            "sequence_parallel": sp, "attention_kernel": attention_kernel, "virtual_pipeline_stages": vpp}
 
 
 def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,

@@ -10,6 +10,7 @@ import typer
 from mlrig.commands._common import (
     ActCkptOpt,
     ActOffloadOpt,
+    AttnKernelOpt,
     BatchOpt,
     ChunkedLossOpt,
     CkptOpt,
@@ -44,6 +45,7 @@ from mlrig.commands._common import (
     TaskOpt,
     TokensOpt,
     TpOpt,
+    VppOpt,
     ZeroOpt,
     fmt_num,
     limits_line,
@@ -310,7 +312,7 @@ def plan_cmd(
     activation_checkpointing: ActCkptOpt = None,
     lora_targets: LoraTargetsOpt = None,
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
-    sp: SpOpt = None,
+    sp: SpOpt = None, attention_kernel: AttnKernelOpt = None, vpp: VppOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -343,7 +345,8 @@ def plan_cmd(
                              gpu_spec=spec, load=load, request_rate=request_rate, num_requests=num_requests,
                              **setup)
     fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
-                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, sp=sp))
+                                  chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, sp=sp,
+                                  attention_kernel=attention_kernel, vpp=vpp))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)

@@ -918,7 +918,7 @@ FUSED_OPTIMIZER_ENGINES = ("megatron", "nemo", "deepspeed", "torchtune", "llm-fo
 # embedding, lm_head) to fp32 (peft/utils/other.py, v0.13.0: `param.data = param.data.to(torch.float32)` unless
 # `Params4bit`; the same through 0.19). QLoRA with no engine named is taken as HF PEFT + bitsandbytes, where most
 # QLoRA users are. `kbit_upcast` says what stays fp32 for which framework.
-HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "unsloth")
+HF_PEFT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "unsloth", "universal-llm-trainer")
 # TRL's SFTTrainer (v0.13.0 to v0.24: sft_trainer.py) calls prepare_model_for_kbit_training on a 4-bit model that is not
 # sharded and then, under bf16=True, trl.trainer.utils.peft_module_casting_to_bf16, which casts embed_tokens and
 # lm_head back to bf16 but keeps every norm fp32. For a sharded QLoRA (FSDP / ZeRO-3) it calls neither. v0.25 has its
@@ -997,6 +997,21 @@ def is_ms_swift(engine: str | None) -> bool:
 # whole micro-batch: torchtune (CEWithChunkedOutputLoss in its recipes) and LitGPT (finetune/lora.py,
 # full.py: `model(input_ids, lm_head_chunk_size=128)` and litgpt.utils.chunked_cross_entropy).
 CHUNKED_LOSS_ENGINES = ("torchtune", "litgpt", "lit-gpt")
+# Frameworks that call the model WITHOUT labels and take the cross-entropy of its bf16 logits themselves:
+# universal-llm-trainer (ljm565/universal-llm-trainer at 1c4dca89, src/models/llama3.py `Llama3.forward`, the same
+# in gemma.py, gemma2.py, llama2.py, phi3.py: `self.model(input_ids=..., attention_mask=...)`, then
+# `nn.CrossEntropyLoss()(output.logits[:, :-1, :].reshape(-1, V), ...)`, and `del output` before backward with
+# `del_logits_after_forward`; docker/requirements.txt pins transformers==4.49.0). From transformers 4.46 a causal-LM
+# forward without labels returns logits in the model's dtype ("do not upcast them to float if we are not computing
+# the loss", LlamaForCausalLM.forward; 4.45 still upcast with a deprecation warning), so nothing is fp32: forward
+# holds the bf16 logits (2 B per logit), their shifted contiguous copy (2) and the log-softmax (2, saved for
+# backward); backward the saved log-softmax, nll's dense gradient and log-softmax's input gradient (2 each).
+# `BF16_LOSS_BYTES_PER_LOGIT` at either peak, against the fp32 loss's 12 B (transformers' loss_function upcasts
+# when labels are passed: HF Trainer, TRL). Not for QLoRA: its src/trainer/build.py runs PEFT's
+# prepare_model_for_kbit_training, whose fp32 lm_head (`kbit_upcast`) returns fp32 logits. Physics from the
+# source; the rows (ULT-*) are held out and chose nothing.
+BF16_LOSS_ENGINES = ("universal-llm-trainer",)
+BF16_LOSS_BYTES_PER_LOGIT = 6.0
 # Frameworks whose chunked loss is fused with the output head and chunks the VOCABULARY, never holding logits for
 # the whole vocabulary: prime-rl's RL trainer (src/prime_rl/trainer/models/layers/lm_head.py at b798a90d6,
 # `FusedOutputLinear` / `_ChunkedLogProbEntropyFn`; the RL config sets `fused_lm_head_chunk_size` 'auto' to
@@ -1537,7 +1552,10 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         # start of backward: ~12 B per logit. Chunked cross-entropy (torchtune CEWithChunkedOutputLoss)
         # upcasts one chunk at a time: the bf16 logits and their bf16 gradient, ~4 B.
         chunked = t.chunked_loss if t.chunked_loss is not None else _engine_is(w.engine, CHUNKED_LOSS_ENGINES)
-        logits = b * seq_l * arch.vocab_size * (4 if chunked else 12) / tp
+        # a bf16 loss needs a bf16 head: QLoRA's kbit preparation makes the head fp32, and its logits with it
+        bf16_loss = _engine_is(w.engine, BF16_LOSS_ENGINES) and not (method == "qlora" and upcast.ends_fp32)
+        full_loss_bytes = BF16_LOSS_BYTES_PER_LOGIT if bf16_loss else 12.0
+        logits = b * seq_l * arch.vocab_size * (4 if chunked else full_loss_bytes) / tp
         vocab_chunk = fused_vocab_chunk(w.engine)
         if chunked and vocab_chunk:
             # a fused head that chunks the vocabulary holds one chunk's logits (`FUSED_VOCAB_CHUNK_HEAD_ENGINES`)

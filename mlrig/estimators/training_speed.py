@@ -220,7 +220,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       sequence parallelism moves the same bytes as reduce-scatter + all-gather; MoE layers keep only the
       attention half and add the expert-tensor-parallel all-gather / reduce-scatter of the k dispatched
       copies of each token, `tp_comm_per_token`),
-      not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B);
+      not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
+      `training.virtual_pipeline_stages` = v, the interleaved schedule: `pipeline_bubble`);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
 
@@ -258,8 +259,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
-    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine)
-    t_gemm = lin_passes * n_gemm / (gemm_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine, tr.attention_kernel)
+    lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
+    t_gemm = lin_passes * n_gemm / (lin_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = ((eff.TRAIN_ELEMENTWISE_PASSES_FUSED if fused_engine else eff.TRAIN_ELEMENTWISE_PASSES)
               * (1.0 + (0.33 if ck == "full" else 0.0)))
@@ -304,7 +306,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
-    bubble = pipeline_bubble(pp, micro) if pp > 1 else 0.0
+    bubble = pipeline_bubble(pp, micro, tr.virtual_pipeline_stages) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
@@ -408,7 +410,8 @@ def fp32_stream_cast_bytes_per_token(arch: ModelArch, checkpointing: str) -> flo
 # own (accelerate v1.0.1 launches with `--fsdp_use_orig_params true` unless the config says otherwise).
 # fms-acceleration runs the same Trainer (fms-hf-tuning). A plan at ZeRO stage 3 under these engines is read as
 # that FSDP set-up; DeepSpeed ZeRO-3 gathers per module too, but is not what the factor was fitted on.
-PEFT_FSDP_UNIT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "fms-acceleration")
+PEFT_FSDP_UNIT_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "fms-acceleration",
+                          "universal-llm-trainer")
 
 
 def fsdp_adapter_units_s(r: ResolvedPlan, micro: Num) -> Num:
@@ -481,9 +484,10 @@ def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) ->
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
-# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES).
+# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES);
+# universal-llm-trainer is its own PyTorch loop over transformers' modelling code and PEFT (memory.BF16_LOSS_ENGINES).
 HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora",
-                        "ms-swift")
+                        "ms-swift", "universal-llm-trainer")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
 # huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
 # multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
@@ -534,6 +538,20 @@ def hf_stack_on_hopper(gpu: GPU, engine: str | None, method: str | None = "qlora
             and any(e.startswith(x) for x in HF_MODELLING_ENGINES))
 
 
+PRIME_RL_ENGINES = ("prime-rl", "prime_rl")
+
+
+def prime_rl_rest_rel_eff(engine: str | None, mclass: str) -> float:
+    """The fraction of the memory class's GEMM rate (`train_gemm_eff`) that prime-rl's trainer
+    (`PRIME_RL_ENGINES`) reaches on the linear layers on HBM GPUs, `eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM`
+    (its derivation there: the 16k / 64k pairs of prime-rl's own benchmark runs separate the attention
+    time from the rest); 1 for every other engine and memory class."""
+    e = (engine or "").lower()
+    if mclass == "hbm" and any(e.startswith(x) for x in PRIME_RL_ENGINES):
+        return eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM
+    return 1.0
+
+
 def dense_moe_experts(arch: ModelArch, plan: Plan) -> bool:
     """Whether this plan's framework computes all routed experts for every token
     (`HF_DENSE_MOE_MODEL_TYPES` under `HF_MODELLING_ENGINES`)."""
@@ -553,7 +571,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     linear_flops = "4N, the frozen base has no weight gradients," if tr.method in ("lora", "qlora") else "6N"
     expl = (
         f"{f.model_flops / 1e9:.1f} GFLOP per token ({linear_flops} + attention, every (query, key) pair counted as "
-        f"MFU conventionally does; causal flash attention executes half of them), {f.dtype_label} at {f.mfu:.0%} "
+        f"MFU conventionally does; causal flash attention executes half of them; kernel "
+        f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
         f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
@@ -570,6 +589,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" (GEMMs at {eff.TRAIN_GEMM_REL_EFF_HF_HOPPER:.0%} of their usual rate: HF-modelling stacks on "
            "Hopper reach ~1/3 of its peak in published QLoRA runs)"
            if hf_stack_on_hopper(r.gpu, w.engine, tr.method) else "")
+        + (f" (prime-rl's non-attention work at {eff.TRAIN_REST_REL_EFF_PRIME_RL_HBM:.0%} of the GEMM rate, as its "
+           "16k / 64k benchmark pairs give)" if prime_rl_rest_rel_eff(w.engine, r.memory_class) != 1.0 else "")
         + f" + {f.opt_s + f.step_fixed_s:.2f} s optimizer step and fixed per-step cost"
         + (f" + {f.comm_s:.2f} s gradient sync not hidden" if f.comm_s > 0 else "")
         + (f" + {f.fsdp_units_s:.2f} s FSDP hooks of the LoRA units (PEFT wraps each adapter Linear apart)"
@@ -596,17 +617,40 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
 CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *SUROGATE_ENGINES)
 
 
-def attention_efficiency(gpu: GPU, engine: str | None = None) -> float:
+def hopper_or_newer_nvidia(gpu: GPU) -> bool:
+    """An NVIDIA Hopper, Blackwell or Rubin GPU (wgmma / TMA: what FlashAttention-3 and cuDNN's fused
+    attention use)."""
+    arch = (gpu.architecture or "").lower()
+    return gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+
+
+def attention_kernel(gpu: GPU, engine: str | None = None, given: str | None = None) -> str:
+    """The flash-attention kernel a training step runs: the plan's `training.attention_kernel`, else the
+    engine's default, Transformer Engine's cuDNN attention for `CUDNN_ATTENTION_ENGINES` on NVIDIA Hopper and
+    newer, else FlashAttention-2 (transformers' and prime-rl's `flash_attention_2`; prime-rl's
+    `ModelConfig.attn` defaults to it, src/prime_rl/trainer/config.py at b798a90d)."""
+    if given:
+        return given
+    if hopper_or_newer_nvidia(gpu) and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+        return "cudnn"
+    return "flash_attention_2"
+
+
+def attention_efficiency(gpu: GPU, engine: str | None = None, kernel: str | None = None) -> float:
     """Flash attention's efficiency relative to the GEMMs on the FLOPs it executes (the causal half,
-    `attention_executed_keys`), by GPU generation (`eff.TRAIN_ATTN_REL_EFF`, fitted there on the fit rows):
+    `attention_executed_keys`), by kernel (`attention_kernel`) and GPU generation (`eff.TRAIN_ATTN_REL_EFF`,
+    fitted there on the fit rows):
     FlashAttention-2 reaches 50-73 % of the A100's peak (Dao 2023, sec. 4.1) but only ~35 % of the
     H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
     Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
-    Blackwell ("cudnn-hopper+")."""
+    Blackwell ("cudnn-hopper+"), and so does FlashAttention-3 ("fa3-hopper", Hopper only: its kernels are
+    written for sm90, flash-attention's hopper/ README; elsewhere it is priced as FlashAttention-2)."""
     arch = (gpu.architecture or "").lower()
     newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
-    nvidia_newer = gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
-    if nvidia_newer and any((engine or "").lower().startswith(e) for e in CUDNN_ATTENTION_ENGINES):
+    kern = attention_kernel(gpu, engine, kernel)
+    if kern == "flash_attention_3" and gpu.vendor == "NVIDIA" and "hopper" in arch:
+        return eff.TRAIN_ATTN_REL_EFF["fa3-hopper"]
+    if kern == "cudnn" and hopper_or_newer_nvidia(gpu):
         return eff.TRAIN_ATTN_REL_EFF["cudnn-hopper+"]
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
 
@@ -1000,9 +1044,14 @@ def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] 
     return (nics, nic) if nic.kind == "network" else None
 
 
-def pipeline_bubble(stages: int, microbatches: Num) -> Num:
-    """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021)."""
+def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
+    """Idle fraction of a GPipe/1F1B pipeline: (p-1)/(m+p-1) (Huang et al. 2019; Narayanan 2021). With the
+    interleaved schedule each rank holds `virtual` = v model chunks and the bubble shrinks v-fold, to (p-1)/v
+    micro-batch times against m of work (Narayanan et al. 2021, arXiv 2104.04473, sec. 2.2.2: bubble time
+    fraction (p-1)/(v m)): ((p-1)/v) / (m + (p-1)/v). The extra point-to-point sends it costs (v-fold) are not
+    priced, as the plain schedule's are not."""
     too_few = (microbatches < 1).any() if vec.is_array(microbatches) else microbatches < 1
-    if stages < 1 or too_few:
-        raise MlrigError("pipeline stages and micro-batches must be >= 1")
-    return (stages - 1) / (microbatches + stages - 1)
+    if stages < 1 or too_few or virtual < 1:
+        raise MlrigError("pipeline stages, virtual stages and micro-batches must be >= 1")
+    idle = (stages - 1) / virtual
+    return idle / (microbatches + idle)
