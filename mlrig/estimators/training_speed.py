@@ -489,7 +489,7 @@ def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) ->
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
 # ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES); so is
-# LLaMA-Factory (src/llamafactory/train/pt/trainer.py and sft/trainer.py: CustomTrainer subclasses transformers.Trainer).
+# LLaMA-Factory (src/llamafactory/train/pt/trainer.py, sft/trainer.py: CustomTrainer subclasses transformers.Trainer).
 HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora",
                         "ms-swift", "llama-factory", "llamafactory")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
