@@ -1285,6 +1285,22 @@ TRAIN_GEMM_EFF: dict[str, float] = {"hbm": 0.72, "gddr": 0.65, "unified": 0.40, 
 TRAIN_GEMM_EFF_GEFORCE = 0.80
 # Narrow models under-fill the GEMM tiles: efficiency x d / (d + TRAIN_GEMM_WIDTH_D0).
 TRAIN_GEMM_WIDTH_D0 = 220.0
+# Fused C++/CUDA trainers (training_speed.FUSED_CUDA_ENGINES: Surogate, llm.q) on GDDR cards
+# (training_speed.fused_engine_gemm_eff): the fraction of the catalog's dense tensor rate their GEMMs reach, with no
+# narrow-model reduction. Before, priced with the PyTorch-stack figures above (0.80 GeForce / 0.65 elsewhere, times
+# d / (d + 220)), every such row came out 0.59-0.89x of the measurement. Physically: GeForce's catalog rate is the
+# half-rate FP32-accumulate figure, which the tensor cores reach in full with the clock above its rated boost (see
+# TRAIN_GEMM_EFF_GEFORCE; tinygrad measured torch's 4090 GEMM at 165-168 of 165.2 TFLOPS), and llm.q's own
+# speed-of-light read-out (matmul FLOPs / (time x peak): 75-81 % for the whole step on a 4090, 85 % on a 5060 Ti, at
+# hidden 896-1,536) leaves the GEMMs ~0.9-1.0 of it; the full-rate workstation parts (RTX PRO 6000: SOL 53-69 %)
+# reach what cuBLAS reaches on datacentre parts (~0.8 of peak: S. Bekman, ml-engineering, 'Maximum Achievable Matmul
+# FLOPS', H100 792 of 989 TFLOPS). FITTED on the 16 bf16 GDDR fit rows (LLMQ4090X1-0002/-0004, LLMQ4090X4-0002,
+# LLMQ5060TI-0002, LLMQPRO6000X1-0002/-0004/-0006/-0008, SUROGATE-0001..0008), grid 0.90-1.00 x 0.75-0.85,
+# objective median + p90 / 2 of |pred / meas - 1|: 0.95 / 0.80 best (4.3 % / 8.4 %). With llm.q's FP8 casts and bf16
+# LM head (training_speed.fused_fp8_cast_bytes_per_token, fused_fp8_bf16_head_params) the FP8 fit rows, not used to
+# choose, come to 2.3 % / 7.9 %, and the held-out 4- and 8-GPU RTX PRO 6000 pages (LLMQPRO6000X4-*, -X8-*: bf16 and
+# FP8) to 3.0 % / 4.0 %.
+TRAIN_GEMM_EFF_FUSED: dict[str, float] = {"geforce": 0.95, "gddr": 0.80}
 # Flash attention relative to the GEMMs (training_speed.attention_efficiency), on the FLOPs the kernels
 # EXECUTE: a causal flash kernel skips the masked half of the (query, key) blocks (FlashAttention-2, Dao 2023,
 # arXiv 2307.08691, sec. 3.1.1), so the step time is priced on s^2 / 2 pairs per layer

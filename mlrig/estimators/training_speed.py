@@ -252,16 +252,21 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     layer_keys = attention_layer_keys(arch, seq, plan.workload.flash_attention)  # MFU's convention
     # the time is the FLOPs the kernels execute: causal flash skips the masked half (`attention_executed_keys`)
     attn_fwd = 4.0 * attention_width(arch) * attention_executed_keys(arch, seq, plan.workload.flash_attention)
-    fused_engine = surogate_engine(plan.workload.engine)
+    fused_engine = fused_cuda_engine(plan.workload.engine)
     # selective recomputes the attention core too; Surogate's LoRA recompute keeps it (`SUROGATE_ENGINES`)
-    recompute_attention = ck != "none" and not (fused_engine and lora)
+    recompute_attention = ck != "none" and not (surogate_engine(plan.workload.engine) and lora)
     attn_flops = 3.0 * attn_fwd + (attn_fwd if recompute_attention else 0.0)
-    gemm_eff = train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
+    fused_eff = fused_engine_gemm_eff(gpu, mclass) if fused_engine else None
+    gemm_eff = fused_eff if fused_eff is not None else train_gemm_eff(gpu, mclass) * h / (h + eff.TRAIN_GEMM_WIDTH_D0)
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine, tr.attention_kernel)
     lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
-    t_gemm = lin_passes * n_gemm / (lin_eff * peak_lin * 1e12) + attn_flops / (attn_eff * peak_bf16 * 1e12)
+    # a fused engine's FP8 recipe keeps the LM head in bf16 (`fused_fp8_bf16_head_params`)
+    head_bf16 = fused_fp8_bf16_head_params(arch) if (fp8 and fused_engine) else 0.0
+    t_gemm = (lin_passes * (n_gemm - head_bf16) / (lin_eff * peak_lin * 1e12)
+              + lin_passes * head_bf16 / (lin_eff * peak_bf16 * 1e12)
+              + attn_flops / (attn_eff * peak_bf16 * 1e12))
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
     passes = ((eff.TRAIN_ELEMENTWISE_PASSES_FUSED if fused_engine else eff.TRAIN_ELEMENTWISE_PASSES)
               * (1.0 + (0.33 if ck == "full" else 0.0)))
@@ -271,6 +276,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
         # write 1 B, three times per micro-batch, spread over its tokens
         ew_bytes = ew_bytes + 3 * 3.0 * n / tokens_per_rank_step
+        if fused_engine:  # and a fused engine's casts of each GEMM's activations and gradients
+            ew_bytes = ew_bytes + fused_fp8_cast_bytes_per_token(arch)
     elif fp4_training(r.precision, gpu):
         # the same three casts to NVFP4: read 2 B, write 0.5 B + one 1-byte scale per 16 values
         ew_bytes = ew_bytes + 3 * (2.0 + 0.5 + 1.0 / 16) * n / tokens_per_rank_step
@@ -484,10 +491,11 @@ def tp_comm_per_token(arch: ModelArch, tp: int, etp: int, checkpointing: str) ->
 
 
 # Training frameworks that run a model through Hugging Face transformers' own modelling code.
-# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES);
+# ms-swift's `swift sft` is the transformers Trainer over the same modelling code (memory.MS_SWIFT_ENGINES); so is
+# LLaMA-Factory (src/llamafactory/train/pt/trainer.py, sft/trainer.py: CustomTrainer subclasses transformers.Trainer);
 # universal-llm-trainer is its own PyTorch loop over transformers' modelling code and PEFT (memory.BF16_LOSS_ENGINES).
 HF_MODELLING_ENGINES = ("hf", "transformers", "peft", "hf-peft", "hf-trainer", "trl", "axolotl", "fsdp_qlora",
-                        "ms-swift", "universal-llm-trainer")
+                        "ms-swift", "llama-factory", "llamafactory", "universal-llm-trainer")
 # transformers' Llama 4 MoE block (Llama4TextMoe.forward, transformers 4.51 onwards, unchanged in
 # huggingface/transformers@63210d0 src/transformers/models/llama4/modeling_llama4.py) routes by
 # multiplying the input by the router score, zero for the experts not chosen, and runs EVERY expert
@@ -519,6 +527,69 @@ SUROGATE_ENGINES = ("surogate",)
 def surogate_engine(engine: str | None) -> bool:
     """Whether the plan's training engine is Surogate (`SUROGATE_ENGINES`)."""
     return any((engine or "").lower().startswith(e) for e in SUROGATE_ENGINES)
+
+
+# llm.q (IST-DASLab/llmq, read at b77d9691; README "Build instructions" and src/): a C++/CUDA trainer in llm.c's lineage
+# that prices like Surogate where the step's arithmetic is concerned: the whole step replayed as CUDA graphs
+# (`--use-cuda-graphs`, LLamaOptions::UseCudaGraphs, on in every published benchmark command), cuDNN flash attention
+# (src/kernels/cudnn_att.cpp), fused element-wise kernels (fused_residual_rmsnorm_forward, swiglu.cu, rope.cu) and a
+# fused LM head + loss (fused_classifier.cu). Surogate's LoRA-specific recompute rule (`SUROGATE_ENGINES`) does not
+# carry over: llm.q trains full models.
+FUSED_CUDA_ENGINES = (*SUROGATE_ENGINES, "llmq", "llm.q")
+
+
+def fused_cuda_engine(engine: str | None) -> bool:
+    """Whether the plan's training engine is a fused C++/CUDA trainer (`FUSED_CUDA_ENGINES`): no host launch cost per
+    micro-batch, fused element-wise kernels (`eff.TRAIN_ELEMENTWISE_PASSES_FUSED`), cuDNN attention, and on GDDR cards
+    the GEMM rate of `fused_engine_gemm_eff`."""
+    return any((engine or "").lower().startswith(e) for e in FUSED_CUDA_ENGINES)
+
+
+def fused_fp8_cast_bytes_per_token(arch: ModelArch) -> float:
+    """DRAM bytes per token, whole model, of the casts and transposes around the FP8 GEMMs of a fused trainer's
+    FP8 recipe, read from llm.q (src/models/llama_model.cpp at b77d9691, `forward_qmm` / `backward_qmm`): for a
+    linear layer of input width C and output width OC, forward quantises its bf16 input (read 2C, write C; the
+    abs-max comes fused from the producing kernel); backward quantises the output gradient (3 OC), transposes the
+    FP8 input for the weight-gradient GEMM (read C, write C) and the FP8 gradient (2 OC): 5 (C + OC) bytes per
+    token. Per layer the linears are qkv (C = h, OC = q + 2 kv), the attention output (q, h), gate/up (h, 2 i) and
+    down (i, h); an MoE layer's MLP counts once per expert a token visits. The weights' own casts and transposes
+    (per micro-batch, not per token) are the 3 x 3 B per parameter counted with every FP8 recipe."""
+    h, d = arch.hidden_size, arch.dim_head
+    q, kv = arch.num_heads * d, arch.kv_heads * d
+    gated = arch.mlp == "gated"
+
+    def mlp(inter: float) -> float:
+        return (h + inter) + ((2 * inter if gated else inter) + h)
+
+    attn = (h + q) + ((q + 2 * kv) + h)
+    dense = arch.num_layers - arch.num_moe_layers
+    per_token = arch.num_layers * attn + dense * mlp(arch.intermediate_size)
+    if arch.num_moe_layers:
+        visits = arch.experts_per_token + arch.num_shared_experts
+        per_token += arch.num_moe_layers * visits * mlp(arch.moe_intermediate_size or arch.intermediate_size)
+    return 5.0 * per_token
+
+
+def fused_fp8_bf16_head_params(arch: ModelArch) -> float:
+    """Parameters of the LM head, whose GEMMs a fused trainer's FP8 recipe runs in bf16: llm.q multiplies by
+    `Parameters->get_head()` with bf16 operands in forward and backward (src/models/llama_model.cpp at b77d9691; only
+    the blocks' linears go through `forward_qmm` / `backward_qmm`). vocab x hidden; the input embedding is a lookup,
+    not a GEMM, so a tied or untied model has one such matrix."""
+    return float(arch.vocab_size * arch.hidden_size)
+
+
+def fused_engine_gemm_eff(gpu: GPU, mclass: str) -> float | None:
+    """Fraction of the catalog's dense tensor rate that a fused C++/CUDA trainer's GEMMs reach on a GDDR card
+    (`eff.TRAIN_GEMM_EFF_FUSED`: GeForce against its half-rate FP32-accumulate figure, the other GDDR parts against
+    their full rate), with no narrow-model reduction; None elsewhere (HBM cards keep `train_gemm_eff`). Why: llm.q's
+    own speed-of-light figure (matmul FLOPs / (time x peak), src/utilities/sol.cpp) reads 75-81 % on one RTX 4090 for
+    Qwen2.5-0.5B and -1.5B (hidden 896 and 1,536) and 85 % on an RTX 5060 Ti for the 0.5B, with the element-wise
+    kernels and the optimizer inside that time, so the GEMMs themselves run at ~0.9-1.0 of the rated figure at
+    hidden 896; the d / (d + `eff.TRAIN_GEMM_WIDTH_D0`) reduction (0.80 there) and the eager-PyTorch figures of
+    `train_gemm_eff` were fitted on PyTorch stacks, whose per-kernel gaps such an engine does not have."""
+    if mclass != "gddr":
+        return None
+    return eff.TRAIN_GEMM_EFF_FUSED["geforce" if gpu.hardware_class == "geforce" else "gddr"]
 
 
 def hf_stack_on_hopper(gpu: GPU, engine: str | None, method: str | None = "qlora") -> bool:
@@ -613,15 +684,28 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
 
 # Frameworks whose attention is Transformer Engine's DotProductAttention, which picks cuDNN's fused
 # (flash) attention on Hopper and newer (TE docs, "Attention backends"): NeMo and Megatron-Core; and
-# Surogate, which calls cuDNN's flash attention itself (`SUROGATE_ENGINES`).
-CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *SUROGATE_ENGINES)
+# Surogate and llm.q, which call cuDNN's flash attention themselves (`FUSED_CUDA_ENGINES`).
+CUDNN_ATTENTION_ENGINES = ("nemo", "megatron", *FUSED_CUDA_ENGINES)
+
+
+def hopper_style_tensor_cores(gpu: GPU) -> bool:
+    """Whether the GPU's tensor cores are the datacentre Hopper / Blackwell / Rubin kind (warp-group MMA, TMA;
+    `tcgen05` on B200) or AMD CDNA 3/4, whose peak FlashAttention-2's mma.sync kernels leave unused
+    (`attention_efficiency`). The GeForce and workstation Blackwell chips (GB20x, sm_120: RTX 50x0, RTX PRO 6000) have
+    neither wgmma nor tcgen05: their tensor cores are driven by mma.sync, the instruction FlashAttention-2 and
+    cuDNN's kernels for that target are built on, as on Ampere and Ada (FlashAttention-3, Shah et al. 2024, targets
+    sm_90 only; in NVIDIA's PTX ISA, wgmma needs sm_90a and tcgen05 sm_100a/sm_101a, and sm_120 has neither), so they
+    price as "other"."""
+    arch = (gpu.architecture or "").lower()
+    if "(gb2" in arch:  # GB202 / GB203 / GB205 / GB206 / GB207
+        return False
+    return any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
 
 
 def hopper_or_newer_nvidia(gpu: GPU) -> bool:
     """An NVIDIA Hopper, Blackwell or Rubin GPU (wgmma / TMA: what FlashAttention-3 and cuDNN's fused
-    attention use)."""
-    arch = (gpu.architecture or "").lower()
-    return gpu.vendor == "NVIDIA" and any(k in arch for k in ("hopper", "blackwell", "rubin"))
+    attention use; not the GeForce / workstation Blackwell chips, `hopper_style_tensor_cores`)."""
+    return gpu.vendor == "NVIDIA" and hopper_style_tensor_cores(gpu)
 
 
 def attention_kernel(gpu: GPU, engine: str | None = None, given: str | None = None) -> str:
@@ -644,9 +728,10 @@ def attention_efficiency(gpu: GPU, engine: str | None = None, kernel: str | None
     H100's, whose wgmma/TMA units it does not use (Shah et al. 2024, FlashAttention-3, sec. 1).
     Transformer Engine's cuDNN attention (`CUDNN_ATTENTION_ENGINES`) does use them on NVIDIA Hopper and
     Blackwell ("cudnn-hopper+"), and so does FlashAttention-3 ("fa3-hopper", Hopper only: its kernels are
-    written for sm90, flash-attention's hopper/ README; elsewhere it is priced as FlashAttention-2)."""
+    written for sm90, flash-attention's hopper/ README; elsewhere it is priced as FlashAttention-2). The GeForce /
+    workstation Blackwell chips have no such units (`hopper_style_tensor_cores`) and price as "other"."""
     arch = (gpu.architecture or "").lower()
-    newer = any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
+    newer = hopper_style_tensor_cores(gpu)
     kern = attention_kernel(gpu, engine, kernel)
     if kern == "flash_attention_3" and gpu.vendor == "NVIDIA" and "hopper" in arch:
         return eff.TRAIN_ATTN_REL_EFF["fa3-hopper"]
