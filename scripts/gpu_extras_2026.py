@@ -67,6 +67,19 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "TF32 59.8 (dense: FP16 = 2x TF32); 275 W.",
     ),
     dict(
+        id="a30", name="NVIDIA A30", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ampere (GA100)", release_year=2021, aliases=["NVIDIA A30", "A30 24GB"],
+        nominal_gb=24, memory_type="HBM2 (3072-bit)", memory_bandwidth_gb_s=933, fp32_tflops=10.3,
+        fp16_tflops_dense=165, bf16_tflops_dense=165, fp8_tflops_dense=None, int8_tops_dense=330, tdp_w=165,
+        pcie_gen=4, pcie_lanes=16, nvlink="2-GPU NVLink bridge (3rd gen), 200 GB/s total", nvlink_gb_s=100.0,
+        nvlink_max_gpus=2, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.nvidia.com/en-us/data-center/products/a30-gpu/",
+        verification=f"partial ({AS_RECALLED}; datasheet dense | sparse pairs: TF32 82 | 165*, BF16/FP16 165 | 330*, "
+        "INT8 330 | 661*)",
+        notes="Half a GA100 (56 SMs) with 24 GB HBM2 at 933 GB/s; added for the ORCA cluster's 4 x A30 llama.cpp "
+        "layer-split rows (llamacpp_multigpu.jsonl).",
+    ),
+    dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
         architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
         nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,
