@@ -631,7 +631,7 @@ def pass_time(
         comm_s = comm_s + (serial_gpus - 1) * p2p_time_s(2.0 * hidden * tokens_in_pass, link)
         if engine.startswith("llama.cpp"):
             # the backend scheduler's copy + synchronise at each GPU boundary (efficiency.LLAMA_CPP_SPLIT_BOUNDARY_S)
-            comm_s = comm_s + (serial_gpus - 1) * eff.LLAMA_CPP_SPLIT_BOUNDARY_S
+            comm_s = comm_s + (serial_gpus - 1) * llama_cpp_split_boundary_s(gpu)
     # The roofline holds per kernel, and a pass runs its kernels one after another: the GEMMs (weights
     # streamed, 2 x params FLOPs per token) and the attention kernels (the KV cache read or written,
     # QK^T / AV FLOPs) each take the max of their own compute and memory times, and the two add.
@@ -1183,6 +1183,15 @@ def _offload_time(offloaded_bytes: Num, engine: str, gpu: GPU, host_bw_gb_s: flo
     from mlrig.catalog.interconnects import pcie_x16_link
 
     return offloaded_bytes / (pcie_x16_link(gpu.pcie_gen).bandwidth_gb_s * 1e9 * PCIE_COPY_EFF)
+
+
+def llama_cpp_split_boundary_s(gpu: GPU) -> float:
+    """Fixed time per GPU boundary a llama.cpp layer split crosses in one pass, beyond the hidden state's wire
+    time: ggml's backend scheduler copies each split's inputs to the next device and synchronises the two
+    (ggml-backend.cpp, ggml_backend_sched_compute_splits). Measured per vendor: efficiency.LLAMA_CPP_SPLIT_BOUNDARY_S
+    on NVIDIA (XD-* tg512, 1 vs N GPUs), efficiency.LLAMA_CPP_SPLIT_BOUNDARY_S_AMD on AMD (RX7900X6-* tg128 against
+    the source's single-GPU row); other vendors take NVIDIA's."""
+    return eff.LLAMA_CPP_SPLIT_BOUNDARY_S_AMD if gpu.vendor == "AMD" else eff.LLAMA_CPP_SPLIT_BOUNDARY_S
 
 
 def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
