@@ -80,6 +80,19 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "layer-split rows (llamacpp_multigpu.jsonl).",
     ),
     dict(
+        id="mi50-32gb", name="AMD Radeon Instinct MI50 32GB", vendor="AMD", hardware_class="amd",
+        architecture="GCN 5 / Vega 20 (gfx906)", release_year=2018,
+        aliases=["AMD Radeon Instinct MI50", "Radeon Instinct MI50 32GB", "MI50 32GB", "MI50"],
+        nominal_gb=32, memory_type="HBM2 (4096-bit)", memory_bandwidth_gb_s=1024, fp32_tflops=13.3,
+        fp16_tflops_dense=26.5, bf16_tflops_dense=None, fp8_tflops_dense=None, int8_tops_dense=53.0, tdp_w=300,
+        pcie_gen=4, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.amd.com/en/support/downloads/drivers.html/accelerators/instinct/instinct-mi-series/instinct-mi50-32gb.html",
+        verification=f"partial ({AS_RECALLED}: 60 CUs at 1,725 MHz, 1,024 GB/s HBM2, FP16 26.5 / FP32 13.3 TFLOPS, "
+        "INT8 53 TOPS, 300 W; no matrix cores, so FP16 is the packed-math vector rate)",
+        notes="Vega 20 (gfx906): no tensor/matrix cores, no BF16 arithmetic; Infinity Fabric Link bridges (not modelled: "
+        "links are PCIe here). Added for the 2 x MI50 llama.cpp layer-split rows (llamacpp_multigpu.jsonl, MI50X2).",
+    ),
+    dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
         architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
         nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,
