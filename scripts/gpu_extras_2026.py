@@ -89,8 +89,9 @@ EXTRAS_2026: list[dict[str, Any]] = [
         source="https://www.amd.com/en/support/downloads/drivers.html/accelerators/instinct/instinct-mi-series/instinct-mi50-32gb.html",
         verification=f"partial ({AS_RECALLED}: 60 CUs at 1,725 MHz, 1,024 GB/s HBM2, FP16 26.5 / FP32 13.3 TFLOPS, "
         "INT8 53 TOPS, 300 W; no matrix cores, so FP16 is the packed-math vector rate)",
-        notes="Vega 20 (gfx906): no tensor/matrix cores, no BF16 arithmetic; Infinity Fabric Link bridges (not modelled: "
-        "links are PCIe here). Added for the 2 x MI50 llama.cpp layer-split rows (llamacpp_multigpu.jsonl, MI50X2).",
+        notes="Vega 20 (gfx906): no tensor/matrix cores, no BF16 arithmetic; Infinity Fabric Link bridges (not "
+        "modelled: links are PCIe here). Added for the 2 x MI50 llama.cpp layer-split rows "
+        "(llamacpp_multigpu.jsonl, MI50X2).",
     ),
     dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
