@@ -290,7 +290,17 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
 # split, where this pricing makes tensor_parallel ~1.7x faster (Llama-3-70B Q4_K_M on 2x RTX 3090: 33 against
 # 19 tok/s): GLM-5.2 UD-Q4_K_M on 8x A100 80 GB decoded at 7.1 tok/s with `-sm row` against 23.4 with
 # `-sm layer` (anthony-chaudhary/fak issue #3075, 2026-07-10). No published
-# row-split run of a model mlrig can resolve was found to fit a row-split model on, so it is not priced.
+# row-split run of a model mlrig can resolve was found to fit a row-split model on, so it is not priced. The row-split
+# runs found since (calibration/SOURCES-inference.md, "Multi-GPU llama.cpp") are of Qwen3.5-27B, a hybrid the catalog
+# cannot describe: on 2x V100 row split decoded slower than one GPU (21.4 against 22.8 tok/s; layer 25.0) and its
+# pp512 was 3.8x slower than layer split; on 2x R9700 (ROCm) it decoded 11 % faster than layer split, pp512 1.7x slower.
+# How a split_mode key would price it, from ggml/src/ggml-cuda/ggml-cuda.cu `ggml_cuda_op_mul_mat` (its `split` branch,
+# weights in the split buffer type): per matrix multiplication the main GPU records an event the others wait on, the
+# q8_1-quantised activations are copied peer-to-peer to each GPU (cudaMemcpyPeerAsync / ggml_cuda_Memcpy2DPeerAsync),
+# each GPU multiplies its rows, the fp32 output slices are copied back to the main GPU, which waits on every GPU's
+# event; norms, attention and the KV cache stay on the main GPU. So: weight reads / N + per split matmul two
+# cross-GPU waits and the two copies. Both runs above fit that: one-GPU time less half the weights' leaves ~25 ms
+# (V100) and ~18 ms (R9700) per token over the ~400 split matmuls of Qwen3.5-27B, ~45-60 us each.
 LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor (tensor parallelism, an all-reduce "
                      "after attention and after the FFN); the deprecated --split-mode row (a sync after every "
                      "matmul, KV on the main GPU) is not modelled: published runs of it were slower than layer split")

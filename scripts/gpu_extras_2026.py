@@ -67,6 +67,33 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "TF32 59.8 (dense: FP16 = 2x TF32); 275 W.",
     ),
     dict(
+        id="a30", name="NVIDIA A30", vendor="NVIDIA", hardware_class="datacenter",
+        architecture="Ampere (GA100)", release_year=2021, aliases=["NVIDIA A30", "A30 24GB"],
+        nominal_gb=24, memory_type="HBM2 (3072-bit)", memory_bandwidth_gb_s=933, fp32_tflops=10.3,
+        fp16_tflops_dense=165, bf16_tflops_dense=165, fp8_tflops_dense=None, int8_tops_dense=330, tdp_w=165,
+        pcie_gen=4, pcie_lanes=16, nvlink="2-GPU NVLink bridge (3rd gen), 200 GB/s total", nvlink_gb_s=100.0,
+        nvlink_max_gpus=2, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.nvidia.com/en-us/data-center/products/a30-gpu/",
+        verification=f"partial ({AS_RECALLED}; datasheet dense | sparse pairs: TF32 82 | 165*, BF16/FP16 165 | 330*, "
+        "INT8 330 | 661*)",
+        notes="Half a GA100 (56 SMs) with 24 GB HBM2 at 933 GB/s; added for the ORCA cluster's 4 x A30 llama.cpp "
+        "layer-split rows (llamacpp_multigpu.jsonl).",
+    ),
+    dict(
+        id="mi50-32gb", name="AMD Radeon Instinct MI50 32GB", vendor="AMD", hardware_class="amd",
+        architecture="GCN 5 / Vega 20 (gfx906)", release_year=2018,
+        aliases=["AMD Radeon Instinct MI50", "Radeon Instinct MI50 32GB", "MI50 32GB", "MI50"],
+        nominal_gb=32, memory_type="HBM2 (4096-bit)", memory_bandwidth_gb_s=1024, fp32_tflops=13.3,
+        fp16_tflops_dense=26.5, bf16_tflops_dense=None, fp8_tflops_dense=None, int8_tops_dense=53.0, tdp_w=300,
+        pcie_gen=4, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.amd.com/en/support/downloads/drivers.html/accelerators/instinct/instinct-mi-series/instinct-mi50-32gb.html",
+        verification=f"partial ({AS_RECALLED}: 60 CUs at 1,725 MHz, 1,024 GB/s HBM2, FP16 26.5 / FP32 13.3 TFLOPS, "
+        "INT8 53 TOPS, 300 W; no matrix cores, so FP16 is the packed-math vector rate)",
+        notes="Vega 20 (gfx906): no tensor/matrix cores, no BF16 arithmetic; Infinity Fabric Link bridges (not "
+        "modelled: links are PCIe here). Added for the 2 x MI50 llama.cpp layer-split rows "
+        "(llamacpp_multigpu.jsonl, MI50X2).",
+    ),
+    dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
         architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
         nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,

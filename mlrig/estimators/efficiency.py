@@ -963,6 +963,14 @@ LLAMA_CPP_PIPELINE_EFF = 0.5
 #    RTX 4000/5000/6000 Ada, A100 PCIe and H100 PCIe x 4 (median 0.25 ms); A100 SXM4 x 4 ~1 ms (not
 #    separated). Applied once per pass (a prompt's micro-batches add a few such waits, negligible there).
 LLAMA_CPP_SPLIT_BOUNDARY_S = 0.25e-3
+# The same hand-off on AMD GPUs (llama.cpp's HIP build of the CUDA backend: hipMemcpyPeerAsync + events at each
+#    boundary), per vendor in `llama_cpp_split_boundary_s`. The RX7900X6-* rows (6x RX 7900 XTX, ROCm, llama-bench
+#    tg128, the source's own single-GPU row as the baseline) give (t_N - t_1) / (N - 1): Gemma-3-1B Q4_K_M
+#    0.89 ms (2 GPUs) and 0.57 ms (6 GPUs), gpt-oss-20b MXFP4 1.58 ms (2) and 0.63 ms (6); gpt-oss-120b 4 -> 6
+#    GPUs 0.70 ms. Median of the four single-GPU-based figures: 0.76 ms, three times NVIDIA's. The difference
+#    cancels the single-GPU time, which mlrig prices 1.3-2.4x too fast on ROCm (no ROCm llama.cpp rows were
+#    calibrated; see SOURCES-inference.md), so it does not inherit that error.
+LLAMA_CPP_SPLIT_BOUNDARY_S_AMD = 0.76e-3
 
 # Weight-format families: de-quantisation work in the mat-vec lowers the bandwidth reached.
 #   f16: fp32/bf16/fp16 (no de-quantisation); q8: q8_0 / int8 / fp8; legacy: q4_0, q4_1, q5_0,
