@@ -135,10 +135,18 @@ def test_a_large_scope_still_sets_the_band_from_its_runs() -> None:
 
 
 def test_the_small_scope_words_go_only_with_a_band() -> None:
-    """Memory figures have no ± band: a small memory scope (full fine-tuning on GDDR, 11 runs) shows its
-    record without "band kept", while the speed's small scope (5 runs) says it."""
+    """Memory figures have no ± band: a small memory scope (full fine-tuning on GDDR) shows its record without
+    "band kept", while the speed says it exactly when its own scope is small."""
+    table = scope_table().values()
+    memory_rec = next(r for r in table if (r.figure, r.engine, r.memory_class) ==
+                      ("per_gpu_gib", "training-full", "gddr"))
+    speed_rec = next(r for r in table if (r.figure, r.engine, r.memory_class) ==
+                     ("train_tokens_per_s", "training-full", "gddr"))
+    assert memory_rec.rows < SMALL_SCOPE_ROWS  # the case this is about
     out = " ".join(run("plan", "llama-3.2-3b", "--gpu", "RTX 3090", "--task", "finetune", "--optimizer",
                        "adamw-8bit", "--offload", "optimizer").split())
     line = out[out.index("Validated:"):]
     speed, memory = line.split(" · memory ")
-    assert SMALL_SCOPE_TEXT in speed and SMALL_SCOPE_TEXT not in memory.split(" Data:")[0]
+    assert f"on {memory_rec.rows} runs" in memory
+    assert (SMALL_SCOPE_TEXT in speed) == (speed_rec.rows < SMALL_SCOPE_ROWS)
+    assert SMALL_SCOPE_TEXT not in memory.split(" Data:")[0]
