@@ -1,0 +1,82 @@
+"""User-facing leftovers found walking through docs USER-STORIES with fresh eyes (issue 10): a one-value option
+given twice kept the last without a word; click's usage errors took four lines; compare --markdown called a
+static TTFT band "up to xN"; the shown decode context of a varied load was not the one its estimate priced."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed entry point (`mlrig.cli.main`), where bad input becomes one line and exit status 2."""
+    env = {**os.environ, "COLUMNS": "250", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+
+
+def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlrig: error: "), res.stderr
+    return lines[0]
+
+
+# ---- 1. a one-value option given twice: one line naming the option, not the last value kept silently
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "bf16", "--precision", "q4_k_m"), "--precision"),
+    (("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "-q", "bf16", "--precision=q4_k_m"), "--precision"),
+    (("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "-n2", "--count", "4"), "--count"),
+    (("compare", "llama-3.1-8b", "--gpu", "RTX 3090", "--gpu", "RTX 4090", "-c", "4k", "--context", "8k"),
+     "--context"),
+    (("build", "suggest", "-g", "RTX 4090", "-n", "2", "-n", "3"), "--count"),
+])
+def test_a_one_value_option_given_twice_is_one_line_naming_it(args: tuple[str, ...], flag: str) -> None:
+    line = one_line_error(mlrig(*args))
+    assert f"{flag} given 2 times" in line and "give it once" in line
+
+
+def test_both_sides_of_a_switch_is_an_error_and_the_same_switch_twice_is_not() -> None:
+    line = one_line_error(mlrig("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--eager", "--cuda-graphs"))
+    assert "--eager and --cuda-graphs both given" in line
+    same = mlrig("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--json", "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["fits"]
+
+
+def test_values_and_collecting_options_are_not_counted_as_repeats() -> None:
+    from mlrig.cli import build_app, repeated_option
+
+    # a value that looks like an option, options that collect values, recommend's per-workload flags
+    assert repeated_option(build_app("gpus"), ["gpus", "--search", "--json"]) is None
+    assert repeated_option(build_app("compare"), ["compare", "m", "-q", "bf16", "--precision", "fp8"]) is None
+    assert repeated_option(build_app("recommend"), ["recommend", "--model", "a", "--precision", "q4_k_m",
+                                                    "--model", "b", "--precision", "q4_k_m"]) is None
+    assert repeated_option(build_app("diagnose"), ["diagnose", "--", "x", "-n", "1", "-n", "2"]) is None
+
+
+# ---- 2. click's usage errors (unknown option, bad value, missing option) are one line with the fix
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("plan", "llama-3.1-8b", "--gradient-checkpointing"), ("No such option: --gradient-checkpointing",
+                                                            "--checkpointing", "`mlrig plan --help`")),
+    (("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "abc"), ("'--min-tok-s'", "not a valid float",
+                                                                        "`mlrig serve --help`")),
+    (("plann", "llama-3.1-8b"), ("No such command 'plann'", "'plan'", "`mlrig --help`")),
+    (("monitor",), ("Missing option '--prometheus'", "`mlrig monitor --help`")),
+])
+def test_click_usage_errors_are_one_line(args: tuple[str, ...], words: tuple[str, ...]) -> None:
+    line = one_line_error(mlrig(*args))
+    assert all(w in line for w in words), line
+
+
+def test_help_and_version_still_exit_zero() -> None:
+    assert mlrig("plan", "--help").returncode == 0
+    assert mlrig("--version").returncode == 0
