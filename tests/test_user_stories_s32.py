@@ -80,3 +80,31 @@ def test_click_usage_errors_are_one_line(args: tuple[str, ...], words: tuple[str
 def test_help_and_version_still_exit_zero() -> None:
     assert mlrig("plan", "--help").returncode == 0
     assert mlrig("--version").returncode == 0
+
+
+# ---- 3. a TTFT band above 100 %: one-sided "up to xN" only for a rate run's overload band, as `plan` words it
+
+def _row(variant: str, ttft_band: float, capacity: float | None) -> dict[str, object]:
+    perf = {"decode_tok_s": 50.0, "prefill_tok_s": 5000.0, "ttft_ms": 120.0, "bound": "memory-bandwidth",
+            "capacity_requests_per_s": capacity, "error_band": {"decode_tok_s": 0.2, "ttft_ms": ttft_band}}
+    return {"variant": variant, "result": {"error": None, "fits": True, "engine": "vllm",
+                                           "memory": {"per_gpu_gib": 20.0}, "performance": perf, "validation": {}}}
+
+
+def test_compare_markdown_words_a_static_ttft_band_above_100_percent_as_plus_minus() -> None:
+    from mlrig.commands.markdown import compare_markdown
+
+    text = compare_markdown("m", [_row("static", 1.2, None), _row("rate", 2.5, 4.0)])
+    static = next(line for line in text.splitlines() if line.startswith("| static"))
+    rate = next(line for line in text.splitlines() if line.startswith("| rate"))
+    assert "120 ±120%" in static and "up to" not in static
+    assert "120 up to x3.5 if the capacity is lower" in rate  # mlrig plan's words for the same band
+
+
+def test_compare_caption_words_a_rate_runs_overload_band_as_plan_does() -> None:
+    from mlrig.commands._common import band_caption
+
+    bands = [({"ttft_ms": 2.5}, {}), ({"ttft_ms": 0.6}, {})]
+    caption = band_caption(bands, [True, True]) or ""
+    assert "TTFT up to x3.5 if the capacity is lower" in caption and "±250%" not in caption
+    assert "TTFT ±120%" in (band_caption([({"ttft_ms": 1.2}, {})], [False]) or "")

@@ -173,6 +173,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         text = col in ("variant", "engine", "bound")
         table.add_column(col, justify="left" if text else "right", no_wrap=True)
     bands: list[tuple[dict[str, float], dict[str, Any]]] = []
+    rate_runs: list[bool] = []  # rows whose TTFT band may be a rate run's one-sided overload band
     errors: list[str] = []
     for r in rows:
         res = r["result"]
@@ -183,6 +184,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
         bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
+        rate_runs.append(perf.get("capacity_requests_per_s") is not None)
         mfu = perf.get("mfu")
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else
@@ -198,7 +200,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             *speeds,
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
-    captions = [band_caption(bands), seq_len_caption([r["result"].get("notes") or [] for r in rows])]
+    captions = [band_caption(bands, rate_runs), seq_len_caption([r["result"].get("notes") or [] for r in rows])]
     table.caption = "\n".join(c for c in captions if c) or None
     con = console()
     con.print(table)
