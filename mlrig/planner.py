@@ -472,7 +472,8 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
     if performance is not None and p.workload.task == "inference":
         w = p.workload  # the lengths the speed is priced at
         performance.prompt_tokens, performance.output_tokens = w.prompt_tokens, w.output_tokens
-        performance.decode_context_tokens = w.mean_decode_context
+        if performance.decode_context_tokens is None:  # a serving load sets the one its iterations read
+            performance.decode_context_tokens = w.mean_decode_context
     training = None
     if p.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training_run

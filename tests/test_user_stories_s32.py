@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,36 @@ def test_compare_caption_words_a_rate_runs_overload_band_as_plan_does() -> None:
     caption = band_caption(bands, [True, True]) or ""
     assert "TTFT up to x3.5 if the capacity is lower" in caption and "±250%" not in caption
     assert "TTFT ±120%" in (band_caption([({"ttft_ms": 1.2}, {})], [False]) or "")
+
+
+# ---- 4. a varied serving load reports the decode context its iterations are priced at
+
+ACCELMARK_LIKE: dict[str, Any] = {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "H100 SXM"},
+                  "workload": {"task": "inference", "engine": "vllm", "load": "concurrency", "batch_size": 32,
+                               "lengths": "varied", "prompt_tokens": 512, "output_tokens": 343,
+                               "max_output_tokens": 512}}
+
+
+def test_varied_load_reports_the_running_decode_context() -> None:
+    """Outputs of mean 343 capped at 512: the running sequences hold E[L^2] / (2 E[L]) = 219.6 output tokens each
+    (serving.running_output_tokens), not 343 / 2 = 171: the loaded iterations read 512 + 220 = 732 tokens."""
+    from mlrig.estimators.serving import running_decode_context
+    from mlrig.planner import evaluate, parse_plan
+
+    res = evaluate(ACCELMARK_LIKE)
+    assert res.performance is not None
+    assert res.performance.decode_context_tokens == 732
+    assert running_decode_context(parse_plan(ACCELMARK_LIKE).workload) == 732
+    fixed = evaluate({**ACCELMARK_LIKE, "workload": {**ACCELMARK_LIKE["workload"], "lengths": "fixed"}})
+    assert fixed.performance is not None and fixed.performance.decode_context_tokens == 512 + 343 // 2
+    static = evaluate({**ACCELMARK_LIKE, "workload": {"task": "inference", "engine": "vllm", "prompt_tokens": 512,
+                                                      "output_tokens": 343}})
+    assert static.performance is not None and static.performance.decode_context_tokens == 512 + 171
+
+
+def test_plan_names_both_decode_contexts_of_a_varied_load() -> None:
+    args = ("plan", "llama-3.1-8b", "--gpu", "H100 SXM", "--engine", "vllm", "--load", "concurrency", "--batch", "32",
+            "--lengths", "varied", "--prompt", "512", "--output", "343", "--max-output-tokens", "512")
+    res = mlrig(*args)
+    assert res.returncode == 0, res.stderr
+    assert "decode at ~683 tokens of context alone, ~732 in the running batch" in res.stdout
