@@ -142,3 +142,23 @@ def test_plan_names_both_decode_contexts_of_a_varied_load() -> None:
     res = mlrig(*args)
     assert res.returncode == 0, res.stderr
     assert "decode at ~683 tokens of context alone, ~732 in the running batch" in res.stdout
+
+
+# ---- 5. "$2,000 for 30B-class models locally": over budget at bf16 and at Q4_K_M, name the cheaper machine
+
+def test_over_budget_names_the_cheapest_machine_at_the_precision_it_was_tried_at() -> None:
+    """Qwen2.5-32B at >= 15 tok/s on $2,000: nothing at bf16 under a 4-GPU box, nothing at Q4_K_M within the budget
+    either, but a used-3090 desktop at Q4_K_M is close above it. The budget line named the bf16 box (~$8,800)."""
+    import re
+
+    res = mlrig("recommend", "--budget", "2000", "--local-only", "--model", "qwen2.5-32b", "--min-tok-s", "15",
+                "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    lines = [s for s in out["summary"] if s.startswith("nothing to buy within the $2,000 budget")]
+    assert len(lines) == 1 and "at GGUF Q4_K_M on llama.cpp" in lines[0], out["summary"]
+    named = re.search(r"costs \$([\d,]+)", lines[0])
+    assert named is not None
+    bf16_cheapest = min(o["upfront_usd"] for o in out["options"]
+                        if o["kind"] == "buy" and o["fits"] and "budget" in (o["excluded_reason"] or ""))
+    assert float(named.group(1).replace(",", "")) < bf16_cheapest
