@@ -206,6 +206,10 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     con.print(table)
     for line in errors:
         con.print(line)
+    short = [r["variant"] for r in rows if not r["result"].get("error") and r["result"].get("fits") is False]
+    if short:  # `plan` lists the changes that would make a plan fit; a "no" here should say where to look
+        con.print(f"does not fit: {', '.join(short)}; `mlrig plan {model}` with that row's GPU and these flags lists "
+                  "the changes that make it fit (precision, --zero, --method lora, more GPUs, ...)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
