@@ -173,3 +173,8 @@ def test_compare_points_a_row_that_does_not_fit_to_plans_fixes() -> None:
     assert "does not fit: 8x A100 80GB, RTX 4090; `mlrig plan mistral-7b`" in text
     fits = mlrig("compare", "mistral-7b", "--task", "finetune", "--method", "lora", "--gpu", "RTX 4090")
     assert fits.returncode == 0 and "does not fit" not in fits.stdout
+
+
+def test_models_search_with_no_match_says_what_to_do() -> None:
+    res = mlrig("models", "--search", "no-such-model-zzz")
+    assert res.returncode == 0 and "no catalog model matches" in res.stdout and "HF id" in res.stdout
