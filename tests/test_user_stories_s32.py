@@ -178,3 +178,10 @@ def test_compare_points_a_row_that_does_not_fit_to_plans_fixes() -> None:
 def test_models_search_with_no_match_says_what_to_do() -> None:
     res = mlrig("models", "--search", "no-such-model-zzz")
     assert res.returncode == 0 and "no catalog model matches" in res.stdout and "HF id" in res.stdout
+
+
+def test_compare_a_variant_given_twice_is_one_row() -> None:
+    from mlrig.commands.compare import compare_rows
+
+    rows = compare_rows("llama-3.1-8b", gpu=["RTX 4090", "RTX 4090"], precision=["q4_k_m", "q4_k_m"])
+    assert len(rows) == 1

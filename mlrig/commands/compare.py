@@ -107,7 +107,8 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
              method: list[str] | None = None) -> list[bool]:
     """Which of GPU / precision / engine / training method vary across the rows (they label a row; the rest go
     in the title)."""
-    return [(len(gpu) > 1 if gpu else True), len(precision or []) > 1, len(engine or []) > 1, len(method or []) > 1]
+    return [(len(set(gpu)) > 1 if gpu else True), len(set(precision or [])) > 1, len(set(engine or [])) > 1,
+            len(set(method or [])) > 1]
 
 
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
@@ -120,11 +121,12 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
-    gpus: list[str | None] = list(gpu) if gpu else [None]
-    precs: list[str | None] = list(precision) if precision else [None]
-    engines: list[str | None] = list(engine) if engine else [None]
+    # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
+    gpus: list[str | None] = list(dict.fromkeys(gpu)) if gpu else [None]
+    precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
+    engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
     given = common.pop("method", None)
-    method = [given] if isinstance(given, str) else list(given or [])
+    method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
     methods: list[str | None] = list(method) if method else [None]
     if len(gpus) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
