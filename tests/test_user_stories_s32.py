@@ -185,3 +185,22 @@ def test_compare_a_variant_given_twice_is_one_row() -> None:
 
     rows = compare_rows("llama-3.1-8b", gpu=["RTX 4090", "RTX 4090"], precision=["q4_k_m", "q4_k_m"])
     assert len(rows) == 1
+
+
+# ---- 7. the web plan page: a rate run's overload TTFT band as plan words it, and no negative range
+
+def test_web_plan_page_words_an_overload_ttft_band_and_keeps_its_range_above_zero() -> None:
+    pytest.importorskip("fastapi")
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
+    page = client.get("/plan?model=llama-3.1-8b&gpu=RTX+3090&load=rate&request_rate=20&num_requests=500")
+    assert page.status_code == 200, page.text[:500]
+    row = page.text.split('data-key="ttft_ms"')[1].split("</tr>")[0]
+    assert "up to x" in row and "if the capacity is lower" in row, row
+    assert not re.search(r"±\d{3,}%", row)  # not "±215%" for a one-sided band
+    assert not re.search(r">-\d", row)  # its range starts at zero or above
