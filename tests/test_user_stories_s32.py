@@ -204,3 +204,14 @@ def test_web_plan_page_words_an_overload_ttft_band_and_keeps_its_range_above_zer
     assert "up to x" in row and "if the capacity is lower" in row, row
     assert not re.search(r"±\d{3,}%", row)  # not "±215%" for a one-sided band
     assert not re.search(r">-\d", row)  # its range starts at zero or above
+
+
+# ---- 8. fit's rows say which engine their tok/s is for (GGUF on llama.cpp, AWQ on vLLM)
+
+def test_fit_every_precision_names_each_rows_engine() -> None:
+    res = mlrig("fit", "Llama 3.1 70B", "--gpu", "RTX 3090", "-n", "2")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert "engine" in next(line for line in lines if line.startswith("precision"))
+    assert any(line.split()[:2] == ["q4_k_m", "llama.cpp"] for line in lines)
+    assert any(line.split()[:2] == ["awq", "vllm"] for line in lines)
