@@ -215,3 +215,14 @@ def test_fit_every_precision_names_each_rows_engine() -> None:
     assert "engine" in next(line for line in lines if line.startswith("precision"))
     assert any(line.split()[:2] == ["q4_k_m", "llama.cpp"] for line in lines)
     assert any(line.split()[:2] == ["awq", "vllm"] for line in lines)
+
+
+def test_an_inference_power_cap_says_it_is_not_priced() -> None:
+    """`--power-limit-w` scales training's compute peak only: an inference plan with it had the same figures and
+    no word about the flag."""
+    from mlrig.planner import evaluate
+
+    plan = {"model": {"name": "llama-3.1-8b"}, "hardware": {"gpu": "RTX 4090", "power_limit_w": 300}}
+    res = evaluate(plan)
+    assert any(n.startswith("power_limit_w 300 W: inference speed is priced at full clocks") for n in res.notes)
+    assert not any("power_limit_w" in n for n in evaluate({**plan, "hardware": {"gpu": "RTX 4090"}}).notes)
