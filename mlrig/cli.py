@@ -211,7 +211,8 @@ def main() -> None:
     """
     import errno
 
-    from typer._click.exceptions import ClickException  # typer's own copy of click (typer.Abort is public)
+    # typer's own copy of click (typer.Abort is public, these are not)
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     from mlrig import interrupts
     from mlrig.errors import MlrigError
@@ -229,6 +230,9 @@ def main() -> None:
         sys.exit(status if isinstance(status, int) else 0)
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except NoArgsIsHelpError as exc:  # `mlrig`, `mlrig build`: the help, as click shows it
+        exc.show()
         sys.exit(exc.exit_code)
     except ClickException as exc:
         print(f"mlrig: error: {one_line_usage_error(exc)}", file=sys.stderr)

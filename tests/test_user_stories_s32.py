@@ -81,6 +81,8 @@ def test_click_usage_errors_are_one_line(args: tuple[str, ...], words: tuple[str
 def test_help_and_version_still_exit_zero() -> None:
     assert mlrig("plan", "--help").returncode == 0
     assert mlrig("--version").returncode == 0
+    bare = mlrig()  # no command: the help, as click shows it (stderr, status 2), not an "error: Usage..." line
+    assert bare.returncode == 2 and bare.stderr.startswith("Usage: mlrig") and "mlrig: error" not in bare.stderr
 
 
 # ---- 3. a TTFT band above 100 %: one-sided "up to xN" only for a rate run's overload band, as `plan` words it
