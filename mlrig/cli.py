@@ -135,32 +135,73 @@ def _safe_streams() -> None:
                 reconfigure(errors="mlrig-degrade")
 
 
-def repeated_option(application: typer.Typer, args: list[str]) -> str | None:
-    """The complaint when a one-GPU command is given `--gpu` twice (`fit MODEL --gpu 'RTX 3090' --gpu 'RTX
-    4090'`): click keeps the last value and drops the first without a word, so the answer is about one GPU
-    when the user asked about two. Other options keep "the last one wins", the usual convention, on which
-    appending a suggested fix (`... --precision q5_k_m` + `--precision q4_k_m`) relies. Options that collect
-    values (`compare --gpu`) and words after `--` (`diagnose -- CMD`) are left alone. The command's
-    parameters (~2-5 ms to build) are read only when --gpu / -g appears twice."""
+def repeated_option(application: typer.Typer | Any, args: list[str]) -> str | None:
+    """The complaint when an option that takes one value is given twice (`plan --gpu H100 --gpu A100`,
+    `plan --precision bf16 --precision q4_k_m`, `--eager --cuda-graphs`): click keeps the last and drops the
+    others without a word, so the answer is about something other than what the user asked. Any spelling
+    counts (`-g X --gpu=Y`, `-n2`). Options that collect values (`compare --gpu`, `fit -m`), the workload
+    flags `recommend` / `report` / `cost` read after each `--model` (not this command's own options), a
+    flag repeated as itself (`--json --json`: no conflict) and words after `--` (`diagnose -- CMD`) are
+    left alone. `application`: the typer app, or the click command built from it (`main` builds it once)."""
     words = args[: args.index("--")] if "--" in args else args
-    gpu_words = ("--gpu", "-g")
-    if sum(1 for w in words if w.split("=", 1)[0] in gpu_words) < 2:
+    if sum(1 for w in words if w.startswith("-") and w != "-") < 2:
         return None
     # typer carries its own copy of click: its classes are read by duck typing, not isinstance
-    cmd: Any = typer.main.get_command(application)
+    cmd: Any = typer.main.get_command(application) if isinstance(application, typer.Typer) else application
     path: list[str] = []
     for w in words:  # descend to the subcommand (`build suggest`)
         sub = getattr(cmd, "commands", {}).get(w) if not w.startswith("-") else None
         if sub is None:
             break
         cmd, path = sub, [*path, w]
-    param = next((p for p in cmd.params if p.param_type_name == "option" and "--gpu" in p.opts), None)
-    if param is None or param.multiple:
-        return None
-    given = sum(1 for w in words if w.split("=", 1)[0] in param.opts)
-    hint = ("give several as one comma-separated value: --gpu A,B" if "comma" in (param.help or "")
-            else "to put GPUs side by side: mlrig compare MODEL --gpu A --gpu B")
-    return f"--gpu given {given} times; mlrig {' '.join(path)} takes one GPU ({hint})"
+    words = words[len(path):]
+    # each option word -> the option it names (the value words that follow are skipped)
+    by_name: dict[str, Any] = {}
+    for p in cmd.params:
+        if p.param_type_name == "option":
+            by_name.update({o: p for o in [*p.opts, *p.secondary_opts]})
+    seen: dict[str, list[str]] = {}  # option name -> the spellings given, in order
+    params: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        name, attached = (w.split("=", 1)[0], True) if w.startswith("--") and "=" in w else (w, False)
+        if name not in by_name and len(w) > 2 and w[0] == "-" and w[1] != "-" and w[:2] in by_name:
+            name, attached = w[:2], True  # `-n2`: a short option with its value attached
+        p = by_name.get(name)
+        if p is None:
+            continue
+        if not p.is_flag and not attached:
+            i += p.nargs if p.nargs > 0 else 1  # its value(s)
+        if p.multiple or getattr(p, "count", False):
+            continue
+        seen.setdefault(p.name, []).append(name)
+        params[p.name] = p
+    for key, given in seen.items():
+        p = params[key]
+        if len(given) < 2 or (p.is_flag and len({name in p.secondary_opts for name in given}) == 1):
+            continue  # `--json --json`, `--eager --eager`: the same switch twice, no conflict
+        flag = max(p.opts, key=len)
+        where = f"mlrig {' '.join(path)}".strip()
+        if flag == "--gpu":
+            hint = ("give several as one comma-separated value: --gpu A,B" if "comma" in (p.help or "")
+                    else "to put GPUs side by side: mlrig compare MODEL --gpu A --gpu B")
+            return f"--gpu given {len(given)} times; {where} takes one GPU ({hint})"
+        if p.is_flag:
+            both = " and ".join(dict.fromkeys(given))
+            return f"{both} both given; {where} takes one of them: drop the other"
+        return f"{flag} given {len(given)} times; {where} takes one value: give it once"
+    return None
+
+
+def one_line_usage_error(exc: Any) -> str:
+    """A click usage error (unknown option, bad value, missing argument) as one line with the fix, where click
+    prints its usage, a hint and the error over four lines."""
+    ctx = getattr(exc, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "mlrig"
+    message = exc.format_message().rstrip(".")
+    return f"{message} (see `{path} --help`)"
 
 
 def main() -> None:
@@ -170,6 +211,9 @@ def main() -> None:
     """
     import errno
 
+    # typer's own copy of click (typer.Abort is public, these are not)
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
     from mlrig import interrupts
     from mlrig.errors import MlrigError
 
@@ -177,14 +221,25 @@ def main() -> None:
     interrupts.install()
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        application = build_app(command)
-        twice = repeated_option(application, sys.argv[1:])
+        click_command: Any = typer.main.get_command(build_app(command))
+        twice = repeated_option(click_command, sys.argv[1:])
         if twice:
             raise MlrigError(twice)
-        application()
+        # standalone_mode=False: click's errors come here, to be printed as one line (below)
+        status = click_command.main(args=sys.argv[1:], prog_name="mlrig", standalone_mode=False)
+        sys.exit(status if isinstance(status, int) else 0)
     except MlrigError as exc:
         print(f"mlrig: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except NoArgsIsHelpError as exc:  # `mlrig`, `mlrig build`: the help, as click shows it
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ClickException as exc:
+        print(f"mlrig: error: {one_line_usage_error(exc)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:  # end of input at a prompt
+        print("mlrig: aborted", file=sys.stderr)
+        sys.exit(1)
     except interrupts.STOP as exc:
         print(f"mlrig: interrupted ({interrupts.describe(exc)})", file=sys.stderr)
         sys.exit(interrupts.exit_status(exc))

@@ -479,10 +479,16 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         from mlrig.estimators.replicas import replicas_line, scale_performance
 
         performance = scale_performance(performance, r.replica_scale, replicas_line(p.hardware, r.replicas))
+    if performance is not None and p.workload.task == "inference" and p.hardware.power_limit_w:
+        # the cap scales training's compute peak only (training_speed.power_capped_tflops): say so, not silently
+        notes.append(f"power_limit_w {p.hardware.power_limit_w:g} W: inference speed is priced at full clocks (the "
+                     "cap scales training's compute peak only); decode is memory-bandwidth bound and changes little, "
+                     "prefill may be slower")
     if performance is not None and p.workload.task == "inference":
         w = p.workload  # the lengths the speed is priced at
         performance.prompt_tokens, performance.output_tokens = w.prompt_tokens, w.output_tokens
-        performance.decode_context_tokens = w.mean_decode_context
+        if performance.decode_context_tokens is None:  # a serving load sets the one its iterations read
+            performance.decode_context_tokens = w.mean_decode_context
     training = None
     if p.workload.task != "inference":
         from mlrig.estimators.training_speed import estimate_training_run

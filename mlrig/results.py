@@ -43,7 +43,9 @@ class Performance(BaseModel):
     explanation: str | None = None  # one line: what the figure is made of
     error_band: dict[str, float] = {}  # metric -> relative p90 error from validation
     # inference: the request the speed figures are priced for: its prompt (prefill, TTFT), its output, and
-    # the mean KV length each decode step reads (prompt + output / 2; decode_tok_s, TPOT)
+    # the mean KV length each decode step reads (prompt + output / 2; decode_tok_s, TPOT); for a serving load
+    # the running sequences' mean its iterations read (TPOT, throughput: serving.running_decode_context, longer
+    # than prompt + output / 2 with varied lengths, where decode_tok_s, one sequence alone, stays there)
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     decode_context_tokens: int | None = None

@@ -297,7 +297,7 @@ def recommend(
     borderline = [o for o in ranked if not o.feasible and o.fits and "borderline" in (o.excluded_reason or "")]
     return Recommendation(
         objective=c.objective, years=c.years, constraints=c, workloads=[w.label for w in workloads],
-        options=ranked, summary=summary(feasible, c.objective, c.years) + _budget_line(ranked, c)
+        options=ranked, summary=summary(feasible, c.objective, c.years) + budget_line(ranked, c)
         + _api_lines(quotes, feasible),
         uncertainty=uncertainty(feasible, c.objective, borderline), api_quotes=quotes,
         assumptions=[
@@ -647,15 +647,22 @@ def _excluded_reason(cand: Candidate, outcomes: list[WorkloadOutcome], usages: l
     return None
 
 
-def _budget_line(ranked: list[RankedOption], c: Constraints) -> list[str]:
-    """When the budget rules out every purchase, say what the cheapest purchase that would do costs."""
+def cheapest_over_budget(ranked: list[RankedOption], c: Constraints) -> RankedOption | None:
+    """When the budget rules out every purchase, the cheapest purchase that would do the job (it fits and meets
+    every floor, only its price is over the budget); None when a purchase is feasible or none would do."""
     if c.budget_usd is None or c.cloud_only or any(o.feasible and o.kind == "buy" for o in ranked):
-        return []
+        return None
     over = [o for o in ranked if o.kind == "buy" and o.fits and "budget" in (o.excluded_reason or "")]
-    if not over:
+    return min(over, key=lambda o: o.upfront_usd) if over else None
+
+
+def budget_line(ranked: list[RankedOption], c: Constraints, at: str = "") -> list[str]:
+    """When the budget rules out every purchase, say what the cheapest purchase that would do costs (`at`: the
+    precision it was priced at, where not the workload's own: " at GGUF Q4_K_M on llama.cpp")."""
+    cheap = cheapest_over_budget(ranked, c)
+    if cheap is None or c.budget_usd is None:
         return []
-    cheap = min(over, key=lambda o: o.upfront_usd)
-    return [f"nothing to buy within the ${c.budget_usd:,.0f} budget: the cheapest machine that does the job,"
+    return [f"nothing to buy within the ${c.budget_usd:,.0f} budget: the cheapest machine that does the job{at},"
             f" {cheap.name}, costs ${cheap.upfront_usd:,.0f} ({cheap.speed}); --have-pc if you own a PC for the card"]
 
 

@@ -445,18 +445,26 @@ def band_kind(band: float, validation: Any) -> str:
     return "default band: not validated"
 
 
-def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]]) -> str | None:
+def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
+                 rate_runs: Sequence[bool] = ()) -> str | None:
     """One line for a table of speeds: the widest ± band of each metric shown, and what that band is (`band_kind`:
     a scope's p90 error, or the default band where too few runs back it). `figures`: each row's error_band and
-    its validation (keyed by figure, FigureValidation objects or their JSON dicts)."""
+    its validation (keyed by figure, FigureValidation objects or their JSON dicts). `rate_runs`: which rows are
+    rate runs (their result reports capacity_requests_per_s); a rate run's TTFT band above 100 % is the one-sided
+    overload band (serving.overload_ttft_band), worded as `mlrig plan` words it: "up to xN if the capacity is
+    lower"."""
     widest: dict[str, tuple[float, str]] = {}
-    for band, validation in figures:
+    overload = 0.0  # the widest one-sided TTFT band of a rate run
+    for i, (band, validation) in enumerate(figures):
         for metric, value in band.items():
-            if metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
+            if metric == "ttft_ms" and value > 1.0 and i < len(rate_runs) and rate_runs[i]:
+                overload = max(overload, value)
+            elif metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
                 widest[metric] = (value, band_kind(value, validation.get(metric)))
-    if not widest:
-        return None
-    return "bands: " + ", ".join(f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items())
+    parts = [f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items()]
+    if overload:
+        parts.append(f"TTFT up to x{1.0 + overload:.3g} if the capacity is lower (a rate near or past capacity)")
+    return "bands: " + ", ".join(parts) if parts else None
 
 
 def seq_len_caption(notes: list[list[str]]) -> str | None:

@@ -239,7 +239,7 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
     """(Recommendation, price book) for recommend's options `o` (parameter names of `recommend_cmd`) and
     the workload flags `args` (`--model M --precision q4_k_m ...`). `mlrig recommend --json` prints the first."""
     from mlrig.advisor.prices import load_prices
-    from mlrig.advisor.recommend import Constraints, recommend
+    from mlrig.advisor.recommend import Constraints, budget_line, cheapest_over_budget, recommend
 
     workloads = parse_workload_args(args, [plan_file_workload(p) for p in o["plan"] or []])
     c = _validated(
@@ -275,6 +275,12 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
             return again, book
         rec.warnings.append(f"also tried GGUF {LOCAL_QUANT.upper()} on llama.cpp: nothing meets every constraint "
                             "at that precision either")
+        # over budget at both: name the cheaper machine that would do the job ($2,000 for 30B-class models: a
+        # used 3090 box at Q4_K_M just over it, not a 4-GPU box at bf16)
+        cheap, cheap_q = cheapest_over_budget(rec.options, c), cheapest_over_budget(again.options, c)
+        if cheap_q is not None and (cheap is None or cheap_q.upfront_usd < cheap.upfront_usd):
+            rec.summary = [line for line in rec.summary if not line.startswith("nothing to buy within")]
+            rec.summary += budget_line(again.options, c, at=f" at GGUF {LOCAL_QUANT.upper()} on llama.cpp")
     return rec, book
 
 

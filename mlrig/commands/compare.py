@@ -107,7 +107,8 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
              method: list[str] | None = None) -> list[bool]:
     """Which of GPU / precision / engine / training method vary across the rows (they label a row; the rest go
     in the title)."""
-    return [(len(gpu) > 1 if gpu else True), len(precision or []) > 1, len(engine or []) > 1, len(method or []) > 1]
+    return [(len(set(gpu)) > 1 if gpu else True), len(set(precision or [])) > 1, len(set(engine or [])) > 1,
+            len(set(method or [])) > 1]
 
 
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
@@ -120,11 +121,12 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
-    gpus: list[str | None] = list(gpu) if gpu else [None]
-    precs: list[str | None] = list(precision) if precision else [None]
-    engines: list[str | None] = list(engine) if engine else [None]
+    # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
+    gpus: list[str | None] = list(dict.fromkeys(gpu)) if gpu else [None]
+    precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
+    engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
     given = common.pop("method", None)
-    method = [given] if isinstance(given, str) else list(given or [])
+    method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
     methods: list[str | None] = list(method) if method else [None]
     if len(gpus) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
@@ -173,6 +175,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         text = col in ("variant", "engine", "bound")
         table.add_column(col, justify="left" if text else "right", no_wrap=True)
     bands: list[tuple[dict[str, float], dict[str, Any]]] = []
+    rate_runs: list[bool] = []  # rows whose TTFT band may be a rate run's one-sided overload band
     errors: list[str] = []
     for r in rows:
         res = r["result"]
@@ -183,6 +186,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
         bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
+        rate_runs.append(perf.get("capacity_requests_per_s") is not None)
         mfu = perf.get("mfu")
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else
@@ -198,12 +202,16 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             *speeds,
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
-    captions = [band_caption(bands), seq_len_caption([r["result"].get("notes") or [] for r in rows])]
+    captions = [band_caption(bands, rate_runs), seq_len_caption([r["result"].get("notes") or [] for r in rows])]
     table.caption = "\n".join(c for c in captions if c) or None
     con = console()
     con.print(table)
     for line in errors:
         con.print(line)
+    short = [r["variant"] for r in rows if not r["result"].get("error") and r["result"].get("fits") is False]
+    if short:  # `plan` lists the changes that would make a plan fit; a "no" here should say where to look
+        con.print(f"does not fit: {', '.join(short)}; `mlrig plan {model}` with that row's GPU and these flags lists "
+                  "the changes that make it fit (precision, --zero, --method lora, more GPUs, ...)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -245,6 +245,12 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     from rich.console import Console
 
     cols = [(c, j) for c, j in [("model", "left"), ("GPU", "left"), ("precision", "left")] if varies[c]]
+    # GGUF rows run on llama.cpp, fp8 / AWQ ones on a serving engine: their tok/s differ by more than the format.
+    # One model's rows say which in a column; the catalog's (model names fill 80 columns) in the caption.
+    engines = sorted({r["result"].engine for r in rows if r["result"].fits and r["result"].engine})
+    mixed = not training and len(engines) > 1
+    if mixed and not varies["model"]:
+        cols.append(("engine", "left"))
     cols += [("GiB", "right"), ("headroom", "right")]  # headroom carries ✔/✘
     if any(r["limits"] for r in rows):
         cols.append(("max ctx", "right"))
@@ -258,6 +264,8 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     caption = band_caption(shown)
     if caption:
         t.caption = caption + ("" if training else "; tok/s: decode per sequence")
+        if mixed and varies["model"]:
+            t.caption += f" on {' or '.join(engines)} (GGUF precisions on llama.cpp)"
     seq = seq_len_caption([r["result"].notes or [] for r in rows]) if training else None
     if seq:
         t.caption = f"{t.caption}\n{seq}" if t.caption else seq
@@ -269,7 +277,8 @@ def _cells(r: dict[str, Any], training: bool) -> dict[str, str]:
     res: PlanResult = r["result"]
     m, p, lims = res.memory, res.performance, r["limits"]
     ctx = lims.get("max_context_tokens") if lims and res.fits else None
-    named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"]}
+    named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"],
+             "engine": (res.engine or "—") if res.fits else ""}
     mark = "[green]✔[/]" if res.fits else "[red]✘[/]"
     named["GiB"] = f"{m.per_gpu_gib:.1f}" if m else "—"
     named["headroom"] = f"{mark} {m.headroom_gib:+.1f}" if m else mark

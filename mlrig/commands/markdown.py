@@ -12,11 +12,12 @@ from mlrig.commands._common import SHORT_BOUND, fmt_num, limits_line, max_model_
 GIB_NOTE = "GiB = 2^30 bytes"
 
 
-def band_text(key: str, band: float) -> str:
-    """A figure's ± band; a TTFT band above 100 % (a rate run near or past capacity, serving.overload_ttft_band)
-    is one-sided, "up to xN"."""
-    if key == "ttft_ms" and band > 1.0:
-        return f"up to x{1.0 + band:.3g}"
+def band_text(key: str, band: float, perf: dict[str, Any]) -> str:
+    """A figure's ± band, as `mlrig plan` words it. A rate run's TTFT band above 100 % (near or past capacity,
+    serving.overload_ttft_band; such a run reports capacity_requests_per_s) is one-sided: "up to xN if the
+    capacity is lower". Any other band, a static or closed-loop TTFT's included, is the scope's symmetric ±."""
+    if key == "ttft_ms" and band > 1.0 and perf.get("capacity_requests_per_s") is not None:
+        return f"up to x{1.0 + band:.3g} if the capacity is lower"
     return f"±{band * 100:.0f}%"
 
 
@@ -92,7 +93,7 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
         else:
             figs = [("training", "train_tokens_per_s", "tokens/s"), ("step", "step_time_s", "s")]
         srows = [[label, f"{fmt_num(perf[key], 2 if unit == 's' else 1)} {unit}",
-                  band_text(key, band[key]) if key in band else "—", validated(val.get(key))]
+                  band_text(key, band[key], perf) if key in band else "—", validated(val.get(key))]
                  for label, key, unit in figs if perf.get(key) is not None]
         if perf.get("mfu") is not None:
             srows.append(["MFU", f"{perf['mfu'] * 100:.0f}%", "—", "—"])
@@ -153,7 +154,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
 
         def fig(key: str, band: dict[str, float] = band, perf: dict[str, Any] = perf, digits: int = 1) -> str:
             val = fmt_num(perf.get(key), digits)
-            return f"{val} {band_text(key, band[key])}" if key in band and perf.get(key) is not None else val
+            return f"{val} {band_text(key, band[key], perf)}" if key in band and perf.get(key) is not None else val
 
         mfu = perf.get("mfu")
         speeds = ([fig("train_tokens_per_s"), fig("step_time_s", digits=2), "—" if mfu is None else f"{mfu * 100:.0f}"]

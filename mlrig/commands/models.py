@@ -98,6 +98,10 @@ def models_cmd(
     t = narrow_table(f"mlrig model catalog ({len(rows)} models; params in billions, exact counts from config)",
                      cols, table_rows, flexible=("id", "HF id", "attention"))
     console().print(t)
+    if not rows:  # as `mlrig gpus` says; a model outside the catalog is still usable by its HF id or a path
+        console().print("no catalog model matches these filters; try `mlrig models` without filters, or give "
+                        "`mlrig plan` the model's HF id (org/name), config.json, model folder or .gguf file",
+                        highlight=False)
 
 
 def inspect_cmd(

@@ -137,8 +137,8 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         label = "Speed" if result.fits else "Speed if it fit"
         if task == "inference":
             if perf.prompt_tokens is not None and perf.decode_context_tokens is not None:
-                label += (f" ({perf.prompt_tokens:,}-token prompt, {perf.output_tokens:,} out; decode at "
-                          f"~{perf.decode_context_tokens:,} tokens of context)")
+                label += (f" ({perf.prompt_tokens:,}-token prompt, {perf.output_tokens:,} out; "
+                          f"{decode_context_text(perf)})")
             # a rate load's TTFT band: near or past capacity it is wide, and one-sided (serving.overload_ttft_band)
             ttft_band = ""
             if wl.get("load") == "rate" and "ttft_ms" in band and perf.ttft_ms is not None:
@@ -453,3 +453,14 @@ def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str,
 
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_cmd)
+
+
+def decode_context_text(perf: Any) -> str:
+    """Where the speed line's decode figures are priced: "decode at ~N tokens of context". A serving load with
+    varied lengths prices its iterations (TPOT, throughput) at the running sequences' mean context
+    (`performance.decode_context_tokens`, serving.running_decode_context), longer than the mean request's
+    prompt + output / 2 that one sequence alone (decode tok/s per sequence) reads: then both are named."""
+    alone = max(1, (perf.prompt_tokens or 0) + (perf.output_tokens or 0) // 2)
+    if perf.decode_context_tokens == alone:
+        return f"decode at ~{alone:,} tokens of context"
+    return f"decode at ~{alone:,} tokens of context alone, ~{perf.decode_context_tokens:,} in the running batch"

@@ -2300,6 +2300,9 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         bound=pt.bound,
         explanation=expl,
         error_band=band,
+        # the KV length the loaded iterations (TPOT, throughput) read: TGI's burst schedule prices its decodes at
+        # the mean request's, every other load at the running sequences' mean (longer with varied lengths)
+        decode_context_tokens=w.mean_decode_context if tgi_burst else running_decode_context(w),
     )
     perf.band_floor = floor
     return perf

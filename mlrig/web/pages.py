@@ -302,8 +302,16 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     speed = [{"label": label, "key": key, "unit": unit, "value": perf.get(key), "band": band.get(key),
               "validation": validation.get(key) if isinstance(validation, dict) else None}
              for label, key, unit in SPEED_ROWS if perf.get(key) is not None]
+    from mlrig.commands.markdown import band_text
+
     for s in speed:  # what the band is: its scope's p90, or the default where few runs back it
         s["band_kind"] = band_kind(float(s["band"]), s["validation"]) if s["band"] else None
+        if s["band"]:  # worded as `mlrig plan` words it; a range never below zero (a band past 100 %)
+            b, value = float(s["band"]), float(perf.get(str(s["key"])) or 0.0)
+            text = band_text(str(s["key"]), b, perf)
+            if text.startswith("up to"):  # a rate run's one-sided overload band: not a scope's p90
+                s["band_kind"] = "a rate near or past capacity"
+            s["band_text"], s["range"] = text, (max(0.0, value * (1.0 - b)), value * (1.0 + b))
     fits = views.fits_on(data, arch)
     hw = data.get("hardware") or {}
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
