@@ -1266,7 +1266,7 @@ def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) ->
 
     Chunked prefill runs a prompt, or a batch of them, as J iterations of at most `budget` tokens
     (max_num_batched_tokens: vllm/core/scheduler.py `_schedule_chunked_prefill` in V0, vllm/v1/core/sched/
-    scheduler.py `Scheduler.schedule` in V1; the budget by release, `serving.prefill_budget`), each a forward pass
+    scheduler.py `Scheduler.schedule` in V1; the budget by release, `engines.vllm_prefill_budget`), each a forward pass
     of its own, so each pays again what a pass costs whatever its tokens: its per-layer launches and all-reduce
     latencies, and in V0, where a step holding a prompt runs eagerly, the host time of that eager pass
     (vllm_v0_prefill_host_layer_s). `prefill_pass(r, batch, prompt)` counts those once. Where a pass is
@@ -1280,13 +1280,12 @@ def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) ->
     5-40 iterations) -35..-24 % -> +29..+68 % (the 512-token iterations measure ~185-210 ms all in, less than this
     model's 258 ms pass). Held out, checked only: DSTACK405B (the same node type, 0.6.3.dev116) median TTFT error
     -52 -> -25 %, its single 10,000-token prompt 3.8 -> 7.2 s (12.3 s measured: 20 iterations)."""
-    from mlrig.estimators.engines import vllm_v1
-    from mlrig.estimators.serving import prefill_budget
+    from mlrig.estimators.engines import vllm_prefill_budget, vllm_v1
 
     if r.engine != "vllm":
         return 0.0
-    budget = prefill_budget(r.plan, "vllm", r.gpu, vllm_v1(r.workload.engine_version),
-                            r.arch.max_position_embeddings, r.arch)
+    budget = vllm_prefill_budget(r.plan, r.gpu, vllm_v1(r.workload.engine_version), r.arch.max_position_embeddings,
+                                 r.arch)
     if budget is None:
         return 0.0
     further = vec.maximum(0, -(-(batch * prompt) // budget) - 1)  # J - 1, J = ceil(batch x prompt / budget)
