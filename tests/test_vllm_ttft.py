@@ -32,7 +32,7 @@ def test_vllm_nvfp4_runs_w4a4_fp4_gemms_on_geforce_blackwell() -> None:
 
 def test_rocm_v0_eager_prefill_host_time_sets_a_single_prompts_ttft() -> None:
     # LHLMI300X-0002: vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B at TP 8, one 80-token prompt: 239.86 ms. With the
-    # NVIDIA host figure (0.65 ms per layer) the planner gave 105 ms; 149 ms now (efficiency.py says what bounds it).
+    # NVIDIA host figure (0.65 ms per layer) the planner gave 105 ms, 149 ms at 1.0 ms; 237 ms at 1.7 ms now.
     from mlrig.estimators import efficiency as eff
     from mlrig.estimators.performance import vllm_v0_prefill_host_layer_s
 
@@ -44,7 +44,7 @@ def test_rocm_v0_eager_prefill_host_time_sets_a_single_prompts_ttft() -> None:
     assert vllm_v0_prefill_host_layer_s("vllm", "rocm/vllm 0.6.4.dev4", 8, "AMD") == eff.VLLM_V0_TP_PREFILL_HOST_LAYER_S
     row = _rows("LHLMI300X")["LHLMI300X-0002"]
     assert row.value == 239.86
-    assert 0.6 * row.value < _perf(row)[0] < row.value  # 105 ms (0.44x) with the NVIDIA figure
+    assert 0.9 * row.value < _perf(row)[0] < row.value  # 105 ms (0.44x) with the NVIDIA figure, 149 (0.62x) at 1.0
 
 
 def test_rocm_v0_chunked_prefill_attends_through_the_slow_prefix_kernel() -> None:

@@ -85,13 +85,20 @@ def test_the_default_is_what_the_switch_on_gives_and_differs_from_off() -> None:
     assert "chunks prefills by default" in (default.explanation or "")
 
 
-def test_a_static_batch_is_not_changed() -> None:
-    """A static batch (benchmark_latency-style, the offline `LLM` class's one batch) has no serving budget: the
-    switch changes nothing there."""
-    base = _plan(load="static", batch_size=4)
-    a = evaluate(base).performance
+def test_a_static_batch_changes_by_its_further_iterations_only() -> None:
+    """A static batch (benchmark_latency-style, the offline `LLM` class's one batch) goes through the same scheduler:
+    chunked at 512 tokens its 4 x 2,000 prompt tokens take 16 iterations, each beyond the first paying a pass's fixed
+    costs (performance.vllm_chunked_iterations_extra_s); the decode is not changed."""
+    from mlrig.estimators.performance import prefill_pass
+    from mlrig.planner import resolve_plan
+
+    a = evaluate(_plan(load="static", batch_size=4)).performance
     b = evaluate(_plan(load="static", batch_size=4, enable_chunked_prefill=False)).performance
-    assert a is not None and b is not None and a.model_dump() == b.model_dump()
+    assert a is not None and b is not None and a.ttft_ms is not None and b.ttft_ms is not None
+    assert a.tpot_ms == b.tpot_ms and a.decode_tok_s == b.decode_tok_s
+    r, _ = resolve_plan(_plan(load="static", batch_size=4))
+    fixed_ms = (2 * prefill_pass(r, 1, 512).seconds - prefill_pass(r, 1, 1024).seconds) * 1e3
+    assert a.ttft_ms - b.ttft_ms == pytest.approx(15 * fixed_ms, rel=1e-9)
 
 
 def test_cli_flag_sets_the_plan_key() -> None:

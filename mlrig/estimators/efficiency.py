@@ -1229,23 +1229,27 @@ VLLM_V0_TP_PREFILL_HOST_LAYER_S = 0.65e-3
 # The same host time on AMD GPUs in upstream ROCm builds of V0, which have no custom all-reduce there
 #    (engines.vllm_custom_allreduce_on_amd false; AMD's fork, which has it, keeps the figure above: its DSTACKCMP rate
 #    runs at TP 8, fit, came out +23 / +55 % TTFT at 16 / 32 req/s with the AMD figure at 1.7 ms, +15 / +10 % without).
-#    FITTED on the LHLMI300X rows (fit split, one host: Hot Aisle 8x MI300X, vLLM 0.6.3.dev114), whose two kinds pull
-#    apart. The 405B single-pass TTFTs (Llama-3.1-405B bf16 at TP 8, 126 layers, offline bursts of 1-2 ~80-token
-#    prompts; LHLMI300X-0002/-0005/-0038/-0041/-0074/-0077) measure 238-261 ms where the 0.65 ms figure gives
-#    105-110 ms (-56..-58 %): they want ~1.7 ms (237-240 ms). The same build's Llama-2-7B throughput at TP 8
-#    (LHLMI300X-0146: 1,000 x 512 / 128 tokens, V0 prefill passes of 8 prompts, tests/test_vllm_v0_prefill_batch.py)
-#    goes -21 / -24 / -32 % requests/s at 0.65 / 1.0 / 1.7 ms, though by hand 125 eager passes of 54 ms (1.7 ms x 32
-#    layers) and ~500 graph decode steps would still allow its 18 s run: the planner's steady state over-prices
-#    that run elsewhere. 1.0 ms is the largest figure that keeps it within its test's 25 %: the 405B single-pass
-#    TTFTs come out 149-152 ms (-38..-41 %). Over the 63 AMD vLLM TTFT fit rows (median / p90): 30 / 61 % at 0.65,
-#    30 / 55 % at 1.0, 24 / 49 % at 1.7. The same notebook's 8B runs on that host (AUGMXNT/MI300-testing
-#    inference-vllm-vs-vllm-rocm.ipynb cells 21 / 22: 80.5 / 37.0 requests/s at 128 / 128 tokens without / with
-#    --enable-chunked-prefill, ~250 more eager iterations) leave ~58 ms per eager iteration, ~1.8 ms per layer of 32,
-#    which sides with the TTFT rows. Without the custom kernel each layer's two eager all-reduces go through
-#    torch.distributed / RCCL calls, and HIP's launches may cost more than CUDA's; not separated here. Held out,
-#    checked only: DSTACK405B-0001 / -0004 (the same node type, vLLM 0.6.3.dev116, 1 / 2 prompts) -67 / -71 % ->
-#    -53 / -59 %.
-VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.0e-3
+#    FITTED on the LHLMI300X rows (fit split, one host: Hot Aisle 8x MI300X, vLLM 0.6.3.dev114), two observations of
+#    one eager pass that agree:
+#    - the 405B single-pass TTFTs (Llama-3.1-405B bf16 at TP 8, 126 layers, offline bursts of 1-2 ~80-token prompts;
+#      LHLMI300X-0002/-0005/-0038/-0041/-0074/-0077) measure 238-261 ms where 0.65 / 1.0 ms give 105-110 / 149-152 ms
+#      (-56..-58 / -38..-41 %): 1.7 ms gives 237-240 ms (-1..-8 %);
+#    - the same notebook's 8B runs on that host (AUGMXNT/MI300-testing inference-vllm-vs-vllm-rocm.ipynb cells 21 /
+#      22: 80.5 / 37.0 requests/s at 128 / 128 tokens without / with --enable-chunked-prefill, ~250 more eager
+#      iterations) leave ~58 ms per eager iteration, ~1.8 ms per layer of 32.
+#    Over the 63 AMD vLLM TTFT fit rows (median / p90): 30 / 61 % at 0.65, 30 / 55 % at 1.0, 23 / 48 % at 1.7; the
+#    `TTFT vllm hbm` scope 22 / 64 % -> 20 / 56 % (1.0 -> 1.7). Against it: the same build's Llama-2-7B throughput at
+#    TP 8 (LHLMI300X-0146: 1,000 x 512 / 128 tokens, V0 prefill passes of 8 prompts) goes -24 -> -32 % requests/s
+#    (tests/test_vllm_v0_prefill_batch.py). That row is over-priced by its decode, not its prefill: its 18.2 s run
+#    holds 125 eager passes (~54 ms each at 1.7 ms x 32 layers, 6.8 s) and ~512 decode steps at 256 sequences, whose
+#    planner step is 36 ms, 26 ms of it SEQ_STEP_OVERHEAD_S's 100 us per sequence, so the decodes alone come to
+#    18.4 s; the run leaves ~21 ms a step, ~45 us per sequence on this host (the figure is known to over-state
+#    vLLM's per-sequence host time beyond ~75 sequences, see there), which this factor cannot fix. Without the custom
+#    kernel each layer's two eager all-reduces go through torch.distributed / RCCL calls, and HIP's launches may
+#    cost more than CUDA's; not separated here. Held out, checked only: DSTACK405B-0001 / -0004 (the same node type,
+#    vLLM 0.6.3.dev116, 1 / 2 prompts) -67 / -71 % at 0.65, -53 / -59 % at 1.0, -25 / -36 % at 1.7; the AMD vLLM
+#    held-out TTFT rows (DSTACK405B, 23) 56 -> 52 % median.
+VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.7e-3
 # vLLM V0's Triton prefix-prefill attention on AMD GPUs under chunked prefill (performance.
 #    vllm_rocm_prefix_attention_rel): the prefill attention's rate relative to the GEMMs' (COMPUTE_EFF). FITTED on
 #    DSTACKCMP's long-prompt MI300X runs (fit split: AMD's fork rocm/vllm 0.6.4.dev4, Llama-3.1-405B FP8 at TP 8 / 4,

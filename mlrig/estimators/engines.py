@@ -324,6 +324,28 @@ def vllm_v0_default_budget(plan: Plan, gpu: GPU, model_max_len: int | None, arch
     return vllm_v0_chunked_budget(w.engine_version, max_len, w.num_scheduler_steps)
 
 
+# Chunked-prefill token budget per iteration by default: vLLM V1 8192 where it takes its large defaults (>= 70 GiB,
+# not an A100: `vllm_big_gpu_defaults`), 2048 otherwise; V0 chunks by default only for a max_model_len above 32K (from
+# 0.5.3, `vllm_v0_default_budget`).
+VLLM_V1_BUDGET = {True: 8192, False: 2048}
+
+
+def vllm_prefill_budget(plan: Plan, gpu: GPU, v1: bool, model_max_len: int | None = None,
+                        arch: ModelArch | None = None) -> int | None:
+    """vLLM's tokens per iteration under chunked prefill: None where V0 prefills whole prompts
+    (`enable_chunked_prefill = false`, or its default off), the plan's max_num_batched_tokens, else V1's default
+    (VLLM_V1_BUDGET) or V0's long-context one (`vllm_v0_default_budget`). `v1`: the plan runs the V1 engine
+    (`vllm_v1`). The rule `serving.prefill_budget` applies to vLLM, here so that performance.py reads it too."""
+    w = plan.workload
+    if not v1 and w.enable_chunked_prefill is False:
+        return None
+    if w.max_num_batched_tokens is not None:
+        return w.max_num_batched_tokens
+    if v1:
+        return VLLM_V1_BUDGET[vllm_big_gpu_defaults(gpu)]
+    return vllm_v0_default_budget(plan, gpu, model_max_len, arch)
+
+
 # Hugging Face TGI's router (huggingface/text-generation-inference, backends/v3/src/backend.rs `batching_task`,
 # queue.rs `State::next_batch`; launcher/src/main.rs for the defaults), by release:
 # - up to 2.4 (and the main-branch builds of 2024, e.g. sha-11d7af7 of 2024-10-04 that the dstack MI300X runs

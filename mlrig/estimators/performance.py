@@ -1326,6 +1326,40 @@ def request_path_s(r: ResolvedPlan) -> float:
     return eff.TRTLLM_REQUEST_PATH_S
 
 
+def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) -> Num:
+    """What a static batch's prefill under vLLM's chunked prefill costs beyond one pass of all its tokens: its
+    further iterations' fixed costs, (J - 1) x a with J = ceil(batch x prompt / budget) and a = 2 x pass(budget) -
+    pass(2 x budget) (>= 0), the part of a pass that does not grow with its tokens; 0 without chunking.
+
+    Chunked prefill runs a prompt, or a batch of them, as J iterations of at most `budget` tokens
+    (max_num_batched_tokens: vllm/core/scheduler.py `_schedule_chunked_prefill` in V0, vllm/v1/core/sched/
+    scheduler.py `Scheduler.schedule` in V1; the budget by release, `engines.vllm_prefill_budget`), each a forward pass
+    of its own, so each pays again what a pass costs whatever its tokens: its per-layer launches and all-reduce
+    latencies, and in V0, where a step holding a prompt runs eagerly, the host time of that eager pass
+    (vllm_v0_prefill_host_layer_s). `prefill_pass(r, batch, prompt)` counts those once. Where a pass is
+    compute-bound the weights' read hides under its arithmetic (`pass_time`'s roofline) and `a` holds only what
+    is not hidden. The batch's first tokens still come at the end of its prefill, as `static_inference` has them
+    (an offline burst served at once, `serving.serving_performance`'s one-wave branch; LHLMI300X's bursts at 1,024-
+    and 2,048-token budgets measure median TTFTs at the whole burst's prefill: 3.28 / 2.77 s for 128 prompts).
+    No factor: the pass model's own figures. Fit rows it moves (vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B at TP 8,
+    ~80-token prompts, V0's 512-token long-context budget, a ~ 177 ms): LHLMI300X-0011 / -0014 (8 / 16 prompts,
+    2 / 3 iterations) 468 / 749 ms measured, 270 / 391 -> 447 / 745 ms; against: -0017..-0026 (32-256 prompts,
+    5-40 iterations) -35..-24 % -> +29..+68 % (the 512-token iterations measure ~185-210 ms all in, less than this
+    model's 258 ms pass). Held out, checked only: DSTACK405B (the same node type, 0.6.3.dev116) median TTFT error
+    -52 -> -25 %, its single 10,000-token prompt 3.8 -> 7.2 s (12.3 s measured: 20 iterations)."""
+    from mlrig.estimators.engines import vllm_prefill_budget, vllm_v1
+
+    if r.engine != "vllm":
+        return 0.0
+    budget = vllm_prefill_budget(r.plan, r.gpu, vllm_v1(r.workload.engine_version), r.arch.max_position_embeddings,
+                                 r.arch)
+    if budget is None:
+        return 0.0
+    further = vec.maximum(0, -(-(batch * prompt) // budget) - 1)  # J - 1, J = ceil(batch x prompt / budget)
+    fixed = max(0.0, 2.0 * prefill_pass(r, 1, budget).seconds - prefill_pass(r, 1, 2 * budget).seconds)
+    return further * fixed
+
+
 def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tokens: Num,
                      offload: Num = 0.0) -> StaticInference:
     """A static batch: the prefill of `batch` prompts, which samples each one's first token, then
@@ -1340,7 +1374,7 @@ def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tok
     pre = prefill_pass(r, batch, prompt)
     mid_ctx = vec.maximum(1, prompt + output_tokens // 2)
     dec = decode_step(r, batch, mid_ctx, offload)
-    pre_s = pre.seconds
+    pre_s = pre.seconds + vllm_chunked_iterations_extra_s(r, batch, prompt)
     if vec.is_array(offload) or offload > 0:
         pre_s = pre_s + _offload_time(r.weight_bytes * offload, _setup(r).engine, r.gpu,
                                       r.hardware.host_memory_bandwidth_gb_s)

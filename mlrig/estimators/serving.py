@@ -69,7 +69,7 @@ from mlrig.estimators.engines import (
     sglang_default_chunked_prefill,
     trtllm_chunked_context_budget,
     vllm_big_gpu_defaults,
-    vllm_v0_default_budget,
+    vllm_prefill_budget,
 )
 from mlrig.estimators.kv_limit import VllmKvAdmission, vllm_admission_pool_tokens
 from mlrig.estimators.memory import largest_true
@@ -112,10 +112,6 @@ DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
     "llama.cpp-metal": 1,
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
-# Chunked-prefill token budget per iteration by default: vLLM V1 8192 where it takes its large
-# defaults (>= 70 GiB, not an A100), 2048 otherwise (same source); V0 chunks by default only for a max_model_len
-# above 32K (from 0.5.3, `vllm_v0_default_budget`).
-VLLM_V1_BUDGET = {True: 8192, False: 2048}
 
 
 @dataclass(frozen=True)
@@ -160,8 +156,8 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
     w = plan.workload
     if engine == "lmdeploy":
         return lmdeploy_iteration_budget(plan, gpu, model_max_len)
-    if engine == "vllm" and not v1 and w.enable_chunked_prefill is False:
-        return None
+    if engine == "vllm":
+        return vllm_prefill_budget(plan, gpu, v1, model_max_len, arch)
     if engine == "tgi":
         return tgi_chunk_budget(plan)
     if engine == "trt-llm":  # chunked context (`enable_chunked_prefill`): max_num_tokens
@@ -169,10 +165,6 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
                                              w.max_model_len, w.max_num_batched_tokens)
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
-    if engine == "vllm" and v1:
-        return VLLM_V1_BUDGET[vllm_big_gpu_defaults(gpu)]
-    if engine == "vllm":
-        return vllm_v0_default_budget(plan, gpu, model_max_len, arch)
     if engine == "sglang":
         return sglang_default_chunked_prefill(gpu.memory_gib, plan.workload.engine_version)
     return None
