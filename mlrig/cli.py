@@ -211,7 +211,7 @@ def main() -> None:
     """
     import errno
 
-    # typer's own copy of click (typer.Abort is public, these are not)
+    # typer's own copy of click from 0.26 (pyproject pins >=0.26; typer.Abort is public, these are not)
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     from mlrig import interrupts
