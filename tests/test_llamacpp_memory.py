@@ -23,8 +23,8 @@ MiB = 2**20
 
 
 def _plan(model: str, **workload: Any) -> Plan:
-    return Plan.model_validate({"model": model, "workload": {"task": "inference", "engine": "llama.cpp", **workload},
-                                "hardware": {}})
+    workload = {"task": "inference", "engine": "llama.cpp", **workload}
+    return Plan.model_validate({"model": model, "workload": workload, "hardware": {}})
 
 
 def _mib(model: str, gpu: str, **workload: Any) -> dict[str, float]:
@@ -100,3 +100,24 @@ def test_engine_buffers_measure_leaves_out_the_cuda_context() -> None:
                  "hardware": {"gpu": "Intel Arc A770 16GB"}}})
     checked = check(row)
     assert checked.predicted == pytest.approx((3820.93 + 2048 + 296) / 1024, abs=1e-3)
+
+
+def test_ollama_default_context_by_release_and_vram() -> None:
+    from mlrig.estimators.memory import ollama_default_num_ctx
+
+    assert ollama_default_num_ctx("0.5.7", 24.0, 131072) == 2048
+    assert ollama_default_num_ctx("0.6.7", 24.0, 131072) == 4096
+    assert ollama_default_num_ctx("0.12.0", 80.0, 131072) == 4096
+    assert ollama_default_num_ctx(None, 23.99, 131072) == 32768  # the RTX 4090 tier (>= 23 GiB)
+    assert ollama_default_num_ctx(None, 22.0, 131072) == 4096
+    assert ollama_default_num_ctx("0.19.0", 80.0, 131072) == 131072  # 256k capped at the model's context
+
+
+def test_ollama_without_a_context_allocates_its_default_num_ctx() -> None:
+    # llama-3.1-8b: 128 KiB of f16 KV per token; 32,768 tokens on a 24 GB card = 4 GiB
+    got = _mib("llama-3.1-8b", "rtx-4090", precision="q4_k_m", engine="ollama")
+    assert got["kv"] == pytest.approx(4096.0, abs=0.1)
+    given = _mib("llama-3.1-8b", "rtx-4090", precision="q4_k_m", engine="ollama", context_tokens=8192)
+    assert given["kv"] == pytest.approx(1024.0, abs=0.1)
+    old = _mib("llama-3.1-8b", "rtx-4090", precision="q4_k_m", engine="ollama", engine_version="0.5.7")
+    assert old["kv"] == pytest.approx(256.0, abs=0.1)

@@ -437,6 +437,30 @@ def llama_cpp_kv_cells(n_ctx: Num, flash_attention: bool) -> Num:
     return vec.ceil_int(vec.maximum(1, n_ctx) / pad) * pad
 
 
+def ollama_default_num_ctx(version: str | None, total_vram_gib: float, model_max_tokens: int | None) -> int:
+    """The context ollama gives a model when the request sets no num_ctx (ollama runs llama.cpp with -c num_ctx x
+    OLLAMA_NUM_PARALLEL, default 1 parallel, so the KV cache is allocated for it whatever the prompt):
+    2,048 before v0.6.7; 4,096 from v0.6.7 (2025-04-30, ollama commit 44b466ee "config: update default context
+    length to 4096"); from v0.15.5 (2026-02, commit 0334ffa6 "server: use tiered VRAM-based default context
+    length") by the total VRAM: >= 47 GiB 262,144, >= 23 GiB 32,768, else 4,096 (server/routes.go, logged as
+    "vram-based default context"; ollama docs/context-length.mdx: "< 24 GiB VRAM: 4k, 24-48 GiB: 32k, >= 48 GiB:
+    256k"), never above the model's trained context. A version given as a month is read the same way."""
+    v = parse_version(version)
+    if v is not None and v.month is not None:
+        era = 0 if v.month < (2025, 5) else 1 if v.month < (2026, 2) else 2
+    elif v is not None and v.release is not None:
+        era = 0 if v.release < (0, 6, 7) else 1 if v.release < (0, 15, 5) else 2
+    else:
+        era = 2  # no version (or a build number): the current release
+    if era == 0:
+        n = 2048
+    elif era == 1:
+        n = 4096
+    else:
+        n = 262_144 if total_vram_gib >= 47 else 32_768 if total_vram_gib >= 23 else 4096
+    return min(n, model_max_tokens) if model_max_tokens else n
+
+
 def llama_cpp_gpu_weight_bytes(arch: ModelArch, parts: Mapping[str, float], weights_per_gpu: float, tp: int,
                                pp: int) -> float:
     """The weights llama.cpp puts on the GPU(s) with every layer offloaded: all but the input token embedding,
@@ -647,7 +671,12 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
     if engine in LLAMA_CPP_NAMES:
         # -c n_ctx = context x batch cells for all sequences, padded (llama_cpp_kv_cells); the weights less the
         # token embedding kept on the CPU; the compute buffer reserved for the worst-case micro-batch
-        cells = llama_cpp_kv_cells(ctx * batch, w.flash_attention)
+        n_ctx = ctx * batch
+        if engine == "ollama" and w.context_tokens is None:
+            # no context given: ollama allocates its default num_ctx per parallel slot, not the request's length
+            n_ctx = vec.maximum(n_ctx, ollama_default_num_ctx(
+                w.engine_version, gpu.capacity_gib * hw.count, arch.max_position_embeddings) * batch)
+        cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
         kv = kv_tok * cells
         gpu_weights = llama_cpp_gpu_weight_bytes(arch, r.weight_parts, weights, tp, pp)
         host_resident = weights - gpu_weights
@@ -760,6 +789,11 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
                               batch_fits=bool(m.batch_fits), max_concurrent_sequences=concurrency,
                               kv_bytes_per_token=m.kv_tok, weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp)
+    if engine == "ollama" and w.context_tokens is None:
+        num_ctx = ollama_default_num_ctx(w.engine_version, gpu.capacity_gib * hw.count,
+                                         r.arch.max_position_embeddings)
+        notes.append(f"ollama: no context given, so its default num_ctx={num_ctx:,} per sequence is allocated "
+                     "(2,048 before v0.6.7, 4,096 to v0.15.4, then 4k/32k/256k by VRAM); set --context for yours")
     if engine in LLAMA_CPP_NAMES:
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch (padded to "
                      f"{LLAMA_CPP_KV_PAD_FA if w.flash_attention else LLAMA_CPP_KV_PAD}); KV {r.kv_precision}; "
