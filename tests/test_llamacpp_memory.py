@@ -1,4 +1,4 @@
-"""llama.cpp inference memory, hand-checked against published load logs (LLAMACPPMEM rows in
+"""llama.cpp inference memory, hand-checked against published load logs (LCPPMEM* rows in
 mlrig/data/calibration/inference_memory_llamacpp_logs.jsonl): llama.cpp prints its buffers in MiB
 (bytes / 1024^2), so these checks are exact to the printed 0.01 MiB."""
 

@@ -467,7 +467,7 @@ def llama_cpp_gpu_weight_bytes(arch: ModelArch, parts: Mapping[str, float], weig
     which it always keeps in host memory (src/llama-model.cpp `load_tensors`: "there is very little benefit to
     offloading the input layer, so always keep it on the CPU"; its load log prints it as the `CPU` /
     `CPU_Mapped` model buffer, e.g. 70.31 MiB of Llama-2-7B Q4_K_M beside a 3,820.93 MiB GPU buffer,
-    LLAMACPPMEM rows). A model with a tied output head loads token_embd a second time as the output layer
+    LCPPMEM* rows). A model with a tied output head loads token_embd a second time as the output layer
     (TENSOR_DUPLICATED), on the GPU: its GPU weights are the whole file."""
     embed = parts.get("embedding", 0.0)
     if parts.get("lm_head", 0.0) <= 0 or embed <= 0:
@@ -490,7 +490,7 @@ def llama_cpp_compute_buffer_bytes(arch: ModelArch, kv_cells: Num, flash_attenti
       materialised (ggml_flash_attn_ext), the mask is f16, and the FFN's gate and up outputs (2 x n_ff) beside
       the residual and norm take their place.
 
-    Hand-checked on published load logs (LLAMACPPMEM): Llama-2-7B Q4_K_M, -c 4096, no FA: 256 MiB scores + 8 MiB
+    Hand-checked on published load logs (LCPPMEM* rows): Llama-2-7B Q4_K_M, -c 4096, no FA: 256 MiB scores + 8 MiB
     mask + 32 MiB = 296.00 MiB printed; -c 512: logits 512 x (32,000 + 4,096) x 4 = 70.50 MiB printed;
     Qwen2-7B, -c 32768: 1,792 + 64 + 28 = 1,884.00 MiB printed. The flash-attention branch is from the graph
     alone, not checked on a published log yet."""
