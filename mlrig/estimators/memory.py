@@ -585,9 +585,12 @@ class InferenceMemory:
     spill: Num = 0.0  # llama.cpp: share of the layers that do not fit and run from host RAM
 
 
-def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> InferenceMemory:
+def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
+                     context_given: Num | None = None) -> InferenceMemory:
     """Per-GPU memory of an inference plan (`_inference` gives its notes), for the plan's own batch,
-    context and prompt or for arrays of them (a sweep: `mlrig.batch_eval`). Engine-specific:
+    context and prompt or for arrays of them (a sweep: `mlrig.batch_eval`); `context_given`: whether each
+    context was given (context_tokens) rather than taken from prompt + output (default: the plan's own,
+    for ollama's default num_ctx). Engine-specific:
 
     - paged serving engines (vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI) reserve a share of the card
       and pre-allocate a KV pool in 16-token blocks from what the weights and the profiled activation
@@ -672,10 +675,12 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
         # -c n_ctx = context x batch cells for all sequences, padded (llama_cpp_kv_cells); the weights less the
         # token embedding kept on the CPU; the compute buffer reserved for the worst-case micro-batch
         n_ctx = ctx * batch
-        if engine == "ollama" and w.context_tokens is None:
+        given = w.context_tokens is not None if context_given is None else context_given
+        if engine == "ollama":
             # no context given: ollama allocates its default num_ctx per parallel slot, not the request's length
-            n_ctx = vec.maximum(n_ctx, ollama_default_num_ctx(
+            default_ctx = vec.maximum(n_ctx, ollama_default_num_ctx(
                 w.engine_version, gpu.capacity_gib * hw.count, arch.max_position_embeddings) * batch)
+            n_ctx = vec.where(given, n_ctx, default_ctx)
         cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
         kv = kv_tok * cells
         gpu_weights = llama_cpp_gpu_weight_bytes(arch, r.weight_parts, weights, tp, pp)
