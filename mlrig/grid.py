@@ -175,7 +175,7 @@ def _arrays(grid: Grid, idx: np.ndarray, base: Plan, arch: ModelArch, gpu: GPU, 
             return False
         bb, pp, oo = b[idx], pr[idx], out[idx]
         cc = np.where(c[idx] > 0, c[idx], np.maximum(1, pp + oo))  # WorkloadSpec.context
-        m = inference_memory(r, bb, cc, pp)
+        m = inference_memory(r, bb, cc, pp, context_given=c[idx] > 0)
         shape = idx.shape
         fits = np.broadcast_to(np.asarray(m.fits, bool), shape)
         used_gib = _gib(m.used, shape)
@@ -496,7 +496,8 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
     ws = [copy_with(base.workload, {k: getattr(p.workload, k) for k in NUMBERS}) for p in plans]
     batch, prompt, output, context = (np.array([getattr(w, k) for w in ws], np.int64)
                                       for k in ("batch_size", "prompt_tokens", "output_tokens", "context"))
-    m = elements(inference_memory(r, batch, context, prompt), len(plans))
+    given = np.array([w.context_tokens is not None for w in ws], bool)
+    m = elements(inference_memory(r, batch, context, prompt, context_given=given), len(plans))
     each: dict[int, tuple[ResolvedPlan, list[str], MemoryEstimate]] = {}
     refused: dict[int, PlanResult | str] = {}
     for j, (p, w) in enumerate(zip(plans, ws, strict=True)):

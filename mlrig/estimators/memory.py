@@ -120,6 +120,11 @@ VLLM_BLOCK_TOKENS = 16  # vLLM default --block-size (vllm/config CacheConfig)
 # Serving engines that pre-allocate a paged KV pool (in VLLM_BLOCK_TOKENS blocks) after profiling.
 PAGED_ENGINES = ("vllm", "sglang", "trt-llm", "tensorrt-llm", "trtllm", "lmdeploy", "tgi")
 LLAMA_CPP_UBATCH = 512  # llama.cpp default n_ubatch (common/common.h)
+# llama.cpp pads the KV cache's cells to a multiple of 256 with flash attention and 32 without
+# (src/llama-kv-cache.cpp `llama_kv_cache_get_padding`, b3xxx-b4xxx: "the FA kernels require padding to avoid
+# extra runtime boundary checks"; llama_new_context_with_model: n_ctx = GGML_PAD(n_ctx, padding)).
+LLAMA_CPP_KV_PAD_FA = 256
+LLAMA_CPP_KV_PAD = 32
 
 
 class MemoryEstimate(BaseModel):
@@ -422,6 +427,80 @@ def trtllm_tp_buffer_bytes(tp: int) -> float:
 
 
 LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
+
+
+def llama_cpp_kv_cells(n_ctx: Num, flash_attention: bool) -> Num:
+    """KV-cache cells llama.cpp allocates for `-c n_ctx` (all sequences together): n_ctx padded up to
+    `LLAMA_CPP_KV_PAD_FA` (256) with flash attention, `LLAMA_CPP_KV_PAD` (32) without
+    (src/llama-kv-cache.cpp `llama_kv_cache_get_padding`). -c 4000 holds 4,096 cells with -fa, 4,000 without."""
+    pad = LLAMA_CPP_KV_PAD_FA if flash_attention else LLAMA_CPP_KV_PAD
+    return vec.ceil_int(vec.maximum(1, n_ctx) / pad) * pad
+
+
+def ollama_default_num_ctx(version: str | None, total_vram_gib: float, model_max_tokens: int | None) -> int:
+    """The context ollama gives a model when the request sets no num_ctx (ollama runs llama.cpp with -c num_ctx x
+    OLLAMA_NUM_PARALLEL, default 1 parallel, so the KV cache is allocated for it whatever the prompt):
+    2,048 before v0.6.7; 4,096 from v0.6.7 (2025-04-30, ollama commit 44b466ee "config: update default context
+    length to 4096"); from v0.15.5 (2026-02, commit 0334ffa6 "server: use tiered VRAM-based default context
+    length") by the total VRAM: >= 47 GiB 262,144, >= 23 GiB 32,768, else 4,096 (server/routes.go, logged as
+    "vram-based default context"; ollama docs/context-length.mdx: "< 24 GiB VRAM: 4k, 24-48 GiB: 32k, >= 48 GiB:
+    256k"), never above the model's trained context. A version given as a month is read the same way."""
+    v = parse_version(version)
+    if v is not None and v.month is not None:
+        era = 0 if v.month < (2025, 5) else 1 if v.month < (2026, 2) else 2
+    elif v is not None and v.release is not None:
+        era = 0 if v.release < (0, 6, 7) else 1 if v.release < (0, 15, 5) else 2
+    else:
+        era = 2  # no version (or a build number): the current release
+    if era == 0:
+        n = 2048
+    elif era == 1:
+        n = 4096
+    else:
+        n = 262_144 if total_vram_gib >= 47 else 32_768 if total_vram_gib >= 23 else 4096
+    return min(n, model_max_tokens) if model_max_tokens else n
+
+
+def llama_cpp_gpu_weight_bytes(arch: ModelArch, parts: Mapping[str, float], weights_per_gpu: float, tp: int,
+                               pp: int) -> float:
+    """The weights llama.cpp puts on the GPU(s) with every layer offloaded: all but the input token embedding,
+    which it always keeps in host memory (src/llama-model.cpp `load_tensors`: "there is very little benefit to
+    offloading the input layer, so always keep it on the CPU"; its load log prints it as the `CPU` /
+    `CPU_Mapped` model buffer, e.g. 70.31 MiB of Llama-2-7B Q4_K_M beside a 3,820.93 MiB GPU buffer,
+    LCPPMEM* rows). A model with a tied output head loads token_embd a second time as the output layer
+    (TENSOR_DUPLICATED), on the GPU: its GPU weights are the whole file."""
+    embed = parts.get("embedding", 0.0)
+    if parts.get("lm_head", 0.0) <= 0 or embed <= 0:
+        return weights_per_gpu
+    return max(0.0, weights_per_gpu - (embed / tp if pp == 1 else 0.0))
+
+
+def llama_cpp_compute_buffer_bytes(arch: ModelArch, kv_cells: Num, flash_attention: bool, heads_gpu: float,
+                                   n_ubatch: int = LLAMA_CPP_UBATCH) -> Num:
+    """The compute buffer llama.cpp reserves on the GPU: ggml's graph allocator (ggml/src/ggml-alloc.c
+    `ggml_gallocr_reserve`) sizes it for the worst-case graph, one micro-batch of n_tokens = min(n_ubatch,
+    n_ctx) tokens all producing outputs, against a full KV cache (src/llama.cpp `llama_new_context_with_model`:
+    "reserve worst-case graph"), and reuses a tensor's memory once its last consumer has run, so the buffer is
+    the larger of two moments of the graph (fp32 activations, 4 bytes):
+
+    - the output: the logits, n_tokens x n_vocab, beside the final norm's n_tokens x n_embd;
+    - a layer's attention: without flash attention the KQ scores (their softmax reuses them), n_kv x n_tokens x
+      n_head, and the KQ mask n_kv x n_tokens (an input, src/llama.cpp `build_inp_KQ_mask`), beside ~4 x n_embd
+      per token (the residual, the norm, Q and the attention output); with flash attention no scores are
+      materialised (ggml_flash_attn_ext), the mask is f16, and the FFN's gate and up outputs (2 x n_ff) beside
+      the residual and norm take their place.
+
+    Hand-checked on published load logs (LCPPMEM* rows): Llama-2-7B Q4_K_M, -c 4096, no FA: 256 MiB scores + 8 MiB
+    mask + 32 MiB = 296.00 MiB printed; -c 512: logits 512 x (32,000 + 4,096) x 4 = 70.50 MiB printed;
+    Qwen2-7B, -c 32768: 1,792 + 64 + 28 = 1,884.00 MiB printed. The flash-attention branch is from the graph
+    alone, not checked on a published log yet."""
+    tokens = vec.minimum(n_ubatch, kv_cells)
+    output = tokens * (arch.vocab_size + arch.hidden_size) * 4.0
+    if flash_attention:
+        layer = tokens * kv_cells * 2.0 + tokens * (2 * _mlp_width(arch) + 2 * arch.hidden_size) * 4.0
+    else:
+        layer = tokens * kv_cells * (heads_gpu + 1) * 4.0 + tokens * 4 * arch.hidden_size * 4.0
+    return vec.maximum(output, layer)
 TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
 _MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "gptfast", "torchao", "tinychat")
 
@@ -506,9 +585,12 @@ class InferenceMemory:
     spill: Num = 0.0  # llama.cpp: share of the layers that do not fit and run from host RAM
 
 
-def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> InferenceMemory:
+def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
+                     context_given: Num | None = None) -> InferenceMemory:
     """Per-GPU memory of an inference plan (`_inference` gives its notes), for the plan's own batch,
-    context and prompt or for arrays of them (a sweep: `mlrig.batch_eval`). Engine-specific:
+    context and prompt or for arrays of them (a sweep: `mlrig.batch_eval`); `context_given`: whether each
+    context was given (context_tokens) rather than taken from prompt + output (default: the plan's own,
+    for ollama's default num_ctx). Engine-specific:
 
     - paged serving engines (vLLM, SGLang, TensorRT-LLM, LMDeploy, TGI) reserve a share of the card
       and pre-allocate a KV pool in 16-token blocks from what the weights and the profiled activation
@@ -587,12 +669,24 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
 
     kv = kv_tok * ctx * batch
     kv_copies = 1.0  # copies of the cache alive at the peak
+    host_resident = 0.0  # weights llama.cpp keeps in host memory by design (the token embedding)
     prompt1 = vec.maximum(1, prompt)
     if engine in LLAMA_CPP_NAMES:
-        ub = vec.minimum(LLAMA_CPP_UBATCH, prompt1)
-        act = ub * arch.vocab_size * 4 + ub * (arch.hidden_size * 4 + _mlp_width(arch) * 2) * 4
-        if not w.flash_attention:
-            act = act + ub * ctx * batch * heads_gpu * 4
+        # -c n_ctx = context x batch cells for all sequences, padded (llama_cpp_kv_cells); the weights less the
+        # token embedding kept on the CPU; the compute buffer reserved for the worst-case micro-batch
+        n_ctx = ctx * batch
+        given = w.context_tokens is not None if context_given is None else context_given
+        if engine == "ollama":
+            # no context given: ollama allocates its default num_ctx per parallel slot, not the request's length
+            default_ctx = vec.maximum(n_ctx, ollama_default_num_ctx(
+                w.engine_version, gpu.capacity_gib * hw.count, arch.max_position_embeddings) * batch)
+            n_ctx = vec.where(given, n_ctx, default_ctx)
+        cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
+        kv = kv_tok * cells
+        gpu_weights = llama_cpp_gpu_weight_bytes(arch, r.weight_parts, weights, tp, pp)
+        host_resident = weights - gpu_weights
+        weights = gpu_weights
+        act = llama_cpp_compute_buffer_bytes(arch, cells, w.flash_attention, heads_gpu)
     else:
         step_tokens = vec.minimum(prompt1, MLX_PREFILL_STEP) if engine.startswith("mlx") else prompt1
         act = _prefill_activation_bytes(arch, batch * step_tokens, w.flash_attention, heads_gpu, prompt1) / pp
@@ -609,7 +703,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num) -> Infe
             kv_copies = 2.0
     capacity_act = act
     act = act + (kv_copies - 1.0) * kv
-    host = _load_host_bytes(weights)
+    host = _load_host_bytes(weights) + host_resident
     if cpu_share:  # per-GPU figures: the host holds the CPU share of every GPU's layers
         host = host + cpu_share * (weights + kv) * tp * pp
         weights, kv, kv_tok = (1.0 - cpu_share) * weights, (1.0 - cpu_share) * kv, (1.0 - cpu_share) * kv_tok
@@ -700,9 +794,15 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
                               batch_fits=bool(m.batch_fits), max_concurrent_sequences=concurrency,
                               kv_bytes_per_token=m.kv_tok, weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp)
+    if engine == "ollama" and w.context_tokens is None:
+        num_ctx = ollama_default_num_ctx(w.engine_version, gpu.capacity_gib * hw.count,
+                                         r.arch.max_position_embeddings)
+        notes.append(f"ollama: no context given, so its default num_ctx={num_ctx:,} per sequence is allocated "
+                     "(2,048 before v0.6.7, 4,096 to v0.15.4, then 4k/32k/256k by VRAM); set --context for yours")
     if engine in LLAMA_CPP_NAMES:
-        notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch; "
-                     f"KV {r.kv_precision}; compute buffer for n_ubatch={LLAMA_CPP_UBATCH}")
+        notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch (padded to "
+                     f"{LLAMA_CPP_KV_PAD_FA if w.flash_attention else LLAMA_CPP_KV_PAD}); KV {r.kv_precision}; "
+                     f"compute buffer for n_ubatch={LLAMA_CPP_UBATCH}; token embedding kept in host RAM")
     else:
         if engine not in _MODELLED:
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")

@@ -67,7 +67,8 @@ def _perf(field: str) -> Callable[[PlanResult], float | None]:
 
 def _peak_memory(row: CalibrationRow, r: PlanResult) -> float | None:
     """Peak GPU memory as the source measured it: live tensors (torch max_memory_allocated),
-    the allocator's reservation, or what nvidia-smi shows (reservation + CUDA context)."""
+    the allocator's reservation, the engine's printed buffers (llama.cpp), or what nvidia-smi shows
+    (reservation + CUDA context)."""
     m = r.memory
     if m is None:
         return None
@@ -77,6 +78,10 @@ def _peak_memory(row: CalibrationRow, r: PlanResult) -> float | None:
         return float(allocated)
     if row.memory_measure == "torch_reserved" and reserved is not None:
         return float(reserved)
+    if row.memory_measure == "engine_buffers":
+        # the buffers an engine's own load log prints (llama.cpp: model + KV + compute buffer), without
+        # the CUDA / Vulkan context no allocator of the engine's names
+        return m.per_gpu_gib - m.overhead_gib
     return m.per_gpu_gib
 
 
