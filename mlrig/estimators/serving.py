@@ -1127,6 +1127,8 @@ def kv_admission_top(r: ResolvedPlan, cap: int | None, budget: int | None) -> in
 # RATE_RUN_MAX_STEPS in all (a very long run then takes coarser steps).
 RATE_RUN_STEPS_PER_DURATION = 10
 RATE_RUN_MAX_STEPS = 5_000
+RATE_RUN_KV_STEP_ITERATIONS = 4
+RATE_RUN_KV_MAX_STEPS = 20_000
 
 
 def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
@@ -1298,7 +1300,14 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     prefill_rps = PREFILL_SHARE_MAX / (prompt * t_full)
     capacity = min(c_full, prefill_rps) if n_requests > limit else prefill_rps
     total = max(horizon, n_requests / max(c_full, 1e-9)) + 2.0 * duration
-    dt = max(min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION, total / RATE_RUN_MAX_STEPS)
+    dt = min(duration, horizon) / RATE_RUN_STEPS_PER_DURATION
+    max_steps = RATE_RUN_MAX_STEPS
+    if kv_admit is not None:
+        # under KV admission the admission limit moves as the running sequences grow, one token per decode
+        # iteration: a step spans at most RATE_RUN_KV_STEP_ITERATIONS of them (`RATE_RUN_KV_STEP_ITERATIONS`)
+        dt = min(dt, RATE_RUN_KV_STEP_ITERATIONS * dec(limit))
+        max_steps = RATE_RUN_KV_MAX_STEPS
+    dt = max(dt, total / max_steps)
     n = q = arrived = admitted = 0.0
     t = 0.0
     # the median request (rank N / 2) and the last one (rank N), followed through the run: FCFS, a request
@@ -1312,7 +1321,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     # values, without a call each.
     t_f_fixed = not sg_first  # share() is t_f whatever the batch
     limit_f = float(limit)
-    for _ in range(RATE_RUN_MAX_STEPS * 2):
+    for _ in range(max_steps * 2):
         if arrived < n_requests - 1e-9:
             arrivals = (n_requests - arrived) / dt
             arrivals = arrivals if arrivals < rate else rate
