@@ -99,12 +99,43 @@ def test_a_burst_on_a_16_gb_card_gets_first_tokens_by_its_prompt_blocks(monkeypa
 
 def test_a_pool_that_never_binds_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Short requests on the same card: the pool holds more than the batch cap, so the KV admission never
-    binds and the rate run is the same as with admissions capped at the steady batch."""
+    binds and the rate run is the same as with an admission limit that never binds. (The same run without the
+    KV admission takes the coarser steps of `serving.RATE_RUN_STEPS_PER_DURATION`, which give it 146 ms where
+    finer steps, with or without it, give 69 ms.)"""
     data = _plan(prompt_tokens=60, output_tokens=256, request_rate=20.0, num_requests=200, max_num_seqs=64)
     perf = evaluate(data).performance
-    monkeypatch.setattr(serving, "vllm_kv_admission", lambda _r, _kv: None)
+    monkeypatch.setattr(VllmKvAdmission, "limit", lambda _self: float("inf"))
     old = evaluate(data).performance
     assert perf is not None and old is not None
     assert perf.ttft_ms == pytest.approx(old.ttft_ms, rel=1e-9)
     assert perf.tpot_ms == pytest.approx(old.tpot_ms, rel=1e-9)
     assert perf.throughput_tok_s == pytest.approx(old.throughput_tok_s, rel=1e-9)
+
+
+_SWEEP_RATES = (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 15, 25, 50, 100)
+
+
+@pytest.mark.parametrize("version", ["0.7.3", None])
+def test_an_l4_rate_sweep_of_the_same_requests_rises_smoothly(version: str | None) -> None:
+    """The same 300 requests (Llama-3-8B-Instruct bf16, 255 + 343 tokens, varied lengths) sent at 0.5-100 req/s
+    to vLLM on an L4: the median TTFT never falls as the rate grows, and past the one pair of rates where the
+    median request first has to wait for a slot (its TTFT from under 1 s to seconds) no neighbouring rate moves it
+    more than ~2x. With ten fluid steps per request duration the KV admission's first fill depended on where the
+    steps fell (`serving.RATE_RUN_KV_STEP_ITERATIONS`): 0.7.3 gave 5.1 / 4.9 / 3.6 / 2.4 / 3.2 / 22 s at
+    6 / 8 / 10 / 15 / 25 / 50 req/s. The first pair past the crossing is the steepest: 3.6 -> 7.2 s (0.7.3) at
+    4 -> 5 req/s, as before the KV admission (6.8 -> 14.5 s at 3 -> 4 req/s under V1)."""
+    ttft_ms = []
+    for rate in _SWEEP_RATES:
+        w: dict[str, object] = {"precision": "bf16", "engine": "vllm", "load": "rate", "request_rate": rate,
+                                "num_requests": 300, "prompt_tokens": 255, "output_tokens": 343, "lengths": "varied"}
+        if version:
+            w["engine_version"] = version
+        perf = evaluate({"model": "meta-llama/Meta-Llama-3-8B-Instruct", "workload": w,
+                         "hardware": {"gpu": "l4"}}).performance
+        assert perf is not None and perf.ttft_ms is not None
+        ttft_ms.append(perf.ttft_ms)
+    pairs = list(zip(_SWEEP_RATES, _SWEEP_RATES[1:], ttft_ms, ttft_ms[1:], strict=False))
+    assert all(b >= a for _r0, _r1, a, b in pairs), ttft_ms
+    crossings = [(r0, r1) for r0, r1, a, b in pairs if a < 1_000.0 <= b]
+    assert len(crossings) == 1, ttft_ms  # the median request starts to queue once
+    assert all(b / a <= 2.1 for _r0, _r1, a, b in pairs if a >= 1_000.0), ttft_ms

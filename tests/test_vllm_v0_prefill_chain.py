@@ -51,7 +51,10 @@ def test_tp8_v0_at_25_req_s_keeps_up(row_id: str, monkeypatch: pytest.MonkeyPatc
     # one prompt (mostly host time at TP 8) cannot keep up with 25 arrivals/s; chained passes of ~2 prompts do.
     assert 0.6 < ratio(row_id) < 1.3
     monkeypatch.setattr(serving, "chained_prefill_prompts", lambda rate, block_s, pass_s, most: 1.0)
-    assert ratio(row_id) > 2.0  # one prompt per pass: the queue grows over the run (2.5 / 3.9 of the measured)
+    # one prompt per pass: the queue grows over the run (1.6 / 2.0 of the measured; 2.5 / 3.9 with the coarser steps
+    # the rate run took before `serving.RATE_RUN_KV_STEP_ITERATIONS`; at 1-iteration steps this counterfactual
+    # keeps up, since the queue's demand q / dt sets the pass size in `admitted_cost`)
+    assert ratio(row_id) > 1.5
 
 
 def test_lower_rates_do_not_chain(monkeypatch: pytest.MonkeyPatch) -> None:
