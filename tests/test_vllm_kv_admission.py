@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
@@ -139,3 +141,26 @@ def test_an_l4_rate_sweep_of_the_same_requests_rises_smoothly(version: str | Non
     crossings = [(r0, r1) for r0, r1, a, b in pairs if a < 1_000.0 <= b]
     assert len(crossings) == 1, ttft_ms  # the median request starts to queue once
     assert all(b / a <= 2.1 for _r0, _r1, a, b in pairs if a >= 1_000.0), ttft_ms
+
+
+@pytest.mark.parametrize("version", ["0.7.3", None])
+@pytest.mark.parametrize("gpu", ["l4", "a10", "rtx-3090"])
+def test_a_median_ttft_that_falls_with_rate_is_called_bimodal(gpu: str, version: str | None) -> None:
+    """Short prompts with long outputs (128 + 1,024, varied): a faster burst admits more fresh prompts before the
+    grown sequences overflow the pool, so the median request (#150 of 300) can move from the waiting group into
+    the first fill and its TTFT fall from minutes to under a second as the rate rises. Wherever the median TTFT
+    falls by half or more between neighbouring rates, one of the two answers says the median sits at the first
+    fill's edge (`serving.first_fill_edge_note`)."""
+    results = []
+    for rate in (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 15, 25):
+        w: dict[str, object] = {"precision": "bf16", "engine": "vllm", "load": "rate", "request_rate": rate,
+                                "num_requests": 300, "prompt_tokens": 128, "output_tokens": 1024,
+                                "lengths": "varied"}
+        if version:
+            w["engine_version"] = version
+        perf = evaluate({"model": "meta-llama/Meta-Llama-3-8B-Instruct", "workload": w,
+                         "hardware": {"gpu": gpu}}).performance
+        assert perf is not None and perf.ttft_ms is not None
+        results.append((perf.ttft_ms, "at the edge between them" in (perf.explanation or "")))
+    falls = [(a, b) for a, b in itertools.pairwise(results) if b[0] < 0.5 * a[0]]  # from one group to the other
+    assert all(a[1] or b[1] for a, b in falls), results

@@ -320,7 +320,9 @@ class VllmKvAdmission:
     - where the grown sequences no longer fit, the newest are preempted (V0 `Scheduler._schedule_running`
       preempts from the end of the running queue and `_schedule_default` puts them back with
       `self.waiting.extendleft`; V1 `Scheduler.schedule` `self.running.pop()` and `_preempt_request`, back at
-      the head of the waiting queue): they hold the fewest tokens (taken as none), and they are admitted again
+      the head of the waiting queue). They hold the fewest tokens, but the fluid lets them leave with the mean
+      `held` (exact where the running sequences are of one age, as after a burst; where ages are spread it
+      under-states the growth of those left running), and they are admitted again
       before any new request, their prompt prefilled again (the few tokens they had generated are left out: a
       lower bound of the recompute).
     A preempted request keeps the first token it had: the queue it waits in again adds to its TPOT, not its

@@ -129,6 +129,8 @@ class LoadPoint:
     saturated: bool  # a rate load above what the engine can serve
     ttft_mean_s: float | None = None  # the mean TTFT where it differs from the median `ttft_s` (`wave_median_ttft_s`)
     capacity_rps: float | None = None  # rate loads: requests/s a full batch completes, the most the engine serves
+    # vLLM rate runs under KV admission: requests that got a first token before the first preemption
+    first_fill_requests: float | None = None
 
 
 def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
@@ -1325,6 +1327,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     # values, without a call each.
     t_f_fixed = not sg_first  # share() is t_f whatever the batch
     limit_f = float(limit)
+    first_fill: float | None = None  # new requests admitted before the first preemption (KV admission)
     for _ in range(max_steps * 2):
         if arrived < n_requests - 1e-9:
             arrivals = (n_requests - arrived) / dt
@@ -1437,6 +1440,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             n = n_next if n_next < limit_f else limit_f
         else:  # the grown sequences that no longer fit are preempted (`VllmKvAdmission.step`)
             n = kv_admit.step(n, a * dt, c * dt, dt / tpot, float(top))
+            if first_fill is None and kv_admit.preempted > 0.0:
+                first_fill = admitted + a_new * dt
         q_next = q + (arrivals - a_new) * dt
         q = q_next if q_next > 0.0 else 0.0
         arrived += arrivals * dt
@@ -1459,7 +1464,28 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                      tpot_s=(median.end - median.start) / out,
                      throughput_tok_s=n_requests * out / end, requests_per_s=n_requests / end,
                      ttft_s=median.ttft, queue_s=median.queue, bound=bound, saturated=rate > capacity,
-                     capacity_rps=capacity)
+                     capacity_rps=capacity, first_fill_requests=first_fill)
+
+
+# How near the median request's rank may sit to the first fill's size before its TTFT is called bimodal
+FIRST_FILL_EDGE = 0.2
+
+
+def first_fill_edge_note(first_fill: float, n_requests: int) -> str:
+    """A note where the median request sits at the edge of the first fill under vLLM's KV admission
+    (`VllmKvAdmission`): the requests admitted before the grown sequences first overflow the pool get their first
+    token at once, the rest wait behind the preempted, so the run's TTFTs fall in two groups far apart. Whether
+    the median request (rank N / 2) is in the first group depends on how fast the requests came (a faster burst
+    holds younger sequences and admits more, so the median TTFT can fall as the rate rises), and a few percent of
+    rate or of KV pool moves it from one group to the other. "" when the median rank is not within
+    FIRST_FILL_EDGE of the first fill."""
+    median_rank = n_requests / 2.0
+    if first_fill <= 0.0 or abs(median_rank / first_fill - 1.0) > FIRST_FILL_EDGE:
+        return ""
+    return (f"; about {first_fill:,.0f} of the {n_requests:,} requests get a first token before the grown "
+            f"sequences first overflow the KV pool and the rest wait behind the preempted, so TTFTs fall in two "
+            f"groups far apart; the median request (#{median_rank:,.0f}) is at the edge between them, and a few "
+            f"percent more or less rate or KV pool moves the median TTFT from one group to the other")
 
 
 def vllm_async_scheduling(r: ResolvedPlan) -> bool:
@@ -2290,6 +2316,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         expl += (f"; vLLM admits a request while its prompt's KV blocks are free: up to "
                  f"~{min(cap or 10**9, int(admission.limit())):,} fresh prompts at once, ~{slots:,} once they have "
                  f"grown (the newest are then preempted and re-admitted before new requests)")
+        if pt.first_fill_requests is not None and w.num_requests:
+            expl += first_fill_edge_note(pt.first_fill_requests, w.num_requests)
     if recompute > 0:
         expl += (f"; fixed lengths run in step, so the KV pool must hold each running sequence at its full "
                  f"{w.prompt_tokens + w.output_tokens:,} tokens: vLLM preempts the rest by recompute, "
