@@ -20,6 +20,7 @@ from __future__ import annotations
 ENGINES = (
     "llama.cpp",
     "llama.cpp-2024",
+    "llama.cpp-hip",
     "llama.cpp-metal",
     "vllm",
     "sglang",
@@ -672,6 +673,18 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
 BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
+# llama.cpp's HIP build (ROCm, AMD GPUs; engine_family "llama.cpp-hip", `engines.llama_cpp_backend`) compiles the
+#    CUDA backend (ggml/src/ggml-cuda) with hipcc, but not its graphs: ggml-cuda/common.cuh defines USE_CUDA_GRAPH
+#    only `#if (defined(GGML_CUDA_USE_GRAPHS) || defined(GGML_HIP_GRAPHS)) || defined(GGML_MUSA_GRAPHS)`, and
+#    GGML_HIP_GRAPHS is an opt-in CMake option (off by default), so every kernel of a token is launched from the
+#    host, as in the CUDA builds before graphs: it starts from "llama.cpp-2024"'s launch-bound figures
+#    (LAYER_OVERHEAD_S, PREFILL_TOKEN_LAYER_S, STEP_OVERHEAD_S) and llama.cpp's bandwidth figures; its GEMM rate
+#    (COMPUTE_EFF, below) is its own.
+BW_EFF["llama.cpp-hip"] = dict(BW_EFF["llama.cpp"])
+COMPUTE_EFF["llama.cpp-hip"] = dict(COMPUTE_EFF["llama.cpp"])
+LAYER_OVERHEAD_S["llama.cpp-hip"] = LAYER_OVERHEAD_S["llama.cpp-2024"]
+PREFILL_TOKEN_LAYER_S["llama.cpp-hip"] = PREFILL_TOKEN_LAYER_S["llama.cpp-2024"]
+STEP_OVERHEAD_S["llama.cpp-hip"] = STEP_OVERHEAD_S["llama.cpp-2024"]
 # TGI, fitted on its own rows (DSTACKTGI-*: TGI sha-11d7af7, the ROCm build of 2024-10-04 with
 # ROCM_USE_FLASH_ATTN_V2_TRITON, Llama-3.1-405B bf16 on 8x MI300X; the only TGI serving source in the fit set,
 # so these are TGI x HBM factors, not MI300X ones, and the held-out DSTACK405B vLLM rows of the same node keep

@@ -133,6 +133,23 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
     return True
 
 
+# llama.cpp on AMD GPUs runs one of two backends: HIP (ROCm; the CUDA backend built with hipcc) or Vulkan. The
+#    version label names it as TensorRT-LLM's "+pytorch" does ("b5000+vulkan", "b5000+rocm" / "+hip"); with no
+#    label an AMD card is taken to run the HIP build: Ollama, the most common way llama.cpp reaches users, ships
+#    ROCm (not Vulkan) for AMD GPUs (ollama docs/gpu.md, "AMD Radeon": "Ollama supports the following AMD GPUs
+#    via the ROCm library"), and llama.cpp's own docs build AMD with GGML_HIP (docs/build.md, "HIP").
+LLAMA_CPP_VULKAN_LABELS = ("vulkan",)
+
+
+def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
+    """llama.cpp's GPU backend on this card: "hip" on AMD GPUs unless the version label says "+vulkan"
+    (LLAMA_CPP_VULKAN_LABELS), else "cuda" on NVIDIA and "other" (Vulkan / SYCL / Metal) elsewhere."""
+    if gpu.vendor == "AMD":
+        label = (version or "").lower()
+        return "vulkan" if any(v in label for v in LLAMA_CPP_VULKAN_LABELS) else "hip"
+    return "cuda" if gpu.vendor == "NVIDIA" else "other"
+
+
 # SGLang sizes its defaults by the card from 0.5.3 (sgl-project/sglang PR #10975, "Use more general heuristics to
 # set the default value of --mem-fraction-static", merged 2025-09-27, and PR #11076, 2025-09-30, which set the
 # constants below; the first release after both is taken, inferred from those dates, not read from release notes).
@@ -797,6 +814,8 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
                                                                   "gguf", "llamafile")):
         if apple or "metal" in e:
             return "llama.cpp-metal"
+        if llama_cpp_backend(gpu, version) == "hip":
+            return "llama.cpp-hip"
         return "llama.cpp" if llama_cpp_has_graphs(version) else "llama.cpp-2024"
     for key, fam in (
         ("vllm", "vllm"),
