@@ -1174,6 +1174,18 @@ QUANT_PREFILL_EFF = 0.80
 #    ZISKIND's Qwen3-30B-A3B on an M5 (one uncached forward pass, 0.81-1.54 at 128-16k tokens): all three
 #    sources' median 0.86-0.88 at 0.80, hence 0.92.
 QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
+# llama.cpp's HIP build on AMD GPUs without matrix-core MMQ (performance.hip_dp4a_mmq: GCN / gfx906, RDNA 1-3)
+#    runs its quantised GEMMs as MMQ tiles whose inner products are packed int8 dot products (ggml_cuda_dp4a:
+#    __builtin_amdgcn_sdot4 on gfx906, sudot4 on RDNA), each weight block unpacked to int8 first. Their ceiling is
+#    the int8 dot-product rate (the catalog's int8_tops_dense: MI50 53 TOPS; where the catalog has none, the FP16
+#    figure, which on RDNA 3 is the same 4-per-lane rate: RX 7900 XTX 122.8), of which they reach a fraction by
+#    format (this replaces COMPUTE_EFF x QUANT_PREFILL_EFF for those GEMMs). Fitted on the fit rows (llama-bench
+#    pp512): Q4_0 (one scale per 32 weights, the cheapest unpack) Qwen3-14B on 2x MI50 574 / 570 tok/s
+#    (MI50X2-0009/0011); k-quants, Q8_0 and MXFP4: MI50 Q8_0 / Q4_K_S / Q3_K_M (MI50X2-0001..0007, -0021/-0023)
+#    and RX 7900 XTX Q4_K_M / MXFP4 (RX7900X6-0001..0011 odd). Chosen to centre those rows (see the branch
+#    s32-rocm report for the before / after table).
+HIP_MATRIX_CORE_MMQ_ARCHITECTURES = ("CDNA", "RDNA 4")
+HIP_DP4A_MMQ_EFF: dict[str, float] = {"legacy": 0.30, "other": 0.15}
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
 # int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;
@@ -1464,7 +1476,17 @@ TRAIN_REST_REL_EFF_PRIME_RL_HBM = 0.30
 #    and 70B pairs apart), Q8_0 / Q4_0 4 (one scale per 32 weights). F16: only the FMA the compute side
 #    counts. `mlrig validate` decode llama.cpp unified 11 % / 28 % -> 6.8 % / 21 %; held out, LocalScore's
 #    101 rows 15 % -> 8.9 % median.
-MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0, "legacy": 4.0, "kquant": 20.0}}
+MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0, "legacy": 4.0, "kquant": 20.0},
+                                                    "llama.cpp-hip": {"q8": 14.0, "legacy": 14.0, "kquant": 20.0}}
+# The same ALU ceiling in llama.cpp's HIP build (mul_mat_vec_q: each weight block unpacked and dotted with the
+#    q8_1-quantised activations through ggml_cuda_dp4a, __builtin_amdgcn_sdot4 / sudot4 on AMD, then scaled) on a
+#    GPU with little FP32 per byte: a gfx906 MI50 has 13.3 TFLOPS for 1,024 GB/s (13 FLOP/byte, half an M1 Max's),
+#    an RX 7900 XTX 61.4 for 960 (64). Fitted on the MI50X2-* fit rows (2x MI50 32GB, llama-bench tg128): F16
+#    decodes at the bandwidth figure (Gemma-3-27B, Qwen3-14B BF16: within 3 %), Q8_0 / Q4_0 / Q4_K_S / Q3_K_M
+#    at 0.55-0.65 of F16's bandwidth: ops per weight 14 for Q8_0 and Q4_0 (Gemma-3-12B Q8_0 +4 %, Qwen3-14B Q4_0
+#    -7 %; they were +35 % and +20 % with the launch fix alone) and 20 for k-quants (Qwen3-14B Q4_K_S -15 %,
+#    Llama-4-Scout Q3_K_M +21 %; 16 and 24 leave one of them 35 % out). On the 7900 XTX the same ops cost
+#    ~0.1 ms a token: the RX7900X6-* decode rows move by under 2 %.
 # ggml-metal runs a matrix product through its mat-vec kernels up to 8 token columns, unpacking each
 #    weight again per column (ggml/src/ggml-metal/ggml-metal-ops.cpp, `ne11_mm_min = 8`); above, its
 #    mat-mat kernel unpacks a weight tile once into threadgroup memory for many tokens.

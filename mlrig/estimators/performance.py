@@ -200,6 +200,25 @@ def layer_overhead_s(engine: str, gpu: GPU) -> float:
     return eff.LAYER_OVERHEAD_S[engine]
 
 
+def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
+    """Whether llama.cpp's quantised prefill GEMMs (MMQ) run on packed int8 dot products (dp4a: sdot4 / sudot4)
+    rather than matrix cores: its HIP build ("llama.cpp-hip") on AMD GPUs other than CDNA (MFMA MMQ,
+    `amd_mfma_available`) and RDNA 4 (WMMA MMQ, `amd_wmma_available`) - ggml/src/ggml-cuda/common.cuh and
+    mmq.cu `ggml_cuda_should_use_mmq`, which keeps MMQ for every quantised type on these GPUs (gfx906: `return
+    !GGML_CUDA_CC_IS_CDNA(cc) || ...`). RDNA 3 is taken here as dp4a: the RX7900X6-* build's rate says so; newer
+    upstream builds route RDNA 3 through WMMA as well (not modelled: the release that did is not established)."""
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD":
+        return False
+    arch = (gpu.architecture or "").strip()
+    return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
+
+
+def hip_dp4a_mmq_eff(family: str) -> float:
+    """Fraction of the int8 dot-product peak llama.cpp HIP's dp4a MMQ kernels reach, by weight format family
+    (efficiency.HIP_DP4A_MMQ_EFF: legacy formats apart from the others)."""
+    return eff.HIP_DP4A_MMQ_EFF.get(family, eff.HIP_DP4A_MMQ_EFF["other"])
+
+
 def matvec_dequant_s(cost: PassCost, gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
     """ALU time of a decode pass's mat-vec kernels unpacking their weights, beside the 2 FLOPs per weight
     the roofline's compute side already counts: efficiency.MATVEC_DEQUANT_OPS (ALU operations per
@@ -576,6 +595,9 @@ def pass_time(
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             ce *= eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
+        if not decode and fam != "f16" and hip_dp4a_mmq(gpu, engine):
+            # llama.cpp HIP's MMQ on integer dot products, not matrix cores (efficiency.HIP_DP4A_MMQ_EFF)
+            ce = hip_dp4a_mmq_eff(fam) * (gpu.int8_tops_dense or peak) / peak
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":
