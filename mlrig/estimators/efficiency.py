@@ -1185,6 +1185,7 @@ QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
 #    and RX 7900 XTX Q4_K_M / MXFP4 (RX7900X6-0001..0011 odd). Chosen to centre those rows (see the branch
 #    s32-rocm report for the before / after table).
 HIP_MATRIX_CORE_MMQ_ARCHITECTURES = ("CDNA", "RDNA 4")
+HIP_BF16_ARCHITECTURES = ("CDNA", "RDNA 3", "RDNA 4")  # performance.hip_without_bf16
 HIP_DP4A_MMQ_EFF: dict[str, float] = {"legacy": 0.30, "other": 0.15}
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed

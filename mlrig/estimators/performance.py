@@ -213,6 +213,19 @@ def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
     return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
 
 
+def hip_without_bf16(gpu: GPU, engine: str) -> bool:
+    """Whether llama.cpp's HIP build runs BF16 weights' GEMMs on a GPU without BF16 arithmetic: AMD GPUs before
+    CDNA / RDNA 3 (ggml/src/ggml-cuda/common.cuh `bf16_mma_hardware_available`: CDNA or cc >= RDNA3). The BF16
+    GEMM then goes to rocBLAS (ggml_cuda_op_mul_mat_cublas, cublasGemmEx with BF16 inputs and FP32 compute,
+    hipified); with no BF16 instructions the library can only convert the operands and multiply in FP32, so it is
+    priced at the FP32 vector rate (an inference from the instruction set, not a rocBLAS measurement), not the
+    packed FP16 one. MI50X2-0013 / -0015 (Qwen3-14B BF16 pp512, 118 / 119 tok/s on 2x MI50) against the F16
+    Gemma-3-27B's 237 tok/s (MI50X2-0017 / -0019) show the gap, wider still than the 2x this gives."""
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD":
+        return False
+    return not (gpu.architecture or "").strip().startswith(eff.HIP_BF16_ARCHITECTURES)
+
+
 def hip_dp4a_mmq_eff(family: str) -> float:
     """Fraction of the int8 dot-product peak llama.cpp HIP's dp4a MMQ kernels reach, by weight format family
     (efficiency.HIP_DP4A_MMQ_EFF: legacy formats apart from the others)."""
@@ -579,6 +592,8 @@ def pass_time(
     memory_s = weights_s + other_s + attn_mem_s
     dtype = gemm_dtype_on(gpu, precision, engine, engine_version)
     peak = peak_tflops(gpu, dtype, engine)
+    if precision.name == "bf16" and hip_without_bf16(gpu, engine) and gpu.fp32_tflops:
+        peak = gpu.fp32_tflops  # rocBLAS converts BF16 to FP32 where the GPU has no BF16 instructions
     geforce = gpu.hardware_class == "geforce"
     fp16_acc = engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and geforce
     if peak and fp16_acc:
