@@ -1487,7 +1487,8 @@ MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0
 #    at 0.55-0.65 of F16's bandwidth: ops per weight 14 for Q8_0 and Q4_0 (Gemma-3-12B Q8_0 +4 %, Qwen3-14B Q4_0
 #    -7 %; they were +35 % and +20 % with the launch fix alone) and 20 for k-quants (Qwen3-14B Q4_K_S -15 %,
 #    Llama-4-Scout Q3_K_M +21 %; 16 and 24 leave one of them 35 % out). On the 7900 XTX the same ops cost
-#    ~0.1 ms a token: the RX7900X6-* decode rows move by under 2 %.
+#    ~0.3 ms a token of Gemma-3-1B Q4_K_M, mostly hidden under the weight reads: the RX7900X6-* decode rows move
+#    by 1-2 %.
 # ggml-metal runs a matrix product through its mat-vec kernels up to 8 token columns, unpacking each
 #    weight again per column (ggml/src/ggml-metal/ggml-metal-ops.cpp, `ne11_mm_min = 8`); above, its
 #    mat-mat kernel unpacks a weight tile once into threadgroup memory for many tokens.
