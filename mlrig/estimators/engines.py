@@ -8,6 +8,8 @@ assumed (said in a note). The behaviours (each with its source):
   before ~b3000 (mid-2024) launched every kernel one by one (efficiency key "llama.cpp-2024"). The
   boundary is the one the calibration rows support: the XD-* rows (builds b2795-b2843) fit the
   per-kernel launch overhead, the scoreboard rows (C15013-*, 2025) the graph one.
+- llama.cpp on AMD GPUs: the "+vulkan" label selects the Vulkan build (the current CUDA builds' figures); without
+  it the HIP (ROCm) build, efficiency key "llama.cpp-hip" (`llama_cpp_backend`), which replays no graphs.
 - TensorRT-LLM: the XQA kernel for GQA/MQA decode attention became the default in v0.8
   (docs/source/blogs/XQA-kernel.md, Jan 2024); before it a KV head was read once per query head
   (efficiency key "trt-llm-2023").
