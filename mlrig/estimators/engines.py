@@ -137,9 +137,11 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
 
 # llama.cpp on AMD GPUs runs one of two backends: HIP (ROCm; the CUDA backend built with hipcc) or Vulkan. The
 #    version label names it as TensorRT-LLM's "+pytorch" does ("b5000+vulkan", "b5000+rocm" / "+hip"); with no
-#    label an AMD card is taken to run the HIP build: Ollama, the most common way llama.cpp reaches users, ships
-#    ROCm (not Vulkan) for AMD GPUs (ollama docs/gpu.md, "AMD Radeon": "Ollama supports the following AMD GPUs
-#    via the ROCm library"), and llama.cpp's own docs build AMD with GGML_HIP (docs/build.md, "HIP").
+#    label an AMD card is taken to run the HIP build: Ollama, a common way llama.cpp's kernels reach users, runs
+#    the AMD GPUs it lists through ROCm and only the others through Vulkan (docs.ollama.com/gpu, read 2026-11-25,
+#    "AMD Radeon": "Ollama supports the following AMD GPUs via the ROCm library", "Additional AMD GPU support is
+#    provided by the Vulkan Library"); LM Studio and llama.cpp's own release binaries also ship Vulkan builds, so a
+#    user on those should say "+vulkan".
 LLAMA_CPP_VULKAN_LABELS = ("vulkan",)
 
 
