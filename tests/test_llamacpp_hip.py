@@ -106,3 +106,15 @@ def test_rocm_rows_near_published(row_id: str, tolerance: float) -> None:
     c = check(row(row_id))
     assert c.predicted is not None
     assert abs(c.predicted / c.measured - 1) < tolerance, (row_id, c.predicted, c.measured)
+
+
+def test_plan_says_which_amd_backend_it_assumed() -> None:
+    from mlrig.planner import evaluate
+
+    plan = {"model": {"name": "Qwen/Qwen3-14B"},
+            "workload": {"precision": "q4_k_m", "engine": "llama.cpp", "batch_size": 1,
+                         "prompt_tokens": 512, "output_tokens": 128},
+            "hardware": {"gpu": "rx-7900-xtx", "count": 1}}
+    assert any("HIP (ROCm) build assumed" in n for n in evaluate(plan).notes)
+    plan["workload"]["engine_version"] = "b6000+vulkan"  # type: ignore[index]
+    assert not any("HIP (ROCm) build" in n for n in evaluate(plan).notes)
