@@ -252,7 +252,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
     if w.engine and w.engine.lower().startswith(("llama", "ollama", "lmstudio", "lm-studio", "lm studio", "gguf")) \
-            and gpu.vendor == "AMD":
+            and gpu.hardware_class == "amd":
         from mlrig.estimators.engines import llama_cpp_backend
 
         if llama_cpp_backend(gpu, w.engine_version) == "hip":

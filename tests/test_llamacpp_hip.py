@@ -32,6 +32,8 @@ def test_amd_cards_run_the_hip_build_unless_the_label_says_vulkan() -> None:
     assert engine_family("ollama", "q4_k_m", mi50, "b6000") == "llama.cpp-hip"
     assert engine_family("llama.cpp", "q4_0", xtx, "2024-12+vulkan") == "llama.cpp"  # the V10879-* rows' build
     assert engine_family("llama.cpp", "q4_0", rtx, "b5000+vulkan") == "llama.cpp"
+    epyc = resolve_gpu("EPYC 9654")  # an AMD CPU: llama.cpp's CPU backend, not HIP
+    assert llama_cpp_backend(epyc, None) == "other" and engine_family("llama.cpp", "q4_k_m", epyc) == "llama.cpp"
 
 
 def test_hip_build_launches_every_kernel_as_cuda_builds_before_graphs_did() -> None:

@@ -147,8 +147,8 @@ LLAMA_CPP_VULKAN_LABELS = ("vulkan",)
 
 def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
     """llama.cpp's GPU backend on this card: "hip" on AMD GPUs unless the version label says "+vulkan"
-    (LLAMA_CPP_VULKAN_LABELS), else "cuda" on NVIDIA and "other" (Vulkan / SYCL / Metal) elsewhere."""
-    if gpu.vendor == "AMD":
+    (LLAMA_CPP_VULKAN_LABELS), else "cuda" on NVIDIA and "other" (Vulkan / SYCL / Metal / CPU) elsewhere."""
+    if gpu.vendor == "AMD" and gpu.hardware_class == "amd":  # an AMD GPU, not an EPYC / Ryzen CPU
         label = (version or "").lower()
         return "vulkan" if any(v in label for v in LLAMA_CPP_VULKAN_LABELS) else "hip"
     return "cuda" if gpu.vendor == "NVIDIA" else "other"
