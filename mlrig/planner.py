@@ -251,6 +251,13 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         if current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
+    if w.engine and w.engine.lower().startswith(("llama", "ollama", "lmstudio", "lm-studio", "lm studio", "gguf")) \
+            and gpu.hardware_class == "amd":
+        from mlrig.estimators.engines import llama_cpp_backend
+
+        if llama_cpp_backend(gpu, w.engine_version) == "hip":
+            notes.append("llama.cpp on an AMD GPU: its HIP (ROCm) build assumed; add +vulkan to --engine-version "
+                         "(e.g. b6000+vulkan) for the Vulkan build")
     # --tp / --pp given (1 included): the model spans TP x PP GPUs and the rest are data-parallel replicas
     # (mlrig/estimators/replicas.py); none given: the model spans a node's GPUs, and the nodes by pipeline
     # llama.cpp: --tp 1 alone still splits layers (its --split-mode layer default); replicas need --pp given

@@ -20,6 +20,7 @@ from __future__ import annotations
 ENGINES = (
     "llama.cpp",
     "llama.cpp-2024",
+    "llama.cpp-hip",
     "llama.cpp-metal",
     "vllm",
     "sglang",
@@ -672,6 +673,19 @@ for _new, _base in (("lmdeploy", "trt-llm"), ("tgi", "vllm"), ("gpt-fast", "vllm
     PREFILL_TOKEN_LAYER_S[_new] = PREFILL_TOKEN_LAYER_S[_base]
     STEP_OVERHEAD_S[_new] = STEP_OVERHEAD_S[_base]
 BW_EFF["vllm"] = {**BW_EFF["vllm"], "gddr": VLLM_GDDR_BW_EFF}
+# llama.cpp's HIP build (ROCm, AMD GPUs; engine_family "llama.cpp-hip", `engines.llama_cpp_backend`) compiles the
+#    CUDA backend (ggml/src/ggml-cuda) with hipcc, but not its graphs: ggml-cuda/common.cuh defines USE_CUDA_GRAPH
+#    only `#if (defined(GGML_CUDA_USE_GRAPHS) || defined(GGML_HIP_GRAPHS)) || defined(GGML_MUSA_GRAPHS)`, and
+#    GGML_HIP_GRAPHS is an opt-in CMake option (off by default), so every kernel of a token is launched from the
+#    host, as in the CUDA builds before graphs: it takes "llama.cpp-2024"'s launch-bound figures (LAYER_OVERHEAD_S,
+#    STEP_OVERHEAD_S), and the current builds' bandwidth figures and per-token element-wise time
+#    (PREFILL_TOKEN_LAYER_S: kernel work, compiled from the same current sources, not launches). Its quantised
+#    prefill GEMMs: HIP_DP4A_MMQ_EFF; BF16 without BF16 arithmetic: performance.hip_without_bf16.
+BW_EFF["llama.cpp-hip"] = dict(BW_EFF["llama.cpp"])
+COMPUTE_EFF["llama.cpp-hip"] = dict(COMPUTE_EFF["llama.cpp"])
+LAYER_OVERHEAD_S["llama.cpp-hip"] = LAYER_OVERHEAD_S["llama.cpp-2024"]
+PREFILL_TOKEN_LAYER_S["llama.cpp-hip"] = PREFILL_TOKEN_LAYER_S["llama.cpp"]
+STEP_OVERHEAD_S["llama.cpp-hip"] = STEP_OVERHEAD_S["llama.cpp-2024"]
 # TGI, fitted on its own rows (DSTACKTGI-*: TGI sha-11d7af7, the ROCm build of 2024-10-04 with
 # ROCM_USE_FLASH_ATTN_V2_TRITON, Llama-3.1-405B bf16 on 8x MI300X; the only TGI serving source in the fit set,
 # so these are TGI x HBM factors, not MI300X ones, and the held-out DSTACK405B vLLM rows of the same node keep
@@ -1161,6 +1175,21 @@ QUANT_PREFILL_EFF = 0.80
 #    ZISKIND's Qwen3-30B-A3B on an M5 (one uncached forward pass, 0.81-1.54 at 128-16k tokens): all three
 #    sources' median 0.86-0.88 at 0.80, hence 0.92.
 QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
+# llama.cpp's HIP build on AMD GPUs without matrix-core MMQ (performance.hip_dp4a_mmq: GCN / gfx906, RDNA 1-3)
+#    runs its quantised GEMMs as MMQ tiles whose inner products are packed int8 dot products (ggml_cuda_dp4a:
+#    __builtin_amdgcn_sdot4 on gfx906, sudot4 on RDNA), each weight block unpacked to int8 first. Their ceiling is
+#    the int8 dot-product rate (the catalog's int8_tops_dense: MI50 53 TOPS; where the catalog has none, the FP16
+#    figure, which on RDNA 3 is the same 4-per-lane rate: RX 7900 XTX 122.8), of which they reach a fraction by
+#    format (this replaces COMPUTE_EFF x QUANT_PREFILL_EFF for those GEMMs). Fitted on the fit rows (llama-bench
+#    pp512): Q4_0 (one scale per 32 weights, the cheapest unpack) Qwen3-14B on 2x MI50 574 / 570 tok/s
+#    (MI50X2-0009/0011); k-quants, Q8_0 and MXFP4: MI50 Q8_0 / Q4_K_S / Q3_K_M (MI50X2-0001..0007, -0021/-0023)
+#    and RX 7900 XTX Q4_K_M / MXFP4 (RX7900X6-0001..0011 odd). Legacy 0.30 puts MI50X2-0009/-0011 at +1 / +2 %;
+#    "other" 0.13 centres its twelve rows (median +1 %, median |error| 15 %; 0.12 / 0.15 give -7 % / +16 %): the
+#    RX 7900 XTX's dense Gemma-3-1B is left 36-40 % slow and Llama-4-Scout Q3_K_M on the MI50 10-38 % fast, a
+#    spread by GPU and model that one figure per format cannot take out.
+HIP_MATRIX_CORE_MMQ_ARCHITECTURES = ("CDNA", "RDNA 4")
+HIP_BF16_ARCHITECTURES = ("CDNA", "RDNA 3", "RDNA 4")  # performance.hip_without_bf16
+HIP_DP4A_MMQ_EFF: dict[str, float] = {"legacy": 0.30, "other": 0.13}
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
 # int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;
@@ -1455,7 +1484,18 @@ TRAIN_REST_REL_EFF_PRIME_RL_HBM = 0.30
 #    and 70B pairs apart), Q8_0 / Q4_0 4 (one scale per 32 weights). F16: only the FMA the compute side
 #    counts. `mlrig validate` decode llama.cpp unified 11 % / 28 % -> 6.8 % / 21 %; held out, LocalScore's
 #    101 rows 15 % -> 8.9 % median.
-MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0, "legacy": 4.0, "kquant": 20.0}}
+MATVEC_DEQUANT_OPS: dict[str, dict[str, float]] = {"llama.cpp-metal": {"q8": 4.0, "legacy": 4.0, "kquant": 20.0},
+                                                    "llama.cpp-hip": {"q8": 14.0, "legacy": 14.0, "kquant": 20.0}}
+# The same ALU ceiling in llama.cpp's HIP build (mul_mat_vec_q: each weight block unpacked and dotted with the
+#    q8_1-quantised activations through ggml_cuda_dp4a, __builtin_amdgcn_sdot4 / sudot4 on AMD, then scaled) on a
+#    GPU with little FP32 per byte: a gfx906 MI50 has 13.3 TFLOPS for 1,024 GB/s (13 FLOP/byte, half an M1 Max's),
+#    an RX 7900 XTX 61.4 for 960 (64). Fitted on the MI50X2-* fit rows (2x MI50 32GB, llama-bench tg128): F16
+#    decodes at the bandwidth figure (Gemma-3-27B, Qwen3-14B BF16: within 3 %), Q8_0 / Q4_0 / Q4_K_S / Q3_K_M
+#    at 0.55-0.65 of F16's bandwidth: ops per weight 14 for Q8_0 and Q4_0 (Gemma-3-12B Q8_0 +4 %, Qwen3-14B Q4_0
+#    -7 %; they were +35 % and +20 % with the launch fix alone) and 20 for k-quants (Qwen3-14B Q4_K_S -15 %,
+#    Llama-4-Scout Q3_K_M +21 %; 16 and 24 leave one of them 35 % out). On the 7900 XTX the same ops cost
+#    ~0.3 ms a token of Gemma-3-1B Q4_K_M, mostly hidden under the weight reads: the RX7900X6-* decode rows move
+#    by 1-2 %.
 # ggml-metal runs a matrix product through its mat-vec kernels up to 8 token columns, unpacking each
 #    weight again per column (ggml/src/ggml-metal/ggml-metal-ops.cpp, `ne11_mm_min = 8`); above, its
 #    mat-mat kernel unpacks a weight tile once into threadgroup memory for many tokens.

@@ -8,6 +8,8 @@ assumed (said in a note). The behaviours (each with its source):
   before ~b3000 (mid-2024) launched every kernel one by one (efficiency key "llama.cpp-2024"). The
   boundary is the one the calibration rows support: the XD-* rows (builds b2795-b2843) fit the
   per-kernel launch overhead, the scoreboard rows (C15013-*, 2025) the graph one.
+- llama.cpp on AMD GPUs: the "+vulkan" label selects the Vulkan build (the current CUDA builds' figures); without
+  it the HIP (ROCm) build, efficiency key "llama.cpp-hip" (`llama_cpp_backend`), which replays no graphs.
 - TensorRT-LLM: the XQA kernel for GQA/MQA decode attention became the default in v0.8
   (docs/source/blogs/XQA-kernel.md, Jan 2024); before it a KV head was read once per query head
   (efficiency key "trt-llm-2023").
@@ -131,6 +133,25 @@ def llama_cpp_has_graphs(text: str | None) -> bool:
     if v.month is not None:
         return v.month >= LLAMA_CPP_GRAPHS_DATE
     return True
+
+
+# llama.cpp on AMD GPUs runs one of two backends: HIP (ROCm; the CUDA backend built with hipcc) or Vulkan. The
+#    version label names it as TensorRT-LLM's "+pytorch" does ("b5000+vulkan", "b5000+rocm" / "+hip"); with no
+#    label an AMD card is taken to run the HIP build: Ollama, a common way llama.cpp's kernels reach users, runs
+#    the AMD GPUs it lists through ROCm and only the others through Vulkan (docs.ollama.com/gpu, read 2026-11-25,
+#    "AMD Radeon": "Ollama supports the following AMD GPUs via the ROCm library", "Additional AMD GPU support is
+#    provided by the Vulkan Library"); LM Studio and llama.cpp's own release binaries also ship Vulkan builds, so a
+#    user on those should say "+vulkan".
+LLAMA_CPP_VULKAN_LABELS = ("vulkan",)
+
+
+def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
+    """llama.cpp's GPU backend on this card: "hip" on AMD GPUs unless the version label says "+vulkan"
+    (LLAMA_CPP_VULKAN_LABELS), else "cuda" on NVIDIA and "other" (Vulkan / SYCL / Metal / CPU) elsewhere."""
+    if gpu.vendor == "AMD" and gpu.hardware_class == "amd":  # an AMD GPU, not an EPYC / Ryzen CPU
+        label = (version or "").lower()
+        return "vulkan" if any(v in label for v in LLAMA_CPP_VULKAN_LABELS) else "hip"
+    return "cuda" if gpu.vendor == "NVIDIA" else "other"
 
 
 # SGLang sizes its defaults by the card from 0.5.3 (sgl-project/sglang PR #10975, "Use more general heuristics to
@@ -819,6 +840,8 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
                                                                   "gguf", "llamafile")):
         if apple or "metal" in e:
             return "llama.cpp-metal"
+        if llama_cpp_backend(gpu, version) == "hip":
+            return "llama.cpp-hip"
         return "llama.cpp" if llama_cpp_has_graphs(version) else "llama.cpp-2024"
     for key, fam in (
         ("vllm", "vllm"),

@@ -200,6 +200,38 @@ def layer_overhead_s(engine: str, gpu: GPU) -> float:
     return eff.LAYER_OVERHEAD_S[engine]
 
 
+def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
+    """Whether llama.cpp's quantised prefill GEMMs (MMQ) run on packed int8 dot products (dp4a: sdot4 / sudot4)
+    rather than matrix cores: its HIP build ("llama.cpp-hip") on AMD GPUs other than CDNA (MFMA MMQ,
+    `amd_mfma_available`) and RDNA 4 (WMMA MMQ, `amd_wmma_available`) - ggml/src/ggml-cuda/common.cuh and
+    mmq.cu `ggml_cuda_should_use_mmq`, which keeps MMQ for every quantised type on these GPUs (gfx906: `return
+    !GGML_CUDA_CC_IS_CDNA(cc) || ...`). RDNA 3 is taken here as dp4a: the RX7900X6-* build's rate says so; newer
+    upstream builds route RDNA 3 through WMMA as well (not modelled: the release that did is not established)."""
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD":
+        return False
+    arch = (gpu.architecture or "").strip()
+    return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
+
+
+def hip_without_bf16(gpu: GPU, engine: str) -> bool:
+    """Whether llama.cpp's HIP build runs BF16 weights' GEMMs on a GPU without BF16 arithmetic: AMD GPUs before
+    CDNA / RDNA 3 (ggml/src/ggml-cuda/common.cuh `bf16_mma_hardware_available`: CDNA or cc >= RDNA3). The BF16
+    GEMM then goes to rocBLAS (ggml_cuda_op_mul_mat_cublas, cublasGemmEx with BF16 inputs and FP32 compute,
+    hipified); with no BF16 instructions the library can only convert the operands and multiply in FP32, so it is
+    priced at the FP32 vector rate (an inference from the instruction set, not a rocBLAS measurement), not the
+    packed FP16 one. MI50X2-0013 / -0015 (Qwen3-14B BF16 pp512, 118 / 119 tok/s on 2x MI50) against the F16
+    Gemma-3-27B's 237 tok/s (MI50X2-0017 / -0019) show the gap, wider still than the 2x this gives."""
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD":
+        return False
+    return not (gpu.architecture or "").strip().startswith(eff.HIP_BF16_ARCHITECTURES)
+
+
+def hip_dp4a_mmq_eff(family: str) -> float:
+    """Fraction of the int8 dot-product peak llama.cpp HIP's dp4a MMQ kernels reach, by weight format family
+    (efficiency.HIP_DP4A_MMQ_EFF: legacy formats apart from the others)."""
+    return eff.HIP_DP4A_MMQ_EFF.get(family, eff.HIP_DP4A_MMQ_EFF["other"])
+
+
 def matvec_dequant_s(cost: PassCost, gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
     """ALU time of a decode pass's mat-vec kernels unpacking their weights, beside the 2 FLOPs per weight
     the roofline's compute side already counts: efficiency.MATVEC_DEQUANT_OPS (ALU operations per
@@ -560,6 +592,8 @@ def pass_time(
     memory_s = weights_s + other_s + attn_mem_s
     dtype = gemm_dtype_on(gpu, precision, engine, engine_version)
     peak = peak_tflops(gpu, dtype, engine)
+    if precision.name == "bf16" and hip_without_bf16(gpu, engine) and gpu.fp32_tflops:
+        peak = gpu.fp32_tflops  # rocBLAS converts BF16 to FP32 where the GPU has no BF16 instructions
     geforce = gpu.hardware_class == "geforce"
     fp16_acc = engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and geforce
     if peak and fp16_acc:
@@ -576,6 +610,9 @@ def pass_time(
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             ce *= eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
+        if not decode and fam != "f16" and hip_dp4a_mmq(gpu, engine):
+            # llama.cpp HIP's MMQ on integer dot products, not matrix cores (efficiency.HIP_DP4A_MMQ_EFF)
+            ce = hip_dp4a_mmq_eff(fam) * (gpu.int8_tops_dense or peak) / peak
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":

@@ -109,7 +109,7 @@ DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
     "vllm": 256, "trt-llm": TRTLLM_DEFAULT_MAX_BATCH_SIZE, "trt-llm-2023": TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     "lmdeploy": 128, "tgi": 128, "sglang": None,
     "transformers": 1, "gpt-fast": 1, "tinychat": 1, "tinychat-2024": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
-    "llama.cpp-metal": 1,
+    "llama.cpp-hip": 1, "llama.cpp-metal": 1,
 }
 VLLM_V1_BIG_GPU_MAX_NUM_SEQS = 1024
 
