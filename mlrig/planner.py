@@ -247,8 +247,14 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         from mlrig.estimators.engines import CURRENT
 
         fam = w.engine.lower() if w.engine else ""
+        # ollama, LM Studio and llamafile run llama.cpp: its current build is what they are priced as
+        runs_llama_cpp = fam.startswith(("ollama", "lmstudio", "lm-studio", "lm studio", "llamafile"))
         current = next((v for k, v in CURRENT.items() if fam.startswith(k.split(".")[0])), None)
-        if current:
+        if runs_llama_cpp:
+            notes.append(f"no engine_version given: {w.engine}'s current release assumed, its kernels priced as "
+                         f"llama.cpp's current build (~{CURRENT['llama.cpp']}); pass --engine-version for older "
+                         "behaviour")
+        elif current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
     if w.engine and w.engine.lower().startswith(("llama", "ollama", "lmstudio", "lm-studio", "lm studio", "gguf")) \

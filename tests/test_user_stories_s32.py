@@ -228,3 +228,14 @@ def test_an_inference_power_cap_says_it_is_not_priced() -> None:
     res = evaluate(plan)
     assert any(n.startswith("power_limit_w 300 W: inference speed is priced at full clocks") for n in res.notes)
     assert not any("power_limit_w" in n for n in evaluate({**plan, "hardware": {"gpu": "RTX 4090"}}).notes)
+
+
+def test_ollama_with_no_version_says_what_it_is_priced_as() -> None:
+    """ollama runs llama.cpp: with no engine_version the answer says so, as it does for the engines it names in
+    `engines.CURRENT` (before, "ollama" matched no key there and the note was missing)."""
+    from mlrig.planner import evaluate
+
+    res = evaluate({"model": "meta-llama/Llama-3.1-8B", "workload": {"precision": "q4_k_m", "engine": "ollama"},
+                    "hardware": {"gpu": "rtx-3090"}})
+    note = next(n for n in res.notes if "no engine_version given" in n)
+    assert "ollama's current release assumed" in note and "llama.cpp's current build" in note
