@@ -644,25 +644,26 @@ API_FRONTEND_S["trt-llm"] = 10.5e-3
 # L4 node, ~3.5 ms), AZIR5070TI-* (an aiohttp client on a workstation: ~0.7 ms under trtllm-serve, ~2 ms under
 # vLLM), LDSINGH-*. Over all 335 vLLM / SGLang / TensorRT-LLM TTFT fit rows the median / p90 error is 28.9 / 68.2 %
 # at 0, 24.2 / 57.1 % at 2 ms, 17.8 / 57.6 % at 3, 17.0 / 57.9 % at 3.5, 19.4 / 60.7 % at 4, 20.0 / 64.6 % at 4.5
-# (with the 20 ms trtllm-serve front end above): 3.5 ms then (refit below). Hosts differ ~5x (AZIR's against WAYNETRT's); a plan
-# does not name the host. SGLang's fit rows (DSTACKR1-*, seconds-long waves; ACCELMARK-* rate runs) do not move.
-# What the stage is, read in vLLM's V1 front end (vllm/v1/engine/async_llm.py, output_processor.py): a wave's
-# prompts are tokenised together (serving_engine `_get_async_tokenizer`, later the renderer's
-# `get_async_tokenizer` -> AsyncMicrobatchTokenizer: one batched encode of up to 32 prompts queued within 2 ms), so tokenising is not what grows with the rank; each
-# request's `AsyncLLM.add_request` (input processing, a ZMQ send to the engine process) and, once the wave's first
-# tokens come back in one EngineCoreOutputs, `output_handler` turning them into RequestOutputs one request after
-# another (`OutputProcessor.process_outputs`, chunks of VLLM_V1_OUTPUT_PROC_CHUNK_SIZE, incremental detokenising),
-# then each request's generator building and writing its server-sent event, are serial per request on the one
-# event loop; the benchmark client (aiohttp / httpx in one loop) reads the events one after another. Rank k's
-# first token therefore leaves (k - 1) x (server + client per request) after the first's: the linear form above,
-# with a host- and client-dependent slope the plan does not name.
+# (with the 20 ms trtllm-serve front end above): 3.5 ms (rechecked below). Hosts differ ~5x (AZIR's against
+# WAYNETRT's); a plan does not name the host. SGLang's fit rows (DSTACKR1-*, seconds-long waves; ACCELMARK-* rate
+# runs) do not move.
+# What the stage is, read in vLLM's V1 front end (vllm/v1/engine/async_llm.py, output_processor.py): a wave's prompts
+# are tokenised together (serving_engine `_get_async_tokenizer`, later the renderer's `get_async_tokenizer` ->
+# AsyncMicrobatchTokenizer: one batched encode of up to 32 prompts queued within 2 ms), so tokenising is not what
+# grows with the rank; each request's `AsyncLLM.add_request` (input processing, a ZMQ send to the engine process) and,
+# once the wave's first tokens come back in one EngineCoreOutputs, `output_handler` turning them into RequestOutputs
+# one request after another (`OutputProcessor.process_outputs`, chunks of VLLM_V1_OUTPUT_PROC_CHUNK_SIZE, incremental
+# detokenising), then each request's generator building and writing its server-sent event, are serial per request on
+# the one event loop; the benchmark client (aiohttp / httpx in one loop) reads the events one after another. Rank k's
+# first token therefore leaves (k - 1) x (server + client per request) after the first's: the linear form above, with
+# a host- and client-dependent slope the plan does not name.
 # Rechecked 2026-11-25 (branch s33-vllmgddr2) after the KV-admission and async-scheduling changes, over the 335 vLLM /
-# SGLang / TensorRT-LLM TTFT fit rows (median / p90 error): 2.5 ms 17.8 / 44.6 %, 3.0 ms 16.2 / 45.7 %, 3.5 ms
-# 16.3 / 48.5 %, 4.0 ms 16.6 / 50.7 %. 3.0 ms was tried and not kept: it moves the scopes the other way (all rows,
-# median / p90: vLLM GDDR TTFT 20 / 72 % -> 22 / 70 %, TensorRT-LLM HBM 17 / 42 % -> 22 / 42 %, WAYNETRT-0017's
-# 128 H100 users -29 %), so the fit rows do not choose between 3.0 and 3.5 ms and 3.5 stays. The fit hosts' slopes
-# differ: AZIR5070TI-0077..-0110 (aiohttp client on a WSL2 workstation, vLLM 0.13, 16-64 users) measure 1.3-1.8 ms
-# per request ahead, WAYNETRT's H100 rows (httpx client) ~3.5-4 ms.
+# SGLang / TensorRT-LLM TTFT fit rows (median / p90 error): 2.5 ms 17.8 / 44.6 %, 3.0 ms 16.2 / 45.7 %, 3.5 ms 16.3 /
+# 48.5 %, 4.0 ms 16.6 / 50.7 %. 3.0 ms was tried and not kept: it moves the scopes the other way (all rows, median /
+# p90: vLLM GDDR TTFT 20 / 72 % -> 22 / 70 %, TensorRT-LLM HBM 17 / 42 % -> 22 / 42 %, WAYNETRT-0017's 128 H100 users
+# -29 %), so the fit rows do not choose between 3.0 and 3.5 ms and 3.5 stays. The fit hosts' slopes differ:
+# AZIR5070TI-0077..-0110 (aiohttp client on a WSL2 workstation, vLLM 0.13, 16-64 users) measure 1.3-1.8 ms per request
+# ahead, WAYNETRT's H100 rows (httpx client) ~3.5-4 ms.
 FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 3.5e-3}
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference

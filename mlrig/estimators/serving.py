@@ -568,11 +568,27 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     starts an iteration with its prompt alone; the others arrive during it and wait for it to end, as a
     closed loop's request waits for a running iteration (`iteration_wait_s`, with vLLM's async scheduling
     one iteration more), before they are prefilled together. The median member is one of them once m >= 2.
-    A10GVS-* (held out; 2-8 users of fixed 256-token outputs on an A10G, cached prompts) show it under vLLM
-    0.18 (async scheduling): median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations,
-    flat in the user count. The first prompt is then not in the others' batch: `load_point` prefills the
-    remaining m - 1 after this wait. Not under SGLang's overlap scheduler, whose closed loops of 2-8 users
-    take the two iterations of one user (`first_token_emission_s`)."""
+    The first prompt is then not in the others' batch: `load_point` prefills the remaining m - 1 after this
+    wait. Not under SGLang's overlap scheduler, whose closed loops of 2-8 users take the two iterations of one
+    user (`first_token_emission_s`).
+
+    Why the first arrives alone (vLLM V1 source): the engine core's busy loop (v1/engine/core.py
+    `_process_input_queue`) blocks on its input queue while idle, wakes on the first request, drains what else
+    is queued at that instant and schedules; the wave's other requests leave the API server's one event loop
+    after it (each `AsyncLLM.add_request`: input processing and a ZMQ send to the engine core, efficiency.
+    FRONTEND_SERIAL_S_PER_REQUEST), so they usually miss that drain. Whether they do is a race of sub-millisecond
+    host timings that a plan does not name.
+    Chosen on fit rows (vLLM TTFT, closed loops of 2-8 users; predicted with / without this wait, against the
+    measurement): WAYNETRT-0023 / -0059 / -0095 / -0113 / -0131 (H100s, 4 users) 21.5-32.9 ms measured, -7..+15 %
+    with it, -20..-34 % without; WAYNETRT-0209 / -0227 (RTX PRO 6000, vLLM 0.18, 4 users) -5 / +8 % against
+    -43 / -28 %; WMXL4-0005 / -0008 / -0011 (L4, vLLM 0.23, 2-8 users) -33..-41 % against -44..-53 %. The
+    AZIR5070TI-0068 / -0071 / -0074 / -0092 / -0095 / -0098 rows (RTX 5070 Ti, vLLM 0.13 behind WSL2 and Docker, an
+    aiohttp client sending each wave at once) go the other way: 2 users measure what 1 user does (17.8 / 15.2 ms
+    against 17.4 / 14.3), +22..+134 % with the wait, -18..+36 % without, as if the wave reached the engine in one
+    drain. Over the 335 vLLM / SGLang / TensorRT-LLM TTFT fit rows the median / p90 error is 16.3 / 48.5 % with it,
+    17.8 / 46.5 % without; half the wait gives 16.8 / 49.3 (checked 2026-11-25): the whole wait is kept, and
+    AZIR's host is the exception the plan cannot name. Held out, checked only: A10GVS-* (2-8 users, vLLM 0.18 on
+    an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
