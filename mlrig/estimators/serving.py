@@ -809,7 +809,11 @@ def chunked_burst_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> f
     Rows: DSTACK405B-0046..0055 (held out; vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B bf16, 8-64 prompts of
     10,000 tokens at once, max_model_len 131,072 so V0 chunks at 512 tokens): median TPOT 391-626 ms, a
     512-token chunk of this build's ~1.2 ms/token prefill (single 10k prompt: TTFT 12.3 s); priced as a
-    plain decode step (60-80 ms) before. Fit rows through the same path are listed in the branch report."""
+    plain decode step (60-80 ms) before, 0.10-0.15x of the measured, now ~0.4x (that build's prefill is itself ~1.7x
+    slower than priced: its TTFT rows). Fit rows through the same path (it sets nothing; checked on them): LHLMI300X's
+    vLLM 0.6.3 405B sonnet bursts of 32-256 ~80-token prompts on 8x MI300X (512-token chunks; -0018 .. -0027,
+    -0054 .. -0066, -0090 .. -0105) median |error| 37 % -> 15 %; dennislee22's vLLM 0.10 bursts of 100-500 x 1,024
+    tokens on A100s (DLVLLM-*) 10 % -> 4 %; TPOT vllm hbm fit rows 17.1 % -> 15.0 % median."""
     w = r.workload
     if m <= 1 or not decodes_ride_in_prefill_chunks(r.engine or "", budget) or budget is None:
         return 0.0
