@@ -74,6 +74,10 @@ def test_later_prefills_stall_earlier_requests_decoding() -> None:
     assert 0.8 * 872 < perf.tpot_ms < 1.2 * 872
     one = evaluate(_dstack_plan(1, "2024-10")).performance
     assert one is not None and one.tpot_ms is not None and one.tpot_ms < 80
-    # TGI 3.0 prefills in chunks beside the decodes: no such stall in the median request's TPOT
+    # TGI 3.0 prefills in chunks beside the decodes: no whole-batch stall, but the 31.5 prompts behind the median
+    # request still land between its tokens, one chunk per decode step (`serving.chunked_burst_tpot_extra_s`): its
+    # TPOT is a 4,096-token chunked pass, the same order as the stalled one, far above a plain decode step
     chunked = evaluate(_dstack_plan(64, "3.0.0")).performance
-    assert chunked is not None and chunked.tpot_ms is not None and chunked.tpot_ms < 0.5 * perf.tpot_ms
+    assert chunked is not None and chunked.tpot_ms is not None
+    assert 0.5 * perf.tpot_ms < chunked.tpot_ms < 2.0 * perf.tpot_ms
+    assert chunked.tpot_ms > 5 * one.tpot_ms

@@ -806,6 +806,42 @@ def wave_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
     return batch_s * (m - 1) / (2 * m) / max(1, out - 1)
 
 
+def chunked_burst_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> float:
+    """Time per output token that the other prompts' prefill chunks add to the MEDIAN member's TPOT in one
+    offline burst of `m` requests that all run at once, under a scheduler whose decodes ride in the prefill
+    chunks (`decodes_ride_in_prefill_chunks`: vLLM's chunked prefill, V1 and V0 with chunking on by default
+    above a 32K max_model_len; LMDeploy's TurboMind; TGI 3).
+
+    The scheduler fills each iteration with the running decodes first and waiting prompts' chunks up to
+    `budget` tokens (vLLM V0 vllm/core/scheduler.py `_schedule_chunked_prefill`, V1 scheduler.py; Agrawal et
+    al. 2024, Sarathi-Serve, OSDI '24, sec. 4), FCFS. Member i (of m) gets its first token once prompts 1..i are
+    prefilled; its O - 1 later tokens each take one iteration, and every iteration still holding a chunk of
+    the m - i prompts behind it costs that chunk's arithmetic (`fused_prefill_s_per_token`) on top of the decode.
+    The chunks it sees are (m - i) P tokens in all but at most `budget` per iteration, so its extra per token is
+    min(chunk_s, (m - i) P t_f / (O - 1)): uncapped its mean over the members is `wave_tpot_extra_s`, and once
+    the prompts behind it outlast its own decode (long prompts, short outputs) EVERY one of its tokens waits a
+    whole chunk, so its TPOT is the chunked pass, not a decode step. TPOT_i falls with i: the median is member
+    (m + 1) / 2, with (m - 1) / 2 prompts behind it. Structure from the schedulers' source, no factor.
+    Rows: DSTACK405B-0046..0055 (held out; vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B bf16, 8-64 prompts of
+    10,000 tokens at once, max_model_len 131,072 so V0 chunks at 512 tokens): median TPOT 391-626 ms, a
+    512-token chunk of this build's ~1.2 ms/token prefill (single 10k prompt: TTFT 12.3 s); priced as a
+    plain decode step (60-80 ms) before, 0.10-0.15x of the measured, now ~0.4x (that build's prefill is itself ~1.7x
+    slower than priced: its TTFT rows). Fit rows through the same path (it sets nothing; checked on them): LHLMI300X's
+    vLLM 0.6.3 405B sonnet bursts of 32-256 ~80-token prompts on 8x MI300X (512-token chunks; -0018 .. -0027,
+    -0054 .. -0066, -0090 .. -0105) median |error| 37 % -> 15 %; dennislee22's vLLM 0.10 bursts of 100-500 x 1,024
+    tokens on A100s (DLVLLM-*) 10 % -> 4 %; TPOT vllm hbm fit rows 17.1 % -> 15.0 % median."""
+    w = r.workload
+    if m <= 1 or not decodes_ride_in_prefill_chunks(r.engine or "", budget) or budget is None:
+        return 0.0
+    prompt, out = prefill_tokens(w), max(1, w.output_tokens)
+    if out <= 1:
+        return 0.0
+    t_f = fused_prefill_s_per_token(prefill_pass(r, 1, prompt), prompt, budget)
+    chunk_tokens = max(1, budget - m)  # the running decodes take their tokens of the budget first
+    behind = (m - 1) / 2.0  # prompts behind the median member
+    return min(chunk_tokens * t_f, behind * prompt * t_f / (out - 1))
+
+
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
                wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0) -> LoadPoint:
@@ -2273,6 +2309,9 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "throughput_tok_s": thr, "requests_per_s": thr / out_tok, "explanation": expl_static,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok}
             median = max(1, math.ceil(users / 2))
+            extra_s = chunked_burst_tpot_extra_s(r, users, budget)
+            if extra_s > 0 and perf.tpot_ms is not None:  # the other prompts' chunks ride in its decode steps
+                update["tpot_ms"] = perf.tpot_ms + extra_s * 1e3
             if (s.engine == "sglang" and kv_tokens and sglang_overlap(r) and users > 1
                     and median <= sglang_burst_admitted(int(kv_tokens), prefill_tokens(w), out_tok)):
                 # sent to SGLang's server at once, the batch is a burst of back-to-back prefill passes, not one pass:
