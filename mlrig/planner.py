@@ -226,6 +226,13 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         "precision": quant.normalise_precision(w.precision),
         "kv_cache_precision": quant.normalise_precision(w.kv_cache_precision) if w.kv_cache_precision else None}
     if w.task != "inference":
+        t = p.training
+        if t is not None and t.zero_stage == 3 and "zero_stage" not in t.model_fields_set:
+            from mlrig.workload import ZERO_DEFAULT_NOTE
+
+            notes.append(f"{ZERO_DEFAULT_NOTE} over the {p.hardware.total_gpus} GPUs, what multi-GPU full "
+                         "fine-tuning recipes run (torchtune full_finetune_distributed, LLaMA-Factory's full-parameter "
+                         "examples with DeepSpeed ZeRO-3); pass --zero 0 for plain DDP, --zero 2 for ZeRO-2")
         return p.model_copy(update={"workload": w.model_copy(update=changes)}), notes
     hw = p.hardware
     shipped = arch and (arch.weight_format or arch.quant_method)

@@ -49,3 +49,31 @@ def test_recommend_evaluates_three_cards_instead_of_refusing_them() -> None:
     three = [o for o in json.loads(res.stdout)["options"] if o["gpus"] == 3]
     assert three and all("does not divide" not in (o["excluded_reason"] or "") for o in three), three
     assert any(o["fits"] for o in three)
+
+
+# ---- 2. a 7B full fine-tune on 8 GPUs: sharded (ZeRO 3 / FSDP) by default, said in a note, so it fits
+
+def test_multi_gpu_full_finetune_defaults_to_zero3_with_a_note() -> None:
+    from mlrig.planner import evaluate
+
+    r = evaluate({"model": "mistral-7b", "workload": {"task": "finetune"},
+                  "hardware": {"gpu": "A100 80GB", "count": 8}})
+    assert r.fits, r.memory
+    assert any(n.startswith("no ZeRO stage given: ZeRO 3 / FSDP full shard assumed over the 8 GPUs") for n in r.notes)
+    # what was given stays: --zero 0 is plain DDP (16 B per parameter: 7B does not fit 80 GB), LoRA, one GPU
+    ddp = evaluate({"model": "mistral-7b", "workload": {"task": "finetune"}, "training": {"zero_stage": 0},
+                    "hardware": {"gpu": "A100 80GB", "count": 8}})
+    assert not ddp.fits and not any("no ZeRO stage" in n for n in ddp.notes)
+    for plan in ({"training": {"method": "lora"}, "hardware": {"gpu": "A100 80GB", "count": 8}},
+                 {"hardware": {"gpu": "A100 80GB", "count": 1}},
+                 {"workload": {"task": "pretrain"}, "hardware": {"gpu": "A100 80GB", "count": 8}}):
+        p = {"model": "mistral-7b", "workload": {"task": "finetune"}, **plan}
+        assert not any("no ZeRO stage" in n for n in evaluate(p).notes), plan
+
+
+def test_plan_headline_and_compare_say_the_sharding_assumed() -> None:
+    res = mlrig("plan", "mistral-7b", "--task", "finetune", "--gpu", "A100 80GB", "-n", "8")
+    assert res.returncode == 0, res.stderr
+    assert "· ZeRO 3 (FSDP full shard)" in res.stdout and "✔ fits" in res.stdout
+    cmp = mlrig("compare", "mistral-7b", "--task", "finetune", "--gpu", "8x A100 80GB", "--gpu", "RTX 4090")
+    assert cmp.returncode == 0 and "ZeRO 3 / FSDP assumed; --zero 0: DDP" in cmp.stdout

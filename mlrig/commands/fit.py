@@ -31,6 +31,7 @@ from mlrig.commands._common import (
     seq_len_caption,
     setup_options,
     workload_fields,
+    zero_default_caption,
 )
 
 if TYPE_CHECKING:
@@ -266,9 +267,10 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
         t.caption = caption + ("" if training else "; tok/s: decode per sequence")
         if mixed and varies["model"]:
             t.caption += f" on {' or '.join(engines)} (GGUF precisions on llama.cpp)"
-    seq = seq_len_caption([r["result"].notes or [] for r in rows]) if training else None
-    if seq:
-        t.caption = f"{t.caption}\n{seq}" if t.caption else seq
+    notes = [r["result"].notes or [] for r in rows]
+    for extra in (seq_len_caption(notes), zero_default_caption(notes)) if training else ():
+        if extra:
+            t.caption = f"{t.caption}\n{extra}" if t.caption else extra
     Console().print(t)
 
 
