@@ -77,3 +77,17 @@ def test_plan_headline_and_compare_say_the_sharding_assumed() -> None:
     assert "· ZeRO 3 (FSDP full shard)" in res.stdout and "✔ fits" in res.stdout
     cmp = mlrig("compare", "mistral-7b", "--task", "finetune", "--gpu", "8x A100 80GB", "--gpu", "RTX 4090")
     assert cmp.returncode == 0 and "ZeRO 3 / FSDP assumed; --zero 0: DDP" in cmp.stdout
+
+
+# ---- 3. plan in the terminal gives a static load's TTFT / TPOT / throughput band, as --markdown does
+
+def test_plan_terminal_shows_the_ttft_and_tpot_bands_markdown_shows() -> None:
+    import re
+
+    args = ("plan", "llama-3.1-8b", "--gpu", "RTX 4090")
+    term, md = mlrig(*args), mlrig(*args, "--markdown")
+    assert term.returncode == 0 and md.returncode == 0, term.stderr + md.stderr
+    for label, key in (("TTFT", "TTFT"), ("TPOT", "TPOT"), ("throughput", "throughput")):
+        row = re.search(rf"^\| {key} \| [^|]+ \| (±\d+%) \|", md.stdout, re.M)
+        assert row is not None, md.stdout
+        assert re.search(rf"{label} [\d,.]+ (ms|tok/s) \({re.escape(row.group(1))}\)", term.stdout), label
