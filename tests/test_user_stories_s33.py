@@ -91,3 +91,30 @@ def test_plan_terminal_shows_the_ttft_and_tpot_bands_markdown_shows() -> None:
         row = re.search(rf"^\| {key} \| [^|]+ \| (±\d+%) \|", md.stdout, re.M)
         assert row is not None, md.stdout
         assert re.search(rf"{label} [\d,.]+ (ms|tok/s) \({re.escape(row.group(1))}\)", term.stdout), label
+
+
+# ---- 4. a token stream's read rate in kB/s wherever a rate is printed, not "0.018 MB/s"
+
+def test_small_read_rates_are_printed_in_kilobytes() -> None:
+    from mlrig.units import read_rate_text
+
+    assert read_rate_text(17_800) == "17.8 kB/s" and read_rate_text(2.5e9) == "2.5 GB/s"
+    assert read_rate_text(350e6) == "350 MB/s" and read_rate_text(12) == "12 B/s"
+    res = mlrig("build", "suggest", "-g", "RTX 3090", "-n", "4", "-m", "llama-3.2-3b", "--method", "full")
+    assert res.returncode == 0, res.stderr
+    assert "the data pipeline reads ~" in res.stdout and " kB/s" in res.stdout and "0.0" not in res.stdout.split(
+        "the data pipeline reads ~")[1][:8]
+
+
+def test_web_plan_page_gives_the_data_rate_in_kilobytes() -> None:
+    import pytest
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    client = TestClient(create_app(), base_url="http://127.0.0.1:8765")
+    page = client.get("/plan?model=mistral-7b&gpu=A100+80GB&count=8&task=finetune")
+    assert page.status_code == 200
+    assert "data rate needed: 43.5 kB/s of 2 GB/s storage" in page.text, page.text[:2000]

@@ -272,10 +272,10 @@ def _render_training_run(con: Any, run: TrainingRun, failures: bool = True) -> N
 
 
 def _rate(mb_s: float) -> str:
-    """A read rate in decimal units with three significant figures: a fine-tune's few kB/s read "0.00 MB/s"."""
-    if mb_s >= 1:
-        return f"{mb_s:,.3g} MB/s" if mb_s < 1000 else f"{mb_s:,.0f} MB/s"
-    return f"{mb_s * 1e3:.3g} kB/s"
+    """A read rate in decimal units with three significant figures (units.read_rate_text): kB/s, MB/s, GB/s."""
+    from mlrig.units import MB, read_rate_text
+
+    return read_rate_text(mb_s * MB)
 
 
 def _count(n: float) -> str:
