@@ -118,3 +118,16 @@ def test_web_plan_page_gives_the_data_rate_in_kilobytes() -> None:
     page = client.get("/plan?model=mistral-7b&gpu=A100+80GB&count=8&task=finetune")
     assert page.status_code == 200
     assert "data rate needed: 43.5 kB/s of 2 GB/s storage" in page.text, page.text[:2000]
+
+
+# ---- 5. fit -m full: every precision a full fine-tune runs at, and a line for those left out
+
+def test_fit_full_finetune_lists_the_precisions_it_trains_at_and_says_what_is_left_out() -> None:
+    res = mlrig("fit", "llama-3.2-1b", "-m", "full", "--gpu", "RTX 4090")
+    assert res.returncode == 0, res.stderr
+    rows = [line.split()[0] for line in res.stdout.splitlines() if line.split()[:1] and
+            line.split()[0] in ("bf16", "fp16", "fp8", "fp32", "q4_k_m", "awq")]
+    assert rows == ["bf16", "fp16", "fp8", "fp32"], res.stdout
+    assert "not listed: GGUF/AWQ/GPTQ/NF4" in " ".join(res.stdout.split())
+    lora = mlrig("fit", "llama-3.2-1b", "-m", "lora", "--gpu", "RTX 4090")
+    assert "not listed: 8-bit (--precision int8) and 4-bit (--method qlora)" in " ".join(lora.stdout.split())
