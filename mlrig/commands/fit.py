@@ -207,7 +207,8 @@ def _across_models(gpu: str | None, precision: str | None,
         result_of,
     )
 
-    ladder = _ladder(precision, fields)
+    # the best that fits: fp16 and fp32 need as much memory as bf16 or more, so a catalog scan skips them
+    ladder = [p for p in _ladder(precision, fields) if precision or p not in ("fp16", "fp32")]
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
     base = parse_plan(plan_from_fields("custom", gpu=gpu, **fields))
     hardware, spec = base.hardware, resolve_hardware(base)
