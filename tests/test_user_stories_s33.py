@@ -131,3 +131,18 @@ def test_fit_full_finetune_lists_the_precisions_it_trains_at_and_says_what_is_le
     assert "not listed: GGUF/AWQ/GPTQ/NF4" in " ".join(res.stdout.split())
     lora = mlrig("fit", "llama-3.2-1b", "-m", "lora", "--gpu", "RTX 4090")
     assert "not listed: 8-bit (--precision int8) and 4-bit (--method qlora)" in " ".join(lora.stdout.split())
+
+
+# ---- 6. an Instruct HF id stored as its base's alias: the note says why, and fit (which titles the base) shows it
+
+def test_an_instruct_name_resolved_to_its_base_says_it_shares_the_architecture() -> None:
+    from mlrig.catalog.models import resolve_model
+
+    arch = resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+    assert arch.hf_id == "meta-llama/Llama-3.1-8B"
+    assert any("instruct / chat fine-tune shares its base's architecture" in n for n in arch.notes), arch.notes
+    assert not any("fine-tune shares" in n for n in resolve_model("mistral-7b").notes)  # an -Instruct entry
+    res = mlrig("fit", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 4090")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "'meta-llama/Llama-3.1-8B-Instruct' resolved to catalog entry llama-3.1-8b" in text, text

@@ -281,7 +281,10 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
         if mixed and varies["model"]:
             t.caption += f" on {' or '.join(engines)} (GGUF precisions on llama.cpp)"
     notes = [r["result"].notes or [] for r in rows]
-    for extra in (seq_len_caption(notes), zero_default_caption(notes), left_out) if training else ():
+    extras = [seq_len_caption(notes), zero_default_caption(notes), left_out] if training else []
+    if not varies["model"]:  # the title names the catalog entry: say why when the user gave another name
+        extras.insert(0, next((n for n in (notes[0] if notes else []) if "resolved to catalog entry" in n), None))
+    for extra in extras:
         if extra:
             t.caption = f"{t.caption}\n{extra}" if t.caption else extra
     Console().print(t)
