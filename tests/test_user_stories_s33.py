@@ -146,3 +146,24 @@ def test_an_instruct_name_resolved_to_its_base_says_it_shares_the_architecture()
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert "'meta-llama/Llama-3.1-8B-Instruct' resolved to catalog entry llama-3.1-8b" in text, text
+
+
+# ---- 7. an ambiguous Apple name: one line giving the names to type; compare still prices the other rows
+
+def test_an_ambiguous_gpu_whose_memory_differs_lists_names_to_give() -> None:
+    import pytest
+
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.errors import AmbiguousNameError
+
+    with pytest.raises(AmbiguousNameError) as e:
+        resolve_gpu("M2 Max")
+    assert "give one: 'M2 Max 32GB', 'M2 Max 64GB', 'M2 Max 96GB'" in str(e.value)
+    with pytest.raises(AmbiguousNameError) as h100:
+        resolve_gpu("H100")  # two 80 GB variants: one spelling, which takes the common one with its note
+    assert "give one: 'H100 80GB', 'H100 94GB'" in str(h100.value)
+    for typed in ("M2 Max 32GB", "M2 Max 96GB", "H100 94GB"):
+        resolve_gpu(typed)
+    res = mlrig("compare", "llama-3.1-8b", "--gpu", "M2 Max", "--gpu", "RTX 4090")
+    assert res.returncode == 1  # a row could not be priced: not a success
+    assert "give one: 'M2 Max 32GB'" in " ".join(res.stdout.split()) and "RTX 4090  vllm" in res.stdout
