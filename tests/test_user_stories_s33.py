@@ -167,3 +167,13 @@ def test_an_ambiguous_gpu_whose_memory_differs_lists_names_to_give() -> None:
     res = mlrig("compare", "llama-3.1-8b", "--gpu", "M2 Max", "--gpu", "RTX 4090")
     assert res.returncode == 1  # a row could not be priced: not a success
     assert "give one: 'M2 Max 32GB'" in " ".join(res.stdout.split()) and "RTX 4090  vllm" in res.stdout
+
+
+# ---- 8. recommend's aggregate line: the load priced (the fewest users reaching the target), not a capacity
+
+def test_recommend_words_the_users_as_the_load_that_reaches_the_target() -> None:
+    res = mlrig("recommend", "--cloud-only", "--model", "llama-3.1-8b", "--min-throughput", "500", "--top", "2")
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    assert "tok/s aggregate at a load of" in out and "(the fewest that reach it; closed loop)" in out
+    assert "users at once" not in out
