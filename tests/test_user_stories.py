@@ -33,7 +33,8 @@ def test_a_plan_that_does_not_fit_says_how_much_is_missing() -> None:
     head = run("plan", "Qwen/Qwen2.5-32B-Instruct", "--gpu", "A100 40GB").splitlines()[1]
     assert "does not fit" in head and "GiB short of the engine's reservation" in head
     assert "to spare" not in head and "-" not in head.split("(")[1]
-    training = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--zero", "0").splitlines()[1]
+    training = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full",
+                   "--zero", "0").splitlines()[1]  # plain DDP: every state on every GPU
     assert "GiB short)" in training and "headroom" not in training
 
 
