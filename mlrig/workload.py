@@ -391,10 +391,7 @@ class Plan(_Strict):
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
-        if sharded_by_default(self):
-            assert t is not None
-            t.zero_stage = 3
-            t.model_fields_set.discard("zero_stage")  # still a default: planner.with_defaults notes it
+        shard_by_default(self)
         if t is not None and self.workload.task != "inference":
             model_par = hw.tensor_parallel * hw.pipeline_parallel * t.context_parallel
             if model_par > hw.total_gpus:
@@ -498,3 +495,12 @@ def sharded_by_default(plan: Plan) -> bool:
             and "zero_stage" not in t.model_fields_set and t.zero_stage == 0
             and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and t.context_parallel == 1
             and not (w.engine or "").lower().startswith(OWN_SHARDING_ENGINES))
+
+
+def shard_by_default(plan: Plan) -> None:
+    """ZeRO 3 for a plan `sharded_by_default` picks (Plan's validator; grid.parse_member, which skips it), left
+    out of the training's fields set: still a default, which planner.with_defaults notes."""
+    if sharded_by_default(plan):
+        assert plan.training is not None
+        plan.training.zero_stage = 3
+        plan.training.model_fields_set.discard("zero_stage")
