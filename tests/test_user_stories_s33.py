@@ -129,6 +129,8 @@ def test_fit_full_finetune_lists_the_precisions_it_trains_at_and_says_what_is_le
             line.split()[0] in ("bf16", "fp16", "fp8", "fp32", "q4_k_m", "awq")]
     assert rows == ["bf16", "fp16", "fp8", "fp32"], res.stdout
     assert "not listed: GGUF/AWQ/GPTQ/NF4" in " ".join(res.stdout.split())
+    ampere = mlrig("fit", "llama-3.2-1b", "-m", "full", "--gpu", "A100 80GB")  # no FP8 tensor cores: no fp8 row
+    assert ampere.returncode == 0 and "\nfp8 " not in ampere.stdout and "\nfp32 " in ampere.stdout, ampere.stdout
     lora = mlrig("fit", "llama-3.2-1b", "-m", "lora", "--gpu", "RTX 4090")
     assert "not listed: 8-bit (--precision int8) and 4-bit (--method qlora)" in " ".join(lora.stdout.split())
 

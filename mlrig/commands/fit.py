@@ -53,7 +53,8 @@ PRECISION_LADDER = ("bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q
 TRAINING_LADDER = {"full": ("bf16", "fp16", "fp8", "fp32"), "lora": ("bf16", "fp16"), "qlora": ("bf16",)}
 # `fit MODEL --gpu G`'s line for the training precisions it leaves out, and why
 TRAINING_LEFT_OUT = {
-    "full": "not listed: GGUF/AWQ/GPTQ/NF4 (an optimizer cannot update them; a frozen 4-bit base is --method qlora)",
+    "full": "not listed: GGUF/AWQ/GPTQ/NF4 (an optimizer cannot update them; a frozen 4-bit base is --method "
+            "qlora), and fp8 on a GPU without FP8 tensor cores",
     "lora": "not listed: 8-bit (--precision int8) and 4-bit (--method qlora) frozen bases",
     "qlora": "QLoRA: the base is NF4 whatever --precision (it sets the compute dtype)"}
 
@@ -183,6 +184,8 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
     ladder = _ladder(precision, fields)
     first = parse_plan(plan_from_fields(model, gpu=gpu, precision=ladder[0], **fields))
     arch, spec = resolve_arch(first), resolve_hardware(first)
+    if precision is None and first.workload.task != "inference" and not spec.fp8_tflops_dense:
+        ladder = [p for p in ladder if p != "fp8"]  # FP8 training GEMMs need FP8 tensor cores (Ada, Hopper, ...)
     rows = []
     for prec in ladder:
         p = parse_plan(plan_from_fields(model, gpu=gpu, precision=prec, **fields))
