@@ -35,11 +35,16 @@ class UnknownNameError(MlrigError):
 class AmbiguousNameError(MlrigError):
     """A name that matches several catalog entries equally well."""
 
-    def __init__(self, kind: str, name: str, candidates: list[str]) -> None:
+    def __init__(self, kind: str, name: str, candidates: list[str], typed: list[str] | None = None) -> None:
+        """`typed`: names the user can give instead, one per candidate (a GPU's "M2 Max 64GB")."""
         self.kind = kind
         self.name = name
         self.candidates = candidates
-        super().__init__(f"ambiguous {kind} {name!r}: matches {', '.join(candidates)}; pick one")
+        if typed:
+            super().__init__(f"ambiguous {kind} {name!r}: {len(candidates)} variants ({', '.join(candidates)}) whose "
+                             f"memory differs, so the answer does; give one: {', '.join(repr(t) for t in typed)}")
+        else:
+            super().__init__(f"ambiguous {kind} {name!r}: matches {', '.join(candidates)}; pick one")
 
 
 def closest(name: str, choices: Iterable[str], n: int = 5) -> list[str]:

@@ -428,7 +428,11 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
     if (w.task == "inference" and training is not None and training.expert_parallel != 1) or (
             w.task != "inference" and hw_ep != 1):
         return parse_plan(case)  # expert_parallel given outside its section: Plan moves it (`_expert_parallel_home`)
-    return copy_with(first, {"id": case_id, "workload": w, "training": training})
+    from mlrig.workload import shard_by_default
+
+    member = copy_with(first, {"id": case_id, "workload": w, "training": training})
+    shard_by_default(member)  # Plan._training_defaults' ZeRO default, which copy_with does not run
+    return member
 
 
 def _validated(cls: type[M], section: Any) -> M:

@@ -226,6 +226,13 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         "precision": quant.normalise_precision(w.precision),
         "kv_cache_precision": quant.normalise_precision(w.kv_cache_precision) if w.kv_cache_precision else None}
     if w.task != "inference":
+        t = p.training
+        if t is not None and t.zero_stage == 3 and "zero_stage" not in t.model_fields_set:
+            from mlrig.workload import ZERO_DEFAULT_NOTE
+
+            notes.append(f"{ZERO_DEFAULT_NOTE} over the {p.hardware.total_gpus} GPUs, what multi-GPU full "
+                         "fine-tuning recipes run (torchtune full_finetune_distributed, LLaMA-Factory's full-parameter "
+                         "examples with DeepSpeed ZeRO-3); pass --zero 0 for plain DDP, --zero 2 for ZeRO-2")
         return p.model_copy(update={"workload": w.model_copy(update=changes)}), notes
     hw = p.hardware
     shipped = arch and (arch.weight_format or arch.quant_method)
@@ -278,6 +285,19 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             hw = hw.model_copy(update={"pipeline_parallel": hw.count})
             notes.append(f"llama.cpp splits layers over the {hw.count} GPUs{per_node} (pipeline){replicas}; pass "
                          "--tp for tensor parallelism (--split-mode tensor)")
+        elif arch is not None and not tp_divides_heads(arch, hw.count):
+            # TP over every GPU would split the attention heads unevenly, which serving engines refuse; vLLM's
+            # "Parallelism and Scaling" guide: when the GPU count does not evenly divide the model, "enable
+            # pipeline parallelism, which splits the model along layers and supports uneven splits" (TP 1,
+            # PP = the GPUs). The largest TP that divides both the heads and the GPUs is kept, PP over the rest.
+            tp = max(t for t in range(1, hw.count + 1) if hw.count % t == 0 and tp_divides_heads(arch, t))
+            pp = hw.count // tp
+            hw = hw.model_copy(update={"tensor_parallel": tp, "pipeline_parallel": pp * hw.nodes})
+            heads = f"{arch.num_heads} attention heads / {arch.num_kv_heads or arch.num_heads} KV heads"
+            layout = f"pipeline parallelism over {pp} stages" + (f" of TP {tp}" if tp > 1 else "")
+            notes.append(f"{w.engine}: {hw.count} GPUs{per_node} do not divide the model's {heads} for tensor "
+                         f"parallelism: {layout} assumed (vLLM --tensor-parallel-size {tp} "
+                         f"--pipeline-parallel-size {pp * hw.nodes}), one copy of the model; pass --tp/--pp to change")
         else:
             # several nodes: one copy of the model, TP within a node and PP across nodes, as vLLM's
             # "Parallelism and Scaling" guide sets up multi-node serving (TP = GPUs per node, PP = nodes)
@@ -769,12 +789,19 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
     tp = hw.tensor_parallel
     if tp > 1:
         heads, kv = arch.num_heads, arch.num_kv_heads or arch.num_heads
-        if heads % tp or (kv % tp if kv >= tp else tp % kv):
-            ok = [t for t in range(1, min(heads, 64) + 1)
-                  if heads % t == 0 and (kv % t == 0 if kv >= t else t % kv == 0)]
+        if not tp_divides_heads(arch, tp):
+            ok = [t for t in range(1, min(heads, 64) + 1) if tp_divides_heads(arch, t)]
             raise MlrigError(f"tensor_parallel {tp} does not divide {arch.hf_id or arch.id}'s {heads} attention "
                              f"heads / {kv} KV heads; use one of {', '.join(map(str, ok[:8]))}")
     return notes
+
+
+def tp_divides_heads(arch: ModelArch, tp: int) -> bool:
+    """Whether tensor parallelism `tp` splits the attention heads evenly: TP must divide the query heads, and
+    divide the KV heads or be a multiple of them (each GPU then holds a replicated KV head), as vLLM's
+    `ParallelConfig` / Megatron require."""
+    heads, kv = arch.num_heads, arch.num_kv_heads or arch.num_heads
+    return heads % tp == 0 and (kv % tp == 0 if kv >= tp else tp % kv == 0)
 
 
 def _smaller_precision_hint(precision: str) -> str:

@@ -75,3 +75,12 @@ def parse_usd(text: str | int | float, flag: str = "amount") -> float:
     if m is None:
         raise MlrigError(f"{flag}: cannot read {text!r} as US dollars; give e.g. 2000, 2k or $2,000")
     return float(m.group(1).replace("_", "").replace(",", "")) * {"": 1.0, "k": 1e3, "m": 1e6}[m.group(2).lower()]
+
+
+def read_rate_text(bytes_per_s: float) -> str:
+    """A data rate in decimal units (10^3 steps) with three significant figures, in the unit that keeps it at 1 or
+    more: a fine-tune's token stream reads kB/s ("18.4 kB/s", not "0.018 MB/s"), a disk GB/s."""
+    for unit, scale in (("GB/s", GB), ("MB/s", MB), ("kB/s", KB)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.3g} {unit}"
+    return f"{bytes_per_s:.3g} B/s"

@@ -391,6 +391,7 @@ class Plan(_Strict):
         if self.workload.task != "inference" and self.training is None:
             self.training = TrainingSpec(method="full")
         t, hw = self.training, self.hardware
+        shard_by_default(self)
         if t is not None and self.workload.task != "inference":
             model_par = hw.tensor_parallel * hw.pipeline_parallel * t.context_parallel
             if model_par > hw.total_gpus:
@@ -473,3 +474,33 @@ class Plan(_Strict):
             home = t or TrainingSpec(method="full")
             self.training = home.model_copy(update={"expert_parallel": src.expert_parallel})
             self.hardware = hw.model_copy(update={"expert_parallel": 1})
+
+
+ZERO_DEFAULT_NOTE = "no ZeRO stage given: ZeRO 3 / FSDP full shard assumed"  # planner.with_defaults' note
+
+# Training engines whose multi-GPU layout is their own (Megatron-style TP/PP with a distributed optimizer): their
+# plans keep ZeRO 0 unless it is given.
+OWN_SHARDING_ENGINES = ("nemo", "megatron", "internevo", "surogate", "llmq", "hai-llm", "meta-internal", "olmo-core")
+
+
+def sharded_by_default(plan: Plan) -> bool:
+    """A full fine-tune on several GPUs with no ZeRO stage, tensor or pipeline parallelism given: what its users
+    run is fully sharded data parallelism, so ZeRO 3 / FSDP full shard is the default (plain DDP keeps every
+    state on every GPU, ~16 B per parameter: a 7B does not fit an 80 GB card). The multi-GPU full fine-tuning
+    recipes do so: torchtune's `full_finetune_distributed` wraps the model in FSDP (full shard), LLaMA-Factory's
+    full-parameter examples (examples/train_full/*.yaml) use `deepspeed: examples/deepspeed/ds_z3_config.json`,
+    axolotl's multi-GPU guide offers DeepSpeed ZeRO-1/2/3 and FSDP. Pre-training and LoRA keep ZeRO 0 (DDP)."""
+    t, hw, w = plan.training, plan.hardware, plan.workload
+    return (t is not None and w.task == "finetune" and t.method == "full" and hw.total_gpus > 1
+            and "zero_stage" not in t.model_fields_set and t.zero_stage == 0
+            and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and t.context_parallel == 1
+            and not (w.engine or "").lower().startswith(OWN_SHARDING_ENGINES))
+
+
+def shard_by_default(plan: Plan) -> None:
+    """ZeRO 3 for a plan `sharded_by_default` picks (Plan's validator; grid.parse_member, which skips it), left
+    out of the training's fields set: still a default, which planner.with_defaults notes."""
+    if sharded_by_default(plan):
+        assert plan.training is not None
+        plan.training.zero_stage = 3
+        plan.training.model_fields_set.discard("zero_stage")

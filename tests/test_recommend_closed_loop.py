@@ -83,7 +83,7 @@ def test_per_user_floor_is_checked_on_the_loaded_speed() -> None:
 
 def test_the_answer_says_what_was_priced() -> None:
     out = " ".join(run("recommend", *BASE, "--top", "2").split())
-    assert "users at once (closed loop):" in out and "at that load" in out
+    assert "users (the fewest that reach it; closed loop):" in out and "at that load" in out
     assert "plan --load concurrency --batch N" in out  # the assumption line names the load priced
 
 
@@ -115,4 +115,4 @@ def test_an_engine_with_one_slot_is_said_to_serve_one_request_at_a_time() -> Non
     assert not any("one request at a time" in a for a in slots["assumptions"])
     w8 = slots["options"][0]["workloads"][0]
     assert w8["concurrency"] > 1 and w8["throughput_tok_s"] >= 100
-    assert "(1 user at once, closed loop) within the per-user floors" in " ".join(run(*args).split())
+    assert "(at a load of 1 user, the most the per-user floors allow; closed loop)" in " ".join(run(*args).split())

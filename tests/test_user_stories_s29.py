@@ -217,9 +217,10 @@ def test_recommend_aggregate_line_adds_up() -> None:
 
     out = " ".join(run("recommend", "--model", "llama-3.1-70b", "--precision", "fp8", "--min-throughput", "1000",
                        "--cloud-only", "--top", "3").split())
-    found = re.findall(r"(\d+) users at once \(closed loop\): ([\d,]+) tok/s aggregate \((\d+) each with prefill", out)
+    found = re.findall(r"([\d,]+) tok/s aggregate at a load of (\d+) users \(the fewest that reach it; closed loop\):"
+                       r" (\d+) each with prefill", out)
     assert found
-    for users, agg, each in found:
+    for agg, users, each in found:
         assert abs(int(users) * int(each) / float(agg.replace(",", "")) - 1) < 0.03, (users, agg, each)
     assert "users ×" not in out and "while decoding" in out
 

@@ -45,7 +45,7 @@ def test_plan_markdown_is_a_table_to_paste_into_an_issue() -> None:
 
 
 def test_plan_markdown_lists_the_fixes_when_it_does_not_fit() -> None:
-    md = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--markdown")
+    md = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--zero", "0", "--markdown")
     assert "✘ does not fit" in md and "To make it fit, change one of:" in md and "| `--zero 1` |" in md
 
 
@@ -120,17 +120,20 @@ def test_nvlink_on_a_gpu_without_it_is_a_one_line_error() -> None:
 
 
 def test_multi_gpu_full_finetune_headline_says_zero_stage_and_fix_is_first() -> None:
-    """"How long to fine-tune a 7B on 8×A100?": a multi-GPU full fine-tune defaults to ZeRO 0 (plain data
-    parallel), so it "does not fit"; the headline now says the stage it assumed and `--zero` heads the fixes
-    (it keeps the job as asked: same method, same optimizer)."""
+    """"How long to fine-tune a 7B on 8×A100?": with ZeRO 0 (plain data parallel) it "does not fit"; the headline
+    says the stage and `--zero` heads the fixes (it keeps the job as asked: same method, same optimizer). With no
+    stage given a multi-GPU full fine-tune is now ZeRO 3 (tests/test_user_stories_s33.py)."""
     import json
 
-    out = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full")
+    assert "ZeRO 3 (FSDP full shard)" in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method",
+                                             "full").splitlines()[0]
+    out = run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--zero", "0")
     head = out.splitlines()[0]
     assert "ZeRO 0 (plain DDP" in head and "--zero 1-3" in head
     fixes = out.split("To make it fit", 1)[1].splitlines()[1]
     assert fixes.split()[:2] == ["--zero", "1"]
-    data = json.loads(run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--json"))
+    data = json.loads(run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method", "full", "--zero", "0",
+                          "--json"))
     assert data["fixes"][0]["flags"] == "--zero 1" and data["fixes"][0]["per_gpu_gib"] < 80
     assert "ZeRO 3 (FSDP full shard)" in run("plan", "llama-2-7b", "--gpu", "A100 80GB", "-n", "8", "--method",
                                              "full", "--zero", "3").splitlines()[0]

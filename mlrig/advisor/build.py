@@ -684,8 +684,10 @@ class BuildSuggestion(BaseModel):
 
 
 def _rate(gb_s: float) -> str:
-    """A read rate in GB/s, or MB/s below 0.1 GB/s (a token stream's few MB/s)."""
-    return f"{gb_s:.2g} GB/s" if gb_s >= 0.1 else f"{gb_s * 1e3:.2g} MB/s"
+    """A read rate in the unit that keeps it readable: GB/s, MB/s or a token stream's few kB/s."""
+    from mlrig.units import GB, read_rate_text
+
+    return read_rate_text(gb_s * GB)
 
 
 def suggest_build(gpu: GPU, count: int, use: Literal["training", "inference", "mixed"] = "training",

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mlrig.catalog.gpus import GPU
 from mlrig.errors import MlrigError
 from mlrig.results import PlanResult
+from mlrig.workload import OWN_SHARDING_ENGINES
 
 Evaluate = Callable[[dict[str, Any], GPU], PlanResult]
 DAYS_PER_MONTH = 365.0 / 12.0
@@ -144,12 +145,17 @@ def recipes(workload: Workload, setup: Setup) -> list[tuple[str, dict[str, Any]]
     method = t.get("method", "full")
     eight_bit = {} if "optimizer" in t else {
         "optimizer": "paged-adamw-8bit" if method in ("lora", "qlora") else "adamw-8bit"}
-    out: list[tuple[str, dict[str, Any]]] = [("", {})]
+    # a multi-GPU full fine-tune with no stage given is already ZeRO 3 (workload.sharded_by_default): said in its label
+    engine = str((workload.plan.get("workload") or {}).get("engine") or "").lower()
+    sharded = (workload.task == "finetune" and method == "full" and setup.count > 1 and "zero_stage" not in t
+               and not engine.startswith(OWN_SHARDING_ENGINES))
+    given = "FSDP (ZeRO-3)" if sharded else ""
+    out: list[tuple[str, dict[str, Any]]] = [(given, {})]
     if t.get("gradient_checkpointing") is False:
-        out.append(("gradient checkpointing", {"gradient_checkpointing": True}))
+        out.append((", ".join(x for x in (given, "gradient checkpointing") if x), {"gradient_checkpointing": True}))
     if eight_bit:
-        out.append((str(eight_bit["optimizer"]), eight_bit))
-    zero = {} if "zero_stage" in t or setup.count == 1 else {"zero_stage": 3}
+        out.append((", ".join(x for x in (given, str(eight_bit["optimizer"])) if x), eight_bit))
+    zero = {} if "zero_stage" in t or setup.count == 1 or sharded else {"zero_stage": 3}
     if zero:
         out.append(("FSDP (ZeRO-3)", zero))
         if eight_bit:

@@ -65,8 +65,9 @@ class WorkloadOutcome(BaseModel):
                 each = agg / self.concurrency
                 share = f"{each:.1f}" if each < 10 else f"{each:.0f}"
                 who = f"{self.concurrency} user{'s' if self.concurrency != 1 else ''}"
-                return (f"{who} at once (closed loop): {agg:,.0f} tok/s aggregate ({share} each"
-                        f" with prefill; {rate}{band} while decoding){ttft} at that load")
+                # the load priced is the fewest users that reach --min-throughput, not the most the option serves
+                return (f"{agg:,.0f} tok/s aggregate at a load of {who} (the fewest that reach it; closed loop):"
+                        f" {share} each with prefill, {rate}{band} while decoding{ttft} at that load")
             return f"{rate} tok/s{band}{ttft}"
         if self.hours_per_run is not None:
             lo, hi = self.hours_per_run_range or (self.hours_per_run, self.hours_per_run)

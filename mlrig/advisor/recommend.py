@@ -635,8 +635,8 @@ def _excluded_reason(cand: Candidate, outcomes: list[WorkloadOutcome], usages: l
             return (f"{o.label}: {edge}first token after {o.ttft_s:.1f} s{band}, over the {u.max_ttft_s:g} s floor"
                     " (--max-ttft)")
         if o.concurrency is not None:
-            return (f"{o.label}: at most {o.throughput_tok_s or 0:,.0f} tok/s aggregate ({o.concurrency}"
-                    f" user{'s' if o.concurrency != 1 else ''} at once, closed loop) within the per-user floors,"
+            return (f"{o.label}: at most {o.throughput_tok_s or 0:,.0f} tok/s aggregate (at a load of {o.concurrency}"
+                    f" user{'s' if o.concurrency != 1 else ''}, the most the per-user floors allow; closed loop),"
                     f" below the {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput)")
         return (f"{o.label}: {o.throughput_tok_s or 0:,.0f} tok/s aggregate over --batch sequences is below the"
                 f" {u.min_throughput_tok_s or 0:,.0f} asked (--min-throughput; a larger --batch serves more at once)")

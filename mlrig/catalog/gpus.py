@@ -325,7 +325,7 @@ def resolve_gpu(name: str) -> GPU:
         if chosen is not None:
             return chosen.model_copy(update={"resolution_notes": [
                 _variant_note(name, chosen, [idx.gpu(w) for w in winners if w != chosen.id])]})
-        raise AmbiguousNameError("GPU", name, winners)
+        raise AmbiguousNameError("GPU", name, winners, _memory_spellings(name, [idx.gpu(w) for w in winners]))
     counted = split_gpu_count(name)
     if counted is not None:  # '8x A100 80GB': a count and a GPU, where a plan takes the count apart
         n, rest = counted
@@ -351,6 +351,28 @@ def split_gpu_count(name: str) -> tuple[int, str] | None:
     if m is None or int(m.group(1)) < 1:
         return None
     return int(m.group(1)), m.group(2).strip()
+
+
+def _memory_spellings(name: str, cands: list[GPU]) -> list[str] | None:
+    """'M2 Max 32GB', 'M2 Max 64GB', ... for variants that differ in memory: the name as given with each marketed
+    size, when each such spelling resolves to a variant of that size ('H100 80GB': the SXM one, with its note);
+    else None (the ids are listed)."""
+    from mlrig.errors import MlrigError
+
+    out: list[str] = []
+    for g in sorted(cands, key=lambda g: g.memory_gib):
+        marked = re.search(r"(\d+)gb$", g.id)  # the id's marketed size ('apple-m2-max-38c-64gb'), else GiB
+        typed = f"{name.strip()} {marked.group(1) if marked else round(g.memory_gib)}GB"
+        if typed in out:
+            continue
+        try:
+            got = resolve_gpu(typed)
+        except MlrigError:
+            return None
+        if got.id not in {c.id for c in cands} or abs(got.memory_gib - g.memory_gib) > g.memory_gib * _SAME_MEMORY_REL:
+            return None
+        out.append(typed)
+    return out if len(out) > 1 else None
 
 
 def _default_variant(cands: list[GPU]) -> GPU | None:

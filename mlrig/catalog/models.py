@@ -218,7 +218,16 @@ def _lookup(name: str) -> tuple[ModelArch | None, str | None]:
     keys = next(k for e, k in entries if e is a)
     if q.rsplit("/", 1)[-1] not in keys:
         note = f"{name!r} resolved to catalog entry {a.id} ({a.hf_id}): same architecture"
+        if _tuned_variant(q) and not _tuned_variant((a.hf_id or a.id).lower()):
+            note = (f"{name!r} resolved to catalog entry {a.id} ({a.hf_id}): an instruct / chat fine-tune shares its "
+                    "base's architecture, so its memory and speed are the base's")
     return a, note
+
+
+def _tuned_variant(name: str) -> bool:
+    """A repo name of an instruction- or chat-tuned release ('Llama-3.1-8B-Instruct', 'gemma-2-9b-it', '-chat')."""
+    last = name.rsplit("/", 1)[-1].lower()
+    return "instruct" in last or "-chat" in last or last.endswith("-it")
 
 
 # Repo-name suffixes of quantised re-uploads -> the precision they ship in (checked in this order; the

@@ -479,6 +479,16 @@ def seq_len_caption(notes: list[list[str]]) -> str | None:
     return f"no --seq-len: {' / '.join(f'{x:,}' for x in lens)}-token sequences assumed"
 
 
+def zero_default_caption(notes: list[list[str]]) -> str | None:
+    """One line for a table with multi-GPU full fine-tunes sharded by default (`workload.sharded_by_default`,
+    noted by planner.with_defaults); None when no row took that default."""
+    from mlrig.workload import ZERO_DEFAULT_NOTE
+
+    if not any(n.startswith(ZERO_DEFAULT_NOTE) for plan_notes in notes for n in plan_notes):
+        return None
+    return "full fine-tune: ZeRO 3 / FSDP assumed; --zero 0: DDP"
+
+
 def narrow_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]],
                  flexible: tuple[str, ...] = (), caption: str | None = None) -> Any:
     """A borderless rich Table for 80-column terminals: every column not in `flexible` is exactly as

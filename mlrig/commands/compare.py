@@ -158,7 +158,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     from rich import box
     from rich.table import Table
 
-    from mlrig.commands._common import SHORT_BOUND, band_caption, console, seq_len_caption
+    from mlrig.commands._common import SHORT_BOUND, band_caption, console, seq_len_caption, zero_default_caption
 
     title = " · ".join([model, *(x[0] for x in fixed)])
     training = is_training(rows)
@@ -202,7 +202,8 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             *speeds,
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
-    captions = [band_caption(bands, rate_runs), seq_len_caption([r["result"].get("notes") or [] for r in rows])]
+    notes = [r["result"].get("notes") or [] for r in rows]
+    captions = [band_caption(bands, rate_runs), seq_len_caption(notes), zero_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
     con = console()
     con.print(table)

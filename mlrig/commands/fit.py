@@ -31,6 +31,7 @@ from mlrig.commands._common import (
     seq_len_caption,
     setup_options,
     workload_fields,
+    zero_default_caption,
 )
 
 if TYPE_CHECKING:
@@ -44,9 +45,18 @@ FitMethodOpt = Annotated[list[str] | None, typer.Option(
 # Highest quality first: the formats users pick between when something does not fit
 # (llama.cpp K-quants for GGUF users; FP8 / 4-bit AWQ for GPU serving engines).
 PRECISION_LADDER = ("bf16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
-# Training: the formats trainers run (no GGUF: workload.Plan._no_gguf_training). LoRA/QLoRA bases do not
-# go below bf16 here (QLoRA's base is NF4 whatever the precision); full training may run FP8 GEMMs.
-TRAINING_LADDER = {"full": ("bf16", "fp8"), "lora": ("bf16",), "qlora": ("bf16",)}
+# Training: the formats trainers run (no GGUF: workload.Plan._no_gguf_training). Full training keeps every weight
+# trainable, so its formats are the ones an optimizer updates: 16-bit mixed precision (bf16, or fp16 with loss
+# scaling where a GPU has no bf16: V100, T4), FP8 GEMMs over bf16 master weights (Transformer Engine / torchao
+# float8) and plain fp32. A LoRA base is frozen at 16 bits (a 4-bit base is QLoRA); QLoRA's base is NF4 whatever
+# the precision, which sets only its compute dtype.
+TRAINING_LADDER = {"full": ("bf16", "fp16", "fp8", "fp32"), "lora": ("bf16", "fp16"), "qlora": ("bf16",)}
+# `fit MODEL --gpu G`'s line for the training precisions it leaves out, and why
+TRAINING_LEFT_OUT = {
+    "full": "not listed: GGUF/AWQ/GPTQ/NF4 (an optimizer cannot update them; a frozen 4-bit base is --method "
+            "qlora), and fp8 on a GPU without FP8 tensor cores",
+    "lora": "not listed: 8-bit (--precision int8) and 4-bit (--method qlora) frozen bases",
+    "qlora": "QLoRA: the base is NF4 whatever --precision (it sets the compute dtype)"}
 
 
 def _ladder(precision: str | None, fields: dict[str, Any]) -> list[str]:
@@ -92,8 +102,10 @@ def fit_cmd(
     varies = {"model": model is None, "GPU": not one_gpu, "precision": not (model is None or not one_gpu)}
     if model is None and precision is None:
         varies["precision"] = True
-    _render(rows, title, training=(task or ("finetune" if method else "inference")) != "inference",
-            varies=varies)
+    training = (task or ("finetune" if method else "inference")) != "inference"
+    left_out = TRAINING_LEFT_OUT.get(str(one or "full").lower()) if training and model and one_gpu and \
+        precision is None else None
+    _render(rows, title, training=training, varies=varies, left_out=left_out)
 
 
 def one_method(methods: list[str] | None, model: str | None, gpu: str | None) -> str | None:
@@ -172,6 +184,8 @@ def _across_precisions(model: str, gpu: str | None, precision: str | None,
     ladder = _ladder(precision, fields)
     first = parse_plan(plan_from_fields(model, gpu=gpu, precision=ladder[0], **fields))
     arch, spec = resolve_arch(first), resolve_hardware(first)
+    if precision is None and first.workload.task != "inference" and not spec.fp8_tflops_dense:
+        ladder = [p for p in ladder if p != "fp8"]  # FP8 training GEMMs need FP8 tensor cores (Ada, Hopper, ...)
     rows = []
     for prec in ladder:
         p = parse_plan(plan_from_fields(model, gpu=gpu, precision=prec, **fields))
@@ -196,7 +210,8 @@ def _across_models(gpu: str | None, precision: str | None,
         result_of,
     )
 
-    ladder = _ladder(precision, fields)
+    # the best that fits: fp16 and fp32 need as much memory as bf16 or more, so a catalog scan skips them
+    ladder = [p for p in _ladder(precision, fields) if precision or p not in ("fp16", "fp32")]
     archs = sorted((a for a in load_model_catalog() if a.kind == "decoder"), key=lambda a: -a.total_params)
     base = parse_plan(plan_from_fields("custom", gpu=gpu, **fields))
     hardware, spec = base.hardware, resolve_hardware(base)
@@ -240,8 +255,10 @@ def _ladder_workloads(gpu: str | None, ladder: list[str], fields: dict[str, Any]
             for prec in ladder}
 
 
-def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict[str, bool]) -> None:
-    """One row per result; columns that are the same in every row live in the title instead."""
+def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict[str, bool],
+            left_out: str | None = None) -> None:
+    """One row per result; columns that are the same in every row live in the title instead. `left_out`: a
+    caption line saying which precisions the view leaves out and why (TRAINING_LEFT_OUT)."""
     from rich.console import Console
 
     cols = [(c, j) for c, j in [("model", "left"), ("GPU", "left"), ("precision", "left")] if varies[c]]
@@ -266,9 +283,13 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
         t.caption = caption + ("" if training else "; tok/s: decode per sequence")
         if mixed and varies["model"]:
             t.caption += f" on {' or '.join(engines)} (GGUF precisions on llama.cpp)"
-    seq = seq_len_caption([r["result"].notes or [] for r in rows]) if training else None
-    if seq:
-        t.caption = f"{t.caption}\n{seq}" if t.caption else seq
+    notes = [r["result"].notes or [] for r in rows]
+    extras = [seq_len_caption(notes), zero_default_caption(notes), left_out] if training else []
+    if not varies["model"]:  # the title names the catalog entry: say why when the user gave another name
+        extras.insert(0, next((n for n in (notes[0] if notes else []) if "resolved to catalog entry" in n), None))
+    for extra in extras:
+        if extra:
+            t.caption = f"{t.caption}\n{extra}" if t.caption else extra
     Console().print(t)
 
 

@@ -131,23 +131,27 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
         each = f" per replica (x{n_replicas} replicas)" if n_replicas > 1 else ""
         con.print(f"KV-cache capacity: {result.kv_cache_capacity_tokens:,} tokens{each}")
     if perf is not None:
+        from mlrig.commands.markdown import band_text
+
         band = perf.error_band
+        shown = {"capacity_requests_per_s": perf.capacity_requests_per_s}
+
         def pm(metric: str) -> str:
-            return f" (±{band[metric] * 100:.0f}%)" if metric in band else ""
+            """A figure's band worded as --markdown and compare word it (markdown.band_text); '' without one."""
+            return f" ({band_text(metric, band[metric], shown)})" if metric in band else ""
         label = "Speed" if result.fits else "Speed if it fit"
         if task == "inference":
             if perf.prompt_tokens is not None and perf.decode_context_tokens is not None:
                 label += (f" ({perf.prompt_tokens:,}-token prompt, {perf.output_tokens:,} out; "
                           f"{decode_context_text(perf)})")
-            # a rate load's TTFT band: near or past capacity it is wide, and one-sided (serving.overload_ttft_band)
-            ttft_band = ""
-            if wl.get("load") == "rate" and "ttft_ms" in band and perf.ttft_ms is not None:
-                b = band["ttft_ms"]
-                ttft_band = f" (±{b * 100:.0f}%)" if b <= 1.0 else f" (up to x{1.0 + b:.3g} if the capacity is lower)"
+            # every load's TTFT/TPOT band as --markdown and compare give it; a rate run's TTFT band near or past
+            # capacity is wide and one-sided (serving.overload_ttft_band)
+            ttft_band = pm("ttft_ms") if perf.ttft_ms is not None else ""
+            tpot_band = pm("tpot_ms") if perf.tpot_ms is not None else ""
             con.print(f"{label}: prefill {fmt_num(perf.prefill_tok_s)} tok/s{pm('prefill_tok_s')}, "
                       f"TTFT {fmt_num(perf.ttft_ms)} ms{ttft_band} · decode {fmt_num(perf.decode_tok_s)} tok/s per "
-                      f"sequence{pm('decode_tok_s')}, TPOT {fmt_num(perf.tpot_ms)} ms · throughput "
-                      f"{fmt_num(perf.throughput_tok_s)} tok/s")
+                      f"sequence{pm('decode_tok_s')}, TPOT {fmt_num(perf.tpot_ms)} ms{tpot_band} · throughput "
+                      f"{fmt_num(perf.throughput_tok_s)} tok/s{pm('throughput_tok_s')}")
         else:
             mfu = f", MFU {perf.mfu * 100:.0f}%" if perf.mfu is not None else ""
             if perf.hfu is not None and perf.mfu is not None and perf.hfu > perf.mfu + 0.005:
@@ -268,10 +272,10 @@ def _render_training_run(con: Any, run: TrainingRun, failures: bool = True) -> N
 
 
 def _rate(mb_s: float) -> str:
-    """A read rate in decimal units with three significant figures: a fine-tune's few kB/s read "0.00 MB/s"."""
-    if mb_s >= 1:
-        return f"{mb_s:,.3g} MB/s" if mb_s < 1000 else f"{mb_s:,.0f} MB/s"
-    return f"{mb_s * 1e3:.3g} kB/s"
+    """A read rate in decimal units with three significant figures (units.read_rate_text): kB/s, MB/s, GB/s."""
+    from mlrig.units import MB, read_rate_text
+
+    return read_rate_text(mb_s * MB)
 
 
 def _count(n: float) -> str:

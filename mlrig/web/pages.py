@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile as StarletteUpload
 from starlette.templating import Jinja2Templates
 
 from mlrig.errors import MlrigError
+from mlrig.units import MB, read_rate_text
 from mlrig.web import charts, service, views
 from mlrig.web.forms import HERE, error_field, read_upload, upload_arch, validation_error
 from mlrig.web.schemas import (
@@ -72,6 +73,7 @@ def describe(v: Any) -> str:
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["num"] = fmt
 templates.env.filters["describe"] = describe
+templates.env.filters["mb_s"] = lambda mb_s: read_rate_text(float(mb_s) * MB)  # "43.5 kB/s", not "0.04 MB/s"
 templates.env.globals["pages"] = PAGES
 
 
