@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -179,3 +181,23 @@ def test_recommend_words_the_users_as_the_load_that_reaches_the_target() -> None
     out = " ".join(res.stdout.split())
     assert "tok/s aggregate at a load of" in out and "(the fewest that reach it; closed loop)" in out
     assert "users at once" not in out
+
+
+def test_fp8_training_on_a_gpu_without_fp8_tensor_cores_is_priced_and_said_as_bf16() -> None:
+    """An A100 has no FP8 tensor cores: fp8 training there runs its GEMMs in bf16, so it is no faster than
+    bf16 (it was: the FP8 cast traffic made it 5 % slower while the text said "FP8 linear GEMMs")."""
+    from mlrig.planner import evaluate
+
+    def run(precision: str, gpu: str) -> tuple[float, str]:
+        res = evaluate({"model": "meta-llama/Llama-3.1-8B", "workload": {"task": "finetune", "precision": precision},
+                        "training": {"method": "lora"}, "hardware": {"gpu": gpu}})
+        perf = res.performance
+        assert perf is not None and perf.train_tokens_per_s is not None
+        return perf.train_tokens_per_s, perf.explanation or ""
+
+    fp8, text = run("fp8", "a100-sxm-80gb")
+    bf16, _ = run("bf16", "a100-sxm-80gb")
+    assert fp8 == pytest.approx(bf16, rel=1e-9)
+    assert "no FP8 tensor cores" in text and "FP8 linear GEMMs" not in text
+    h100_fp8, h100_text = run("fp8", "h100-sxm")
+    assert "FP8 linear GEMMs" in h100_text and h100_fp8 > run("bf16", "h100-sxm")[0]

@@ -130,9 +130,12 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
     if not bf16:
         raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
-    if precision.name == "fp8":
-        linear = gpu.tensor_tflops("fp8") or bf16
+    if precision.name == "fp8" and gpu.fp8_tflops_dense:
+        linear = gpu.fp8_tflops_dense
         label = "FP8 linear GEMMs"
+    elif precision.name == "fp8":  # no FP8 tensor cores (A100, V100, RDNA 3...): the GEMMs run in bf16
+        linear = bf16
+        label = "bf16 GEMMs (no FP8 tensor cores on this GPU)"
     elif fp4_training(precision, gpu):
         linear = gpu.fp4_tflops_dense or bf16
         label = "FP4 linear GEMMs"
@@ -233,7 +236,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     tr = plan.training
     assert tr is not None
     hw = plan.hardware
-    fp8 = r.precision.name == "fp8"
+    # FP8 GEMMs (and their casts) only where the GPU has FP8 tensor cores; the bf16 masters either way
+    fp8 = r.precision.name == "fp8" and bool(gpu.fp8_tflops_dense)
     peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
     n = float(pb.active)
@@ -319,7 +323,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else eff.TRAIN_MICROBATCH_OVERHEAD_S) * micro
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
-    stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if fp8 else None)
+    stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if r.precision.name == "fp8" else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
     # Stages 0-1 keep whole gradients and synchronise them once per step, during the LAST micro-batch's
     # backward (`accumulation_hide_s`); ZeRO-2/3 reduce every micro-batch and can hide behind all of them.
