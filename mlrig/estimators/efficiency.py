@@ -148,7 +148,7 @@ INTEL_CAPPED_ENGINES = ("llama.cpp",)  # engine families starting with these nam
 #    rate. TensorRT-LLM: TTFT rows TRT061-0039..0057.
 COMPUTE_EFF: dict[str, dict[str, float]] = {
     "llama.cpp": {"gddr": 0.70, "hbm": 0.40, "unified": 0.70, "host": 0.50},
-    "llama.cpp-2024": {"gddr": 0.55, "hbm": 0.50, "unified": 0.70, "host": 0.50},
+    "llama.cpp-2024": {"gddr": 0.60, "hbm": 0.65, "unified": 0.70, "host": 0.50},
     "llama.cpp-metal": {"gddr": 0.55, "hbm": 0.50, "unified": 0.85, "host": 0.50},
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},

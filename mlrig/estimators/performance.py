@@ -622,7 +622,8 @@ def pass_time(
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
     copy_eff = eff.DEQUANT_COPY_BW_EFF_BY_ENGINE.get(engine, eff.DEQUANT_COPY_BW_EFF)
     if engine == "llama.cpp-2024":
-        copy_eff = fraction  # its to_fp16 kernels stream as its prefill GEMMs' weight reads (`llama_cpp_cublas_dequant`)
+        # its to_fp16 kernels (`llama_cpp_cublas_dequant`) stream as its mat-vecs do: the engine's own figure
+        copy_eff = bandwidth_efficiency(gpu, engine)
     other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * copy_eff) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
