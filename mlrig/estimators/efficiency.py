@@ -964,7 +964,7 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    A100 PCIe XD-0354 vs XD-0378, RTX 6000 Ada, A40, H100 PCIe), Llama-3-70B Q4_K_M only 0-40 %
 #    (A40 XD-0444 vs XD-0468, A100 SXM4 XD-0402, RTX A6000). 0.5 lies between them; the prefill
 #    error band carries the disagreement.
-LLAMA_CPP_PIPELINE_EFF = 0.5
+LLAMA_CPP_PIPELINE_EFF = 0.6
 
 # Fixed time per GPU boundary that a llama.cpp layer split (-sm layer, several GPUs) crosses in one
 #    pass, beyond the hidden state's wire time (interconnects.p2p_time_s, ~10 us): ggml's backend
