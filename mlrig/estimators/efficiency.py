@@ -1180,6 +1180,14 @@ PRE_AMPERE_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 # the copy a fixed share of GEMM time, so the H100's 2.4x higher FLOP / byte ratio left its Q4_K_M rows 23-31 %
 # fast (XD-0550..0552).
 QUANT_PREFILL_EFF = 0.80
+# The same shortfall on HBM cards under current CUDA builds ("llama.cpp"), where every quantised prompt GEMM is MMQ
+#    (ggml-cuda/mmq.cu `ggml_cuda_should_use_mmq`: `if (turing_mma_available(cc)) return true;`, int8 mma.sync
+#    tiles; no wgmma on Hopper), measured against the FP16 cuBLAS rate COMPUTE_EFF["llama.cpp"]["hbm"] prices (0.40,
+#    the initial table's, no current-build F16 HBM row). Fitted on the only current-build NVIDIA HBM prompt rows,
+#    Llama-2-7B Q4_0 pp512 from the scoreboard (C15013-0013/-0015 H100 SXM, -0025/-0027 A100 SXM, FA off/on): at
+#    0.8 they came out +67 / +50 / +36 / +27 %; 0.52 gives +22 / +9 / -7 / -14 % (signed median +1 %). The H100
+#    stays fast against the A100 (its MMQ does not reach the wgmma peak the catalog holds: not separated, two rows).
+LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
 #    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of

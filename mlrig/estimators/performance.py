@@ -647,6 +647,8 @@ def pass_time(
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
             quant_eff = eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
+            if engine == "llama.cpp" and mclass == "hbm" and gpu.vendor == "NVIDIA":
+                quant_eff = eff.LLAMA_CPP_MMQ_PREFILL_EFF_HBM  # current builds' MMQ on HBM cards (see there)
             # cuBLAS on the de-quantised copy runs at the FP16 rate (`llama_cpp_cublas_dequant`)
             cublas = False if decode else llama_cpp_cublas_dequant(gpu, engine, fam, tokens_in_pass)
             ce = ce * vec.where(cublas, 1.0, quant_eff)
