@@ -53,3 +53,21 @@ def test_h100_pays_more_for_the_copy_than_the_a100() -> None:
     for row_id in ("XD-0550", "XD-0551", "XD-0552"):
         c = check(row(row_id))
         assert c.predicted is not None and abs(c.predicted / c.measured - 1) < 0.20  # +7 % / +10 % / +16 %
+
+
+def test_current_builds_mmq_on_hbm_centres_the_scoreboard_rows() -> None:
+    """Current CUDA builds run every quantised prompt GEMM as MMQ (mmq.cu: `turing_mma_available` -> MMQ); on HBM
+    cards that is efficiency.LLAMA_CPP_MMQ_PREFILL_EFF_HBM of the FP16 cuBLAS rate, fitted on the scoreboard's
+    Llama-2-7B Q4_0 pp512 rows: their signed errors straddle zero (were +27..+67 % at QUANT_PREFILL_EFF's 0.8)."""
+    from mlrig.estimators import efficiency as eff
+
+    assert eff.LLAMA_CPP_MMQ_PREFILL_EFF_HBM == 0.52
+    errors = sorted(float(check(row(i)).predicted or 0.0) / check(row(i)).measured - 1
+                    for i in ("C15013-0013", "C15013-0015", "C15013-0025", "C15013-0027"))
+    assert errors[0] < 0 < errors[-1]
+    assert all(abs(e) < 0.25 for e in errors)
+    # F16 keeps the cuBLAS rate: the factor is for quantised GEMMs only
+    f16 = row("C15013-0013").model_copy(deep=True)
+    f16.plan["workload"]["precision"] = "f16"
+    q4 = check(row("C15013-0013")).predicted
+    assert q4 is not None and (check(f16).predicted or 0.0) > 0.9 * q4
