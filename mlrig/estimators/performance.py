@@ -1578,9 +1578,12 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s32-llamacppmulti: 46 multi-GPU llama.cpp rows (calibration/llamacpp_multigpu.jsonl; ROCm 7900 XTX / MI50
 # and llama.cpp b7199 on A30 / L40S, whose one-GPU prefill mlrig prices 1.4-2.9x fast) bring all rows' prefill p90
 # to 0.439 (decode 0.21): prefill 0.45.
+# Branch s33-llamahbm: llama.cpp 2024 builds' de-quantise + cuBLAS prompt path (performance.llama_cpp_cublas_dequant)
+# and current builds' MMQ on HBM cards (efficiency.LLAMA_CPP_MMQ_PREFILL_EFF_HBM) bring all rows' prefill p90 to
+# 0.325: prefill 0.40.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
-    "prefill_tok_s": 0.45,
+    "prefill_tok_s": 0.40,
     "ttft_ms": 0.65,
     "tpot_ms": 0.45,
     "throughput_tok_s": 0.45,
