@@ -303,7 +303,7 @@ def test_llama_cpp_prefill_gemms_stream_weights_at_the_serving_engines_hbm_figur
 def test_llama_cpp_layer_split_pipelines_long_prompts_only() -> None:
     """llama.cpp PR #6017: micro-batches of 512 tokens overlap across the split's GPUs. One micro-batch
     gains nothing; 4096 tokens on 4 GPUs ideally gain 32/11 (8 micro-batches: llama_decode does not
-    synchronise between the prompt's two 2048-token batches), of which half is credited
+    synchronise between the prompt's two 2048-token batches), of which 0.6 is credited
     (efficiency.LLAMA_CPP_PIPELINE_EFF)."""
     assert llama_cpp_pipeline_speedup(512, 4) == 1.0
     assert llama_cpp_pipeline_speedup(4096, 1) == 1.0

@@ -146,9 +146,15 @@ INTEL_CAPPED_ENGINES = ("llama.cpp",)  # engine families starting with these nam
 #    A100 PCIe XD-0376 (~40 %), H100 PCIe XD-0544 (~23 %: llama.cpp's mma.sync kernels do not use
 #    Hopper's wgmma path). Apple (Metal): M1/M2 F16 pp512 rows A4167-00xx against the GPU's FP16
 #    rate. TensorRT-LLM: TTFT rows TRT061-0039..0057.
+#    "llama.cpp-2024" (the XD-* builds b2836-b2843): its Q4_K_M prompts ran the same cuBLAS FP16 GEMM as F16
+#    behind a de-quantise copy (performance.llama_cpp_cublas_dequant), so both formats fit one GEMM rate, refitted
+#    when QUANT_PREFILL_EFF left that path (it had stood in for the copy, and F16 rows came out ~20 % slow at the
+#    0.50 / 0.55 fitted with it): hbm 0.65 centres the single-GPU fit rows (A100 PCIe / SXM4, H100 PCIe; Q4_K_M
+#    XD-0370..0372, -0382..0384, -0412..0414, -0424..0426, -0538..0540, -0550..0552 signed median +1 %, F16
+#    XD-0376..0378, -0544..0546 -6 %); gddr 0.60 the GeForce / RTX / A40 ones (F16 +0 %, Q4_K_M -3 %).
 COMPUTE_EFF: dict[str, dict[str, float]] = {
     "llama.cpp": {"gddr": 0.70, "hbm": 0.40, "unified": 0.70, "host": 0.50},
-    "llama.cpp-2024": {"gddr": 0.55, "hbm": 0.50, "unified": 0.70, "host": 0.50},
+    "llama.cpp-2024": {"gddr": 0.60, "hbm": 0.65, "unified": 0.70, "host": 0.50},
     "llama.cpp-metal": {"gddr": 0.55, "hbm": 0.50, "unified": 0.85, "host": 0.50},
     "vllm": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
     "sglang": {"gddr": 0.55, "hbm": 0.55, "unified": 0.45, "host": 0.40},
@@ -980,9 +986,13 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
 #    model: Llama-3-8B on 4 GPUs reaches 80-95 % of the ideal at pp4096 (RTX 3090 XD-0045 vs XD-0086,
 #    A100 PCIe XD-0354 vs XD-0378, RTX 6000 Ada, A40, H100 PCIe), Llama-3-70B Q4_K_M only 0-40 %
-#    (A40 XD-0444 vs XD-0468, A100 SXM4 XD-0402, RTX A6000). 0.5 lies between them; the prefill
-#    error band carries the disagreement.
-LLAMA_CPP_PIPELINE_EFF = 0.5
+#    (A40 XD-0444 vs XD-0468, A100 SXM4 XD-0402, RTX A6000). 0.5 lay between them; with Q4_K_M priced on the
+#    cuBLAS path (performance.llama_cpp_cublas_dequant, COMPUTE_EFF["llama.cpp-2024"] refitted) 0.6 centres the
+#    multi-GPU fit rows (signed medians: GDDR F16 -2 %, Q4_K_M +5 %; HBM Q4_K_M +3 %) and lowers the
+#    median error of prefill llama.cpp hbm 14 % -> 11 % and gddr 10.3 % -> 9.7 % (0.7: gddr p90 38 % -> 41 %).
+#    The 70B Q4_K_M rows stay the disagreement: A100 SXM4 x4 (XD-0400..0402) measures slower than A100 PCIe x4
+#    (XD-0358..0360) of the same source, model and quantisation, which no pipeline figure reconciles.
+LLAMA_CPP_PIPELINE_EFF = 0.6
 
 # Fixed time per GPU boundary that a llama.cpp layer split (-sm layer, several GPUs) crosses in one
 #    pass, beyond the hidden state's wire time (interconnects.p2p_time_s, ~10 us): ggml's backend
@@ -1181,8 +1191,21 @@ PRE_AMPERE_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 # core) or de-quantise+cuBLAS path; measured Q4_K_M/F16 prefill ratio on the same card is
 # 0.75-0.87 (RTX 4080 XD-0097/0103, A100 PCIe XD-0370/0376, H100 PCIe XD-0538/0544, RTX 6000 Ada
 # XD-0328/0334). We model quantised prefill as the FP16 tensor path times this factor (not the
-# int8 peak, which it never approaches).
+# int8 peak, which it never approaches). Not on the 2024 builds' cuBLAS path (performance.llama_cpp_cublas_dequant:
+# Volta-on NVIDIA GPUs, > 32 tokens), whose Q4_K_M / F16 gap is its de-quantise copy instead: on the A100 PCIe and
+# H100 PCIe pairs it is 19.5 / 15.6 ms per 512-token micro-batch, ~18 GB of copy traffic at 0.47 / 0.57 of the
+# peak bandwidth, about llama.cpp's own HBM figure (BW_EFF 0.60) at which the copy is priced. A fixed 0.8 made
+# the copy a fixed share of GEMM time, so the H100's 2.4x higher FLOP / byte ratio left its Q4_K_M rows 23-31 %
+# fast (XD-0550..0552).
 QUANT_PREFILL_EFF = 0.80
+# The same shortfall on HBM cards under current CUDA builds ("llama.cpp"), where every quantised prompt GEMM is MMQ
+#    (ggml-cuda/mmq.cu `ggml_cuda_should_use_mmq`: `if (turing_mma_available(cc)) return true;`, int8 mma.sync
+#    tiles; no wgmma on Hopper), measured against the FP16 cuBLAS rate COMPUTE_EFF["llama.cpp"]["hbm"] prices (0.40,
+#    the initial table's, no current-build F16 HBM row). Fitted on the only current-build NVIDIA HBM prompt rows,
+#    Llama-2-7B Q4_0 pp512 from the scoreboard (C15013-0013/-0015 H100 SXM, -0025/-0027 A100 SXM, FA off/on): at
+#    0.8 they came out +67 / +50 / +36 / +27 %; 0.52 gives +22 / +9 / -7 / -14 % (signed median +1 %). The H100
+#    stays fast against the A100 (its MMQ does not reach the wgmma peak the catalog holds: not separated, two rows).
+LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
 #    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of

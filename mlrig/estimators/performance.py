@@ -67,6 +67,9 @@ PCIE_COPY_EFF = 0.8
 # micro-batches of n_ubatch = 512 (common/common.h; llama-bench uses the same defaults). The layer
 # split's pipeline runs over micro-batches across batches (`llama_cpp_pipeline_speedup`).
 LLAMA_CPP_N_UBATCH = 512
+# Rows of a GEMM up to which llama.cpp's CUDA builds of early 2024 kept MMQ on GPUs with FP16 tensor cores
+# (MMQ_MAX_BATCH_SIZE in ggml-cuda.cu; `llama_cpp_cublas_dequant`).
+LLAMA_CPP_MMQ_MAX_BATCH_SIZE = 32
 
 
 def model_weight_bytes(arch: ModelArch, precision: str | Precision) -> float:
@@ -211,6 +214,37 @@ def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
         return False
     arch = (gpu.architecture or "").strip()
     return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
+
+
+def llama_cpp_cublas_dequant(gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
+    """Whether llama.cpp's quantised GEMMs of a pass go through de-quantise + cuBLAS rather than MMQ: its
+    builds before CUDA graphs ("llama.cpp-2024", b2xxx, spring 2024) on NVIDIA GPUs with FP16 tensor cores
+    (Volta on). ggml-cuda.cu `ggml_cuda_mul_mat` of those builds kept MMQ only for `!fp16_performance_good ||
+    src1->ne[1] <= MMQ_MAX_BATCH_SIZE` (32 rows; llama.cpp PR #3776, "when tensor cores are available, use them
+    for large batch size"), so a micro-batch of more than 32 prompt tokens ran `ggml_cuda_op_mul_mat_cublas`:
+    `to_fp16_cuda` writes the whole weight matrix as FP16 into a pool buffer, then cublasGemmEx multiplies at
+    the FP16 tensor rate (the SYCL backend's `ggml_sycl_mul_mat` still carries the same rule under
+    SYCL_USE_XMX). Int8 tensor-core MMQ for every batch size came in June 2024 (PRs #7676 / #7860), after the
+    2024 label's builds. The copy is priced by `llama_cpp_dequant_copy_bytes`; the GEMM takes no
+    efficiency.QUANT_PREFILL_EFF (that is MMQ's shortfall)."""
+    if engine != "llama.cpp-2024" or gpu.vendor != "NVIDIA" or family == "f16":
+        return False
+    arch = (gpu.architecture or "").strip()
+    if arch.startswith(("Pascal", "Maxwell", "Kepler")) or not gpu.tensor_tflops("fp16"):
+        return False
+    return tokens_in_pass > LLAMA_CPP_MMQ_MAX_BATCH_SIZE
+
+
+def llama_cpp_dequant_copy_bytes(arch: ModelArch, weight_bytes: float, tokens: Num) -> Num:
+    """Memory traffic of the de-quantise kernels on llama.cpp's cuBLAS path (`llama_cpp_cublas_dequant`) for a
+    prompt of `tokens`: every micro-batch of LLAMA_CPP_N_UBATCH tokens is a graph run of its own, and each of its
+    GEMMs re-runs `to_fp16_cuda` over its weight matrix, reading the quantised blocks and writing 2 bytes per
+    parameter (a kernel of its own, not hidden under the GEMM). cuBLAS's read of the FP16 copy belongs to the GEMM,
+    compute-bound at hundreds of rows, so it is not counted here. The LM head runs for the last token only (a
+    mat-vec, no copy). Quantised bytes per parameter: the file's average."""
+    body = matmul_params(arch) - lm_head_params(arch)
+    per_param = weight_bytes / max(float(arch.params().total), 1.0)
+    return vec.ceil_int(tokens / LLAMA_CPP_N_UBATCH) * body * (per_param + 2.0)
 
 
 def hip_without_bf16(gpu: GPU, engine: str) -> bool:
@@ -587,6 +621,9 @@ def pass_time(
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
     copy_eff = eff.DEQUANT_COPY_BW_EFF_BY_ENGINE.get(engine, eff.DEQUANT_COPY_BW_EFF)
+    if engine == "llama.cpp-2024":
+        # its to_fp16 kernels (`llama_cpp_cublas_dequant`) stream as its mat-vecs do: the engine's own figure
+        copy_eff = bandwidth_efficiency(gpu, engine)
     other_s = cost.other_bytes / (gpu.memory_bandwidth_gb_s * 1e9 * copy_eff) / tp
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
@@ -609,7 +646,12 @@ def pass_time(
             ce = max(ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         elif (fam != "f16" and dtype == "fp16" and engine not in eff.DEQUANT_TO_FP16_GEMM_ENGINES
               and (fp16_acc or engine not in eff.FUSED_W4A16_FULL_RATE_ENGINES)):
-            ce *= eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
+            quant_eff = eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
+            if engine == "llama.cpp" and mclass == "hbm" and gpu.vendor == "NVIDIA":
+                quant_eff = eff.LLAMA_CPP_MMQ_PREFILL_EFF_HBM  # current builds' MMQ on HBM cards (see there)
+            # cuBLAS on the de-quantised copy runs at the FP16 rate (`llama_cpp_cublas_dequant`)
+            cublas = False if decode else llama_cpp_cublas_dequant(gpu, engine, fam, tokens_in_pass)
+            ce = ce * vec.where(cublas, 1.0, quant_eff)
         if not decode and fam != "f16" and hip_dp4a_mmq(gpu, engine):
             # llama.cpp HIP's MMQ on integer dot products, not matrix cores (efficiency.HIP_DP4A_MMQ_EFF)
             ce = hip_dp4a_mmq_eff(fam) * (gpu.int8_tops_dense or peak) / peak
@@ -1315,6 +1357,10 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
+    cublas = llama_cpp_cublas_dequant(r.gpu, s.engine, r.precision.family, batch * prompt)
+    if vec.is_array(cublas) or cublas:
+        copy = llama_cpp_dequant_copy_bytes(r.arch, r.weight_bytes, batch * prompt)
+        cost = replace(cost, other_bytes=cost.other_bytes + vec.where(cublas, copy, 0.0))
     if transformers and r.precision.name.startswith("nf4"):
         # a prompt is more than one token: bitsandbytes de-quantises every 4-bit linear to a 16-bit copy
         # once per pass (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM), as for batched decode (`_decode_cost`)
@@ -1532,9 +1578,12 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s32-llamacppmulti: 46 multi-GPU llama.cpp rows (calibration/llamacpp_multigpu.jsonl; ROCm 7900 XTX / MI50
 # and llama.cpp b7199 on A30 / L40S, whose one-GPU prefill mlrig prices 1.4-2.9x fast) bring all rows' prefill p90
 # to 0.439 (decode 0.21): prefill 0.45.
+# Branch s33-llamahbm: llama.cpp 2024 builds' de-quantise + cuBLAS prompt path (performance.llama_cpp_cublas_dequant)
+# and current builds' MMQ on HBM cards (efficiency.LLAMA_CPP_MMQ_PREFILL_EFF_HBM) bring all rows' prefill p90 to
+# 0.325: prefill 0.40.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
-    "prefill_tok_s": 0.45,
+    "prefill_tok_s": 0.40,
     "ttft_ms": 0.65,
     "tpot_ms": 0.45,
     "throughput_tok_s": 0.45,
