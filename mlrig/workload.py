@@ -491,10 +491,16 @@ def sharded_by_default(plan: Plan) -> bool:
     full-parameter examples (examples/train_full/*.yaml) use `deepspeed: examples/deepspeed/ds_z3_config.json`,
     axolotl's multi-GPU guide offers DeepSpeed ZeRO-1/2/3 and FSDP. Pre-training and LoRA keep ZeRO 0 (DDP)."""
     t, hw, w = plan.training, plan.hardware, plan.workload
-    return (t is not None and w.task == "finetune" and t.method == "full" and hw.total_gpus > 1
-            and "zero_stage" not in t.model_fields_set and t.zero_stage == 0
+    return (t is not None and "zero_stage" not in t.model_fields_set and t.zero_stage == 0
             and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and t.context_parallel == 1
-            and not (w.engine or "").lower().startswith(OWN_SHARDING_ENGINES))
+            and full_shard_default(w.task, t.method, hw.total_gpus, w.engine))
+
+
+def full_shard_default(task: str, method: str, gpus: int, engine: str | None) -> bool:
+    """The part of `sharded_by_default` that needs no parsed plan (the advisor's recipes read it from a plan
+    dict): a full fine-tune on several GPUs, by an engine that does not lay the GPUs out itself."""
+    return (task == "finetune" and method == "full" and gpus > 1
+            and not (engine or "").lower().startswith(OWN_SHARDING_ENGINES))
 
 
 def shard_by_default(plan: Plan) -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mlrig.catalog.gpus import GPU
 from mlrig.errors import MlrigError
 from mlrig.results import PlanResult
-from mlrig.workload import OWN_SHARDING_ENGINES
+from mlrig.workload import full_shard_default
 
 Evaluate = Callable[[dict[str, Any], GPU], PlanResult]
 DAYS_PER_MONTH = 365.0 / 12.0
@@ -146,9 +146,8 @@ def recipes(workload: Workload, setup: Setup) -> list[tuple[str, dict[str, Any]]
     eight_bit = {} if "optimizer" in t else {
         "optimizer": "paged-adamw-8bit" if method in ("lora", "qlora") else "adamw-8bit"}
     # a multi-GPU full fine-tune with no stage given is already ZeRO 3 (workload.sharded_by_default): said in its label
-    engine = str((workload.plan.get("workload") or {}).get("engine") or "").lower()
-    sharded = (workload.task == "finetune" and method == "full" and setup.count > 1 and "zero_stage" not in t
-               and not engine.startswith(OWN_SHARDING_ENGINES))
+    engine = (workload.plan.get("workload") or {}).get("engine")
+    sharded = "zero_stage" not in t and full_shard_default(workload.task, method, setup.count, engine)
     given = "FSDP (ZeRO-3)" if sharded else ""
     out: list[tuple[str, dict[str, Any]]] = [(given, {})]
     if t.get("gradient_checkpointing") is False:

@@ -445,6 +445,17 @@ def band_kind(band: float, validation: Any) -> str:
     return "default band: not validated"
 
 
+def is_overload_band(metric: str, band: float, rate_run: bool) -> bool:
+    """Whether a figure's band is a rate run's one-sided overload band: a TTFT band above 100 % of a run that
+    reports its capacity (serving.overload_ttft_band: near or past capacity the queue, not a scope's p90, sets it)."""
+    return metric == "ttft_ms" and band > 1.0 and rate_run
+
+
+def overload_band_text(band: float) -> str:
+    """An overload band (`is_overload_band`) in words: a longer queue, never a negative TTFT."""
+    return f"up to x{1.0 + band:.3g} if the capacity is lower"
+
+
 def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
                  rate_runs: Sequence[bool] = ()) -> str | None:
     """One line for a table of speeds: the widest ± band of each metric shown, and what that band is (`band_kind`:
@@ -457,13 +468,13 @@ def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
     overload = 0.0  # the widest one-sided TTFT band of a rate run
     for i, (band, validation) in enumerate(figures):
         for metric, value in band.items():
-            if metric == "ttft_ms" and value > 1.0 and i < len(rate_runs) and rate_runs[i]:
+            if is_overload_band(metric, value, i < len(rate_runs) and rate_runs[i]):
                 overload = max(overload, value)
             elif metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
                 widest[metric] = (value, band_kind(value, validation.get(metric)))
     parts = [f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items()]
     if overload:
-        parts.append(f"TTFT up to x{1.0 + overload:.3g} if the capacity is lower (a rate near or past capacity)")
+        parts.append(f"TTFT {overload_band_text(overload)} (a rate near or past capacity)")
     return "bands: " + ", ".join(parts) if parts else None
 
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlrig.commands._common import SHORT_BOUND, fmt_num, limits_line, max_model_len_clause
+from mlrig.commands._common import (
+    SHORT_BOUND,
+    fmt_num,
+    is_overload_band,
+    limits_line,
+    max_model_len_clause,
+    overload_band_text,
+)
 
 GIB_NOTE = "GiB = 2^30 bytes"
 
@@ -16,8 +23,8 @@ def band_text(key: str, band: float, perf: dict[str, Any]) -> str:
     """A figure's ± band, as `mlrig plan` words it. A rate run's TTFT band above 100 % (near or past capacity,
     serving.overload_ttft_band; such a run reports capacity_requests_per_s) is one-sided: "up to xN if the
     capacity is lower". Any other band, a static or closed-loop TTFT's included, is the scope's symmetric ±."""
-    if key == "ttft_ms" and band > 1.0 and perf.get("capacity_requests_per_s") is not None:
-        return f"up to x{1.0 + band:.3g} if the capacity is lower"
+    if is_overload_band(key, band, perf.get("capacity_requests_per_s") is not None):
+        return overload_band_text(band)
     return f"±{band * 100:.0f}%"
 
 

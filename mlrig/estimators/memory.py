@@ -461,8 +461,7 @@ def ollama_default_num_ctx(version: str | None, total_vram_gib: float, model_max
     return min(n, model_max_tokens) if model_max_tokens else n
 
 
-def llama_cpp_gpu_weight_bytes(arch: ModelArch, parts: Mapping[str, float], weights_per_gpu: float, tp: int,
-                               pp: int) -> float:
+def llama_cpp_gpu_weight_bytes(parts: Mapping[str, float], weights_per_gpu: float, tp: int, pp: int) -> float:
     """The weights llama.cpp puts on the GPU(s) with every layer offloaded: all but the input token embedding,
     which it always keeps in host memory (src/llama-model.cpp `load_tensors`: "there is very little benefit to
     offloading the input layer, so always keep it on the CPU"; its load log prints it as the `CPU` /
@@ -683,7 +682,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
             n_ctx = vec.where(given, n_ctx, default_ctx)
         cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
         kv = kv_tok * cells
-        gpu_weights = llama_cpp_gpu_weight_bytes(arch, r.weight_parts, weights, tp, pp)
+        gpu_weights = llama_cpp_gpu_weight_bytes(r.weight_parts, weights, tp, pp)
         host_resident = weights - gpu_weights
         weights = gpu_weights
         act = llama_cpp_compute_buffer_bytes(arch, cells, w.flash_attention, heads_gpu)

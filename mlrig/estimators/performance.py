@@ -984,6 +984,7 @@ def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
         return 0.0
     return eff.TRTLLM_EAGER_HOST_LAYER_S
 
+
 def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
     """The prefill attention's rate relative to the GEMMs' where vLLM V0 on an AMD GPU runs every prompt through
     its Triton prefix-prefill kernel (efficiency.VLLM_ROCM_PREFIX_PREFILL_ATTN_REL), else 1.

@@ -299,7 +299,7 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     perf = result.get("performance") or {}
     band = perf.get("error_band") or {}
     validation = result.get("validation") or {}
-    from mlrig.commands._common import band_kind, precision_text
+    from mlrig.commands._common import band_kind, is_overload_band, max_model_len_clause, precision_text
 
     speed = [{"label": label, "key": key, "unit": unit, "value": perf.get(key), "band": band.get(key),
               "validation": validation.get(key) if isinstance(validation, dict) else None}
@@ -311,7 +311,7 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
         if s["band"]:  # worded as `mlrig plan` words it; a range never below zero (a band past 100 %)
             b, value = float(s["band"]), float(perf.get(str(s["key"])) or 0.0)
             text = band_text(str(s["key"]), b, perf)
-            if text.startswith("up to"):  # a rate run's one-sided overload band: not a scope's p90
+            if is_overload_band(str(s["key"]), b, perf.get("capacity_requests_per_s") is not None):
                 s["band_kind"] = "a rate near or past capacity"
             s["band_text"], s["range"] = text, (max(0.0, value * (1.0 - b)), value * (1.0 + b))
     fits = views.fits_on(data, arch)
@@ -319,6 +319,7 @@ def plan_context(result: dict[str, Any], data: dict[str, Any], arch: Any) -> dic
     return {"result": result, "gpu_count": int(hw.get("count") or 1) * int(hw.get("nodes") or 1),
             # a QLoRA plan's NF4 base
             "precision_text": precision_text(result.get("precision"), result.get("base_weights_precision")),
+            "max_model_len_clause": max_model_len_clause(result.get("max_model_len_limit_tokens")),
             "speed": speed, "validation": validation, "roof": roof,
             "memory_chart": memory_chart(result), "roofline_chart": roofline_chart(roof),
             "fits_on": [r for r in fits if r["fits"]][:15], "fits_count": sum(r["fits"] for r in fits),
