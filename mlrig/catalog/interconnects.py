@@ -28,6 +28,10 @@ class Interconnect(BaseModel):
     # a full mesh of direct links (AMD Infinity Fabric on the 8-GPU OAM platform): this many peer links,
     # each bandwidth_gb_s / mesh_peers; None for a switch or a single link (NVSwitch, PCIe, a NIC)
     mesh_peers: int | None = Field(default=None, ge=1)
+    # PCIe only: the GPUs reach each other's memory directly (PCIe peer-to-peer), so NCCL's P2P transport moves a
+    # ring step's bytes GPU to GPU; False: its SHM transport stages them through host memory (`pcie_allreduce_time_s`;
+    # `pcie_peer_to_peer` says which cards have it)
+    peer_to_peer: bool = False
     aliases: list[str] = Field(default_factory=list)
     source: str
     source_date: str
@@ -92,7 +96,7 @@ def resolve_interconnect(name: str) -> Interconnect:
 
 def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,
                  nvlink_max_gpus: int | None = None, pcie_lanes: int | None = None,
-                 vendor: str | None = None) -> Interconnect:
+                 vendor: str | None = None, peer_to_peer: bool = False) -> Interconnect:
     """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
     else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice), or at
     the card's own width where it has fewer lanes (`pcie_lanes`, the catalog's edge-connector width:
@@ -102,18 +106,51 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     a ring over more of them crosses PCIe, whose bandwidth then bounds every step.
     Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric). AMD GPUs with a GPU-GPU fabric
     (`vendor` "AMD": MI300X, MI325X, MI355X on their 8-GPU OAM platforms) are a full mesh of Infinity Fabric
-    links at the card's aggregate figure (`_infinity_fabric_at`), not a switch."""
+    links at the card's aggregate figure (`_infinity_fabric_at`), not a switch. A PCIe link of cards with
+    peer-to-peer access (`peer_to_peer`, `pcie_peer_to_peer`) is marked so (`with_peer_to_peer`)."""
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
         if (vendor or "").upper() == "AMD":
             return _infinity_fabric_at(nvlink_gb_s)
         return _nvlink_at(nvlink_gb_s)
+    link = pcie_x16_link(pcie_gen)
     if pcie_lanes is not None and pcie_lanes <= 8:
-        narrow = _lookup(f"pcie{pcie_gen if pcie_gen in (3, 4, 5) else 4}-x8")
-        if narrow is not None:
-            return narrow
-    return pcie_x16_link(pcie_gen)
+        link = _lookup(f"pcie{pcie_gen if pcie_gen in (3, 4, 5) else 4}-x8") or link
+    return with_peer_to_peer(link) if peer_to_peer else link
+
+
+def pcie_peer_to_peer(vendor: str | None, hardware_class: str | None, name: str) -> bool:
+    """Whether a card's driver gives it PCIe peer-to-peer access to its peers (CUDA `cudaDeviceCanAccessPeer`,
+    Level Zero's P2P), so that NCCL / oneCCL move a collective's bytes GPU to GPU instead of through host memory.
+    - NVIDIA: data-centre and professional boards (`hardware_class` "datacenter" / "workstation": A100 / H100 PCIe,
+      L4, L40S, A10, RTX A6000, RTX 6000 Ada, RTX PRO 6000) have it; GeForce boards do not (the RTX 40 series'
+      driver reports no peer access: NVIDIA/nccl issue #1127, 2024-02; tinygrad/open-gpu-kernel-modules exists to
+      patch it back in), nor does the RTX 30 series beyond its NVLink bridge.
+    - Intel: the Arc Pro B-series (vLLM blog 2025-11-11 "Fast and Affordable LLMs serving on Intel Arc Pro B-Series
+      GPUs": "multi-GPU scaling and PCIe P2P data transfer"; VLLMARC-*'s host: "the B60s on PCIe (P2P)") and the Data
+      Center GPU Max.
+    - Others (AMD Radeon / Instinct PCIe cards, whose TP rows run llama.cpp or MLC): not assumed.
+    A platform can still withhold it (a VM without ACS pass-through, GPUs on two CPU sockets): a plan names such a
+    link ('pcie4'), which is priced host-staged, as vLLM's DLVLLM-* A100 pods logged it ("Custom allreduce is
+    disabled because your platform lacks GPU P2P capability")."""
+    v = (vendor or "").upper()
+    if v == "NVIDIA":
+        return hardware_class in ("datacenter", "workstation")
+    if v == "INTEL":
+        return "arc pro" in name.lower() or "data center gpu max" in name.lower()
+    return False
+
+
+def with_peer_to_peer(link: Interconnect) -> Interconnect:
+    """A PCIe catalog entry with peer-to-peer access (`Interconnect.peer_to_peer`): 'PCIe 4.0 x16 (P2P)'."""
+    return _peer_to_peer_copy(link.id)
+
+
+@lru_cache(maxsize=16)
+def _peer_to_peer_copy(link_id: str) -> Interconnect:
+    link = resolve_interconnect(link_id)
+    return link.model_copy(update={"id": f"{link.id}-p2p", "name": f"{link.name} (P2P)", "peer_to_peer": True})
 
 
 @lru_cache(maxsize=64)
@@ -171,24 +208,40 @@ def allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect, *, peer_to_pe
 
 
 def pcie_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
-                          protocols: tuple[tuple[float, float, float], ...]) -> Num:
+                          protocols: tuple[tuple[float, float, float], ...],
+                          p2p_bandwidth_fractions: tuple[float, ...] | None = None) -> Num:
     """All-reduce over PCIe through NCCL's ring, as vLLM runs it where its own kernel is off: the ring's
     wire time (2(N-1)/N x bytes at the link's bandwidth) plus, for the cheapest of `protocols`
     ((fixed s per call, s per ring step, host-staging GB/s) each, efficiency.PCIE_ALLREDUCE_PROTOCOLS),
     its fixed cost, 2(N-1) ring steps at its per-step latency and the ring's bytes at its staging bandwidth.
     The per-step latencies are NCCL's own for a PCIe ring (tuning.cc `hwLat`), not the link's generic
-    latency: the fixed cost is what stays per call whatever the GPU count."""
+    latency: the fixed cost is what stays per call whatever the GPU count.
+
+    On a link with peer-to-peer access (`Interconnect.peer_to_peer`) NCCL's P2P transport has each GPU write
+    its ring step straight into the next GPU's buffer over PCIe (NVIDIA/nccl src/transport/p2p.cc; the SHM
+    transport, src/transport/shm.cc, is the host-memory path the staging term prices): the copy through host
+    memory goes, and the ring's bytes cross the link once, at the protocol's share of its bandwidth
+    (`p2p_bandwidth_fractions`, one per protocol: NCCL's LL moves 8-byte flag + data words, a quarter of the link
+    for an all-reduce, Simple the whole link; efficiency.NCCL_PCIE_RING_PROTOCOLS). The fixed and per-step costs,
+    the call's launch and the ranks' handshakes, stay. Hand check, Llama-3-70B's prefill of 255 tokens at TP 8
+    over PCIe 4.0 (4.18 MB per all-reduce, 7.3 MB moved): host-staged 0.23 + 0.15 + 0.61 = 0.99 ms, P2P
+    (Simple) 0.15 + 0.23 = 0.38 ms."""
     if ranks <= 1:
         return 0.0
     steps = 2 * (ranks - 1)
     moved = steps / ranks * n_bytes
     wire = moved / (link.bandwidth_gb_s * 1e9)
+    p2p = link.peer_to_peer and p2p_bandwidth_fractions is not None
     best: Num | None = None
-    for fixed_s, step_s, gb_s in protocols:
-        t = fixed_s + steps * step_s + moved / (gb_s * 1e9)
+    for i, (fixed_s, step_s, gb_s) in enumerate(protocols):
+        if p2p:
+            assert p2p_bandwidth_fractions is not None
+            t = fixed_s + steps * step_s + wire / p2p_bandwidth_fractions[i]
+        else:
+            t = fixed_s + steps * step_s + wire + moved / (gb_s * 1e9)
         best = t if best is None else vec.minimum(best, t)
     assert best is not None
-    return vec.where(n_bytes > 0, wire + best, 0.0)
+    return vec.where(n_bytes > 0, best, 0.0)
 
 
 def nccl_ring_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,

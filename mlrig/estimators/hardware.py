@@ -33,13 +33,13 @@ def graph_replay_missing(engine: str | None, gpu: GPU) -> bool:
 def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
     """The link between the plan's GPUs: its named interconnect, else the catalog default
     (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""
-    from mlrig.catalog.interconnects import default_link, resolve_interconnect
+    from mlrig.catalog.interconnects import default_link, pcie_peer_to_peer, resolve_interconnect
 
     hw = plan.hardware
     if hw.interconnect:
         return check_named_link(resolve_interconnect(hw.interconnect), gpu)
     return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes,
-                        gpu.vendor)
+                        gpu.vendor, pcie_peer_to_peer(gpu.vendor, gpu.hardware_class, gpu.name))
 
 
 def check_named_link(link: Interconnect, gpu: GPU) -> Interconnect:
