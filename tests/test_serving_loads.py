@@ -602,11 +602,11 @@ def test_a_narrow_card_links_at_its_own_lane_count() -> None:
     b60 = plan_link(parse_plan({"model": "llama-3-8b", "workload": {"precision": "fp16"},
                                 "hardware": {"gpu": "Intel Arc Pro B60", "count": 4, "tensor_parallel": 4}}),
                     resolve_gpu("Intel Arc Pro B60"))
-    assert b60.id == "pcie5-x8" and b60.bandwidth_gb_s == pytest.approx(31.5)
+    assert b60.id == "pcie5-x8-p2p" and b60.bandwidth_gb_s == pytest.approx(31.5)  # Arc Pro: peer-to-peer
     rtx = plan_link(parse_plan({"model": "llama-3-8b", "workload": {"precision": "fp16"},
                                 "hardware": {"gpu": "RTX 4090", "count": 2, "tensor_parallel": 2}}),
                     resolve_gpu("RTX 4090"))
-    assert rtx.id == "pcie4-x16"
+    assert rtx.id == "pcie4-x16" and not rtx.peer_to_peer
 
 
 def test_vllm_xpu_reads_mxfp4_prepacked_at_full_bandwidth() -> None:

@@ -76,10 +76,25 @@ def split_nic_count(name: str) -> tuple[int | None, str]:
     return int(m.group(1)), m.group(2)
 
 
+# 'pcie4-p2p', 'PCIe 4.0 x16 (P2P)': a PCIe link with peer-to-peer access (`with_peer_to_peer`).
+_P2P_SUFFIX = re.compile(r"^\s*(\S.*?)[\s_-]*\(?p2p\)?\s*$", re.IGNORECASE)
+
+
 def resolve_interconnect(name: str) -> Interconnect:
     """'pcie4', 'PCIe 4.0 x8', 'nvlink', 'ib-ndr', 'roce-400g' -> the catalog entry (the catalog's
     own object, as before: callers copy it to change it, see `default_link`). A count of adapters
-    before a network link ('4x roce-100g') names that link (`split_nic_count` reads the count)."""
+    before a network link ('4x roce-100g') names that link (`split_nic_count` reads the count).
+    A PCIe link followed by 'p2p' ('pcie4-p2p', 'PCIe 4.0 x16 (P2P)') is that link with peer-to-peer
+    access (`Interconnect.peer_to_peer`); a PCIe link named without it is host-staged, whatever the card."""
+    p2p = _P2P_SUFFIX.match(name)
+    if p2p is not None:
+        base = resolve_interconnect(p2p.group(1))
+        if base.kind != "pcie":
+            from mlrig.errors import MlrigError
+
+            raise MlrigError(f"interconnect {name!r}: peer-to-peer ('-p2p') qualifies a PCIe link, and {base.id!r} "
+                             f"is {base.kind}; pass e.g. 'pcie4-p2p' or {base.id!r} alone")
+        return with_peer_to_peer(base)
     count, rest = split_nic_count(name)
     if count is not None:
         link = _lookup(rest)

@@ -937,6 +937,17 @@ ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 10
 #    - The Intel Arc TP-4 rows (VLLMARC-*, oneCCL) get the same path. Their TPOT was over-priced by 19-30 %
 #      (VLLMARC-0012 / -0015 / -0018) with six 12 us steps, 17-28 % with NCCL's, throughput 12-20 % -> 11-19 %
 #      under; their TTFT moved from 51 % to ~18 % under when the protocols were introduced.
+#    - Peer-to-peer (branch s34-vllmgddr): where the cards have PCIe P2P (`interconnects.pcie_peer_to_peer`: NVIDIA
+#      data-centre / professional boards, Intel Arc Pro) NCCL's P2P transport writes each ring step into the next
+#      GPU's buffer, so the staging term goes and the ring's bytes cross the link once at the protocol's share of
+#      it (NCCL_PCIE_RING_PROTOCOLS' fractions); the fixed and per-step costs stay (`pcie_allreduce_time_s`).
+#      Fit rows: VLLMARC-0010..-0018 (4 Arc Pro B60, whose host the source says is P2P): TPOT +17 / +28 / +18 % ->
+#      +4 / +16 / +3 %, throughput -11 / -19 / -13 % -> +3 / -8 / +1 %; their TTFT moves -19 % -> -55 % (the
+#      single-B60 rows' TTFT is -30..-34 % already: the Arc's long prefills are under-priced whatever the link,
+#      and the staging term had hidden that at TP 4). Held out, checked only: ACCELMARKGD-0075..-0085 (vLLM 0.7.3,
+#      Llama-3-70B on 8 RTX A6000): TTFT at 1 user +69 % -> +5 %, at 2-25 req/s +56 / +423 / +1271 / +132 % ->
+#      -4 / -12 / -30 / -23 %, TPOT +19..+116 % -> -17..+11 %, offline throughput -37 % -> -5 %; the GeForce
+#      RTX 4090 x 8 rows of the same source (no P2P) do not move.
 #    Not modelled: the host-memory contention of 8 GPUs staging through host memory at once (no fit row
 #    runs more than 4 GPUs on this path).
 PCIE_ALLREDUCE_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((42e-6, 1.0e-6, 1.3), (72.6e-6, 5.7e-6, 12.0))
