@@ -22,7 +22,6 @@ from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
-    TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
     before,
@@ -33,6 +32,7 @@ from mlrig.estimators.engines import (
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
+    trtllm_default_max_batch_size,
     trtllm_engine_max_num_tokens,
     trtllm_tensorrt_engine,
     vllm_big_gpu_defaults,
@@ -411,7 +411,7 @@ def trtllm_engine_activation_bytes(arch: ModelArch, plan: Plan, tp: int) -> floa
     tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
                                           w.max_num_batched_tokens)
     per_token = (2.0 * arch.hidden_size + 3.0 * _mlp_width(arch, tp)) * TRTLLM_ACTIVATION_BYTES
-    logits = (w.max_num_seqs or TRTLLM_DEFAULT_MAX_BATCH_SIZE) * arch.vocab_size * 4.0
+    logits = (w.max_num_seqs or trtllm_default_max_batch_size(w.engine_version)) * arch.vocab_size * 4.0
     return max(tokens * per_token, logits) + TRTLLM_RUNTIME_LOGITS_COPIES * logits
 
 
