@@ -457,9 +457,13 @@ def test_synchronised_wave_ttft_is_the_batched_prefill() -> None:
 
 
 def test_offline_without_a_request_count_is_max_throughput() -> None:
-    """'Maximum achievable throughput' tables state no batch: the engine runs at its cap."""
+    """'Maximum achievable throughput' tables state no batch: the engine runs at its cap (TensorRT-LLM's default
+    max_batch_size, 2,048 in the current release: engines.trtllm_default_max_batch_size)."""
+    from mlrig.estimators.engines import trtllm_default_max_batch_size
+
+    cap = trtllm_default_max_batch_size(None)
     implicit = evaluate(_plan(engine="trt-llm", load="offline")).performance
-    capped = evaluate(_plan(engine="trt-llm", load="offline", num_requests=100_000, max_num_seqs=256)).performance
+    capped = evaluate(_plan(engine="trt-llm", load="offline", num_requests=100_000, max_num_seqs=cap)).performance
     assert implicit and capped and implicit.throughput_tok_s == pytest.approx(capped.throughput_tok_s, rel=0.05)
     one = evaluate(_plan(engine="trt-llm", load="offline", batch_size=1)).performance
     assert one and one.throughput_tok_s < 0.1 * implicit.throughput_tok_s  # type: ignore[operator]

@@ -741,11 +741,27 @@ def trtllm_tensorrt_engine(text: str | None) -> bool:
 #   docs/source/features/paged-attention-ifb-scheduler.md as NVIDIA/TensorRT-LLM PR #10283 quotes it; BuildConfig
 #   `max_num_tokens: int = 8192`, tensorrt_llm/builder.py at 008b2b8).
 TRTLLM_MAX_NUM_TOKENS_8192_FROM = (0, 11)
-TRTLLM_DEFAULT_MAX_BATCH_SIZE = 256  # trtllm-build / BuildConfig `max_batch_size` default
+TRTLLM_DEFAULT_MAX_BATCH_SIZE = 2048  # BuildConfig `max_batch_size` default from 0.14 (`trtllm_default_max_batch_size`)
+TRTLLM_LEGACY_MAX_BATCH_SIZE = 256  # the build scripts' and trtllm-build's default before 0.14
+TRTLLM_MAX_BATCH_SIZE_2048_FROM = (0, 14)
 TRTLLM_MAX_NUM_TOKENS_DEFAULT = 8192
 TRTLLM_TRTLLM_BUILD_FROM = (0, 8)
 TRTLLM_BUILD_PY_MAX_INPUT_LEN = 2048  # examples/<model>/build.py, 0.5-0.7
 TRTLLM_BUILD_MAX_INPUT_LEN = 1024  # trtllm-build, 0.8 on
+
+
+def trtllm_default_max_batch_size(text: str | None) -> int:
+    """The `max_batch_size` a TensorRT-LLM engine or server gets from release `text` when none is given:
+    256 before 0.14 (examples/<model>/build.py `--max_batch_size` default 256 in 0.5-0.7, trtllm-build's from
+    0.8), 2,048 from 0.14: NVIDIA/TensorRT-LLM PR #2401 (the v0.14.0 release, 2024-11-01; first on main in
+    PR #2253, 2024-09-24) lists "[BREAKING CHANGE] The default `max_batch_size` of the `trtllm-build` command
+    is set to `2048`", and BuildConfig reads `max_batch_size: int = 2048` (tensorrt_llm/builder.py at
+    008b2b8), which trtllm-serve and the LLM API take as their default too (tensorrt_llm/commands/serve.py
+    at 00209af: `max_batch_size = BuildConfig.model_fields["max_batch_size"].default`). No version: the
+    current release (2,048). trtllm-bench picks its own from the dataset (the plan's max_num_seqs)."""
+    if before(text, TRTLLM_MAX_BATCH_SIZE_2048_FROM):
+        return TRTLLM_LEGACY_MAX_BATCH_SIZE
+    return TRTLLM_DEFAULT_MAX_BATCH_SIZE
 
 
 def trtllm_engine_max_num_tokens(text: str | None, max_batch_size: int | None, max_seq_len: int | None,

@@ -22,7 +22,6 @@ from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
-    TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
     before,
@@ -33,6 +32,7 @@ from mlrig.estimators.engines import (
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
+    trtllm_default_max_batch_size,
     trtllm_engine_max_num_tokens,
     trtllm_tensorrt_engine,
     vllm_big_gpu_defaults,
@@ -393,10 +393,11 @@ def trtllm_engine_activation_bytes(arch: ModelArch, plan: Plan, tp: int) -> floa
     - TensorRT's execution-context memory: one buffer for the tensors alive together, so the larger of the
       context pass at the engine's `max_num_tokens` (`engines.trtllm_engine_max_num_tokens`: by release,
       max_batch_size x max_input_len before 0.11, 8,192 after) and the fp32 logits of max_batch_size last
-      tokens (computed after the last layer, in memory the layers no longer use). At the MLP the residual and
-      normed hidden state (2 x hidden), the fused gate/up GEMM output (2 x intermediate) and the SwiGLU output
-      (intermediate) are alive, 2 bytes each per token; the intermediate is split over TP ranks
-      (tensorrt_llm/layers/mlp.py `FusedGatedMLP`, a column-parallel fc);
+      tokens (computed after the last layer, in memory the layers no longer use; max_batch_size is the plan's
+      max_num_seqs, else the release's default, `engines.trtllm_default_max_batch_size`: 256 before 0.14,
+      2,048 from 0.14). At the MLP the residual and normed hidden state (2 x hidden), the fused gate/up GEMM
+      output (2 x intermediate) and the SwiGLU output (intermediate) are alive, 2 bytes each per token; the
+      intermediate is split over TP ranks (tensorrt_llm/layers/mlp.py `FusedGatedMLP`, a column-parallel fc);
     - the runtime's and the decoder's buffers, `TRTLLM_RUNTIME_LOGITS_COPIES` x the logits.
     The tokens the engine was built for, not those a run uses, set it: an engine built for 40 x 1,024 tokens
     holds ~4 GiB of activations for Llama-3-8B whatever it serves.
@@ -411,7 +412,7 @@ def trtllm_engine_activation_bytes(arch: ModelArch, plan: Plan, tp: int) -> floa
     tokens = trtllm_engine_max_num_tokens(w.engine_version, w.max_num_seqs, w.max_model_len,
                                           w.max_num_batched_tokens)
     per_token = (2.0 * arch.hidden_size + 3.0 * _mlp_width(arch, tp)) * TRTLLM_ACTIVATION_BYTES
-    logits = (w.max_num_seqs or TRTLLM_DEFAULT_MAX_BATCH_SIZE) * arch.vocab_size * 4.0
+    logits = (w.max_num_seqs or trtllm_default_max_batch_size(w.engine_version)) * arch.vocab_size * 4.0
     return max(tokens * per_token, logits) + TRTLLM_RUNTIME_LOGITS_COPIES * logits
 
 

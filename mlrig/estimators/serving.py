@@ -65,9 +65,11 @@ from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     TRTLLM_DEFAULT_MAX_BATCH_SIZE,
+    TRTLLM_LEGACY_MAX_BATCH_SIZE,
     lmdeploy_default_max_batch_size,
     sglang_default_chunked_prefill,
     trtllm_chunked_context_budget,
+    trtllm_default_max_batch_size,
     vllm_big_gpu_defaults,
     vllm_prefill_budget,
 )
@@ -97,7 +99,8 @@ if TYPE_CHECKING:
 # Engines' default batch caps (running sequences), when the plan gives no max_num_seqs:
 # - vLLM: --max-num-seqs 256; V1 (>= 0.8) raises it to 1024 on GPUs with >= 70 GiB other than the A100
 #   (engine/arg_utils.py `_set_default_args`; engines.vllm_big_gpu_defaults, as memory._vllm_activation_bytes);
-# - TensorRT-LLM: max_batch_size 256 (trtllm-build / BuildConfig default);
+# - TensorRT-LLM: max_batch_size 256 before 0.14, 2,048 from 0.14 (trtllm-build / BuildConfig default,
+#   engines.trtllm_default_max_batch_size);
 # - LMDeploy TurboMind: max_batch_size 128 (TurbomindEngineConfig default, v0.2-v0.5), by the device from v0.6
 #   (engines.lmdeploy_default_max_batch_size); v0.1's profile_throughput ran at the concurrency given;
 # - TGI: --max-concurrent-requests 128; SGLang: no fixed cap (sized from the KV pool).
@@ -106,7 +109,7 @@ if TYPE_CHECKING:
 # `--parallel` slots (give it as max_num_seqs), 1 assumed. Under a concurrency / rate load the
 # other users wait for the slot (serving.load_point's slot wait).
 DEFAULT_MAX_NUM_SEQS: dict[str, int | None] = {
-    "vllm": 256, "trt-llm": TRTLLM_DEFAULT_MAX_BATCH_SIZE, "trt-llm-2023": TRTLLM_DEFAULT_MAX_BATCH_SIZE,
+    "vllm": 256, "trt-llm": TRTLLM_DEFAULT_MAX_BATCH_SIZE, "trt-llm-2023": TRTLLM_LEGACY_MAX_BATCH_SIZE,
     "lmdeploy": 128, "tgi": 128, "sglang": None,
     "transformers": 1, "gpt-fast": 1, "tinychat": 1, "tinychat-2024": 1, "mlx": 1, "llama.cpp": 1, "llama.cpp-2024": 1,
     "llama.cpp-hip": 1, "llama.cpp-metal": 1,
@@ -142,6 +145,8 @@ def batch_cap(plan: Plan, engine: str, gpu: GPU, v1: bool) -> int | None:
         return VLLM_V1_BIG_GPU_MAX_NUM_SEQS
     if engine == "lmdeploy":
         return lmdeploy_default_max_batch_size(gpu, w.engine_version)
+    if engine == "trt-llm":
+        return trtllm_default_max_batch_size(w.engine_version)
     return DEFAULT_MAX_NUM_SEQS.get(engine)
 
 
