@@ -522,7 +522,11 @@ def weight_bits_by_component(arch: ModelArch, precision: str | Precision) -> dic
     experts = p.experts_routed
     linear = p.attention + p.mlp_dense + p.experts_shared + experts
     if s.experts_bpw is not None:
-        linear_bits = (linear - experts) * s.linear_bpw + experts * s.experts_bpw
+        # a model without routed experts has no "rest" to keep at 16 bits: MXFP4 dense checkpoints (AMD Quark's
+        # amd/Llama-3.1-405B-Instruct-MXFP4-Preview, amd/Llama-3.3-70B-Instruct-MXFP4-Preview: every linear layer
+        # in OCP MX FP4, lm_head excluded in their quantization_config) store all linears at the experts' width
+        body_bpw = s.linear_bpw if experts else s.experts_bpw
+        linear_bits = (linear - experts) * body_bpw + experts * s.experts_bpw
     elif s.gguf_mix is not None:
         linear_bits = _gguf_linear_bits(arch, s.gguf_mix, linear)
     else:
