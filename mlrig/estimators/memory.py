@@ -438,6 +438,31 @@ def llama_cpp_kv_cells(n_ctx: Num, flash_attention: bool) -> Num:
     return vec.ceil_int(vec.maximum(1, n_ctx) / pad) * pad
 
 
+# Model types whose llama.cpp architecture keeps its sliding-window layers in a separate, window-sized cache
+# (llama_kv_cache_iswa): Gemma 2/3 and Cohere2 (LLAMA_SWA_TYPE_STANDARD), Llama 4 (chunked attention) and gpt-oss.
+# Mistral-7B-v0.1 converts to the plain `llama` architecture, which sets no window, and Phi-3's window is read but
+# disabled ("Phi SWA is currently disabled", src/models/phi3.cpp, llama.cpp PR #13676): both hold every layer
+# for the whole context.
+LLAMA_CPP_SWA_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma3n", "cohere2", "llama4", "gpt_oss"})
+
+
+def llama_cpp_kv_bytes(arch: ModelArch, cells: Num, batch: Num, flash_attention: bool, bytes_per_element: float,
+                       tp: int, pp: int) -> Num:
+    """KV bytes llama.cpp allocates for `cells` cells (`llama_cpp_kv_cells`) of `batch` sequences.
+
+    Full-attention layers hold every cell. Where llama.cpp implements the model's sliding window
+    (`LLAMA_CPP_SWA_MODEL_TYPES`), the windowed layers' cache holds min(cells, n_swa x n_seq + n_ubatch) cells,
+    padded like the main cache (src/llama-kv-cache-iswa.cpp `size_swa`; gpt-oss's 128-token window gives
+    128 + 512 = 640 -> 768 cells with flash attention). Elsewhere every layer holds every cell."""
+    per_cell_all_layers = _kv_token_bytes(arch, 1, bytes_per_element, tp, pp)  # context 1: no window applies
+    windowed = arch.num_sliding_layers if arch.sliding_window and arch.model_type in LLAMA_CPP_SWA_MODEL_TYPES else 0
+    if not windowed:
+        return per_cell_all_layers * cells
+    share = windowed / max(1, arch.num_layers)
+    swa_cells = vec.minimum(cells, llama_cpp_kv_cells(arch.sliding_window * batch + LLAMA_CPP_UBATCH, flash_attention))
+    return per_cell_all_layers * ((1.0 - share) * cells + share * swa_cells)
+
+
 def ollama_default_num_ctx(version: str | None, total_vram_gib: float, model_max_tokens: int | None) -> int:
     """The context ollama gives a model when the request sets no num_ctx (ollama runs llama.cpp with -c num_ctx x
     OLLAMA_NUM_PARALLEL, default 1 parallel, so the KV cache is allocated for it whatever the prompt):
@@ -682,7 +707,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
                 w.engine_version, gpu.capacity_gib * hw.count, arch.max_position_embeddings) * batch)
             n_ctx = vec.where(given, n_ctx, default_ctx)
         cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
-        kv = kv_tok * cells
+        kv = llama_cpp_kv_bytes(arch, cells, batch, w.flash_attention, r.kv_bytes_per_element, tp, pp)
         gpu_weights = llama_cpp_gpu_weight_bytes(r.weight_parts, weights, tp, pp)
         host_resident = weights - gpu_weights
         weights = gpu_weights
