@@ -94,9 +94,37 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
         if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S:
             return narrow
         return two_die if gpu.memory_bandwidth_gb_s >= eff.UNIFIED_TWO_DIE_MIN_GB_S else wide
+    if engine in eff.LLAMA_CPP_SM_BOUND_ENGINES and memory_class == "hbm":
+        sm_bound = llama_cpp_sm_bound_fraction(gpu)
+        if sm_bound is not None:
+            return sm_bound
     fraction = eff.BW_EFF[engine][memory_class]
     capped = is_intel_arc(gpu) and engine.startswith(eff.INTEL_CAPPED_ENGINES)
     return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if capped else fraction
+
+
+def sm_cycles_per_s(gpu: GPU) -> float | None:
+    """SMs x boost clock (SM-cycles per second) of an NVIDIA GPU, from its catalog FP32 peak = SMs x FP32 lanes
+    per SM x 2 x clock (efficiency.FP32_LANES_PER_SM, NVIDIA's whitepapers); None where either is unknown."""
+    if gpu.vendor != "NVIDIA" or not gpu.fp32_tflops:
+        return None
+    arch = str(gpu.architecture or "")
+    lanes = next((n for prefix, n in eff.FP32_LANES_PER_SM.items() if arch.startswith(prefix)), None)
+    return gpu.fp32_tflops * 1e12 / (2.0 * lanes) if lanes else None
+
+
+def llama_cpp_sm_bound_fraction(gpu: GPU) -> float | None:
+    """Fraction of peak bandwidth llama.cpp's CUDA mat-vecs reach at batch 1 on an NVIDIA HBM card: the DRAM roof
+    (BW_EFF["llama.cpp"]["gddr"] of the peak) and the SM roof (efficiency.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE x
+    SMs x clock, `sm_cycles_per_s`) combined as the roofline's p-norm of times (ROOFLINE_SMOOTHING_P). Derivation
+    and fit rows: efficiency.py, 1''. None where SMs x clock is unknown (BW_EFF's HBM figure applies)."""
+    cycles = sm_cycles_per_s(gpu)
+    if cycles is None:
+        return None
+    peak_b_s = gpu.memory_bandwidth_gb_s * 1e9
+    dram_s = 1.0 / (eff.BW_EFF["llama.cpp"]["gddr"] * peak_b_s)  # seconds per byte at each roof
+    sm_s = 1.0 / (eff.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * cycles)
+    return float(1.0 / (_p_norm(dram_s, sm_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
 
 
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
