@@ -27,7 +27,8 @@ from pathlib import Path
 
 COMMIT = "ae7e7a41173badc99f7b59da1657a0172813e5e5"
 URL = f"https://github.com/argonne-lcf/LLM-Inference-Bench/blob/{COMMIT}/Plots/All_results.csv"
-FILE = Path(__file__).resolve().parent.parent / "mlrig" / "data" / "calibration" / "serving_argonne_inference_bench.jsonl"
+CALIBRATION = Path(__file__).resolve().parent.parent / "mlrig" / "data" / "calibration"
+FILE = CALIBRATION / "serving_argonne_inference_bench.jsonl"
 LENGTHS = (128, 512, 2048)
 # the CSV's hardware names -> the GPUs ARGONNE's rows name (same machines; the variants inferred there)
 GPUS = {"Nvidia A100 GPU": "NVIDIA A100 SXM4 40GB", "Nvidia H100 GPU": "NVIDIA H100 SXM",
