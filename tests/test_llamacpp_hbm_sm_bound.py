@@ -13,7 +13,7 @@ from mlrig.catalog.gpus import resolve_gpu
 from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import bandwidth_efficiency, llama_cpp_sm_bound_fraction, sm_cycles_per_s
 from mlrig.planner import evaluate
-from tests.calibration_lookup import row, rows_by_id
+from tests.calibration_lookup import ratio, row, rows_by_id
 
 
 def test_sm_cycles_follow_from_the_fp32_peak_and_the_architecture() -> None:
@@ -83,3 +83,25 @@ def test_argonne_llama_cpp_rows_are_single_gpu_b1_decode_runs() -> None:
         latency_s = float(re.search(r"Latency ([0-9.]+) s", r.source_note).group(1))  # type: ignore[union-attr]
         assert r.value == pytest.approx(w["output_tokens"] / latency_s, abs=0.006), r.id
     assert row("ARGONNE-0289").value == pytest.approx(256 / 4.818052, abs=0.006)
+
+
+def test_llama_cpp_turns_its_cuda_graphs_off_below_ampere() -> None:
+    """ggml-cuda.cu disables the graphs for compute capability < 8.0: a V100 launches each kernel (the per-layer
+    time of the graph-less builds), an A100 replays; month labels from 2026-07 give Volta/Turing their graphs."""
+    from mlrig.estimators.engines import llama_cpp_graphs_on_gpu
+
+    v100, a100, p100 = resolve_gpu("Tesla V100-PCIE-16GB"), resolve_gpu("a100-sxm-80gb"), resolve_gpu("p100-pcie-16gb")
+    assert not llama_cpp_graphs_on_gpu(v100, "b4275") and not llama_cpp_graphs_on_gpu(v100, None)
+    assert llama_cpp_graphs_on_gpu(a100, "b4275") and llama_cpp_graphs_on_gpu(resolve_gpu("rtx-3090"), None)
+    assert llama_cpp_graphs_on_gpu(v100, "2026-08") and not llama_cpp_graphs_on_gpu(p100, "2026-08")
+    assert llama_cpp_graphs_on_gpu(resolve_gpu("mi50-32gb"), None)  # HIP: not this rule
+
+
+def test_ci_v100_rows_carry_the_logged_eval_speed() -> None:
+    """ggml-org/ci, build 4275 on the V100 runner: pythia-2.8b Q4_0 'eval time = 1614.44 ms / 255 runs' = 157.95
+    tok/s; F16 2605.59 ms = 97.87. Held out with the source's memory rows (LCPPMEMCI)."""
+    q4, f16 = row("LCPPMEMCI-0013"), row("LCPPMEMCI-0008")
+    assert q4.value == pytest.approx(255 / 1.61444, abs=0.01) and f16.value == pytest.approx(255 / 2.60559, abs=0.01)
+    assert {r.split for r in rows_by_id().values() if r.id.startswith("LCPPMEMCI-")} == {"holdout"}
+    # the graph-less per-layer time is what brings the Q4_0 row near its measure (with graphs it came out 1.7x)
+    assert ratio("LCPPMEMCI-0013") < 1.2

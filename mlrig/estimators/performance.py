@@ -886,7 +886,8 @@ def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num)
     (`engines.decode_runs_eager`: `workload.cuda_graphs` false, or a step vLLM's or SGLang's capture does not cover:
     SGLang decodes a batch above its largest captured one eagerly, `engines.sglang_cuda_graph_max_bs`):
     `eager_kernels_per_layer` x efficiency.EAGER_HOST_S_PER_KERNEL for vLLM / SGLang / TGI on NVIDIA and AMD GPUs.
-    llama.cpp without its CUDA graphs (NVIDIA; `cuda_graphs` false, GGML_CUDA_DISABLE_GRAPHS=1) launches each
+    llama.cpp without its CUDA graphs (NVIDIA; `cuda_graphs` false, GGML_CUDA_DISABLE_GRAPHS=1, or a GPU below compute
+    capability 8.0, whose graphs the build turns off: `engines.llama_cpp_graphs_on_gpu`) launches each
     kernel as its builds before the graphs did: the per-layer time of "llama.cpp-2024" beyond the graph one's
     (efficiency.LAYER_OVERHEAD_S). 0 elsewhere (Intel GPUs: vLLM's and SGLang's XPU builds of the calibration rows
     capture no graphs either way, and their figures were fitted so)."""
@@ -896,7 +897,10 @@ def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num)
     if r.gpu.vendor not in ("NVIDIA", "AMD"):
         return 0.0
     if engine == "llama.cpp":
-        if w.cuda_graphs or r.gpu.vendor != "NVIDIA":
+        from mlrig.estimators.engines import llama_cpp_graphs_on_gpu
+
+        graphs = w.cuda_graphs and llama_cpp_graphs_on_gpu(r.gpu, w.engine_version)
+        if graphs or r.gpu.vendor != "NVIDIA":
             return 0.0
         return eff.LAYER_OVERHEAD_S["llama.cpp-2024"] - eff.LAYER_OVERHEAD_S["llama.cpp"]
     graph_max_bs = None
