@@ -66,7 +66,8 @@ def memory_class(hardware_class: str, memory_type: str | None = None) -> str:
 #    ~85-90 % of peak; HBM cards (A100 PCIe XD-0373/0379/0385, A100 SXM XD-0415/0421/0427, H100
 #    PCIe XD-0541/0547/0553) only ~55-70 % (fitted 0.60): llama.cpp's mat-vec grids are too small to keep 5 HBM
 #    stacks busy at batch 1 (for its CUDA builds on NVIDIA HBM cards whose SMs x clock the catalog gives, the
-#    SM-bound roof of 1'' below replaces the 0.60: branch s34-llamahbm). Apple (Metal, A4167-* and XD-018x..024x F16/Q8_0 rows): ~80 %.
+#    SM-bound roof of 1'' below replaces the 0.60: branch s34-llamahbm). Apple (Metal, A4167-* and XD-018x..024x
+#    F16/Q8_0 rows): ~80 %.
 #    Serving engines (vLLM, SGLang, TensorRT-LLM) with CUDA graphs reach ~80 % on HBM at batch 1
 #    (TensorRT-LLM TRT061-* throughput rows; vLLM/SGLang are assumed equal, no calibration rows).
 #    GDDR refitted 0.86 -> 0.90 once decode attention read a GQA cache once per query head without
