@@ -75,9 +75,15 @@ EXTRAS_2026: list[dict[str, Any]] = [
         nvlink_max_gpus=2, form_factor="2-slot FHFL, passive", slots=2,
         source="https://www.nvidia.com/en-us/data-center/products/a30-gpu/",
         verification=f"partial ({AS_RECALLED}; datasheet dense | sparse pairs: TF32 82 | 165*, BF16/FP16 165 | 330*, "
-        "INT8 330 | 661*)",
-        notes="Half a GA100 (56 SMs) with 24 GB HBM2 at 933 GB/s; added for the ORCA cluster's 4 x A30 llama.cpp "
-        "layer-split rows (llamacpp_multigpu.jsonl).",
+        "INT8 330 | 661*). Cross-checked 2026-11-25 against the TechPowerUp-derived table at "
+        "https://sysrqmts.com/en/gpus/compare/nvidia-a30-pcie-vs-nvidia-jetson-tx1-gpu (NVIDIA's page was not "
+        "readable in-session): GA100, 56 SMs (3,584 FP32 cores), boost 1,440 MHz (base 930), HBM2 3,072-bit at "
+        "1,215 MHz (2.43 Gbps) = 933.1 GB/s, FP32 10.32 TFLOPS, FP64 5.16, 165 W; consistent with the figures "
+        "above: 56 SMs x 64 FP32 lanes x 2 x 1.44 GHz = 10.32 TFLOPS, 3,072 bit x 2.43 Gbps / 8 = 933 GB/s)",
+        notes="A GA100 with 56 of its SMs enabled (A100: 108), boost 1,440 MHz, 24 GB HBM2 on three stacks "
+        "(3,072-bit) at 933 GB/s; added for the ORCA cluster's 4 x A30 llama.cpp layer-split rows "
+        "(llamacpp_multigpu.jsonl). SMs x clock (llama.cpp's SM-bound mat-vecs, performance.sm_cycles_per_s) "
+        "follows from fp32_tflops and the architecture.",
     ),
     dict(
         id="mi50-32gb", name="AMD Radeon Instinct MI50 32GB", vendor="AMD", hardware_class="amd",

@@ -65,7 +65,9 @@ def memory_class(hardware_class: str, memory_type: str | None = None) -> str:
 #    RTX 6000 Ada XD-0331/0337/0343, RTX A6000 XD-0499/0505/0511, A40 XD-0457/0463/0469) reach
 #    ~85-90 % of peak; HBM cards (A100 PCIe XD-0373/0379/0385, A100 SXM XD-0415/0421/0427, H100
 #    PCIe XD-0541/0547/0553) only ~55-70 % (fitted 0.60): llama.cpp's mat-vec grids are too small to keep 5 HBM
-#    stacks busy at batch 1. Apple (Metal, A4167-* and XD-018x..024x F16/Q8_0 rows): ~80 %.
+#    stacks busy at batch 1 (for its CUDA builds on NVIDIA HBM cards whose SMs x clock the catalog gives, the
+#    SM-bound roof of 1'' below replaces the 0.60: branch s34-llamahbm). Apple (Metal, A4167-* and XD-018x..024x
+#    F16/Q8_0 rows): ~80 %.
 #    Serving engines (vLLM, SGLang, TensorRT-LLM) with CUDA graphs reach ~80 % on HBM at batch 1
 #    (TensorRT-LLM TRT061-* throughput rows; vLLM/SGLang are assumed equal, no calibration rows).
 #    GDDR refitted 0.86 -> 0.90 once decode attention read a GQA cache once per query head without
@@ -98,6 +100,33 @@ BW_EFF: dict[str, dict[str, float]] = {
 #    QUANT_PREFILL_EFF = 0.80 states. With 0.80 they are 19-21 % slow (most of a pp512 pass there is
 #    PREFILL_TOKEN_LAYER_S's per-token time); `mlrig validate` prefill llama.cpp hbm 21 % -> 19 % median.
 LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM = BW_EFF["vllm"]["hbm"]
+
+# 1''. Why llama.cpp's batch-1 decode reaches only ~half of an NVIDIA HBM card's bandwidth, and why that half is
+#    not one fraction of the peak. The F16 rows of Llama-3-8B / Llama-2-7B (F16: no de-quantisation work) read
+#    ~0.85 TB/s on every A100 whatever its HBM (A100 SXM4 40GB 1,555 GB/s ARGONNE-0286..0291; A100 PCIe 80GB
+#    1,935 GB/s XD-0379..0381; A100 SXM4 80GB 2,039 GB/s XD-0421..0423), ~1.1 TB/s on an H100 PCIe (XD-0547..0549),
+#    ~1.65 TB/s on H100 SXM and GH200 (ARGONNE-0295..0303, -0319..0327; 3.35 and 4.0 TB/s peaks): the speed follows
+#    the SMs x clock (A100 108 x 1.41 GHz, H100 PCIe 114 x 1.755, H100 SXM / GH200 132 x 1.98: 152 / 200 / 261
+#    SM-GHz), ~5.5-6.5 GB/s per SM-GHz, not the DRAM. By Little's law a kernel that keeps a bounded number of
+#    loads in flight per SM (its occupancy and unrolling) moves a bounded number of bytes per cycle of memory
+#    latency, and GA100/GH100 latencies in core cycles are alike, so the mat-vecs stream at most
+#    LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE bytes per SM per cycle (`performance.llama_cpp_sm_bound_fraction`); the
+#    DRAM roof is the GDDR figure above (BW_EFF["llama.cpp"]["gddr"], 0.90: what the same kernels reach where the
+#    DRAM is the limit), and the two roofs combine as the roofline's (ROOFLINE_SMOOTHING_P). On GDDR cards the SM
+#    roof lies near or above the DRAM roof (RTX 3090: 82 SMs x 1.70 GHz) and BW_EFF's fitted 0.90 holds it;
+#    it is applied to NVIDIA HBM cards whose catalog FP32 peak and architecture give SMs x clock
+#    (FP32_LANES_PER_SM); others keep BW_EFF's 0.60. Fitted on the fit rows of `mlrig validate` decode llama.cpp
+#    hbm (XD-* A100 PCIe / SXM4 80GB and H100 PCIe, 1 and 4 GPUs; C15013-* A100 SXM4 / H100 SXM; MI50X2-* are AMD,
+#    unchanged) by the median + p90 of |error| on a 0.25 grid: 8.75 B per SM-cycle (8: 0.074 + 0.169; 8.5: 0.061 +
+#    0.163; 8.75: 0.055 + 0.156; 9: 0.062 + 0.156; 9.5: 0.070 + 0.175); the held-out rows chose nothing. It is 0.53
+#    of the peak on an A100 SXM4 80GB, 0.62 on the 40GB, 0.63 on an H100 PCIe, 0.54 on an H100 SXM, 0.48 on a
+#    GH200, 0.42 on an H200, 0.58 on an A30 (56 SMs x 1.44 GHz: 73 tok/s for ORCAQ3's single-GPU baseline, 74.6).
+LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE = 8.75
+LLAMA_CPP_SM_BOUND_ENGINES = ("llama.cpp", "llama.cpp-2024")  # the CUDA builds (not HIP, Vulkan, Metal)
+# FP32 lanes (CUDA cores) per SM, by the catalog's architecture prefix, from NVIDIA's architecture whitepapers
+# (Volta V100: 64 FP32 cores per SM; Ampere GA100: 64; Hopper GH100: 128). SMs x clock = FP32 peak / (2 x lanes):
+# A100 19.5 TFLOPS / 128 = 108 SMs x 1.41 GHz; H100 SXM 67 / 256 = 132 x 1.98; A30 10.3 / 128 = 56 x 1.44.
+FP32_LANES_PER_SM: dict[str, int] = {"Volta": 64, "Ampere (GA100)": 64, "Hopper": 128}
 # vLLM on GDDR cards: 0.82 above was assumed (no rows); its batch-1 decode rows on GDDR, now fit rows, all
 #    come out 10 % slow at it and recentre at 0.90, llama.cpp's GDDR figure (a CUDA-graph decode step of
 #    cuBLAS / Marlin mat-vecs streams the weights as llama.cpp's do): Qwen2.5-7B AWQ (Marlin) on an RTX 5060

@@ -124,6 +124,27 @@ def series_before(text: str | None, release: tuple[int, ...]) -> bool:
     return before(text, release)
 
 
+# llama.cpp's CUDA backend turns its graphs off on GPUs below compute capability 8.0 whatever the build:
+#    ggml-cuda.cu, `if (ggml_cuda_info().devices[...].cc < GGML_CUDA_CC_AMPERE) ...disable_due_to_gpu_arch = true`
+#    (in ggml_backend_cuda_graph_compute since the graphs came in, PR #6766; in ggml_cuda_graph_set_enabled in later
+#    trees), so Volta, Turing and older cards launch every kernel one by one. A fork's notes report upstream PR #25749
+#    ("Enable CUDA graphs on volta+turing", 2026-07-16) lowering the line to Volta; its build number is not
+#    established here, so only month labels from 2026-07 on give Volta and Turing their graphs back.
+LLAMA_CPP_VOLTA_GRAPHS_DATE = (2026, 7)
+LLAMA_CPP_NO_GRAPH_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
+
+
+def llama_cpp_graphs_on_gpu(gpu: GPU, text: str | None) -> bool:
+    """Whether llama.cpp's CUDA build replays its decode graph on this NVIDIA GPU (see LLAMA_CPP_VOLTA_GRAPHS_DATE):
+    not below compute capability 8.0 (Volta, Turing and older), except Volta / Turing from July 2026."""
+    arch = str(gpu.architecture or "")
+    if gpu.vendor != "NVIDIA" or not arch.startswith(LLAMA_CPP_NO_GRAPH_ARCHITECTURES):
+        return True
+    v = parse_version(text)
+    late = v is not None and v.month is not None and v.month >= LLAMA_CPP_VOLTA_GRAPHS_DATE
+    return late and arch.startswith(("Volta", "Turing"))
+
+
 def llama_cpp_has_graphs(text: str | None) -> bool:
     v = parse_version(text)
     if v is None:

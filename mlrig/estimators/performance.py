@@ -94,9 +94,37 @@ def bandwidth_efficiency(gpu: GPU, engine: str) -> float:
         if gpu.memory_bandwidth_gb_s <= eff.UNIFIED_NARROW_MAX_GB_S:
             return narrow
         return two_die if gpu.memory_bandwidth_gb_s >= eff.UNIFIED_TWO_DIE_MIN_GB_S else wide
+    if engine in eff.LLAMA_CPP_SM_BOUND_ENGINES and memory_class == "hbm":
+        sm_bound = llama_cpp_sm_bound_fraction(gpu)
+        if sm_bound is not None:
+            return sm_bound
     fraction = eff.BW_EFF[engine][memory_class]
     capped = is_intel_arc(gpu) and engine.startswith(eff.INTEL_CAPPED_ENGINES)
     return min(fraction, eff.INTEL_GDDR_BW_EFF_CAP) if capped else fraction
+
+
+def sm_cycles_per_s(gpu: GPU) -> float | None:
+    """SMs x boost clock (SM-cycles per second) of an NVIDIA GPU, from its catalog FP32 peak = SMs x FP32 lanes
+    per SM x 2 x clock (efficiency.FP32_LANES_PER_SM, NVIDIA's whitepapers); None where either is unknown."""
+    if gpu.vendor != "NVIDIA" or not gpu.fp32_tflops:
+        return None
+    arch = str(gpu.architecture or "")
+    lanes = next((n for prefix, n in eff.FP32_LANES_PER_SM.items() if arch.startswith(prefix)), None)
+    return gpu.fp32_tflops * 1e12 / (2.0 * lanes) if lanes else None
+
+
+def llama_cpp_sm_bound_fraction(gpu: GPU) -> float | None:
+    """Fraction of peak bandwidth llama.cpp's CUDA mat-vecs reach at batch 1 on an NVIDIA HBM card: the DRAM roof
+    (BW_EFF["llama.cpp"]["gddr"] of the peak) and the SM roof (efficiency.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE x
+    SMs x clock, `sm_cycles_per_s`) combined as the roofline's p-norm of times (ROOFLINE_SMOOTHING_P). Derivation
+    and fit rows: efficiency.py, 1''. None where SMs x clock is unknown (BW_EFF's HBM figure applies)."""
+    cycles = sm_cycles_per_s(gpu)
+    if cycles is None:
+        return None
+    peak_b_s = gpu.memory_bandwidth_gb_s * 1e9
+    dram_s = 1.0 / (eff.BW_EFF["llama.cpp"]["gddr"] * peak_b_s)  # seconds per byte at each roof
+    sm_s = 1.0 / (eff.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * cycles)
+    return float(1.0 / (_p_norm(dram_s, sm_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
 
 
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
@@ -859,7 +887,8 @@ def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num)
     (`engines.decode_runs_eager`: `workload.cuda_graphs` false, or a step vLLM's or SGLang's capture does not cover:
     SGLang decodes a batch above its largest captured one eagerly, `engines.sglang_cuda_graph_max_bs`):
     `eager_kernels_per_layer` x efficiency.EAGER_HOST_S_PER_KERNEL for vLLM / SGLang / TGI on NVIDIA and AMD GPUs.
-    llama.cpp without its CUDA graphs (NVIDIA; `cuda_graphs` false, GGML_CUDA_DISABLE_GRAPHS=1) launches each
+    llama.cpp without its CUDA graphs (NVIDIA; `cuda_graphs` false, GGML_CUDA_DISABLE_GRAPHS=1, or a GPU below compute
+    capability 8.0, whose graphs the build turns off: `engines.llama_cpp_graphs_on_gpu`) launches each
     kernel as its builds before the graphs did: the per-layer time of "llama.cpp-2024" beyond the graph one's
     (efficiency.LAYER_OVERHEAD_S). 0 elsewhere (Intel GPUs: vLLM's and SGLang's XPU builds of the calibration rows
     capture no graphs either way, and their figures were fitted so)."""
@@ -869,7 +898,10 @@ def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num)
     if r.gpu.vendor not in ("NVIDIA", "AMD"):
         return 0.0
     if engine == "llama.cpp":
-        if w.cuda_graphs or r.gpu.vendor != "NVIDIA":
+        from mlrig.estimators.engines import llama_cpp_graphs_on_gpu
+
+        graphs = w.cuda_graphs and llama_cpp_graphs_on_gpu(r.gpu, w.engine_version)
+        if graphs or r.gpu.vendor != "NVIDIA":
             return 0.0
         return eff.LAYER_OVERHEAD_S["llama.cpp-2024"] - eff.LAYER_OVERHEAD_S["llama.cpp"]
     graph_max_bs = None
