@@ -89,12 +89,13 @@ def scope_label(figure: str, engine: str, memory_class: str) -> str:
 
 def plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
     """(engine label, memory class) of a plan with its defaults filled in. Inference: the engine
-    family (its dated builds and backends counted with it; the memory class already separates Apple).
+    family (its dated builds and backends counted with it, except llama.cpp's HIP build on AMD; the memory class already
+    separates Apple).
     Training: the method ("training-full", "training-lora", "training-qlora"). Worked out once per
-    (task, method, engine, precision, GPU class and memory type): what it reads of the plan and GPU."""
+    (task, method, engine and its version, precision, GPU class and memory type): what it reads of the plan and GPU."""
     w = plan.workload
     method = (plan.training.method if plan.training is not None else "full") if w.task != "inference" else None
-    key = (method, w.engine, w.precision, gpu.hardware_class, gpu.memory_type)
+    key = (method, w.engine, w.engine_version, w.precision, gpu.hardware_class, gpu.memory_type)
     found = _PLAN_SCOPES.get(key)
     if found is None:
         found = _plan_scope(plan, gpu)
@@ -116,8 +117,13 @@ def _plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
         return f"training-{method}", mclass
     from mlrig.estimators.engines import engine_family
 
-    family = engine_family(plan.workload.engine, plan.workload.precision or "", gpu)
+    family = engine_family(plan.workload.engine, plan.workload.precision or "", gpu, plan.workload.engine_version)
     base = family.split("-20")[0]  # "llama.cpp-2024", "trt-llm-2023": dated builds of one family
+    if base == "llama.cpp-hip":
+        # llama.cpp's HIP build on AMD GPUs is its own scope: ggml-cuda compiled for ROCm, with its own kernel
+        # choices (engines.llama_cpp_backend, efficiency.HIP_DP4A_MMQ_EFF), so its runs say nothing about how
+        # well the CUDA build is priced on an NVIDIA card of the same memory class, nor the other way round
+        return base, mclass
     return ("llama.cpp" if base.startswith("llama.cpp") else base), mclass
 
 
