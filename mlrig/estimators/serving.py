@@ -83,6 +83,7 @@ from mlrig.estimators.performance import (
     estimate_inference,
     prefill_pass,
     request_path_s,
+    vllm_chunked_iterations_extra_s,
 )
 from mlrig.results import Performance
 
@@ -1677,7 +1678,9 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     if n_requests <= pt.running or pt.requests_per_s <= 0:
         return pt
     ahead = min(math.ceil(n_requests / 2), pt.running)
-    wave = prefill_pass(r, ahead, prefill_tokens(w)).seconds
+    prompt = prefill_tokens(w)
+    # the first wave's prefill as a static batch has it, its chunk iterations' fixed costs included
+    wave = prefill_pass(r, ahead, prompt).seconds + float(vllm_chunked_iterations_extra_s(r, ahead, prompt))
     wait = wave + max(0.0, n_requests / 2.0 - pt.running) / pt.requests_per_s
     own = pt.ttft_s - pt.queue_s
     return replace(pt, ttft_s=own + wait, queue_s=wait)
