@@ -2254,8 +2254,10 @@ def chunk_paced_ttft_s(r: ResolvedPlan, n: int, others: int, t_f: float, budget:
     prompt = prefill_tokens(r.workload)
     dec_only, _ = _iteration(r, n, 0.0)
     room = max(1, budget - n)
-    k = max(1, math.ceil(n * prompt / room))
-    full_s = dec_only + min(room, n * prompt / k) * t_f
+    # a later round is the users' next requests, or what is left of the run's when fewer (its last, partial round)
+    later = min(n, max(1, (r.workload.num_requests or n) - n))
+    k = max(1, math.ceil(later * prompt / room))
+    full_s = dec_only + min(room, later * prompt / k) * t_f
     arrival_iteration_s = ((k - 1) * full_s + dec_only) / k
     return iteration_wait_s(r, arrival_iteration_s, others, closed_loop=True), math.ceil(prompt / room) * full_s
 
