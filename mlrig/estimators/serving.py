@@ -2220,7 +2220,7 @@ def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None
 
 def chunk_paced_rounds(w: WorkloadSpec, engine: str, budget: int | None) -> bool:
     """Whether a closed loop's later rounds arrive paced by the chunked-prefill budget: fixed lengths
-    (`lengths = "fixed"`), a stated `num_requests` (several rounds), decodes riding in the prompt chunks
+    (`lengths = "fixed"`), a stated `num_requests` above the users (several rounds), decodes riding in the prompt chunks
     (`decodes_ride_in_prefill_chunks`) and a round's prompts more than one iteration's budget.
 
     The opening round is a wave whose prompts go through the budget one chunk iteration after another, so
@@ -2232,7 +2232,7 @@ def chunk_paced_rounds(w: WorkloadSpec, engine: str, budget: int | None) -> bool
     spread, not waves (`closed_loop_wave_share`), but not Poisson either."""
     users = max(1, w.batch_size)
     return (w.lengths == "fixed" and decodes_ride_in_prefill_chunks(engine, budget) and budget is not None
-            and users * prefill_tokens(w) > budget and w.num_requests is not None)
+            and users * prefill_tokens(w) > budget and w.num_requests is not None and w.num_requests > users)
 
 
 def chunk_paced_ttft_s(r: ResolvedPlan, n: int, others: int, t_f: float, budget: int) -> tuple[float, float]:
