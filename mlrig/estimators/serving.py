@@ -924,6 +924,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
                                             others=users - 1 if rate is None else n - 1, closed_loop=rate is None,
                                             together=together)
     if rate is None and budget is not None and chunk_paced_rounds(w, r.engine or "", budget):
+        # the later rounds of a fixed-length loop arrive at the budget's pace, not as a Poisson trickle
         waiting, own = chunk_paced_ttft_s(r, n, users - 1, t_f, budget)
     dec_only += recompute_s_per_iter  # the preempted sequences' re-prefills stall the survivors' decodes
     request_s = own + out * step
@@ -1673,7 +1674,17 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     queueing terms (the M/D/1 prefill queue of Poisson arrivals, half an iteration) do not apply: a
     burst's waiting is this backlog, not a random queue. GPUStack's performance lab (GPUSTACK-* rows, 1,000
     ShareGPT or 500 random requests sent at once) shows the scale: Qwen3-32B on one A100 under vLLM 0.11
-    ran ~100 sequences at a time and its median TTFT was 106 s of a 242 s run."""
+    ran ~100 sequences at a time and its median TTFT was 106 s of a 242 s run.
+
+    The first wave's prefill is priced as the static burst of its requests is (`performance.static_inference`,
+    the one-wave branch of `serving_performance`): one pass of all its tokens plus, under vLLM's chunked prefill,
+    its further chunk iterations' fixed costs (`performance.vllm_chunked_iterations_extra_s`). Without them a
+    burst just past the cap was priced below a burst at the cap: LHLMI300X-0026 / -0029 (fit: vLLM 0.6.3 on 8x
+    MI300X, Llama-3.1-405B, V0's 512-token budget, 256 / 512 prompts of ~80 tokens, cap 256) measured 8.3 /
+    17.5 s, priced 12.5 / 6.3 s; now 12.5 / 13.0 s. LHLMI300X-0029 / -0032 / -0035 / -0071 (512-2,048 prompts)
+    -64 / -39 / -28 / -27 % -> -26 / -22 / -21 / -24 %; against: DSTACKCMP-0082 (1,000 prompts, 512-token budget
+    on 8x H100) +4 -> +20 %. Held out, checked only: DSTACK405B-0028 / -0031 / -0034 (the same MI300X setup,
+    512-2,048 prompts) -70 / -56 / -53 % -> -46 / -46 / -48 %."""
     w = r.workload
     if n_requests <= pt.running or pt.requests_per_s <= 0:
         return pt
@@ -2203,7 +2214,7 @@ def closed_loop_wave_share(w: WorkloadSpec, engine: str = "", budget: int | None
     and the wave's prompts take more than one iteration's budget, the members' first tokens come one chunk
     iteration after another and each then decodes at once: they end as spread as they started, the next
     round arrives spread out, and only the opening round of a stated `num_requests` is a wave, as with varied
-    lengths. DSTACKR1-0116 /
+    lengths, though not as a Poisson trickle: they arrive at the budget's pace (`chunk_paced_rounds`). DSTACKR1-0116 /
     -0119 / -0122 (vLLM with --enable-chunked-prefill on 8x H200, DeepSeek-R1, 128 / 64 / 32 users of fixed
     3,272-token prompts and 800 outputs, 500 requests) show it: median TTFT 988 / 761 / 642 ms, mean 6,284 /
     1,988 / 1,066 ms, the opening wave's members in the mean only; SGLang's prefill-first scheduler keeps
@@ -2238,19 +2249,25 @@ def chunk_paced_rounds(w: WorkloadSpec, engine: str, budget: int | None) -> bool
 def chunk_paced_ttft_s(r: ResolvedPlan, n: int, others: int, t_f: float, budget: int) -> tuple[float, float]:
     """(wait, own prefill) of a request of a round paced by the chunked-prefill budget (`chunk_paced_rounds`).
 
-    The opening round's n x P prompt tokens went through the budget's room (budget - n, beside the n decodes)
-    in k = ceil(n P / room) iterations carrying n P / k prompt tokens each (`full_s`: the decodes plus that
-    share, `t_f` per token); its first tokens left at the ends of those k iterations, and the next round
-    arrives with the same spacing, each group one iteration before the group's prefill runs. The request
-    arrives during an iteration (the closed loop's iteration wait, `iteration_wait_s`): a decode-only one for
-    the first of the k groups (the round's prefill has not started), a full one for the other k - 1, so the
-    mean of the two; its P tokens, with the rest of its group, then take ceil(P / room) full iterations, the
-    last sampling its first token. DSTACKR1-0116 / -0119 / -0122 (fit: vLLM 0.7.4 V0 with
-    --enable-chunked-prefill, budget 2,048, on 8x H200, DeepSeek-R1 FP8, 128 / 64 / 32 users of fixed 3,272-token
-    prompts, 1,984 of them from the prefix cache, 800 outputs, 500 requests; k = 86 / 42 / 21): median TTFT
-    988 / 761 / 642 ms; priced as a Poisson steady state (the prompts' rare arrivals into decode iterations)
-    281 / 241 / 205 ms, paced by the budget 445 / 426 / 399 ms. The rest is the chunk iterations' own time:
-    ~0.45 s measured (TTFT ~ two of them) against 0.22 s priced; not fitted here."""
+    A later round holds the users' next requests, or what is left of the run's when fewer (N - n of them in a
+    run of N < 2n requests: its last, partial round). Its m x P prompt tokens go through the budget's room
+    (budget - n, beside the n decodes) in k = ceil(m P / room) iterations carrying m P / k prompt tokens each
+    (`full_s`: the decode-only iteration plus that share at `t_f` per token, as `load_point` prices an
+    iteration); the round arrives with the spacing at which the previous one's first tokens left, each group
+    one iteration before the iteration that prefills it. The request arrives during an iteration (the closed
+    loop's iteration wait, `iteration_wait_s`): the decode-only one before the round's prefill starts for the
+    first of the k groups, a full one for the other k - 1, so their mean; its P tokens, with the rest of its
+    group, then take ceil(P / room) full iterations, the last sampling its first token. No factor.
+
+    DSTACKR1-0116 / -0119 / -0122 (fit: vLLM 0.7.4 V0 with --enable-chunked-prefill, budget 2,048, on 8x H200,
+    DeepSeek-R1 FP8, 128 / 64 / 32 users of fixed 3,272-token prompts, 1,984 of them from the prefix cache, 800
+    outputs, 500 requests; k = 86 / 42 / 21): median TTFT 988 / 761 / 642 ms (means 6,284 / 1,988 / 1,066 ms:
+    the opening waves). Priced as a Poisson steady state (rare prompts into decode iterations) they came to
+    281 / 241 / 205 ms; paced by the budget 445 / 417 / 381 ms. What is left is the chunk iterations' own time:
+    the measured medians are ~two iterations of ~0.45 s where one is priced at 0.22 s (V0 runs a step holding
+    a prompt eagerly; not fitted here). Held out, checked only: INFBENCHL4-0029 / -0038 (64 users of ~46-token
+    prompts over 100 requests, one later round of 36, k = 1) -39 / +8 % -> -35 / +8 %; with the later round
+    taken as a full one of 64 (k = 2), -0038 came to +50 %, which is how the partial round was noticed."""
     prompt = prefill_tokens(r.workload)
     dec_only, _ = _iteration(r, n, 0.0)
     room = max(1, budget - n)
