@@ -845,12 +845,13 @@ def chunked_burst_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> f
 
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
-               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0) -> LoadPoint:
+               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0, paced: bool = False) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `recompute_s_per_iter`: re-prefilling preempted
     sequences, spread over a closed loop's iterations (`lockstep_recompute_s`; 0 where none are preempted).
     `slots`: sequences the KV pool holds (None: unknown);
-    `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none)."""
+    `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none);
+    `paced`: a closed loop whose later rounds arrive at the budget's pace (`chunk_paced_rounds`)."""
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     alone = prefill_pass(r, 1, prompt)
@@ -923,7 +924,7 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
     waiting, own, dec_only = _admitted_ttft(r, n, lam, step, t_p, t_f, budget,
                                             others=users - 1 if rate is None else n - 1, closed_loop=rate is None,
                                             together=together)
-    if rate is None and budget is not None and chunk_paced_rounds(w, r.engine or "", budget):
+    if paced and rate is None and budget is not None:
         # the later rounds of a fixed-length loop arrive at the budget's pace, not as a Poisson trickle
         waiting, own = chunk_paced_ttft_s(r, n, users - 1, t_f, budget)
     dec_only += recompute_s_per_iter  # the preempted sequences' re-prefills stall the survivors' decodes
@@ -2405,7 +2406,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     else:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave)
+                        wave_weight=wave, paced=chunk_paced_rounds(w, s.engine, budget))
     if w.load != "rate" or not w.num_requests:
         ttft_band = None
     single = decode_step(r, 1, w.mean_decode_context)
@@ -2494,7 +2495,7 @@ def serving_curve(
         wave = closed_loop_wave_share(rc.workload, s.engine, budget)
         slots, recompute = pool_slots(rc, kv_capacity_tokens, s.engine, cap, wave)
         pt = load_point(rc, users=c, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave)
+                        wave_weight=wave, paced=chunk_paced_rounds(rc.workload, s.engine, budget))
         out.append(
             ServingPoint(
                 concurrency=c,
