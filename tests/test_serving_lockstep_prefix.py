@@ -129,7 +129,9 @@ def test_dstack_shared_prefix_rows_median_is_the_spread_loops() -> None:
         perf = evaluate(rows[rid].plan).performance
         assert perf is not None and perf.ttft_ms is not None
         assert perf.ttft_ms < 1000.0
-        assert perf.ttft_mean_ms is not None and perf.ttft_mean_ms > 1.3 * perf.ttft_ms  # the opening wave
+        # the opening wave (measured mean / median 6.4 / 2.6 / 1.7; the later rounds paced by the budget,
+        # `serving.chunk_paced_ttft_s`, have raised the median towards the measured one, so the ratio is lower)
+        assert perf.ttft_mean_ms is not None and perf.ttft_mean_ms > 1.2 * perf.ttft_ms
     perf = evaluate(rows["DSTACKR1-0115"].plan).performance
     assert perf is not None and perf.throughput_tok_s == pytest.approx(rows["DSTACKR1-0115"].value, rel=0.1)
     assert perf.tpot_ms == pytest.approx(rows["DSTACKR1-0117"].value, rel=0.15)
