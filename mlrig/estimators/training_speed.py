@@ -317,6 +317,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
+        if _engine_overlaps_all_to_all(plan.workload.engine):  # only what the computation cannot cover
+            ep_s = vec.maximum(0.0, ep_s - compute_s)
     bubble = pipeline_bubble(pp, micro, tr.virtual_pipeline_stages) if pp > 1 else 0.0
     busy = compute_s + tp_s + ep_s + qlora_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
@@ -1067,6 +1069,18 @@ def _engine_broadcasts_params(engine: str | None) -> bool:
     return any(e.startswith(n) for n in ALLREDUCE_BROADCAST_ZERO_ENGINES)
 
 
+# Engines whose pipeline schedule overlaps the expert-parallel all-to-all with computation: DeepSeek's HAI-LLM
+# with DualPipe, which pairs the forward and backward chunks of two micro-batches so that "both all-to-all and PP
+# communication can be fully hidden during execution" (DeepSeek-V3 technical report, arXiv 2412.19437,
+# sec. 3.2.1). The all-to-all then costs only the time by which it exceeds the step's computation.
+A2A_OVERLAP_ENGINES = ("hai-llm",)
+
+
+def _engine_overlaps_all_to_all(engine: str | None) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in A2A_OVERLAP_ENGINES)
+
+
 def all_to_all_passes(checkpointing: str) -> int:
     """Expert-parallel all-to-alls per MoE layer and micro-batch: dispatch and combine in forward and their
     mirror images in backward (Lepikhin et al. 2020, GShard), plus the forward's two again when full
@@ -1079,27 +1093,30 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     """Seconds per step of the expert-parallel all-to-alls on one GPU for `tokens` tokens of its step.
 
     Each token's hidden state goes to its top-k experts' ranks and back, `all_to_all_passes` times per MoE
-    layer; (ep - 1)/ep of it leaves the GPU. An EP group wider than a node (EP x TP > GPUs per node) sends
-    the share meant for other nodes through the GPU's network adapter when the plan names the network (one
-    adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route around
-    the adapters, every remote byte crosses one. A plan that names no network keeps the intra-node link for
-    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU, DeepSeek-V3's EP64 over 8
-    nodes would spend ~11 s a step in all-to-alls against ~6 s of compute, where its DualPipe schedule hides
-    them, arXiv 2412.19437 sec. 3.2.1: mlrig does not model that overlap). Each pass pays one link latency
-    per layer and micro-batch."""
+    layer (`all_to_all_bytes_per_token`); (ep - 1)/ep of it leaves the GPU. An EP group wider than a node
+    (EP x expert-TP > GPUs per node) sends the share meant for other nodes through the GPU's network adapter
+    (one adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route
+    around the adapters, every remote byte crosses one. A plan that names no network gets the adapter
+    NVIDIA's reference nodes carry per GPU (`default_scale_out_link`), not the intra-node link: a ring can
+    spread over all of a node's adapters, an all-to-all's remote bytes cannot. Each pass pays one link
+    latency per layer and micro-batch. Engines that overlap the all-to-all with computation
+    (`A2A_OVERLAP_ENGINES`) expose only what the compute does not cover (`training_speed`)."""
     arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
     assert tr is not None
     ep, pp = tr.expert_parallel, hw.pipeline_parallel
     if ep <= 1 or not arch.is_moe:
         return 0.0
     passes = all_to_all_passes(tr.checkpointing)
-    per_token = passes * arch.experts_per_token * arch.hidden_size * 2.0 * arch.num_moe_layers / pp
+    per_token = all_to_all_bytes_per_token(arch, tr.checkpointing) / pp
     named = _named_network(hw.interconnect)
     bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
     etp = r.plan.expert_tensor_parallel_size
     span = ep * etp  # GPUs of one EP group with its expert-tensor ranks (Megatron-Core: ETP defaults to TP)
-    if hw.nodes > 1 and span > hw.count and named is not None:
+    if hw.nodes > 1 and span > hw.count:
+        if named is None:  # the reference node's adapter per GPU, and its intra-node link for the rest
+            named = (None, default_scale_out_link(r.gpu))
+            bw, lat = _intra_node_link(r)
         nics, nic = named
         per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
         remote = 1.0 - max(1, hw.count // etp) / ep  # peers on other nodes
@@ -1107,6 +1124,35 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
         t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
         lat = max(lat, nic.latency_us)
     return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
+
+
+def all_to_all_bytes_per_token(arch: ModelArch, checkpointing: str) -> float:
+    """Bytes one token's expert-parallel all-to-alls move per step over the whole model (before the (ep-1)/ep
+    share that leaves the GPU and the split over pipeline stages): its bf16 hidden state (h x 2 B) once to
+    each of its top-k experts, `all_to_all_passes` times in every MoE layer (Megatron-Core's alltoall token
+    dispatcher permutes each token k times before the all-to-all, token_dispatcher.py
+    `MoEAlltoAllTokenDispatcher.token_permutation`; GShard, Lepikhin et al. 2020). Shared experts run
+    locally and move nothing."""
+    return (all_to_all_passes(checkpointing) * arch.experts_per_token * arch.hidden_size * 2.0
+            * arch.num_moe_layers)
+
+
+# The scale-out adapter per GPU of a multi-node plan that names no network: NVIDIA's reference nodes carry
+# one adapter per GPU, 200 Gb/s HDR InfiniBand on the DGX A100 (datasheet: "8x single-port Mellanox
+# ConnectX-6 VPI 200Gb/s HDR InfiniBand") and 400 Gb/s NDR from the DGX H100 on (datasheet: "8x single-port
+# ConnectX-7 VPI, 400Gb/s InfiniBand"); DeepSeek-V3's H800 nodes likewise have 8 x 400 Gb/s InfiniBand,
+# ~50 GB/s per GPU against ~160 GB/s NVLink (arXiv 2412.19437 sec. 3.2.2). GPUs released from 2022 (Hopper,
+# MI300, Blackwell) get NDR, older ones HDR.
+SCALE_OUT_NDR_FROM_YEAR = 2022
+
+
+def default_scale_out_link(gpu: GPU) -> Interconnect:
+    """The per-GPU network adapter assumed for cross-node traffic that cannot use a ring over all of a node's
+    adapters (the expert-parallel all-to-all) when the plan names no network (`SCALE_OUT_NDR_FROM_YEAR`)."""
+    from mlrig.catalog.interconnects import resolve_interconnect
+
+    year = gpu.release_year or 0
+    return resolve_interconnect("ib-ndr" if year >= SCALE_OUT_NDR_FROM_YEAR else "ib-hdr")
 
 
 def _intra_node_link(r: ResolvedPlan) -> tuple[float, float]:
