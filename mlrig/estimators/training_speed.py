@@ -294,6 +294,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     gbt = tr.global_batch_tokens or tokens_per_rank_step * dp * (4 * pp if pp > 1 else 1)
     micro = vec.maximum(1, vec.round_int(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
     compute_s = t_token * gbt / dp
+    if arch.is_moe and not dense_moe_experts(arch, plan):
+        # the routed experts' GEMMs cannot run faster than their weights stream from memory
+        # (`expert_weight_floor_s`): at a few tokens per expert and micro-batch they are memory-bound
+        t_experts = (lin_passes * float(pb.experts_routed_active) / (lin_eff * peak_lin * 1e12)
+                     / (tp * pp * cp) * tokens_per_rank_step)
+        floor = expert_weight_floor_s(r, tokens_per_rank_step, lin_passes, bw)
+        compute_s = compute_s + micro * vec.maximum(0.0, floor - t_experts)
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
     shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
@@ -1069,6 +1076,35 @@ def _engine_broadcasts_params(engine: str | None) -> bool:
     return any(e.startswith(n) for n in ALLREDUCE_BROADCAST_ZERO_ENGINES)
 
 
+def expert_weight_floor_s(r: ResolvedPlan, tokens_per_micro: Num, lin_passes: float, bw_bytes_s: float) -> Num:
+    """Least time the routed-expert GEMMs of one micro-batch take on one GPU: each GEMM pass (forward, input
+    gradient, weight gradient: `lin_passes` / 2 of them, 2 / 3 / 4 for LoRA / full / full + recompute) touches
+    every local expert weight the micro-batch routes a token to once, as bf16 (2 B; the weight gradient writes
+    one of the same size), at the training memory bandwidth `bw_bytes_s`: the roofline's memory side of a
+    grouped GEMM (Williams et al. 2009, "Roofline"). A GPU holds experts_routed / (pp x ep x etp) of the
+    routed parameters (Megatron-Core: experts split EP ways, each expert etp ways; without EP, etp = TP's
+    slice); a micro-batch of T tokens per rank (`tokens_per_micro` / (tp x cp) after sequence / context
+    parallelism) sends T x ep x etp tokens into the group that feeds them, touching
+    `experts_touched_fraction` of them. Dense-GEMM time already counts the weights once per GEMM (the
+    fitted efficiency); this floor only binds when tokens per expert are few (Qwen3-30B-A3B's 128 experts
+    top-8 at 2,048 tokens: ~128 per expert), the regime where grouped-GEMM MoE runs are weight-bandwidth
+    bound (MegaBlocks, Gale et al. 2022, arXiv 2211.15841, sec. 5: block-sparse expert GEMMs at low
+    arithmetic intensity)."""
+    arch, plan = r.arch, r.plan
+    tr, hw = plan.training, plan.hardware
+    assert tr is not None
+    if not arch.is_moe or arch.num_experts <= 0:
+        return 0.0
+    from mlrig.estimators.expert_parallel import experts_touched_fraction
+
+    ep, etp = tr.expert_parallel, plan.expert_tensor_parallel_size
+    tp, pp, cp = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel
+    local_params = float(arch.params().experts_routed) / (pp * ep * etp)
+    group_tokens = tokens_per_micro / (tp * cp) * ep * etp
+    touched = experts_touched_fraction(arch, group_tokens)
+    return lin_passes / 2.0 * 2.0 * local_params * touched / bw_bytes_s
+
+
 # Engines whose pipeline schedule overlaps the expert-parallel all-to-all with computation: DeepSeek's HAI-LLM
 # with DualPipe, which pairs the forward and backward chunks of two micro-batches so that "both all-to-all and PP
 # communication can be fully hidden during execution" (DeepSeek-V3 technical report, arXiv 2412.19437,
@@ -1141,18 +1177,18 @@ def all_to_all_bytes_per_token(arch: ModelArch, checkpointing: str) -> float:
 # one adapter per GPU, 200 Gb/s HDR InfiniBand on the DGX A100 (datasheet: "8x single-port Mellanox
 # ConnectX-6 VPI 200Gb/s HDR InfiniBand") and 400 Gb/s NDR from the DGX H100 on (datasheet: "8x single-port
 # ConnectX-7 VPI, 400Gb/s InfiniBand"); DeepSeek-V3's H800 nodes likewise have 8 x 400 Gb/s InfiniBand,
-# ~50 GB/s per GPU against ~160 GB/s NVLink (arXiv 2412.19437 sec. 3.2.2). GPUs released from 2022 (Hopper,
-# MI300, Blackwell) get NDR, older ones HDR.
-SCALE_OUT_NDR_FROM_YEAR = 2022
+# ~50 GB/s per GPU against ~160 GB/s NVLink (arXiv 2412.19437 sec. 3.2.2). Ampere and older architectures
+# (the A800 included: its nodes are DGX A100-class) get HDR, later ones (Hopper, Ada, Blackwell, MI300) NDR.
+HDR_ERA_ARCHITECTURES = ("ampere", "volta", "turing", "pascal", "maxwell", "kepler")
 
 
 def default_scale_out_link(gpu: GPU) -> Interconnect:
     """The per-GPU network adapter assumed for cross-node traffic that cannot use a ring over all of a node's
-    adapters (the expert-parallel all-to-all) when the plan names no network (`SCALE_OUT_NDR_FROM_YEAR`)."""
+    adapters (the expert-parallel all-to-all) when the plan names no network (`HDR_ERA_ARCHITECTURES`)."""
     from mlrig.catalog.interconnects import resolve_interconnect
 
-    year = gpu.release_year or 0
-    return resolve_interconnect("ib-ndr" if year >= SCALE_OUT_NDR_FROM_YEAR else "ib-hdr")
+    arch = (gpu.architecture or "").lower()
+    return resolve_interconnect("ib-hdr" if arch.startswith(HDR_ERA_ARCHITECTURES) else "ib-ndr")
 
 
 def _intra_node_link(r: ResolvedPlan) -> tuple[float, float]:
