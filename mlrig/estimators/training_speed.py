@@ -327,7 +327,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         if _engine_overlaps_all_to_all(plan.workload.engine):  # only what the computation cannot cover
             ep_s = vec.maximum(0.0, ep_s - compute_s)
     bubble = pipeline_bubble(pp, micro, tr.virtual_pipeline_stages) if pp > 1 else 0.0
-    busy = compute_s + tp_s + ep_s + qlora_s
+    # Megatron-Core's MoE layers wait on the host once per micro-batch (`eff.MOE_LAYER_HOST_SYNC_S`)
+    moe_sync_s: Num = (eff.MOE_LAYER_HOST_SYNC_S * arch.num_moe_layers / pp * micro
+                       if arch.is_moe and _engine_is_megatron_core(plan.workload.engine) else 0.0)
+    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else eff.TRAIN_MICROBATCH_OVERHEAD_S) * micro
@@ -1103,6 +1106,16 @@ def expert_weight_floor_s(r: ResolvedPlan, tokens_per_micro: Num, lin_passes: fl
     group_tokens = tokens_per_micro / (tp * cp) * ep * etp
     touched = experts_touched_fraction(arch, group_tokens)
     return lin_passes / 2.0 * 2.0 * local_params * touched / bw_bytes_s
+
+
+# Training engines built on Megatron-Core's MoE layer (its dropless token dispatcher): Megatron-LM and the
+# stacks that run it (NeMo, Pai-Megatron-Patch, ms-swift's `megatron sft`, all written `megatron`)
+MEGATRON_CORE_ENGINES = ("megatron", "nemo")
+
+
+def _engine_is_megatron_core(engine: str | None) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in MEGATRON_CORE_ENGINES)
 
 
 # Engines whose pipeline schedule overlaps the expert-parallel all-to-all with computation: DeepSeek's HAI-LLM
