@@ -226,7 +226,12 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
       `training.virtual_pipeline_stages` = v, the interleaved schedule: `pipeline_bubble`);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
-      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
+      experts; Lepikhin et al. 2020; across nodes through the GPU's network adapter, `expert_all_to_all_s`;
+      hidden behind computation under DualPipe, `A2A_OVERLAP_ENGINES`); the exposed data-parallel gradient
+      sync and offload traffic;
+    - MoE: the routed experts' GEMMs no faster than their weights stream from memory at few tokens per
+      expert (`expert_weight_floor_s`), and Megatron-Core's host synchronisation in every MoE layer and
+      micro-batch (`eff.MOE_LAYER_HOST_SYNC_S`).
 
     Surogate's C++/CUDA engine (`SUROGATE_ENGINES`) differs where its code does: cuDNN attention, no
     attention recompute under LoRA, fused element-wise kernels, no per-micro-batch launch cost."""
