@@ -1484,6 +1484,20 @@ TRAIN_ELEMENTWISE_PASSES_FUSED = 10.0
 # block; they matter only for small, fast steps (LoRA on small models), where rows disagree widely.
 TRAIN_STEP_OVERHEAD_S = 0.05
 TRAIN_MICROBATCH_OVERHEAD_S = 0.01
+# Megatron-Core's dropless MoE layer stops the host once per forward (and recomputed forward): the token
+# dispatcher copies the tokens-per-expert counts to the CPU and synchronises to size the all-to-all and the
+# grouped GEMM (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher: the
+# `tokens_per_expert` / `input_splits` device-to-host copy and stream synchronisation before the
+# all-to-all); after it the GPU idles until the host has launched the layer's next kernels, so the CPU time
+# of the MoE layer's many small kernels (router, top-k, permutation, grouped GEMM, unpermutation) is no
+# longer hidden behind the GPU ("CPU device-to-host synchronizations in MoE layers induce large kernel launch
+# latencies", AMD, "MoE Training Best Practices on AMD GPUs", ROCm blog 2025-12-16; Megatron-Core's remedies
+# are DeepEP's / Primus' sync-free paths, --moe-pad-expert-input-to-capacity and CUDA graphs). Seconds per
+# MoE layer and micro-batch on a GPU (forward + backward), fitted on XTUNERMOE-0001..0009 (Qwen3-235B-A22B
+# on 256 H800, Pai-Megatron-Patch): the step time's squared relative error over the nine is least at 4 ms
+# (their micro-batch-1 rows ran 1.2-2x longer than their computation priced: 4-9 ms per MoE layer and
+# micro-batch unaccounted for). Holdout rows (MOEZOO, SWIFTMEG) took no part.
+MOE_LAYER_HOST_SYNC_S = 0.004
 # bitsandbytes' NF4 de-quantisation kernel reaches this fraction of TRAIN_BW_EFF's bandwidth. Weakly
 # constrained: over the 31 QLoRA speed rows (FSDPQLORA-*, M-torchtune-*, AXOLOTL-*) the median error
 # is 23-24 % anywhere from 0.3 to 1.0 (p90 91 % at 0.3, 111 % at 0.5, 133 % at 1.0); 0.5 is the middle.

@@ -1482,13 +1482,14 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # Expert parallelism: each EP rank holds num_experts / ep routed experts (Megatron-Core MoE;
     # Lepikhin et al. 2020, GShard); everything else is replicated across EP ranks.
     expert_share = 1.0
-    if ep > 1:
-        if not arch.is_moe:
-            notes.append("expert_parallel ignored: the model has no routed experts")
-        else:
-            # expert tensor parallelism below TP (Megatron-Core parallel folding, e.g.
-            # --expert-tensor-parallel-size 1): each expert is split etp ways, not tp ways
-            expert_share = (n_total - pb.experts_routed + pb.experts_routed * tp / (ep * etp)) / n_total
+    if ep > 1 and not arch.is_moe:
+        notes.append("expert_parallel ignored: the model has no routed experts")
+    elif (ep > 1 or etp != tp) and arch.is_moe:
+        # expert tensor parallelism other than TP (Megatron-Core parallel folding, e.g.
+        # --expert-tensor-parallel-size 1): each expert is split etp ways, not tp ways (at EP 1 too: ETP 1
+        # under TP 2 keeps every expert whole on both TP ranks)
+        expert_share = (n_total - pb.experts_routed + pb.experts_routed * tp / (ep * etp)) / n_total
+        if ep > 1:
             notes.append(f"expert parallel {ep}: {arch.num_experts // ep if arch.num_experts else '?'} routed "
                          "experts per GPU; their weights, gradients and optimizer states split")
 

@@ -226,7 +226,12 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       not overlapped; the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
       `training.virtual_pipeline_stages` = v, the interleaved schedule: `pipeline_bubble`);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
-      experts; Lepikhin et al. 2020); the exposed data-parallel gradient sync and offload traffic.
+      experts; Lepikhin et al. 2020; across nodes through the GPU's network adapter, `expert_all_to_all_s`;
+      hidden behind computation under DualPipe, `A2A_OVERLAP_ENGINES`); the exposed data-parallel gradient
+      sync and offload traffic;
+    - MoE: the routed experts' GEMMs no faster than their weights stream from memory at few tokens per
+      expert (`expert_weight_floor_s`), and Megatron-Core's host synchronisation in every MoE layer and
+      micro-batch (`eff.MOE_LAYER_HOST_SYNC_S`).
 
     Surogate's C++/CUDA engine (`SUROGATE_ENGINES`) differs where its code does: cuDNN attention, no
     attention recompute under LoRA, fused element-wise kernels, no per-micro-batch launch cost."""
@@ -294,6 +299,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     gbt = tr.global_batch_tokens or tokens_per_rank_step * dp * (4 * pp if pp > 1 else 1)
     micro = vec.maximum(1, vec.round_int(gbt / (tokens_per_rank_step * dp)))  # micro-batches per step per rank
     compute_s = t_token * gbt / dp
+    if arch.is_moe and not dense_moe_experts(arch, plan):
+        # the routed experts' GEMMs cannot run faster than their weights stream from memory
+        # (`expert_weight_floor_s`): at a few tokens per expert and micro-batch they are memory-bound
+        t_experts = (lin_passes * float(pb.experts_routed_active) / (lin_eff * peak_lin * 1e12)
+                     / (tp * pp * cp) * tokens_per_rank_step)
+        floor = expert_weight_floor_s(r, tokens_per_rank_step, lin_passes, bw)
+        compute_s = compute_s + micro * vec.maximum(0.0, floor - t_experts)
     # optimizer step over the trainable parameters this GPU holds (ZeRO shards them over dp x cp)
     trainable = pb.total if tr.method == "full" else _adapter_params(arch, tr.lora_rank, tr.lora_targets)
     shard = tp * pp * (dp * cp if tr.zero_stage >= 1 else 1)
@@ -317,8 +329,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
+        if _engine_overlaps_all_to_all(plan.workload.engine):  # only what the computation cannot cover
+            ep_s = vec.maximum(0.0, ep_s - compute_s)
     bubble = pipeline_bubble(pp, micro, tr.virtual_pipeline_stages) if pp > 1 else 0.0
-    busy = compute_s + tp_s + ep_s + qlora_s
+    # Megatron-Core's MoE layers wait on the host once per micro-batch (`eff.MOE_LAYER_HOST_SYNC_S`)
+    moe_sync_s: Num = (eff.MOE_LAYER_HOST_SYNC_S * arch.num_moe_layers / pp * micro
+                       if arch.is_moe and _engine_is_megatron_core(plan.workload.engine) else 0.0)
+    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
     step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else eff.TRAIN_MICROBATCH_OVERHEAD_S) * micro
@@ -1067,6 +1084,57 @@ def _engine_broadcasts_params(engine: str | None) -> bool:
     return any(e.startswith(n) for n in ALLREDUCE_BROADCAST_ZERO_ENGINES)
 
 
+def expert_weight_floor_s(r: ResolvedPlan, tokens_per_micro: Num, lin_passes: float, bw_bytes_s: float) -> Num:
+    """Least time the routed-expert GEMMs of one micro-batch take on one GPU: each GEMM pass (forward, input
+    gradient, weight gradient: `lin_passes` / 2 of them, 2 / 3 / 4 for LoRA / full / full + recompute) touches
+    every local expert weight the micro-batch routes a token to once, as bf16 (2 B; the weight gradient writes
+    one of the same size), at the training memory bandwidth `bw_bytes_s`: the roofline's memory side of a
+    grouped GEMM (Williams et al. 2009, "Roofline"). A GPU holds experts_routed / (pp x ep x etp) of the
+    routed parameters (Megatron-Core: experts split EP ways, each expert etp ways; without EP, etp = TP's
+    slice); a micro-batch of T tokens per rank (`tokens_per_micro` / (tp x cp) after sequence / context
+    parallelism) sends T x ep x etp tokens into the group that feeds them, touching
+    `experts_touched_fraction` of them. Dense-GEMM time already counts the weights once per GEMM (the
+    fitted efficiency); this floor only binds when tokens per expert are few (Qwen3-30B-A3B's 128 experts
+    top-8 at 2,048 tokens: ~128 per expert), the regime where grouped-GEMM MoE runs are weight-bandwidth
+    bound (MegaBlocks, Gale et al. 2022, arXiv 2211.15841, sec. 5: block-sparse expert GEMMs at low
+    arithmetic intensity)."""
+    arch, plan = r.arch, r.plan
+    tr, hw = plan.training, plan.hardware
+    assert tr is not None
+    if not arch.is_moe or arch.num_experts <= 0:
+        return 0.0
+    from mlrig.estimators.expert_parallel import experts_touched_fraction
+
+    ep, etp = tr.expert_parallel, plan.expert_tensor_parallel_size
+    tp, pp, cp = hw.tensor_parallel, hw.pipeline_parallel, tr.context_parallel
+    local_params = float(arch.params().experts_routed) / (pp * ep * etp)
+    group_tokens = tokens_per_micro / (tp * cp) * ep * etp
+    touched = experts_touched_fraction(arch, group_tokens)
+    return lin_passes / 2.0 * 2.0 * local_params * touched / bw_bytes_s
+
+
+# Training engines built on Megatron-Core's MoE layer (its dropless token dispatcher): Megatron-LM and the
+# stacks that run it (NeMo, Pai-Megatron-Patch, ms-swift's `megatron sft`, all written `megatron`)
+MEGATRON_CORE_ENGINES = ("megatron", "nemo")
+
+
+def _engine_is_megatron_core(engine: str | None) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in MEGATRON_CORE_ENGINES)
+
+
+# Engines whose pipeline schedule overlaps the expert-parallel all-to-all with computation: DeepSeek's HAI-LLM
+# with DualPipe, which pairs the forward and backward chunks of two micro-batches so that "both all-to-all and PP
+# communication can be fully hidden during execution" (DeepSeek-V3 technical report, arXiv 2412.19437,
+# sec. 3.2.1). The all-to-all then costs only the time by which it exceeds the step's computation.
+A2A_OVERLAP_ENGINES = ("hai-llm",)
+
+
+def _engine_overlaps_all_to_all(engine: str | None) -> bool:
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in A2A_OVERLAP_ENGINES)
+
+
 def all_to_all_passes(checkpointing: str) -> int:
     """Expert-parallel all-to-alls per MoE layer and micro-batch: dispatch and combine in forward and their
     mirror images in backward (Lepikhin et al. 2020, GShard), plus the forward's two again when full
@@ -1079,27 +1147,30 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
     """Seconds per step of the expert-parallel all-to-alls on one GPU for `tokens` tokens of its step.
 
     Each token's hidden state goes to its top-k experts' ranks and back, `all_to_all_passes` times per MoE
-    layer; (ep - 1)/ep of it leaves the GPU. An EP group wider than a node (EP x TP > GPUs per node) sends
-    the share meant for other nodes through the GPU's network adapter when the plan names the network (one
-    adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route around
-    the adapters, every remote byte crosses one. A plan that names no network keeps the intra-node link for
-    all of it, as `data_parallel_link` does (with one 400 Gb/s adapter per GPU, DeepSeek-V3's EP64 over 8
-    nodes would spend ~11 s a step in all-to-alls against ~6 s of compute, where its DualPipe schedule hides
-    them, arXiv 2412.19437 sec. 3.2.1: mlrig does not model that overlap). Each pass pays one link latency
-    per layer and micro-batch."""
+    layer (`all_to_all_bytes_per_token`); (ep - 1)/ep of it leaves the GPU. An EP group wider than a node
+    (EP x expert-TP > GPUs per node) sends the share meant for other nodes through the GPU's network adapter
+    (one adapter per GPU, or "4x roce-100g" for four per node): unlike a ring, an all-to-all cannot route
+    around the adapters, every remote byte crosses one. A plan that names no network gets the adapter
+    NVIDIA's reference nodes carry per GPU (`default_scale_out_link`), not the intra-node link: a ring can
+    spread over all of a node's adapters, an all-to-all's remote bytes cannot. Each pass pays one link
+    latency per layer and micro-batch. Engines that overlap the all-to-all with computation
+    (`A2A_OVERLAP_ENGINES`) expose only what the compute does not cover (`training_speed`)."""
     arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
     assert tr is not None
     ep, pp = tr.expert_parallel, hw.pipeline_parallel
     if ep <= 1 or not arch.is_moe:
         return 0.0
     passes = all_to_all_passes(tr.checkpointing)
-    per_token = passes * arch.experts_per_token * arch.hidden_size * 2.0 * arch.num_moe_layers / pp
+    per_token = all_to_all_bytes_per_token(arch, tr.checkpointing) / pp
     named = _named_network(hw.interconnect)
     bw, lat = _intra_node_link(r) if (named is not None and hw.nodes > 1) else _dp_link(r)
     t_local = per_token * tokens * (ep - 1) / ep / (bw * 1e9)
     etp = r.plan.expert_tensor_parallel_size
     span = ep * etp  # GPUs of one EP group with its expert-tensor ranks (Megatron-Core: ETP defaults to TP)
-    if hw.nodes > 1 and span > hw.count and named is not None:
+    if hw.nodes > 1 and span > hw.count:
+        if named is None:  # the reference node's adapter per GPU, and its intra-node link for the rest
+            named = (None, default_scale_out_link(r.gpu))
+            bw, lat = _intra_node_link(r)
         nics, nic = named
         per_gpu = nic.bandwidth_gb_s * (nics or hw.count) / hw.count
         remote = 1.0 - max(1, hw.count // etp) / ep  # peers on other nodes
@@ -1107,6 +1178,35 @@ def expert_all_to_all_s(r: ResolvedPlan, tokens: Num, micro: Num) -> Num:
         t_local = vec.maximum(near, per_token * tokens * remote / (per_gpu * 1e9))
         lat = max(lat, nic.latency_us)
     return t_local + passes * arch.num_moe_layers / pp * micro * lat * 1e-6
+
+
+def all_to_all_bytes_per_token(arch: ModelArch, checkpointing: str) -> float:
+    """Bytes one token's expert-parallel all-to-alls move per step over the whole model (before the (ep-1)/ep
+    share that leaves the GPU and the split over pipeline stages): its bf16 hidden state (h x 2 B) once to
+    each of its top-k experts, `all_to_all_passes` times in every MoE layer (Megatron-Core's alltoall token
+    dispatcher permutes each token k times before the all-to-all, token_dispatcher.py
+    `MoEAlltoAllTokenDispatcher.token_permutation`; GShard, Lepikhin et al. 2020). Shared experts run
+    locally and move nothing."""
+    return (all_to_all_passes(checkpointing) * arch.experts_per_token * arch.hidden_size * 2.0
+            * arch.num_moe_layers)
+
+
+# The scale-out adapter per GPU of a multi-node plan that names no network: NVIDIA's reference nodes carry
+# one adapter per GPU, 200 Gb/s HDR InfiniBand on the DGX A100 (datasheet: "8x single-port Mellanox
+# ConnectX-6 VPI 200Gb/s HDR InfiniBand") and 400 Gb/s NDR from the DGX H100 on (datasheet: "8x single-port
+# ConnectX-7 VPI, 400Gb/s InfiniBand"); DeepSeek-V3's H800 nodes likewise have 8 x 400 Gb/s InfiniBand,
+# ~50 GB/s per GPU against ~160 GB/s NVLink (arXiv 2412.19437 sec. 3.2.2). Ampere and older architectures
+# (the A800 included: its nodes are DGX A100-class) get HDR, later ones (Hopper, Ada, Blackwell, MI300) NDR.
+HDR_ERA_ARCHITECTURES = ("ampere", "volta", "turing", "pascal", "maxwell", "kepler")
+
+
+def default_scale_out_link(gpu: GPU) -> Interconnect:
+    """The per-GPU network adapter assumed for cross-node traffic that cannot use a ring over all of a node's
+    adapters (the expert-parallel all-to-all) when the plan names no network (`HDR_ERA_ARCHITECTURES`)."""
+    from mlrig.catalog.interconnects import resolve_interconnect
+
+    arch = (gpu.architecture or "").lower()
+    return resolve_interconnect("ib-hdr" if arch.startswith(HDR_ERA_ARCHITECTURES) else "ib-ndr")
 
 
 def _intra_node_link(r: ResolvedPlan) -> tuple[float, float]:
