@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
+from mlrig.estimators.engines import llama_cpp_front_end, runs_llama_cpp
 from mlrig.results import PlanResult
 from mlrig.workload import Plan
 
@@ -255,17 +256,15 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
 
         fam = w.engine.lower() if w.engine else ""
         # ollama, LM Studio and llamafile run llama.cpp: its current build is what they are priced as
-        runs_llama_cpp = fam.startswith(("ollama", "lmstudio", "lm-studio", "lm studio", "llamafile"))
         current = next((v for k, v in CURRENT.items() if fam.startswith(k.split(".")[0])), None)
-        if runs_llama_cpp:
+        if llama_cpp_front_end(fam):
             notes.append(f"no engine_version given: {w.engine}'s current release assumed, its kernels priced as "
                          f"llama.cpp's current build (~{CURRENT['llama.cpp']}); pass --engine-version for older "
                          "behaviour")
         elif current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
-    if w.engine and w.engine.lower().startswith(("llama", "ollama", "lmstudio", "lm-studio", "lm studio", "gguf")) \
-            and gpu.hardware_class == "amd":
+    if runs_llama_cpp(w.engine) and gpu.hardware_class == "amd":
         from mlrig.estimators.engines import llama_cpp_backend
 
         if llama_cpp_backend(gpu, w.engine_version) == "hip":
@@ -275,7 +274,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     # (mlrig/estimators/replicas.py); none given: the model spans a node's GPUs, and the nodes by pipeline
     # llama.cpp: --tp 1 alone still splits layers (its --split-mode layer default); replicas need --pp given
     assert w.engine is not None
-    llama = w.engine.lower().startswith(("llama", "ollama"))
+    llama = runs_llama_cpp(w.engine)
     layout_given = bool(({"pipeline_parallel"} if llama else {"tensor_parallel", "pipeline_parallel"})
                         & hw.model_fields_set)
     if hw.count > 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and not layout_given:
@@ -306,7 +305,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             notes.append(f"{w.engine}: tensor parallelism over the {hw.count} GPUs{per_node}{pipeline} assumed, one "
                          f"copy of the model; pass --tp/--pp to change (--tp 1: {hw.count * hw.nodes} data-parallel "
                          "replicas, vLLM --data-parallel-size; more throughput where one GPU holds the model)")
-    if w.engine and w.engine.lower().startswith("llama") and hw.tensor_parallel > 1:
+    if runs_llama_cpp(w.engine) and hw.tensor_parallel > 1:
         notes.append(LLAMA_CPP_TP_NOTE)
     return p.model_copy(update={"workload": w, "hardware": hw}), notes
 
@@ -415,7 +414,7 @@ def replicas_hint(user: Plan, result: PlanResult, arch: ModelArch, gpu: GPU) -> 
     hw, w, engine = user.hardware, user.workload, (result.engine or "").lower()
     if (w.task != "inference" or (result.data_parallel_replicas or 1) > 1 or hw.nodes > 1 or hw.count < 2
             or {"tensor_parallel", "pipeline_parallel"} & hw.model_fields_set or hw.expert_parallel > 1
-            or not engine or engine.startswith(("llama", "ollama"))):
+            or not engine or runs_llama_cpp(engine)):
         return None
     now = result.performance
     for tp in (k for k in range(1, hw.count) if hw.count % k == 0):
@@ -737,10 +736,10 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
         notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
                      f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
     if w.task == "inference" and w.gpu_memory_utilization is not None:
-        from mlrig.estimators.memory import _MODELLED, LLAMA_CPP_NAMES
+        from mlrig.estimators.memory import _MODELLED
 
         engine = (w.engine or "").lower()
-        if engine in LLAMA_CPP_NAMES or engine in _MODELLED:
+        if runs_llama_cpp(engine) or engine in _MODELLED:
             # a note, not an error: `compare --engine vllm --engine llama.cpp --gpu-memory-utilization 0.95`
             # is a fair question, and only the serving engines' rows take the reservation
             notes.append(f"gpu_memory_utilization has no effect on {w.engine}: it allocates what it needs (weights, "
