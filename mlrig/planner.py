@@ -404,13 +404,21 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     return result
 
 
+# replicas_hint's smallest throughput gain worth suggesting where the figure's scope is not validated: about the
+# median error of the validated serving-throughput scopes (vLLM 8-12%, TensorRT-LLM 8%, LMDeploy 6%; README)
+REPLICAS_HINT_MIN_GAIN = 0.10
+
+
 def replicas_hint(user: Plan, result: PlanResult, arch: ModelArch, gpu: GPU) -> str | None:
     """`mlrig plan`'s note (its human and markdown views; each figure of `result` stays what every command
     gives) when a serving engine took TP over all the node's GPUs by default (`with_defaults`) and fewer GPUs
     hold the model: the smallest such TP, the rest data-parallel replicas, and what that layout gives at this
     load, shown where it serves more output tokens/s. vLLM's guidance ("Parallelism and Scaling": if the model
     fits on a single GPU, distributed inference is probably unnecessary; add GPUs until the model fits) and
-    its Data Parallel Deployment run the copies that fit side by side."""
+    its Data Parallel Deployment run the copies that fit side by side. Shown only where the replicas' gain is
+    clear: above the median error of this throughput figure's validation scope (`result.validation`; 8% for vLLM
+    on GDDR cards), REPLICAS_HINT_MIN_GAIN where the scope is not validated; a smaller gain is one the model
+    cannot tell from a tie, not worth running N servers for."""
     hw, w, engine = user.hardware, user.workload, (result.engine or "").lower()
     if (w.task != "inference" or (result.data_parallel_replicas or 1) > 1 or hw.nodes > 1 or hw.count < 2
             or {"tensor_parallel", "pipeline_parallel"} & hw.model_fields_set or hw.expert_parallel > 1
@@ -426,12 +434,19 @@ def replicas_hint(user: Plan, result: PlanResult, arch: ModelArch, gpu: GPU) -> 
         perf = other.performance
         if not other.fits or perf is None:
             continue
-        if now is None or (perf.throughput_tok_s or 0.0) <= (now.throughput_tok_s or 0.0):
+        if now is None or not now.throughput_tok_s:
+            return None
+        gain = (perf.throughput_tok_s or 0.0) / now.throughput_tok_s - 1
+        scope = result.validation.get("throughput_tok_s")
+        margin = scope.median_error if scope is not None and scope.validated and scope.median_error is not None \
+            else REPLICAS_HINT_MIN_GAIN
+        if gain <= margin:
             return None
         return (f"the model fits on {tp} GPU{'s' if tp > 1 else ''}: --tp {tp} runs {hw.count // tp} data-parallel "
                 f"replicas (vLLM --data-parallel-size; its advice: the fewest GPUs that hold the model) for "
-                f"{perf.throughput_tok_s:,.0f} output tok/s at this load against {now.throughput_tok_s or 0:,.0f}, "
-                f"decode {perf.decode_tok_s or 0:,.0f} tok/s per sequence against {now.decode_tok_s or 0:,.0f}")
+                f"{perf.throughput_tok_s:,.0f} output tok/s at this load against {now.throughput_tok_s:,.0f} "
+                f"(+{gain:.0%}, beyond the figure's {margin:.0%} median error), decode {perf.decode_tok_s or 0:,.0f} "
+                f"tok/s per sequence against {now.decode_tok_s or 0:,.0f}")
     return None
 
 
