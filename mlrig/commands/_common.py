@@ -478,6 +478,24 @@ def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
     return "bands: " + ", ".join(parts) if parts else None
 
 
+def reserves_pool(capacity_gib: float, per_gpu_gib: float, headroom_gib: float) -> bool:
+    """Whether a memory result is a serving engine's whole reservation (vLLM, SGLang, TRT-LLM, ... take
+    gpu_memory_utilization x the card and fill what the weights leave with KV cache): its per-GPU figure is then the
+    reservation and its headroom the KV pool beyond one sequence, not free memory (memory.estimate_memory)."""
+    return abs(capacity_gib - per_gpu_gib - headroom_gib) > 0.01
+
+
+def reservation_caption(pooled_engines: Sequence[str], headroom_column: bool) -> str | None:
+    """One line for a table with rows of serving engines that reserve memory (`reserves_pool`): why a 1B model
+    'takes' 21.6 GiB of a 24 GiB card there. None when no row does."""
+    if not pooled_engines:
+        return None
+    names = " / ".join(sorted(set(pooled_engines)))
+    return (f"{names}: GiB is the engine's reservation (gpu_memory_utilization x memory; what the weights leave is "
+            "KV cache), not the model's need" + ("; headroom: that KV pool beyond one sequence" if headroom_column
+                                                 else ""))
+
+
 def seq_len_caption(notes: list[list[str]]) -> str | None:
     """One line for a table of training plans priced at the default sequence length (planner.seq_len_note):
     the length(s) assumed and the flag; None when every plan gave its own."""

@@ -158,7 +158,15 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     from rich import box
     from rich.table import Table
 
-    from mlrig.commands._common import SHORT_BOUND, band_caption, console, seq_len_caption, zero_default_caption
+    from mlrig.commands._common import (
+        SHORT_BOUND,
+        band_caption,
+        console,
+        reservation_caption,
+        reserves_pool,
+        seq_len_caption,
+        zero_default_caption,
+    )
 
     title = " · ".join([model, *(x[0] for x in fixed)])
     training = is_training(rows)
@@ -203,7 +211,10 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
     notes = [r["result"].get("notes") or [] for r in rows]
-    captions = [band_caption(bands, rate_runs), seq_len_caption(notes), zero_default_caption(notes)]
+    pooled = [r["result"].get("engine") or "" for r in rows if (m := r["result"].get("memory"))
+              and reserves_pool(m["gpu_capacity_gib"], m["per_gpu_gib"], m["headroom_gib"])]
+    captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
+                seq_len_caption(notes), zero_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
     con = console()
     con.print(table)
