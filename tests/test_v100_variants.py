@@ -30,3 +30,11 @@ def test_v100_sxm_is_not_taken_as_sxm3() -> None:
                                            ("H100 SXM", "h100-sxm-80gb")])
 def test_nvidia_smi_and_board_names_still_resolve(name: str, gid: str) -> None:
     assert resolve_gpu(name).id == gid
+
+
+def test_an_unknown_gpu_names_gpu_spec_as_the_fix() -> None:
+    from mlrig.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError) as e:
+        resolve_gpu("GTX 1080 Ti")  # not in the catalog
+    assert "--gpu-spec memory_gib=" in str(e.value) and "mlrig gpus --search" in str(e.value)

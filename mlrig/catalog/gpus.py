@@ -281,6 +281,12 @@ PREFERRED_VARIANTS: tuple[str, ...] = (
 _SAME_MEMORY_REL = 0.03  # variants whose capacities differ by less than this "do not change" a fit answer
 
 
+# The fix an unknown GPU's error names: the catalog, or the card's own figures (GpuSpec) where a plan is priced
+UNKNOWN_GPU_HINT = ("list the catalog with `mlrig gpus --search TEXT`; for a card it lacks, give its figures in "
+                    "place of --gpu: --gpu-spec memory_gib=<GiB>,bandwidth_gb_s=<GB/s>,fp16_tflops=<TFLOPS> with "
+                    "plan, fit, compare or serve, or a plan file's [hardware.gpu_spec]")
+
+
 def resolve_gpu(name: str) -> GPU:
     """Find the catalog entry a user, shop or `nvidia-smi` name refers to.
 
@@ -343,8 +349,7 @@ def resolve_gpu(name: str) -> GPU:
             pass
         else:
             raise MlrigError(f"GPU {name!r} holds a count: give --gpu '{rest}' -n {n} (hardware.count = {n})")
-    raise UnknownNameError("GPU", name, _candidates(idx, qs, name),
-                           "list the catalog with `mlrig gpus --search TEXT`")
+    raise UnknownNameError("GPU", name, _candidates(idx, qs, name), UNKNOWN_GPU_HINT)
 
 
 _COUNT_RE = re.compile(r"^\s*(\d{1,5})\s*(?:x|×|\*)\s*(\S.*)$", re.IGNORECASE)
