@@ -31,3 +31,14 @@ def test_fit_says_what_its_headroom_column_is_for_vllm_rows() -> None:
     out = CliRunner().invoke(app, ["fit", "qwen2.5-0.5b", "--gpu", "RTX 3090", "--engine", "vllm"], env=WIDE)
     assert out.exit_code == 0, out.output
     assert "headroom: that KV pool beyond one sequence" in " ".join(out.output.split())  # the caption wraps
+
+
+def test_markdown_says_it_too() -> None:
+    plan = CliRunner().invoke(app, ["plan", "qwen2.5-0.5b", "--gpu", "RTX 3090", "--engine", "vllm", "--markdown"])
+    assert plan.exit_code == 0 and "the engine's reservation, +" in plan.output
+    llama = CliRunner().invoke(app, ["plan", "qwen2.5-0.5b", "--gpu", "RTX 3090", "--engine", "llama.cpp",
+                                     "--markdown"])
+    assert llama.exit_code == 0 and "reservation" not in llama.output
+    compare = CliRunner().invoke(app, ["compare", "qwen2.5-0.5b", "--gpu", "RTX 3090", "--gpu", "RTX 4090",
+                                       "--engine", "vllm", "--markdown"])
+    assert compare.exit_code == 0 and "vllm: GiB is the engine's reservation" in compare.output
