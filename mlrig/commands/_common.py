@@ -438,7 +438,7 @@ def band_kind(band: float, validation: Any) -> str:
     if v.get("validated"):
         rows = int(v.get("rows") or 0)
         if small_scope(rows) and band > (v.get("p90_error") or 0.0) + 0.0005:
-            return f"default band: {rows} runs"
+            return f"default band: only {rows} runs in its scope"
         return "p90"
     if v.get("nearest_p90_error") is not None and band <= v["nearest_p90_error"] + 0.0005:
         return "p90 of nearest scope"
