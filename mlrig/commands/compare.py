@@ -84,6 +84,9 @@ def compare_cmd(
         model = f"{model} · {method[0]}"
     if count and count > 1:  # so is the GPU count, and the figures are per GPU of it
         model = f"{model} · {count} GPUs"
+    # no --gpu: every row ran on the default GPU, which neither the title nor a row names; say which (once)
+    assumed = None if gpu else next((n for r in rows for n in (r["result"].get("notes") or [])
+                                     if n.startswith("no GPU given")), None)
     if as_json:
         print_json(rows)
     elif markdown:
@@ -91,8 +94,12 @@ def compare_cmd(
 
         fixed = [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v]
         typer.echo(compare_markdown(" · ".join([model, *(x[0] for x in fixed)]), rows, training=is_training(rows)))
+        if assumed:
+            typer.echo(f"\nnote: {assumed}")
     else:
         _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v])
+        if assumed:
+            typer.echo(f"note: {assumed}")
     if failed:
         raise typer.Exit(1)
 
