@@ -37,3 +37,12 @@ def test_a_front_end_is_sized_split_and_priced_as_llama_cpp(front_end: str) -> N
     assert got.performance.decode_tok_s == ref.performance.decode_tok_s
     assert any("splits layers" in n for n in got.notes)
     assert any("priced as llama.cpp's current build" in n for n in got.notes)
+
+
+def test_the_web_pages_offer_the_engines_the_planner_names() -> None:
+    pytest.importorskip("fastapi")
+    from mlrig.estimators.engines import ENGINE_NAMES
+    from mlrig.web.pages import ENGINES
+
+    assert [e.strip() for e in ENGINE_NAMES.split(",")] == ENGINES
+    assert {"lm-studio", "llamafile", "koboldcpp"} <= set(ENGINES)
