@@ -23,3 +23,10 @@ def test_compare_with_a_gpu_says_nothing_of_it() -> None:
     assert out.exit_code == 0 and "no GPU given" not in out.output
     as_json = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "-q", "q4_k_m", "-q", "q8_0", "--json"])
     json.loads(as_json.output)  # --json stays pure JSON (the note is in each row's notes)
+
+
+def test_a_row_error_is_printed_whole() -> None:
+    # rich read '[hardware.gpu_spec]' in an unknown GPU's error as markup and dropped it
+    out = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "-g", "RTX 4090", "-g", "NoSuchGPU"], env=WIDE)
+    assert out.exit_code == 1
+    assert "[hardware.gpu_spec]" in out.output

@@ -163,6 +163,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
 
 def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     from mlrig.commands._common import (
@@ -197,7 +198,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         if res.get("error"):
             table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
                           *["—"] * len(speed_cols), "—")
-            errors.append(f"[red]{r['variant']}:[/] {res['error']}")
+            errors.append(f"[red]{escape(r['variant'])}:[/] {escape(res['error'])}")  # '[hardware.gpu_spec]' is text
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
         bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
