@@ -485,6 +485,18 @@ def reserves_pool(capacity_gib: float, per_gpu_gib: float, headroom_gib: float) 
     return abs(capacity_gib - per_gpu_gib - headroom_gib) > 0.01
 
 
+def pooled_engines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The engines of the results (`--json` dicts) whose memory figure is a reservation (`reserves_pool`)."""
+    out = []
+    for res in results:
+        m = res.get("memory") or {}
+        cap, used, room = m.get("gpu_capacity_gib"), m.get("per_gpu_gib"), m.get("headroom_gib")
+        if (isinstance(cap, int | float) and isinstance(used, int | float) and isinstance(room, int | float)
+                and reserves_pool(cap, used, room)):
+            out.append(res.get("engine") or "")
+    return out
+
+
 def reservation_caption(pooled_engines: Sequence[str], headroom_column: bool) -> str | None:
     """One line for a table with rows of serving engines that reserve memory (`reserves_pool`): why a 1B model
     'takes' 21.6 GiB of a 24 GiB card there. None when no row does."""

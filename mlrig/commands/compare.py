@@ -170,8 +170,8 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         SHORT_BOUND,
         band_caption,
         console,
+        pooled_engines,
         reservation_caption,
-        reserves_pool,
         seq_len_caption,
         zero_default_caption,
     )
@@ -219,8 +219,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
     notes = [r["result"].get("notes") or [] for r in rows]
-    pooled = [r["result"].get("engine") or "" for r in rows if (m := r["result"].get("memory"))
-              and reserves_pool(m["gpu_capacity_gib"], m["per_gpu_gib"], m["headroom_gib"])]
+    pooled = pooled_engines([r["result"] for r in rows])
     captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
                 seq_len_caption(notes), zero_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
