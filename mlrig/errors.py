@@ -35,8 +35,10 @@ class UnknownNameError(MlrigError):
 class AmbiguousNameError(MlrigError):
     """A name that matches several catalog entries equally well."""
 
-    def __init__(self, kind: str, name: str, candidates: list[str], typed: list[str] | None = None) -> None:
-        """`typed`: names the user can give instead, one per candidate (a GPU's "M2 Max 64GB")."""
+    def __init__(self, kind: str, name: str, candidates: list[str], typed: list[str] | None = None,
+                 described: list[str] | None = None) -> None:
+        """`typed`: names the user can give instead, one per candidate (a GPU's "M2 Max 64GB"); `described`: each
+        candidate's id with its full name, listed when there is no shorter spelling to offer."""
         self.kind = kind
         self.name = name
         self.candidates = candidates
@@ -44,7 +46,8 @@ class AmbiguousNameError(MlrigError):
             super().__init__(f"ambiguous {kind} {name!r}: {len(candidates)} variants ({', '.join(candidates)}) whose "
                              f"memory differs, so the answer does; give one: {', '.join(repr(t) for t in typed)}")
         else:
-            super().__init__(f"ambiguous {kind} {name!r}: matches {', '.join(candidates)}; pick one")
+            super().__init__(f"ambiguous {kind} {name!r}: matches {', '.join(described or candidates)}; "
+                             "give one of these ids")
 
 
 def closest(name: str, choices: Iterable[str], n: int = 5) -> list[str]:

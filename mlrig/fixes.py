@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from mlrig.estimators.engines import runs_llama_cpp
+
 if TYPE_CHECKING:
     from mlrig.catalog.gpus import GPU
     from mlrig.catalog.models import ModelArch
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
 GGUF_LADDER = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k")
 SERVING_LADDER = ("fp8", "int8", "awq")
 ANY_LADDER = ("fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
-LLAMA_CPP = ("llama.cpp", "llamacpp", "ollama")
 
 
 class Fix(BaseModel):
@@ -116,7 +117,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
     if inference:
         engine = (result.engine or "").lower()
         given = w.engine is not None
-        ladder = GGUF_LADDER if engine in LLAMA_CPP else SERVING_LADDER if given else ANY_LADDER
+        ladder = GGUF_LADDER if runs_llama_cpp(engine) else SERVING_LADDER if given else ANY_LADDER
         bits = quant.bits_per_weight(result.precision or w.precision)
         first(*((f"precision {result.precision} -> {q}", f"--precision {q}",
                  f"{quant.bits_per_weight(q):.1f} bits per weight instead of {bits:.1f}",
@@ -124,7 +125,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
                 for q in ladder if quant.bits_per_weight(q) < bits))
         kv = w.kv_cache_precision or quant.default_kv_precision(result.precision or w.precision)
         if quant.kv_bytes_per_element(kv) >= 1.5:  # a 16/32-bit cache
-            kv8 = "q8_0" if engine in LLAMA_CPP else "fp8"
+            kv8 = "q8_0" if runs_llama_cpp(engine) else "fp8"
             first((f"KV cache {kv} -> {kv8}", f"--kv-precision {kv8}", "half the KV-cache bytes per token",
                    {"workload__kv_cache_precision": kv8}))
         ctx = _round_tokens(lims.get("max_context_tokens") or 0)
@@ -137,7 +138,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
         batch = lims.get("max_batch_size") or 0
         if 0 < batch < w.batch_size:
             first((f"batch {w.batch_size} -> {batch}", f"--batch {batch}", None, {"workload__batch_size": batch}))
-        if engine in LLAMA_CPP and w.gpu_layers is None and not unified:
+        if runs_llama_cpp(engine) and w.gpu_layers is None and not unified:
             _offload_layers(plan, arch, gpu, fixes, attempt)
     elif t is not None:
         sharding = n_gpus > 1 and t.zero_stage < 3  # a higher ZeRO stage keeps the job as asked: listed first
@@ -179,7 +180,7 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
             # (planner.with_defaults): the model spans the added GPUs, along the axis llama.cpp / a serving engine
             # widens by default (layers / TP), the other axis as given
             hw = plan.hardware
-            llama = (w.engine or "").lower().startswith(("llama", "ollama"))
+            llama = runs_llama_cpp(w.engine)
             other = hw.tensor_parallel if llama else hw.pipeline_parallel
             key, flag = ("pipeline_parallel", "--pp") if llama else ("tensor_parallel", "--tp")
             changes[f"hardware__{key}"] = max(1, more // other)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from mlrig.catalog.gpus import GPU
 from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
+from mlrig.estimators.engines import llama_cpp_front_end, runs_llama_cpp
 from mlrig.results import PlanResult
 from mlrig.workload import Plan
 
@@ -255,17 +256,15 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
 
         fam = w.engine.lower() if w.engine else ""
         # ollama, LM Studio and llamafile run llama.cpp: its current build is what they are priced as
-        runs_llama_cpp = fam.startswith(("ollama", "lmstudio", "lm-studio", "lm studio", "llamafile"))
         current = next((v for k, v in CURRENT.items() if fam.startswith(k.split(".")[0])), None)
-        if runs_llama_cpp:
+        if llama_cpp_front_end(fam):
             notes.append(f"no engine_version given: {w.engine}'s current release assumed, its kernels priced as "
                          f"llama.cpp's current build (~{CURRENT['llama.cpp']}); pass --engine-version for older "
                          "behaviour")
         elif current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
-    if w.engine and w.engine.lower().startswith(("llama", "ollama", "lmstudio", "lm-studio", "lm studio", "gguf")) \
-            and gpu.hardware_class == "amd":
+    if runs_llama_cpp(w.engine) and gpu.hardware_class == "amd":
         from mlrig.estimators.engines import llama_cpp_backend
 
         if llama_cpp_backend(gpu, w.engine_version) == "hip":
@@ -275,7 +274,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
     # (mlrig/estimators/replicas.py); none given: the model spans a node's GPUs, and the nodes by pipeline
     # llama.cpp: --tp 1 alone still splits layers (its --split-mode layer default); replicas need --pp given
     assert w.engine is not None
-    llama = w.engine.lower().startswith(("llama", "ollama"))
+    llama = runs_llama_cpp(w.engine)
     layout_given = bool(({"pipeline_parallel"} if llama else {"tensor_parallel", "pipeline_parallel"})
                         & hw.model_fields_set)
     if hw.count > 1 and hw.tensor_parallel == 1 and hw.pipeline_parallel == 1 and not layout_given:
@@ -306,7 +305,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             notes.append(f"{w.engine}: tensor parallelism over the {hw.count} GPUs{per_node}{pipeline} assumed, one "
                          f"copy of the model; pass --tp/--pp to change (--tp 1: {hw.count * hw.nodes} data-parallel "
                          "replicas, vLLM --data-parallel-size; more throughput where one GPU holds the model)")
-    if w.engine and w.engine.lower().startswith("llama") and hw.tensor_parallel > 1:
+    if runs_llama_cpp(w.engine) and hw.tensor_parallel > 1:
         notes.append(LLAMA_CPP_TP_NOTE)
     return p.model_copy(update={"workload": w, "hardware": hw}), notes
 
@@ -405,17 +404,25 @@ def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu:
     return result
 
 
+# replicas_hint's smallest throughput gain worth suggesting where the figure's scope is not validated: about the
+# median error of the validated serving-throughput scopes (vLLM 8-12%, TensorRT-LLM 8%, LMDeploy 6%; README)
+REPLICAS_HINT_MIN_GAIN = 0.10
+
+
 def replicas_hint(user: Plan, result: PlanResult, arch: ModelArch, gpu: GPU) -> str | None:
     """`mlrig plan`'s note (its human and markdown views; each figure of `result` stays what every command
     gives) when a serving engine took TP over all the node's GPUs by default (`with_defaults`) and fewer GPUs
     hold the model: the smallest such TP, the rest data-parallel replicas, and what that layout gives at this
     load, shown where it serves more output tokens/s. vLLM's guidance ("Parallelism and Scaling": if the model
     fits on a single GPU, distributed inference is probably unnecessary; add GPUs until the model fits) and
-    its Data Parallel Deployment run the copies that fit side by side."""
+    its Data Parallel Deployment run the copies that fit side by side. Shown only where the replicas' gain is
+    clear: above the median error of this throughput figure's validation scope (`result.validation`; 8% for vLLM
+    on GDDR cards), REPLICAS_HINT_MIN_GAIN where the scope is not validated; a smaller gain is one the model
+    cannot tell from a tie, not worth running N servers for."""
     hw, w, engine = user.hardware, user.workload, (result.engine or "").lower()
     if (w.task != "inference" or (result.data_parallel_replicas or 1) > 1 or hw.nodes > 1 or hw.count < 2
             or {"tensor_parallel", "pipeline_parallel"} & hw.model_fields_set or hw.expert_parallel > 1
-            or not engine or engine.startswith(("llama", "ollama"))):
+            or not engine or runs_llama_cpp(engine)):
         return None
     now = result.performance
     for tp in (k for k in range(1, hw.count) if hw.count % k == 0):
@@ -427,12 +434,19 @@ def replicas_hint(user: Plan, result: PlanResult, arch: ModelArch, gpu: GPU) -> 
         perf = other.performance
         if not other.fits or perf is None:
             continue
-        if now is None or (perf.throughput_tok_s or 0.0) <= (now.throughput_tok_s or 0.0):
+        if now is None or not now.throughput_tok_s:
+            return None
+        gain = (perf.throughput_tok_s or 0.0) / now.throughput_tok_s - 1
+        scope = result.validation.get("throughput_tok_s")
+        margin = scope.median_error if scope is not None and scope.validated and scope.median_error is not None \
+            else REPLICAS_HINT_MIN_GAIN
+        if gain <= margin:
             return None
         return (f"the model fits on {tp} GPU{'s' if tp > 1 else ''}: --tp {tp} runs {hw.count // tp} data-parallel "
                 f"replicas (vLLM --data-parallel-size; its advice: the fewest GPUs that hold the model) for "
-                f"{perf.throughput_tok_s:,.0f} output tok/s at this load against {now.throughput_tok_s or 0:,.0f}, "
-                f"decode {perf.decode_tok_s or 0:,.0f} tok/s per sequence against {now.decode_tok_s or 0:,.0f}")
+                f"{perf.throughput_tok_s:,.0f} output tok/s at this load against {now.throughput_tok_s:,.0f} "
+                f"(+{gain:.0%}, beyond the figure's {margin:.0%} median error), decode {perf.decode_tok_s or 0:,.0f} "
+                f"tok/s per sequence against {now.decode_tok_s or 0:,.0f}")
     return None
 
 
@@ -737,10 +751,10 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
         notes.append(f"context {ctx:,} is above the model's maximum {limit:,}: it needs rope scaling "
                      f"x{factor:.3g} (e.g. YaRN / --rope-scaling); quality beyond {limit:,} is not guaranteed")
     if w.task == "inference" and w.gpu_memory_utilization is not None:
-        from mlrig.estimators.memory import _MODELLED, LLAMA_CPP_NAMES
+        from mlrig.estimators.memory import _MODELLED
 
         engine = (w.engine or "").lower()
-        if engine in LLAMA_CPP_NAMES or engine in _MODELLED:
+        if runs_llama_cpp(engine) or engine in _MODELLED:
             # a note, not an error: `compare --engine vllm --engine llama.cpp --gpu-memory-utilization 0.95`
             # is a fair question, and only the serving engines' rows take the reservation
             notes.append(f"gpu_memory_utilization has no effect on {w.engine}: it allocates what it needs (weights, "

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from mlrig.errors import MlrigError
+from mlrig.errors import MlrigError, closest
 
 if TYPE_CHECKING:
     from mlrig.catalog.arch import ModelArch
@@ -284,7 +284,9 @@ def normalise_precision(precision: str) -> str:
             raise MlrigError("EXL2 needs its bits per weight: write exl2-4.65 (or the rate of your download)")
         shown = [k for k in SCHEMES if not k.startswith("exl2-") and not _MLX_RE.fullmatch(k)
                  and not _INT4_GROUP_RE.fullmatch(k)]
-        raise MlrigError(f"unknown precision {precision!r}; use one of: {', '.join(shown)}, exl2-<bpw>, "
+        near = closest(p, [*shown, *_ALIASES], n=4)
+        guess = f"did you mean {', '.join(dict.fromkeys(_ALIASES.get(n, n) for n in near))}? " if near else ""
+        raise MlrigError(f"unknown precision {precision!r}; {guess}use one of: {', '.join(shown)}, exl2-<bpw>, "
                          "mlx-<bits>bit-g<32|128>, int4-g<32|64|128|256>")
     return p
 

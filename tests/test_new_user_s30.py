@@ -187,13 +187,13 @@ def test_band_kind() -> None:
 
     small = {"validated": True, "rows": 5, "p90_error": 0.02, "scope": "s"}
     large = {"validated": True, "rows": 93, "p90_error": 0.2, "scope": "s"}
-    assert band_kind(0.2, small) == "default band: 5 runs"
+    assert band_kind(0.2, small) == "default band: only 5 runs in its scope"
     assert band_kind(0.2, large) == "p90"
     assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.3}) == "p90 of nearest scope"
     assert band_kind(0.3, {"validated": False, "nearest_p90_error": 0.1}) == "default band: not validated"
     assert band_kind(0.2, "not validated") == "default band: not validated"  # a hand-written result's oddity
     caption = band_caption([({"decode_tok_s": 0.2}, {"decode_tok_s": small})])
-    assert caption is not None and "p90" not in caption and "default band: 5 runs" in caption
+    assert caption is not None and "p90" not in caption and "default band: only 5 runs in its scope" in caption
 
 
 # ---- the user stories, one command each (USER-STORIES.md)

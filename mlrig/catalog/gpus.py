@@ -104,8 +104,8 @@ _NOISE = frozenset({
     "generation", "tensor", "core", "edition", "founders", "fe", "the", "r", "tm", "instinct", "habana",
     "accelerator", "with",
 })
-_SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "pci": "pcie", "pcie4": "pcie", "pcie5": "pcie",
-             "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "max+": "max", "pro": "pro"}
+_SYNONYMS = {"sxm4": "sxm", "sxm5": "sxm", "sxm2": "sxm2", "sxm3": "sxm3", "pci": "pcie", "pcie4": "pcie",
+             "pcie5": "pcie", "laptop": "laptop", "mobile": "laptop", "notebook": "laptop", "max+": "max", "pro": "pro"}
 
 
 # Compiled once: the index tokenises every spelling in the catalog (~860) on the first lookup.
@@ -122,8 +122,8 @@ def _tokens(name: str) -> tuple[str, ...]:
     """Normalise a GPU name to identity tokens.
 
     Lower-case; '76-core' -> '76c'; '24 GB'/'24G'/'24GiB' -> '24gb'; punctuation -> spaces;
-    SXM4/SXM5 -> sxm; letters and digits split ('rtx4090' -> rtx 4090, '3090ti' -> 3090 ti,
-    'MI300X' -> mi 300 x); vendor and filler words dropped.
+    SXM4/SXM5 -> sxm (SXM2/SXM3 kept: two V100 boards); letters and digits split ('rtx4090' -> rtx 4090,
+    '3090ti' -> 3090 ti, 'MI300X' -> mi 300 x); vendor and filler words dropped.
     """
     s = name.lower()
     # replacement functions, not r"\1gb" templates: re expands a template in Python on every call
@@ -148,6 +148,8 @@ def _tokens(name: str) -> tuple[str, ...]:
 _WORD_TOKENS: dict[str, tuple[str, ...]] = {}
 _WORD_CACHE_MAX = 4096
 _WHOLE_TOKENS = frozenset(_SYNONYMS.values())
+# SXM board generations kept apart (V100 came as SXM2 and SXM3; A100/H100 have one, folded into "sxm")
+_SXM_GENERATIONS = frozenset({"sxm2", "sxm3"})
 
 
 def _word_tokens(word: str) -> tuple[str, ...]:
@@ -183,7 +185,10 @@ class _Index:
                 self.exact.setdefault(tuple(sorted(toks)), set()).add(gid)
                 vs.append(frozenset(toks))
             self.variants[gid] = vs
-            self.union[gid] = frozenset().union(*vs)
+            union = frozenset().union(*vs)
+            # "V100 SXM" names both V100 boards (SXM2 16/32 GB, SXM3 32 GB): plain "sxm" is a candidate's token
+            # too, so the lookup lists them instead of missing SXM2 (and taking SXM3 as the only "sxm")
+            self.union[gid] = union | {"sxm"} if union & _SXM_GENERATIONS else union
 
     def __contains__(self, gid: str) -> bool:
         return gid in self._entries
@@ -276,6 +281,12 @@ PREFERRED_VARIANTS: tuple[str, ...] = (
 _SAME_MEMORY_REL = 0.03  # variants whose capacities differ by less than this "do not change" a fit answer
 
 
+# The fix an unknown GPU's error names: the catalog, or the card's own figures (GpuSpec) where a plan is priced
+UNKNOWN_GPU_HINT = ("list the catalog with `mlrig gpus --search TEXT`; for a card it lacks, give its figures in "
+                    "place of --gpu: --gpu-spec memory_gib=<GiB>,bandwidth_gb_s=<GB/s>,fp16_tflops=<TFLOPS> with "
+                    "plan, fit, compare or serve, or a plan file's [hardware.gpu_spec]")
+
+
 def resolve_gpu(name: str) -> GPU:
     """Find the catalog entry a user, shop or `nvidia-smi` name refers to.
 
@@ -325,7 +336,8 @@ def resolve_gpu(name: str) -> GPU:
         if chosen is not None:
             return chosen.model_copy(update={"resolution_notes": [
                 _variant_note(name, chosen, [idx.gpu(w) for w in winners if w != chosen.id])]})
-        raise AmbiguousNameError("GPU", name, winners, _memory_spellings(name, [idx.gpu(w) for w in winners]))
+        raise AmbiguousNameError("GPU", name, winners, _memory_spellings(name, [idx.gpu(w) for w in winners]),
+                                 described=[f"{w} ({idx.names[w]})" for w in winners])
     counted = split_gpu_count(name)
     if counted is not None:  # '8x A100 80GB': a count and a GPU, where a plan takes the count apart
         n, rest = counted
@@ -337,8 +349,7 @@ def resolve_gpu(name: str) -> GPU:
             pass
         else:
             raise MlrigError(f"GPU {name!r} holds a count: give --gpu '{rest}' -n {n} (hardware.count = {n})")
-    raise UnknownNameError("GPU", name, _candidates(idx, qs, name),
-                           "list the catalog with `mlrig gpus --search TEXT`")
+    raise UnknownNameError("GPU", name, _candidates(idx, qs, name), UNKNOWN_GPU_HINT)
 
 
 _COUNT_RE = re.compile(r"^\s*(\d{1,5})\s*(?:x|×|\*)\s*(\S.*)$", re.IGNORECASE)

@@ -291,6 +291,42 @@ def _repo_format(name: str) -> tuple[str, str | None, str] | None:
     return None
 
 
+# An ollama library tag: 'llama3.1:70b', 'qwen2.5:32b-instruct-q8_0', 'mixtral:8x7b'. A size tag alone is the
+# Q4_K_M build (ollama.com/library/llama3.1/tags: '8b' is the same download as '8b-instruct-q4_K_M'); a quant
+# at the tag's end ('-q8_0', '-fp16') chooses another.
+_OLLAMA_TAG_RE = re.compile(r"(?P<family>[a-z][\w.-]*):(?P<size>\d+(?:\.\d+)?[bm]|\d+x\d+b)(?:-(?P<rest>[\w.-]+))?",
+                            re.I)
+OLLAMA_DEFAULT_QUANT = "q4_k_m"
+
+
+def _from_ollama_tag(name: str) -> ModelArch | None:
+    """An ollama library tag read as its catalog architecture with the tag's quant as the weights' precision
+    (Q4_K_M for a size tag alone), with a note; None when `name` is no such tag or its model is not in the
+    catalog."""
+    from mlrig import quant
+
+    m = _OLLAMA_TAG_RE.fullmatch(name.strip())
+    if m is None:
+        return None
+    rest = (m["rest"] or "").lower().replace("fp16", "f16")
+    qm = _GGUF_QUANT_RE.search(rest) if rest else None
+    variant = (rest[: qm.start()] if qm else rest).strip("-_.")  # 'a3b' of 'qwen3:30b-a3b-q8_0'
+    arch = None
+    for key in ([f"{m['family']}:{m['size']}-{variant}"] if variant else []) + [f"{m['family']}:{m['size']}"]:
+        arch, _ = _lookup(key)  # 'qwen3:30b-a3b' names qwen3-30b-a3b; 'llama3.1:8b-instruct-q8_0' llama-3.1-8b
+        if arch is not None:
+            break
+    if arch is None:
+        return None
+    precision = quant.normalise_precision(qm.group(1) if qm else OLLAMA_DEFAULT_QUANT)
+    arch = arch.detached_copy()
+    arch.weight_format = precision
+    how = "the quant its tag names" if qm else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose"
+    arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as an ollama library tag: "
+                      f"weights {precision} ({how}); pass --engine ollama for ollama's own defaults")
+    return arch
+
+
 def _from_repo_name(name: str) -> ModelArch | None:
     """A quantised re-upload ('TheBloke/Llama-2-7B-Chat-GPTQ', 'unsloth/...-bnb-4bit', 'mlx-community/...-4bit',
     'bartowski/...-GGUF:Q4_K_M', a '...-Q4_K_M.gguf' file name) read offline as its catalog base
@@ -328,6 +364,9 @@ def resolve_model(name_or_path: str) -> ModelArch:
         from mlrig.catalog.readers import load_model_path
 
         return load_model_path(p)
+    tagged = _from_ollama_tag(name)
+    if tagged is not None:
+        return tagged
     arch, note = _lookup(name)
     if arch is not None:
         arch = arch.detached_copy()

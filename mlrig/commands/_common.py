@@ -136,7 +136,7 @@ PrecisionOpt = Annotated[str | None, typer.Option(
 KvPrecisionOpt = Annotated[str | None, typer.Option("--kv-precision", help="KV-cache dtype (default: compute dtype)")]
 EngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="vllm | sglang | trt-llm | lmdeploy | tgi | llama.cpp | ollama | mlx | transformers | "
-    "exllamav2 | mlc | gpt-fast | tinychat")]
+    "exllamav2 | mlc | gpt-fast | tinychat; lm-studio, llamafile and koboldcpp run as llama.cpp")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
 PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--prompt"))]
@@ -439,7 +439,7 @@ def band_kind(band: float, validation: Any) -> str:
     if v.get("validated"):
         rows = int(v.get("rows") or 0)
         if small_scope(rows) and band > (v.get("p90_error") or 0.0) + 0.0005:
-            return f"default band: {rows} runs"
+            return f"default band: only {rows} runs in its scope"
         return "p90"
     if v.get("nearest_p90_error") is not None and band <= v["nearest_p90_error"] + 0.0005:
         return "p90 of nearest scope"
@@ -477,6 +477,36 @@ def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
     if overload:
         parts.append(f"TTFT {overload_band_text(overload)} (a rate near or past capacity)")
     return "bands: " + ", ".join(parts) if parts else None
+
+
+def reserves_pool(capacity_gib: float, per_gpu_gib: float, headroom_gib: float) -> bool:
+    """Whether a memory result is a serving engine's whole reservation (vLLM, SGLang, TRT-LLM, ... take
+    gpu_memory_utilization x the card and fill what the weights leave with KV cache): its per-GPU figure is then the
+    reservation and its headroom the KV pool beyond one sequence, not free memory (memory.estimate_memory)."""
+    return abs(capacity_gib - per_gpu_gib - headroom_gib) > 0.01
+
+
+def pooled_engines(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The engines of the results (`--json` dicts) whose memory figure is a reservation (`reserves_pool`)."""
+    out = []
+    for res in results:
+        m = res.get("memory") or {}
+        cap, used, room = m.get("gpu_capacity_gib"), m.get("per_gpu_gib"), m.get("headroom_gib")
+        if (isinstance(cap, int | float) and isinstance(used, int | float) and isinstance(room, int | float)
+                and reserves_pool(cap, used, room)):
+            out.append(res.get("engine") or "")
+    return out
+
+
+def reservation_caption(pooled_engines: Sequence[str], headroom_column: bool) -> str | None:
+    """One line for a table with rows of serving engines that reserve memory (`reserves_pool`): why a 1B model
+    'takes' 21.6 GiB of a 24 GiB card there. None when no row does."""
+    if not pooled_engines:
+        return None
+    names = " / ".join(sorted(set(pooled_engines)))
+    return (f"{names}: GiB is the engine's reservation (gpu_memory_utilization x memory; what the weights leave is "
+            "KV cache), not the model's need" + ("; headroom: that KV pool beyond one sequence" if headroom_column
+                                                 else ""))
 
 
 def seq_len_caption(notes: list[list[str]]) -> str | None:

@@ -84,6 +84,9 @@ def compare_cmd(
         model = f"{model} · {method[0]}"
     if count and count > 1:  # so is the GPU count, and the figures are per GPU of it
         model = f"{model} · {count} GPUs"
+    # no --gpu: every row ran on the default GPU, which neither the title nor a row names; say which (once)
+    assumed = None if gpu else next((n for r in rows for n in (r["result"].get("notes") or [])
+                                     if n.startswith("no GPU given")), None)
     if as_json:
         print_json(rows)
     elif markdown:
@@ -91,8 +94,12 @@ def compare_cmd(
 
         fixed = [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v]
         typer.echo(compare_markdown(" · ".join([model, *(x[0] for x in fixed)]), rows, training=is_training(rows)))
+        if assumed:
+            typer.echo(f"\nnote: {assumed}")
     else:
         _render(model, rows, [x for x, v in zip((gpu, precision, engine), varying[:3], strict=True) if x and not v])
+        if assumed:
+            typer.echo(f"note: {assumed}")
     if failed:
         raise typer.Exit(1)
 
@@ -156,9 +163,18 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
 
 def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
-    from mlrig.commands._common import SHORT_BOUND, band_caption, console, seq_len_caption, zero_default_caption
+    from mlrig.commands._common import (
+        SHORT_BOUND,
+        band_caption,
+        console,
+        pooled_engines,
+        reservation_caption,
+        seq_len_caption,
+        zero_default_caption,
+    )
 
     title = " · ".join([model, *(x[0] for x in fixed)])
     training = is_training(rows)
@@ -182,7 +198,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         if res.get("error"):
             table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
                           *["—"] * len(speed_cols), "—")
-            errors.append(f"[red]{r['variant']}:[/] {res['error']}")
+            errors.append(f"[red]{escape(r['variant'])}:[/] {escape(res['error'])}")  # '[hardware.gpu_spec]' is text
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
         bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
@@ -203,7 +219,9 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
         )
     notes = [r["result"].get("notes") or [] for r in rows]
-    captions = [band_caption(bands, rate_runs), seq_len_caption(notes), zero_default_caption(notes)]
+    pooled = pooled_engines([r["result"] for r in rows])
+    captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
+                seq_len_caption(notes), zero_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
     con = console()
     con.print(table)

@@ -28,6 +28,8 @@ from mlrig.commands._common import (
     band_caption,
     fmt_num,
     narrow_table,
+    reservation_caption,
+    reserves_pool,
     seq_len_caption,
     setup_options,
     workload_fields,
@@ -284,7 +286,10 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
         if mixed and varies["model"]:
             t.caption += f" on {' or '.join(engines)} (GGUF precisions on llama.cpp)"
     notes = [r["result"].notes or [] for r in rows]
-    extras = [seq_len_caption(notes), zero_default_caption(notes), left_out] if training else []
+    pooled = [r["result"].engine or "" for r in rows if (m := r["result"].memory) is not None
+              and reserves_pool(m.gpu_capacity_gib, m.per_gpu_gib, m.headroom_gib)]
+    extras = ([seq_len_caption(notes), zero_default_caption(notes), left_out] if training
+              else [reservation_caption(pooled, headroom_column=True)])
     if not varies["model"]:  # the title names the catalog entry: say why when the user gave another name
         extras.insert(0, next((n for n in (notes[0] if notes else []) if "resolved to catalog entry" in n), None))
     for extra in extras:

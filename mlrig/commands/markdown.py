@@ -14,6 +14,8 @@ from mlrig.commands._common import (
     limits_line,
     max_model_len_clause,
     overload_band_text,
+    pooled_engines,
+    reservation_caption,
 )
 
 GIB_NOTE = "GiB = 2^30 bytes"
@@ -78,8 +80,10 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
     verdict = "✔ fits" if out.get("fits") else "✘ does not fit"
     if out.get("fits"):
         verdict += max_model_len_clause(out.get("max_model_len_limit_tokens"))
+    pool = (f"; the engine's reservation, {mem['headroom_gib']:+.2f} GiB of KV pool to spare beyond one sequence"
+            if pooled_engines([out]) and mem["headroom_gib"] >= 0 else "")
     lines += [f"{verdict}: {mem['per_gpu_gib']:.2f} GiB of {mem['gpu_capacity_gib']:.2f} GiB per GPU "
-              f"({GIB_NOTE})", ""]
+              f"({GIB_NOTE}{pool})", ""]
     comps = [("weights", "weights_gib"), ("KV cache", "kv_cache_gib"), ("activations / workspace", "activations_gib"),
              ("gradients", "gradients_gib"), ("optimizer states", "optimizer_gib"),
              ("runtime overhead", "overhead_gib")]
@@ -176,6 +180,9 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
              "its scope's published runs, or the default band where the scope has few runs)", ""]
     lines += table(header, body, right={2, *range(4, 4 + len(speed_header))})
+    reservation = reservation_caption(pooled_engines([r["result"] for r in rows]), headroom_column=False)
+    if reservation:
+        lines += ["", reservation]
     if errors:
         lines += ["", *errors]
     return "\n".join(lines)

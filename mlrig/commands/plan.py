@@ -51,6 +51,7 @@ from mlrig.commands._common import (
     limits_line,
     max_model_len_clause,
     precision_text,
+    reserves_pool,
     setup_options,
     training_fields,
     workload_fields,
@@ -106,7 +107,7 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     if not result.fits and mem.headroom_gib >= 0:  # memory holds it, but the engine would not start (a note says why)
         verdict = "[red]✘ the engine would not start[/]"
     # A serving engine takes its whole reservation; its headroom is KV-pool room beyond one sequence
-    pooled = abs(mem.gpu_capacity_gib - mem.per_gpu_gib - mem.headroom_gib) > 0.01
+    pooled = reserves_pool(mem.gpu_capacity_gib, mem.per_gpu_gib, mem.headroom_gib)
     spare = "KV pool to spare beyond one sequence" if pooled else "headroom"
     room = f"{mem.headroom_gib:+.2f} GiB {spare}"
     if mem.headroom_gib < 0:  # "-26 GiB to spare" reads as a contradiction: say how much is missing

@@ -850,8 +850,36 @@ def tinychat_legacy(text: str | None) -> bool:
 
 
 # ---- engine family keys ----------------------------------------------------------------------------
-ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, mlx, rapid-mlx, transformers, exllamav2, "
-                "mlc, gpt-fast, tinychat")
+ENGINE_NAMES = ("vllm, sglang, trt-llm, lmdeploy, tgi, llama.cpp, ollama, lm-studio, llamafile, koboldcpp, mlx, "
+                "rapid-mlx, transformers, exllamav2, mlc, gpt-fast, tinychat")
+# The one list of names that run llama.cpp, compared without case, spaces, dots, hyphens or underscores
+# ("llama.cpp", "llama-cpp", "LM Studio", "lm_studio" all match). llama.cpp's own names (its library, its
+# llama-server / llama-cli / llama-bench programs, a GGUF file) and the front-ends that ship its kernels:
+# Ollama (ollama/ollama vendors llama.cpp under llama/llama.cpp), LM Studio (its "llama.cpp" runtime,
+# lmstudio.ai/docs), llamafile (Mozilla-Ocho/llamafile: llama.cpp in one executable) and KoboldCpp
+# (LostRuins/koboldcpp: "built off llama.cpp"). Each is priced as llama.cpp's build; only Ollama's own defaults
+# (num_ctx, its runner's host time) are modelled apart (memory.ollama_default_num_ctx).
+LLAMA_CPP_PROGRAMS = ("llamacpp", "llamaserver", "llamacli", "llamabench", "gguf")
+LLAMA_CPP_FRONTENDS = ("ollama", "lmstudio", "llamafile", "koboldcpp")
+
+
+def _compact_name(engine: str) -> str:
+    """`engine` lower-case without spaces, dots, hyphens and underscores: one spelling per name."""
+    return re.sub(r"[\s._-]+", "", engine.lower())
+
+
+def runs_llama_cpp(engine: str | None) -> bool:
+    """Whether the engine `engine` names (as a user spells it) runs llama.cpp: llama.cpp itself, or a front-end
+    in LLAMA_CPP_FRONTENDS. The planner, the memory model and the fixes all ask this, so "LM Studio" is split,
+    sized and fixed as llama.cpp everywhere (not just priced as it)."""
+    if not engine:
+        return False
+    return _compact_name(engine).startswith(LLAMA_CPP_PROGRAMS + LLAMA_CPP_FRONTENDS)
+
+
+def llama_cpp_front_end(engine: str | None) -> bool:
+    """Whether `engine` names a front-end that runs llama.cpp (LLAMA_CPP_FRONTENDS), not llama.cpp itself."""
+    return bool(engine) and _compact_name(engine or "").startswith(LLAMA_CPP_FRONTENDS)
 # MLX serving engines (engine family mlx, efficiency.MLX_SERVER_SEQ_STEP_S): vllm-mlx and its fork Rapid-MLX.
 MLX_SERVER_ENGINES = ("rapid-mlx", "rapidmlx", "vllm-mlx")
 
@@ -873,8 +901,7 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
         if not apple:
             raise MlrigError(f"MLX runs on Apple silicon only, not on {gpu.name}; use --engine llama.cpp or vllm")
         return "mlx"
-    if e == "llama.cpp-metal" or (e.startswith("llama") or e in ("llamacpp", "ollama", "lmstudio", "lm-studio",
-                                                                  "gguf", "llamafile")):
+    if runs_llama_cpp(e):
         if apple or "metal" in e:
             return "llama.cpp-metal"
         if llama_cpp_backend(gpu, version) == "hip":

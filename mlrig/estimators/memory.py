@@ -29,6 +29,7 @@ from mlrig.estimators.engines import (
     litgpt_era,
     lmdeploy_kv_of_free_memory,
     parse_version,
+    runs_llama_cpp,
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
@@ -427,9 +428,6 @@ def trtllm_tp_buffer_bytes(tp: int) -> float:
     return CAL.vllm_non_torch_pre_graph_tp_bytes if tp > 1 else 0.0
 
 
-LLAMA_CPP_NAMES = ("llama.cpp", "llamacpp", "llama-cpp", "ollama", "lm-studio", "lmstudio", "llamafile")
-
-
 def llama_cpp_kv_cells(n_ctx: Num, flash_attention: bool) -> Num:
     """KV-cache cells llama.cpp allocates for `-c n_ctx` (all sequences together): n_ctx padded up to
     `LLAMA_CPP_KV_PAD_FA` (256) with flash attention, `LLAMA_CPP_KV_PAD` (32) without
@@ -541,7 +539,7 @@ def _cpu_share(r: ResolvedPlan) -> float:
     w = r.workload
     if w.gpu_layers is None or w.gpu_layers >= r.arch.num_layers:
         return 0.0
-    if _engine_key(r) not in LLAMA_CPP_NAMES:
+    if not runs_llama_cpp(_engine_key(r)):
         raise MlrigError("gpu_layers (-ngl) is llama.cpp's partial offload; add --engine llama.cpp, "
                          "or drop --gpu-layers")
     return 1.0 - w.gpu_layers / r.arch.num_layers
@@ -696,7 +694,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
     kv_copies = 1.0  # copies of the cache alive at the peak
     host_resident = 0.0  # weights llama.cpp keeps in host memory by design (the token embedding)
     prompt1 = vec.maximum(1, prompt)
-    if engine in LLAMA_CPP_NAMES:
+    if runs_llama_cpp(engine):
         # -c n_ctx = context x batch cells for all sequences, padded (llama_cpp_kv_cells); the weights less the
         # token embedding kept on the CPU; the compute buffer reserved for the worst-case micro-batch
         n_ctx = ctx * batch
@@ -740,7 +738,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         act, used = act + held, used + held
     fits = used <= cap
     spill: Num = 0.0
-    if engine in LLAMA_CPP_NAMES and not cpu_share and weights > 0:
+    if runs_llama_cpp(engine) and not cpu_share and weights > 0:
         # The speed model spills what does not fit to the CPU (as users do by lowering -ngl,
         # performance.offload_of): those layers' weights and KV live in host RAM, for every GPU.
         spill = vec.where(fits, 0.0, vec.minimum(1.0, (used - cap) / weights))
@@ -824,7 +822,7 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                                          r.arch.max_position_embeddings)
         notes.append(f"ollama: no context given, so its default num_ctx={num_ctx:,} per sequence is allocated "
                      "(2,048 before v0.6.7, 4,096 to v0.15.4, then 4k/32k/256k by VRAM); set --context for yours")
-    if engine in LLAMA_CPP_NAMES:
+    if runs_llama_cpp(engine):
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch (padded to "
                      f"{LLAMA_CPP_KV_PAD_FA if w.flash_attention else LLAMA_CPP_KV_PAD}); KV {r.kv_precision}; "
                      f"compute buffer for n_ubatch={LLAMA_CPP_UBATCH}; token embedding kept in host RAM")

@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile as StarletteUpload
 from starlette.templating import Jinja2Templates
 
 from mlrig.errors import MlrigError
+from mlrig.estimators.engines import ENGINE_NAMES
 from mlrig.units import MB, read_rate_text
 from mlrig.web import charts, service, views
 from mlrig.web.forms import HERE, error_field, read_upload, upload_arch, validation_error
@@ -32,8 +33,7 @@ PAGES = [("plan", "Plan", "Will it fit, how fast, and what bounds it"),
          ("recommend", "Recommend", "What to buy or rent"),
          ("cost", "Cost", "Buy vs rent over usage"),
          ("diagnose", "Diagnose", "A `mlrig diagnose` report, opened")]
-ENGINES = ["vllm", "sglang", "trt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama", "mlx", "transformers", "exllamav2",
-           "mlc", "gpt-fast", "tinychat"]
+ENGINES = [e.strip() for e in ENGINE_NAMES.split(",")]  # the engines the planner names in its errors
 PRECISIONS = ["bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q3_k_m", "q2_k",
               "nf4", "awq", "gptq", "mxfp4"]
 MEMORY_PARTS = [("weights", "weights_gib"), ("KV cache", "kv_cache_gib"), ("activations", "activations_gib"),
