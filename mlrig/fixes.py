@@ -1,7 +1,8 @@
 """How to make it fit: the smallest single changes that turn a plan that does not fit into one that does.
 
 Each candidate is the user's plan with one thing changed (a lower precision, an 8-bit KV cache, a shorter
-context, a smaller batch, llama.cpp layers left on the CPU, more GPUs; for training LoRA/QLoRA, an 8-bit
+context, a smaller batch, llama.cpp layers left on the CPU, more GPUs; with no engine given on a desktop card, the
+GGUF build its users run, whole or with layers on the CPU; for training LoRA/QLoRA, an 8-bit
 optimizer, activation checkpointing, a higher ZeRO stage, offload, a shorter sequence), and its memory
 comes from `mlrig.planner.evaluate` on that changed plan: the same code path as `mlrig plan`, no separate
 formula. The largest context / batch and the fewest GPUs come from the planner's `limits` (bisection over
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 GGUF_LADDER = ("q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k")
 SERVING_LADDER = ("fp8", "int8", "awq")
 ANY_LADDER = ("fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "awq", "q3_k_m", "q2_k")
+# Cards whose users mostly run GGUF builds on one desktop GPU: with no engine given, a GGUF precision is offered
+# beside the serving engine's smaller format (planner.default_engine prices GGUF on llama.cpp)
+DESKTOP_CLASSES = ("geforce", "amd", "intel", "workstation")
 
 
 class Fix(BaseModel):
@@ -123,6 +127,17 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
                  f"{quant.bits_per_weight(q):.1f} bits per weight instead of {bits:.1f}",
                  {"workload__precision": q})
                 for q in ladder if quant.bits_per_weight(q) < bits))
+        if not given and not runs_llama_cpp(engine) and gpu.hardware_class in DESKTOP_CLASSES \
+                and not any(f.flags.startswith("--precision") and f.flags.split()[-1] in GGUF_LADDER for f in fixes):
+            # no engine given on a desktop card: the GGUF build most such users run (llama.cpp, ollama, LM Studio),
+            # beside the serving engine's own smaller format
+            before = len(fixes)
+            first(*((f"precision {result.precision} -> {q} (GGUF)", f"--precision {q}",
+                     f"{quant.bits_per_weight(q):.1f} bits per weight", {"workload__precision": q})
+                    for q in GGUF_LADDER if quant.bits_per_weight(q) < bits))
+            if len(fixes) == before and w.gpu_layers is None:
+                # no GGUF build fits whole: the common desktop answer, q4_k_m with some layers on the CPU
+                _offload_layers(plan, arch, gpu, fixes, attempt, precision="q4_k_m")
         kv = w.kv_cache_precision or quant.default_kv_precision(result.precision or w.precision)
         if quant.kv_bytes_per_element(kv) >= 1.5:  # a 16/32-bit cache
             kv8 = "q8_0" if runs_llama_cpp(engine) else "fp8"
@@ -192,14 +207,18 @@ def make_it_fit(plan: Plan, arch: ModelArch, gpu: GPU, result: PlanResult,
     return fixes
 
 
-def _offload_layers(plan: Plan, arch: ModelArch, gpu: GPU, fixes: list[Fix], attempt: Any) -> None:
+def _offload_layers(plan: Plan, arch: ModelArch, gpu: GPU, fixes: list[Fix], attempt: Any,
+                    precision: str | None = None) -> None:
     """llama.cpp -ngl: the most layers (at least one) that fit on the GPU(s), the rest on the CPU
-    (bisection, ~7 tries)."""
+    (bisection, ~7 tries); with `precision`, at that GGUF precision too."""
     lo, hi, best = 1, arch.num_layers - 1, None
+    also: dict[str, Any] = {} if precision is None else {"workload__precision": precision}
+    lead = "" if precision is None else f"{precision}, "
+    flag = "" if precision is None else f"--precision {precision} "
     while lo <= hi:
         mid = (lo + hi) // 2
-        fix = attempt(f"{mid} of {arch.num_layers} layers on the GPU, the rest on the CPU", f"--ngl {mid}",
-                      "CPU layers run at host-RAM speed", workload__gpu_layers=mid)
+        fix = attempt(f"{lead}{mid} of {arch.num_layers} layers on the GPU, the rest on the CPU",
+                      f"{flag}--ngl {mid}", "CPU layers run at host-RAM speed", workload__gpu_layers=mid, **also)
         if fix is not None:
             best, lo = fix, mid + 1
         else:
