@@ -633,6 +633,31 @@ def vllm_sampler_path(text: str | None) -> str:
     return "sort" if before(text, (0, 17)) else "triton"
 
 
+# vLLM's default --gpu-memory-utilization (vllm/config/cache.py `CacheConfig.gpu_memory_utilization`, and
+#    `LLM.__init__` in vllm/entrypoints/llm.py): 0.9 up to 0.19 (read in the 0.16.0 and 0.19.0 wheels on PyPI),
+#    0.92 from 0.20.0 (read in 0.20.0, 0.21.0, 0.24.0 and 0.27.0: "If unspecified, will use the default value of
+#    0.92"). Startup logs of 0.29 print "Desired GPU memory utilization is (0.92, 20.27 GiB)" on an L4 run with
+#    the flag left out.
+VLLM_GPU_MEMORY_UTILIZATION_092_FROM = (0, 20)
+
+
+def vllm_default_gpu_memory_utilization(text: str | None) -> float:
+    """vLLM's --gpu-memory-utilization when a plan does not give one: 0.92 from 0.20 (and for the current release
+    when no version is given), 0.9 before (VLLM_GPU_MEMORY_UTILIZATION_092_FROM)."""
+    return 0.9 if before(text, VLLM_GPU_MEMORY_UTILIZATION_092_FROM) else 0.92
+
+
+# What vLLM multiplies gpu_memory_utilization by is the CUDA driver's total (vllm/utils/mem_utils.py
+#    `MemorySnapshot.measure`: `torch.cuda.mem_get_info()`, i.e. cudaMemGetInfo's total; the 0.6.x worker's
+#    "total_gpu_memory" is the same call), which is smaller than the board's memory as nvidia-smi and the GPU
+#    catalog give it: the driver keeps part of the framebuffer for itself. vLLM startup logs print both
+#    figures ("Free memory on device (free/total GiB) on startup", "the current vLLM instance can use
+#    total_gpu_memory (X GiB)"): an H100 80GB 79.19 GiB of 79.65 (the llm-d-planner 0.19 rows m0137..m0151,
+#    "75.23 GiB" reserved at 0.95), an L4 22.03 of 22.49, a 24 GB GeForce 23.53 of 23.99, an L40S 44.42 of
+#    44.99, a T4 14.56 of 15.0: 0.44-0.57 GiB, 0.46 in four of the five.
+CUDA_DRIVER_RESERVED_GIB = 0.46
+
+
 def vllm_graphs_in_profile(text: str | None) -> bool:
     """vLLM 0.18 to 0.26 capture CUDA graphs inside the memory profile (gpu_worker.determine_available_memory
     calls `profile_cudagraph_memory` within `memory_profiling`), so what the capture leaves outside

@@ -21,6 +21,7 @@ from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
+    CUDA_DRIVER_RESERVED_GIB,
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
@@ -36,6 +37,7 @@ from mlrig.estimators.engines import (
     trtllm_engine_max_num_tokens,
     trtllm_tensorrt_engine,
     vllm_big_gpu_defaults,
+    vllm_default_gpu_memory_utilization,
     vllm_graphs_in_profile,
     vllm_sampler_path,
     vllm_v1,
@@ -287,7 +289,10 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
         routed = CAL.vllm_act_per_token_factor * _routed_expert_width(arch, tp) * 2
         chunk = _vllm_fused_moe_chunk_tokens(plan.workload.engine_version if plan is not None else None)
         act = act - (tokens - vec.minimum(tokens, chunk)) * routed
-    if last_stage and v1 and plan is not None:
+    if last_stage and plan is not None:
+        # V1's `_dummy_sampler_run`; V0's profile run samples its max_num_seqs prompts with top_k = vocab - 1 and
+        # top_p = 0.99 (worker/model_runner.py `profile_run`, 0.6.6), so its Sampler casts the logits to fp32 and
+        # sorts them (model_executor/layers/sampler.py `_apply_top_k_top_p`, `logits.sort`): the same peak
         return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
     if last_stage:
         act += CAL.vllm_logit_copies * seqs * arch.vocab_size * 4
@@ -334,6 +339,19 @@ def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version:
     if path == "triton":
         sampler = sampler + 4 * vec.minimum(rows, VLLM_TRITON_SCRATCH_ROWS) * arch.vocab_size
     return sampler + (tokens + 2 * rows) * arch.hidden_size * 2
+
+
+def vllm_gpu_memory_utilization(plan: Plan) -> float:
+    """The share of the card vLLM reserves: the plan's --gpu-memory-utilization, else the release's default
+    (engines.vllm_default_gpu_memory_utilization: 0.9 before 0.20, 0.92 from it)."""
+    return plan.workload.gpu_memory_utilization or vllm_default_gpu_memory_utilization(plan.workload.engine_version)
+
+
+def _vllm_total_bytes(gpu: GPU) -> float:
+    """The total vLLM multiplies gpu_memory_utilization by: cudaMemGetInfo's, on an NVIDIA card the catalog's
+    memory less what the driver keeps (engines.CUDA_DRIVER_RESERVED_GIB); other vendors' totals as listed."""
+    reserved = CUDA_DRIVER_RESERVED_GIB if gpu.vendor.upper() == "NVIDIA" else 0.0
+    return (gpu.capacity_gib - reserved) * GiB
 
 
 def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
@@ -625,7 +643,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         non_torch = CAL.vllm_non_torch_bytes + (CAL.paged_proxy_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             non_torch = _vllm_non_torch_bytes(plan, tp)
-            reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
+            reserved = vllm_gpu_memory_utilization(plan) * _vllm_total_bytes(gpu)
             pool = reserved - weights - act - non_torch
         elif engine == "sglang":
             # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static)
@@ -751,8 +769,9 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
     concurrency = None if capacity is None else capacity / ctx
     if engine in PAGED_ENGINES:
         if engine == "vllm":
-            notes.append(f"vLLM reserves gpu_memory_utilization={w.gpu_memory_utilization or 0.9:g} x {cap_gib:.2f} "
-                         "GiB; KV pool = reservation - weights - profiled activation peak - non-torch memory")
+            notes.append(f"vLLM reserves gpu_memory_utilization={vllm_gpu_memory_utilization(r.plan):g} x "
+                         f"{_vllm_total_bytes(gpu) / GiB:.2f} GiB (the CUDA driver's total); KV pool = reservation "
+                         "- weights - profiled activation peak - non-torch memory")
             if vllm_v1(w.engine_version) and vllm_sampler_path(w.engine_version) == "sort":
                 notes.append(f"vLLM {w.engine_version}: the profile's sampler warm-up sorts the logits (torch "
                              "top-k/top-p, ~38 B per logit); with FlashInfer's sampler in use (its log says 'Using "
