@@ -347,6 +347,13 @@ def vllm_gpu_memory_utilization(plan: Plan) -> float:
     return plan.workload.gpu_memory_utilization or vllm_default_gpu_memory_utilization(plan.workload.engine_version)
 
 
+def vllm_reserved_gib(plan: Plan, capacity_gib: float, vendor: str = "NVIDIA") -> float:
+    """What vLLM reserves on a card of `capacity_gib` (the catalog's memory), in GiB: its utilization of the
+    CUDA driver's total (`_vllm_total_bytes`)."""
+    reserved = CUDA_DRIVER_RESERVED_GIB if vendor.upper() == "NVIDIA" else 0.0
+    return vllm_gpu_memory_utilization(plan) * (capacity_gib - reserved)
+
+
 def _vllm_total_bytes(gpu: GPU) -> float:
     """The total vLLM multiplies gpu_memory_utilization by: cudaMemGetInfo's, on an NVIDIA card the catalog's
     memory less what the driver keeps (engines.CUDA_DRIVER_RESERVED_GIB); other vendors' totals as listed."""
