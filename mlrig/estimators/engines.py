@@ -604,6 +604,10 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 #      The llm-d-planner vLLM 0.11.0 rows bear it out: "torch peak memory increase" 5.64 GiB for Qwen3-32B
 #      (m0083, 38 B x 1,024 x 151,936 = 5.51 GiB + the dummy forward's hidden states), 4.76 Llama-3.1-8B
 #      (m0073), 5.56 Qwen3-0.6B (m0078), 7.38 gpt-oss-20b/120b (m0058/m0063): within 1 % each.
+#      V0's profile run takes the same path: it samples its max_num_seqs dummy prompts with
+#      SamplingParams(top_p=0.99, top_k=vocab - 1) (worker/model_runner.py `profile_run`), and its Sampler casts
+#      the logits to fp32 and sorts them (model_executor/layers/sampler.py `_apply_top_k_top_p`: read in the
+#      0.4.1, 0.6.6.post1 and 0.7.3 wheels; FlashInfer's sampler only with VLLM_USE_FLASHINFER_SAMPLER=1).
 #      The default from 0.8 to 0.16 (read in 0.10.1-0.16.0; 0.8-0.9 taken to be the same) unless
 #      FlashInfer's sampler runs: up to 0.11 vLLM V1 uses FlashInfer whenever `flashinfer.sampling`
 #      imports (VLLM_USE_FLASHINFER_SAMPLER unset means on in V1), but flashinfer-python is only the

@@ -66,8 +66,9 @@ class Calibration:
     vllm_act_per_token_factor: float = 3.85
     # fp32 [max_num_seqs, vocab] copies added to the forward's working set: the additive form first
     # fitted on the vLLM 0.19 TP1 rows (m0107 / m0116 / m0131 / m0156: 1.3-2.2, median ~1.75). V1 now
-    # takes the larger of the forward and its sampler warm-up (`_vllm_activation_bytes`); this stays for
-    # V0's profile run and for the other paged engines, which take vLLM's profile as a proxy.
+    # takes the larger of the forward and its sampler warm-up (`_vllm_activation_bytes`), and so does V0, whose
+    # profile run sorts its sampler's logits too; this stays for the other paged engines, which take vLLM's
+    # profile as a proxy.
     vllm_logit_copies: float = 1.75
     # vLLM "non-torch" memory (memory_profiling's non_torch_increase: NCCL / custom all-reduce buffers,
     # cuBLAS workspaces, CUDA-graph registrations) counted against gpu_memory_utilization
@@ -245,7 +246,8 @@ def _gib(x: float) -> float:
 def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None,
                            context: Num = None, tp: int = 1) -> Num:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
-    max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
+    max_num_batched_tokens dummy tokens, then the sampler warm-up on max_num_seqs rows (the larger of the two;
+    V0's profile run samples its dummy prompts with top-k / top-p, the same sort: `_vllm_sampler_warmup_bytes`).
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
     with >= 70 GiB other than the A100, 2048 / 256 otherwise (OpenAI server; engines.vllm_big_gpu_defaults).
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
@@ -327,7 +329,8 @@ def _routed_expert_width(arch: ModelArch, tp: int = 1) -> float:
 
 def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version: str | None) -> Num:
     """Peak of vLLM V1's sampler warm-up, the last step of its profile run (gpu_model_runner.profile_run ->
-    _dummy_sampler_run): bf16 logits for rows = min(max_num_seqs, max_num_batched_tokens) sequences (all
+    _dummy_sampler_run; V0's profile run samples its dummy prompts the same way, `_vllm_activation_bytes`):
+    bf16 logits for rows = min(max_num_seqs, max_num_batched_tokens) sequences (all
     vocab entries: V1 all-gathers the TP shards, LogitsProcessor.use_all_gather) and the sampler's
     temporaries, engines.VLLM_SAMPLER_BYTES_PER_LOGIT per element by release, while the dummy forward's
     bf16 hidden states ([tokens, hidden]; the last positions' copy and its random stand-in, [rows, hidden]
@@ -779,7 +782,7 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
             notes.append(f"vLLM reserves gpu_memory_utilization={vllm_gpu_memory_utilization(r.plan):g} x "
                          f"{_vllm_total_bytes(gpu) / GiB:.2f} GiB (the CUDA driver's total); KV pool = reservation "
                          "- weights - profiled activation peak - non-torch memory")
-            if vllm_v1(w.engine_version) and vllm_sampler_path(w.engine_version) == "sort":
+            if vllm_sampler_path(w.engine_version) == "sort":
                 notes.append(f"vLLM {w.engine_version}: the profile's sampler warm-up sorts the logits (torch "
                              "top-k/top-p, ~38 B per logit); with FlashInfer's sampler in use (its log says 'Using "
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
