@@ -828,6 +828,16 @@ def _smaller_precision_hint(precision: str) -> str:
     return f"use a smaller --precision ({', '.join(smaller)}), or " if smaller else ""
 
 
+
+def _engine_reservation_gib(p: Plan, engine: str, capacity_gib: float) -> float:
+    """The memory a paged engine reserves on one GPU: vLLM's gpu_memory_utilization (its release's default when not
+    given) of the CUDA driver's total (memory.vllm_reserved_gib), the other engines' fraction (0.9) of the card."""
+    if engine == "vllm":
+        from mlrig.estimators.memory import vllm_reserved_gib
+
+        return vllm_reserved_gib(p, capacity_gib)
+    return capacity_gib * (p.workload.gpu_memory_utilization or 0.9)
+
 def engine_refusal(p: Plan, memory: Any) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
     size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
@@ -842,7 +852,7 @@ def engine_refusal(p: Plan, memory: Any) -> str | None:
     if not memory.fits or cap < need:
         b = memory.breakdown
         fixed_gib = b.weights_gib + b.activations_gib + b.overhead_gib
-        if fixed_gib > b.gpu_capacity_gib * (p.workload.gpu_memory_utilization or 0.9):
+        if fixed_gib > _engine_reservation_gib(p, getattr(memory, "engine", ""), b.gpu_capacity_gib):
             why = "weights + profiled activations exceed its memory reservation"
             # a shorter context does not shrink the weights: the ways out are a larger reservation (while the
             # card holds them with ~5 % spare, vLLM's practical ceiling), fewer bytes per weight, more GPUs

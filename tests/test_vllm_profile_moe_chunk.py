@@ -68,7 +68,7 @@ def test_dstack_r1_server_starts_and_its_pool_caps_the_running_sequences() -> No
     the KV pool holds more than 64 and fewer than 128 of them."""
     res = estimate_memory(resolve(resolve_model("deepseek-ai/DeepSeek-R1"), r1_plan(max_model_len=163840), H200))
     assert res.fits
-    assert res.breakdown.activations_gib == pytest.approx(22.9, abs=0.1)
+    assert res.breakdown.activations_gib == pytest.approx(22.68, abs=0.1)  # 22.9 with V0's logits added
     assert res.kv_cache_capacity_tokens is not None
     assert 64 < res.kv_cache_capacity_tokens / 4000 < 128
     # the product path gives it a speed (a setup the engine refuses has none)

@@ -625,6 +625,10 @@ def vllm_big_gpu_defaults(gpu: GPU) -> bool:
 #      The llm-d-planner vLLM 0.11.0 rows bear it out: "torch peak memory increase" 5.64 GiB for Qwen3-32B
 #      (m0083, 38 B x 1,024 x 151,936 = 5.51 GiB + the dummy forward's hidden states), 4.76 Llama-3.1-8B
 #      (m0073), 5.56 Qwen3-0.6B (m0078), 7.38 gpt-oss-20b/120b (m0058/m0063): within 1 % each.
+#      V0's profile run takes the same path: it samples its max_num_seqs dummy prompts with
+#      SamplingParams(top_p=0.99, top_k=vocab - 1) (worker/model_runner.py `profile_run`), and its Sampler casts
+#      the logits to fp32 and sorts them (model_executor/layers/sampler.py `_apply_top_k_top_p`: read in the
+#      0.4.1, 0.6.6.post1 and 0.7.3 wheels; FlashInfer's sampler only with VLLM_USE_FLASHINFER_SAMPLER=1).
 #      The default from 0.8 to 0.16 (read in 0.10.1-0.16.0; 0.8-0.9 taken to be the same) unless
 #      FlashInfer's sampler runs: up to 0.11 vLLM V1 uses FlashInfer whenever `flashinfer.sampling`
 #      imports (VLLM_USE_FLASHINFER_SAMPLER unset means on in V1), but flashinfer-python is only the
@@ -652,6 +656,31 @@ def vllm_sampler_path(text: str | None) -> str:
     if "flashinfer" in (text or "").lower():
         return "flashinfer"
     return "sort" if before(text, (0, 17)) else "triton"
+
+
+# vLLM's default --gpu-memory-utilization (vllm/config/cache.py `CacheConfig.gpu_memory_utilization`, and
+#    `LLM.__init__` in vllm/entrypoints/llm.py): 0.9 up to 0.19 (read in the 0.16.0 and 0.19.0 wheels on PyPI),
+#    0.92 from 0.20.0 (read in 0.20.0, 0.21.0, 0.24.0 and 0.27.0: "If unspecified, will use the default value of
+#    0.92"). Startup logs of 0.29 print "Desired GPU memory utilization is (0.92, 20.27 GiB)" on an L4 run with
+#    the flag left out.
+VLLM_GPU_MEMORY_UTILIZATION_092_FROM = (0, 20)
+
+
+def vllm_default_gpu_memory_utilization(text: str | None) -> float:
+    """vLLM's --gpu-memory-utilization when a plan does not give one: 0.92 from 0.20 (and for the current release
+    when no version is given), 0.9 before (VLLM_GPU_MEMORY_UTILIZATION_092_FROM)."""
+    return 0.9 if before(text, VLLM_GPU_MEMORY_UTILIZATION_092_FROM) else 0.92
+
+
+# What vLLM multiplies gpu_memory_utilization by is the CUDA driver's total (vllm/utils/mem_utils.py
+#    `MemorySnapshot.measure`: `torch.cuda.mem_get_info()`, i.e. cudaMemGetInfo's total; the 0.6.x worker's
+#    "total_gpu_memory" is the same call), which is smaller than the board's memory as nvidia-smi and the GPU
+#    catalog give it: the driver keeps part of the framebuffer for itself. vLLM startup logs print both
+#    figures ("Free memory on device (free/total GiB) on startup", "the current vLLM instance can use
+#    total_gpu_memory (X GiB)"): an H100 80GB 79.19 GiB of 79.65 (the llm-d-planner 0.19 rows m0137..m0151,
+#    "75.23 GiB" reserved at 0.95), an L4 22.03 of 22.49, a 24 GB GeForce 23.53 of 23.99, an L40S 44.42 of
+#    44.99, a T4 14.56 of 15.0: 0.44-0.57 GiB, 0.46 in four of the five.
+CUDA_DRIVER_RESERVED_GIB = 0.46
 
 
 def vllm_graphs_in_profile(text: str | None) -> bool:

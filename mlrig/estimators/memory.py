@@ -21,6 +21,7 @@ from mlrig.catalog.models import ModelArch
 from mlrig.errors import MlrigError
 from mlrig.estimators.engines import (
     BIG_GPU_GIB,
+    CUDA_DRIVER_RESERVED_GIB,
     LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE,
     VLLM_SAMPLER_BYTES_PER_LOGIT,
     VLLM_TRITON_SCRATCH_ROWS,
@@ -37,6 +38,7 @@ from mlrig.estimators.engines import (
     trtllm_engine_max_num_tokens,
     trtllm_tensorrt_engine,
     vllm_big_gpu_defaults,
+    vllm_default_gpu_memory_utilization,
     vllm_graphs_in_profile,
     vllm_sampler_path,
     vllm_v1,
@@ -65,8 +67,9 @@ class Calibration:
     vllm_act_per_token_factor: float = 3.85
     # fp32 [max_num_seqs, vocab] copies added to the forward's working set: the additive form first
     # fitted on the vLLM 0.19 TP1 rows (m0107 / m0116 / m0131 / m0156: 1.3-2.2, median ~1.75). V1 now
-    # takes the larger of the forward and its sampler warm-up (`_vllm_activation_bytes`); this stays for
-    # V0's profile run and for the other paged engines, which take vLLM's profile as a proxy.
+    # takes the larger of the forward and its sampler warm-up (`_vllm_activation_bytes`), and so does V0, whose
+    # profile run sorts its sampler's logits too; this stays for the other paged engines, which take vLLM's
+    # profile as a proxy.
     vllm_logit_copies: float = 1.75
     # vLLM "non-torch" memory (memory_profiling's non_torch_increase: NCCL / custom all-reduce buffers,
     # cuBLAS workspaces, CUDA-graph registrations) counted against gpu_memory_utilization
@@ -244,7 +247,8 @@ def _gib(x: float) -> float:
 def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None,
                            context: Num = None, tp: int = 1) -> Num:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
-    max_num_batched_tokens dummy tokens, plus the sampler warm-up on max_num_seqs rows.
+    max_num_batched_tokens dummy tokens, then the sampler warm-up on max_num_seqs rows (the larger of the two;
+    V0's profile run samples its dummy prompts with top-k / top-p, the same sort: `_vllm_sampler_warmup_bytes`).
     Defaults from vLLM engine/arg_utils `_set_default_args`: 8192 tokens / 1024 seqs on GPUs
     with >= 70 GiB other than the A100, 2048 / 256 otherwise (OpenAI server; engines.vllm_big_gpu_defaults).
     vLLM V0 (< 0.8, mlrig.estimators.engines): chunked prefill off by default, so
@@ -288,7 +292,10 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
         routed = CAL.vllm_act_per_token_factor * _routed_expert_width(arch, tp) * 2
         chunk = _vllm_fused_moe_chunk_tokens(plan.workload.engine_version if plan is not None else None)
         act = act - (tokens - vec.minimum(tokens, chunk)) * routed
-    if last_stage and v1 and plan is not None:
+    if last_stage and plan is not None:
+        # V1's `_dummy_sampler_run`; V0's profile run samples its max_num_seqs prompts with top_k = vocab - 1 and
+        # top_p = 0.99 (worker/model_runner.py `profile_run`, 0.6.6), so its Sampler casts the logits to fp32 and
+        # sorts them (model_executor/layers/sampler.py `_apply_top_k_top_p`, `logits.sort`): the same peak
         return vec.maximum(act, _vllm_sampler_warmup_bytes(arch, tokens, seqs, plan.workload.engine_version))
     if last_stage:
         act += CAL.vllm_logit_copies * seqs * arch.vocab_size * 4
@@ -323,7 +330,8 @@ def _routed_expert_width(arch: ModelArch, tp: int = 1) -> float:
 
 def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version: str | None) -> Num:
     """Peak of vLLM V1's sampler warm-up, the last step of its profile run (gpu_model_runner.profile_run ->
-    _dummy_sampler_run): bf16 logits for rows = min(max_num_seqs, max_num_batched_tokens) sequences (all
+    _dummy_sampler_run; V0's profile run samples its dummy prompts the same way, `_vllm_activation_bytes`):
+    bf16 logits for rows = min(max_num_seqs, max_num_batched_tokens) sequences (all
     vocab entries: V1 all-gathers the TP shards, LogitsProcessor.use_all_gather) and the sampler's
     temporaries, engines.VLLM_SAMPLER_BYTES_PER_LOGIT per element by release, while the dummy forward's
     bf16 hidden states ([tokens, hidden]; the last positions' copy and its random stand-in, [rows, hidden]
@@ -335,6 +343,26 @@ def _vllm_sampler_warmup_bytes(arch: ModelArch, tokens: Num, seqs: Num, version:
     if path == "triton":
         sampler = sampler + 4 * vec.minimum(rows, VLLM_TRITON_SCRATCH_ROWS) * arch.vocab_size
     return sampler + (tokens + 2 * rows) * arch.hidden_size * 2
+
+
+def vllm_gpu_memory_utilization(plan: Plan) -> float:
+    """The share of the card vLLM reserves: the plan's --gpu-memory-utilization, else the release's default
+    (engines.vllm_default_gpu_memory_utilization: 0.9 before 0.20, 0.92 from it)."""
+    return plan.workload.gpu_memory_utilization or vllm_default_gpu_memory_utilization(plan.workload.engine_version)
+
+
+def vllm_reserved_gib(plan: Plan, capacity_gib: float, vendor: str = "NVIDIA") -> float:
+    """What vLLM reserves on a card of `capacity_gib` (the catalog's memory), in GiB: its utilization of the
+    CUDA driver's total (`_vllm_total_bytes`)."""
+    reserved = CUDA_DRIVER_RESERVED_GIB if vendor.upper() == "NVIDIA" else 0.0
+    return vllm_gpu_memory_utilization(plan) * (capacity_gib - reserved)
+
+
+def _vllm_total_bytes(gpu: GPU) -> float:
+    """The total vLLM multiplies gpu_memory_utilization by: cudaMemGetInfo's, on an NVIDIA card the catalog's
+    memory less what the driver keeps (engines.CUDA_DRIVER_RESERVED_GIB); other vendors' totals as listed."""
+    reserved = CUDA_DRIVER_RESERVED_GIB if gpu.vendor.upper() == "NVIDIA" else 0.0
+    return (gpu.capacity_gib - reserved) * GiB
 
 
 def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
@@ -649,7 +677,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         non_torch = CAL.vllm_non_torch_bytes + (CAL.paged_proxy_non_torch_tp_bytes if tp > 1 else 0.0)
         if engine == "vllm":
             non_torch = _vllm_non_torch_bytes(plan, tp)
-            reserved = (w.gpu_memory_utilization or 0.9) * cap  # vLLM default --gpu-memory-utilization
+            reserved = vllm_gpu_memory_utilization(plan) * _vllm_total_bytes(gpu)
             pool = reserved - weights - act - non_torch
         elif engine == "sglang":
             # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static)
@@ -775,9 +803,10 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
     concurrency = None if capacity is None else capacity / ctx
     if engine in PAGED_ENGINES:
         if engine == "vllm":
-            notes.append(f"vLLM reserves gpu_memory_utilization={w.gpu_memory_utilization or 0.9:g} x {cap_gib:.2f} "
-                         "GiB; KV pool = reservation - weights - profiled activation peak - non-torch memory")
-            if vllm_v1(w.engine_version) and vllm_sampler_path(w.engine_version) == "sort":
+            notes.append(f"vLLM reserves gpu_memory_utilization={vllm_gpu_memory_utilization(r.plan):g} x "
+                         f"{_vllm_total_bytes(gpu) / GiB:.2f} GiB (the CUDA driver's total); KV pool = reservation "
+                         "- weights - profiled activation peak - non-torch memory")
+            if vllm_sampler_path(w.engine_version) == "sort":
                 notes.append(f"vLLM {w.engine_version}: the profile's sampler warm-up sorts the logits (torch "
                              "top-k/top-p, ~38 B per logit); with FlashInfer's sampler in use (its log says 'Using "
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
