@@ -111,3 +111,45 @@ def test_lmdeploy_a100_table_rows_name_the_release_they_measured() -> None:
     assert len(a100) == 208
     assert {r["plan"]["workload"]["engine_version"] for r in a100} == {"0.1.0a1"}
     assert all(not lmdeploy_unified_iterations(r["plan"]["workload"]["engine_version"]) for r in a100)
+
+
+def _row(row_id: str) -> dict[str, object]:
+    for line in (calibration_dir() / "serving_lmdeploy_a100.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["id"] == row_id:
+            return row
+    raise AssertionError(row_id)
+
+
+def test_old_turbomind_prefills_a_loops_co_arrivals_before_the_first_tokens() -> None:
+    """LlamaBatch.cc `InternalThreadEntry` at v0.1.0a1: each loop dequeues every queued request, `ContextDecode()`
+    prefills all of them, then one `Generate()` samples their first tokens. A request's own part of TTFT is then
+    its prompt and the lam x step others dequeued with it (serving.turbomind_co_arrivals), not its prompt alone
+    behind an FCFS prefill queue; from v0.1.0a2 (unified iterations) the rule does not apply."""
+    from mlrig.estimators.resolved import resolve
+    from mlrig.planner import resolve_arch
+
+    p = parse_plan(_row("LMDEPLOY-0204")["plan"])  # Llama-2-70B, TP 4, 128 users, ShareGPT (248 in / 233 out)
+    r = resolve(resolve_arch(p), p, resolve_gpu("A100 SXM4 80GB"))
+    assert serving.turbomind_loop_prefill(r, None)
+    assert not serving.turbomind_loop_prefill(r, 4096)
+    lam, step, t_p = 6.0, 0.080, 0.25e-3  # req/s, s, s per prompt token: hand values
+    wait, own, dec_only = serving._admitted_ttft(r, 128, lam, step, t_p, t_p, None, others=127, closed_loop=True)
+    assert serving.turbomind_co_arrivals(lam, step) == pytest.approx(0.48)
+    assert own - dec_only == pytest.approx(248 * 0.25e-3 * 1.48)  # 91.8 ms: its prompt and 0.48 others'
+    assert wait == pytest.approx(step)  # the closed loop's whole iteration (no front end), no FCFS queue on top
+    new = parse_plan({**p.model_dump(mode="json"), "workload": {**p.workload.model_dump(mode="json"),
+                                                                 "engine_version": "0.2.0"}})
+    r_new = resolve(resolve_arch(new), new, resolve_gpu("A100 SXM4 80GB"))
+    assert not serving.turbomind_loop_prefill(r_new, None)
+
+
+@pytest.mark.parametrize(("row_id", "measured_ms"), [("LMDEPLOY-0188", 412.0), ("LMDEPLOY-0204", 633.0)])
+def test_sharegpt_mean_ttft_counts_the_co_dequeued_prompts(row_id: str, measured_ms: float) -> None:
+    """LMDeploy's own A100 table (v0.1.0a1, profile_throughput on ShareGPT, 128 users, mean first-token latency
+    0.412 s for Llama-2-13B, 0.633 s for Llama-2-70B at TP 4): the co-dequeued prompts bring the predictions to
+    351 / 447 ms (332 / 416 ms with the request's prompt alone)."""
+    perf = evaluate(_row(row_id)["plan"]).performance
+    assert perf is not None and perf.ttft_mean_ms is not None
+    assert perf.ttft_mean_ms == pytest.approx(measured_ms, rel=0.33)
+    assert perf.ttft_mean_ms > {"LMDEPLOY-0188": 345.0, "LMDEPLOY-0204": 440.0}[row_id]

@@ -1014,9 +1014,41 @@ def _admitted_ttft(r: ResolvedPlan, n: int, lam: float, step: float, t_p: float,
         own = pass_s + first_token_emission_s(r, n, next_s, p_next)
     elif budget is not None and budget > n:
         own = service + math.ceil(prompt / (budget - n)) * dec_only
+    elif turbomind_loop_prefill(r, budget):
+        # every prompt dequeued at the top of the loop is prefilled before the loop's one decode step samples
+        # the first tokens: the request's first token waits for its co-arrivals' prompts too, not a FCFS queue
+        wait_prefill = 0.0
+        own = prompt * t_p * (1.0 + turbomind_co_arrivals(lam, step)) + dec_only
     else:
         own = prompt * t_p + dec_only  # the prefill pass, then the iteration that samples the first token
     return iteration_wait_s(r, step, others, closed_loop) + wait_prefill, own, dec_only
+
+
+def turbomind_loop_prefill(r: ResolvedPlan, budget: int | None) -> bool:
+    """Whether new requests are prefilled the way LMDeploy's TurboMind did before PR #775 (v0.1.0a1 and older,
+    `engines.lmdeploy_unified_iterations` false; no budget then, `lmdeploy_iteration_budget`).
+
+    Its scheduler loop (src/turbomind/models/llama/LlamaBatch.cc `InternalThreadEntry` at v0.1.0a1) takes, at
+    the top of every loop, all the requests queued since the last one (`request_queue.dequeue` with
+    `request_interval = 1`, up to the free slots), then `ContextDecode()` prefills every one of them (in
+    sub-batches of at most `max_context_token_num` tokens, each a pass of its own) and only then `Generate()`
+    runs the one decode step that samples all their first tokens, and `Finish()` streams them. So a request's
+    first token waits for the prompts dequeued with it, whether they were queued before or after it: batch
+    service, not the first-come-first-served prefill queue of `median_prefill_wait_s`."""
+    from mlrig.estimators.engines import lmdeploy_unified_iterations
+
+    return (r.engine == "lmdeploy" and budget is None
+            and not lmdeploy_unified_iterations(r.workload.engine_version))
+
+
+def turbomind_co_arrivals(lam_per_s: float, step_s: float) -> float:
+    """Mean number of OTHER requests dequeued at the same TurboMind loop as a given request
+    (`turbomind_loop_prefill`): the arrivals during one loop iteration of `step_s`, at `lam_per_s` requests/s.
+    Poisson arrivals (and a closed loop's completions, which come from independent requests) seen from an
+    arrival: the others in its batch are Poisson with the same mean lam x step (PASTA / the size-biased count
+    less the request itself; Kleinrock 1975, "Queueing Systems" vol. 1 sec. 5.2). Nothing fitted: for the
+    LMDeploy v0.1.0a1 ShareGPT runs (LMDEPLOY-0176..-0208) it is 0.26-1.1 prompts of ~250 tokens."""
+    return max(0.0, lam_per_s * step_s)
 
 
 # Most of the GPU's time that admitted prefills may take in `rate_run_point`'s fluid model (the decodes keep
