@@ -1092,11 +1092,16 @@ XPU_PREPACKED_FP4_ENGINES = frozenset({"vllm"})
 # own, on the full hidden size on every tensor-parallel rank (the hidden states are replicated) and on the rank's
 # share of the intermediate size. Per token and MoE layer that is 3 H + 3 Hp + 2 k Hp + 3 k Ip bf16 elements
 # (H hidden, Hp / Ip padded hidden / per-rank intermediate, k experts per token): ~153 kB for gpt-oss-20b, ~30 GB
-# for one 8,192-token prefill iteration, ~70 ms at the Arc Pro B60's 456 GB/s and the engine's bandwidth figure.
-# Structure and sizes from the sources, streamed at the engine's own bandwidth figure: no factor is fitted.
-# Prefill only: a decode step's few tokens move a few MB. Fit rows it moves: VLLMARC-* TTFT (a part of their
-# -30..-55 %; the rest is not found in these sources). The CUDA and ROCm MoE paths (Triton fused_moe, Marlin,
-# FlashInfer) have their cost inside MOE_EXPERT_COMPUTE_REL's fit and are not given this.
+# for one 8,192-token prefill iteration, ~73 ms at the Arc Pro B60's 456 GB/s and the engine's bandwidth figure
+# (the pass was ~1.07 s). Structure and sizes from the sources, streamed at the engine's own bandwidth figure: no
+# factor is fitted. Prefill only: a decode step's few tokens move a few MB. Fit rows it moves (branch s34-arc):
+# VLLMARC-0002 / -0005 / -0008 TTFT (one B60) -34 / -33 / -30 % -> -29 / -28 / -25 %, -0011 / -0014 / -0017 (four,
+# TP 4) -55 / -55 / -54 % -> -49 / -49 / -47 %; their TPOT +0.3..+0.4 ms (the prefill chunks inside the decode
+# steps), throughput unchanged. The rest of the gap is not found in these sources: the catalog's 98.3 TFLOPS is
+# Intel's 197 INT8 TOPS / 2 (20 Xe2-cores x 2,048 FP16 XMX ops per clock x 2.4 GHz), and the expert GEMMs run BF16
+# on the XMX engines after an in-register MXFP4 -> BF16 conversion (the blog's Optimisation 3), as priced. The CUDA
+# and ROCm MoE paths (Triton fused_moe, Marlin, FlashInfer) have their cost inside MOE_EXPERT_COMPUTE_REL's fit and
+# are not given this.
 XPU_MOE_ENGINES = frozenset({"vllm"})
 XPU_MOE_PAD = 128  # vLLM's XPU MXFP4 MoE pads hidden and per-rank intermediate sizes to this multiple
 XPU_MOE_ACT_BYTES = 2.0  # bf16 activations (the XPU MXFP4 MoE path computes in bf16)
