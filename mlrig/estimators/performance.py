@@ -1431,8 +1431,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
                        expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
     moe_act_s = xpu_moe_activation_s(r, s.engine, batch * prompt)
-    if vec.is_array(moe_act_s) or moe_act_s > 0:  # vLLM's XPU MoE kernels around the expert GEMMs
-        t = replace(t, seconds=t.seconds + moe_act_s, memory_s=t.memory_s + moe_act_s)
+    if vec.is_array(moe_act_s) or moe_act_s > 0:
+        # vLLM's XPU MoE kernels around the expert GEMMs: work that grows with the tokens, not a read of the weights,
+        # so it is counted with the pass's per-token time (compute_s), which a chunk fused into a decode iteration
+        # adds (serving.fused_prefill_s_per_token), as early_mla_prefix_attention_s's is below
+        t = replace(t, seconds=t.seconds + moe_act_s, compute_s=t.compute_s + moe_act_s)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
