@@ -1098,11 +1098,11 @@ XPU_PREPACKED_FP4_ENGINES = frozenset({"vllm"})
 # VLLMARC-0002 / -0005 / -0008 TTFT (one B60) -34 / -33 / -30 % -> -29 / -28 / -25 %, -0011 / -0014 / -0017 (four,
 # TP 4) -55 / -55 / -54 % -> -49 / -49 / -47 %; their TPOT +0.1..+0.4 ms (the prefill chunks inside the decode
 # steps); throughput -0001..-0016 +15.8 / +0.7 / -6.8 / +2.9 / -8.3 / +0.5 % -> +14.4 / 0.0 / -7.1 / +1.5 / -9.1 /
-# 0.0 % (validate's throughput vllm gddr median 6.9 -> 7.1 %, p90 34 % as before). The rest of the gap is not found in these sources: the catalog's 98.3 TFLOPS is
-# Intel's 197 INT8 TOPS / 2 (20 Xe2-cores x 2,048 FP16 XMX ops per clock x 2.4 GHz), and the expert GEMMs run BF16
-# on the XMX engines after an in-register MXFP4 -> BF16 conversion (the blog's Optimisation 3), as priced. The CUDA
-# and ROCm MoE paths (Triton fused_moe, Marlin, FlashInfer) have their cost inside MOE_EXPERT_COMPUTE_REL's fit and
-# are not given this.
+# 0.0 % (validate's throughput vllm gddr median 6.9 -> 7.1 %, p90 34 % as before). The rest of the gap is not
+# found in these sources: the catalog's 98.3 TFLOPS is Intel's 197 INT8 TOPS / 2 (20 Xe2-cores x 2,048 FP16 XMX
+# ops per clock x 2.4 GHz), and the expert GEMMs run BF16 on the XMX engines after an in-register MXFP4 -> BF16
+# conversion (the blog's Optimisation 3), as priced. The CUDA and ROCm MoE paths (Triton fused_moe, Marlin,
+# FlashInfer) have their cost inside MOE_EXPERT_COMPUTE_REL's fit and are not given this.
 XPU_MOE_ENGINES = frozenset({"vllm"})
 XPU_MOE_PAD = 128  # vLLM's XPU MXFP4 MoE pads hidden and per-rank intermediate sizes to this multiple
 XPU_MOE_ACT_BYTES = 2.0  # bf16 activations (the XPU MXFP4 MoE path computes in bf16)
