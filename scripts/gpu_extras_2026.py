@@ -521,7 +521,12 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "456 GB/s, PCIe 5.0 x8, 200 W; hmc-tech lists 196.61 INT8 / 98.3 BF16 tensor TOPS); XMX rates DERIVED on "
         "the basis Intel uses "
         "for the Arc B580 (233 INT8 TOPS = 160 XMX x 512 ops/clk x 2.85 GHz): 160 x 512 x 2.4 GHz = 196.6 INT8 "
-        "TOPS, FP16/BF16 half = 98.3; FP32 = 2560 x 2 x 2.4 GHz = 12.3",
+        "TOPS, FP16/BF16 half = 98.3; FP32 = 2560 x 2 x 2.4 GHz = 12.3; re-checked 2026-11-25 (branch s34-arc): the "
+        "Xe2 rate behind it, 4,096 INT8 / 2,048 FP16 XMX ops per clock per Xe-core, also gives the Arc Pro B70 figure "
+        "Intel lists (32 Xe-cores, 256 XMX engines, 367 INT8 TOPS at ~2.8 GHz, as quoted by "
+        "artificialintelligence.dk/b70-blog-alex-v5.html), the vLLM blog (blog.vllm.ai 2025-11-11) states 160 XMX "
+        "engines and 20 Xe-cores for the B60, and chipversus.com lists its clock as 2,000-2,400 MHz (the peaks are at "
+        "the 2.4 GHz top)",
         notes="The B580's die (BMG-G21) with 24 GB and a 120-200 W board power range (partner boards differ); "
         "the dual-GPU boards (MaxSun Arc Pro B60 Dual) are two of these, seen by software as two devices.",
     ),

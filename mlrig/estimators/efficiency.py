@@ -1077,6 +1077,36 @@ FORMAT_DECODE_EFF: dict[str, dict[str, float]] = {
 # fit: the Arc Pro B60 rows (VLLMARC-*) still decode faster than this gives (their TPOT 12-43 % over).
 XPU_PREPACKED_FP4_ENGINES = frozenset({"vllm"})
 
+# vLLM's XPU build runs a MoE layer's routed experts as a chain of separate kernels around the two expert GEMMs,
+# each reading and writing the layer's activations in bf16 through memory (performance.xpu_moe_activation_s).
+# Read in the sources: vLLM's `IpexMxfp4MoEMethod` (vllm/model_executor/layers/quantization/mxfp4.py, the XPU
+# branch of `Mxfp4Config.get_quant_method`; read at 007d500) pads the hidden states to a multiple of 128
+# (`torch.nn.functional.pad`) before and copies the unpadded slice back out after (`[..., :hidden].contiguous()`),
+# and pads the intermediate size per rank to a multiple of 128 (`create_weights`, the Marlin branch it shares); the
+# layer it calls, IPEX's `GatedMLPMOE` for XPU (intel/intel-extension-for-pytorch, intel_extension_for_pytorch/
+# transformers/models/xpu/fusions/linear_fusion.py, `_IPEXGatedMLPMOEXPU.forward`), runs topk_softmax, then
+# `moe_scatter` (every token copied once per selected expert, k rows of the padded hidden size), `moe_gemm` for
+# w13, the SwiGLU (`swigluoai_and_mul`: reads k x 2I, writes k x I per token), `moe_gemm` for w2 and `moe_gather`
+# (reads the k rows, writes one). The GEMMs' own operand reads and result writes stay inside the GEMM kernels
+# (compute-bound at prefill sizes); the pad, scatter, SwiGLU, gather and slice are memory-bound kernels of their
+# own, on the full hidden size on every tensor-parallel rank (the hidden states are replicated) and on the rank's
+# share of the intermediate size. Per token and MoE layer that is 3 H + 3 Hp + 2 k Hp + 3 k Ip bf16 elements
+# (H hidden, Hp / Ip padded hidden / per-rank intermediate, k experts per token): ~153 kB for gpt-oss-20b, ~30 GB
+# for one 8,192-token prefill iteration, ~73 ms at the Arc Pro B60's 456 GB/s and the engine's bandwidth figure
+# (the pass was ~1.07 s). Structure and sizes from the sources, streamed at the engine's own bandwidth figure: no
+# factor is fitted. Prefill only: a decode step's few tokens move a few MB. Fit rows it moves (branch s34-arc):
+# VLLMARC-0002 / -0005 / -0008 TTFT (one B60) -34 / -33 / -30 % -> -29 / -28 / -25 %, -0011 / -0014 / -0017 (four,
+# TP 4) -55 / -55 / -54 % -> -49 / -49 / -47 %; their TPOT +0.1..+0.4 ms (the prefill chunks inside the decode
+# steps); throughput -0001..-0016 +15.8 / +0.7 / -6.8 / +2.9 / -8.3 / +0.5 % -> +14.4 / 0.0 / -7.1 / +1.5 / -9.1 /
+# 0.0 % (validate's throughput vllm gddr median 6.9 -> 7.1 %, p90 34 % as before). The rest of the gap is not
+# found in these sources: the catalog's 98.3 TFLOPS is Intel's 197 INT8 TOPS / 2 (20 Xe2-cores x 2,048 FP16 XMX
+# ops per clock x 2.4 GHz), and the expert GEMMs run BF16 on the XMX engines after an in-register MXFP4 -> BF16
+# conversion (the blog's Optimisation 3), as priced. The CUDA and ROCm MoE paths (Triton fused_moe, Marlin,
+# FlashInfer) have their cost inside MOE_EXPERT_COMPUTE_REL's fit and are not given this.
+XPU_MOE_ENGINES = frozenset({"vllm"})
+XPU_MOE_PAD = 128  # vLLM's XPU MXFP4 MoE pads hidden and per-rank intermediate sizes to this multiple
+XPU_MOE_ACT_BYTES = 2.0  # bf16 activations (the XPU MXFP4 MoE path computes in bf16)
+
 # MLX (fitted on the rows after starting from llama.cpp Metal): mlx-lm 0.20 decodes Llama-3.3-70B
 # 4-bit (group 64, 39.2 GB read per token) at 9.35 tok/s on an M3 Max 40-core (400 GB/s) at short
 # context (MLXCHIGKIM-0002..0012): ~90 % of the bandwidth figure once 80 layers of launch overhead

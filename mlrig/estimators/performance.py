@@ -1378,6 +1378,29 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
 
+def xpu_moe_activation_s(r: ResolvedPlan, engine: str, tokens: Num) -> Num:
+    """Seconds a prefill of `tokens` tokens spends, per GPU, in the memory-bound kernels around the routed experts'
+    GEMMs of vLLM's XPU MoE path on Intel GPUs (efficiency.XPU_MOE_ENGINES; pad, scatter to k rows, SwiGLU, gather,
+    slice): 3 H + 3 Hp + 2 k Hp + 3 k Ip bf16 elements per token and MoE layer (Hp, Ip: hidden and per-rank
+    intermediate sizes padded to efficiency.XPU_MOE_PAD), streamed at the engine's bandwidth figure. 0 elsewhere
+    (dense models, other vendors or engines, non-MXFP4 weights: the path read is vLLM's `IpexMxfp4MoEMethod`)."""
+    arch = r.arch
+    if not (arch.is_moe and r.gpu.vendor == "Intel" and engine in eff.XPU_MOE_ENGINES
+            and r.precision.family == "fp4"):
+        return 0.0
+    tp = max(1, r.hardware.tensor_parallel)
+    pad = eff.XPU_MOE_PAD
+    hidden = arch.hidden_size
+    hidden_p = math.ceil(hidden / pad) * pad
+    inter = arch.moe_intermediate_size or arch.intermediate_size
+    inter_p = math.ceil(math.ceil(inter / tp) / pad) * pad
+    k = arch.experts_per_token
+    elements = 3 * hidden + 3 * hidden_p + 2 * k * hidden_p + 3 * k * inter_p
+    moe_layers = arch.num_layers - arch.first_dense_layers
+    moved = tokens * moe_layers * elements * eff.XPU_MOE_ACT_BYTES
+    return moved / (r.gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(r.gpu, engine))
+
+
 def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     """The prefill of `prompt` tokens for each of `batch` sequences, with the plan's engine and split.
     A llama.cpp layer split pipelines the prompt's micro-batches (`llama_cpp_pipeline_speedup`)."""
@@ -1407,6 +1430,12 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         cost = replace(cost, flops=cost.flops + cost.expert_flops * (tiled - 1.0),
                        expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
+    moe_act_s = xpu_moe_activation_s(r, s.engine, batch * prompt)
+    if vec.is_array(moe_act_s) or moe_act_s > 0:
+        # vLLM's XPU MoE kernels around the expert GEMMs: work that grows with the tokens, not a read of the weights,
+        # so it is counted with the pass's per-token time (compute_s), which a chunk fused into a decode iteration
+        # adds (serving.fused_prefill_s_per_token), as early_mla_prefix_attention_s's is below
+        t = replace(t, seconds=t.seconds + moe_act_s, compute_s=t.compute_s + moe_act_s)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
