@@ -125,7 +125,11 @@ def test_an_l4_rate_sweep_of_the_same_requests_rises_smoothly(version: str | Non
     more than ~2x. With ten fluid steps per request duration the KV admission's first fill depended on where the
     steps fell (`serving.RATE_RUN_KV_STEP_ITERATIONS`): 0.7.3 gave 5.1 / 4.9 / 3.6 / 2.4 / 3.2 / 22 s at
     6 / 8 / 10 / 15 / 25 / 50 req/s. The first pair past the crossing is the steepest: 3.6 -> 7.2 s (0.7.3) at
-    4 -> 5 req/s, as before the KV admission (6.8 -> 14.5 s at 3 -> 4 req/s under V1)."""
+    4 -> 5 req/s, as before the KV admission (6.8 -> 14.5 s at 3 -> 4 req/s under V1). The ~2x bound holds from
+    3 s on: just past the card's capacity the wait grows with the excess rate (rate - capacity), which one 25 %
+    step of the grid can multiply several times (with the L4's board-power bound, hardware.board_power_tflops,
+    V1 crosses at 3 -> 4 req/s to 2.2 s and reaches 6.0 s at 5; the published 0.7.3 run, ACCELMARKGD-0016,
+    waited 41 s at 5 req/s)."""
     ttft_ms = []
     for rate in _SWEEP_RATES:
         w: dict[str, object] = {"precision": "bf16", "engine": "vllm", "load": "rate", "request_rate": rate,
@@ -140,7 +144,7 @@ def test_an_l4_rate_sweep_of_the_same_requests_rises_smoothly(version: str | Non
     assert all(b >= a for _r0, _r1, a, b in pairs), ttft_ms
     crossings = [(r0, r1) for r0, r1, a, b in pairs if a < 1_000.0 <= b]
     assert len(crossings) == 1, ttft_ms  # the median request starts to queue once
-    assert all(b / a <= 2.1 for _r0, _r1, a, b in pairs if a >= 1_000.0), ttft_ms
+    assert all(b / a <= 2.1 for _r0, _r1, a, b in pairs if a >= 3_000.0), ttft_ms
 
 
 @pytest.mark.parametrize("version", ["0.7.3", None])
