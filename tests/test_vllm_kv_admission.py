@@ -129,7 +129,9 @@ def test_an_l4_rate_sweep_of_the_same_requests_rises_smoothly(version: str | Non
     2 -> 3 req/s since V0's profile counts its sampler's sort (a KV pool of 29,104 tokens, 36,000 before, when it
     was 3.6 -> 7.2 s at 4 -> 5 req/s), as before the KV admission (6.8 -> 14.5 s at 3 -> 4 req/s under V1); the
     pairs after it move it by less than ~2x. AccelMark measured this run at 41 / 61 / 65 s at 5 / 25 / 100 req/s
-    (ACCELMARKGD-0016/-0018/-0020): 27 / 43 / 47 s here, 7 s at 5 req/s before."""
+    (ACCELMARKGD-0016/-0018/-0020): 27 / 43 / 47 s here, 7 s at 5 req/s before. With the L4's board-power bound
+    (hardware.board_power_tflops) V1 crosses at 3 -> 4 req/s to 2.2 s and reaches 6.0 s at 5: just past the
+    capacity the wait grows with the excess rate, which one 25 % step of the grid can multiply several times."""
     ttft_ms = []
     for rate in _SWEEP_RATES:
         w: dict[str, object] = {"precision": "bf16", "engine": "vllm", "load": "rate", "request_rate": rate,

@@ -870,6 +870,39 @@ COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 AMD_CDNA3_GEMM_REL_EFF = 0.514 / 0.803
 AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 
+# Board power bounds the tensor rate of dense GEMMs (hardware.board_power_tflops). Under a long dense GEMM a card
+#    draws its board power (TDP) before it reaches its rated boost clock when its tensor cores are wide for that
+#    power, and GPU Boost then lowers the clock: NVIDIA's own forum answer for the 70 W T4 (65 TFLOPS FP16 rated,
+#    ~24 TFLOPS from a long cuBLAS loop): "the performance of ~24T is arising due to power capping of the GPU"
+#    (forums.developer.nvidia.com/t/about-gpu-peak-performance/264462). The sustained rate is then the energy per
+#    dense tensor FLOP of the architecture times the board power, whatever the rated clock: BOARD_TFLOP_PER_J, per
+#    architecture (catalog `architecture` prefix), from published long torch.matmul loops (zzc0721/
+#    torch-performance-test-data issues, 100 x 8192^3 GEMMs per size, each card at its default power limit):
+#    - Ada: L4 (72 W, 121 TFLOPS rated) BF16 59.4 TFLOPS at 8192 (issue #120, 2026-01-12): 0.83 TFLOP/J; L40S
+#      (350 W, 362 rated) FP16 264-269 (issue #43, 2025-10-05): 0.77 TFLOP/J. Two Ada dies (AD104 at 72 W, AD102
+#      at 350 W) at one energy per FLOP: at these limits the clock, not the voltage, gives way, so the bound is
+#      linear in the watts. 0.80, their middle.
+#    - Blackwell GB20x: RTX PRO 6000 Blackwell Server Edition (600 W, 504 rated) BF16 417 TFLOPS (issue #162,
+#      2026-04-09): 0.70 TFLOP/J, a LOWER bound (417 is 0.83 of its rating, not visibly power-bound). Taken: it
+#      leaves the 600 W cards unbound and bounds the 300 W Max-Q at 262 TFLOPS (60 % of its 439 rating), the most
+#      the public GEMM figures allow. The Workstation Edition's 350-368 at 600 W (issue #160) would give 0.60, but
+#      bound the 600 W cards that the fit rows LLMQPRO6000X1-* (llm.q training) and C15013-* (llama.cpp prefill)
+#      show unbound (1.02x / 0.97x of measured before, 0.95x / 0.90x at 0.60).
+#    Other architectures: no published power-bound GEMM figures here, so no bound (Ampere, Hopper, GeForce
+#    desktop cards: the bound would lie above their rating anyway for the figures above).
+#    The bound is on the GEMMs' ACHIEVED rate; the engine efficiencies (COMPUTE_EFF, TRAIN_GEMM_EFF, ...) are
+#    fractions of a rating that an unbound card's cuBLAS reaches BOARD_BOUND_GEMM_EFF of (S. Bekman,
+#    ml-engineering, 'Maximum Achievable Matmul FLOPS': H100 SXM 792 of 989 TFLOPS), so the rating a bound card
+#    is priced at is min(rating, TFLOP/J x watts / BOARD_BOUND_GEMM_EFF). Not fitted on calibration rows. Fit rows
+#    that check it: WAYNETRT-0205..0258 (vLLM on the Max-Q at 1-128 users: median |error| of the throughput rows
+#    28 % -> 20 %), WMXL4-* (vLLM, L4: TTFT 64 % -> 40 %), FSDPQLORA-0045/-0046 (70B QLoRA on RTX 6000 Ada: 2.2x
+#    -> 1.9x of measured, the rest is not this), XD-0304..0345 (llama.cpp prefill, RTX 6000 Ada: median 1.06x ->
+#    0.98x). Bound cards in the catalog (16-bit): L4 (0.60 of its rating), RTX 6000 Ada (0.82), RTX PRO 6000 Max-Q
+#    (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled FP16-accumulate
+#    rate (performance.peak_tflops).
+BOARD_TFLOP_PER_J: dict[str, float] = {"Ada Lovelace": 0.80, "Blackwell (GB20": 0.70}
+BOARD_BOUND_GEMM_EFF = 0.80
+
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
 #    vLLM and SGLang, TensorRT-LLM's XQA, llama.cpp's flash-attention kernels) load each KV head once
 #    for all the query heads of its group. TensorRT-LLM before v0.8 ("trt-llm-2023", the v0.5/v0.6.1

@@ -65,3 +65,21 @@ def check_named_link(link: Interconnect, gpu: GPU) -> Interconnect:
     fix = "--interconnect " + (own.lower().replace(" ", "-") if gpu.nvlink_gb_s else f"pcie{gpu.pcie_gen or 4}")
     raise MlrigError(f"{gpu.name} has no {'NVLink' if link.kind == 'nvlink' else 'Infinity Fabric'} "
                      f"(interconnect {link.id!r}): its links are {has}; drop --interconnect or pass {fix}")
+
+
+def board_power_tflops(gpu: GPU, dtype: str, watts: float | None = None) -> float | None:
+    """The dense tensor rating a card is priced at when its board power, not its boost clock, bounds a long
+    dense GEMM, in the units of `gpu.tensor_tflops(dtype)`: energy per FLOP of the architecture x watts, over
+    the fraction of a rating an unbound card's GEMMs reach (efficiency.BOARD_TFLOP_PER_J, BOARD_BOUND_GEMM_EFF:
+    the sources are there). `watts`: the board power (TDP) unless a lower power cap is given. FP8 / FP4 run at
+    their rating's multiple of the 16-bit rate for the same power (NVIDIA rates all three at one clock and TDP).
+    None where no bound is known (architecture without a figure, no TDP, no 16-bit tensor rate, FP32)."""
+    arch = gpu.architecture or ""
+    tflop_per_j = next((v for k, v in eff.BOARD_TFLOP_PER_J.items() if arch.startswith(k)), None)
+    w = min(gpu.tdp_w, watts) if gpu.tdp_w and watts else gpu.tdp_w
+    base = gpu.tensor_tflops("bf16")
+    rate = gpu.tensor_tflops(dtype)
+    if tflop_per_j is None or not w or not base or not rate or dtype.lower() in ("fp32", "float32"):
+        return None
+    return tflop_per_j * w / eff.BOARD_BOUND_GEMM_EFF * (rate / base)
+

@@ -46,7 +46,12 @@ from mlrig.estimators.engines import (
     vllm_v1,
 )
 from mlrig.estimators.expert_parallel import experts_touched_fraction
-from mlrig.estimators.hardware import DEFAULT_HOST_BW_GB_S, gpu_memory_class, graph_replay_missing
+from mlrig.estimators.hardware import (
+    DEFAULT_HOST_BW_GB_S,
+    board_power_tflops,
+    gpu_memory_class,
+    graph_replay_missing,
+)
 from mlrig.results import Performance
 from mlrig.vec import Num
 
@@ -179,7 +184,8 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     Intel Arc under llama.cpp: its Vulkan backend did not drive the XMX matrix engines in the
     scoreboard builds (pp512 of Llama-2-7B Q4_0 reaches 74 % of the A770's and 61 % of the B580's
     FP32 *vector* rate, V10879-0015/0017), so the vector rate is the ceiling there; the SYCL
-    backend's oneMKL GEMMs may do better, which this under-states."""
+    backend's oneMKL GEMMs may do better, which this under-states. A card whose board power bounds its
+    dense GEMMs below its rating is priced at that bound (`hardware.board_power_tflops`)."""
     t = gpu.tensor_tflops(dtype)
     if engine.startswith("llama.cpp") and gpu.hardware_class == "intel" and gpu.fp32_tflops:
         t = gpu.fp32_tflops
@@ -189,6 +195,9 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
         return None
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
+    bound = board_power_tflops(gpu, dtype)
+    if bound is not None:
+        t = min(t, bound)
     return t * apple_neural_accel_speedup(gpu, engine)
 
 

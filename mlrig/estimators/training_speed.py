@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from mlrig import vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators.hardware import board_power_tflops
 from mlrig.results import Performance, TrainingRun
 from mlrig.vec import Num
 
@@ -130,17 +131,19 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     bf16 = gpu.tensor_tflops("bf16") or gpu.fp32_tflops
     if not bf16:
         raise MlrigError(f"{gpu.name} has no tensor or FP32 rate in the catalog; cannot estimate training speed")
+    linear_dtype = rest_dtype = "bf16"
     if precision.name == "fp8" and gpu.fp8_tflops_dense:
-        linear = gpu.fp8_tflops_dense
+        linear, linear_dtype = gpu.fp8_tflops_dense, "fp8"
         label = "FP8 linear GEMMs"
     elif precision.name == "fp8":  # no FP8 tensor cores (A100, V100, RDNA 3...): the GEMMs run in bf16
         linear = bf16
         label = "bf16 GEMMs (no FP8 tensor cores on this GPU)"
     elif fp4_training(precision, gpu):
-        linear = gpu.fp4_tflops_dense or bf16
+        linear, linear_dtype = gpu.fp4_tflops_dense or bf16, "fp4" if gpu.fp4_tflops_dense else "bf16"
         label = "FP4 linear GEMMs"
     elif precision.compute == "fp32":
         bf16 = linear = gpu.fp32_tflops or bf16
+        linear_dtype = rest_dtype = "fp32"
         label = "FP32 (no tensor cores)"
     else:
         linear = bf16
@@ -148,7 +151,15 @@ def _train_peak(gpu: GPU, precision: Precision, power_limit_w: float | None) -> 
     draw = gpu.tdp_w  # what the card draws under the load at full clocks
     if draw and gpu.hardware_class == "geforce":
         draw = draw * GEFORCE_TRAIN_DRAW_FRACTION
-    return (power_capped_tflops(linear, power_limit_w, draw), power_capped_tflops(bf16, power_limit_w, draw), label)
+
+    def sustained(peak: float, dtype: str) -> float:
+        """The cube-law power cap on the rating, or, where board power bounds the GEMMs
+        (`hardware.board_power_tflops`, linear in the watts: the cap lowers that bound in proportion), that bound."""
+        capped = power_capped_tflops(peak, power_limit_w, draw)
+        bound = board_power_tflops(gpu, dtype, power_limit_w)
+        return capped if bound is None else min(capped, bound)
+
+    return (sustained(linear, linear_dtype), sustained(bf16, rest_dtype), label)
 
 
 # What a GeForce card draws while training at full clocks, as a fraction of its board power (TDP): Answer.AI's
