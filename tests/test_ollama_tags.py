@@ -37,10 +37,9 @@ def test_a_plan_of_an_ollama_tag_prices_the_q4_build() -> None:
                                                                     "q4_k_m"),
     ("deepseek-r1:7b-qwen-distill-q8_0", "deepseek-r1-distill-qwen-7b", "q8_0"),
     ("deepseek-r1:8b-llama-distill-q4_K_M", "deepseek-r1-distill-llama-8b", "q4_k_m"),
-    # ':latest' and a bare name are ollama's default tag (8b / 7b / ... Q4_K_M)
-    ("llama3.1:latest", "llama-3.1-8b", "q4_k_m"), ("llama3.1", "llama-3.1-8b", "q4_k_m"),
-    ("qwen2.5:latest", "qwen2.5-7b", "q4_k_m"), ("mistral", "mistral-7b-v0.3", "q4_k_m"),
-    ("llama3.2", "llama-3.2-3b", "q4_k_m"),
+    # ':latest' is ollama's default tag (8b / 7b / ... Q4_K_M)
+    ("llama3.1:latest", "llama-3.1-8b", "q4_k_m"), ("qwen2.5:latest", "qwen2.5-7b", "q4_k_m"),
+    ("mistral:latest", "mistral-7b-v0.3", "q4_k_m"), ("llama3.2:latest", "llama-3.2-3b", "q4_k_m"),
     ("gpt-oss:20b", "gpt-oss-20b", "mxfp4"),  # ollama runs gpt-oss's MXFP4 weights as shipped
 ])
 def test_ollama_tags_name_the_model_ollama_downloads(tag: str, catalog_id: str, precision: str) -> None:
@@ -57,9 +56,10 @@ def test_every_default_tag_resolves() -> None:
         assert resolve_model(tag).gguf_packaged, tag
 
 
-def test_catalog_names_are_not_taken_for_bare_ollama_names() -> None:
+def test_bare_names_keep_their_catalog_meaning() -> None:
     assert resolve_model("deepseek-r1").id == "deepseek-r1" and resolve_model("deepseek-r1").weight_format is None
     assert resolve_model("phi4").weight_format is None
+    assert resolve_model("deepseek-r1:latest").weight_format == "q4_k_m"  # ollama's 8b build, not R1 in FP8
 
 
 def test_an_fp16_tag_prices_on_llama_cpp() -> None:

@@ -297,7 +297,7 @@ def _repo_format(name: str) -> tuple[str, str | None, str] | None:
 _OLLAMA_TAG_RE = re.compile(r"(?P<family>[a-z][\w.-]*):(?P<size>\d+(?:\.\d+)?[bm]|\d+x\d+b)(?:-(?P<rest>[\w.-]+))?",
                             re.I)
 OLLAMA_DEFAULT_QUANT = "q4_k_m"
-# A bare library name ('llama3.1') or ':latest' is ollama's default tag: the size each family's page
+# ':latest' ('llama3.1:latest') is ollama's default tag: the size each family's page
 # (ollama.com/library/<family>, "latest" tag) makes the same download as, for the families the catalog holds.
 OLLAMA_LATEST_SIZE = {
     "llama2": "7b", "llama3": "8b", "llama3.1": "8b", "llama3.2": "3b", "llama3.3": "70b", "codellama": "7b",
@@ -318,22 +318,22 @@ OLLAMA_TAG_MODELS = {
 }
 
 
-def _ollama_latest(name: str, bare: bool = False) -> str | None:
-    """'llama3.1:latest' (with `bare`, also 'llama3.1', as `ollama run` reads it) as ollama's default tag,
-    'llama3.1:8b'; None for anything else."""
-    family, colon, tag = name.strip().lower().partition(":")
-    if (tag != "latest" and not (bare and not colon)) or family not in OLLAMA_LATEST_SIZE:
+def _ollama_latest(name: str) -> str | None:
+    """'llama3.1:latest' as ollama's default tag, 'llama3.1:8b'; None for anything else. (A bare 'llama3.1' stays a
+    family name whose error suggests its catalog members, tests/test_new_user_s30.py.)"""
+    family, _, tag = name.strip().lower().partition(":")
+    if tag != "latest" or family not in OLLAMA_LATEST_SIZE:
         return None
     return f"{family}:{OLLAMA_LATEST_SIZE[family]}"
 
 
-def _from_ollama_tag(name: str, bare: bool = False) -> ModelArch | None:
+def _from_ollama_tag(name: str) -> ModelArch | None:
     """An ollama library tag read as its catalog architecture with the tag's quant as the weights' precision
     (Q4_K_M for a size tag alone), with a note; None when `name` is no such tag or its model is not in the
     catalog."""
     from mlrig import quant
 
-    latest = _ollama_latest(name, bare)
+    latest = _ollama_latest(name)
     m = _OLLAMA_TAG_RE.fullmatch(latest or name.strip())
     if m is None:
         return None
@@ -410,7 +410,7 @@ def resolve_model(name_or_path: str) -> ModelArch:
         if note:
             arch.notes.append(note)
         return arch
-    mapped = _from_repo_name(name) or _from_ollama_tag(name, bare=True)  # 'llama3.1' (no catalog id) as ollama reads it
+    mapped = _from_repo_name(name)
     if mapped is not None:
         return mapped
     if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name):
