@@ -56,6 +56,13 @@ def test_every_default_tag_resolves() -> None:
         assert resolve_model(tag).gguf_packaged, tag
 
 
+def test_a_bare_family_name_points_at_its_latest_tag() -> None:
+    from mlrig.errors import MlrigError
+
+    with pytest.raises(MlrigError, match=r"ollama's 'llama3.1' is llama3.1:latest, its 8b build"):
+        resolve_model("llama3.1")
+
+
 def test_bare_names_keep_their_catalog_meaning() -> None:
     assert resolve_model("deepseek-r1").id == "deepseek-r1" and resolve_model("deepseek-r1").weight_format is None
     assert resolve_model("phi4").weight_format is None

@@ -422,8 +422,10 @@ def resolve_model(name_or_path: str) -> ModelArch:
     ids = [a.id for a in _catalog()]
     family = family_members(name, ids)
     cands = [*family, *(c for c in closest(short_name(name), ids) if c not in family)][:5]
+    latest = _ollama_latest(f"{name}:latest")
+    ollama = f"; ollama's {name!r} is {name}:latest, its {latest.split(':')[1]} build" if latest else ""
     raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
-                           "or an explicit architecture")
+                           f"or an explicit architecture{ollama}")
 
 
 def arch_from_ref(ref: ModelRef) -> ModelArch:
