@@ -127,7 +127,10 @@ def evaluate_grid(plan: Plan | dict[str, Any], batch: Any, context_tokens: Any, 
         in_range = np.ones(n, bool) if (not limit or w.allow_long_context) else ctx_max <= limit
         # the default engine may differ for one sequence and for a batch (planner.default_engine)
         for part in (b == 1, b > 1):
-            idx = np.flatnonzero(part & in_range & (b >= 1) & (pr >= 0) & (out >= 0))
+            # a request longer than its context is refused (WorkloadSpec._request_fits_context): one by one, for
+            # that error on its own line
+            fits_context = (c <= 0) | (pr + out <= c)
+            idx = np.flatnonzero(part & in_range & fits_context & (b >= 1) & (pr >= 0) & (out >= 0))
             if len(idx):
                 one_by_one[idx] = not _arrays(grid, idx, base, arch, gpu, b, c, pr, out)
     elif w.task != "inference" and n:

@@ -162,10 +162,11 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
     return data
 
 
-def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
+def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: ModelArch | None = None) -> str:
     """The engine a user of this setup most likely runs when they name none (issue 10; one place,
     so memory and speed always assume the same engine):
-    - llama.cpp for GGUF formats, Apple silicon (Metal), CPU-only hosts, partial offload (-ngl),
+    - llama.cpp for GGUF formats and any weights packaged as GGUF (an ollama tag's '-fp16' build, a
+      .gguf file of F16: `ModelArch.gguf_packaged`), Apple silicon (Metal), CPU-only hosts, partial offload (-ngl),
       consumer AMD / Intel cards (its ROCm/Vulkan/SYCL builds are what those users run) and NVIDIA cards
       before Volta (`pre_volta`: the serving engines do not run there);
     - ExLlamaV2 for EXL2 weights, MLC for its q4f16 formats;
@@ -176,7 +177,8 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None) -> str:
 
     parsed = parse_precision(precision)
     p = parsed.name
-    gguf = parsed.llama_cpp_only
+    # GGUF's own tensor types beside its block quants: F16, BF16, F32 and MXFP4 (ggml.h `ggml_type`)
+    gguf = parsed.llama_cpp_only or (arch is not None and arch.gguf_packaged and p in ("fp16", "bf16", "fp32", "mxfp4"))
     if p.startswith("exl2"):
         return "exllamav2"
     if p.startswith(("q4f16", "q3f16")):
@@ -244,7 +246,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
             notes.append(f"no precision given: the weights as shipped ({native}); pass --precision to change")
     if w.engine is None:
         # default_engine reads the plan's batch, load, offload and GPU count, none of which change here
-        changes["engine"] = default_engine(changes["precision"], gpu, p)
+        changes["engine"] = default_engine(changes["precision"], gpu, p, arch)
     w = w.model_copy(update=changes)
     if "engine" in changes:
         why = ("what users of this setup most likely run" if w.engine != "vllm"

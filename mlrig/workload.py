@@ -182,6 +182,7 @@ class WorkloadSpec(_Strict):
             # set in __dict__: the lengths stay "not given", so a copy with another context (a fix, a
             # variant) fills that context anew
             self.__dict__["prompt_tokens"], self.__dict__["output_tokens"] = lengths_filling(self.context_tokens, given)
+        self._request_fits_context()
         if self.load == "rate" and self.request_rate is None:
             raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
         if self.request_rate is not None and self.load != "rate":
@@ -190,6 +191,24 @@ class WorkloadSpec(_Strict):
             raise ValueError("workload.cached_prompt_tokens must be below prompt_tokens (the last prompt token is "
                              "always computed)")
         return self
+
+    def _request_fits_context(self) -> None:
+        """An inference request longer than the context it is given (`--context 8k --prompt 16k`) is refused:
+        memory would be sized at the context and speed priced at the prompt, two different requests. The
+        engines refuse it too (vLLM: "The decoder prompt (length N) is longer than the maximum model length";
+        llama.cpp's server stops a request at its n_ctx)."""
+        if self.task != "inference" or self.context_tokens is None:
+            return
+        need = self.prompt_tokens + self.output_tokens
+        if need <= self.context_tokens:
+            return
+        given = self.model_fields_set
+        defaulted = [name for name in ("prompt_tokens", "output_tokens") if name not in given]
+        note = f" ({' and '.join(defaulted)} the default)" if defaulted else ""
+        raise ValueError(
+            f"the request is longer than its context: prompt_tokens {self.prompt_tokens:,} + output_tokens "
+            f"{self.output_tokens:,} = {need:,} exceed context_tokens {self.context_tokens:,}{note}; give a context "
+            f"of at least {need:,} (--context {need}), or a shorter prompt (--prompt) or output (--output)")
 
     @property
     def context(self) -> int:

@@ -222,6 +222,11 @@ CASES: list[Any] = [  # (name, setup, argv, words) rows; pytest.param for known 
     ("probe --history, corrupt database", _corrupt_history, ["probe", "--history"], ["history", "move it aside"]),
     ("plan --machine local, corrupt database", _corrupt_history, ["plan", "llama-3.1-8b", "--machine", "local"],
      ["history", "move it aside"]),
+    ("prompt longer than the context", _nothing, ["plan", "llama-3.1-8b", "--context", "8k", "--prompt", "16k"],
+     ["16,384", "8,192", "--context 16512"]),
+    ("-n 0 names the flag", _nothing, ["plan", "llama-3.1-8b", "-n", "0"], ["-n/--count", "at least 1"]),
+    ("--batch 0 names the flag", _nothing, ["plan", "llama-3.1-8b", "--batch", "0"], ["-b/--batch", "at least 1"]),
+    ("--tp 0 names the flag", _nothing, ["fit", "llama-3.1-8b", "--tp", "0"], ["--tp must be"]),
     ("MLRIG_CALIBRATION_DIR names nothing", lambda tmp: {"MLRIG_CALIBRATION_DIR": str(tmp / "none")},
      ["validate"], ["MLRIG_CALIBRATION_DIR", "not a folder"]),
 ]

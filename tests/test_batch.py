@@ -22,6 +22,8 @@ from mlrig import planner
 from mlrig.errors import MlrigError
 from mlrig.grid import FIGURES, TRAINING_FIGURES, _plan_at, evaluate_cases, evaluate_grid
 from mlrig.planner import evaluate_case, parse_plan
+from mlrig.results import PlanResult
+from mlrig.workload import Plan
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "gemma-2-9b", "gemma-3-27b", "mistral-7b-v0.1",
           "mixtral-8x7b", "gpt-oss-20b", "deepseek-v3", "llama-3.2-1b", "phi-3-mini-4k", "gpt2"]
@@ -105,7 +107,36 @@ def random_configs(rng: random.Random, n: int) -> tuple[list[int], ...]:
     context = [rng.choice([0, 512, 4096, 8192, 32768, 131072, 400_000, rng.randint(1, 200_000)]) for _ in range(n)]
     prompt = [rng.choice([0, 1, 128, 512, 2000, rng.randint(1, 100_000)]) for _ in range(n)]
     output = [rng.choice([0, 1, 128, 1000, rng.randint(1, 8000)]) for _ in range(n)]
+    for i in range(n):  # most requests fit their context; the rest are refused (WorkloadSpec._request_fits_context)
+        if 0 < context[i] < prompt[i] + output[i] and rng.random() < 0.75:
+            context[i] = prompt[i] + output[i] + rng.choice([0, 1, 1000])
     return batch, context, prompt, output
+
+
+def _evaluated_at(base: Plan, batch: int, context: int, prompt: int, output: int) -> PlanResult:
+    """`evaluate_case` of `base` at these numbers, or the error line of a plan it refuses to be (a prompt and
+    output longer than the context: `WorkloadSpec._request_fits_context`)."""
+    try:
+        plan = _plan_at(base, batch, context, prompt, output)
+    except MlrigError as exc:
+        return PlanResult(error=str(exc))
+    return evaluate_case(plan)
+
+
+def test_a_request_longer_than_its_context_is_its_own_error_line() -> None:
+    """`--context 8k --prompt 16k` was priced as two requests (memory at 8k, speed at 16k): the array path
+    refuses that configuration with `plan`'s line and evaluates the others."""
+    base = parse_plan({"model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"}})
+    grid = evaluate_grid(base, [1, 1, 1], [8192, 8192, 0], [16384, 8000, 16384], [128, 128, 128])
+    with pytest.raises(MlrigError) as refused:
+        parse_plan({"model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+                    "workload": {"context_tokens": 8192, "prompt_tokens": 16384, "output_tokens": 128}})
+    assert grid.error[0] == str(refused.value) and "16,384" in grid.error[0] and "8,192" in grid.error[0]
+    assert grid.error[1] is None and grid.error[2] is None and grid.per_gpu_gib[1] > 0
+    lines = [{"model": "llama-3.1-8b", "hardware": {"gpu": "rtx-4090"},
+              "workload": {"context_tokens": c, "prompt_tokens": 16384, "output_tokens": 128}} for c in (8192, 32768)]
+    bad, good = evaluate_cases(lines)  # `mlrig eval`: the bad line reports, the rest is evaluated
+    assert bad.error == str(refused.value) and good.error is None and good.memory is not None
 
 
 def same(a: float | None, b: float) -> bool:
@@ -125,7 +156,7 @@ def test_the_array_path_equals_evaluate_exactly(seed: int) -> None:
         except Exception as exc:  # only an unknown model or GPU may fail the whole grid
             pytest.fail(f"evaluate_grid raised {exc!r} for {base.model_dump(exclude_unset=True)}")
         for i in range(len(batch)):
-            one = evaluate_case(_plan_at(base, batch[i], context[i], prompt[i], output[i]))
+            one = _evaluated_at(base, batch[i], context[i], prompt[i], output[i])
             where = (base.model_dump(exclude_unset=True), batch[i], context[i], prompt[i], output[i])
             assert grid.error[i] == one.error, where
             if one.error:

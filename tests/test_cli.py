@@ -16,7 +16,7 @@ def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("args, needle", [
     (["plan", "llama-3.1-8b", "--gpu", "RTX 4099"], "RTX 4090"),
-    (["plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--batch", "-3"], "batch_size"),
+    (["plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--batch", "-3"], "-b/--batch"),
     (["plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "q9_z"], "q9_z"),
     (["plan", "no-such-model-at-all", "--gpu", "RTX 4090"], "no-such-model-at-all"),
     (["plan", "--file", "/nonexistent/plan.toml"], "not found"),

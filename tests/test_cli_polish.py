@@ -101,6 +101,12 @@ def test_every_command_help_ends_with_examples() -> None:
             assert len(line) <= 76, line
 
 
+def test_monitor_help_says_how_a_remote_prometheus_scrapes_it() -> None:
+    """`--host` existed but its help said only 'loopback': how to scrape the box from elsewhere was not shown."""
+    out = mlrig("monitor", "--help", columns=200).stdout
+    assert "mlrig monitor --prometheus 9400 --host 0.0.0.0" in out and "HOSTNAME:PORT" in out
+
+
 def _tour() -> list[list[str]]:
     from tests.test_readme_tour import tour_commands
 
@@ -149,6 +155,11 @@ def test_help_examples_run(line: str, tmp_path_factory: pytest.TempPathFactory) 
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+        return
+    if argv[1] == "monitor":  # serves forever: started, scraped, stopped (as the README tour runs it)
+        from tests.test_readme_tour import _run_monitor
+
+        _run_monitor(argv, ROOT, env)
         return
     if argv[1] == "trace":
         pytest.importorskip("torch")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from mlrig.cli import app
@@ -45,8 +46,8 @@ def test_given_lengths_win_and_short_contexts_follow_the_sweep() -> None:
     w = WorkloadSpec(context_tokens=8192, output_tokens=1000)
     assert (w.prompt_tokens, w.output_tokens) == (7192, 1000)
     assert lengths_filling(256) == (192, 64) and lengths_filling(1) == (1, 0)
-    w = WorkloadSpec(context_tokens=100, output_tokens=200)  # an output longer than the context: as given
-    assert (w.prompt_tokens, w.output_tokens) == (512, 200)
+    with pytest.raises(ValueError, match="longer than its context"):  # an output longer than the context: refused
+        WorkloadSpec(context_tokens=100, output_tokens=200)
     assert (WorkloadSpec().prompt_tokens, WorkloadSpec().output_tokens) == (512, 128)
     train = WorkloadSpec(task="finetune", context_tokens=4096)  # training reads seq_len, not prompt lengths
     assert (train.prompt_tokens, train.follows_context) == (512, False)

@@ -29,3 +29,48 @@ def test_a_plan_of_an_ollama_tag_prices_the_q4_build() -> None:
     # was bf16 on vLLM: 'does not fit' on a 4090 for a model ollama runs there in 4-bit
     r = mlrig.plan("qwen2.5:32b", gpu="RTX 4090")
     assert r.precision == "q4_k_m" and r.engine == "llama.cpp" and r.fits
+
+
+@pytest.mark.parametrize(("tag", "catalog_id", "precision"), [
+    # ollama.com/library/deepseek-r1: the sizes below 671b are DeepSeek's distills, not R1 itself
+    ("deepseek-r1:32b", "deepseek-r1-distill-qwen-32b", "q4_k_m"), ("deepseek-r1:70b", "deepseek-r1-distill-llama-70b",
+                                                                    "q4_k_m"),
+    ("deepseek-r1:7b-qwen-distill-q8_0", "deepseek-r1-distill-qwen-7b", "q8_0"),
+    ("deepseek-r1:8b-llama-distill-q4_K_M", "deepseek-r1-distill-llama-8b", "q4_k_m"),
+    # ':latest' is ollama's default tag (8b / 7b / ... Q4_K_M)
+    ("llama3.1:latest", "llama-3.1-8b", "q4_k_m"), ("qwen2.5:latest", "qwen2.5-7b", "q4_k_m"),
+    ("mistral:latest", "mistral-7b-v0.3", "q4_k_m"), ("llama3.2:latest", "llama-3.2-3b", "q4_k_m"),
+    ("gpt-oss:20b", "gpt-oss-20b", "mxfp4"),  # ollama runs gpt-oss's MXFP4 weights as shipped
+])
+def test_ollama_tags_name_the_model_ollama_downloads(tag: str, catalog_id: str, precision: str) -> None:
+    arch = resolve_model(tag)
+    assert (arch.id, arch.weight_format) == (catalog_id, precision)
+
+
+def test_every_default_tag_resolves() -> None:
+    from mlrig.catalog.models import OLLAMA_LATEST_SIZE, OLLAMA_TAG_MODELS
+
+    for family in OLLAMA_LATEST_SIZE:
+        assert resolve_model(f"{family}:latest").weight_format in ("q4_k_m", "mxfp4"), family
+    for tag in OLLAMA_TAG_MODELS:
+        assert resolve_model(tag).gguf_packaged, tag
+
+
+def test_a_bare_family_name_points_at_its_latest_tag() -> None:
+    from mlrig.errors import MlrigError
+
+    with pytest.raises(MlrigError, match=r"ollama's 'llama3.1' is llama3.1:latest, its 8b build"):
+        resolve_model("llama3.1")
+
+
+def test_bare_names_keep_their_catalog_meaning() -> None:
+    assert resolve_model("deepseek-r1").id == "deepseek-r1" and resolve_model("deepseek-r1").weight_format is None
+    assert resolve_model("phi4").weight_format is None
+    assert resolve_model("deepseek-r1:latest").weight_format == "q4_k_m"  # ollama's 8b build, not R1 in FP8
+
+
+def test_an_fp16_tag_prices_on_llama_cpp() -> None:
+    # was vLLM: ollama runs the GGUF F16 build on llama.cpp
+    r = mlrig.plan("llama3.1:8b-instruct-fp16", gpu="RTX 4090")
+    assert r.precision == "fp16" and r.engine == "llama.cpp"
+    assert mlrig.plan("llama-3.1-8b", gpu="RTX 4090", precision="fp16").engine == "vllm"  # an HF checkpoint: unchanged

@@ -83,6 +83,9 @@ class ModelArch(BaseModel):
     # Known from a weights file header (safetensors / GGUF): exact bytes and format, else None
     weight_bytes: int | None = Field(None, ge=0, description="exact bytes of the weights file(s)")
     weight_format: str | None = None  # e.g. "bf16", "Q4_K_M", "mxfp4"
+    # weights packaged as GGUF (a .gguf file, an ollama library tag), whatever their type (F16 too): what
+    # llama.cpp and its front ends load, so the default engine is llama.cpp (planner.default_engine)
+    gguf_packaged: bool = False
     weight_bytes_by_dtype: dict[str, int] = {}
     params_in_file: int | None = Field(None, ge=0, description="exact element count in the weights file(s)")
     quant_method: str | None = None  # published checkpoint quantization (config quantization_config)

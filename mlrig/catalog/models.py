@@ -297,6 +297,34 @@ def _repo_format(name: str) -> tuple[str, str | None, str] | None:
 _OLLAMA_TAG_RE = re.compile(r"(?P<family>[a-z][\w.-]*):(?P<size>\d+(?:\.\d+)?[bm]|\d+x\d+b)(?:-(?P<rest>[\w.-]+))?",
                             re.I)
 OLLAMA_DEFAULT_QUANT = "q4_k_m"
+# ':latest' ('llama3.1:latest') is ollama's default tag: the size each family's page
+# (ollama.com/library/<family>, "latest" tag) makes the same download as, for the families the catalog holds.
+OLLAMA_LATEST_SIZE = {
+    "llama2": "7b", "llama3": "8b", "llama3.1": "8b", "llama3.2": "3b", "llama3.3": "70b", "codellama": "7b",
+    "qwen2": "7b", "qwen2.5": "7b", "qwen3": "8b", "mistral": "7b", "mixtral": "8x7b", "mistral-nemo": "12b",
+    "gemma": "7b", "gemma2": "9b", "gemma3": "4b", "phi3": "3.8b", "phi3.5": "3.8b", "phi4": "14b",
+    "tinyllama": "1.1b", "gpt-oss": "20b", "deepseek-r1": "8b",
+}
+# Tags whose model is not the family's own at that size (ollama.com/library/deepseek-r1: its sizes below 671b
+# are DeepSeek's distills into Qwen2.5 and Llama 3; since the 2025-05 update '8b' is DeepSeek-R1-0528-Qwen3-8B and
+# the Llama distill is '8b-llama-distill'). A distill keeps its base's architecture (DeepSeek-R1 model card,
+# "Distilled Models"): 14b is priced as Qwen2.5-14B's, 8b as Qwen3-8B's.
+OLLAMA_TAG_MODELS = {
+    "deepseek-r1:7b": "deepseek-r1-distill-qwen-7b", "deepseek-r1:8b": "qwen3-8b",
+    "deepseek-r1:8b-llama-distill": "deepseek-r1-distill-llama-8b", "deepseek-r1:14b": "qwen2.5-14b",
+    "deepseek-r1:32b": "deepseek-r1-distill-qwen-32b", "deepseek-r1:70b": "deepseek-r1-distill-llama-70b",
+    "deepseek-r1:671b": "deepseek-r1", "phi3:3.8b": "phi-3-mini-4k", "phi3.5:3.8b": "phi-3.5-mini",
+    "mistral-nemo:12b": "mistral-nemo-base-2407", "phi4:14b": "phi-4", "tinyllama:1.1b": "tinyllama-1.1b-v1.0",
+}
+
+
+def _ollama_latest(name: str) -> str | None:
+    """'llama3.1:latest' as ollama's default tag, 'llama3.1:8b'; None for anything else. (A bare 'llama3.1' stays a
+    family name whose error suggests its catalog members, tests/test_new_user_s30.py.)"""
+    family, _, tag = name.strip().lower().partition(":")
+    if tag != "latest" or family not in OLLAMA_LATEST_SIZE:
+        return None
+    return f"{family}:{OLLAMA_LATEST_SIZE[family]}"
 
 
 def _from_ollama_tag(name: str) -> ModelArch | None:
@@ -305,24 +333,33 @@ def _from_ollama_tag(name: str) -> ModelArch | None:
     catalog."""
     from mlrig import quant
 
-    m = _OLLAMA_TAG_RE.fullmatch(name.strip())
+    latest = _ollama_latest(name)
+    m = _OLLAMA_TAG_RE.fullmatch(latest or name.strip())
     if m is None:
         return None
     rest = (m["rest"] or "").lower().replace("fp16", "f16")
     qm = _GGUF_QUANT_RE.search(rest) if rest else None
     variant = (rest[: qm.start()] if qm else rest).strip("-_.")  # 'a3b' of 'qwen3:30b-a3b-q8_0'
     arch = None
-    for key in ([f"{m['family']}:{m['size']}-{variant}"] if variant else []) + [f"{m['family']}:{m['size']}"]:
-        arch, _ = _lookup(key)  # 'qwen3:30b-a3b' names qwen3-30b-a3b; 'llama3.1:8b-instruct-q8_0' llama-3.1-8b
+    family = m["family"].lower()
+    for key in ([f"{family}:{m['size']}-{variant}"] if variant else []) + [f"{family}:{m['size']}"]:
+        # 'deepseek-r1:32b' is a distill (OLLAMA_TAG_MODELS); 'qwen3:30b-a3b' names qwen3-30b-a3b;
+        # 'llama3.1:8b-instruct-q8_0' llama-3.1-8b
+        arch, _ = _lookup(OLLAMA_TAG_MODELS.get(key.lower(), key))
         if arch is not None:
             break
     if arch is None:
         return None
-    precision = quant.normalise_precision(qm.group(1) if qm else OLLAMA_DEFAULT_QUANT)
+    # gpt-oss is the exception to Q4_K_M: ollama runs its MXFP4 weights as shipped (ollama.com/library/gpt-oss:
+    # "MXFP4 format", 14 GB for 20b)
+    native_mxfp4 = arch.quant_method == "mxfp4" or arch.weight_format == "mxfp4"
+    precision = quant.normalise_precision(qm.group(1) if qm else "mxfp4" if native_mxfp4 else OLLAMA_DEFAULT_QUANT)
     arch = arch.detached_copy()
     arch.weight_format = precision
+    arch.gguf_packaged = True  # ollama runs it on llama.cpp (an '-fp16' tag too)
     how = "the quant its tag names" if qm else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose"
-    arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as an ollama library tag: "
+    tag = f"ollama's default tag, {latest}" if latest else "an ollama library tag"
+    arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as {tag}: "
                       f"weights {precision} ({how}); pass --engine ollama for ollama's own defaults")
     return arch
 
@@ -385,8 +422,10 @@ def resolve_model(name_or_path: str) -> ModelArch:
     ids = [a.id for a in _catalog()]
     family = family_members(name, ids)
     cands = [*family, *(c for c in closest(short_name(name), ids) if c not in family)][:5]
+    latest = _ollama_latest(f"{name}:latest")
+    ollama = f"; ollama's {name!r} is {name}:latest, its {latest.split(':')[1]} build" if latest else ""
     raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
-                           "or an explicit architecture")
+                           f"or an explicit architecture{ollama}")
 
 
 def arch_from_ref(ref: ModelRef) -> ModelArch:

@@ -116,6 +116,26 @@ def token_count(flag: str, binary: bool = True) -> Callable[[str], int]:
     return cli_parser(lambda value: parse_token_count(value, binary=binary, flag=flag))
 
 
+def parse_positive_int(text: str | int, flag: str, what: str) -> int:
+    """A count that must be 1 or more (GPUs, sequences, parallel ranks) as given on the command line. A bad value
+    is one line naming the flag the user typed ('-n/--count'), not the plan field it fills (hardware.count)."""
+    from mlrig.errors import MlrigError
+
+    try:
+        value = int(str(text).strip().replace("_", ""))
+    except ValueError:
+        raise MlrigError(f"{flag}: cannot read {text!r} as a whole number of {what}; give e.g. {flag.split('/')[-1]} 2"
+                         ) from None
+    if value < 1:
+        raise MlrigError(f"{flag} must be at least 1 (got {value}): it is the number of {what}")
+    return value
+
+
+def positive_int(flag: str, what: str) -> Callable[[str], int]:
+    """A typer `parser` for counts of 1 or more (`parse_positive_int`)."""
+    return cli_parser(lambda value: parse_positive_int(value, flag, what))
+
+
 def usd(flag: str) -> Callable[[str], float]:
     """A typer `parser` for dollar amounts (`--budget 2k`, `--budget '$2,000'`): mlrig.units.parse_usd."""
     return cli_parser(lambda value: parse_usd(value, flag))
@@ -128,8 +148,10 @@ GpuSpecOpt = Annotated[str | None, typer.Option(
     "--gpu-spec", help="figures of a card not in the catalog, or replacing --gpu's: "
     "memory_gib=32,bandwidth_gb_s=1792,bf16_tflops=209 (also fp16/fp8/fp4_tflops, int8_tops, fp32_tflops, "
     "tdp_w, nvlink_gb_s, hardware_class, name)")]
-CountOpt = Annotated[int | None, typer.Option("--count", "-n", help="GPUs per node")]
-NodesOpt = Annotated[int | None, typer.Option("--nodes", help="nodes")]
+CountOpt = Annotated[int | None, typer.Option("--count", "-n", help="GPUs per node", metavar="INTEGER",
+    parser=positive_int("-n/--count", "GPUs per node"))]
+NodesOpt = Annotated[int | None, typer.Option("--nodes", help="nodes", metavar="INTEGER",
+    parser=positive_int("--nodes", "nodes"))]
 TaskOpt = Annotated[str | None, typer.Option("--task", "-t", help="inference | finetune | pretrain")]
 PrecisionOpt = Annotated[str | None, typer.Option(
     "--precision", "-q", help="bf16 fp16 fp8 int8 int4 q8_0 q6_k q5_k_m q4_k_m q4_0 nf4 awq gptq mxfp4 ...")]
@@ -137,7 +159,8 @@ KvPrecisionOpt = Annotated[str | None, typer.Option("--kv-precision", help="KV-c
 EngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="vllm | sglang | trt-llm | lmdeploy | tgi | llama.cpp | ollama | mlx | transformers | "
     "exllamav2 | mlc | gpt-fast | tinychat; lm-studio, llamafile and koboldcpp run as llama.cpp")]
-BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch")]
+BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch",
+    metavar="INTEGER", parser=positive_int("-b/--batch", "concurrent sequences (training: sequences per micro-batch)"))]
 PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--prompt"))]
 OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
@@ -157,8 +180,10 @@ CkptOpt = Annotated[bool | None, typer.Option(
     "--checkpointing/--no-checkpointing", help="activation (gradient) checkpointing")]
 ZeroOpt = Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (FSDP full shard = 3)")]
 OffloadOpt = Annotated[str | None, typer.Option("--offload", help="none | optimizer | params (to host RAM)")]
-TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree")]
-PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree")]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="tensor-parallel degree", metavar="INTEGER",
+    parser=positive_int("--tp", "tensor-parallel ranks"))]
+PpOpt = Annotated[int | None, typer.Option("--pp", help="pipeline-parallel degree", metavar="INTEGER",
+    parser=positive_int("--pp", "pipeline stages"))]
 TokensOpt = Annotated[int | None, typer.Option("--tokens", help="tokens to train (time-to-train): 1e11, 100B, 15T",
     metavar="<tokens>", parser=token_count("--tokens", binary=False))]
 GpuLayersOpt = Annotated[int | None, typer.Option(

@@ -47,7 +47,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "inspect": ("mlrig inspect examples/tiny-llama", "mlrig inspect examples/tiny-llama-q8_0.gguf"),
     "probe": ("mlrig probe --dir /tmp", "mlrig probe --quick --dir /tmp"),
     "diagnose": ("mlrig diagnose -- python examples/train.py",),
-    "monitor": ("mlrig monitor --prometheus 9400",),
+    "monitor": (
+        "mlrig monitor --prometheus 9400",
+        "mlrig monitor --prometheus 9400 --host 0.0.0.0",
+    ),
     "web": ("mlrig web --port 8765",),
     "sweep": (
         "mlrig sweep llama-3.1-8b --gpu 'RTX*' -q bf16,q4_k_m -c 4k..128k -b 1..64",

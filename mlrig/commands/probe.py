@@ -167,10 +167,16 @@ def _err_console() -> Any:
 
 def monitor_cmd(
     prometheus: int = typer.Option(..., "--prometheus", help="Port for the /metrics endpoint."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (default loopback only)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to bind (default loopback only: this machine). For a Prometheus on "
+        "another host, bind 0.0.0.0 (every interface) or this machine's address and scrape HOSTNAME:PORT/metrics; "
+        "the endpoint has no authentication, so keep it on a trusted network."),
     interval: float = typer.Option(5.0, "--interval", help="Seconds between readings."),
 ) -> None:
-    """Export GPU (DCGM-compatible names) and host metrics for Prometheus."""
+    """Export GPU (DCGM-compatible names) and host metrics for Prometheus.
+
+    It serves this machine's own figures at http://HOST:PORT/metrics; to watch a remote GPU box, run it there
+    with --host 0.0.0.0 and point Prometheus (a scrape_configs target HOSTNAME:PORT) or curl at that machine."""
     from mlrig.probe.monitor import run_monitor
 
     run_monitor(prometheus, host, interval, log=lambda m: print(m, file=sys.stderr))

@@ -341,7 +341,7 @@ def arch_from_gguf(info: GGUFInfo) -> ModelArch:
             num_experts=n_exp, experts_per_token=_gguf_int(info, "expert_used_count", required=False) or 0,
             moe_intermediate_size=expert_ffn,
             max_position_embeddings=_gguf_int(info, "context_length", required=False),
-            torch_dtype="bfloat16", weight_bytes=info.tensor_bytes, weight_format=fmt,
+            torch_dtype="bfloat16", weight_bytes=info.tensor_bytes, weight_format=fmt, gguf_packaged=True,
             weight_bytes_by_dtype=info.bytes_by_type, params_in_file=info.params,
             source=f"GGUF file {info.path}", notes=notes,
         )
