@@ -203,6 +203,11 @@ class WorkloadSpec(_Strict):
         if need <= self.context_tokens:
             return
         given = self.model_fields_set
+        if "output_tokens" not in given and self.prompt_tokens < self.context_tokens:
+            # only the default output overflows (--context 8k --prompt 8000): it shrinks to what the context
+            # leaves, kept "not given" (set in __dict__) like the lengths a context fills
+            self.__dict__["output_tokens"] = self.context_tokens - self.prompt_tokens
+            return
         defaulted = [name for name in ("prompt_tokens", "output_tokens") if name not in given]
         note = f" ({' and '.join(defaulted)} the default)" if defaulted else ""
         raise ValueError(

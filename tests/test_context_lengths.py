@@ -110,3 +110,16 @@ def test_mean_decode_context_is_the_prompt_and_half_the_output() -> None:
 
     assert WorkloadSpec(prompt_tokens=1000, output_tokens=101).mean_decode_context == 1050
     assert WorkloadSpec(prompt_tokens=0, output_tokens=1).mean_decode_context == 1  # at least one token
+
+
+def test_a_default_output_shrinks_to_what_the_context_leaves() -> None:
+    """`--context 8k --prompt 8100`: only the default 128-token output overflows, so it takes the 92 tokens left;
+    a given output, or a prompt that fills the context, is still refused."""
+    import pytest
+
+    w = WorkloadSpec.model_validate({"task": "inference", "context_tokens": 8192, "prompt_tokens": 8100})
+    assert (w.prompt_tokens, w.output_tokens) == (8100, 92)
+    assert "output_tokens" not in w.model_fields_set
+    for bad in ({"prompt_tokens": 8100, "output_tokens": 128}, {"prompt_tokens": 8192}):
+        with pytest.raises(ValueError, match="longer than its context"):
+            WorkloadSpec.model_validate({"task": "inference", "context_tokens": 8192, **bad})
