@@ -1362,6 +1362,19 @@ QUANT_PREFILL_EFF_BY_ENGINE: dict[str, float] = {"mlx": 0.92}
 HIP_MATRIX_CORE_MMQ_ARCHITECTURES = ("CDNA", "RDNA 4")
 HIP_BF16_ARCHITECTURES = ("CDNA", "RDNA 3", "RDNA 4")  # performance.hip_without_bf16
 HIP_DP4A_MMQ_EFF: dict[str, float] = {"legacy": 0.30, "other": 0.13}
+# BF16 prefill GEMMs of llama.cpp's HIP build on AMD GPUs without BF16 arithmetic (performance.hip_without_bf16)
+#    run in rocBLAS (ggml_cuda_op_mul_mat_cublas of the measured builds: a contiguous BF16 weight goes straight to
+#    cublasGemmEx with BF16 A/B/C and CUBLAS_COMPUTE_32F, no copy of the weight; only the activations are converted
+#    to BF16 and the BF16 output back to F32, activation-sized, not priced). rocBLAS's Tensile library has tuned
+#    kernels for gfx906 (Logic/asm_full/vega20) in F16 (HB, HHS, HSS), F32 (SB), F64 and int8, but no BF16
+#    (BBS / BSS) logic, which the CDNA ones have (aldebaran_Cijk_*_BBS_BH.yaml); a type without logic for an
+#    architecture runs Tensile's generic fallback kernels (ROCm/Tensile#1757, "Use fallback libraries for archs
+#    without optimized logic"). Their rate has no published figure: fitted as a fraction of the FP32 vector peak,
+#    replacing COMPUTE_EFF for those GEMMs (attention reads the F16 KV cache: F16 GEMMs at COMPUTE_EFF). Fit rows:
+#    Qwen3-14B BF16 pp512 on 2x MI50, 118 / 119 tok/s (MI50X2-0013 / -0015, ROCm 6.3.4 / 6.4.1): 0.24 puts them at
+#    +1 % / +1 % (0.40, COMPUTE_EFF, gave +67 %; 0.22 / 0.26: -7 % / +9 %). One source and one model: the figure is
+#    taken for every architecture hip_without_bf16 names (GCN, RDNA 1-2), whose BF16 logic was not checked.
+HIP_BF16_FALLBACK_GEMM_EFF = 0.24
 # Engines whose prefill GEMMs with 4-bit weights run at the 16-bit GEMM rate: HF transformers' GPTQ
 # kernels (ExLlamaV2 reconstructs an fp16 weight and calls cuBLAS for many rows; Marlin is a mixed
 # int4 x fp16 GEMM built to reach the fp16 rate) and bitsandbytes (de-quantises to 16-bit, then cuBLAS;

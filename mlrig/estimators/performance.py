@@ -290,8 +290,11 @@ def hip_without_bf16(gpu: GPU, engine: str) -> bool:
     GEMM then goes to rocBLAS (ggml_cuda_op_mul_mat_cublas, cublasGemmEx with BF16 inputs and FP32 compute,
     hipified); with no BF16 instructions the library can only convert the operands and multiply in FP32, so it is
     priced at the FP32 vector rate (an inference from the instruction set, not a rocBLAS measurement), not the
-    packed FP16 one. MI50X2-0013 / -0015 (Qwen3-14B BF16 pp512, 118 / 119 tok/s on 2x MI50) against the F16
-    Gemma-3-27B's 237 tok/s (MI50X2-0017 / -0019) show the gap, wider still than the 2x this gives."""
+    packed FP16 one. rocBLAS has no tuned BF16 kernels for these architectures (no BBS logic for vega20), so the
+    prefill GEMMs reach efficiency.HIP_BF16_FALLBACK_GEMM_EFF of that rate, not COMPUTE_EFF (Tensile's generic
+    fallback kernels; fitted on MI50X2-0013 / -0015, Qwen3-14B BF16 pp512, 118 / 119 tok/s on 2x MI50, against
+    the F16 Gemma-3-27B's 237 tok/s, MI50X2-0017 / -0019, whose F16 GEMMs have tuned vega20 kernels). Attention
+    stays at the F16 rate (the KV cache is F16). Decode's mat-vecs are llama.cpp's own kernels, not rocBLAS."""
     if engine != "llama.cpp-hip" or gpu.vendor != "AMD":
         return False
     return not (gpu.architecture or "").strip().startswith(eff.HIP_BF16_ARCHITECTURES)
@@ -666,7 +669,8 @@ def pass_time(
     memory_s = weights_s + other_s + attn_mem_s
     dtype = gemm_dtype_on(gpu, precision, engine, engine_version)
     peak = peak_tflops(gpu, dtype, engine)
-    if precision.name == "bf16" and hip_without_bf16(gpu, engine) and gpu.fp32_tflops:
+    hip_bf16_fallback = bool(precision.name == "bf16" and hip_without_bf16(gpu, engine) and gpu.fp32_tflops)
+    if hip_bf16_fallback:
         peak = gpu.fp32_tflops  # rocBLAS converts BF16 to FP32 where the GPU has no BF16 instructions
     geforce = gpu.hardware_class == "geforce"
     fp16_acc = engine in eff.FP16_ACCUMULATE_4BIT and fam != "f16" and geforce
@@ -692,13 +696,19 @@ def pass_time(
         if not decode and fam != "f16" and hip_dp4a_mmq(gpu, engine):
             # llama.cpp HIP's MMQ on integer dot products, not matrix cores (efficiency.HIP_DP4A_MMQ_EFF)
             ce = hip_dp4a_mmq_eff(fam) * (gpu.int8_tops_dense or peak) / peak
+        attn_ce = ce
+        if hip_bf16_fallback and not decode:
+            # rocBLAS's untuned BF16 kernels (`hip_without_bf16`); attention reads the F16 KV cache: F16 GEMMs
+            attn_ce, ce = ce, eff.HIP_BF16_FALLBACK_GEMM_EFF
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":
             attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine) or peak
+        elif hip_bf16_fallback and not decode:
+            attn_peak = peak_tflops(gpu, "fp16", engine) or peak
         else:
             attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
-        attn_compute_s = cost.attn_flops / (ce * attn_peak * (1.0 if decode else attn_eff_rel) * 1e12) / tp
+        attn_compute_s = cost.attn_flops / (attn_ce * attn_peak * (1.0 if decode else attn_eff_rel) * 1e12) / tp
         # MoE prefill (`prefill_gemm_rates`): block-scaled FP8 GEMMs of the engine's early kernels, routed experts
         # in its fused-MoE kernel
         gemm_ce = ce if block_fp8_eff is None or dtype != "fp8" else min(ce, block_fp8_eff)
