@@ -460,7 +460,12 @@ EXTRAS: list[dict[str, Any]] = [
         verification="partial",
         notes="AWS-only variant; NVIDIA publishes no datasheet. Tensor 70 TFLOPS is consistent with "
         "80 SM x 512 FLOP/clk x 1.71 GHz (half-rate FP32 accumulate, like GeForce); 24 GB/600 GB/s "
-        "shared with the A10. Not re-read in-session.",
+        "shared with the A10. Checked s34 against a measurement: a long torch.matmul loop on an A10G reaches "
+        "BF16 69.47 / FP16 69.47 / TF32 34.71 TFLOPS at 10240^3 (github.com/zzc0721/torch-performance-test-data "
+        "issue #126, 2026-01-20, PyTorch 2.7.0 cu128): the 70 rating at full boost and TF32 at half of it, the "
+        "GeForce-like rates, not the A10's full-rate 125 (a 125-class GA102 at 300 W reaches 122: the A40). The "
+        "300 W board power is not in an AWS or NVIDIA document read here; it does not matter for the board-power "
+        "bound (efficiency.BOARD_TFLOP_PER_J: 0.42 x 150 W / 0.8 = 79 > 70 even at the A10's 150 W).",
     ),
     dict(
         id="mi210",

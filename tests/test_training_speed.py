@@ -143,7 +143,7 @@ def test_power_cap_scales_compute_by_the_cube_root() -> None:
 def test_a_geforce_power_cap_bites_only_below_what_training_draws() -> None:
     """A GeForce card training at full clocks draws ~400/450 of its board power (Answer.AI's 4090s): a
     3090 (350 W) capped at 280 W keeps (280 / 311)^(1/3) of its tensor rate, not (280 / 350)^(1/3); a cap at
-    320 W, above the draw, costs nothing. Full-rate cards (RTX A6000) are taken to draw their board power."""
+    320 W, above the draw, costs nothing. Full-rate cards (A40) are taken to draw their board power."""
     from mlrig.catalog.gpus import resolve_gpu
     from mlrig.estimators.training_speed import _train_peak
     from mlrig.quant import BF16
@@ -153,8 +153,12 @@ def test_a_geforce_power_cap_bites_only_below_what_training_draws() -> None:
     full = _train_peak(g3090, BF16, None)[0]
     assert _train_peak(g3090, BF16, 280)[0] == pytest.approx(full * (280 / (350 * 400 / 450)) ** (1 / 3))
     assert _train_peak(g3090, BF16, 320)[0] == pytest.approx(full)
+    a40 = resolve_gpu("A40")
+    assert _train_peak(a40, BF16, 280)[0] == pytest.approx(_train_peak(a40, BF16, None)[0] * (280 / 300) ** (1 / 3))
+    # the RTX A6000 (GA102) capped at 280 W meets the GA10x board-power bound first (efficiency.BOARD_TFLOP_PER_J):
+    # 0.42 x 280 / 0.80 = 147.0, below the cube law's 154.8 x (280 / 300)^(1/3) = 151.3
     a6000 = resolve_gpu("RTX A6000")
-    assert _train_peak(a6000, BF16, 280)[0] == pytest.approx(_train_peak(a6000, BF16, None)[0] * (280 / 300) ** (1 / 3))
+    assert _train_peak(a6000, BF16, 280)[0] == pytest.approx(147.0)
 
 
 def _calibration_plan(row_id: str) -> tuple[dict[str, object], float]:

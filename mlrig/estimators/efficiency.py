@@ -888,8 +888,31 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #      the public GEMM figures allow. The Workstation Edition's 350-368 at 600 W (issue #160) would give 0.60, but
 #      bound the 600 W cards that the fit rows LLMQPRO6000X1-* (llm.q training) and C15013-* (llama.cpp prefill)
 #      show unbound (1.02x / 0.97x of measured before, 0.95x / 0.90x at 0.60).
-#    Other architectures: no published power-bound GEMM figures here, so no bound (Ampere, Hopper, GeForce
-#    desktop cards: the bound would lie above their rating anyway for the figures above).
+#    - Ampere GA10x (GA102/GA104/GA106, Samsung 8 nm): 0.42, one figure for the three dies. The NVIDIA A10 (150 W,
+#      125 rated, full-rate FP32 accumulate) reaches BF16 56 / FP16 54 TFLOPS in chsasank/device-benchmarks'
+#      torch.matmul sweep (README at 02b8262, row 'Nvidia A10 24GB'; its FP32 14 of 31.2 is the same 0.45 of
+#      rating: the card holds about its 885 MHz base clock): 0.37 TFLOP/J. Its siblings at 8192^3 (zzc0721
+#      issues): RTX A4000 (140 W) BF16 56.1 / FP16 60.9 (#97): 0.40-0.43; A40 (300 W) 110.6-122.3 (#185): 0.37-0.41;
+#      RTX A6000 (300 W) 123.3 (database.md): 0.41. 0.40 would bind the RTX A6000 at 150 of 154.8 TFLOPS, which its
+#      fit rows do not show (XD-0472..0513 llama.cpp prefill median |error| 6.3 -> 7.5 %, LDSINGH-* vLLM
+#      throughput 5.5 -> 6.3 %, PRIMERL-* training, all already slow); 0.42 is the lowest figure that leaves it and
+#      the A40 unbound. Bound: A10 at 78.75 of 125 TFLOPS (0.63), RTX A4000 at 73.5 of 76.7; A5000, A10G (70 rated:
+#      half-rate FP32 accumulate, measured 69.5 BF16 at 10240^3, #126) and GeForce (half-rate) unbound. Jetson
+#      (GA10B SoC, module power) is left out. No fit row is on a bound GA10x card (A10: one held-out decode row).
+#    - Ampere GA100: 0.86. A100 PCIe 40GB (250 W, 312 rated) BF16 215.3 TFLOPS at 8192^3 (211.7 at 10240, 234.1
+#      at 4096; issue #108, 2026-01-05): 0.86. The 400 W SXM parts reach 264.5-266.5 (database.md, A100 / A800
+#      SXM4 80GB): 0.66 TFLOP/J, unbound, as the figure says (0.86 x 400 > 312 x 0.8). Bound: only the A100 PCIe
+#      40GB (269 of 312); A30 (165 W, 165 rated) and the 300 W PCIe 80GB parts stay unbound.
+#    - Hopper GH100: NOT applied, though the GEMM runs show the bound. H100 PCIe (350 W, 756.5 rated) BF16 492.8 at
+#      8192^3, 495.9 at 4096 (issue #95, 2025-12-14): 1.41-1.42 TFLOP/J; H800 PCIe (350 W) 503.8 (database.md,
+#      AutoDL): 1.44; the 700 W SXM's 797.5 (#79) is 1.14, unbound. 1.42 would price the H100 / H800 PCIe at 621 of
+#      756.5 and the H100 NVL (400 W) at 710 of 835.5. The only fit rows on those cards, llama.cpp-2024 prefill on
+#      the H100 PCIe (XD-0514..0555), get worse with it: single-GPU XD-0538 0.95x -> 0.92x, XD-0544 0.87x -> 0.84x
+#      of measured, `mlrig validate` prefill llama.cpp hbm fit median 9.5 -> 11 % (s34). llama.cpp's mma.sync
+#      kernels reach ~23-65 % of the H100's rating (COMPUTE_EFF below), about the bound's 1.42 x 350 = 497 TFLOPS
+#      or less, so the power limit need not bind them; a bound on the ACHIEVED rate (min(eff x rating, TFLOP/J x
+#      W)) rather than on the rating would express that, and is not built.
+#    GeForce desktop cards and other architectures: no bound (it would lie above their rating for the figures above).
 #    The bound is on the GEMMs' ACHIEVED rate; the engine efficiencies (COMPUTE_EFF, TRAIN_GEMM_EFF, ...) are
 #    fractions of a rating that an unbound card's cuBLAS reaches BOARD_BOUND_GEMM_EFF of (S. Bekman,
 #    ml-engineering, 'Maximum Achievable Matmul FLOPS': H100 SXM 792 of 989 TFLOPS), so the rating a bound card
@@ -897,10 +920,15 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #    that check it: WAYNETRT-0205..0258 (vLLM on the Max-Q at 1-128 users: median |error| of the throughput rows
 #    28 % -> 20 %), WMXL4-* (vLLM, L4: TTFT 64 % -> 40 %), FSDPQLORA-0045/-0046 (70B QLoRA on RTX 6000 Ada: 2.2x
 #    -> 1.9x of measured, the rest is not this), XD-0304..0345 (llama.cpp prefill, RTX 6000 Ada: median 1.06x ->
-#    0.98x). Bound cards in the catalog (16-bit): L4 (0.60 of its rating), RTX 6000 Ada (0.82), RTX PRO 6000 Max-Q
-#    (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled FP16-accumulate
-#    rate (performance.peak_tflops).
-BOARD_TFLOP_PER_J: dict[str, float] = {"Ada Lovelace": 0.80, "Blackwell (GB20": 0.70}
+#    0.98x). Bound Ada / Blackwell cards in the catalog (16-bit): L4 (0.60 of its rating), RTX 6000 Ada (0.82), RTX
+#    PRO 6000 Max-Q (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled
+#    FP16-accumulate rate (performance.peak_tflops).
+AMPERE_GA10X_TFLOP_PER_J = 0.42
+BOARD_TFLOP_PER_J: dict[str, float] = {
+    "Ada Lovelace": 0.80, "Blackwell (GB20": 0.70, "Ampere (GA100)": 0.86,
+    "Ampere (GA102)": AMPERE_GA10X_TFLOP_PER_J, "Ampere (GA104)": AMPERE_GA10X_TFLOP_PER_J,
+    "Ampere (GA106)": AMPERE_GA10X_TFLOP_PER_J,
+}
 BOARD_BOUND_GEMM_EFF = 0.80
 
 # Decode attention over a GQA/MQA cache: current kernels (FlashInfer/FlashAttention decode in
