@@ -909,6 +909,8 @@ def runs_llama_cpp(engine: str | None) -> bool:
 def llama_cpp_front_end(engine: str | None) -> bool:
     """Whether `engine` names a front-end that runs llama.cpp (LLAMA_CPP_FRONTENDS), not llama.cpp itself."""
     return bool(engine) and _compact_name(engine or "").startswith(LLAMA_CPP_FRONTENDS)
+
+
 # MLX serving engines (engine family mlx, efficiency.MLX_SERVER_SEQ_STEP_S): vllm-mlx and its fork Rapid-MLX.
 MLX_SERVER_ENGINES = ("rapid-mlx", "rapidmlx", "vllm-mlx")
 
