@@ -505,7 +505,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
     from mlrig.estimators.speed import estimate_performance
 
     p, arch, gpu = r.plan, r.arch, r.gpu
-    refusal = engine_refusal(p, memory)
+    refusal = engine_refusal(p, memory, gpu.vendor)
     max_model_len_limit = None
     if refusal:
         notes.append(refusal)
@@ -831,16 +831,17 @@ def _smaller_precision_hint(precision: str) -> str:
 
 
 
-def _engine_reservation_gib(p: Plan, engine: str, capacity_gib: float) -> float:
+def _engine_reservation_gib(p: Plan, engine: str, capacity_gib: float, vendor: str) -> float:
     """The memory a paged engine reserves on one GPU: vLLM's gpu_memory_utilization (its release's default when not
     given) of the CUDA driver's total (memory.vllm_reserved_gib), the other engines' fraction (0.9) of the card."""
     if engine == "vllm":
         from mlrig.estimators.memory import vllm_reserved_gib
 
-        return vllm_reserved_gib(p, capacity_gib)
+        return vllm_reserved_gib(p, capacity_gib, vendor)
     return capacity_gib * (p.workload.gpu_memory_utilization or 0.9)
 
-def engine_refusal(p: Plan, memory: Any) -> str | None:
+
+def engine_refusal(p: Plan, memory: Any, vendor: str) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
     size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
     when the pool cannot hold one max_model_len sequence ("ValueError: ... max seq len ... is larger
@@ -854,11 +855,16 @@ def engine_refusal(p: Plan, memory: Any) -> str | None:
     if not memory.fits or cap < need:
         b = memory.breakdown
         fixed_gib = b.weights_gib + b.activations_gib + b.overhead_gib
-        if fixed_gib > _engine_reservation_gib(p, getattr(memory, "engine", ""), b.gpu_capacity_gib):
+        if fixed_gib > _engine_reservation_gib(p, getattr(memory, "engine", ""), b.gpu_capacity_gib, vendor):
             why = "weights + profiled activations exceed its memory reservation"
             # a shorter context does not shrink the weights: the ways out are a larger reservation (while the
             # card holds them with ~5 % spare, vLLM's practical ceiling), fewer bytes per weight, more GPUs
-            share = fixed_gib / b.gpu_capacity_gib + 0.01
+            total_gib = b.gpu_capacity_gib
+            if memory.engine == "vllm":  # vLLM's share is of the CUDA driver's total (memory.driver_total_gib)
+                from mlrig.estimators.memory import driver_total_gib
+
+                total_gib = driver_total_gib(b.gpu_capacity_gib, vendor)
+            share = fixed_gib / total_gib + 0.01
             fix = ((f"raise --gpu-memory-utilization to {share:.2f} or more (it leaves no KV pool below that), "
                     if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         else:

@@ -351,18 +351,22 @@ def vllm_gpu_memory_utilization(plan: Plan) -> float:
     return plan.workload.gpu_memory_utilization or vllm_default_gpu_memory_utilization(plan.workload.engine_version)
 
 
-def vllm_reserved_gib(plan: Plan, capacity_gib: float, vendor: str = "NVIDIA") -> float:
-    """What vLLM reserves on a card of `capacity_gib` (the catalog's memory), in GiB: its utilization of the
-    CUDA driver's total (`_vllm_total_bytes`)."""
-    reserved = CUDA_DRIVER_RESERVED_GIB if vendor.upper() == "NVIDIA" else 0.0
-    return vllm_gpu_memory_utilization(plan) * (capacity_gib - reserved)
+def driver_total_gib(capacity_gib: float, vendor: str) -> float:
+    """The memory the CUDA driver reports as the card's total (cudaMemGetInfo), which vLLM multiplies
+    gpu_memory_utilization by: on an NVIDIA card the catalog's memory less what the driver keeps
+    (engines.CUDA_DRIVER_RESERVED_GIB); other vendors' totals as listed. GiB."""
+    return capacity_gib - (CUDA_DRIVER_RESERVED_GIB if vendor.upper() == "NVIDIA" else 0.0)
+
+
+def vllm_reserved_gib(plan: Plan, capacity_gib: float, vendor: str) -> float:
+    """What vLLM reserves on a card of `capacity_gib` (the catalog's memory) from `vendor`, in GiB: its
+    utilization of the CUDA driver's total (`driver_total_gib`)."""
+    return vllm_gpu_memory_utilization(plan) * driver_total_gib(capacity_gib, vendor)
 
 
 def _vllm_total_bytes(gpu: GPU) -> float:
-    """The total vLLM multiplies gpu_memory_utilization by: cudaMemGetInfo's, on an NVIDIA card the catalog's
-    memory less what the driver keeps (engines.CUDA_DRIVER_RESERVED_GIB); other vendors' totals as listed."""
-    reserved = CUDA_DRIVER_RESERVED_GIB if gpu.vendor.upper() == "NVIDIA" else 0.0
-    return (gpu.capacity_gib - reserved) * GiB
+    """`driver_total_gib` of `gpu`, in bytes."""
+    return driver_total_gib(gpu.capacity_gib, gpu.vendor) * GiB
 
 
 def _vllm_non_torch_bytes(plan: Plan, tp: int) -> float:
