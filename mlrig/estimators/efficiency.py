@@ -1065,6 +1065,9 @@ PCIE_NCCL_RING_ENGINES = frozenset({"mlc"})
 #    PCIe; an older tuning.cc, 01afd20a, had 3.6 us for LL's base): (base s, per ring step s, fraction of
 #    the link's bandwidth) for LL and Simple. The link's PCIe figure stands in for NCCL's per-channel topology speeds.
 NCCL_PCIE_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((6.6e-6, 1.0e-6, 0.25), (8.4e-6, 5.7e-6, 1.0))
+# The same protocols' shares of a PCIe link when NCCL's P2P transport writes GPU to GPU (LL 1/4, Simple the whole
+#    link), in the order of PCIE_ALLREDUCE_PROTOCOLS (LL, Simple): interconnects.pcie_allreduce_time_s.
+NCCL_PCIE_P2P_BANDWIDTH_FRACTIONS: tuple[float, ...] = tuple(p[2] for p in NCCL_PCIE_RING_PROTOCOLS)
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
 #    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the

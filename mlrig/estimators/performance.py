@@ -749,7 +749,7 @@ def pass_time(
         elif link.kind == "pcie":  # staged through host memory, NCCL's protocol by size (efficiency.py)
             comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                         eff.PCIE_ALLREDUCE_PROTOCOLS,
-                                                        tuple(p[2] for p in eff.NCCL_PCIE_RING_PROTOCOLS))
+                                                        eff.NCCL_PCIE_P2P_BANDWIDTH_FRACTIONS)
         else:
             comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
                                    + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
