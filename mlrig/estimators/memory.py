@@ -558,6 +558,16 @@ def llama_cpp_compute_buffer_bytes(arch: ModelArch, kv_cells: Num, flash_attenti
     return vec.maximum(output, layer)
 TRANSFORMERS_NAMES = ("transformers", "hf", "pytorch", "torch")
 _MODELLED = (*TRANSFORMERS_NAMES, "mlx", "mlx-lm", "exllamav2", "exl2", "gpt-fast", "gptfast", "torchao", "tinychat")
+# Spellings the speed model already takes as ExLlamaV2 (engines.engine_family: names starting "exllama" or "tabby",
+#    e.g. tabbyapi, the server users run it through): their memory is the same weights + KV + activations path as
+#    "exllamav2", so they are not "treated like HF transformers" either.
+_MODELLED_PREFIXES = ("exllama", "tabby")
+
+
+def _modelled(engine: str) -> bool:
+    """Whether the memory model has a path of its own for the engine (else it says it treats it like HF
+    transformers)."""
+    return engine in _MODELLED or engine.startswith(_MODELLED_PREFIXES)
 
 
 def _engine_key(r: ResolvedPlan) -> str:
@@ -860,7 +870,7 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                      f"{LLAMA_CPP_KV_PAD_FA if w.flash_attention else LLAMA_CPP_KV_PAD}); KV {r.kv_precision}; "
                      f"compute buffer for n_ubatch={LLAMA_CPP_UBATCH}; token embedding kept in host RAM")
     else:
-        if engine not in _MODELLED:
+        if not _modelled(engine):
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
