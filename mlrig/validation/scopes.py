@@ -124,6 +124,11 @@ def _plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
         # choices (engines.llama_cpp_backend, efficiency.HIP_DP4A_MMQ_EFF), so its runs say nothing about how
         # well the CUDA build is priced on an NVIDIA card of the same memory class, nor the other way round
         return base, mclass
+    engine_name = (plan.workload.engine or "").lower()
+    if base == "exllamav2" and ("exllamav3" in engine_name or "exl3" in engine_name):
+        # ExLlamaV3 is priced with ExLlamaV2's kernels (engines.engine_family), but it is another code base (new
+        # kernels, EXL3's trellis quantisation): the EXL2 runs do not validate it, so it is its own (empty) scope
+        return "exllamav3", mclass
     return ("llama.cpp" if base.startswith("llama.cpp") else base), mclass
 
 
@@ -139,13 +144,20 @@ def scope_table() -> dict[str, ScopeRecord]:
     return {r.key: r for r in records}
 
 
+# An engine label priced with another family's physics, and so nearest to that family's runs.
+PRICED_AS = {"exllamav3": "exllamav2"}
+
+
 def _nearest(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord]) -> ScopeRecord | None:
     """Same figure and the same kind of work (inference or training), preferring the same engine on
-    another memory class, then another engine on the same class, then any; most rows wins a tie."""
+    another memory class, then the family it is priced as (PRICED_AS) on the same class, then another engine on
+    the same class, then any; most rows wins a tie."""
     training = engine.startswith("training-")  # an inference figure is never vouched for by training runs
     same_figure = [r for r in table.values() if r.figure == figure and r.rows >= MIN_ROWS
                    and r.engine.startswith("training-") == training]
-    for pick in (lambda r: r.engine == engine, lambda r: r.memory_class == mclass, lambda r: True):
+    priced_as = PRICED_AS.get(engine, engine)
+    for pick in (lambda r: r.engine == engine, lambda r: r.engine == priced_as and r.memory_class == mclass,
+                 lambda r: r.memory_class == mclass, lambda r: True):
         found = [r for r in same_figure if pick(r)]
         if found:
             return max(found, key=lambda r: r.rows)
