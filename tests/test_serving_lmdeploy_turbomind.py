@@ -153,3 +153,47 @@ def test_sharegpt_mean_ttft_counts_the_co_dequeued_prompts(row_id: str, measured
     assert perf is not None and perf.ttft_mean_ms is not None
     assert perf.ttft_mean_ms == pytest.approx(measured_ms, rel=0.33)
     assert perf.ttft_mean_ms > {"LMDEPLOY-0188": 345.0, "LMDEPLOY-0204": 440.0}[row_id]
+
+
+@pytest.mark.parametrize(("version", "group", "kv_8bit", "reads"), [
+    ("0.0.14", 8, False, 8.0),  # FasterTransformer's masked MHA: one query head per block
+    ("0.1.0a1", 8, False, 2.0),  # HeadPerCta 4 (the branch for 8 commented out): Llama-2-70B reads twice
+    ("0.1.0a1", 4, False, 1.0),
+    ("0.2.0", 6, False, 3.0),  # 6 % 4 != 0, 6 % 2 == 0: HeadPerCta 2
+    ("0.2.6", 8, True, 8.0),  # int8 cache: HeadPerCta 1
+    ("0.2", 8, False, 2.0),  # a series: its newest release, 0.2.6
+    ("0.3.0", 8, False, 1.0),  # PR #1116: Qh 8
+    ("0.3.0", 8, True, 4.0),  # v0.3's sm80 int8 path: Qh 2
+    ("0.4.0", 7, False, 7.0),  # v0.4.0: Qh 8 / 6 / 4, else 1
+    ("0.4.1", 7, False, 1.0),  # PR #1491, variable CTA_H: one Qh per group size
+    ("0.10", 8, False, 1.0), (None, 8, False, 1.0),
+    ("0.1.0a1", 1, False, 1.0),  # multi-head attention: nothing shared
+])
+def test_turbomind_decode_reads_the_cache_once_per_block_of_query_heads(
+        version: str | None, group: int, kv_8bit: bool, reads: float) -> None:
+    """Hand-read from InternLM/lmdeploy at each tag: decoder_multihead_attention.cu `DispatchDecoderMultiheadAttention`
+    (v0.1.0a0-v0.2.6), kernels/attention/decoding.cu `dispatchDecoding` (v0.3.0, v0.4.0, v0.4.1)."""
+    from mlrig.estimators.engines import turbomind_kv_reads_per_step
+
+    assert turbomind_kv_reads_per_step(group, version, kv_8bit) == reads
+
+
+def test_llama2_70b_tp4_decode_on_turbomind_01_pays_the_second_cache_read() -> None:
+    """LMDeploy's own A100 table (v0.1.0a1, profile_generation): Llama-2-70B at TP 4, 64 users of 2,048 + 2,048
+    tokens decode at 55 ms per token (LMDEPLOY-0172), 37 ms at 128 + 128 (LMDEPLOY-0164). Read once, the cache
+    (~0.33 MB per token, ~3,000 tokens held by each of 64 users) put the long-context step at 42 ms (-24 %); read
+    twice (HeadPerCta 4 for a group of 8) it comes to ~52 ms. The short-context row hardly moves."""
+    long_ctx = evaluate(_row("LMDEPLOY-0172")["plan"]).performance
+    short_ctx = evaluate(_row("LMDEPLOY-0164")["plan"]).performance
+    assert long_ctx is not None and short_ctx is not None
+    assert long_ctx.tpot_ms == pytest.approx(55.0, rel=0.10)
+    assert long_ctx.tpot_ms > 48.0
+    assert short_ctx.tpot_ms == pytest.approx(37.0, rel=0.12)
+    from mlrig.estimators.performance import decode_kv_read_factor
+    from mlrig.planner import resolve_arch
+
+    arch = resolve_arch(parse_plan(_row("LMDEPLOY-0172")["plan"]))  # 64 query heads over 8 KV heads
+    assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.1.0a1") == 2.0
+    assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.1.0a1", kv_bytes_per_element=1.0) == 8.0
+    assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.4.1") == 1.0
+    assert decode_kv_read_factor(arch, "vllm", engine_version="0.1.0a1") == 1.0  # TurboMind's rule only

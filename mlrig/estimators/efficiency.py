@@ -940,6 +940,10 @@ BOARD_BOUND_GEMM_EFF = 0.80
 #    (docs/source/blogs/XQA-kernel.md, Jan 2024): XQA "reduc[es] data loading" for MQA/GQA generation
 #    and gives 1.9-2.4x Llama-70B throughput at ISL/OSL 128/2048. The full group factor is an upper
 #    bound (L2 hits between query heads of a group are ignored).
+#    LMDeploy's TurboMind sits between the two by release: its decode kernel serves up to 4 query heads per
+#    thread block in v0.1-v0.2, so Llama-2-70B's group of 8 reads its cache twice (engines.
+#    turbomind_kv_reads_per_step). Fit rows: LMDeploy's own A100 table, Llama-2-70B TP 4 (v0.1.0a1,
+#    LMDEPLOY-0124..0172): TPOT at 16-64 users -11..-24 % -> -5..-11 %, its MHA models (7B / 13B / 20B) unchanged.
 KV_READ_PER_QUERY_HEAD = frozenset({"trt-llm-2023"})
 # llama.cpp without flash attention (-fa 0: llama-bench's default before 2025, LocalScore/llamafile's
 #    only mode, every build before FA existed in April 2024) runs decode attention as two ggml_mul_mat

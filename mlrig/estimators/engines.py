@@ -479,6 +479,45 @@ def lmdeploy_unified_iterations(text: str | None) -> bool:
     return not (v.release[:3] == LMDEPLOY_UNIFIED_FROM and pre is not None and int(pre.group(1)) < 2)
 
 
+# TurboMind's decode attention, by release: how many query heads of a GQA group one thread block (CTA) serves
+#    together, each load of their KV head shared among them; the cache is read once per such block, so
+#    group / heads_per_cta times per step (an upper bound: re-reads that hit L2 are not credited, as for
+#    efficiency.KV_READ_PER_QUERY_HEAD).
+# - before v0.1.0a0 (2023-11-23): FasterTransformer's masked multi-head attention (LlamaDecoderSelfAttentionLayer.cc
+#   `fusedQKV_masked_attention_dispatch`), one query head per block: the group size.
+# - v0.1.0a0 - v0.2.6: src/turbomind/kernels/decoder_multihead_attention/decoder_multihead_attention.cu
+#   `DispatchDecoderMultiheadAttention`: `HeadPerCta` 4 where the group divides by 4, else 2, else 1 (the branch for
+#   8 is commented out); an int8 cache (`kCacheKVInt8`) takes 1. Llama-2-70B (group 8) reads its cache twice.
+# - v0.3.0 - v0.4.0 (PR #1116 "Refactor turbomind attention", 2024-03-06): kernels/attention/decoding.cu
+#   `dispatchDecoding`: Qh 8, 6, 5 or 4 where the group divides by it, else 1 (v0.3 sm80 int8 cache: 2 or 1;
+#   v0.4.0 the same 8 / 6 / 4 / 1 for every cache type; the sm70 / sm75 paths of v0.3 differ and are not kept).
+# - from v0.4.1 (PR #1491 "variable CTA_H", 2024-04-28): one Qh per group size up to 8 (`query_group_sz == n`):
+#   the cache is read once (groups above 8 go to a 9-head tile, not examined here: taken as once).
+LMDEPLOY_CTA_HEADS_FROM = (0, 1, 0)
+LMDEPLOY_ATTENTION_REFACTOR_FROM = (0, 3, 0)
+LMDEPLOY_CTA_HEADS_V040 = (0, 4, 0)
+LMDEPLOY_VARIABLE_CTA_H_FROM = (0, 4, 1)
+
+
+def turbomind_kv_reads_per_step(group: int, text: str | None, kv_8bit: bool) -> float:
+    """Times TurboMind's decode attention under LMDeploy `text` reads each cached KV byte per step, for a model
+    whose query heads share a KV head `group` at a time, `kv_8bit` for an int8 cache (see above). A series
+    ("0.2") takes its newest release; no version: the current release (once)."""
+    if group <= 1 or not series_before(text, LMDEPLOY_VARIABLE_CTA_H_FROM):
+        return 1.0
+    heads: tuple[int, ...]
+    if series_before(text, LMDEPLOY_CTA_HEADS_FROM):
+        heads = (1,)
+    elif series_before(text, LMDEPLOY_ATTENTION_REFACTOR_FROM):
+        heads = (1,) if kv_8bit else (4, 2, 1)
+    elif series_before(text, LMDEPLOY_CTA_HEADS_V040):
+        heads = (2, 1) if kv_8bit else (8, 6, 5, 4, 1)
+    else:
+        heads = (8, 6, 4, 1)
+    per_cta = next(h for h in heads if group % h == 0)
+    return group / per_cta
+
+
 # LMDeploy's default TurboMind max_batch_size when none is given: 128 (TurbomindEngineConfig, v0.2-v0.5); from
 # v0.6.0 (PR #2434, 2024-09-09) chosen by the device name (lmdeploy/utils.py `get_max_batch_size`): A100 / A800 256,
 # H100 / H800 512, else 128; from v0.10.0 (PR #3921, 2025-09-04) A100 / A800 384, H100 / H800 / H200 / L20Y 1,024.

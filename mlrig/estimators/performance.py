@@ -41,6 +41,7 @@ from mlrig.estimators.engines import (
     sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
+    turbomind_kv_reads_per_step,
     vllm_custom_allreduce_on_amd,
     vllm_multi_step,
     vllm_v1,
@@ -492,12 +493,18 @@ def kv_bytes(arch: ModelArch, context: Num, kv_bytes_per_element: float) -> Num:
     return arch.kv_values_per_token(context) * context * kv_bytes_per_element
 
 
-def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = True) -> float:
+def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = True,
+                          engine_version: str | None = None, kv_bytes_per_element: float = 2.0) -> float:
     """How many times a decode step moves each cached KV byte: 1, or the GQA group size for engines
     whose decode attention reads a KV head once per query head (`efficiency.KV_READ_PER_QUERY_HEAD`;
-    llama.cpp with flash attention off, `efficiency.UNFUSED_GQA_DECODE_ENGINES`), plus the passes of a
-    cache grown by concatenation (`efficiency.KV_EXTRA_PASSES_PER_STEP`)."""
+    llama.cpp with flash attention off, `efficiency.UNFUSED_GQA_DECODE_ENGINES`), or, for LMDeploy's
+    TurboMind, the group over the query heads one thread block serves in that release
+    (`engines.turbomind_kv_reads_per_step`), plus the passes of a cache grown by concatenation
+    (`efficiency.KV_EXTRA_PASSES_PER_STEP`)."""
     extra = eff.KV_EXTRA_PASSES_PER_STEP.get(engine, 0.0)
+    if engine == "lmdeploy" and not arch.is_mla and arch.num_kv_heads:
+        group = arch.num_heads // arch.num_kv_heads
+        return turbomind_kv_reads_per_step(group, engine_version, kv_bytes_per_element <= 1.0) + extra
     per_query_head = engine in eff.KV_READ_PER_QUERY_HEAD or (
         not flash_attention and engine.startswith(eff.UNFUSED_GQA_DECODE_ENGINES))
     if per_query_head and not arch.is_mla and arch.num_kv_heads:
@@ -1124,7 +1131,8 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
 
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
-                       decode_kv_read_factor(r.arch, engine, r.workload.flash_attention),
+                       decode_kv_read_factor(r.arch, engine, r.workload.flash_attention, r.workload.engine_version,
+                                             r.kv_bytes_per_element),
                        embedding_bytes=r.weight_parts.get("embedding"),
                        expert_bytes=r.weight_parts.get("experts_routed"),
                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))

@@ -42,7 +42,8 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention,
                             embedding_bytes=emb, expert_bytes=experts)
     dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, w.mean_decode_context,
-                           perf.decode_kv_read_factor(arch, engine, w.flash_attention), embedding_bytes=emb,
+                           perf.decode_kv_read_factor(arch, engine, w.flash_attention, w.engine_version,
+                                                     r.kv_bytes_per_element), embedding_bytes=emb,
                            expert_bytes=experts)
     points = []
     for name, cost, seconds in (("prefill", pre, speed["ttft_ms"] / 1e3), ("decode", dec, 1.0 / speed["decode_tok_s"])):
