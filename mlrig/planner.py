@@ -517,6 +517,12 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
         notes.append(f"vLLM's default --max-model-len is the model's maximum ({arch.max_position_embeddings:,} "
                      f"tokens) and this KV pool holds {memory.kv_cache_capacity_tokens:,}: pass "
                      f"--max-model-len {memory.kv_cache_capacity_tokens} or less, or vLLM refuses to start")
+    if r.link is not None and p.hardware.count > 1:
+        from mlrig.estimators.hardware import link_transport_note
+
+        transport = link_transport_note(r.link, gpu)
+        if transport is not None:
+            notes.append(transport)
     performance = None if refusal else estimate_performance(r, memory, figures)
     if performance is not None and p.workload.task == "inference" and p.workload.load == "rate":
         from mlrig.estimators.serving import overload_note, overloaded

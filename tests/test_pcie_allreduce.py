@@ -58,7 +58,7 @@ def _qwen2_7b(tp: int) -> Any:
                                   "output_tokens": 1024, "load": "offline", "num_requests": 1,
                                   "max_model_len": 16384, "gpu_memory_utilization": 0.25},
                      "hardware": {"gpu": "A100 80GB", "count": tp, "tensor_parallel": tp,
-                                  "interconnect": "pcie4"}}).performance
+                                  "interconnect": "pcie4-nop2p"}}).performance
 
 
 def test_tp2_without_p2p_beats_tp1_at_batch_one() -> None:
@@ -72,8 +72,8 @@ def test_tp2_without_p2p_beats_tp1_at_batch_one() -> None:
 
 def test_vllm_tp8_decode_step_pays_nccl_ring_steps() -> None:
     """The product path: vLLM decoding Llama-3-70B (80 layers, hidden 8192: 16,384 B per all-reduce at batch 1)
-    on 8 GPUs over PCIe 4.0 x16 pays 2 x 80 all-reduces of 79.0 us (test_ring_steps_at_nccl_latency_by_hand):
-    12.6 ms per token, not the 33.8 ms that 14 steps of 12 us gave."""
+    on 8 GPUs over PCIe 4.0 x16 without P2P pays 2 x 80 all-reduces of 79.0 us
+    (test_ring_steps_at_nccl_latency_by_hand): 12.6 ms per token, not the 33.8 ms that 14 steps of 12 us gave."""
     from mlrig.catalog.gpus import resolve_gpu
     from mlrig.estimators.performance import decode_step
     from mlrig.estimators.resolved import resolve
@@ -81,7 +81,7 @@ def test_vllm_tp8_decode_step_pays_nccl_ring_steps() -> None:
 
     plan = parse_plan({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
                        "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "tensor_parallel": 8,
-                                    "interconnect": "pcie4-x16"}})
+                                    "interconnect": "pcie4-x16-nop2p"}})
     comm_s = decode_step(resolve(resolve_arch(plan), plan, resolve_gpu("a100-pcie-80gb")), 1, 640).comm_s
     per_all_reduce = pcie_allreduce_time_s(16384, 8, resolve_interconnect("pcie4-x16"), PROTOCOLS)
     assert comm_s == pytest.approx(2 * 80 * per_all_reduce, rel=1e-6)

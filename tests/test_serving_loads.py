@@ -273,7 +273,8 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
     """2 all-reduces per layer, each a barrier (efficiency.ALLREDUCE_SYNC_S; on PCIe the host-staged NCCL
     protocols' fixed cost, efficiency.PCIE_ALLREDUCE_PROTOCOLS): the comm term is at least 2 x layers x the
     cheapest protocol's fixed cost and grows with the ring, so on PCIe a 70B's decode gains well under the
-    weights' 4x from 2 to 8 GPUs."""
+    weights' 4x from 2 to 8 GPUs. The links are named host-staged ('-nop2p'): A100s would otherwise take their
+    P2P default."""
     from mlrig.estimators import efficiency as eff
     from mlrig.planner import resolve_arch
 
@@ -286,15 +287,15 @@ def test_tp_decode_pays_a_barrier_per_all_reduce() -> None:
 
     arch = resolve_arch(parse_plan({"model": "llama-3-70b"}))
     floor = 2 * arch.num_layers * min(fixed for fixed, _, _ in eff.PCIE_ALLREDUCE_PROTOCOLS)
-    assert step(4, "pcie4-x16") > floor
-    assert step(4, "pcie4-x16") > 3 * step(4, "nvlink3")
+    assert step(4, "pcie4-x16-nop2p") > floor
+    assert step(4, "pcie4-x16-nop2p") > 3 * step(4, "nvlink3")
     r2 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
-                   "hardware": {"gpu": "a100-pcie-80gb", "count": 2, "interconnect": "pcie4-x16"}})
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 2, "interconnect": "pcie4-x16-nop2p"}})
     r8 = evaluate({"model": "llama-3-70b", "workload": {"precision": "fp16", "engine": "vllm"},
-                   "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16"}})
+                   "hardware": {"gpu": "a100-pcie-80gb", "count": 8, "interconnect": "pcie4-x16-nop2p"}})
     assert r2.performance and r8.performance
     assert r8.performance.decode_tok_s < 2.5 * r2.performance.decode_tok_s  # type: ignore[operator]
-    assert step(8, "pcie4-x16") > step(4, "pcie4-x16") > step(2, "pcie4-x16")
+    assert step(8, "pcie4-x16-nop2p") > step(4, "pcie4-x16-nop2p") > step(2, "pcie4-x16-nop2p")
 
 
 def test_plan_shows_other_engines_side_by_side() -> None:
@@ -616,7 +617,7 @@ def test_a_narrow_card_links_at_its_own_lane_count() -> None:
     rtx = plan_link(parse_plan({"model": "llama-3-8b", "workload": {"precision": "fp16"},
                                 "hardware": {"gpu": "RTX 4090", "count": 2, "tensor_parallel": 2}}),
                     resolve_gpu("RTX 4090"))
-    assert rtx.id == "pcie4-x16" and not rtx.peer_to_peer
+    assert rtx.id == "pcie4-x16-nop2p" and rtx.peer_to_peer is False  # GeForce: host-staged
 
 
 def test_vllm_xpu_reads_mxfp4_prepacked_at_full_bandwidth() -> None:

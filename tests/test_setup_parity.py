@@ -159,3 +159,40 @@ def test_bad_setup_flags_are_one_line_and_exit_2(argv: list[str], words: str) ->
     assert res.returncode == 2, res.stdout + res.stderr
     assert words in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.mark.parametrize(("gpu", "count", "same_as", "differs_from"), [
+    ("L40S", 2, "pcie4-p2p", "pcie4-nop2p"),  # a data-centre card: P2P by default
+    ("RTX 4090", 4, "pcie4-nop2p", "pcie4-p2p"),  # GeForce: host-staged by default
+])
+def test_every_command_takes_one_peer_to_peer_rule(gpu: str, count: int, same_as: str, differs_from: str) -> None:
+    """The PCIe transport (interconnects.with_card_transport via hardware.plan_link) is one rule on every command:
+    `recommend` (which takes no --interconnect: each option has the card's own links) prices the card's default
+    as `plan` does, a bare 'pcie4' is that default, and `compare` / `fit` / `serve` price a forced '-nop2p' /
+    '-p2p' as `plan` does. Qwen3-30B-A3B with vLLM at TP `count`: the all-reduces show in decode."""
+    model = "qwen3-30b-a3b"
+
+    def plan(*args: str) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(run("plan", model, "--gpu", gpu, "-n", str(count), "-c", "4k", "--engine",
+                                             "vllm", *args, "--json"))
+        return out
+
+    default, forced = plan(), plan("--interconnect", differs_from)
+    assert plan("--interconnect", "pcie4")["performance"] == default["performance"]
+    assert plan("--interconnect", same_as)["performance"]["decode_tok_s"] == default["performance"]["decode_tok_s"]
+    assert forced["performance"]["decode_tok_s"] != default["performance"]["decode_tok_s"]
+    rec = json.loads(run("recommend", "--model", model, "--context", "4k", "--engine", "vllm", "--gpu", gpu,
+                         "--cloud-only", "--json"))
+    options = [o for o in rec["options"] if o["gpus"] == count and o["feasible"]]
+    assert options
+    assert options[0]["workloads"][0]["decode_tok_s"] == pytest.approx(default["performance"]["decode_tok_s"],
+                                                                       rel=1e-3)
+    flags = ["--gpu", gpu, "-n", str(count), "-c", "4k", "--engine", "vllm", "--interconnect", differs_from]
+    rows = json.loads(run("compare", model, *flags, "--json"))
+    assert rows[0]["result"]["performance"]["decode_tok_s"] == forced["performance"]["decode_tok_s"]
+    fit = json.loads(run("fit", model, *flags, "-q", "bf16", "--json"))
+    assert fit[0]["performance"]["decode_tok_s"] == forced["performance"]["decode_tok_s"]
+    serve = json.loads(run("serve", model, *flags, "--concurrency", "8", "--json"))
+    served = plan("--interconnect", differs_from, "--load", "concurrency", "--batch", "8", "--prompt", "512",
+                  "--output", "256")
+    assert serve["curve"][0]["throughput_tok_s"] == served["performance"]["throughput_tok_s"]

@@ -28,10 +28,12 @@ class Interconnect(BaseModel):
     # a full mesh of direct links (AMD Infinity Fabric on the 8-GPU OAM platform): this many peer links,
     # each bandwidth_gb_s / mesh_peers; None for a switch or a single link (NVSwitch, PCIe, a NIC)
     mesh_peers: int | None = Field(default=None, ge=1)
-    # PCIe only: the GPUs reach each other's memory directly (PCIe peer-to-peer), so NCCL's P2P transport moves a
-    # ring step's bytes GPU to GPU; False: its SHM transport stages them through host memory (`pcie_allreduce_time_s`;
-    # `pcie_peer_to_peer` says which cards have it)
-    peer_to_peer: bool = False
+    # PCIe only: True, the GPUs reach each other's memory directly (PCIe peer-to-peer), so NCCL's P2P transport moves
+    # a ring step's bytes GPU to GPU; False, its SHM transport stages them through host memory
+    # (`pcie_allreduce_time_s`);
+    # None (a catalog entry, or a PCIe link named without '-p2p' / '-nop2p'): not said, the cards decide
+    # (`with_card_transport`, `pcie_peer_to_peer`), which `hardware.plan_link` does for every plan
+    peer_to_peer: bool | None = None
     aliases: list[str] = Field(default_factory=list)
     source: str
     source_date: str
@@ -78,6 +80,8 @@ def split_nic_count(name: str) -> tuple[int | None, str]:
 
 # 'pcie4-p2p', 'PCIe 4.0 x16 (P2P)': a PCIe link with peer-to-peer access (`with_peer_to_peer`).
 _P2P_SUFFIX = re.compile(r"^\s*(\S.*?)[\s_-]*\(?p2p\)?\s*$", re.IGNORECASE)
+# 'pcie4-nop2p', 'pcie4-no-p2p', 'pcie4-host', 'PCIe 4.0 x16 (host-staged)': one without (`with_host_staging`).
+_NO_P2P_SUFFIX = re.compile(r"^\s*(\S.*?)[\s_-]*\(?(?:no[\s_-]*p2p|host(?:[\s_-]*staged)?)\)?\s*$", re.IGNORECASE)
 
 
 def resolve_interconnect(name: str) -> Interconnect:
@@ -85,16 +89,21 @@ def resolve_interconnect(name: str) -> Interconnect:
     own object, as before: callers copy it to change it, see `default_link`). A count of adapters
     before a network link ('4x roce-100g') names that link (`split_nic_count` reads the count).
     A PCIe link followed by 'p2p' ('pcie4-p2p', 'PCIe 4.0 x16 (P2P)') is that link with peer-to-peer
-    access (`Interconnect.peer_to_peer`); a PCIe link named without it is host-staged, whatever the card."""
-    p2p = _P2P_SUFFIX.match(name)
-    if p2p is not None:
-        base = resolve_interconnect(p2p.group(1))
+    access (`Interconnect.peer_to_peer` True), one followed by 'nop2p' / 'host' ('pcie4-nop2p', 'pcie4-host',
+    'PCIe 4.0 x16 (host-staged)') that link without it (False: NCCL stages through host memory); a PCIe link
+    named alone says neither (None): the cards' own default applies (`with_card_transport`)."""
+    for pattern, suffix, qualify in ((_NO_P2P_SUFFIX, "nop2p", with_host_staging),
+                                     (_P2P_SUFFIX, "p2p", with_peer_to_peer)):
+        m = pattern.match(name)
+        if m is None:
+            continue
+        base = resolve_interconnect(m.group(1))
         if base.kind != "pcie":
             from mlrig.errors import MlrigError
 
-            raise MlrigError(f"interconnect {name!r}: peer-to-peer ('-p2p') qualifies a PCIe link, and {base.id!r} "
-                             f"is {base.kind}; pass e.g. 'pcie4-p2p' or {base.id!r} alone")
-        return with_peer_to_peer(base)
+            raise MlrigError(f"interconnect {name!r}: '-{suffix}' (peer-to-peer on or off) qualifies a PCIe link, and "
+                             f"{base.id!r} is {base.kind}; pass e.g. 'pcie4-{suffix}' or {base.id!r} alone")
+        return qualify(base)
     count, rest = split_nic_count(name)
     if count is not None:
         link = _lookup(rest)
@@ -111,7 +120,7 @@ def resolve_interconnect(name: str) -> Interconnect:
 
 def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, nodes: int = 1,
                  nvlink_max_gpus: int | None = None, pcie_lanes: int | None = None,
-                 vendor: str | None = None, peer_to_peer: bool = False) -> Interconnect:
+                 vendor: str | None = None, peer_to_peer: bool | None = None) -> Interconnect:
     """Link between tensor-parallel peers: NVLink when the GPU has it and >1 GPUs share a node,
     else the card's PCIe generation at x16 (x8 for two consumer cards is the caller's choice), or at
     the card's own width where it has fewer lanes (`pcie_lanes`, the catalog's edge-connector width:
@@ -121,8 +130,9 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     a ring over more of them crosses PCIe, whose bandwidth then bounds every step.
     Across nodes: InfiniBand NDR (the common 2023-25 cluster fabric). AMD GPUs with a GPU-GPU fabric
     (`vendor` "AMD": MI300X, MI325X, MI355X on their 8-GPU OAM platforms) are a full mesh of Infinity Fabric
-    links at the card's aggregate figure (`_infinity_fabric_at`), not a switch. A PCIe link of cards with
-    peer-to-peer access (`peer_to_peer`, `pcie_peer_to_peer`) is marked so (`with_peer_to_peer`)."""
+    links at the card's aggregate figure (`_infinity_fabric_at`), not a switch. `peer_to_peer` True / False marks
+    a PCIe link P2P / host-staged (`with_peer_to_peer`, `with_host_staging`); None leaves it to the cards
+    (`with_card_transport`)."""
     if nodes > 1 and count <= 1:
         return resolve_interconnect("ib-ndr")
     if nvlink_gb_s and count > 1 and (nvlink_max_gpus is None or count <= nvlink_max_gpus):
@@ -132,7 +142,9 @@ def default_link(pcie_gen: int | None, nvlink_gb_s: float | None, count: int, no
     link = pcie_x16_link(pcie_gen)
     if pcie_lanes is not None and pcie_lanes <= 8:
         link = _lookup(f"pcie{pcie_gen if pcie_gen in (3, 4, 5) else 4}-x8") or link
-    return with_peer_to_peer(link) if peer_to_peer else link
+    if peer_to_peer is None:
+        return link
+    return with_peer_to_peer(link) if peer_to_peer else with_host_staging(link)
 
 
 def pcie_peer_to_peer(vendor: str | None, hardware_class: str | None, name: str) -> bool:
@@ -146,9 +158,11 @@ def pcie_peer_to_peer(vendor: str | None, hardware_class: str | None, name: str)
       GPUs": "multi-GPU scaling and PCIe P2P data transfer"; VLLMARC-*'s host: "the B60s on PCIe (P2P)") and the Data
       Center GPU Max.
     - Others (AMD Radeon / Instinct PCIe cards, whose TP rows run llama.cpp or MLC): not assumed.
-    A platform can still withhold it (a VM without ACS pass-through, GPUs on two CPU sockets): a plan names such a
-    link ('pcie4'), which is priced host-staged, as vLLM's DLVLLM-* A100 pods logged it ("Custom allreduce is
-    disabled because your platform lacks GPU P2P capability")."""
+    A platform can still withhold it (a VM or container without ACS / IOMMU pass-through of peer access, GPUs on two
+    CPU sockets): a plan names such a link '-nop2p' ('pcie4-nop2p'), which is priced host-staged, as vLLM's DLVLLM-*
+    A100 pods logged it ("Custom allreduce is disabled because your platform lacks GPU P2P capability"); a rig given
+    peer access the stock driver withholds (tinygrad/open-gpu-kernel-modules on RTX 4090s) names it '-p2p'.
+    This is the one rule training and inference share (`with_card_transport`, via `hardware.plan_link`)."""
     v = (vendor or "").upper()
     if v == "NVIDIA":
         return hardware_class in ("datacenter", "workstation")
@@ -159,13 +173,41 @@ def pcie_peer_to_peer(vendor: str | None, hardware_class: str | None, name: str)
 
 def with_peer_to_peer(link: Interconnect) -> Interconnect:
     """A PCIe catalog entry with peer-to-peer access (`Interconnect.peer_to_peer`): 'PCIe 4.0 x16 (P2P)'."""
-    return _peer_to_peer_copy(link.id)
+    return _transport_copy(_catalog_id(link), True)
 
 
-@lru_cache(maxsize=16)
-def _peer_to_peer_copy(link_id: str) -> Interconnect:
+def with_host_staging(link: Interconnect) -> Interconnect:
+    """A PCIe catalog entry without peer-to-peer access, NCCL staging through host memory:
+    'PCIe 4.0 x16 (host-staged)'."""
+    return _transport_copy(_catalog_id(link), False)
+
+
+def with_card_transport(link: Interconnect, vendor: str | None, hardware_class: str | None,
+                        gpu_name: str) -> Interconnect:
+    """`link` with its transport settled for these GPUs: a PCIe link that says neither P2P nor host-staged
+    (`Interconnect.peer_to_peer` None: a catalog entry, a bare 'pcie4') takes the cards' default
+    (`pcie_peer_to_peer`); one that says either keeps it; NVLink, Infinity Fabric and network links are
+    returned as they are. Training (`training_speed.dp_overlap`) and inference (`pcie_allreduce_time_s`)
+    both read the answer from the plan's link (`hardware.plan_link`)."""
+    if link.kind != "pcie" or link.peer_to_peer is not None:
+        return link
+    return (with_peer_to_peer if pcie_peer_to_peer(vendor, hardware_class, gpu_name) else with_host_staging)(link)
+
+
+def _catalog_id(link: Interconnect) -> str:
+    """The catalog id a (possibly qualified) PCIe link was made from: 'pcie4-x16-p2p' -> 'pcie4-x16'."""
+    for suffix in ("-p2p", "-nop2p"):
+        if link.peer_to_peer is not None and link.id.endswith(suffix):
+            return link.id[: -len(suffix)]
+    return link.id
+
+
+@lru_cache(maxsize=32)
+def _transport_copy(link_id: str, peer_to_peer: bool) -> Interconnect:
     link = resolve_interconnect(link_id)
-    return link.model_copy(update={"id": f"{link.id}-p2p", "name": f"{link.name} (P2P)", "peer_to_peer": True})
+    suffix, label = ("p2p", "P2P") if peer_to_peer else ("nop2p", "host-staged")
+    return link.model_copy(update={"id": f"{link.id}-{suffix}", "name": f"{link.name} ({label})",
+                                   "peer_to_peer": peer_to_peer})
 
 
 @lru_cache(maxsize=64)

@@ -256,8 +256,9 @@ SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
 InterconnectOpt = Annotated[str | None, typer.Option(
     "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... "
-    "(mlrig/data/interconnects.json; default: what the GPU has); 'pcie4-p2p': PCIe with peer-to-peer (a PCIe link "
-    "named alone is host-staged); with --nodes, the network: ib-ndr, '4x roce-100g'")]
+    "(mlrig/data/interconnects.json; default: what the GPU has); a PCIe link takes the card's transport (peer-to-peer "
+    "on data-centre / workstation cards and Arc Pro, host-staged on GeForce); 'pcie4-p2p' / 'pcie4-nop2p' force P2P "
+    "on / off (e.g. a VM without P2P); with --nodes, the network: ib-ndr, '4x roce-100g'")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
     "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
 

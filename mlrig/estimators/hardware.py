@@ -32,14 +32,51 @@ def graph_replay_missing(engine: str | None, gpu: GPU) -> bool:
 
 def plan_link(plan: Plan, gpu: GPU) -> Interconnect:
     """The link between the plan's GPUs: its named interconnect, else the catalog default
-    (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes)."""
-    from mlrig.catalog.interconnects import default_link, pcie_peer_to_peer, resolve_interconnect
+    (`interconnects.default_link`: NVLink, the card's PCIe, or InfiniBand across nodes). A PCIe link's transport
+    (peer-to-peer or staged through host memory) is settled here, once, for every command and for training
+    and inference alike: as named ('pcie4-p2p', 'pcie4-nop2p'), else the cards' default
+    (`interconnects.with_card_transport` / `pcie_peer_to_peer`)."""
+    from mlrig.catalog.interconnects import default_link, resolve_interconnect, with_card_transport
 
     hw = plan.hardware
     if hw.interconnect:
-        return check_named_link(resolve_interconnect(hw.interconnect), gpu)
-    return default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes,
-                        gpu.vendor, pcie_peer_to_peer(gpu.vendor, gpu.hardware_class, gpu.name))
+        link = check_named_link(resolve_interconnect(hw.interconnect), gpu)
+    else:
+        link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, hw.count, hw.nodes, gpu.nvlink_max_gpus, gpu.pcie_lanes,
+                            gpu.vendor)
+    return with_card_transport(link, gpu.vendor, gpu.hardware_class, gpu.name)
+
+
+def link_peer_to_peer(link: Interconnect) -> bool:
+    """Whether the GPUs on `link` (as `plan_link` settles it) move a collective's bytes GPU to GPU: over NVLink or
+    Infinity Fabric always, over PCIe where its transport is P2P (`Interconnect.peer_to_peer`), over a network
+    never (NCCL's NET transport). Training and inference ask this of the same link."""
+    if link.kind == "pcie":
+        return bool(link.peer_to_peer)
+    return link.kind != "network"
+
+
+def link_transport_note(link: Interconnect, gpu: GPU) -> str | None:
+    """What a multi-GPU plan says about a PCIe link between its GPUs: the transport assumed (P2P or host-staged),
+    why, and the --interconnect that changes it; None for other links."""
+    from mlrig.catalog.interconnects import pcie_peer_to_peer
+
+    if link.kind != "pcie":
+        return None
+    base = link.id.removesuffix("-p2p").removesuffix("-nop2p")
+    label = link.name.removesuffix(" (P2P)").removesuffix(" (host-staged)")
+    card = pcie_peer_to_peer(gpu.vendor, gpu.hardware_class, gpu.name)
+    geforce = gpu.hardware_class == "geforce"
+    if link.peer_to_peer == card:
+        why = f"the {gpu.name}'s default" + (": GeForce drivers give no peer access" if geforce else "")
+    else:
+        why = "as --interconnect names it" + (": the stock GeForce driver gives none" if geforce else "")
+    if link.peer_to_peer:
+        return (f"GPU links: {label} with peer-to-peer (NCCL's P2P transport, GPU to GPU; {why}); pass --interconnect "
+                f"{base}-nop2p where the platform disables P2P (a VM or container without peer pass-through, GPUs on "
+                "two CPU sockets)")
+    return (f"GPU links: {label}, host-staged (NCCL copies through host memory; {why}); pass --interconnect "
+            f"{base}-p2p if the GPUs do have P2P")
 
 
 def check_named_link(link: Interconnect, gpu: GPU) -> Interconnect:

@@ -824,9 +824,10 @@ TRAIN_ERROR_BAND_WIDE = 0.60
 # calibration runs (MosaicML, 1600 Gb/s RoCE) are compute bound either way.
 DP_OVERLAP = 0.7
 
-# GeForce cards have no PCIe peer-to-peer: the 4090 lacks the mailbox P2P hardware the driver uses
-# (tinygrad/open-gpu-kernel-modules README, 2024), GeForce 30-series cards peer only over an NVLink
-# bridge, so NCCL stages every transfer through pinned host memory. Answer.AI's fsdp_qlora benchmarks
+# GPUs without PCIe peer-to-peer (`hardware.link_peer_to_peer` of the plan's link: GeForce cards by default,
+# `interconnects.pcie_peer_to_peer`, or a link named '-nop2p'): NCCL stages every transfer through pinned host
+# memory. The 4090 lacks the mailbox P2P hardware the driver uses (tinygrad/open-gpu-kernel-modules README, 2024),
+# GeForce 30-series cards peer only over an NVLink bridge. Answer.AI's fsdp_qlora benchmarks
 # (benchmarks_03_2024.md) ran the same setups under FSDP and DDP on such rigs: FSDP adds the whole
 # parameter all-gather on top of the DDP step however much compute there is to hide it behind - Llama-2-7B
 # LoRA on 2x RTX 3090, 3.8 s at batch 4 (FSDPQLORA-0013 vs -0019: 10.7 s vs 6.9 s a step) and 4.3-4.6 s at
@@ -838,11 +839,12 @@ DP_OVERLAP_NO_P2P = 0.0
 
 def dp_overlap(r: ResolvedPlan) -> float:
     """Fraction of the data-parallel traffic that hides behind compute: `DP_OVERLAP`, or
-    `DP_OVERLAP_NO_P2P` for GeForce cards talking over PCIe (no peer-to-peer; through host memory)."""
-    from mlrig.estimators.hardware import plan_link
+    `DP_OVERLAP_NO_P2P` where the GPUs talk over PCIe without peer-to-peer (through host memory): the same
+    answer inference's all-reduce takes from the plan's link (`hardware.plan_link`, `link_peer_to_peer`)."""
+    from mlrig.estimators.hardware import link_peer_to_peer, plan_link
 
     link = r.link or plan_link(r.plan, r.gpu)
-    if r.gpu.hardware_class == "geforce" and link.kind == "pcie":
+    if link.kind == "pcie" and not link_peer_to_peer(link):
         return DP_OVERLAP_NO_P2P
     return DP_OVERLAP
 

@@ -83,7 +83,8 @@ class SetupQuery(_Query):
     cached_prompt_tokens: int | None = Field(None, description="--cached-prompt-tokens (prefix cache)")
     max_output_tokens: int | None = Field(None, description="--max-output-tokens: max_tokens cap (varied lengths)")
     power_limit_w: float | None = Field(None, description="--power-limit-w: GPU power cap, W")
-    interconnect: Str | None = Field(None, description="--interconnect: pcie4 | nvlink | ... (GPU links)")
+    interconnect: Str | None = Field(None, description="--interconnect: pcie4 (the card's P2P default) | pcie4-p2p | "
+                                     "pcie4-nop2p | nvlink | ... (GPU links)")
 
 
 class PlanFields(WorkloadQuery, SetupQuery):
