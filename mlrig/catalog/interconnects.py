@@ -157,7 +157,10 @@ def pcie_peer_to_peer(vendor: str | None, hardware_class: str | None, name: str)
     - Intel: the Arc Pro B-series (vLLM blog 2025-11-11 "Fast and Affordable LLMs serving on Intel Arc Pro B-Series
       GPUs": "multi-GPU scaling and PCIe P2P data transfer"; VLLMARC-*'s host: "the B60s on PCIe (P2P)") and the Data
       Center GPU Max.
-    - Others (AMD Radeon / Instinct PCIe cards, whose TP rows run llama.cpp or MLC): not assumed.
+    - AMD (Radeon and Instinct PCIe cards, without an xGMI bridge): not assumed. RCCL's PCIe P2P transport is off
+      unless the user sets HSA_FORCE_FINE_GRAIN_PCIE=1 on a host with large-BAR addressing (RCCL documentation,
+      "RCCL usage tips: Enabling peer-to-peer transport", rocm.docs.amd.com, read 2026-11-25); such a rig names
+      its link '-p2p'.
     A platform can still withhold it (a VM or container without ACS / IOMMU pass-through of peer access, GPUs on two
     CPU sockets): a plan names such a link '-nop2p' ('pcie4-nop2p'), which is priced host-staged, as vLLM's DLVLLM-*
     A100 pods logged it ("Custom allreduce is disabled because your platform lacks GPU P2P capability"); a rig given
