@@ -178,3 +178,21 @@ def test_plan_says_which_transport_it_assumed_and_how_to_change_it() -> None:
     [forced] = notes("RTX A6000", "pcie4-nop2p")
     assert "host-staged" in forced and "as --interconnect names it" in forced
     assert notes("H100 SXM", None) == []
+
+
+def test_training_tensor_parallel_takes_the_named_link() -> None:
+    """Training's TP all-reduces cross the link the plan names, as its data-parallel ones do: two A6000s at TP 2 on
+    a named 'pcie3-x4' (~4 GB/s) spend longer in TP communication than on 'pcie4-x16' (~32 GB/s), and both longer
+    than on the NVLink bridge a pair of A6000s gets when no link is named."""
+    def tp_s(interconnect: str | None) -> float:
+        hw: dict[str, object] = {"gpu": "RTX A6000", "count": 2, "tensor_parallel": 2}
+        if interconnect:
+            hw["interconnect"] = interconnect
+        r, _ = resolve_plan({"model": "meta-llama/Llama-2-7b-hf",
+                             "workload": {"task": "finetune", "precision": "bf16", "batch_size": 4},
+                             "training": {"method": "full", "seq_len": 2048}, "hardware": hw})
+        return float(training_speed(r, 4, 2048).tp_s)
+
+    x16, x4 = tp_s("pcie4-x16"), tp_s("pcie3-x4")
+    assert x4 > 4 * x16
+    assert tp_s(None) < x16  # unnamed: the pair's NVLink bridge (the named PCIe link was ignored before)

@@ -330,13 +330,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                    / bw / eff.QLORA_DEQUANT_EFF)
     tp_s: Num = 0.0
     if tp > 1:
-        from mlrig.catalog.interconnects import default_link
-
-        link = default_link(gpu.pcie_gen, gpu.nvlink_gb_s, min(tp, hw.count), 1, gpu.nvlink_max_gpus)
         tp_bytes, tp_ops = tp_comm_per_token(arch, tp, plan.expert_tensor_parallel_size, ck)
-        tp_bw = link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0)
+        tp_bw, tp_lat_us = _tp_link(r)
         tp_s = (tp_bytes / pp * gbt / dp / cp / (tp_bw * 1e9)
-                + tp_ops / pp * micro * link.latency_us * 1e-6)
+                + tp_ops / pp * micro * tp_lat_us * 1e-6)
     ep_s: Num = 0.0
     if ep > 1 and arch.is_moe:
         ep_s = expert_all_to_all_s(r, gbt / dp / cp / tp, micro)
@@ -875,6 +872,24 @@ def _dp_link(r: ResolvedPlan) -> tuple[float, float]:
 
     link = r.link or plan_link(r.plan, r.gpu)
     return link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0), link.latency_us
+
+
+def _tp_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s, latency us) of a tensor-parallel group, which stays inside one node: the GPU-to-GPU link the plan
+    names (`hardware.plan_link`: 'pcie3-x4', 'nvlink'; a named network is between nodes, so the card's own link
+    serves), else the card's own link for a group of min(TP, GPUs) cards (NVLink where a bridge joins that many:
+    `interconnects.default_link`); collectives over PCIe at `PCIE_COLLECTIVE_EFF` of the link's rate, as for
+    data parallelism (`_dp_link`)."""
+    from mlrig.catalog.interconnects import default_link
+    from mlrig.estimators.hardware import plan_link
+
+    hw, g = r.plan.hardware, r.gpu
+    if hw.interconnect:
+        link = r.link or plan_link(r.plan, g)
+        if link.kind != "network":
+            return link.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if link.kind == "pcie" else 1.0), link.latency_us
+    d = default_link(g.pcie_gen, g.nvlink_gb_s, min(hw.tensor_parallel, hw.count), 1, g.nvlink_max_gpus)
+    return d.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if d.kind == "pcie" else 1.0), d.latency_us
 
 
 def data_parallel_link(r: ResolvedPlan, ranks: int) -> tuple[float, float]:
