@@ -850,10 +850,12 @@ def chunked_burst_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> f
 
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
-               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0, paced: bool = False) -> LoadPoint:
+               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0, paced: bool = False,
+               kv_tokens: int | None = None) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `recompute_s_per_iter`: re-prefilling preempted
     sequences, spread over a closed loop's iterations (`lockstep_recompute_s`; 0 where none are preempted).
+    `kv_tokens`: vLLM's KV pool in tokens, where known (`lockstep_round_admits_all`).
     `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none);
     `paced`: a closed loop whose later rounds arrive at the budget's pace (`chunk_paced_rounds`)."""
@@ -961,7 +963,19 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         wave_gpu = wave_first_token_s(r, n - 1 if stagger > 0 else n, budget, n) + stagger
         wave_mean = _with_serial(wave_gpu, front_end_queue_s(r, (n + 1) / 2)) + slot_wait + front
         mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
-        if users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users:
+        if (users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users
+                and lockstep_round_admits_all(kv_tokens, users, n, cap, prompt, out)):
+            # A lock-step loop whose pool takes a whole round back at once (`lockstep_round_admits_all`): the
+            # preempted come back first (the head of the queue) and the finished users' new prompts with them,
+            # one wave of all `users` prompts plus the preempted ones' re-prefill, and nobody's first token
+            # waits for a slot
+            regrown_s = recompute_s_per_iter * out  # the round's re-prefill of its preempted (`lockstep_recompute_s`)
+            stagger_all = wave_stagger_s(r, users)
+            wave_all = (wave_first_token_s(r, users - 1 if stagger_all > 0 else users, budget, users)
+                        + stagger_all + regrown_s)
+            ttft = _with_serial(wave_all, front_end_queue_s(r, (users + 1) / 2)) + front
+            ttft_mean = ttft
+        elif users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users:
             # A lock-step loop of more users than run at once, over several rounds: the n that ran end
             # together and their users' next requests join the queue behind the users - n still waiting (FCFS;
             # vLLM puts preempted requests back at its head: V0 `waiting.extendleft`, V1
@@ -2181,6 +2195,40 @@ def lockstep_recompute_s(r: ResolvedPlan, kv_tokens: int, admitted: int, running
     return prefill_pass(r, k, int(prompt + (g1 + out) / 2)).seconds * preempted / k / out
 
 
+def lockstep_round_admits_all(kv_tokens: int | None, users: int, running: int, cap: int | None, prompt: int,
+                              out: int) -> bool:
+    """Whether vLLM's KV pool takes a lock-step closed loop's whole next round back at once, so that no user's
+    next request waits for a slot (`load_point`'s persistent queue does not form).
+
+    A round admits by the prompts' blocks (min(users, cap, pool // P) sequences), grows together, and once the
+    pool is full the newest are preempted by recompute until `running` = pool // (P + O) reach the end
+    (`lockstep_recompute_s`). A preempted request already has its first token (it was preempted while
+    decoding), and goes back to the head of the waiting queue (V0 `waiting.extendleft`, V1
+    `waiting.prepend_request`). When the round's survivors end, their blocks are free and their users send
+    their next requests: the scheduler takes the preempted first, each as a prompt of P + g tokens (g: what it
+    had generated, (g1 + O) / 2 on average, g1 the growth at which the pool filled), then the new prompts, while
+    their blocks fit (V0 `BlockSpaceManager.can_allocate`, V1 `allocate_slots`). If the pool holds the
+    preempted at P + g and the `running` new prompts at P together, the whole round is admitted in that step and
+    a new request's first token waits for the round's prefill wave only. Otherwise the new requests wait behind
+    the preempted for blocks that free only as sequences end, a request's duration: the persistent queue.
+    DSTACKR1-0149 (fit: vLLM 0.7.3 on 8x MI300X, DeepSeek-R1, 128 users of fixed 3,200 + 6,400 tokens, 500
+    requests) on a pool of ~1.18M tokens that holds 123 at 9,600: the 5 preempted at ~6,200 tokens plus 123
+    prompts are ~0.44M tokens, so the round comes back whole; measured median TTFT 29.6 s (23.0-23.5 s at 800-3,200
+    outputs, -0053 / -0143 / -0146), where a request's slot wait (the persistent queue) gave 49 s. DSTACKR1-0125
+    / -0128 / -0131 (8x H200, ~373k tokens, not even 128 prompts of 3,200 fit) keep the queue: 133-1,273 s
+    measured. Scheduler structure from the source; nothing fitted. None (pool unknown): False."""
+    if kv_tokens is None or kv_tokens <= 0 or users <= running:
+        return False
+    pool = min(kv_tokens, running * (prompt + out))  # as `lockstep_recompute_s` counts it
+    admitted = min(x for x in (users, cap, kv_tokens // max(1, prompt)) if x is not None)
+    if admitted < users:
+        return False  # not even the round's prompts fit at once: users wait for blocks
+    preempted = admitted - running
+    g1 = min(float(out), max(0.0, (pool - admitted * prompt) / admitted))
+    need = preempted * (prompt + (g1 + out) / 2.0) + running * prompt
+    return need <= kv_tokens
+
+
 def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "", lockstep: bool = False) -> int:
     """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
     grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
@@ -2443,7 +2491,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     else:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave, paced=chunk_paced_rounds(w, s.engine, budget))
+                        wave_weight=wave, paced=chunk_paced_rounds(w, s.engine, budget),
+                        kv_tokens=int(kv_tokens) if (s.engine == "vllm" and kv_tokens) else None)
     if w.load != "rate" or not w.num_requests:
         ttft_band = None
     single = decode_step(r, 1, w.mean_decode_context)
