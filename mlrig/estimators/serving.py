@@ -56,6 +56,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -1244,6 +1245,49 @@ RATE_RUN_KV_STEP_ITERATIONS = 4
 RATE_RUN_KV_MAX_STEPS = 20_000
 
 
+class CappedCompletions:
+    """When a rate run's running requests end, for varied output lengths cut at the client's max_tokens cap C
+    (`lengths = "varied"` with `max_output_tokens`): min(Exp(mu), C) tokens (`capped_exponential_scale`). A request
+    that has decoded x < C tokens ends at the next with probability 1 / mu (the exponential is memoryless), and one
+    that reaches C ends there. So the completions are n / (tpot x mu) from the running ones plus the cohorts that
+    reach C, each admitted C tokens earlier and e^(-C / mu) of it still running; in steady state (admissions a,
+    n = a x O x tpot, O = mu (1 - e^(-C / mu))) that is a (1 - e^(-C / mu)) + a e^(-C / mu) = a, the fluid's
+    n / (tpot x O). They differ while the batch is young: after an idle engine fills in a burst, none of its
+    requests is near C and they end at 1 / mu, not 1 / O, per token (AccelMark's suite, O 343 and C 512: mu 593,
+    1.7x fewer early completions than n / (tpot x O) gives). ACCELMARK-0044 (fit: vLLM 0.20 on an A100 80GB,
+    300 ShareGPT requests at 100 req/s into 128 slots) measured a median TTFT of 1.71 s, the wait for the first
+    completions of a batch of young requests. First principles (renewal theory, Cox 1962 ch. 1); nothing fitted.
+    Uncapped varied lengths (mu = O) and fixed lengths keep the fluid's single rate."""
+
+    def __init__(self, mu_tokens: float, cap_tokens: int) -> None:
+        self.per_token = mu_tokens  # tokens per completion of a running request below the cap: the hazard's mean
+        self.cap = float(cap_tokens)
+        self.survive = math.exp(-cap_tokens / mu_tokens)  # share of a cohort that reaches the cap
+        self.clock = 0.0  # tokens each running sequence has decoded since the run began
+        self.cohorts: deque[tuple[float, float]] = deque()  # (clock at admission, requests admitted)
+
+    @classmethod
+    def of(cls, w: WorkloadSpec) -> CappedCompletions | None:
+        if w.lengths != "varied" or w.max_output_tokens is None or w.output_tokens <= 1:
+            return None
+        mu = capped_exponential_scale(float(w.output_tokens), w.max_output_tokens)
+        if math.isinf(mu) or mu <= w.output_tokens:
+            return None
+        return cls(mu, w.max_output_tokens)
+
+    def admit(self, requests: float) -> None:
+        if requests > 0.0:
+            self.cohorts.append((self.clock, requests))
+
+    def crossing(self, tokens: float) -> float:
+        """Advance the clock by `tokens` decode iterations; the requests that reach the cap meanwhile."""
+        self.clock += tokens
+        ended = 0.0
+        while self.cohorts and self.cohorts[0][0] + self.cap <= self.clock:
+            ended += self.cohorts.popleft()[1] * self.survive
+        return ended
+
+
 def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
                    cap: int | None = None, budget: int | None = None,
                    kv_tokens: int | None = None) -> LoadPoint:
@@ -1436,6 +1480,10 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     t_f_fixed = not sg_first  # share() is t_f whatever the batch
     limit_f = float(limit)
     first_fill: float | None = None  # new requests admitted before the first preemption (KV admission)
+    # varied outputs cut at the client's cap C: the running requests end at the exponential's hazard 1 / mu per
+    # token, and the cohorts that reach C tokens end all at once (`capped_completions`)
+    cap_done = CappedCompletions.of(w)
+    tpot_prev = steady.step_s
     for _ in range(max_steps * 2):
         if arrived < n_requests - 1e-9:
             arrivals = (n_requests - arrived) / dt
@@ -1467,7 +1515,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         want = most_admitted if most_admitted < want else want
         f = want * prompt * t_a  # share of the GPU's time the admitted prompts take
         f = f if f < share_max else share_max
-        c = n * (1.0 - f) / (d * out)
+        if cap_done is not None:
+            per_token = cap_done.per_token
+            cap_c = cap_done.crossing(dt / tpot_prev) / dt
+        else:
+            per_token, cap_c = out, 0.0
+        c = n * (1.0 - f) / (d * per_token) + cap_c
         a = want
         free = (limit_now - n if limit_now - n > 0.0 else 0.0) / dt  # admissions that fill the batch to its limit
         if want > free + c:
@@ -1475,12 +1528,15 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
             f = free * prompt * t_a
             f = f if f < share_max else share_max
-            c = n * (1.0 - f) / (d * out + n * prompt * t_a)
+            c = (n * (1.0 - f) + cap_c * d * per_token) / (d * per_token + n * prompt * t_a)
             c = c if c > 0.0 else 0.0
             a = free + c
             f = a * prompt * t_a
             f = f if f < share_max else share_max
         tpot = d / (1.0 - f)
+        tpot_prev = tpot
+        if cap_done is not None:
+            cap_done.admit(a * dt)
         # admissions of new requests: preempted ones come back first (`VllmKvAdmission.readmitted`)
         a_new = a if kv_admit is None else a - kv_admit.readmitted(a * dt) / dt
         for tag in followed:
