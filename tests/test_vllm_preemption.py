@@ -124,3 +124,14 @@ def test_a_round_taken_back_whole_waits_for_its_wave_not_a_request() -> None:
     assert roomy.ttft_ms <= short.ttft_ms < 1.5 * roomy.ttft_ms
     assert short.ttft_ms < 0.3 * 1024 * short.tpot_ms  # no request-long slot wait
     assert half.ttft_ms > 1024 * half.tpot_ms * 0.8
+
+
+def test_the_concurrency_curve_takes_the_same_round_back() -> None:
+    """`serve`'s curve prices the same closed loop as `plan` does (one speed path)."""
+    from mlrig.estimators.serving import serving_curve
+
+    kv = int(0.96 * 128 * 2048)
+    plan = _perf(kv, batch_size=128)
+    point = serving_curve(_resolved(batch_size=128), [128], kv)[0]
+    assert plan.ttft_ms is not None
+    assert abs(point.ttft_ms / plan.ttft_ms - 1) < 1e-9

@@ -2637,7 +2637,8 @@ def serving_curve(
         wave = closed_loop_wave_share(rc.workload, s.engine, budget)
         slots, recompute = pool_slots(rc, kv_capacity_tokens, s.engine, cap, wave)
         pt = load_point(rc, users=c, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave, paced=chunk_paced_rounds(rc.workload, s.engine, budget))
+                        wave_weight=wave, paced=chunk_paced_rounds(rc.workload, s.engine, budget),
+                        kv_tokens=int(kv_capacity_tokens) if (s.engine == "vllm" and kv_capacity_tokens) else None)
         out.append(
             ServingPoint(
                 concurrency=c,
