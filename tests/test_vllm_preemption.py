@@ -8,7 +8,12 @@ from mlrig.catalog.gpus import resolve_gpu
 from mlrig.estimators.kv_limit import kv_limited_running_batch
 from mlrig.estimators.performance import prefill_pass
 from mlrig.estimators.resolved import resolve
-from mlrig.estimators.serving import lockstep_pool, lockstep_recompute_s, serving_performance
+from mlrig.estimators.serving import (
+    lockstep_pool,
+    lockstep_recompute_s,
+    lockstep_round_admits_all,
+    serving_performance,
+)
 from mlrig.planner import parse_plan, resolve_arch
 
 
@@ -91,3 +96,42 @@ def test_an_offline_run_preempts_only_what_is_left_of_it() -> None:
     assert abs(got / want - 1) < 1e-12
     closed = lockstep_recompute_s(r, pool, 1500, 449)  # a closed loop: 1,051 every round
     assert abs(closed / (prefill_pass(r, 1051, 2744).seconds / 4096) - 1) < 1e-12
+
+
+def test_a_round_the_pool_takes_back_whole_has_no_slot_queue_by_hand() -> None:
+    """Hand check: 128 users of 1,024 + 1,024 tokens on a pool of 100 full sequences (204,800 tokens). A round
+    admits all 128 prompts (131,072 tokens), fills the pool after g1 = (204,800 - 131,072) / 128 = 576 tokens
+    each, and ends with 100; the 28 preempted come back at 1,024 + (576 + 1,024) / 2 = 1,824 tokens: 28 x 1,824
+    + 100 x 1,024 = 153,472 <= 204,800, so the next round is admitted whole. On a pool of 64 full sequences
+    (131,072) the 64 preempted at 1,536 and 64 prompts need 163,840: they queue."""
+    assert lockstep_round_admits_all(100 * 2048, 128, 100, 256, 1024, 1024)
+    assert not lockstep_round_admits_all(64 * 2048, 128, 64, 256, 1024, 1024)
+    assert not lockstep_round_admits_all(100 * 2048, 128, 100, 110, 1024, 1024)  # the batch cap holds users back
+    assert not lockstep_round_admits_all(None, 128, 100, 256, 1024, 1024)
+    assert not lockstep_round_admits_all(100 * 2048, 100, 100, 256, 1024, 1024)  # nobody preempted: no queue
+    # exactly at the boundary: 28 x 1,824 + 100 x 1,024 = 153,472 tokens of a pool that holds 100 x 2,048
+    assert lockstep_round_admits_all(100 * 2048, 128, 100, None, 1024, 1024)
+
+
+def test_a_round_taken_back_whole_waits_for_its_wave_not_a_request() -> None:
+    """With the pool 4 % short of 128 full sequences (DSTACKR1-0149's case) the median TTFT is the round's wave
+    (and the preempted few's re-prefill), not a request's duration in the slot queue as on a pool half as big."""
+    short = _perf(int(0.96 * 128 * 2048), batch_size=128)
+    roomy = _perf(128 * 2048, batch_size=128)
+    half = _perf(64 * 2048, batch_size=128)
+    assert short.ttft_ms is not None and roomy.ttft_ms is not None and half.ttft_ms is not None
+    assert short.tpot_ms is not None
+    assert roomy.ttft_ms <= short.ttft_ms < 1.5 * roomy.ttft_ms
+    assert short.ttft_ms < 0.3 * 1024 * short.tpot_ms  # no request-long slot wait
+    assert half.ttft_ms > 1024 * half.tpot_ms * 0.8
+
+
+def test_the_concurrency_curve_takes_the_same_round_back() -> None:
+    """`serve`'s curve prices the same closed loop as `plan` does (one speed path)."""
+    from mlrig.estimators.serving import serving_curve
+
+    kv = int(0.96 * 128 * 2048)
+    plan = _perf(kv, batch_size=128)
+    point = serving_curve(_resolved(batch_size=128), [128], kv)[0]
+    assert plan.ttft_ms is not None
+    assert abs(point.ttft_ms / plan.ttft_ms - 1) < 1e-9

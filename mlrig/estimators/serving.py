@@ -56,6 +56,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -850,10 +851,12 @@ def chunked_burst_tpot_extra_s(r: ResolvedPlan, m: int, budget: int | None) -> f
 
 def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None = None,
                slots: int | None = None, cap: int | None = None, budget: int | None = None,
-               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0, paced: bool = False) -> LoadPoint:
+               wave_weight: float = 0.0, recompute_s_per_iter: float = 0.0, paced: bool = False,
+               kv_tokens: int | None = None) -> LoadPoint:
     """Steady state of a closed loop of `users` (load = concurrency, or offline with users = requests)
     or of Poisson arrivals at `rate` requests/s. `recompute_s_per_iter`: re-prefilling preempted
     sequences, spread over a closed loop's iterations (`lockstep_recompute_s`; 0 where none are preempted).
+    `kv_tokens`: vLLM's KV pool in tokens, where known (`lockstep_round_admits_all`).
     `slots`: sequences the KV pool holds (None: unknown);
     `cap`: the engine's batch cap; `budget`: the chunked-prefill token budget per iteration (None: none);
     `paced`: a closed loop whose later rounds arrive at the budget's pace (`chunk_paced_rounds`)."""
@@ -961,7 +964,19 @@ def load_point(r: ResolvedPlan, *, users: int | None = None, rate: float | None 
         wave_gpu = wave_first_token_s(r, n - 1 if stagger > 0 else n, budget, n) + stagger
         wave_mean = _with_serial(wave_gpu, front_end_queue_s(r, (n + 1) / 2)) + slot_wait + front
         mean = wave_weight * wave_mean + (1.0 - wave_weight) * ttft
-        if users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users:
+        if (users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users
+                and lockstep_round_admits_all(kv_tokens, users, n, cap, prompt, out)):
+            # A lock-step loop whose pool takes a whole round back at once (`lockstep_round_admits_all`): the
+            # preempted come back first (the head of the queue) and the finished users' new prompts with them,
+            # one wave of all `users` prompts plus the preempted ones' re-prefill, and nobody's first token
+            # waits for a slot
+            regrown_s = recompute_s_per_iter * out  # the round's re-prefill of its preempted (`lockstep_recompute_s`)
+            stagger_all = wave_stagger_s(r, users)
+            wave_all = (wave_first_token_s(r, users - 1 if stagger_all > 0 else users, budget, users)
+                        + stagger_all + regrown_s)
+            ttft = _with_serial(wave_all, front_end_queue_s(r, (users + 1) / 2)) + front
+            ttft_mean = ttft
+        elif users > n and wave_weight >= 1.0 and (w.num_requests or 0) > users:
             # A lock-step loop of more users than run at once, over several rounds: the n that ran end
             # together and their users' next requests join the queue behind the users - n still waiting (FCFS;
             # vLLM puts preempted requests back at its head: V0 `waiting.extendleft`, V1
@@ -1230,6 +1245,49 @@ RATE_RUN_KV_STEP_ITERATIONS = 4
 RATE_RUN_KV_MAX_STEPS = 20_000
 
 
+class CappedCompletions:
+    """When a rate run's running requests end, for varied output lengths cut at the client's max_tokens cap C
+    (`lengths = "varied"` with `max_output_tokens`): min(Exp(mu), C) tokens (`capped_exponential_scale`). A request
+    that has decoded x < C tokens ends at the next with probability 1 / mu (the exponential is memoryless), and one
+    that reaches C ends there. So the completions are n / (tpot x mu) from the running ones plus the cohorts that
+    reach C, each admitted C tokens earlier and e^(-C / mu) of it still running; in steady state (admissions a,
+    n = a x O x tpot, O = mu (1 - e^(-C / mu))) that is a (1 - e^(-C / mu)) + a e^(-C / mu) = a, the fluid's
+    n / (tpot x O). They differ while the batch is young: after an idle engine fills in a burst, none of its
+    requests is near C and they end at 1 / mu, not 1 / O, per token (AccelMark's suite, O 343 and C 512: mu 593,
+    1.7x fewer early completions than n / (tpot x O) gives). ACCELMARK-0044 (fit: vLLM 0.20 on an A100 80GB,
+    300 ShareGPT requests at 100 req/s into 128 slots) measured a median TTFT of 1.71 s, the wait for the first
+    completions of a batch of young requests. First principles (renewal theory, Cox 1962 ch. 1); nothing fitted.
+    Uncapped varied lengths (mu = O) and fixed lengths keep the fluid's single rate."""
+
+    def __init__(self, mu_tokens: float, cap_tokens: int) -> None:
+        self.per_token = mu_tokens  # tokens per completion of a running request below the cap: the hazard's mean
+        self.cap = float(cap_tokens)
+        self.survive = math.exp(-cap_tokens / mu_tokens)  # share of a cohort that reaches the cap
+        self.clock = 0.0  # tokens each running sequence has decoded since the run began
+        self.cohorts: deque[tuple[float, float]] = deque()  # (clock at admission, requests admitted)
+
+    @classmethod
+    def of(cls, w: WorkloadSpec) -> CappedCompletions | None:
+        if w.lengths != "varied" or w.max_output_tokens is None or w.output_tokens <= 1:
+            return None
+        mu = capped_exponential_scale(float(w.output_tokens), w.max_output_tokens)
+        if math.isinf(mu) or mu <= w.output_tokens:
+            return None
+        return cls(mu, w.max_output_tokens)
+
+    def admit(self, requests: float) -> None:
+        if requests > 0.0:
+            self.cohorts.append((self.clock, requests))
+
+    def crossing(self, tokens: float) -> float:
+        """Advance the clock by `tokens` decode iterations; the requests that reach the cap meanwhile."""
+        self.clock += tokens
+        ended = 0.0
+        while self.cohorts and self.cohorts[0][0] + self.cap <= self.clock:
+            ended += self.cohorts.popleft()[1] * self.survive
+        return ended
+
+
 def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int | None = None,
                    cap: int | None = None, budget: int | None = None,
                    kv_tokens: int | None = None) -> LoadPoint:
@@ -1422,6 +1480,10 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     t_f_fixed = not sg_first  # share() is t_f whatever the batch
     limit_f = float(limit)
     first_fill: float | None = None  # new requests admitted before the first preemption (KV admission)
+    # varied outputs cut at the client's cap C: the running requests end at the exponential's hazard 1 / mu per
+    # token, and the cohorts that reach C tokens end all at once (`capped_completions`)
+    cap_done = CappedCompletions.of(w)
+    tpot_prev = steady.step_s
     for _ in range(max_steps * 2):
         if arrived < n_requests - 1e-9:
             arrivals = (n_requests - arrived) / dt
@@ -1453,7 +1515,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         want = most_admitted if most_admitted < want else want
         f = want * prompt * t_a  # share of the GPU's time the admitted prompts take
         f = f if f < share_max else share_max
-        c = n * (1.0 - f) / (d * out)
+        if cap_done is not None:
+            per_token = cap_done.per_token
+            cap_c = cap_done.crossing(dt / tpot_prev) / dt
+        else:
+            per_token, cap_c = out, 0.0
+        c = n * (1.0 - f) / (d * per_token) + cap_c
         a = want
         free = (limit_now - n if limit_now - n > 0.0 else 0.0) / dt  # admissions that fill the batch to its limit
         if want > free + c:
@@ -1461,12 +1528,15 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
             # solved together: c = n (1 - free P t) / (t_dec O + n P t); at the limit n / (t_dec O + n P t)
             f = free * prompt * t_a
             f = f if f < share_max else share_max
-            c = n * (1.0 - f) / (d * out + n * prompt * t_a)
+            c = (n * (1.0 - f) + cap_c * d * per_token) / (d * per_token + n * prompt * t_a)
             c = c if c > 0.0 else 0.0
             a = free + c
             f = a * prompt * t_a
             f = f if f < share_max else share_max
         tpot = d / (1.0 - f)
+        tpot_prev = tpot
+        if cap_done is not None:
+            cap_done.admit(a * dt)
         # admissions of new requests: preempted ones come back first (`VllmKvAdmission.readmitted`)
         a_new = a if kv_admit is None else a - kv_admit.readmitted(a * dt) / dt
         for tag in followed:
@@ -2181,6 +2251,40 @@ def lockstep_recompute_s(r: ResolvedPlan, kv_tokens: int, admitted: int, running
     return prefill_pass(r, k, int(prompt + (g1 + out) / 2)).seconds * preempted / k / out
 
 
+def lockstep_round_admits_all(kv_tokens: int | None, users: int, running: int, cap: int | None, prompt: int,
+                              out: int) -> bool:
+    """Whether vLLM's KV pool takes a lock-step closed loop's whole next round back at once, so that no user's
+    next request waits for a slot (`load_point`'s persistent queue does not form).
+
+    A round admits by the prompts' blocks (min(users, cap, pool // P) sequences), grows together, and once the
+    pool is full the newest are preempted by recompute until `running` = pool // (P + O) reach the end
+    (`lockstep_recompute_s`). A preempted request already has its first token (it was preempted while
+    decoding), and goes back to the head of the waiting queue (V0 `waiting.extendleft`, V1
+    `waiting.prepend_request`). When the round's survivors end, their blocks are free and their users send
+    their next requests: the scheduler takes the preempted first, each as a prompt of P + g tokens (g: what it
+    had generated, (g1 + O) / 2 on average, g1 the growth at which the pool filled), then the new prompts, while
+    their blocks fit (V0 `BlockSpaceManager.can_allocate`, V1 `allocate_slots`). If the pool holds the
+    preempted at P + g and the `running` new prompts at P together, the whole round is admitted in that step and
+    a new request's first token waits for the round's prefill wave only. Otherwise the new requests wait behind
+    the preempted for blocks that free only as sequences end, a request's duration: the persistent queue.
+    DSTACKR1-0149 (fit: vLLM 0.7.3 on 8x MI300X, DeepSeek-R1, 128 users of fixed 3,200 + 6,400 tokens, 500
+    requests) on a pool of ~1.18M tokens that holds 123 at 9,600: the 5 preempted at ~6,200 tokens plus 123
+    prompts are ~0.44M tokens, so the round comes back whole; measured median TTFT 29.6 s (23.0-23.5 s at 800-3,200
+    outputs, -0053 / -0143 / -0146), where a request's slot wait (the persistent queue) gave 49 s. DSTACKR1-0125
+    / -0128 / -0131 (8x H200, ~373k tokens, not even 128 prompts of 3,200 fit) keep the queue: 133-1,273 s
+    measured. Scheduler structure from the source; nothing fitted. None (pool unknown): False."""
+    if kv_tokens is None or kv_tokens <= 0 or users <= running:
+        return False
+    pool = min(kv_tokens, running * (prompt + out))  # as `lockstep_recompute_s` counts it
+    admitted = min(x for x in (users, cap, kv_tokens // max(1, prompt)) if x is not None)
+    if admitted < users:
+        return False  # not even the round's prompts fit at once: users wait for blocks
+    preempted = admitted - running
+    g1 = min(float(out), max(0.0, (pool - admitted * prompt) / admitted))
+    need = preempted * (prompt + (g1 + out) / 2.0) + running * prompt
+    return need <= kv_tokens
+
+
 def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "", lockstep: bool = False) -> int:
     """Sequences a KV pool of `kv_tokens` keeps running. Paged engines allocate KV blocks as sequences
     grow (vLLM, Kwon et al. 2023 sec. 4; TurboMind's block manager), so the pool holds as many as fit
@@ -2443,7 +2547,8 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     else:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave, paced=chunk_paced_rounds(w, s.engine, budget))
+                        wave_weight=wave, paced=chunk_paced_rounds(w, s.engine, budget),
+                        kv_tokens=int(kv_tokens) if (s.engine == "vllm" and kv_tokens) else None)
     if w.load != "rate" or not w.num_requests:
         ttft_band = None
     single = decode_step(r, 1, w.mean_decode_context)
@@ -2532,7 +2637,8 @@ def serving_curve(
         wave = closed_loop_wave_share(rc.workload, s.engine, budget)
         slots, recompute = pool_slots(rc, kv_capacity_tokens, s.engine, cap, wave)
         pt = load_point(rc, users=c, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
-                        wave_weight=wave, paced=chunk_paced_rounds(rc.workload, s.engine, budget))
+                        wave_weight=wave, paced=chunk_paced_rounds(rc.workload, s.engine, budget),
+                        kv_tokens=int(kv_capacity_tokens) if (s.engine == "vllm" and kv_capacity_tokens) else None)
         out.append(
             ServingPoint(
                 concurrency=c,
