@@ -151,7 +151,8 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         except MlrigError as exc:
             raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
-            raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
+            kind = {"int": "a whole number", "float": "a number"}.get(getattr(conv, "__name__", ""), "a value")
+            raise MlrigError(f"{flag} expects {kind}, got {value!r}") from None
         target = groups[-1] if groups else common
         if section == "usage":
             target["usage"][field] = v
