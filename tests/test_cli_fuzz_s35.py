@@ -34,3 +34,15 @@ def test_bad_numbers_exit_2_on_one_line(args: list[str], needle: str) -> None:
     res = mlrig(*args)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and needle in res.stderr
+
+
+@pytest.mark.parametrize(("gpu", "needle"), [
+    ("0x RTX 4090", "0 is no GPU count"), ("-2x RTX 4090", "-2 is no GPU count"),
+    ("999999x RTX 4090", "999999 is no GPU count"),
+    ("2x RTX 4099", "did you mean: NVIDIA GeForce RTX 4090"),  # was: CPU hosts first, matched on '2x'
+])
+def test_a_gpu_with_a_bad_count_says_which_part_is_wrong(gpu: str, needle: str) -> None:
+    from mlrig.catalog.gpus import resolve_gpu
+
+    with pytest.raises(MlrigError, match=needle):
+        resolve_gpu(gpu)
