@@ -39,3 +39,13 @@ def test_a_count_mismatch_is_one_line_and_exit_2() -> None:
                        capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert r.returncode == 2
     assert "2 --interconnect for 3 --gpu" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_one_gpu_twice_with_two_links_is_two_rows() -> None:
+    """"Does NVLink matter for my training?" as one command: the same GPU twice, one row per link (the duplicate
+    GPU was dropped before the links were paired, and the count check then refused the question)."""
+    rows = compare_rows("llama-3.1-8b", ["2x RTX 3090", "2x RTX 3090"], task="finetune", method="full",
+                        interconnect=["pcie4", "nvlink"])
+    assert [r["variant"] for r in rows] == ["pcie4", "nvlink"]
+    slow, fast = (r["result"]["performance"]["train_tokens_per_s"] for r in rows)
+    assert fast >= slow

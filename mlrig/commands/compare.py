@@ -139,20 +139,24 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.planner import evaluate_case, plan_from_fields
 
     # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
-    gpus: list[str | None] = list(dict.fromkeys(gpu)) if gpu else [None]
+    given_gpus: list[str | None] = list(gpu) if gpu else [None]
+    # each GPU with its links, paired before duplicates go: '--gpu "2x RTX 3090" --gpu "2x RTX 3090"
+    # --interconnect pcie4 --interconnect nvlink' asks whether NVLink matters, two rows of one GPU
+    pairs = list(dict.fromkeys(zip(given_gpus, _interconnects(given_gpus, common.pop("interconnect", None)),
+                                   strict=True)))
     precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
     engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
-    links = _interconnects(gpus, common.pop("interconnect", None))
     given = common.pop("method", None)
     method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
     methods: list[str | None] = list(method) if method else [None]
-    if len(gpus) * len(precs) * len(engines) * len(methods) > 64:
+    if len(pairs) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
     # label a row by what varies; what is fixed goes in the title
     varying = _varying(gpu, precision, engine, method)
-    vary_links = len(set(links)) > 1
+    varying[0] = len({g for g, _ in pairs}) > 1 or not gpu  # one GPU with two kinds of links: the links label rows
+    vary_links = len({link for _, link in pairs}) > 1
     rows: list[dict[str, Any]] = []
-    for g, link in zip(gpus, links, strict=True):
+    for g, link in pairs:
         for q in precs:
             for e in engines:
                 for m in methods:
@@ -163,9 +167,9 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
                         fields["count"], fields["gpu"] = counted
                     res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
                     parts = [x for x, v in zip((g, q, e, m), varying, strict=True) if x and v]
+                    if vary_links:  # the links label the row, after what else varies
+                        parts.append(link or "default links")
                     label = " / ".join(parts) or g or q or e or m or "default"  # the title has the rest
-                    if vary_links:
-                        label = f"{label} / {link or 'default links'}"
                     row = {"variant": label, "gpu": g, "precision": q, "engine": e}
                     if link is not None:
                         row["interconnect"] = link
