@@ -643,7 +643,8 @@ def build_suggest_cmd(
         con.print(f"  {k:<8} {escape(v)}")
     for n in s.notes:
         con.print(f"[yellow]note:[/] {escape(n)}")
-    con.print("[dim]check your own parts: mlrig build check build.toml (examples/build-2x3090.toml)[/]")
+    con.print(f"[dim]check your own parts: mlrig build check --gpu {escape(repr(gpu))} -n {count} --psu-w W "
+              "--ram-gib G (or a build.toml: examples/build-2x3090.toml)[/]")
 
 
 def register(app: typer.Typer) -> None:
