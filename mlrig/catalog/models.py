@@ -460,10 +460,15 @@ def resolve_model(name_or_path: str) -> ModelArch:
     if not family and name.lower() in OLLAMA_LATEST_SIZE:  # 'qwq': a name only ollama uses, so ollama's default tag
         tagged = _from_ollama_tag(f"{name.lower()}:latest")
         if tagged is not None:
+            tagged.notes.insert(0, f"{name!r} is a name only ollama uses: read as its default tag, "
+                                   f"{name.lower()}:latest")
             return tagged
     cands = [*family, *(c for c in closest(short_name(name), ids) if c not in family)][:5]
     latest = _ollama_latest(f"{name}:latest")
-    ollama = f"; ollama's {name!r} is {name}:latest, its {latest.split(':')[1]} build" if latest else ""
+    named = {sized: tag.split(":")[1] for tag, sized in OLLAMA_NAMED_TAGS.items()}  # 'llama4:16x17b' -> 'scout'
+    size = latest.split(":")[1] if latest else ""
+    size = f"{named[latest]} ({size})" if latest in named else size
+    ollama = f"; ollama's {name!r} is {name}:latest, its {size} build" if latest else ""
     raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
                            f"or an explicit architecture{ollama}")
 
