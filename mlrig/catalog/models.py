@@ -386,11 +386,16 @@ def _from_ollama_tag(name: str) -> ModelArch | None:
     # gpt-oss is the exception to Q4_K_M: ollama runs its MXFP4 weights as shipped (ollama.com/library/gpt-oss:
     # "MXFP4 format", 14 GB for 20b)
     native_mxfp4 = arch.quant_method == "mxfp4" or arch.weight_format == "mxfp4"
-    precision = quant.normalise_precision(qm.group(1) if qm else "mxfp4" if native_mxfp4 else OLLAMA_DEFAULT_QUANT)
+    # a '-qat' tag ('gemma3:27b-it-qat') is Google's quantisation-aware-trained Q4_0 build (the GGUF Google
+    # publishes as google/gemma-3-27b-it-qat-q4_0-gguf), not Q4_K_M
+    qat = variant.endswith("qat")
+    default = "mxfp4" if native_mxfp4 else "q4_0" if qat else OLLAMA_DEFAULT_QUANT
+    precision = quant.normalise_precision(qm.group(1) if qm else default)
     arch = arch.detached_copy()
     arch.weight_format = precision
     arch.gguf_packaged = True  # ollama runs it on llama.cpp (an '-fp16' tag too)
-    how = "the quant its tag names" if qm else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose"
+    how = ("the quant its tag names" if qm else "a QAT tag's Q4_0 build" if qat
+           else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose")
     tag = f"ollama's default tag, {latest}" if latest else "an ollama library tag"
     arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as {tag}: "
                       f"weights {precision} ({how}); pass --engine ollama for ollama's own defaults")
