@@ -85,8 +85,8 @@ def test_an_fp16_tag_prices_on_llama_cpp() -> None:
     ("llama4:17b-maverick-128e-instruct-q8_0", "llama-4-maverick-17b-128e", "q8_0"),
     ("command-r:35b", "c4ai-command-r-v01", "q4_k_m"), ("command-r:latest", "c4ai-command-r-v01", "q4_k_m"),
     ("qwen3:30b", "qwen3-30b-a3b", "q4_k_m"), ("qwen3:235b", "qwen3-235b-a22b", "q4_k_m"),
-    ("mistral-small3.2:24b", "mistral-small-3.1-24b-2503", "q4_k_m"), ("gemma3:27b-it-qat", "gemma-3-27b", "q4_0"), ("mistral-small:latest", "mistral-small-24b-2501",
-                                                                        "q4_k_m"),
+    ("mistral-small3.2:24b", "mistral-small-3.1-24b-2503", "q4_k_m"), ("gemma3:27b-it-qat", "gemma-3-27b", "q4_0"),
+    ("mistral-small:latest", "mistral-small-24b-2501", "q4_k_m"),
 ])
 def test_popular_ollama_names_resolve(tag: str, catalog_id: str, precision: str) -> None:
     arch = resolve_model(tag)
