@@ -169,7 +169,11 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: Mod
       .gguf file of F16: `ModelArch.gguf_packaged`), Apple silicon (Metal), CPU-only hosts, partial offload (-ngl),
       consumer AMD / Intel cards (its ROCm/Vulkan/SYCL builds are what those users run) and NVIDIA cards
       before Volta (`pre_volta`: the serving engines do not run there);
-    - ExLlamaV2 for EXL2 weights, MLC for its q4f16 formats;
+    - ExLlamaV2 for EXL2 weights, MLC for its q4f16 formats, MLX for its own formats ('mlx-4bit', an
+      mlx-community repo: llama.cpp cannot load them);
+    - MLX for a Hugging Face 16/32-bit checkpoint on Apple silicon: mlx-lm loads the HF safetensors as they are
+      (ml-explore/mlx-lm README: `mlx_lm.generate --model <HF repo>`), where llama.cpp needs them converted to
+      GGUF first (convert_hf_to_gguf.py); a GGUF build (an ollama tag, a .gguf, a K-quant) stays on llama.cpp;
     - vLLM otherwise: datacentre cards, TPUs (its JAX backend), several GPUs, batched or serving
       loads, and HF checkpoints (16-bit, GPTQ, AWQ, FP8) on NVIDIA cards. Eager HF transformers
       is never the default: on published runs it was 37-56 % slower on decode than what users run."""
@@ -183,9 +187,16 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: Mod
         return "exllamav2"
     if p.startswith(("q4f16", "q3f16")):
         return "mlc"
+    if p.startswith("mlx"):
+        if gpu.hardware_class != "apple":
+            raise MlrigError(f"{precision} is MLX's weight format, which runs on Apple silicon only, not on "
+                             f"{gpu.name}; give a precision this GPU runs (e.g. --precision q4_k_m, awq, bf16)")
+        return "mlx"
     if gpu.hardware_class == "tpu":
         return "vllm"
     offload = plan is not None and plan.workload.gpu_layers is not None
+    if gpu.hardware_class == "apple" and not gguf and not offload and p in HF_CHECKPOINT_PRECISIONS:
+        return "mlx"
     if gguf or offload or gpu.hardware_class in ("apple", "cpu") or pre_volta(gpu):
         return "llama.cpp"
     batched = plan is not None and (plan.workload.batch_size > 1 or plan.workload.load != "static"
@@ -193,6 +204,10 @@ def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: Mod
     if gpu.hardware_class in ("amd", "intel") and gpu_memory_class_of(gpu) != "hbm" and not batched:
         return "llama.cpp"
     return "vllm"
+
+
+# The precisions of an unquantised Hugging Face checkpoint (what a plain HF name with --precision bf16 means).
+HF_CHECKPOINT_PRECISIONS = ("bf16", "fp16", "fp32")
 
 
 def pre_volta(gpu: GPU) -> bool:
@@ -249,7 +264,9 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         changes["engine"] = default_engine(changes["precision"], gpu, p, arch)
     w = w.model_copy(update=changes)
     if "engine" in changes:
-        why = ("what users of this setup most likely run" if w.engine != "vllm"
+        why = ("mlx-lm runs the Hugging Face checkpoint on Apple silicon as it is (llama.cpp needs it converted to "
+               "GGUF)" if w.engine == "mlx" and not str(w.precision).startswith("mlx")
+               else "what users of this setup most likely run" if w.engine != "vllm"
                else "the serving engine datacentre, multi-GPU, batched and HF-checkpoint users run")
         notes.append(f"no engine given: assumed {w.engine}, {why} (pass --engine vllm, llama.cpp, sglang, "
                      "transformers, ... to change)")
@@ -342,14 +359,16 @@ LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor
 
 def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
     """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF formats
-    only llama.cpp; Apple llama.cpp and MLX; 16-bit, FP8 and GPU 4-bit formats the serving engines and
-    transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
+    only llama.cpp; Apple llama.cpp and MLX; a CPU host llama.cpp (16-bit also transformers); 16-bit, FP8 and GPU
+    4-bit formats the serving engines and transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
     from mlrig.quant import parse_precision
 
     fam = parse_precision(precision).family
     if gpu.hardware_class == "apple":
         names = ["llama.cpp", "mlx"]
-    elif gpu.hardware_class == "cpu" or fam in ("kquant", "legacy"):
+    elif gpu.hardware_class == "cpu":
+        names = ["llama.cpp"] + (["transformers"] if fam == "f16" else [])
+    elif fam in ("kquant", "legacy"):
         names = ["llama.cpp"]
     else:
         names = ["vllm", "sglang", "trt-llm", "transformers"] + (["llama.cpp"] if fam in ("f16", "q8") else [])

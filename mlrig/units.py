@@ -5,6 +5,7 @@ Output always says which: `*_gib` fields are 2^30 bytes, `*_gb_s` fields are 10^
 
 from __future__ import annotations
 
+import math
 import re
 
 KiB = 1024
@@ -54,6 +55,8 @@ def parse_token_count(text: str | int | float, *, binary: bool = True, flag: str
                          "give an integer or a short form such as 8k, 32k, 128k, 1M")
     number = float(m.group(1).replace("_", "").replace(",", ""))
     value = number * (_BINARY if binary else _DECIMAL)[m.group(2).lower()]
+    if not math.isfinite(value):  # '1e999' is infinity: no integer, and no count of tokens
+        raise MlrigError(f"{flag}: {text!r} is too large for a token count; give e.g. 128k, 1M or 1e11")
     if value != int(value) and value < 1e6:
         raise MlrigError(f"{flag}: {text!r} is not a whole number of tokens (token count)")
     return int(value)

@@ -74,3 +74,36 @@ def test_an_fp16_tag_prices_on_llama_cpp() -> None:
     r = mlrig.plan("llama3.1:8b-instruct-fp16", gpu="RTX 4090")
     assert r.precision == "fp16" and r.engine == "llama.cpp"
     assert mlrig.plan("llama-3.1-8b", gpu="RTX 4090", precision="fp16").engine == "vllm"  # an HF checkpoint: unchanged
+
+
+@pytest.mark.parametrize(("tag", "catalog_id", "precision"), [
+    # ollama.com/library/qwq, /llama4, /command-r, /qwen3, /mistral-small3.2: each tag's model and its Q4_K_M default
+    ("qwq", "qwen2.5-32b", "q4_k_m"), ("qwq:32b", "qwen2.5-32b", "q4_k_m"), ("qwq:32b-q8_0", "qwen2.5-32b", "q8_0"),
+    ("llama4:scout", "llama-4-scout-17b-16e", "q4_k_m"), ("llama4:maverick", "llama-4-maverick-17b-128e", "q4_k_m"),
+    ("llama4:latest", "llama-4-scout-17b-16e", "q4_k_m"), ("llama4:128x17b", "llama-4-maverick-17b-128e", "q4_k_m"),
+    ("llama4:scout-q8_0", "llama-4-scout-17b-16e", "q8_0"),
+    ("llama4:17b-maverick-128e-instruct-q8_0", "llama-4-maverick-17b-128e", "q8_0"),
+    ("command-r:35b", "c4ai-command-r-v01", "q4_k_m"), ("command-r:latest", "c4ai-command-r-v01", "q4_k_m"),
+    ("qwen3:30b", "qwen3-30b-a3b", "q4_k_m"), ("qwen3:235b", "qwen3-235b-a22b", "q4_k_m"),
+    ("mistral-small3.2:24b", "mistral-small-3.1-24b-2503", "q4_k_m"), ("gemma3:27b-it-qat", "gemma-3-27b", "q4_0"),
+    ("mistral-small:latest", "mistral-small-24b-2501", "q4_k_m"),
+])
+def test_popular_ollama_names_resolve(tag: str, catalog_id: str, precision: str) -> None:
+    arch = resolve_model(tag)
+    assert (arch.id, arch.weight_format) == (catalog_id, precision)
+    assert arch.gguf_packaged
+
+
+def test_ollama_caveats_are_stated() -> None:
+    # the catalog's Command R is v01 (MHA); ollama's 35b is the 08-2024 GQA release: the note must say so
+    assert any("08-2024" in n and "8x" in n for n in resolve_model("command-r:35b").notes)
+    assert not any("08-2024" in n for n in resolve_model("command-r:35b-v0.1-q4_0").notes)
+    assert any("Qwen2.5-32B" in n for n in resolve_model("qwq").notes)
+    assert resolve_model("command-r").weight_format is None  # the bare name keeps its catalog (HF) meaning
+
+
+def test_a_bare_multi_model_family_still_points_at_its_tag() -> None:
+    from mlrig.errors import MlrigError
+
+    with pytest.raises(MlrigError, match=r"llama4:latest"):
+        resolve_model("llama4")

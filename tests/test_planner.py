@@ -141,7 +141,10 @@ def test_quantised_checkpoints_default_to_their_shipped_format() -> None:
     gguf = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"}, "hardware": {"gpu": "RTX 4090"}})
     assert gguf.engine == "llama.cpp"
     mac = evaluate({"model": "llama-3.1-8b", "hardware": {"gpu": "Apple M2 Max 30-core GPU 32GB"}})
-    assert mac.engine == "llama.cpp"
+    assert mac.engine == "mlx"  # an HF bf16 checkpoint on a Mac: mlx-lm loads it as is (s35)
+    mac_gguf = evaluate({"model": "llama-3.1-8b", "workload": {"precision": "q4_k_m"},
+                         "hardware": {"gpu": "Apple M2 Max 30-core GPU 32GB"}})
+    assert mac_gguf.engine == "llama.cpp"
     assert any("no engine given: assumed vllm" in n for n in plain.notes)
     assert any("current release" in n for n in plain.notes)
 

@@ -284,7 +284,8 @@ def test_serve_assumes_the_engine_plan_assumes() -> None:
     """`serve` fixed vLLM when no --engine was given: on a Mac it refused ("vllm needs a CUDA/ROCm GPU ... use
     --engine llama.cpp or mlx") and GGUF weights went to vLLM where plan and compare give them to llama.cpp."""
     mac = json.loads(run("serve", "llama-3.1-8b", "--gpu", "M2 Max 64GB", "--json"))
-    assert mac["engine"] == "llama.cpp"
+    # a bf16 HF checkpoint on a Mac: mlx-lm, as plan assumes (s35: llama.cpp needs it converted to GGUF)
+    assert mac["engine"] == json.loads(run("plan", "llama-3.1-8b", "--gpu", "M2 Max 64GB", "--json"))["engine"] == "mlx"
     gguf = json.loads(run("serve", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "q4_k_m", "--json"))
     planned = json.loads(run("plan", "llama-3.1-8b", "--gpu", "RTX 4090", "--precision", "q4_k_m", "--json"))
     assert gguf["engine"] == planned["engine"] == "llama.cpp"

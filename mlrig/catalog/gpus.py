@@ -345,10 +345,21 @@ def resolve_gpu(name: str) -> GPU:
 
         try:
             resolve_gpu(rest)
+        except MlrigError as exc:  # '2x RTX 4099': the suggestions for 'RTX 4099', not for the whole text
+            raise MlrigError(f"{exc} (the GPU of {name!r})") from None
+        else:
+            raise MlrigError(f"GPU {name!r} holds a count: give --gpu '{rest}' -n {n} (hardware.count = {n})")
+    odd = re.match(r"^\s*(-?\d+)\s*(?:x|×|\*)\s*(\S.*)$", name, re.IGNORECASE)
+    if odd is not None:  # '0x RTX 4090', '-2x ...', '999999x ...': a count no machine has, before a GPU name
+        from mlrig.errors import MlrigError
+
+        try:
+            resolve_gpu(odd.group(2))
         except MlrigError:
             pass
         else:
-            raise MlrigError(f"GPU {name!r} holds a count: give --gpu '{rest}' -n {n} (hardware.count = {n})")
+            raise MlrigError(f"GPU {name!r}: {odd.group(1)} is no GPU count; give 1 to 99999, e.g. "
+                             f"'2x {odd.group(2).strip()}'")
     raise UnknownNameError("GPU", name, _candidates(idx, qs, name), UNKNOWN_GPU_HINT)
 
 

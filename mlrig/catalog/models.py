@@ -304,7 +304,15 @@ OLLAMA_LATEST_SIZE = {
     "qwen2": "7b", "qwen2.5": "7b", "qwen3": "8b", "mistral": "7b", "mixtral": "8x7b", "mistral-nemo": "12b",
     "gemma": "7b", "gemma2": "9b", "gemma3": "4b", "phi3": "3.8b", "phi3.5": "3.8b", "phi4": "14b",
     "tinyllama": "1.1b", "gpt-oss": "20b", "deepseek-r1": "8b",
+    # ollama.com/library/qwq ('latest' = 32b, Q4_K_M, 20 GB), /llama4 ('latest' = scout = 16x17b, Q4_K_M, 67 GB),
+    # /command-r ('latest' = 35b), /mistral-small ('latest' = 24b), /mistral-small3.1, /mistral-small3.2
+    # ('latest' = 24b); tag lists as published there, read 2025 (not re-fetched: no network in this session)
+    "qwq": "32b", "llama4": "16x17b", "command-r": "35b", "mistral-small": "24b", "mistral-small3.1": "24b",
+    "mistral-small3.2": "24b",
 }
+# Tags named by a word instead of a size (ollama.com/library/llama4: 'scout' is the 16x17b build, 'maverick' the
+# 128x17b; 'scout-q8_0' etc. likewise): read as the size tag they are.
+OLLAMA_NAMED_TAGS = {"llama4:scout": "llama4:16x17b", "llama4:maverick": "llama4:128x17b"}
 # Tags whose model is not the family's own at that size (ollama.com/library/deepseek-r1: its sizes below 671b
 # are DeepSeek's distills into Qwen2.5 and Llama 3; since the 2025-05 update '8b' is DeepSeek-R1-0528-Qwen3-8B and
 # the Llama distill is '8b-llama-distill'). A distill keeps its base's architecture (DeepSeek-R1 model card,
@@ -315,6 +323,27 @@ OLLAMA_TAG_MODELS = {
     "deepseek-r1:32b": "deepseek-r1-distill-qwen-32b", "deepseek-r1:70b": "deepseek-r1-distill-llama-70b",
     "deepseek-r1:671b": "deepseek-r1", "phi3:3.8b": "phi-3-mini-4k", "phi3.5:3.8b": "phi-3.5-mini",
     "mistral-nemo:12b": "mistral-nemo-base-2407", "phi4:14b": "phi-4", "tinyllama:1.1b": "tinyllama-1.1b-v1.0",
+    # QwQ-32B (ollama.com/library/qwq since 2025-03) is Qwen2.5-32B's architecture (Qwen/QwQ-32B model card:
+    # "Qwen2.5", 64 layers, 40 Q / 8 KV heads, 32.5B parameters), so it is priced as Qwen2.5-32B's
+    "qwq:32b": "qwen2.5-32b",
+    "llama4:16x17b": "llama-4-scout-17b-16e", "llama4:128x17b": "llama-4-maverick-17b-128e",
+    "llama4:17b-scout-16e-instruct": "llama-4-scout-17b-16e",
+    "llama4:17b-maverick-128e-instruct": "llama-4-maverick-17b-128e",
+    "command-r:35b": "c4ai-command-r-v01", "command-r:35b-v0.1": "c4ai-command-r-v01",
+    "command-r:35b-08-2024": "c4ai-command-r-v01",
+    # ollama.com/library/qwen3: '30b' and '235b' are the MoE models (30b-a3b, 235b-a22b)
+    "qwen3:30b": "qwen3-30b-a3b", "qwen3:235b": "qwen3-235b-a22b",
+    # Mistral-Small-3.2-24B-Instruct-2506 is "a minor update of Mistral-Small-3.1-24B-Instruct-2503" (its model card):
+    # the same architecture
+    "mistral-small3.1:24b": "mistral-small-3.1-24b-2503", "mistral-small3.2:24b": "mistral-small-3.1-24b-2503",
+}
+# What a tag's catalog entry does not say about the build ollama serves.
+OLLAMA_TAG_CAVEATS = {
+    "command-r": "ollama's command-r:35b is the 08-2024 release, which has grouped-query attention (8 KV heads); "
+                 "the catalog holds only the first release (v01, 64 KV heads), so the KV cache here is up to 8x "
+                 "too large for it (weights are the same size); the v0.1 tags are exact",
+    "qwq": "QwQ-32B shares Qwen2.5-32B's architecture: weights and KV cache are Qwen2.5-32B's",
+    "mistral-small3.2": "Mistral Small 3.2 shares 3.1's architecture",
 }
 
 
@@ -334,7 +363,11 @@ def _from_ollama_tag(name: str) -> ModelArch | None:
     from mlrig import quant
 
     latest = _ollama_latest(name)
-    m = _OLLAMA_TAG_RE.fullmatch(latest or name.strip())
+    text = latest or name.strip()
+    for named, sized in OLLAMA_NAMED_TAGS.items():  # 'llama4:scout', 'llama4:scout-q8_0' -> 'llama4:16x17b...'
+        if text.lower() == named or text.lower().startswith(named + "-"):
+            text = sized + text[len(named):]
+    m = _OLLAMA_TAG_RE.fullmatch(text)
     if m is None:
         return None
     rest = (m["rest"] or "").lower().replace("fp16", "f16")
@@ -353,14 +386,22 @@ def _from_ollama_tag(name: str) -> ModelArch | None:
     # gpt-oss is the exception to Q4_K_M: ollama runs its MXFP4 weights as shipped (ollama.com/library/gpt-oss:
     # "MXFP4 format", 14 GB for 20b)
     native_mxfp4 = arch.quant_method == "mxfp4" or arch.weight_format == "mxfp4"
-    precision = quant.normalise_precision(qm.group(1) if qm else "mxfp4" if native_mxfp4 else OLLAMA_DEFAULT_QUANT)
+    # a '-qat' tag ('gemma3:27b-it-qat') is Google's quantisation-aware-trained Q4_0 build (the GGUF Google
+    # publishes as google/gemma-3-27b-it-qat-q4_0-gguf), not Q4_K_M
+    qat = variant.endswith("qat")
+    default = "mxfp4" if native_mxfp4 else "q4_0" if qat else OLLAMA_DEFAULT_QUANT
+    precision = quant.normalise_precision(qm.group(1) if qm else default)
     arch = arch.detached_copy()
     arch.weight_format = precision
     arch.gguf_packaged = True  # ollama runs it on llama.cpp (an '-fp16' tag too)
-    how = "the quant its tag names" if qm else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose"
+    how = ("the quant its tag names" if qm else "a QAT tag's Q4_0 build" if qat
+           else "ollama's default for a size tag; add -q8_0, -fp16, ... to choose")
     tag = f"ollama's default tag, {latest}" if latest else "an ollama library tag"
     arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as {tag}: "
                       f"weights {precision} ({how}); pass --engine ollama for ollama's own defaults")
+    caveat = OLLAMA_TAG_CAVEATS.get(family)
+    if caveat and not (family == "command-r" and "v0.1" in rest):
+        arch.notes.append(caveat)
     return arch
 
 
@@ -421,9 +462,18 @@ def resolve_model(name_or_path: str) -> ModelArch:
         raise MlrigError(f"model file {name!r} does not exist; check the path")
     ids = [a.id for a in _catalog()]
     family = family_members(name, ids)
+    if not family and name.lower() in OLLAMA_LATEST_SIZE:  # 'qwq': a name only ollama uses, so ollama's default tag
+        tagged = _from_ollama_tag(f"{name.lower()}:latest")
+        if tagged is not None:
+            tagged.notes.insert(0, f"{name!r} is a name only ollama uses: read as its default tag, "
+                                   f"{name.lower()}:latest")
+            return tagged
     cands = [*family, *(c for c in closest(short_name(name), ids) if c not in family)][:5]
     latest = _ollama_latest(f"{name}:latest")
-    ollama = f"; ollama's {name!r} is {name}:latest, its {latest.split(':')[1]} build" if latest else ""
+    named = {sized: tag.split(":")[1] for tag, sized in OLLAMA_NAMED_TAGS.items()}  # 'llama4:16x17b' -> 'scout'
+    size = latest.split(":")[1] if latest else ""
+    size = f"{named[latest]} ({size})" if latest in named else size
+    ollama = f"; ollama's {name!r} is {name}:latest, its {size} build" if latest else ""
     raise UnknownNameError("model", name, cands, "see `mlrig models`; or pass an HF id, a path, "
                            f"or an explicit architecture{ollama}")
 

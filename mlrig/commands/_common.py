@@ -334,17 +334,19 @@ def setup_fields(**flags: Any) -> dict[str, Any]:
     return out
 
 
-def setup_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def setup_options(fn: Callable[..., Any], overrides: dict[str, Any] | None = None) -> Callable[..., Any]:
     """Give a typer command every serving-setup option (`SETUP_OPTIONS`, appended to its signature as
     keyword parameters) and pass their values to it together as `setup` (CLI names -> value or None):
-    each command gets the same flags, help and parsing from this one definition."""
+    each command gets the same flags, help and parsing from this one definition. `overrides` replaces an
+    option's definition for one command (`compare`'s --interconnect repeats, one per GPU)."""
     import functools
     import inspect
 
     sig = inspect.signature(fn, eval_str=True)  # the module's string annotations, resolved for typer
     params = [p for p in sig.parameters.values() if p.name != "setup"]
+    options = {**SETUP_OPTIONS, **(overrides or {})}
     extra = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=option)
-             for name, option in SETUP_OPTIONS.items()]
+             for name, option in options.items()]
     at = next((i for i, p in enumerate(params) if p.name == "as_json"), len(params))  # --json stays last in --help
 
     @functools.wraps(fn)

@@ -151,7 +151,8 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
         except MlrigError as exc:
             raise MlrigError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
         except ValueError:
-            raise MlrigError(f"{flag} expects a {getattr(conv, '__name__', 'value')}, got {value!r}") from None
+            kind = {"int": "a whole number", "float": "a number"}.get(getattr(conv, "__name__", ""), "a value")
+            raise MlrigError(f"{flag} expects {kind}, got {value!r}") from None
         target = groups[-1] if groups else common
         if section == "usage":
             target["usage"][field] = v
@@ -491,15 +492,47 @@ build_app = typer.Typer(
 
 
 def build_check_cmd(
-    path: Annotated[Path, typer.Argument(help="build.toml (see examples/build-2x3090.toml)")], as_json: JsonFlag = False
+    path: Annotated[Path | None, typer.Argument(
+        help="build.toml (see examples/build-2x3090.toml); or describe it with the flags")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="the GPU, as nvidia-smi or a shop names it")] = None,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=16, help="how many of it")] = 1,
+    psu_w: Annotated[float | None, typer.Option("--psu-w", help="PSU rating, W")] = None,
+    psu_standard: Annotated[str, typer.Option("--psu-standard", help="'ATX 3.1' for a 12V-2x6 unit")] = "ATX 2.x",
+    ram_gib: Annotated[float | None, typer.Option("--ram-gib", help="system RAM, GiB (64)")] = None,
+    cpu_cores: Annotated[int | None, typer.Option("--cpu-cores", min=1, help="CPU cores (default 8)")] = None,
+    cpu_lanes: Annotated[int | None, typer.Option("--cpu-lanes", min=1, help="CPU PCIe lanes (default 24)")] = None,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Check BUILD: each finding says severity, what, why and what to do. Exit 1 when there are errors."""
-    from mlrig.advisor.build import check_build, load_build
+    """Check BUILD: each finding says severity, what, why and what to do. Exit 1 when there are errors.
+    Without a file, the flags describe the machine: `mlrig build check --gpu "RTX 3090" -n 2 --psu-w 1000
+    --ram-gib 64` (the board's slots need a file)."""
+    from mlrig.advisor.build import check_build, load_build, parse_build
     from mlrig.commands._common import print_json
+    from mlrig.errors import MlrigError
 
-    report = check_build(load_build(path))
+    assumed: list[str] = []
+    if path is not None:
+        if gpu is not None or psu_w is not None or ram_gib is not None:
+            raise MlrigError("give a build file or --gpu/--psu-w/--ram-gib, not both")
+        build = load_build(path)
+    else:
+        missing = [f for f, v in (("--gpu", gpu), ("--psu-w", psu_w), ("--ram-gib", ram_gib)) if v is None]
+        if missing:
+            raise MlrigError(f"build check needs a build file or {', '.join(missing)} (e.g. mlrig build check "
+                             "--gpu 'RTX 3090' -n 2 --psu-w 1000 --ram-gib 64)")
+        if cpu_cores is None or cpu_lanes is None:
+            # a current desktop CPU: Ryzen 7 7700X / 9700X, 8 cores and 24 usable PCIe 5.0 lanes (AMD AM5 spec
+            # pages); the same CPU `build suggest` prices for one or two GPUs
+            assumed.append(f"CPU not given: {cpu_cores or 8} cores and {cpu_lanes or 24} PCIe lanes assumed (a "
+                           "desktop Ryzen 7); pass --cpu-cores and --cpu-lanes")
+        assumed.append("no board given: slot spacing, chipset lanes and bifurcation are not checked; describe "
+                       "the slots in a build file (see examples/build-2x3090-1000w-b650.toml)")
+        build = parse_build({"name": f"{count}x {gpu}", "gpus": [{"name": gpu, "count": count}],
+                             "psu": {"watts": psu_w, "standard": psu_standard}, "ram_gib": ram_gib,
+                             "cpu": {"cores": cpu_cores or 8, "pcie_lanes": cpu_lanes or 24}})
+    report = check_build(build)
     if as_json:
-        print_json(report)
+        print_json({**report.model_dump(mode="json"), "assumptions": assumed} if assumed else report)
     else:
         from rich.console import Console
         from rich.markup import escape
@@ -522,6 +555,8 @@ def build_check_cmd(
                 grid.add_row("", "", f"why: {escape(f.why)}")
                 grid.add_row("", "", f"do:  {escape(f.fix)}")
         con.print(grid)
+        for line in assumed:
+            con.print(f"assumed: {escape(line)}")
     if not report.ok:
         raise typer.Exit(1)
 
@@ -608,7 +643,8 @@ def build_suggest_cmd(
         con.print(f"  {k:<8} {escape(v)}")
     for n in s.notes:
         con.print(f"[yellow]note:[/] {escape(n)}")
-    con.print("[dim]check your own parts: mlrig build check build.toml (examples/build-2x3090.toml)[/]")
+    con.print(f"[dim]check your own parts: mlrig build check --gpu {escape(repr(gpu))} -n {count} --psu-w W "
+              "--ram-gib G (or a build.toml: examples/build-2x3090.toml)[/]")
 
 
 def register(app: typer.Typer) -> None:

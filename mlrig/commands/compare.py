@@ -34,11 +34,18 @@ GpusOpt = Annotated[list[str] | None, typer.Option(
     "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", help="precision to compare (repeat)")]
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
+InterconnectsOpt = Annotated[list[str] | None, typer.Option(
+    "--interconnect", help="links between each machine's GPUs: one for every --gpu, or one per --gpu in the same "
+    "order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... (mlrig/data/interconnects.json)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
     "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
 
 
-@setup_options
+def _compare_setup(fn: Any) -> Any:
+    return setup_options(fn, overrides={"interconnect": InterconnectsOpt})
+
+
+@_compare_setup
 def compare_cmd(
     model: Annotated[str, typer.Argument(help="catalog id, HF id, config.json, .gguf ...")],
     gpu: GpusOpt = None,
@@ -82,6 +89,9 @@ def compare_cmd(
     varying = _varying(gpu, precision, engine, method)
     if method and not varying[3]:  # the training method is the same in every row: the title says it
         model = f"{model} · {method[0]}"
+    links = setup.get("interconnect") or []
+    if len(links) == 1 and links[0].strip().lower() != "default":  # one --interconnect for every row: the title
+        model = f"{model} · {links[0]}"
     if count and count > 1:  # so is the GPU count, and the figures are per GPU of it
         model = f"{model} · {count} GPUs"
     # no --gpu: every row ran on the default GPU, which neither the title nor a row names; say which (once)
@@ -129,36 +139,64 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.planner import evaluate_case, plan_from_fields
 
     # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
-    gpus: list[str | None] = list(dict.fromkeys(gpu)) if gpu else [None]
+    given_gpus: list[str | None] = list(gpu) if gpu else [None]
+    # each GPU with its links, paired before duplicates go: '--gpu "2x RTX 3090" --gpu "2x RTX 3090"
+    # --interconnect pcie4 --interconnect nvlink' asks whether NVLink matters, two rows of one GPU
+    pairs = list(dict.fromkeys(zip(given_gpus, _interconnects(given_gpus, common.pop("interconnect", None)),
+                                   strict=True)))
     precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
     engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
     given = common.pop("method", None)
     method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
     methods: list[str | None] = list(method) if method else [None]
-    if len(gpus) * len(precs) * len(engines) * len(methods) > 64:
+    if len(pairs) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
     # label a row by what varies; what is fixed goes in the title
     varying = _varying(gpu, precision, engine, method)
+    varying[0] = len({g for g, _ in pairs}) > 1 or not gpu  # one GPU with two kinds of links: the links label rows
+    vary_links = len({link for _, link in pairs}) > 1
     rows: list[dict[str, Any]] = []
-    for g in gpus:
+    for g, link in pairs:
         for q in precs:
             for e in engines:
                 for m in methods:
-                    fields = workload_fields(precision=q, engine=e, method=m, **common)
+                    fields = workload_fields(precision=q, engine=e, method=m, interconnect=link, **common)
                     counted = split_gpu_count(g) if g else None
                     fields["gpu"] = g
                     if counted is not None:  # '8x A100 80GB': 8 GPUs of that kind in this row
                         fields["count"], fields["gpu"] = counted
                     res = evaluate_case(plan_from_fields(model, None, **fields))  # errors come back in `res`
                     parts = [x for x, v in zip((g, q, e, m), varying, strict=True) if x and v]
+                    if vary_links:  # the links label the row, after what else varies
+                        parts.append(link or "default links")
                     label = " / ".join(parts) or g or q or e or m or "default"  # the title has the rest
                     row = {"variant": label, "gpu": g, "precision": q, "engine": e}
+                    if link is not None:
+                        row["interconnect"] = link
                     if m is not None:
                         row["method"] = m
                     rows.append({**row, "result": round_floats(res.model_dump(mode="json"))})
     if all(r["result"].get("error") for r in rows) and len({r["result"]["error"] for r in rows}) == 1:
         raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
     return rows
+
+
+def _interconnects(gpus: list[str | None], given: list[str] | str | None) -> list[str | None]:
+    """The --interconnect of each compared GPU, in --gpu order: none given -> each GPU's own links; one -> the
+    same links for every GPU; one per --gpu -> paired in order ('default' keeps that GPU's own). Any other
+    count is an error that says the rule."""
+    from mlrig.errors import MlrigError
+
+    links = [given] if isinstance(given, str) else list(given or [])
+    named: list[str | None] = [None if x.strip().lower() in ("default", "") else x.strip() for x in links]
+    if not named:
+        return [None] * len(gpus)
+    if len(named) == 1:
+        return named * len(gpus)
+    if len(named) != len(gpus):
+        raise MlrigError(f"{len(named)} --interconnect for {len(gpus)} --gpu: give one --interconnect for every "
+                         "GPU, or one per --gpu in the same order ('default' for a GPU's own links)")
+    return named
 
 
 def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:

@@ -146,6 +146,9 @@ def fit_rows(model: str | None, gpu: str | None, *, task: str | None = None, pre
     else:
         rows, title = _across_models(gpu, precision, fields)
     rows.sort(key=lambda r: not r["result"].fits)  # stable: what fits first, each view's order kept
+    asked = [f"{context:,}-token context" if context else "", f"batch {batch}" if batch and batch > 1 else ""]
+    if any(asked):  # "the biggest model at 8k context": the title says the context every row was fitted at
+        title += " at " + ", ".join(a for a in asked if a)
     if fits_only:
         rows = [r for r in rows if r["result"].fits]
     return rows, title
