@@ -1583,11 +1583,12 @@ def first_fill_edge_note(first_fill: float, n_requests: int) -> str:
 
 
 def vllm_async_scheduling(r: ResolvedPlan) -> bool:
-    """vLLM schedules iteration N+1 while iteration N runs on the GPU from 0.12 (async scheduling on by
-    default, vllm-project/vllm PR #27614; the same boundary as performance.host_seq_step_s)."""
-    from mlrig.estimators.engines import before
+    """vLLM schedules iteration N+1 while iteration N runs on the GPU from 0.14 (async scheduling on by
+    default: engines.VLLM_ASYNC_SCHEDULING_FROM, read in the 0.13.0 and 0.14.0 wheels; the same boundary as
+    performance.host_seq_step_s)."""
+    from mlrig.estimators.engines import vllm_async_scheduling_default
 
-    return r.engine == "vllm" and not before(r.workload.engine_version, (0, 12))
+    return r.engine == "vllm" and vllm_async_scheduling_default(r.workload.engine_version)
 
 
 def scheduler_block_steps(r: ResolvedPlan) -> int:
