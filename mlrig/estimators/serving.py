@@ -593,7 +593,11 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     against 17.4 / 14.3), +22..+134 % with the wait, -18..+36 % without, as if the wave reached the engine in one
     drain. Over the 335 vLLM / SGLang / TensorRT-LLM TTFT fit rows the median / p90 error is 16.3 / 48.5 % with it,
     17.8 / 46.5 % without; half the wait gives 16.8 / 49.3 (checked 2026-11-25): the whole wait is kept, and
-    AZIR's host is the exception the plan cannot name. Held out, checked only: A10GVS-* (2-8 users, vLLM 0.18 on
+    AZIR's host is the exception the plan cannot name. Those figures priced AZIR's 0.13 with async scheduling's extra
+    iteration, which vLLM turns on by default only from 0.14 (engines.VLLM_ASYNC_SCHEDULING_FROM): without it the
+    same rows are +67 / +49 / -3 / +60 / -3 / -8 % (2 / 4 / 8 users, FP8 then NVFP4); the 2-user waves still
+    measure no wait at all, which the engine core's loop does not explain (v1/engine/core.py `_process_input_queue`
+    drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM 0.18 on
     an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
     if m < 2 or sglang_overlap(r):
         return 0.0
