@@ -597,8 +597,8 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     iteration, which vLLM turns on by default only from 0.14 (engines.VLLM_ASYNC_SCHEDULING_FROM): without it the
     same rows are +67 / +49 / -3 / +60 / -3 / -8 % (2 / 4 / 8 users, FP8 then NVFP4); the 2-user waves still
     measure no wait at all, which the engine core's loop does not explain (v1/engine/core.py `_process_input_queue`
-    drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM 0.18 on
-    an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
+    drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM
+    0.18 on an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
