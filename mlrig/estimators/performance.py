@@ -815,7 +815,7 @@ def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | Non
     this host time (so does the current release assumed when none is given). The boundary here stays at 0.12, a
     measured one: 0.12 and 0.13 still schedule synchronously, yet AZIR5070TI's vLLM 0.13 TPOT rows (fit, RTX 5070
     Ti, 1-64 users) leave no per-sequence time above the GPU's step (with VLLM_V1_SEQ_STEP_OVERHEAD_S their TPOT at
-    32-64 users goes from -5..+18 % to +13..+39 %, their throughput from -14..+7 % to -27..-10 %); which change of
+    32-64 users goes from -5..+18 % to +13..+39 %, their throughput from -14..+7 % to -27..-7 %); which change of
     0.12 hides it is not established. Earlier releases serialise it.
     `scheduler_steps` (vLLM --num-scheduler-steps, 0.6.0 to 0.10.0: `engines.vllm_multi_step`): multi-step
     scheduling "performs scheduling and input preparation once and runs the model for n consecutive steps",
