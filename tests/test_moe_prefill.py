@@ -164,8 +164,9 @@ def test_xpu_moe_activation_traffic_only_on_that_path() -> None:
 
 
 def test_arc_b60_gpt_oss_ttft_moves_toward_the_published_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    # vLLM blog 2025-11-11, Table 1: gpt-oss-20b MXFP4 on one Arc Pro B60, 75 users of 1,024-token prompts:
-    # TTFT 7.614 s (VLLMARC-0002). Still under-priced; the MoE path's activation traffic is a part of the gap.
+    # vLLM blog 2025-11-11, Table 1: gpt-oss-20b MXFP4 on one Arc Pro B60, a burst of 75 1,024-token prompts
+    # (`--request-rate inf`, the row's plan offline since 2026-11-25): TTFT 7.614 s (VLLMARC-0002). The MoE path's
+    # activation traffic adds ~7 %; the burst is now priced +27 % (as a steady closed loop it was -29 %).
     row = next(x for x in load_rows() if x.id == "VLLMARC-0002")
     assert row.value == pytest.approx(7614.0)
     with_traffic = mlrig.evaluate(row.plan).performance
@@ -173,5 +174,5 @@ def test_arc_b60_gpt_oss_ttft_moves_toward_the_published_figure(monkeypatch: pyt
     without = mlrig.evaluate(row.plan).performance
     assert with_traffic is not None and without is not None
     assert with_traffic.ttft_ms is not None and without.ttft_ms is not None
-    assert without.ttft_ms < with_traffic.ttft_ms < row.value
+    assert without.ttft_ms < with_traffic.ttft_ms < 1.35 * row.value
     assert with_traffic.ttft_ms / without.ttft_ms == pytest.approx(1.07, abs=0.03)

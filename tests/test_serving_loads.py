@@ -411,7 +411,8 @@ def test_spilled_llama_cpp_layers_count_in_host_ram() -> None:
 
 def test_old_vllm_pays_host_time_per_sequence_new_vllm_overlaps_it() -> None:
     """vLLM V1 before 0.12 serialises ~50 us of host work per running sequence per step (DLVLLM-*,
-    AMDPERF-* rows); async scheduling (0.12+, the default release) hides it behind the GPU."""
+    AMDPERF-* rows); from 0.12 (the default release too) none is left: async scheduling (0.14+) hides it behind the
+    GPU, and the 0.13 TPOT rows (AZIR5070TI-*) show none either (performance.host_seq_step_s)."""
     old = evaluate(_plan(load="concurrency", batch_size=128, engine_version="0.10.1")).performance
     new = evaluate(_plan(load="concurrency", batch_size=128)).performance
     assert old and new and old.tpot_ms and new.tpot_ms
@@ -692,8 +693,9 @@ def test_a_lone_request_does_not_wait_for_an_iteration_and_async_scheduling_adds
     """Waiting for the running iteration to end needs something to be running: a single user finds the
     engine idle. With others running a Poisson arrival waits half an iteration, a closed loop's request
     the rest of the iteration it arrives in, the front end's round trip after that iteration began.
-    Under vLLM's async scheduling (from 0.12) the iteration after the running one is already scheduled
-    when a request arrives, so it waits one iteration more (serving.iteration_wait_s)."""
+    Under vLLM's async scheduling (on by default from 0.14: 0.13.0's SchedulerConfig has async_scheduling False,
+    0.14.0's None, which VllmConfig turns on) the iteration after the running one is already scheduled when a
+    request arrives, so it waits one iteration more (serving.iteration_wait_s)."""
     from mlrig.estimators.resolved import ResolvedPlan
     from mlrig.estimators.serving import iteration_wait_s, load_point
     from mlrig.planner import resolve_arch
@@ -707,10 +709,16 @@ def test_a_lone_request_does_not_wait_for_an_iteration_and_async_scheduling_adds
         pt = load_point(r, users=users, budget=2048, wave_weight=0.0)
         return pt.queue_s, pt.step_s
 
-    for version in ("0.11.0", "0.21.0"):
+    for version in ("0.11.0", "0.13.0", "0.21.0"):
         assert point(version, 1)[0] == 0.0
     old_q, old_step = point("0.11.0", 8)
     new_q, new_step = point("0.21.0", 8)
+    # the default changed with 0.14.0 (engines.VLLM_ASYNC_SCHEDULING_FROM): 0.12 / 0.13 still schedule synchronously
+    for version in ("0.12.0", "0.13.0", "0.13.0+faa43dbf.nv26.01"):
+        sync_q, sync_step = point(version, 8)
+        assert sync_q == pytest.approx(max(sync_step - 12e-3, 0.5 * sync_step), rel=1e-9)
+    async_q, async_step = point("0.14.0", 8)
+    assert async_q == pytest.approx(async_step + max(async_step - 12e-3, 0.5 * async_step), rel=1e-9)
     # a closed loop: the rest of the iteration the request arrives in, the front end's round trip after
     # it began (12 ms for vLLM V1), at least half of it, and under async scheduling one more
     front = 12e-3

@@ -4,7 +4,8 @@ rows, not on the held-out A10GVS-* rows its docstring used to rest on.
 WAYNETRT-0209 / -0227 (fit: vLLM 0.18 on an RTX PRO 6000, 4 users of a 13-token prompt) measure 40.0 / 26.2 ms;
 with the wait the model gives -5 / +8 %, without it -43 / -28 %. AZIR5070TI-0068 (fit: vLLM 0.13 on an RTX 5070 Ti
 behind WSL2, 2 users) is the host where the wave reaches the engine in one drain: 17.8 ms at 2 users against 17.4 at
-one; the wait puts it at +134 % (documented, not fitted: the plan names no host).
+one; the wait put it at +134 % with async scheduling's extra iteration, +67 % since 0.13 is priced synchronously
+(engines.VLLM_ASYNC_SCHEDULING_FROM; documented, not fitted: the plan names no host).
 """
 
 from __future__ import annotations

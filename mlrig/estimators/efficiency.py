@@ -354,11 +354,11 @@ STEP_OVERHEAD_S: dict[str, float] = {
 # figure, kept, over-states vLLM < 0.12's host time beyond ~75 sequences (those TPOT rows are 7-59 %
 # high). Engines with a C++
 # batch loop (TensorRT-LLM, LMDeploy TurboMind) show none in their rows (LMDEPLOY-* TPOT at 64-256
-# users within ~12 %): 0. vLLM from 0.12 overlaps this host work with the GPU (async scheduling,
-# performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
+# users within ~12 %): 0. vLLM from 0.12 leaves none of it exposed (async scheduling hides it from 0.14; the 0.13
+# rows show none either: performance.host_seq_step_s), so it applies to older vLLM releases only. SGLang (overlapped
 # scheduler since 0.4): no rows, 0. TGI (before 3.0): 330 us, below.
 SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
-# vLLM's V1 engine (default from 0.8.0, `engines.vllm_v1`; before async scheduling in 0.12) does less host
+# vLLM's V1 engine (default from 0.8.0, `engines.vllm_v1`; up to 0.11, performance.host_seq_step_s) does less host
 #    work per running sequence per step than V0: it keeps a persistent batch whose input tensors it updates by
 #    the step's differences, builds them with NumPy, and detokenises / streams in the API-server process,
 #    beside the engine's busy loop (vLLM blog 2025-01-27, "vLLM V1: A Major Upgrade to vLLM's Core

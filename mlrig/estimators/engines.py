@@ -294,6 +294,22 @@ def vllm_v1(text: str | None) -> bool:
     return not before(text, (0, 8))
 
 
+# vLLM's async scheduling (schedule step N+1 while step N runs on the GPU) is on by default from 0.14.0, off before
+# unless `--async-scheduling` is given. Read in the release wheels: vllm 0.13.0 `vllm/config/scheduler.py` has
+# `async_scheduling: bool = False`, and `vllm/config/vllm.py`'s branch that turns it on for an unset flag carries
+# "NOTE: we won't reach here until async scheduling is enabled by default"; vllm 0.14.0 has
+# `async_scheduling: bool = Field(default=None)`, which `VllmConfig.__post_init__` turns on unless pipeline
+# parallelism, an incompatible speculative method or an executor without support (not mp / uni /
+# external_launcher) rules it out (vllm-project/vllm PR #27614). 0.12 was assumed before (the Q4 2025 roadmap).
+VLLM_ASYNC_SCHEDULING_FROM = (0, 14)
+
+
+def vllm_async_scheduling_default(text: str | None) -> bool:
+    """Whether a vLLM release schedules asynchronously by default (VLLM_ASYNC_SCHEDULING_FROM); current when no
+    version is given."""
+    return not before(text, VLLM_ASYNC_SCHEDULING_FROM)
+
+
 # vLLM V0's chunked prefill for long-context models, by release (vllm/engine/arg_utils.py
 # `EngineArgs.create_engine_config`, from 0.8.0 `_set_default_args_v0`; vllm/config.py `SchedulerConfig`; read in the
 # PyPI sdists of 0.5.2 ... 0.9.0): with `enable_chunked_prefill` not given and max_model_len > 32,768, V0 turns chunked

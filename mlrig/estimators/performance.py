@@ -817,9 +817,13 @@ class _Setup:
 
 def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | None = None) -> float:
     """Host time per running sequence per decode step left exposed (efficiency.SEQ_STEP_OVERHEAD_S).
-    vLLM from 0.12 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
-    vllm-project/vllm PR #27614, Q4 2025 roadmap "Async Scheduling on by default"), hiding this host
-    time (so does the current release assumed when none is given); earlier releases serialise it.
+    vLLM from 0.14 schedules step N+1 while step N runs on the GPU (async scheduling on by default,
+    vllm-project/vllm PR #27614; engines.VLLM_ASYNC_SCHEDULING_FROM, read in the 0.13.0 / 0.14.0 wheels), hiding
+    this host time (so does the current release assumed when none is given). The boundary here stays at 0.12, a
+    measured one: 0.12 and 0.13 still schedule synchronously, yet AZIR5070TI's vLLM 0.13 TPOT rows (fit, RTX 5070
+    Ti, 1-64 users) leave no per-sequence time above the GPU's step (with VLLM_V1_SEQ_STEP_OVERHEAD_S their TPOT at
+    32-64 users goes from -5..+18 % to +13..+39 %, their throughput from -14..+7 % to -27..-7 %); which change of
+    0.12 hides it is not established. Earlier releases serialise it.
     `scheduler_steps` (vLLM --num-scheduler-steps, 0.6.0 to 0.10.0: `engines.vllm_multi_step`): multi-step
     scheduling "performs scheduling and input preparation once and runs the model for n consecutive steps",
     spreading that part of the host time over the n steps (vLLM blog, 2024-09-05, "vLLM v0.6.0: 2.7x Throughput

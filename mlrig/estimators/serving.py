@@ -594,8 +594,12 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     against 17.4 / 14.3), +22..+134 % with the wait, -18..+36 % without, as if the wave reached the engine in one
     drain. Over the 335 vLLM / SGLang / TensorRT-LLM TTFT fit rows the median / p90 error is 16.3 / 48.5 % with it,
     17.8 / 46.5 % without; half the wait gives 16.8 / 49.3 (checked 2026-11-25): the whole wait is kept, and
-    AZIR's host is the exception the plan cannot name. Held out, checked only: A10GVS-* (2-8 users, vLLM 0.18 on
-    an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
+    AZIR's host is the exception the plan cannot name. Those figures priced AZIR's 0.13 with async scheduling's extra
+    iteration, which vLLM turns on by default only from 0.14 (engines.VLLM_ASYNC_SCHEDULING_FROM): without it the
+    same rows are +67 / +49 / -3 / +60 / -3 / -8 % (2 / 4 / 8 users, FP8 then NVFP4); the 2-user waves still
+    measure no wait at all, which the engine core's loop does not explain (v1/engine/core.py `_process_input_queue`
+    drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM
+    0.18 on an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
@@ -1653,11 +1657,12 @@ def first_fill_edge_note(first_fill: float, n_requests: int) -> str:
 
 
 def vllm_async_scheduling(r: ResolvedPlan) -> bool:
-    """vLLM schedules iteration N+1 while iteration N runs on the GPU from 0.12 (async scheduling on by
-    default, vllm-project/vllm PR #27614; the same boundary as performance.host_seq_step_s)."""
-    from mlrig.estimators.engines import before
+    """vLLM schedules iteration N+1 while iteration N runs on the GPU from 0.14 (async scheduling on by
+    default: engines.VLLM_ASYNC_SCHEDULING_FROM, read in the 0.13.0 and 0.14.0 wheels; the same boundary as
+    performance.host_seq_step_s)."""
+    from mlrig.estimators.engines import vllm_async_scheduling_default
 
-    return r.engine == "vllm" and not before(r.workload.engine_version, (0, 12))
+    return r.engine == "vllm" and vllm_async_scheduling_default(r.workload.engine_version)
 
 
 def scheduler_block_steps(r: ResolvedPlan) -> int:
