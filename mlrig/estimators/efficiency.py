@@ -151,7 +151,7 @@ FP32_LANES_PER_SM: dict[str, int] = {"Volta": 64, "Ampere (GA100)": 64, "Hopper"
 #    rows are 2025 builds: mmv.cu, not affected; no public non-reserved CDNA F16 run of a 2024 build was found).
 #    An assumption, not a measurement: a latency-bound reading (Little's law) would scale by wave slots, grid size
 #    and memory latency instead. Held out, ARGONNE-0304..0318 (MI300X, llama.cpp master Sept 2024, F16) came out
-#    +90..+219 % before and +6..+60 % after (median +16 %); the rows still fast are the 2048 + 2048-token runs and
+#    +90..+219 % before and +6..+63 % after (median +17 %); the rows still fast are the 2048 + 2048-token runs and
 #    Mixtral (attention over a long cache without flash attention, MoE routing): not addressed here. Taken for month
 #    labels up to LLAMA_CPP_HIP_DMMV_F16_UNTIL (a 2024-11 label is read as the new kernel: merged mid-month); build
 #    numbers are not mapped (the merge's build number is not established here): they keep the current kernels.

@@ -685,20 +685,22 @@ def pass_time(
     rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
+    matvec_rel = 1.0  # the weights' mat-vecs relative to `fraction`
     if decode and hip_dmmv_f16(gpu, engine, precision.name, engine_version):
-        # F16 mat-vecs on half-empty wavefronts in HIP builds before late 2024 (`hip_dmmv_f16_fraction`)
-        fraction = min(fraction, hip_dmmv_f16_fraction(gpu) or fraction)
+        # F16 mat-vecs on half-empty wavefronts in HIP builds before late 2024 (`hip_dmmv_f16_fraction`); the KV
+        # cache's reads run in other kernels (rocBLAS batched GEMMs without flash attention) and keep `fraction`
+        matvec_rel = min(1.0, (hip_dmmv_f16_fraction(gpu) or fraction) / fraction)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
         # prefill GEMMs launch full grids: not llama.cpp's batch-1 mat-vec shortfall on HBM
         fraction = max(fraction, eff.LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
-    w_bw = bw * format_efficiency(engine, fam, gpu)
+    w_bw = bw * format_efficiency(engine, fam, gpu) * matvec_rel
     moe_rel = moe_expert_bw_rel(engine, gpu)
     plain = cost.plain_weight_bytes
     # routed experts at the fused-MoE rate, 16-bit parts of a mixed-width checkpoint at the plain rate
     weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / w_bw + cost.expert_bytes / (w_bw * moe_rel)
-                 + plain / bw) / tp
+                 + plain / (bw * matvec_rel)) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
@@ -1638,6 +1640,11 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
            f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
            f"{issue})" if unpack_s > 0 else "")
+    if hip_dmmv_f16(gpu, s.engine, r.precision.name, w.engine_version):
+        dmmv = hip_dmmv_f16_fraction(gpu) or eff_bw
+        if dmmv < eff_bw:  # the weights' mat-vecs (efficiency.py 1-HIP); the KV cache keeps eff_bw
+            dequant = (f" ({dmmv:.0%} for its F16 weights: this build's F16 mat-vec fills half of each 64-lane "
+                       f"wavefront)")
     ollama = (w.engine or "").strip().lower() == "ollama"
     engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
     expl = (
