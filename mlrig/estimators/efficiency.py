@@ -127,6 +127,43 @@ LLAMA_CPP_SM_BOUND_ENGINES = ("llama.cpp", "llama.cpp-2024")  # the CUDA builds 
 # (Volta V100: 64 FP32 cores per SM; Ampere GA100: 64; Hopper GH100: 128). SMs x clock = FP32 peak / (2 x lanes):
 # A100 19.5 TFLOPS / 128 = 108 SMs x 1.41 GHz; H100 SXM 67 / 256 = 132 x 1.98; A30 10.3 / 128 = 56 x 1.44.
 FP32_LANES_PER_SM: dict[str, int] = {"Volta": 64, "Ampere (GA100)": 64, "Hopper": 128}
+# 1-HIP. The same mat-vec kernel on AMD's wave64 GPUs (GCN, CDNA) in llama.cpp's HIP builds before the F16 mat-vec was
+#    rewritten. Until ggml-org/llama.cpp PR #10318 ("CUDA: remove DMMV, consolidate F16 mult mat vec", merged about
+#    2024-11-17, its review thread's last comments) a batch-1 F16 mat-vec ran `dequantize_mul_mat_vec<GGML_TYPE_F16>`
+#    (ggml/src/ggml-cuda/dmmv.cu, read at ggerganov/llama.cpp 0c85a869: `convert_mul_mat_vec_f16_cuda` launches
+#    `block_dims(WARP_SIZE, GGML_CUDA_MMV_Y, 1)`, one row per block, each thread 2*GGML_CUDA_DMMV_X / WARP_SIZE = 2
+#    halves per step; ggml-cuda.cu `ggml_cuda_mul_mat` at 044fc38b picks it for F16 when src1->ne[1] == 1, since
+#    mul_mat_vec_q takes only quantised types), and ggml-cuda/common.cuh defines `WARP_SIZE 32` for every target (still
+#    at 03ac153a, early 2025, beside its own note "GCN/CNDA, wave size is 64"). HIP runs a 32-thread block on a wave64
+#    GPU as one 64-lane wavefront with half its lanes masked off; the mmv.cu kernel that replaced it sizes blocks by
+#    `ggml_cuda_get_physical_warp_size()` (64 there) and up to 128-256 threads, and quantised types went through
+#    mul_mat_vec_q with 4 warps (128 threads: two full wavefronts) per block on GCN / CDNA (mmvq.cu at 175391d4,
+#    `mul_mat_vec_q_cuda`: `nwarps = 4` where cc < CC_RDNA2) in both periods. So only F16 weights in the old builds meet
+#    the masked lanes. An NVIDIA SM issues one 32-thread warp instruction per cycle in each of its 4 sub-partitions (128
+#    lanes a cycle; Volta / Ampere / Hopper whitepapers); a GCN / CDNA CU has 4 SIMD16 units, each taking 4 cycles over
+#    a wave64 instruction (AMD's Vega and CDNA 3 instruction-set guides, chapter 1: one wavefront instruction per SIMD
+#    every 4 cycles), i.e. 64 lanes a cycle, 32 of them live under this kernel. Taking the kernel's rate as proportional
+#    to the live lanes its instructions carry, a CU streams LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE x 32 / 128 bytes per
+#    cycle (`performance.hip_dmmv_f16_fraction`), against the DRAM roof BW_EFF["llama.cpp-hip"]["gddr"] by the
+#    roofline's p-norm: a CU roof of 1.40 TB/s on an MI300X (304 CUs x 2.1 GHz; 0.25 of its 5.3 TB/s with the DRAM
+#    roof), 0.23 TB/s on an MI50 (60 x 1.725 GHz). Not fitted: the 32 / 128 is the two architectures' issue widths, the
+#    8.75 NVIDIA's fit (1''), whose rows ran this kernel family too; no fit row of this setup exists (the MI50X2-* rows
+#    are 2025 builds: mmv.cu, not affected; no public non-reserved CDNA F16 run of a 2024 build was found). An
+#    assumption, not a measurement: a latency-bound reading (Little's law) would scale by wave slots, grid size and
+#    memory latency instead. Held out, ARGONNE-0304..0318 (MI300X, llama.cpp master Sept 2024, F16) came out +90..+219 %
+#    before and +6..+63 % after (median +17 %); the rows still fast are the 2048 + 2048-token runs and Mixtral
+#    (attention over a long cache without flash attention, MoE routing): not addressed here. Taken for month labels up
+#    to LLAMA_CPP_HIP_DMMV_F16_UNTIL (a 2024-11 label is read as the new kernel: merged mid-month); build numbers are
+#    not mapped (the merge's build number is not established here): they keep the current kernels.
+HIP_DMMV_LIVE_LANES_PER_CU_CYCLE = 4 * 16 // 2  # 4 SIMD16 per CU, half of each wave64 live under 32-thread blocks
+NVIDIA_WARP_LANES_PER_SM_CYCLE = 4 * 32  # 4 sub-partitions issuing a 32-thread warp instruction each cycle
+HIP_DMMV_BYTES_PER_CU_CYCLE = (LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * HIP_DMMV_LIVE_LANES_PER_CU_CYCLE
+                               / NVIDIA_WARP_LANES_PER_SM_CYCLE)
+LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
+# FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
+# GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
+# 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.
+FP32_LANES_PER_CU: dict[str, int] = {"CDNA 3": 128, "CDNA 4": 128, "CDNA": 64, "GCN": 64}
 # vLLM on GDDR cards: 0.82 above was assumed (no rows); its batch-1 decode rows on GDDR, now fit rows, all
 #    come out 10 % slow at it and recentre at 0.90, llama.cpp's GDDR figure (a CUDA-graph decode step of
 #    cuBLAS / Marlin mat-vecs streams the weights as llama.cpp's do): Qwen2.5-7B AWQ (Marlin) on an RTX 5060

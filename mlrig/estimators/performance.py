@@ -133,6 +133,45 @@ def llama_cpp_sm_bound_fraction(gpu: GPU) -> float | None:
     return float(1.0 / (_p_norm(dram_s, sm_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
 
 
+def cu_cycles_per_s(gpu: GPU) -> float | None:
+    """CUs x boost clock (CU-cycles per second) of an AMD GCN / CDNA GPU, from its catalog FP32 peak = CUs x FP32
+    lanes per CU x 2 x clock (efficiency.FP32_LANES_PER_CU, AMD's data sheets); None for other GPUs (RDNA runs
+    wave32 natively) or where the peak is unknown."""
+    if gpu.vendor != "AMD" or not gpu.fp32_tflops:
+        return None
+    arch = str(gpu.architecture or "")
+    lanes = next((n for prefix, n in eff.FP32_LANES_PER_CU.items() if arch.startswith(prefix)), None)
+    return gpu.fp32_tflops * 1e12 / (2.0 * lanes) if lanes else None
+
+
+def hip_dmmv_f16(gpu: GPU, engine: str, precision_name: str, engine_version: str | None) -> bool:
+    """Whether a batch-1 decode's weight reads run through llama.cpp HIP's old F16 `dequantize_mul_mat_vec`
+    (32-thread blocks on a wave64 GPU, efficiency.py 1-HIP): F16 weights, the HIP build on a GCN / CDNA GPU, and a
+    month label up to efficiency.LLAMA_CPP_HIP_DMMV_F16_UNTIL (no label, a build number or a later month: the
+    current mmv.cu kernel)."""
+    from mlrig.estimators.engines import parse_version
+
+    if engine != "llama.cpp-hip" or precision_name != "fp16" or cu_cycles_per_s(gpu) is None:
+        return False
+    v = parse_version(engine_version)
+    return v is not None and v.month is not None and v.month <= eff.LLAMA_CPP_HIP_DMMV_F16_UNTIL
+
+
+def hip_dmmv_f16_fraction(gpu: GPU) -> float | None:
+    """Fraction of peak bandwidth llama.cpp HIP's old F16 mat-vec reaches at batch 1 on a GCN / CDNA GPU: the DRAM
+    roof (BW_EFF["llama.cpp-hip"]["gddr"] of the peak) and the CU roof (efficiency.HIP_DMMV_BYTES_PER_CU_CYCLE x CUs
+    x clock, `cu_cycles_per_s`) combined as the roofline's p-norm of times (ROOFLINE_SMOOTHING_P), as
+    `llama_cpp_sm_bound_fraction` does on NVIDIA. Derivation: efficiency.py, 1-HIP. None where CUs x clock is
+    unknown."""
+    cycles = cu_cycles_per_s(gpu)
+    if cycles is None:
+        return None
+    peak_b_s = gpu.memory_bandwidth_gb_s * 1e9
+    dram_s = 1.0 / (eff.BW_EFF["llama.cpp-hip"]["gddr"] * peak_b_s)  # seconds per byte at each roof
+    cu_s = 1.0 / (eff.HIP_DMMV_BYTES_PER_CU_CYCLE * cycles)
+    return float(1.0 / (_p_norm(dram_s, cu_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
+
+
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
     """Fraction of the bandwidth figure that weight reads of a format family reach
     (efficiency.FORMAT_DECODE_EFF); MXFP4 under vLLM's XPU build on Intel GPUs reads prepacked at
@@ -653,17 +692,22 @@ def pass_time(
     rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
+    matvec_rel = 1.0  # the weights' mat-vecs relative to `fraction`
+    if decode and hip_dmmv_f16(gpu, engine, precision.name, engine_version):
+        # F16 mat-vecs on half-empty wavefronts in HIP builds before late 2024 (`hip_dmmv_f16_fraction`); the KV
+        # cache's reads run in other kernels (rocBLAS batched GEMMs without flash attention) and keep `fraction`
+        matvec_rel = min(1.0, (hip_dmmv_f16_fraction(gpu) or fraction) / fraction)
     if not decode and mclass == "hbm" and engine.startswith("llama.cpp"):
         # prefill GEMMs launch full grids: not llama.cpp's batch-1 mat-vec shortfall on HBM
         fraction = max(fraction, eff.LLAMA_CPP_PREFILL_GEMM_BW_EFF_HBM)
     bw = gpu.memory_bandwidth_gb_s * 1e9 * fraction
     fam = precision.family
-    w_bw = bw * format_efficiency(engine, fam, gpu)
+    w_bw = bw * format_efficiency(engine, fam, gpu) * matvec_rel
     moe_rel = moe_expert_bw_rel(engine, gpu)
     plain = cost.plain_weight_bytes
     # routed experts at the fused-MoE rate, 16-bit parts of a mixed-width checkpoint at the plain rate
     weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / w_bw + cost.expert_bytes / (w_bw * moe_rel)
-                 + plain / bw) / tp
+                 + plain / (bw * matvec_rel)) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
     # against fp16's 99 ms, OPTGPTQ-0034 / -0031: ~52 GB of copy traffic; efficiency.DEQUANT_COPY_BW_EFF)
@@ -1608,6 +1652,11 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
     alu = (f" against {unpack_s * 1e3:.1f} ms of ALU time unpacking {r.precision.name} weights "
            f"({eff.MATVEC_DEQUANT_OPS[s.engine][r.precision.family]:g} ops each at {gpu.fp32_tflops:g} FP32 TFLOPS"
            f"{issue})" if unpack_s > 0 else "")
+    if hip_dmmv_f16(gpu, s.engine, r.precision.name, w.engine_version):
+        dmmv = hip_dmmv_f16_fraction(gpu) or eff_bw
+        if dmmv < eff_bw:  # the weights' mat-vecs (efficiency.py 1-HIP); the KV cache keeps eff_bw
+            dequant = (f" ({dmmv:.0%} for its F16 weights: this build's F16 mat-vec fills half of each 64-lane "
+                       f"wavefront)")
     ollama = (w.engine or "").strip().lower() == "ollama"
     engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
     expl = (
