@@ -1725,8 +1725,14 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         micro = (vec.maximum(1, vec.round_int(t.global_batch_tokens / (seq * b * dp_all)))
                  if t.global_batch_tokens else 4 * pp)
         v = t.virtual_pipeline_stages
-        saved_last = saved * pipeline_in_flight_microbatches(pp, micro, v, pp - 1)
-        saved = saved * pipeline_in_flight_microbatches(pp, micro, v, 0)
+        in_first = pipeline_in_flight_microbatches(pp, micro, v, 0)
+        in_last = pipeline_in_flight_microbatches(pp, micro, v, pp - 1)
+        saved_last = saved * in_last
+        saved = saved * in_first
+        if not (vec.is_array(in_first) or vec.is_array(in_last)):
+            notes.append(f"pipeline {pp} (1F1B{f', {v} virtual stages' if v > 1 else ''}): the first stage keeps "
+                         f"{float(in_first):g} micro-batches' activations in flight, the last {float(in_last):g} "
+                         "and the loss's logits")
     if t.activation_offload:
         # torchtune / Megatron activation offloading: saved tensors go to pinned host memory as
         # forward proceeds and come back one layer ahead of backward: ~2 layers stay on the GPU.
