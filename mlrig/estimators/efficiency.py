@@ -1603,13 +1603,14 @@ TRAIN_MICROBATCH_OVERHEAD_S = 0.01
 # latencies", AMD, "MoE Training Best Practices on AMD GPUs", ROCm blog 2025-12-16; Megatron-Core's remedies
 # are DeepEP's / Primus' sync-free paths, --moe-pad-expert-input-to-capacity and CUDA graphs). Seconds per
 # MoE layer and micro-batch on a GPU (forward + backward), fitted on XTUNERMOE-0001..0009 (Qwen3-235B-A22B
-# on 256 H800, Pai-Megatron-Patch): the step time's squared relative error over the nine is least at 5.5 ms
+# on 256 H800, Pai-Megatron-Patch): the step time's squared relative error over the nine is least at 6.3 ms
 # (their micro-batch-1 rows ran 1.2-2x longer than their computation priced: 4-9 ms per MoE layer and
 # micro-batch unaccounted for). It was 4 ms while TRAIN_MICROBATCH_OVERHEAD_S was charged whole on every
-# pipeline rank; re-fitted on the same nine rows when that cost was scaled by pipeline depth
-# (training_speed.pipeline_microbatch_overhead_s; sum of squares 0.080 at 5.5 ms, 0.089 at 5, 0.081 at 6).
+# pipeline rank and seven of the rows lacked the interleaved schedule their source quotes (vpp3 / vpp4);
+# re-fitted on the same nine rows after both were corrected in s35 (training_speed.pipeline_microbatch_overhead_s;
+# sum of squares 0.038 at 6.3 ms, 0.041 at 6, 0.052 at 5.5, 0.144 at 4).
 # Holdout rows (MOEZOO, SWIFTMEG) took no part.
-MOE_LAYER_HOST_SYNC_S = 0.0055
+MOE_LAYER_HOST_SYNC_S = 0.0063
 # bitsandbytes' NF4 de-quantisation kernel reaches this fraction of TRAIN_BW_EFF's bandwidth. Weakly
 # constrained: over the 31 QLoRA speed rows (FSDPQLORA-*, M-torchtune-*, AXOLOTL-*) the median error
 # is 23-24 % anywhere from 0.3 to 1.0 (p90 91 % at 0.3, 111 % at 0.5, 133 % at 1.0); 0.5 is the middle.
