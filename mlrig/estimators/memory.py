@@ -184,7 +184,10 @@ def pipeline_in_flight_microbatches(stages: int, microbatches: Num, virtual: int
       p + (p - 1) / v, the p (1 + (p - 1) / (p v)) of Korthikanti et al.'s interleaved schedule.
 
     torch.distributed.pipelining's Schedule1F1B (torch/distributed/pipelining/schedules.py: warm-up
-    min(n_microbatches, num_stages - stage_index) forwards) holds the same p - rank. One stage: 1."""
+    min(n_microbatches, num_stages - stage_index) forwards) holds the same p - rank. One stage: 1. xtuner's
+    Megatron MoE guide states the same from its runs (docs/en/benchmark/megatron_moe_benchmark.md: "for ordinary
+    1F1B without vpp, peak activation memory is pp*M, and if vpp is enabled ... (vpp+1)/vpp * pp * M"; its
+    pp8 run "will OOM" once vpp is enabled). The cap at 4 micro-batches this replaced had no source."""
     if stages <= 1:
         return 1.0
     if virtual <= 1:
