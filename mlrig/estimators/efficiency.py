@@ -1630,6 +1630,8 @@ TRAIN_ELEMENTWISE_PASSES_FUSED = 10.0
 # data loader's hand-off) and per micro-batch (kernel launches of a forward+backward, ~1k-3k
 # kernels at ~5-10 us each in eager mode). Order-of-magnitude values, fitted with the rest of this
 # block; they matter only for small, fast steps (LoRA on small models), where rows disagree widely.
+# The micro-batch figure is for the whole model; a pipeline rank launches its stage's share along the
+# schedule's critical path (training_speed.pipeline_microbatch_overhead_s).
 TRAIN_STEP_OVERHEAD_S = 0.05
 TRAIN_MICROBATCH_OVERHEAD_S = 0.01
 # Megatron-Core's dropless MoE layer stops the host once per forward (and recomputed forward): the token
@@ -1642,10 +1644,14 @@ TRAIN_MICROBATCH_OVERHEAD_S = 0.01
 # latencies", AMD, "MoE Training Best Practices on AMD GPUs", ROCm blog 2025-12-16; Megatron-Core's remedies
 # are DeepEP's / Primus' sync-free paths, --moe-pad-expert-input-to-capacity and CUDA graphs). Seconds per
 # MoE layer and micro-batch on a GPU (forward + backward), fitted on XTUNERMOE-0001..0009 (Qwen3-235B-A22B
-# on 256 H800, Pai-Megatron-Patch): the step time's squared relative error over the nine is least at 4 ms
+# on 256 H800, Pai-Megatron-Patch): the step time's squared relative error over the nine is least at 6.3 ms
 # (their micro-batch-1 rows ran 1.2-2x longer than their computation priced: 4-9 ms per MoE layer and
-# micro-batch unaccounted for). Holdout rows (MOEZOO, SWIFTMEG) took no part.
-MOE_LAYER_HOST_SYNC_S = 0.004
+# micro-batch unaccounted for). It was 4 ms while TRAIN_MICROBATCH_OVERHEAD_S was charged whole on every
+# pipeline rank and seven of the rows lacked the interleaved schedule their source quotes (vpp3 / vpp4);
+# re-fitted on the same nine rows after both were corrected in s35 (training_speed.pipeline_microbatch_overhead_s;
+# sum of squares 0.038 at 6.3 ms, 0.041 at 6, 0.052 at 5.5, 0.144 at 4).
+# Holdout rows (MOEZOO, SWIFTMEG) took no part.
+MOE_LAYER_HOST_SYNC_S = 0.0063
 # bitsandbytes' NF4 de-quantisation kernel reaches this fraction of TRAIN_BW_EFF's bandwidth. Weakly
 # constrained: over the 31 QLoRA speed rows (FSDPQLORA-*, M-torchtune-*, AXOLOTL-*) the median error
 # is 23-24 % anywhere from 0.3 to 1.0 (p90 91 % at 0.3, 111 % at 0.5, 133 % at 1.0); 0.5 is the middle.

@@ -170,6 +170,33 @@ def split_weights(arch: ModelArch, parts: Mapping[str, float], tp: int, pp: int)
     return blocks / (tp * pp) + ends / tp
 
 
+def pipeline_in_flight_microbatches(stages: int, microbatches: Num, virtual: int = 1, rank: int = 0) -> Num:
+    """Micro-batches whose activations pipeline rank `rank` (0 = first stage) holds at once under Megatron-LM's
+    1F1B schedules, in units of one micro-batch through the whole stage (megatron/core/pipeline_parallel/
+    schedules.py):
+
+    - `forward_backward_pipelining_without_interleaving`: num_warmup_microbatches = min(p - rank - 1, m) forward
+      passes, then each steady-state iteration runs one more forward before its backward: p - rank held, at most
+      m (Narayanan et al. 2021, sec. 2.2.1: "the first stage holds p micro-batches");
+    - `forward_backward_pipelining_with_interleaving` (v model chunks per rank, each layers / (p v)): warm-up of
+      (p - rank - 1) x 2 + (v - 1) x p chunk passes, capped at m v (all of them when m = p), plus the one
+      steady-state forward: (2 (p - rank - 1) + (v - 1) p + 1) / v stage-micro-batches; rank 0 holds
+      p + (p - 1) / v, the p (1 + (p - 1) / (p v)) of Korthikanti et al.'s interleaved schedule.
+
+    torch.distributed.pipelining's Schedule1F1B (torch/distributed/pipelining/schedules.py: warm-up
+    min(n_microbatches, num_stages - stage_index) forwards) holds the same p - rank. One stage: 1. xtuner's
+    Megatron MoE guide states the same from its runs (docs/en/benchmark/megatron_moe_benchmark.md: "for ordinary
+    1F1B without vpp, peak activation memory is pp*M, and if vpp is enabled ... (vpp+1)/vpp * pp * M"; its
+    pp8 run "will OOM" once vpp is enabled). The cap at 4 micro-batches this replaced had no source."""
+    if stages <= 1:
+        return 1.0
+    if virtual <= 1:
+        held: float = stages - rank
+    else:
+        held = (2 * (stages - rank - 1) + (virtual - 1) * stages + 1) / virtual
+    return vec.minimum(microbatches, held)
+
+
 def pipeline_stage_share(arch: ModelArch, pp: int) -> float:
     """Share of the model's parameters on the busiest pipeline stage: ceil(layers / pp) transformer
     layers plus the embedding (first stage) or the output head (last stage), the larger of the two (a
@@ -1702,15 +1729,29 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
         matmul_params = pb.lm_head if ck == "full" else n_total - pb.embedding + (
             pb.embedding if arch.tie_word_embeddings else 0)
         saved = saved + 2.0 * matmul_params / shard * (expert_share if ck != "full" else 1.0)
-    # PP with 1F1B keeps up to `pp` micro-batches in flight on the first stage (Narayanan 2021);
-    # the cap at 4 is an assumption (finetune_memory.csv has no pipeline-parallel rows to fit it).
+    # Pipeline parallelism: the first stage holds the most micro-batches in flight, the last stage holds the
+    # loss's logits (`pipeline_in_flight_microbatches`); the peak is the larger of the two, chosen below.
+    saved_last: Num = saved
     if pp > 1:
-        saved = saved * min(pp, 4)
+        dp_all = max(1, hw.total_gpus // (tp * pp * cp))
+        # micro-batches per step per rank; with no global batch, the 4 per stage the speed assumes
+        micro = (vec.maximum(1, vec.round_int(t.global_batch_tokens / (seq * b * dp_all)))
+                 if t.global_batch_tokens else 4 * pp)
+        v = t.virtual_pipeline_stages
+        in_first = pipeline_in_flight_microbatches(pp, micro, v, 0)
+        in_last = pipeline_in_flight_microbatches(pp, micro, v, pp - 1)
+        saved_last = saved * in_last
+        saved = saved * in_first
+        if not (vec.is_array(in_first) or vec.is_array(in_last)):
+            notes.append(f"pipeline {pp} (1F1B{f', {v} virtual stages' if v > 1 else ''}): the first stage keeps "
+                         f"{float(in_first):g} micro-batches' activations in flight, the last {float(in_last):g} "
+                         "and the loss's logits")
     if t.activation_offload:
         # torchtune / Megatron activation offloading: saved tensors go to pinned host memory as
         # forward proceeds and come back one layer ahead of backward: ~2 layers stay on the GPU.
         host = host + saved
         saved = vec.minimum(saved, 2 * layer_saved)
+        saved_last = vec.minimum(saved_last, 2 * layer_saved)
         notes.append("activations offloaded to host RAM; ~2 layers' worth stay on the GPU")
     logits: Num = 0.0
     if arch.kind != "encoder":
@@ -1737,6 +1778,11 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # right after the head's backward frees the logits, while all other layers' checkpoints still wait
     # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", sec. 4: peak = the checkpoints
     # plus one segment's activations). Without recomputation `working` is 0.
+    if pp > 1:
+        # the first stage computes no loss; the last holds its own micro-batches and the logits
+        last_is_peak = saved_last + vec.maximum(logits, working) > saved + working
+        saved = vec.where(last_is_peak, saved_last, saved)
+        logits = vec.where(last_is_peak, logits, 0.0)
     head = vec.maximum(logits, working)
     start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
     end = grads + working + tied_extra

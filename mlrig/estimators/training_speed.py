@@ -345,8 +345,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                        if arch.is_moe and _engine_is_megatron_core(plan.workload.engine) else 0.0)
     busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
-    # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch
-    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else eff.TRAIN_MICROBATCH_OVERHEAD_S) * micro
+    # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch; with
+    # pipeline stages each rank launches only its stage's kernels, m times along the schedule's critical path
+    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else pipeline_microbatch_overhead_s(
+        eff.TRAIN_MICROBATCH_OVERHEAD_S, pp, micro, tr.virtual_pipeline_stages))
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if r.precision.name == "fp8" else None)
     stored_bytes = r.weight_bytes if stored is None else float(quant.weight_bytes(arch, stored))
@@ -1259,6 +1261,26 @@ def _named_network(interconnect: str | None) -> tuple[int | None, Interconnect] 
     nics, name = split_nic_count(interconnect)
     nic = resolve_interconnect(name)
     return (nics, nic) if nic.kind == "network" else None
+
+
+def pipeline_microbatch_overhead_s(per_microbatch_s: float, stages: int, microbatches: Num,
+                                   virtual: int = 1) -> Num:
+    """Host time per step of the per-micro-batch launches on the critical path of a pipeline schedule.
+
+    `per_microbatch_s` (`eff.TRAIN_MICROBATCH_OVERHEAD_S`) is the host cost of one micro-batch's forward and
+    backward through the whole model: kernel launches, whose count follows the layers launched. Under
+    pipeline parallelism each rank runs its own `layers / p` only (Megatron-LM megatron/core/pipeline_parallel/
+    schedules.py: `forward_backward_pipelining_without_interleaving` calls `forward_step` and `backward_step`
+    once per micro-batch on its stage, num_microbatches times; `forward_backward_pipelining_with_interleaving`
+    calls them num_microbatches x num_model_chunks times, each over one chunk of layers / (p v); torch
+    torch/distributed/pipelining/schedules.py `Schedule1F1B` / `ScheduleInterleaved1F1B` the same per stage), so
+    one micro-batch costs a rank per_microbatch_s / p. That cost sits inside each schedule slot, and the
+    critical path is the 1F1B pipeline's m + (p - 1) / v slots (the bubble, `pipeline_bubble`: m + p - 1
+    without interleaving, Narayanan et al. 2021 sec. 2.2): per_microbatch_s x (m + (p - 1) / v) / p.
+    One stage (p = 1): per_microbatch_s x m, as before."""
+    if stages <= 1:
+        return per_microbatch_s * microbatches
+    return per_microbatch_s * (microbatches + (stages - 1) / max(1, virtual)) / stages
 
 
 def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
