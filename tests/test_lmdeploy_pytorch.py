@@ -65,3 +65,17 @@ def test_pytorch_engine_prefills_whole_prompts_in_passes_up_to_8192_tokens() -> 
     assert prefill_budget(turbomind_plan, "lmdeploy", h200, True, 40960) == 8192 + 1024  # + max_batch_size on H200
     assert whole_prompt_pass_cap(torch_plan.workload, 1000, 64) == 8  # 8,192 // 1,000
     assert whole_prompt_pass_cap(torch_plan.workload, 100, 64) == 64  # the batch cap
+
+
+def test_pytorch_engine_decodes_eagerly_before_v0_6() -> None:
+    """CUDA graphs came to the PyTorch engine with PR #2104 (v0.6.0): an older release, or eager_mode, pays the
+    per-kernel launch time; TurboMind and a graph-replaying release do not."""
+    from mlrig.estimators.engines import lmdeploy_pytorch_decode_eager
+
+    assert lmdeploy_pytorch_decode_eager("lmdeploy", "0.2.3+pytorch", True)
+    assert not lmdeploy_pytorch_decode_eager("lmdeploy", "0.6.0+pytorch", True)
+    assert lmdeploy_pytorch_decode_eager("lmdeploy", "0.12.3+pytorch", False)
+    assert not lmdeploy_pytorch_decode_eager("lmdeploy", "0.2.3", True)  # TurboMind
+    old, new = evaluate(_plan("lmdeploy", "0.5.3+pytorch")), evaluate(_plan("lmdeploy", "0.6.0+pytorch"))
+    assert old.performance is not None and new.performance is not None
+    assert old.performance.decode_tok_s < new.performance.decode_tok_s

@@ -934,6 +934,18 @@ LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-to
 # - decode replays captured CUDA graphs (`eager_mode: bool = False`; `cudagraph_capture_batch_sizes`, "max_batch_size
 #   is always captured"); prefill runs eagerly with Triton / FlashAttention kernels.
 LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM = 8192
+# Before v0.6.0 the PyTorch engine decoded eagerly, kernel by kernel: CUDA graphs came with PR #2104 "Refactor
+# pytorch engine" (merged 2024-09-10, first in v0.6.0: messages.py PytorchEngineConfig `eager_mode: bool = False`;
+# v0.5.x has no graph runner in lmdeploy/pytorch, only a modeling file mentions it).
+LMDEPLOY_PYTORCH_GRAPHS_FROM = (0, 6, 0)
+
+
+def lmdeploy_pytorch_decode_eager(engine: str | None, version: str | None, cuda_graphs: bool) -> bool:
+    """Whether an LMDeploy PyTorch-engine decode step runs without CUDA graphs: releases before v0.6.0
+    (LMDEPLOY_PYTORCH_GRAPHS_FROM), or the plan turns them off (`eager_mode=True`). False for TurboMind."""
+    if not lmdeploy_pytorch_engine(engine, version):
+        return False
+    return not cuda_graphs or before(version, LMDEPLOY_PYTORCH_GRAPHS_FROM)
 
 
 def lmdeploy_pytorch_engine(engine: str | None, version: str | None) -> bool:

@@ -193,9 +193,7 @@ def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -
     show that older scheduler: 16 users of 2,048-token prompts wait on average 0.89 of the whole wave's
     prefill (Llama-2-13B 3.44 s of 16 x 0.242 s; InternLM-20B 3.09 of 3.47 s; Llama-2-70B 5.78 of 6.43 s)
     where FCFS chunks would give about half."""
-    from mlrig.estimators.engines import lmdeploy_prefill_budget, lmdeploy_unified_iterations
-
-    from mlrig.estimators.engines import lmdeploy_pytorch_engine
+    from mlrig.estimators.engines import lmdeploy_prefill_budget, lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
     w = plan.workload
     version = w.engine_version
@@ -1039,9 +1037,7 @@ def turbomind_loop_prefill(r: ResolvedPlan, budget: int | None) -> bool:
     runs the one decode step that samples all their first tokens, and `Finish()` streams them. So a request's
     first token waits for the prompts dequeued with it, whether they were queued before or after it: batch
     service, not the first-come-first-served prefill queue of `median_prefill_wait_s`."""
-    from mlrig.estimators.engines import lmdeploy_unified_iterations
-
-    from mlrig.estimators.engines import lmdeploy_pytorch_engine
+    from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
     return (r.engine == "lmdeploy" and budget is None
             and not lmdeploy_pytorch_engine(r.workload.engine, r.workload.engine_version)
