@@ -259,11 +259,26 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         if native != changes["precision"]:
             changes["precision"] = native
             notes.append(f"no precision given: the weights as shipped ({native}); pass --precision to change")
+    if w.engine is not None and w.engine.strip().lower().startswith("lmdeploy"):
+        from mlrig.estimators.engines import CURRENT, lmdeploy_pytorch_engine
+
+        if lmdeploy_pytorch_engine(w.engine, w.engine_version) and "+" not in (w.engine_version or "+"):
+            # `--engine lmdeploy-pytorch`: one spelling from here on, engine "lmdeploy" and the version's
+            # "+pytorch" label (engines.lmdeploy_pytorch_engine), as TensorRT-LLM's backend is written
+            changes["engine"] = "lmdeploy"
+            changes["engine_version"] = f"{w.engine_version}+pytorch"
+        elif lmdeploy_pytorch_engine(w.engine, w.engine_version) and w.engine_version is None:
+            changes["engine"] = "lmdeploy"
+            changes["engine_version"] = f"{CURRENT['lmdeploy']}+pytorch"
+            notes.append(f"no engine_version given: lmdeploy's current release assumed (~{CURRENT['lmdeploy']}), "
+                         "its PyTorch engine; pass --engine-version for older behaviour")
+        elif lmdeploy_pytorch_engine(w.engine, w.engine_version):
+            changes["engine"] = "lmdeploy"
     if w.engine is None:
         # default_engine reads the plan's batch, load, offload and GPU count, none of which change here
         changes["engine"] = default_engine(changes["precision"], gpu, p, arch)
     w = w.model_copy(update=changes)
-    if "engine" in changes:
+    if p.workload.engine is None:
         why = ("mlx-lm runs the Hugging Face checkpoint on Apple silicon as it is (llama.cpp needs it converted to "
                "GGUF)" if w.engine == "mlx" and not str(w.precision).startswith("mlx")
                else "what users of this setup most likely run" if w.engine != "vllm"

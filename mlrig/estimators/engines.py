@@ -928,6 +928,54 @@ def lmdeploy_kv_of_free_memory(text: str | None) -> bool:
     return not before(text, LMDEPLOY_KV_OF_FREE_FROM)
 
 
+# LMDeploy runs one of two backends: TurboMind (C++/CUDA, the default; everything above) or its PyTorch engine
+# (`lmdeploy serve api_server --backend pytorch`, `PytorchEngineConfig`). A run names the PyTorch engine as a
+# TensorRT-LLM run names its backend (TRTLLM_BACKEND_LABELS): the version's local label, "0.12.3+pytorch", or
+# the engine name "lmdeploy-pytorch" (also "lmdeploy-pt"); "+turbomind" or no label is TurboMind.
+LMDEPLOY_PYTORCH_LABELS = ("pytorch", "torch")
+LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-torch")
+# The PyTorch engine's scheduler, InternLM/lmdeploy at v0.12.3 (the same at v0.16.0 but where noted):
+# - prefill and decode run as passes of their own: lmdeploy/pytorch/engine/inputs_maker.py `do_prefill_default`
+#   (v0.12.3 lines 703-727) chooses a prefill pass whenever requests wait and either their tokens reach
+#   `max_prefill_token_num` or running + ready sequences are fewer than half of `max_batches`; otherwise a
+#   decode pass. (v0.16.0 adds `prefill_interval`, default 16: after 16 consecutive decode rounds a prefill is
+#   forced, inputs_maker.py line 1253; the default config's docstring: "prefill_interval: Interval to perform
+#   prefill, Default 16".) Under loads below half the batch cap this is vLLM V0's prefill-first schedule;
+# - a prefill pass takes waiting prompts up to `max_prefill_token_num` tokens, default 8,192 (messages.py
+#   PytorchEngineConfig `max_prefill_token_num: int = 8192`; lmdeploy/pytorch/paging/scheduler.py line 206 at
+#   v0.12.3: `token_count + seq.num_token_ids > self.cache_config.max_prefill_token_num` stops it once one runs);
+# - max_batch_size, when none is given, from the same device table as TurboMind (lmdeploy/utils.py
+#   `get_max_batch_size`), so `lmdeploy_default_max_batch_size` holds for both; cache_max_entry_count 0.8 of free
+#   memory (PytorchEngineConfig default) as `lmdeploy_kv_of_free_memory`;
+# - decode replays captured CUDA graphs (`eager_mode: bool = False`; `cudagraph_capture_batch_sizes`, "max_batch_size
+#   is always captured"); prefill runs eagerly with Triton / FlashAttention kernels.
+LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM = 8192
+# Before v0.6.0 the PyTorch engine decoded eagerly, kernel by kernel: CUDA graphs came with PR #2104 "Refactor
+# pytorch engine" (merged 2024-09-10, first in v0.6.0: messages.py PytorchEngineConfig `eager_mode: bool = False`;
+# v0.5.x has no graph runner in lmdeploy/pytorch, only a modeling file mentions it).
+LMDEPLOY_PYTORCH_GRAPHS_FROM = (0, 6, 0)
+
+
+def lmdeploy_pytorch_decode_eager(engine: str | None, version: str | None, cuda_graphs: bool) -> bool:
+    """Whether an LMDeploy PyTorch-engine decode step runs without CUDA graphs: releases before v0.6.0
+    (LMDEPLOY_PYTORCH_GRAPHS_FROM), or the plan turns them off (`eager_mode=True`). False for TurboMind."""
+    if not lmdeploy_pytorch_engine(engine, version):
+        return False
+    return not cuda_graphs or before(version, LMDEPLOY_PYTORCH_GRAPHS_FROM)
+
+
+def lmdeploy_pytorch_engine(engine: str | None, version: str | None) -> bool:
+    """Whether an LMDeploy run used the PyTorch engine rather than TurboMind: the engine name
+    (LMDEPLOY_PYTORCH_ENGINE_NAMES) or the version's local label (LMDEPLOY_PYTORCH_LABELS) says so."""
+    name = (engine or "").strip().lower().replace(" ", "-").replace("_", "-")
+    if not name.startswith("lmdeploy"):
+        return False
+    if name.startswith(LMDEPLOY_PYTORCH_ENGINE_NAMES):
+        return True
+    label = (version or "").strip().lower().partition("+")[2]
+    return any(lab in label for lab in LMDEPLOY_PYTORCH_LABELS)
+
+
 def tinychat_legacy(text: str | None) -> bool:
     """TinyChat before 2.0: its W4A16 GEMM accumulates in FP32 (module docstring)."""
     return before(text, (2, 0))

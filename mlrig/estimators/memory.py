@@ -29,6 +29,7 @@ from mlrig.estimators.engines import (
     bnb_keeps_4bit_input,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
+    lmdeploy_pytorch_engine,
     parse_version,
     runs_llama_cpp,
     sglang_mem_fraction_static,
@@ -868,7 +869,8 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                              f"{tokens:,} (the build's default unless max_num_batched_tokens is given: "
                              "max_batch_size x max_input_len before 0.11, 8,192 after)")
         elif engine == "lmdeploy" and lmdeploy_kv_of_free_memory(w.engine_version):
-            notes.append(f"LMDeploy TurboMind: KV pool = cache_max_entry_count="
+            backend = "PyTorch engine" if lmdeploy_pytorch_engine(w.engine, w.engine_version) else "TurboMind"
+            notes.append(f"LMDeploy {backend}: KV pool = cache_max_entry_count="
                          f"{w.gpu_memory_utilization or LMDEPLOY_CACHE_MAX_ENTRY_COUNT_FREE:g} x memory free after the "
                          "weights (v0.2.2 on)")
         else:

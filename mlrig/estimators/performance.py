@@ -978,6 +978,14 @@ def eager_decode_layer_s(r: ResolvedPlan, engine: str, batch: Num, context: Num)
         if graphs or r.gpu.vendor != "NVIDIA":
             return 0.0
         return eff.LAYER_OVERHEAD_S["llama.cpp-2024"] - eff.LAYER_OVERHEAD_S["llama.cpp"]
+    if engine == "lmdeploy":
+        # LMDeploy's PyTorch engine decodes kernel by kernel before v0.6.0 or with eager_mode
+        # (engines.lmdeploy_pytorch_decode_eager): the same per-kernel launch time as vLLM's eager steps
+        from mlrig.estimators.engines import lmdeploy_pytorch_decode_eager
+
+        if not lmdeploy_pytorch_decode_eager(w.engine, w.engine_version, w.cuda_graphs):
+            return 0.0
+        return eager_kernels_per_layer(r) * eff.EAGER_HOST_S_PER_KERNEL
     graph_max_bs = None
     if engine == "sglang":
         graph_max_bs = sglang_cuda_graph_max_bs(r.gpu.memory_gib, r.hardware.tensor_parallel, w.engine_version)

@@ -194,10 +194,12 @@ def lmdeploy_iteration_budget(plan: Plan, gpu: GPU, model_max_len: int | None) -
     show that older scheduler: 16 users of 2,048-token prompts wait on average 0.89 of the whole wave's
     prefill (Llama-2-13B 3.44 s of 16 x 0.242 s; InternLM-20B 3.09 of 3.47 s; Llama-2-70B 5.78 of 6.43 s)
     where FCFS chunks would give about half."""
-    from mlrig.estimators.engines import lmdeploy_prefill_budget, lmdeploy_unified_iterations
+    from mlrig.estimators.engines import lmdeploy_prefill_budget, lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
     w = plan.workload
     version = w.engine_version
+    if lmdeploy_pytorch_engine(w.engine, version):
+        return None  # the PyTorch engine prefills in passes of its own (engines.lmdeploy_pytorch_engine)
     if not lmdeploy_unified_iterations(version):
         return None
     cap = batch_cap(plan, "lmdeploy", gpu, True)
@@ -1054,9 +1056,10 @@ def turbomind_loop_prefill(r: ResolvedPlan, budget: int | None) -> bool:
     runs the one decode step that samples all their first tokens, and `Finish()` streams them. So a request's
     first token waits for the prompts dequeued with it, whether they were queued before or after it: batch
     service, not the first-come-first-served prefill queue of `median_prefill_wait_s`."""
-    from mlrig.estimators.engines import lmdeploy_unified_iterations
+    from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
     return (r.engine == "lmdeploy" and budget is None
+            and not lmdeploy_pytorch_engine(r.workload.engine, r.workload.engine_version)
             and not lmdeploy_unified_iterations(r.workload.engine_version))
 
 
@@ -1081,17 +1084,28 @@ def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
     and decodes only when none wait; Kwon et al. 2023 sec. 4.5). TensorRT-LLM's and LMDeploy's in-flight
     batching put context requests into the decode iteration itself, as chunked prefill does; LMDeploy
     before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there), and so does
-    TGI before 3.0 (`tgi_chunk_budget`: no budget there; `engines.tgi_chunked_prefill`)."""
-    from mlrig.estimators.engines import lmdeploy_unified_iterations
+    TGI before 3.0 (`tgi_chunk_budget`: no budget there; `engines.tgi_chunked_prefill`). LMDeploy's PyTorch
+    engine runs a prefill pass whenever prompts wait and fewer than half its batch cap run, else a decode pass
+    (inputs_maker.py `do_prefill_default`, `engines.lmdeploy_pytorch_engine`): passes of their own too."""
+    from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
-    old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(r.workload.engine_version)
-    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind)
+    w = r.workload
+    old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(w.engine_version)
+    torch_engine = r.engine == "lmdeploy" and lmdeploy_pytorch_engine(w.engine, w.engine_version)
+    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind or torch_engine)
 
 
 def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     """Prompts one prefill pass takes where prompts are prefilled whole (no chunked prefill): vLLM V0's
     scheduler fills a prefill step with waiting prompts up to max_num_batched_tokens, which is
-    max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap."""
+    max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap.
+    LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default
+    (engines.LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM; paging/scheduler.py)."""
+    from mlrig.estimators.engines import LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM, lmdeploy_pytorch_engine
+
+    if lmdeploy_pytorch_engine(w.engine, w.engine_version):
+        tokens = w.max_num_batched_tokens or LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM
+        return max(1, min(limit, tokens // max(1, prompt)))
     tokens = w.max_num_batched_tokens or max(w.max_model_len or w.context, 2048)
     return max(1, min(limit, tokens // max(1, prompt)))
 

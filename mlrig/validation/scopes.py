@@ -129,6 +129,14 @@ def _plan_scope(plan: Plan, gpu: GPU) -> tuple[str, str]:
         # ExLlamaV3 is priced with ExLlamaV2's kernels (engines.engine_family), but it is another code base (new
         # kernels, EXL3's trellis quantisation): the EXL2 runs do not validate it, so it is its own (empty) scope
         return "exllamav3", mclass
+    if base == "lmdeploy":
+        from mlrig.estimators.engines import lmdeploy_pytorch_engine
+
+        if lmdeploy_pytorch_engine(plan.workload.engine, plan.workload.engine_version):
+            # LMDeploy's PyTorch engine (engines.lmdeploy_pytorch_engine) is another code base than TurboMind
+            # (Python scheduler with prefill passes of their own, Triton kernels): TurboMind's runs do not vouch
+            # for it, so it is its own scope
+            return "lmdeploy-pytorch", mclass
     return ("llama.cpp" if base.startswith("llama.cpp") else base), mclass
 
 
@@ -145,7 +153,7 @@ def scope_table() -> dict[str, ScopeRecord]:
 
 
 # An engine label priced with another family's physics, and so nearest to that family's runs.
-PRICED_AS = {"exllamav3": "exllamav2"}
+PRICED_AS = {"exllamav3": "exllamav2", "lmdeploy-pytorch": "lmdeploy"}
 
 
 def _nearest(figure: str, engine: str, mclass: str, table: dict[str, ScopeRecord]) -> ScopeRecord | None:
