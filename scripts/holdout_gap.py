@@ -35,14 +35,25 @@ def prompt_class(tokens: int) -> str:
     return "<=4k" if tokens <= 4096 else ">4k"
 
 
+def canonical_gpu(name: str) -> str:
+    """The catalog id of a GPU as a row names it (the name itself where the catalog does not know it)."""
+    from mlrig.catalog.gpus import resolve_gpu
+    from mlrig.errors import MlrigError
+
+    try:
+        return resolve_gpu(name).id
+    except MlrigError:
+        return name
+
+
 def attribute(row: CalibrationRow, name: str) -> str:
     """One setup attribute of a calibration row, as its plan states it ("-" where it does not)."""
     plan = row.plan
     w, h = plan.get("workload", {}), plan.get("hardware", {})
     if name == "source":
         return row.id.rsplit("-", 1)[0]
-    if name == "gpu":
-        return str(h.get("gpu", "-"))
+    if name == "gpu":  # the catalog's id, so that "A100 SXM4 80GB" and "A100 SXM 80GB" group together
+        return canonical_gpu(str(h.get("gpu", "-")))
     if name == "gpus":
         return str(int(h.get("count", 1) or 1) * int(h.get("nodes", 1) or 1))
     if name == "prompt":

@@ -33,7 +33,9 @@ def test_attributes_read_from_the_plan() -> None:
     hg = _module()
     r = _row("SRC-0001", "offline", 300, "holdout")
     assert [hg.attribute(r, n) for n in ("load", "gpu", "gpus", "prompt", "engine_version", "source")] == [
-        "offline", "H100 SXM", "2", "<=1k", "-", "SRC"]
+        "offline", "h100-sxm-80gb", "2", "<=1k", "-", "SRC"]
+    assert hg.canonical_gpu("A100 SXM4 80GB") == hg.canonical_gpu("A100 SXM 80GB") == "a100-sxm-80gb"
+    assert hg.canonical_gpu("no such card") == "no such card"
     assert [hg.prompt_class(t) for t in (256, 257, 4096, 4097)] == ["<=256", "<=1k", "<=4k", ">4k"]
 
 
