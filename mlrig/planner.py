@@ -373,17 +373,18 @@ LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor
 
 
 def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
-    """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF formats
-    only llama.cpp; Apple llama.cpp and MLX; a CPU host llama.cpp (16-bit also transformers); 16-bit, FP8 and GPU
+    """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF block formats
+    (Q8_0 included) only llama.cpp; Apple llama.cpp and MLX; a CPU host llama.cpp (16-bit also transformers); 16-bit, FP8 and GPU
     4-bit formats the serving engines and transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
     from mlrig.quant import parse_precision
 
-    fam = parse_precision(precision).family
+    parsed = parse_precision(precision)
+    fam = parsed.family
     if gpu.hardware_class == "apple":
         names = ["llama.cpp", "mlx"]
     elif gpu.hardware_class == "cpu":
         names = ["llama.cpp"] + (["transformers"] if fam == "f16" else [])
-    elif fam in ("kquant", "legacy"):
+    elif fam in ("kquant", "legacy") or parsed.llama_cpp_only:  # GGUF's Q8_0 too (family "q8", as int8)
         names = ["llama.cpp"]
     else:
         names = ["vllm", "sglang", "trt-llm", "transformers"] + (["llama.cpp"] if fam in ("f16", "q8") else [])
