@@ -374,8 +374,9 @@ LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor
 
 def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
     """Engines that run these weights on this hardware, for `plan`'s side-by-side line: GGUF block formats
-    (Q8_0 included) only llama.cpp; Apple llama.cpp and MLX; a CPU host llama.cpp (16-bit also transformers); 16-bit, FP8 and GPU
-    4-bit formats the serving engines and transformers (16-bit also llama.cpp); TensorRT-LLM on NVIDIA only."""
+    (Q8_0 included) only llama.cpp; Apple llama.cpp and MLX; a CPU host llama.cpp (16-bit also transformers);
+    16-bit, FP8 and GPU 4-bit formats the serving engines and transformers (16-bit also llama.cpp); TensorRT-LLM on
+    NVIDIA only."""
     from mlrig.quant import parse_precision
 
     parsed = parse_precision(precision)
