@@ -64,7 +64,7 @@ class _Strict(BaseModel):
     @classmethod
     def _finite(cls, v: object) -> object:
         if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError("must be a finite number (got NaN or infinity)")
+            raise ValueError("must be a finite number, not NaN or infinity")
         if isinstance(v, str) and not v.strip():  # --engine '' and friends: a name, never blank
             raise ValueError("must not be empty; give a name or leave the field out")
         return v

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,21 @@ def cli_parser(plain: Callable[[str], T]) -> Callable[[str], T]:
 
     parse.plain = plain  # type: ignore[attr-defined]
     return parse
+
+
+def parse_watts(text: str | float, flag: str) -> float:
+    """A power in W ('300', '300W'): a finite number above 0, else a one-line MlrigError naming the flag (not the plan
+    field it fills)."""
+    from mlrig.errors import MlrigError
+
+    raw = str(text).strip().lower().removesuffix("w").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        raise MlrigError(f"{flag}: cannot read {text!r} as a power in W; give e.g. {flag} 300") from None
+    if not math.isfinite(value) or value <= 0:
+        raise MlrigError(f"{flag}: {text!r} is not a positive number of W; give e.g. {flag} 300")
+    return value
 
 
 def memory_gib(flag: str) -> Callable[[str], float]:
@@ -260,7 +276,8 @@ InterconnectOpt = Annotated[str | None, typer.Option(
     "on data-centre / workstation cards and Arc Pro, host-staged on GeForce); 'pcie4-p2p' / 'pcie4-nop2p' force P2P "
     "on / off (e.g. a VM without P2P); with --nodes, the network: ib-ndr, '4x roce-100g'")]
 PowerLimitOpt = Annotated[float | None, typer.Option(
-    "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak")]
+    "--power-limit-w", help="GPU power cap in W (nvidia-smi -pl); scales the compute peak", metavar="FLOAT",
+    parser=cli_parser(lambda value: parse_watts(value, "--power-limit-w")))]
 
 
 # ---- the serving setup: one definition for every command that takes one ----
