@@ -38,13 +38,15 @@ GPUS = ["rtx-3090", "rtx-4090", "rtx-5090", "rtx-3060", "rtx-a6000", "rtx-6000-a
         "a100-sxm-80gb", "h100-sxm-80gb", "h200", "b200", "l4", "l40s", "mi300x", "apple-m2-ultra-76c-192gb",
         "apple-m4-max-40c-128gb", "cpu"]
 PRECISIONS = ["bf16", "fp8", "awq", "gptq", "q4_k_m", "q8_0"]
-ENGINES: list[str | None] = [None, "vllm", "llama.cpp", "transformers"]
+ENGINES: list[str | None] = [None, "vllm", "sglang", "trt-llm", "lmdeploy", "tgi", "llama.cpp", "ollama", "mlx",
+                             "transformers", "exllamav2", "mlc"]
 # same family, (slower, faster): a batch-1 decode on the faster one should never be slower
 FASTER = [("h100-sxm-80gb", "h200"), ("rtx-3090", "rtx-4090"), ("rtx-4090", "rtx-5090"), ("a100-sxm-80gb", "h100-sxm-80gb")]
 # bits per weight, high to low: weight memory must not grow down this list
 LOWER_BITS = ["bf16", "q8_0", "q4_k_m"]
 
 Plan = dict[str, Any]
+STATS: dict[str, int] = {"plans": 0, "clean MlrigError": 0, "series dropped: engine switched": 0}
 Violation = str
 
 
@@ -141,6 +143,11 @@ def decode(r: PlanResult) -> float | None:
     return r.performance.decode_tok_s if r.performance else None
 
 
+def tpot_rate(r: PlanResult) -> float | None:
+    """Per-sequence decode rate under load, 1000 / TPOT."""
+    return 1000 / r.performance.tpot_ms if r.performance and r.performance.tpot_ms else None
+
+
 def ttft(r: PlanResult) -> float | None:
     return r.performance.ttft_ms if r.performance else None
 
@@ -151,26 +158,43 @@ def series(plans: list[Plan], bad: list[Violation]) -> list[tuple[Plan, PlanResu
     out = []
     for p in plans:
         r, exc = run(p)
+        STATS["plans"] += 1
+        STATS["clean MlrigError"] += r is None and exc is None
         if exc:
             bad.append(exc)
         if r is not None:
             bad.extend(check_single(p, r))
             out.append((p, r))
     engines = {r.engine for _, r in out}
-    return out if len(engines) <= 1 else []
+    if len(engines) > 1:
+        STATS["series dropped: engine switched"] += 1
+        return []
+    return out
 
 
 def sweep(models: list[str], gpus: list[str], precisions: list[str], engines: list[str | None]) -> Iterator[Violation]:
     for model, gpu, precision, engine in itertools.product(models, gpus, precisions, engines):
         bad: list[Violation] = []
-        by_batch = series([plan(model, gpu, precision, engine, batch=b) for b in (1, 2, 8, 32)], bad)
+        by_batch = series([plan(model, gpu, precision, engine, batch=b) for b in (1, 2, 8, 32, 128)], bad)
         bad += monotone("more batch, less memory", by_batch, mem, +1)
-        by_ctx = series([plan(model, gpu, precision, engine, context=c) for c in (2048, 8192, 32768)], bad)
+        bad += monotone("more batch, faster decode per sequence", by_batch, decode, -1)
+        by_ctx = series([plan(model, gpu, precision, engine, context=c) for c in (2048, 8192, 32768, 131072)], bad)
         bad += monotone("longer context, less KV", by_ctx, kv, +1)
         bad += monotone("longer context, faster decode", by_ctx, decode, -1)
         by_prompt = series([plan(model, gpu, precision, engine, context=8192, prompt_tokens=n, output_tokens=64)
                             for n in (256, 2048, 8000)], bad)
         bad += monotone("longer prompt, shorter TTFT", by_prompt, ttft, +1)
+        yield from bad
+    for model, gpu, engine in itertools.product(models, ("h100-sxm-80gb", "rtx-4090", "mi300x", "l40s"),
+                                                ("vllm", "sglang", "trt-llm", None)):
+        bad = []
+        users = series([plan(model, gpu, "fp8", engine, batch=b, load="concurrency", prompt_tokens=1024,
+                             output_tokens=256) for b in (1, 4, 16, 64, 256)], bad)
+        bad += monotone("more concurrent users, shorter TTFT", users, ttft, +1)
+        bad += monotone("more concurrent users, faster decode per sequence", users, tpot_rate, -1)
+        rates = series([plan(model, gpu, "fp8", engine, batch=256, load="rate", request_rate=r, num_requests=500,
+                             prompt_tokens=1024, output_tokens=256) for r in (0.5, 2, 8, 32)], bad)
+        bad += monotone("higher request rate, shorter TTFT", rates, ttft, +1)
         yield from bad
     for model, (slow, fast), precision, engine in itertools.product(models, FASTER, precisions, engines):
         bad = []
@@ -182,14 +206,20 @@ def sweep(models: list[str], gpus: list[str], precisions: list[str], engines: li
         by_bits = series([plan(model, gpu, pr, engine) for pr in LOWER_BITS], bad)
         bad += monotone("lower-bit weights, more weight memory", by_bits, weights, -1)
         yield from bad
-    for model in models[:6]:
-        for gpu in ("a100-sxm-80gb", "h100-sxm-80gb", "mi300x"):
-            bad = []
-            plans = [{"model": model, "hardware": {"gpu": gpu, "count": n},
-                      "workload": {"task": "finetune", "batch_size": 1, "precision": "bf16"},
-                      "training": {"method": "full", "zero_stage": 3}} for n in (1, 2, 8)]
-            bad += monotone("ZeRO-3: more GPUs, more memory per GPU", series(plans, bad), mem, -1)
-            yield from bad
+    for model, gpu, method in itertools.product(models, ("rtx-4090", "a100-sxm-80gb", "h100-sxm-80gb", "mi300x"),
+                                                ("full", "lora")):
+        bad = []
+        plans = [{"model": model, "hardware": {"gpu": gpu, "count": n},
+                  "workload": {"task": "finetune", "batch_size": 1, "precision": "bf16"},
+                  "training": {"method": method, "zero_stage": 3}} for n in (1, 2, 8, 16)]
+        bad += monotone("ZeRO-3: more GPUs, more memory per GPU", series(plans, bad), mem, -1)
+        yield from bad
+    for model, gpu, precision, engine in itertools.product(models, ("h100-sxm-80gb", "rtx-4090", "mi300x"),
+                                                           ("bf16", "fp8", "awq"), ("vllm", None)):
+        bad = []
+        by_count = series([plan(model, gpu, precision, engine, count=n) for n in (1, 2, 4, 8)], bad)
+        bad += monotone("tensor parallel: more GPUs, more memory per GPU", by_count, mem, -1)
+        yield from bad
 
 
 def main() -> int:
@@ -200,6 +230,8 @@ def main() -> int:
     for v in sweep(models, gpus, PRECISIONS, ENGINES):
         print(v)
         n += 1
+    for k, v in STATS.items():
+        print(f"{k}: {v}")
     print(f"violations={n}")
     return 1 if n else 0
 
