@@ -7,9 +7,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import invariants  # noqa: E402
+import invariants
 
-from mlrig.planner import evaluate  # noqa: E402
+from mlrig.planner import evaluate
 
 
 def test_sampled_sweep_keeps_every_invariant() -> None:
