@@ -43,8 +43,8 @@ ENGINES: list[str | None] = [None, "vllm", "sglang", "trt-llm", "lmdeploy", "tgi
 # same family, (slower, faster): a batch-1 decode on the faster one should never be slower
 FASTER = [("h100-sxm-80gb", "h200"), ("rtx-3090", "rtx-4090"), ("rtx-4090", "rtx-5090"),
           ("a100-sxm-80gb", "h100-sxm-80gb")]
-# bits per weight, high to low: weight memory must not grow down this list
-LOWER_BITS = ["bf16", "q8_0", "q4_k_m"]
+# bits per weight, high to low: weight memory must not grow down each ladder
+LOWER_BITS = [["bf16", "q8_0", "q4_k_m"], ["bf16", "fp8", "awq"], ["bf16", "fp8", "gptq"]]
 
 Plan = dict[str, Any]
 STATS: dict[str, int] = {"plans": 0, "clean MlrigError": 0, "series dropped: engine switched": 0}
@@ -238,9 +238,9 @@ def sweep(models: list[str], gpus: list[str], precisions: list[str], engines: li
         pair = series([plan(model, g, precision, engine) for g in (slow, fast)], bad)
         bad += monotone(f"{fast} decodes slower than {slow}", pair, decode, +1)
         yield from bad
-    for model, gpu, engine in itertools.product(models, gpus, engines):
+    for model, gpu, engine, ladder in itertools.product(models, gpus, engines, LOWER_BITS):
         bad = []
-        by_bits = series([plan(model, gpu, pr, engine) for pr in LOWER_BITS], bad)
+        by_bits = series([plan(model, gpu, pr, engine) for pr in ladder], bad)
         bad += monotone("lower-bit weights, more weight memory", by_bits, weights, -1)
         yield from bad
     for model, gpu, method in itertools.product(models, ("rtx-4090", "a100-sxm-80gb", "h100-sxm-80gb", "mi300x"),
