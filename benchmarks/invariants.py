@@ -9,7 +9,10 @@ Invariants (each a function below):
 - no exception other than a clean MlrigError;
 - more batch never needs less memory per GPU;
 - longer context never needs less KV memory and never decodes faster per sequence;
-- more GPUs with ZeRO-3 never need more memory per GPU (fine-tuning);
+- more GPUs with ZeRO-3 never need more memory per GPU (fine-tuning); more batch or longer sequences never
+  need less training memory; LoRA never needs more than full fine-tuning, QLoRA never more than LoRA;
+- more GPUs (tensor parallel) never need more memory per GPU; more concurrent users or a higher request rate
+  never give a shorter TTFT or a faster per-sequence decode;
 - a faster GPU of the same family never decodes slower at batch 1 (H200 vs H100, 4090 vs 3090, ...);
 - lower-bit weights never need more weight memory;
 - prefill tok/s >= decode tok/s at batch 1; TTFT grows with prompt length;
@@ -250,6 +253,20 @@ def sweep(models: list[str], gpus: list[str], precisions: list[str], engines: li
                   "workload": {"task": "finetune", "batch_size": 1, "precision": "bf16"},
                   "training": {"method": method, "zero_stage": 3}} for n in (1, 2, 8, 16)]
         bad += monotone("ZeRO-3: more GPUs, more memory per GPU", series(plans, bad), mem, -1)
+        yield from bad
+    for model, gpu in itertools.product(models, ("rtx-3090", "rtx-4090", "a100-sxm-80gb", "h100-sxm-80gb", "mi300x")):
+        bad = []
+
+        def train(batch: int = 1, seq: int = 2048, method: str = "lora", model: str = model,
+                  gpu: str = gpu) -> Plan:
+            return {"model": model, "hardware": {"gpu": gpu},
+                    "workload": {"task": "finetune", "batch_size": batch, "precision": "bf16"},
+                    "training": {"method": method, "seq_len": seq}}
+        bad += monotone("training: more batch, less memory", series([train(batch=b) for b in (1, 2, 8)], bad), mem, +1)
+        bad += monotone("training: longer sequences, less memory",
+                        series([train(seq=n) for n in (512, 2048, 8192)], bad), mem, +1)
+        bad += monotone("training: full -> LoRA -> QLoRA needs more memory",
+                        series([train(method=m) for m in ("full", "lora", "qlora")], bad), mem, -1)
         yield from bad
     for model, gpu, precision, engine in itertools.product(models, ("h100-sxm-80gb", "rtx-4090", "mi300x"),
                                                            ("bf16", "fp8", "awq"), ("vllm", None)):
