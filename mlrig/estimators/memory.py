@@ -749,7 +749,9 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         block = VLLM_BLOCK_TOKENS * kv_tok
         capacity = vec.where(block > 0, vec.trunc_int(pool // vec.where(block > 0, block, 1.0)) * VLLM_BLOCK_TOKENS,
                              0)
-        fixed = weights + act + non_torch
+        # what the reservation must hold besides the KV pool; SGLang's activations sit outside its static fraction
+        # (the pool above is reserved - weights - non_torch), so its headroom and weights check leave them out too
+        fixed = weights + non_torch + (0.0 if engine == "sglang" else act)
         weights_ok = fixed <= reserved
         fits = vec.both(weights_ok, capacity >= ctx)
         # The engine takes its whole reservation when it starts; when it cannot start, report what it
