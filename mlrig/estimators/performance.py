@@ -124,13 +124,21 @@ def llama_cpp_sm_bound_fraction(gpu: GPU) -> float | None:
     (BW_EFF["llama.cpp"]["gddr"] of the peak) and the SM roof (efficiency.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE x
     SMs x clock, `sm_cycles_per_s`) combined as the roofline's p-norm of times (ROOFLINE_SMOOTHING_P). Derivation
     and fit rows: efficiency.py, 1''. None where SMs x clock is unknown (BW_EFF's HBM figure applies)."""
-    cycles = sm_cycles_per_s(gpu)
-    if cycles is None:
+    return _dram_and_core_roof_fraction(gpu, eff.BW_EFF["llama.cpp"]["gddr"],
+                                        eff.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE, sm_cycles_per_s(gpu))
+
+
+def _dram_and_core_roof_fraction(gpu: GPU, dram_eff: float, bytes_per_cycle: float,
+                                 cycles_per_s: float | None) -> float | None:
+    """Fraction of peak bandwidth a mat-vec reaches under two roofs, the DRAM's (`dram_eff` of the peak) and the
+    cores' (`bytes_per_cycle` x SM- or CU-cycles per second), combined as the roofline's p-norm of times
+    (ROOFLINE_SMOOTHING_P); None where the cycle rate is unknown."""
+    if cycles_per_s is None:
         return None
     peak_b_s = gpu.memory_bandwidth_gb_s * 1e9
-    dram_s = 1.0 / (eff.BW_EFF["llama.cpp"]["gddr"] * peak_b_s)  # seconds per byte at each roof
-    sm_s = 1.0 / (eff.LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * cycles)
-    return float(1.0 / (_p_norm(dram_s, sm_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
+    dram_s = 1.0 / (dram_eff * peak_b_s)  # seconds per byte at each roof
+    core_s = 1.0 / (bytes_per_cycle * cycles_per_s)
+    return float(1.0 / (_p_norm(dram_s, core_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
 
 
 def cu_cycles_per_s(gpu: GPU) -> float | None:
@@ -163,13 +171,8 @@ def hip_dmmv_f16_fraction(gpu: GPU) -> float | None:
     x clock, `cu_cycles_per_s`) combined as the roofline's p-norm of times (ROOFLINE_SMOOTHING_P), as
     `llama_cpp_sm_bound_fraction` does on NVIDIA. Derivation: efficiency.py, 1-HIP. None where CUs x clock is
     unknown."""
-    cycles = cu_cycles_per_s(gpu)
-    if cycles is None:
-        return None
-    peak_b_s = gpu.memory_bandwidth_gb_s * 1e9
-    dram_s = 1.0 / (eff.BW_EFF["llama.cpp-hip"]["gddr"] * peak_b_s)  # seconds per byte at each roof
-    cu_s = 1.0 / (eff.HIP_DMMV_BYTES_PER_CU_CYCLE * cycles)
-    return float(1.0 / (_p_norm(dram_s, cu_s, eff.ROOFLINE_SMOOTHING_P) * peak_b_s))
+    return _dram_and_core_roof_fraction(gpu, eff.BW_EFF["llama.cpp-hip"]["gddr"], eff.HIP_DMMV_BYTES_PER_CU_CYCLE,
+                                        cu_cycles_per_s(gpu))
 
 
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
