@@ -1807,10 +1807,12 @@ def burst_priced_as_wave(r: ResolvedPlan, budget: int | None, v1: bool) -> bool:
     such a run, `load: offline` with num_requests N and `load: concurrency` with batch_size = num_requests = N,
     describe the same burst and are priced by the same branch (`serving_performance`).
 
-    V1 (vllm_v1): its scheduler (vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, read at 0.10.2) schedules
-    the running requests' tokens first and then waiting requests FCFS while the token budget lasts, splitting the
-    last one; a request whose final prompt chunk runs in a step samples its first token in that step and the
-    engine core hands it to the front end with that step's outputs, so the median member's first token leaves once
+    V1 (vllm_v1): its scheduler (vllm-project/vllm vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, read on a
+    2025 main, not at 0.10.2 itself) schedules the running requests' tokens first ("First, schedule the RUNNING
+    requests", while token_budget > 0) and then waiting requests FCFS while the budget lasts, splitting the last
+    one; a request whose final prompt chunk runs in a step keeps the token sampled in that step (the model runner
+    discards only partial prefills' samples) and the engine core hands it to the front end with that step's
+    outputs, so the median member's first token leaves once
     about half the burst is prefilled (`wave_rank_ttft_s`; `chunked_burst_tpot_extra_s` already prices that median
     member's TPOT with the prompts behind it riding in its decode iterations). V0 (0.6.x, vllm/core/scheduler.py
     `_schedule_chunked_prefill`) schedules the same way, but its measured bursts put the median first token at the
@@ -1826,9 +1828,10 @@ def burst_priced_as_wave(r: ResolvedPlan, budget: int | None, v1: bool) -> bool:
     Against the whole burst: 76,800 prompt tokens of the 20b (3.6B active) in the measured 7.6 s would be 73 TFLOPS,
     74 % of the card's 98 TFLOPS dense bf16 peak in eager mode; this model's whole burst (9.7 s) is 57 %, and with
     the median member at 7.6 s the burst is ~15 s, 37 %. The likelier error is this model's Arc / XPU prefill pass,
-    not fitted here. Held out, checked only: GPUSTACK's V1 bursts within the cap (0.10.2 / 0.11.0, 1,000 ShareGPT or
-    500 random prompts at once on 1-8 H100 / 8 H200, gpt-oss, GLM-4.6, DeepSeek-R1: -0153 .. -0234, 8 rows) median |error| 30 % -> 58 %,
-    all now low: those runs, too, measure more than the median member's share of the burst priced here."""
+    not fitted here. Held out, checked only: GPUSTACK's V1 bursts within the cap (0.10.2 / 0.11.0, 1,000 ShareGPT
+    or 500 random prompts at once on 1-8 H100 / 8 H200; gpt-oss, GLM-4.6, DeepSeek-R1: -0153 .. -0234, 8 rows)
+    median |error| 30 % -> 58 %, all now low: those runs, too, measure more than the median member's share of the
+    burst priced here."""
     return r.engine == "vllm" and budget is not None and v1
 
 
