@@ -1805,7 +1805,8 @@ def burst_priced_as_wave(r: ResolvedPlan, budget: int | None, v1: bool) -> bool:
     (`wave_rank_ttft_s`), and the front end), and not as the static batch whose first tokens all come at the end
     of the whole burst's prefill (`performance.static_inference`, `vllm_chunked_iterations_extra_s`). Both plans of
     such a run, `load: offline` with num_requests N and `load: concurrency` with batch_size = num_requests = N,
-    describe the same burst and are priced by the same branch (`serving_performance`).
+    describe the same burst and are priced by the same branch (`serving_performance`). One request alone keeps the
+    static figures (its run lasts its TTFT and O - 1 TPOTs: tests/test_offline_single_request.py).
 
     V1 (vllm_v1): its scheduler (vllm-project/vllm vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, read on a
     2025 main, not at 0.10.2 itself) schedules the running requests' tokens first ("First, schedule the RUNNING
@@ -2590,7 +2591,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "throughput_tok_s": thr, "requests_per_s": thr / out_tok, "explanation": expl_static,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok}
             median = max(1, math.ceil(users / 2))
-            if burst_priced_as_wave(r, budget, v1):
+            if users > 1 and burst_priced_as_wave(r, budget, v1):
                 # one burst into an idle engine is a closed loop's opening wave: its median member's first token
                 # comes after the prompts ahead of it, not after the whole burst (`burst_priced_as_wave`)
                 rc = r.varied(load="concurrency", batch_size=users, num_requests=users)
