@@ -1813,9 +1813,9 @@ def burst_priced_as_wave(r: ResolvedPlan, budget: int | None, v1: bool) -> bool:
     requests", while token_budget > 0) and then waiting requests FCFS while the budget lasts, splitting the last
     one; a request whose final prompt chunk runs in a step keeps the token sampled in that step (the model runner
     discards only partial prefills' samples) and the engine core hands it to the front end with that step's
-    outputs, so the median member's first token leaves once
-    about half the burst is prefilled (`wave_rank_ttft_s`; `chunked_burst_tpot_extra_s` already prices that median
-    member's TPOT with the prompts behind it riding in its decode iterations). V0 (0.6.x, vllm/core/scheduler.py
+    outputs, so the median member's first token leaves once about half the burst is prefilled (`wave_rank_ttft_s`;
+    `chunked_burst_tpot_extra_s` already prices that median member's TPOT with the prompts behind it riding in its
+    decode iterations). V0 (0.6.x, vllm/core/scheduler.py
     `_schedule_chunked_prefill`) schedules the same way, but its measured bursts put the median first token at the
     whole burst's prefill: LHLMI300X (fit: vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B, 1,024-token budget, ~80-token
     prompts) 8 / 16 / 32 prompts (1 / 2 / 3 iterations) measured 463 / 694 / 1,103 ms, where the median member would
