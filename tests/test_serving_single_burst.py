@@ -1,7 +1,7 @@
 """One burst of N prompts sent at once into an idle vLLM engine, written two ways: `load: offline` with
 num_requests N, and `load: concurrency` with batch_size = num_requests = N (every user sends exactly one
 request, all at t = 0). Both describe the same run and must get the same figures
-(serving.single_burst_loop, serving.burst_priced_as_wave)."""
+(serving.single_burst_loop)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from mlrig.estimators.performance import prefill_pass
-from mlrig.planner import evaluate, resolve_plan
+from mlrig.planner import evaluate
 
 # VLLMARC-0002's setup (vLLM 0.10.2 XPU on one Arc Pro B60, gpt-oss-20b, 8,192-token budget)
 ARC: dict[str, Any] = {
@@ -52,21 +51,12 @@ def test_offline_burst_and_one_round_closed_loop_agree(plan: dict[str, Any], n: 
     assert "one burst" in (loop.explanation or "")
 
 
-def test_v1_burst_median_member_waits_for_the_prompts_ahead_not_the_whole_burst() -> None:
-    # V1's scheduler fills each 8,192-token iteration FCFS: 75 prompts of 1,024 tokens are ~10 iterations, and the
-    # median member (rank 38) has its first token after ~5 of them, so about half the burst's prefill; before, the
-    # offline path priced every first token at the whole burst's end (the static batch).
-    off, _ = _both(ARC, 75)
-    r, _notes = resolve_plan({**ARC, "workload": {**ARC["workload"], "load": "offline", "num_requests": 75}})
-    whole_s = prefill_pass(r, 75, 1024).seconds
-    assert off is not None and off.ttft_ms is not None
-    assert 0.45 * whole_s < off.ttft_ms / 1e3 < 0.7 * whole_s
-
-
-def test_v0_burst_keeps_the_whole_burst_measured_on_its_rows() -> None:
-    # V0 (0.6.3): the offline burst's TTFT is the static batch's (every first token at the burst's end), and the
-    # closed loop of one round now matches it (before, it priced the median member after half the burst)
-    plan = _llama("H100 SXM", "0.6.3")
+@pytest.mark.parametrize("version", ["0.6.3", "0.10.2"])
+def test_burst_keeps_the_whole_burst_measured_on_its_rows(version: str) -> None:
+    # V0 (0.6.3, LHLMI300X) and V1 (0.10.2, VLLMARC): the offline burst's TTFT is the static batch's (every first
+    # token at the burst's end), and the closed loop of one round now matches it (before, it priced the median
+    # member after half the burst)
+    plan = _llama("H100 SXM", version)
     off, loop = _both(plan, 64)
     static = evaluate({**plan, "workload": {**plan["workload"], "load": "static", "batch_size": 64}}).performance
     assert off is not None and loop is not None and static is not None

@@ -1791,49 +1791,20 @@ def single_burst_loop(w: WorkloadSpec, engine: str, running_limit: int) -> bool:
     sends at most one request (`num_requests` <= batch_size), all at t = 0 into an idle engine, and no more than
     `running_limit` (the batch cap and the sequences the KV pool holds) of them, which is what `load: offline` with
     that `num_requests` describes; `serving_performance` prices it as that offline load, so the two plans agree.
-    vLLM only (its two paths were checked against each other and the rows: `burst_priced_as_wave`). A burst past
+    vLLM only, where its two paths were checked against each other and the rows. The burst is the static batch whose
+    first tokens all come at the end of the whole burst's prefill, on V0 and V1 alike, although both schedulers fill
+    each chunked-prefill iteration FCFS (vllm/core/scheduler.py `_schedule_chunked_prefill`; vllm/v1/core/sched/
+    scheduler.py `Scheduler.schedule`), which would hand the median member its first token after about half the
+    burst: the measured bursts put it at the whole burst. V0: LHLMI300X (fit, 0.6.3 on 8x MI300X, 1,024-token
+    budget) 8 / 16 / 32 prompts measured 463 / 694 / 1,103 ms where the median member would wait 1 / 1 / 2
+    iterations, 128 / 256 prompts ~260-330 ms per further iteration of the whole burst. V1: VLLMARC (fit, 0.10.2 on
+    Arc Pro B60s) -29 / -28 / -25 % (one card) and -49 / -49 / -47 % (four) priced at the median member, +27 /
+    +28 / +23 % and -7 / -7 / -10 % at the whole burst (branch s35-burstcons). The mechanism is not identified
+    (candidates: the API server's serial request intake, the front end's first-token detokenisation). A burst past
     the cap is left to each path: the closed loop reports the mean apart (`wave_median_ttft_s`), which the offline
     backlog does not, and rows of both kinds are fitted (LDSINGH-0023 .. -0025, 512 users over a cap of 256)."""
     return (w.load == "concurrency" and engine == "vllm" and w.num_requests is not None
             and 0 < w.num_requests <= w.batch_size and w.num_requests <= running_limit)
-
-
-def burst_priced_as_wave(r: ResolvedPlan, budget: int | None, v1: bool) -> bool:
-    """Whether one burst of prompts sent at once into an idle vLLM engine under chunked prefill (`budget` tokens per
-    iteration) is priced as a closed loop's opening wave (`load_point` with wave share 1: the first arrival alone
-    (`wave_stagger_s`), then the median member's first token after the prompts ahead of it, FCFS
-    (`wave_rank_ttft_s`), and the front end), and not as the static batch whose first tokens all come at the end
-    of the whole burst's prefill (`performance.static_inference`, `vllm_chunked_iterations_extra_s`). Both plans of
-    such a run, `load: offline` with num_requests N and `load: concurrency` with batch_size = num_requests = N,
-    describe the same burst and are priced by the same branch (`serving_performance`). One request alone keeps the
-    static figures (its run lasts its TTFT and O - 1 TPOTs: tests/test_offline_single_request.py).
-
-    V1 (vllm_v1): its scheduler (vllm-project/vllm vllm/v1/core/sched/scheduler.py `Scheduler.schedule`, read on a
-    2025 main, not at 0.10.2 itself) schedules the running requests' tokens first ("First, schedule the RUNNING
-    requests", while token_budget > 0) and then waiting requests FCFS while the budget lasts, splitting the last
-    one; a request whose final prompt chunk runs in a step keeps the token sampled in that step (the model runner
-    discards only partial prefills' samples) and the engine core hands it to the front end with that step's
-    outputs, so the median member's first token leaves once about half the burst is prefilled (`wave_rank_ttft_s`;
-    `chunked_burst_tpot_extra_s` already prices that median member's TPOT with the prompts behind it riding in its
-    decode iterations). V0 (0.6.x, vllm/core/scheduler.py
-    `_schedule_chunked_prefill`) schedules the same way, but its measured bursts put the median first token at the
-    whole burst's prefill: LHLMI300X (fit: vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B, 1,024-token budget, ~80-token
-    prompts) 8 / 16 / 32 prompts (1 / 2 / 3 iterations) measured 463 / 694 / 1,103 ms, where the median member would
-    wait 1 / 1 / 2 iterations, and 128 / 256 prompts (10 / 20 iterations) 3,278 / 5,861 ms, ~260-330 ms per further
-    iteration of the whole burst (this model's 1,024-token pass: 338 ms); 2 prompts measure what one does (261 / 239
-    ms), so no first arrival runs alone either. The V0 mechanism is not identified; V0 keeps the static burst, and
-    its closed loop of one round with it.
-    Rows the V1 choice moves (fit): VLLMARC-0002 / -0005 / -0008 (vLLM 0.10.2 on one Arc Pro B60, gpt-oss-20b, 75 /
-    38 / 15 prompts of 1,024 / 2,048 / 5,120 tokens, 8,192-token budget) +27 / +28 / +23 % as whole bursts, now -29 /
-    -28 / -25 %; VLLMARC-0011 / -0014 / -0017 (gpt-oss-120b on four cards) -7 / -7 / -10 %, now -49 / -49 / -47 %.
-    Against the whole burst: 76,800 prompt tokens of the 20b (3.6B active) in the measured 7.6 s would be 73 TFLOPS,
-    74 % of the card's 98 TFLOPS dense bf16 peak in eager mode; this model's whole burst (9.7 s) is 57 %, and with
-    the median member at 7.6 s the burst is ~15 s, 37 %. The likelier error is this model's Arc / XPU prefill pass,
-    not fitted here. Held out, checked only: GPUSTACK's V1 bursts within the cap (0.10.2 / 0.11.0, 1,000 ShareGPT
-    or 500 random prompts at once on 1-8 H100 / 8 H200; gpt-oss, GLM-4.6, DeepSeek-R1: -0153 .. -0234, 8 rows)
-    median |error| 30 % -> 58 %, all now low: those runs, too, measure more than the median member's share of the
-    burst priced here."""
-    return r.engine == "vllm" and budget is not None and v1
 
 
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
@@ -2591,13 +2562,6 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
                 "throughput_tok_s": thr, "requests_per_s": thr / out_tok, "explanation": expl_static,
                 "total_throughput_tok_s": thr * (w.prompt_tokens + w.output_tokens) / out_tok}
             median = max(1, math.ceil(users / 2))
-            if users > 1 and burst_priced_as_wave(r, budget, v1):
-                # one burst into an idle engine is a closed loop's opening wave: its median member's first token
-                # comes after the prompts ahead of it, not after the whole burst (`burst_priced_as_wave`)
-                rc = r.varied(load="concurrency", batch_size=users, num_requests=users)
-                update["ttft_ms"] = load_point(rc, users=users, slots=slots, cap=cap, budget=budget,
-                                               recompute_s_per_iter=recompute, wave_weight=1.0,
-                                               kv_tokens=int(kv_tokens) if kv_tokens else None).ttft_s * 1e3
             extra_s = chunked_burst_tpot_extra_s(r, users, budget)
             if extra_s > 0 and perf.tpot_ms is not None:  # the other prompts' chunks ride in its decode steps
                 update["tpot_ms"] = perf.tpot_ms + extra_s * 1e3
