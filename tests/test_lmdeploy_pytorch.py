@@ -92,6 +92,7 @@ def test_unversioned_pytorch_plan_is_priced_as_the_current_release() -> None:
     res = evaluate(_plan("lmdeploy-pytorch"))
     assert CURRENT["lmdeploy"] == "0.18"
     assert any("~0.18" in n for n in res.notes)
-    plan = parse_plan({"model": "Qwen/Qwen3-30B-A3B", "workload": {"engine": "lmdeploy", "engine_version": "0.18+pytorch"},
+    plan = parse_plan({"model": "Qwen/Qwen3-30B-A3B",
+                       "workload": {"engine": "lmdeploy", "engine_version": "0.18+pytorch"},
                        "hardware": {"gpu": "H200"}})
     assert batch_cap(plan, "lmdeploy", resolve_gpu("H200"), True) == 1024
