@@ -233,9 +233,17 @@ CSV_OVERRIDES: dict[str, dict[str, Any]] = {
 # nvidia-smi output; overrides the rule in `reported_gib`. CUDA/frameworks see ~0.3-0.5 GiB less
 # (vLLM logs "total memory 79.18 GiB" on an H100 80GB HBM3, mlrig/data/calibration/
 # inference_memory.csv): that CUDA-context cost belongs to the memory estimator, not the catalog.
+# The three 24 GB GDDR6X GeForce cards differ by 12 MiB, as nvidia-smi prints them (public nvidia-smi tables found
+# with the project's code search, 2026-11-25: "NVIDIA GeForce RTX 3090 ... / 24576MiB" in nine independent files,
+# drivers 530-580; "RTX 4090 ... / 24564MiB" in eight, drivers 535-580; "RTX 3090 Ti ... / 24564MiB" in eight,
+# drivers 535-580). NVIDIA specifies all three as "24 GB GDDR6X" (the GA102 and AD102 whitepapers' Appendix A); the
+# RTX 3090 (24 x 1 GB modules, clamshell) reports the whole 24 GiB, the 3090 Ti and 4090 (12 x 2 GB; their
+# nvidia-smi shows the ECC column as "Off", i.e. ECC-capable, where the 3090 shows "N/A") 12 MiB less. So the
+# catalog's 24.0 GiB (3090) and 23.99 GiB (3090 Ti, 4090) are both what the driver reports, not a rounding slip.
 NVML_MIB: dict[str, int] = {
     "rtx-4090": 24564,
     "rtx-3090": 24576,
+    "rtx-3090-ti": 24564,
     "h100-sxm-80gb": 81559,
     "h100-pcie-80gb": 81559,
     "h100-nvl-94gb": 95830,

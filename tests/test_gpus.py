@@ -356,3 +356,15 @@ def test_every_tensor_core_gpu_has_a_tensor_rate() -> None:
         if g.vendor == "NVIDIA" and (g.architecture or "").startswith(tensor):
             rate = g.fp16_tflops_dense or g.bf16_tflops_dense
             assert rate and rate > (g.fp32_tflops or 0.0), g.id
+
+
+def test_24gb_geforce_memory_is_what_nvidia_smi_reports() -> None:
+    """NVIDIA sells the RTX 3090, 3090 Ti and 4090 as "24 GB GDDR6X"; nvidia-smi's memory.total is 24576 MiB on a 3090
+    and 24564 MiB on a 3090 Ti and a 4090 (public nvidia-smi tables, scripts/build_gpu_catalog.py NVML_MIB): the
+    catalog keeps each as reported (24.00 / 23.99 / 23.99 GiB), and a "24 GB" filter finds all three."""
+    from mlrig.commands.gpus import filter_gpus
+
+    assert (by_id("rtx-3090").memory_gib, by_id("rtx-3090-ti").memory_gib, by_id("rtx-4090").memory_gib) == \
+        (round(24576 / 1024, 2), round(24564 / 1024, 2), round(24564 / 1024, 2)) == (24.0, 23.99, 23.99)
+    found = {g.id for g in filter_gpus(load_gpus(), min_memory_gib=24)}
+    assert {"rtx-3090", "rtx-3090-ti", "rtx-4090"} <= found

@@ -79,3 +79,20 @@ def test_pytorch_engine_decodes_eagerly_before_v0_6() -> None:
     old, new = evaluate(_plan("lmdeploy", "0.5.3+pytorch")), evaluate(_plan("lmdeploy", "0.6.0+pytorch"))
     assert old.performance is not None and new.performance is not None
     assert old.performance.decode_tok_s < new.performance.decode_tok_s
+
+
+def test_unversioned_pytorch_plan_is_priced_as_the_current_release() -> None:
+    """With no engine_version the PyTorch engine is priced as LMDeploy's current release, 0.18 (PyPI, 2026-09), and
+    so by v0.10.0's device table (lmdeploy/utils.py get_max_batch_size, PR #3921): H200 1,024 running sequences. The
+    former "0.10" read as older than 0.10.0 and got the v0.6 table's fallback of 128."""
+    from mlrig.estimators.engines import CURRENT
+    from mlrig.estimators.serving import batch_cap
+    from mlrig.planner import parse_plan
+
+    res = evaluate(_plan("lmdeploy-pytorch"))
+    assert CURRENT["lmdeploy"] == "0.18"
+    assert any("~0.18" in n for n in res.notes)
+    plan = parse_plan({"model": "Qwen/Qwen3-30B-A3B",
+                       "workload": {"engine": "lmdeploy", "engine_version": "0.18+pytorch"},
+                       "hardware": {"gpu": "H200"}})
+    assert batch_cap(plan, "lmdeploy", resolve_gpu("H200"), True) == 1024

@@ -83,7 +83,10 @@ def test_an_fp16_tag_prices_on_llama_cpp() -> None:
     ("llama4:latest", "llama-4-scout-17b-16e", "q4_k_m"), ("llama4:128x17b", "llama-4-maverick-17b-128e", "q4_k_m"),
     ("llama4:scout-q8_0", "llama-4-scout-17b-16e", "q8_0"),
     ("llama4:17b-maverick-128e-instruct-q8_0", "llama-4-maverick-17b-128e", "q8_0"),
-    ("command-r:35b", "c4ai-command-r-v01", "q4_k_m"), ("command-r:latest", "c4ai-command-r-v01", "q4_k_m"),
+    ("command-r:35b", "c4ai-command-r-08-2024", "q4_k_m"), ("command-r:latest", "c4ai-command-r-08-2024", "q4_k_m"),
+    ("command-r:35b-08-2024-q8_0", "c4ai-command-r-08-2024", "q8_0"),
+    ("command-r:35b-v0.1", "c4ai-command-r-v01", "q4_k_m"),
+    ("command-r-plus:latest", "c4ai-command-r-plus-08-2024", "q4_k_m"),
     ("qwen3:30b", "qwen3-30b-a3b", "q4_k_m"), ("qwen3:235b", "qwen3-235b-a22b", "q4_k_m"),
     ("mistral-small3.2:24b", "mistral-small-3.1-24b-2503", "q4_k_m"), ("gemma3:27b-it-qat", "gemma-3-27b", "q4_0"),
     ("mistral-small:latest", "mistral-small-24b-2501", "q4_k_m"),
@@ -95,11 +98,16 @@ def test_popular_ollama_names_resolve(tag: str, catalog_id: str, precision: str)
 
 
 def test_ollama_caveats_are_stated() -> None:
-    # the catalog's Command R is v01 (MHA); ollama's 35b is the 08-2024 GQA release: the note must say so
-    assert any("08-2024" in n and "8x" in n for n in resolve_model("command-r:35b").notes)
-    assert not any("08-2024" in n for n in resolve_model("command-r:35b-v0.1-q4_0").notes)
     assert any("Qwen2.5-32B" in n for n in resolve_model("qwq").notes)
     assert resolve_model("command-r").weight_format is None  # the bare name keeps its catalog (HF) meaning
+
+
+def test_ollama_command_r_is_the_08_2024_gqa_release() -> None:
+    """ollama's command-r:35b is Command R 08-2024 (8 KV heads of 128); its v0.1 tags are v01 (64 KV heads). Per token
+    the 08-2024 KV cache is 40 layers x 2 x 8 x 128 values, 1/8 of v01's."""
+    new, old = resolve_model("command-r:35b"), resolve_model("command-r:35b-v0.1")
+    assert (new.num_kv_heads, old.num_kv_heads) == (8, 64)
+    assert new.kv_values_per_token(0) == 40 * 2 * 8 * 128 == old.kv_values_per_token(0) // 8
 
 
 def test_a_bare_multi_model_family_still_points_at_its_tag() -> None:

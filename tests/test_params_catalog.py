@@ -195,4 +195,17 @@ def test_command_r_counts_by_hand() -> None:
 
     h, inter, layers, vocab = 8192, 22528, 40, 256000
     want = vocab * h + layers * (4 * h * h + 3 * h * inter + h) + h
-    assert resolve_model("command-r").total_params == want == 34_980_831_232
+    assert resolve_model("command-r-v01").total_params == want == 34_980_831_232
+
+
+def test_command_r_08_2024_counts_by_hand() -> None:
+    """Command R 08-2024 (35B): v01's block with 8 KV heads (GQA) and a 24576 MLP; Command R+ 08-2024 (104B): 96 heads,
+    8 KV heads, a 33792 MLP, 64 layers and per-head q/k LayerNorms ((96 + 8) x 128 weights a layer)."""
+    from mlrig.catalog.models import resolve_model
+
+    h, inter, layers, vocab, kv = 8192, 24576, 40, 256000, 8 * 128
+    want = vocab * h + layers * (2 * h * h + 2 * h * kv + 3 * h * inter + h) + h
+    assert resolve_model("command-r-08-2024").total_params == want == 32_296_476_672
+    h, inter, layers = 12288, 33792, 64
+    want = vocab * h + layers * (2 * h * h + 2 * h * kv + 3 * h * inter + h + (96 + 8) * 128) + h
+    assert resolve_model("command-r-plus-08-2024").total_params == want == 103_810_674_688

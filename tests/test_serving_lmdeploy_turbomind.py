@@ -71,6 +71,9 @@ def test_a_plans_max_num_batched_tokens_is_max_prefill_token_num() -> None:
     ("0.4.0", "H100 SXM5 80GB", 128), ("0.6.0", "A100 SXM4 80GB", 256), ("0.9.0", "H100 SXM5 80GB", 512),
     ("0.9.0", "H200 SXM 141GB", 128), ("0.10.0", "H200 SXM 141GB", 1024), ("0.10.0", "A100 SXM4 40GB", 384),
     (None, "H100 SXM5 80GB", 1024), ("0.10.0", "L40S", 128), ("0.6.0", "NVIDIA GeForce RTX 4090", 128),
+    # a series stands for its newest release: "0.10" (v0.10.x) has v0.10.0's table, "0.6" v0.6's, "0.5" none
+    ("0.10", "H100 SXM5 80GB", 1024), ("0.10+pytorch", "A100 SXM4 80GB", 384), ("0.6", "H100 SXM5 80GB", 512),
+    ("0.5", "H100 SXM5 80GB", 128), ("0.18+pytorch", "H200 SXM 141GB", 1024),
 ])
 def test_default_max_batch_size_by_release_and_device(version: str | None, gpu: str, cap: int) -> None:
     """lmdeploy/utils.py get_max_batch_size: v0.6.0 (PR #2434) a100/a800 256, h100/h800 512, else 128; v0.10.0

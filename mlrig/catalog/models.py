@@ -46,8 +46,11 @@ _ALIASES: dict[str, str] = {
     "olmo-2-32b": "olmo-2-0325-32b",
     "qwen1.5-moe": "qwen1.5-moe-a2.7b",
     "glm-4.6": "glm-4.5",
-    "command-r": "c4ai-command-r-v01",
+    "command-r": "c4ai-command-r-08-2024",  # the newest Command R (ollama's 'command-r' is it too)
     "command-r-v01": "c4ai-command-r-v01",
+    "command-r-08-2024": "c4ai-command-r-08-2024",
+    "command-r-plus-08-2024": "c4ai-command-r-plus-08-2024",
+    "command-r-plus": "c4ai-command-r-plus-08-2024",
 }
 
 
@@ -305,10 +308,11 @@ OLLAMA_LATEST_SIZE = {
     "gemma": "7b", "gemma2": "9b", "gemma3": "4b", "phi3": "3.8b", "phi3.5": "3.8b", "phi4": "14b",
     "tinyllama": "1.1b", "gpt-oss": "20b", "deepseek-r1": "8b",
     # ollama.com/library/qwq ('latest' = 32b, Q4_K_M, 20 GB), /llama4 ('latest' = scout = 16x17b, Q4_K_M, 67 GB),
-    # /command-r ('latest' = 35b), /mistral-small ('latest' = 24b), /mistral-small3.1, /mistral-small3.2
-    # ('latest' = 24b); tag lists as published there, read 2025 (not re-fetched: no network in this session)
-    "qwq": "32b", "llama4": "16x17b", "command-r": "35b", "mistral-small": "24b", "mistral-small3.1": "24b",
-    "mistral-small3.2": "24b",
+    # /command-r ('latest' = 35b), /command-r-plus ('latest' = 104b), /mistral-small ('latest' = 24b),
+    # /mistral-small3.1, /mistral-small3.2 ('latest' = 24b); tag lists as published there, read 2025 (not re-fetched:
+    # no network in this session)
+    "qwq": "32b", "llama4": "16x17b", "command-r": "35b", "command-r-plus": "104b", "mistral-small": "24b",
+    "mistral-small3.1": "24b", "mistral-small3.2": "24b",
 }
 # Tags named by a word instead of a size (ollama.com/library/llama4: 'scout' is the 16x17b build, 'maverick' the
 # 128x17b; 'scout-q8_0' etc. likewise): read as the size tag they are.
@@ -329,8 +333,11 @@ OLLAMA_TAG_MODELS = {
     "llama4:16x17b": "llama-4-scout-17b-16e", "llama4:128x17b": "llama-4-maverick-17b-128e",
     "llama4:17b-scout-16e-instruct": "llama-4-scout-17b-16e",
     "llama4:17b-maverick-128e-instruct": "llama-4-maverick-17b-128e",
-    "command-r:35b": "c4ai-command-r-v01", "command-r:35b-v0.1": "c4ai-command-r-v01",
-    "command-r:35b-08-2024": "c4ai-command-r-v01",
+    # ollama.com/library/command-r: '35b' (= 'latest') and '35b-08-2024' are Command R 08-2024 (GQA, 8 KV heads);
+    # the '35b-v0.1' tags are the first release (64 KV heads). 'command-r-plus:104b' (= 'latest') is Command R+ 08-2024
+    "command-r:35b": "c4ai-command-r-08-2024", "command-r:35b-08-2024": "c4ai-command-r-08-2024",
+    "command-r:35b-v0.1": "c4ai-command-r-v01",
+    "command-r-plus:104b": "c4ai-command-r-plus-08-2024", "command-r-plus:104b-08-2024": "c4ai-command-r-plus-08-2024",
     # ollama.com/library/qwen3: '30b' and '235b' are the MoE models (30b-a3b, 235b-a22b)
     "qwen3:30b": "qwen3-30b-a3b", "qwen3:235b": "qwen3-235b-a22b",
     # Mistral-Small-3.2-24B-Instruct-2506 is "a minor update of Mistral-Small-3.1-24B-Instruct-2503" (its model card):
@@ -339,9 +346,6 @@ OLLAMA_TAG_MODELS = {
 }
 # What a tag's catalog entry does not say about the build ollama serves.
 OLLAMA_TAG_CAVEATS = {
-    "command-r": "ollama's command-r:35b is the 08-2024 release, which has grouped-query attention (8 KV heads); "
-                 "the catalog holds only the first release (v01, 64 KV heads), so the KV cache here is up to 8x "
-                 "too large for it (weights are the same size); the v0.1 tags are exact",
     "qwq": "QwQ-32B shares Qwen2.5-32B's architecture: weights and KV cache are Qwen2.5-32B's",
     "mistral-small3.2": "Mistral Small 3.2 shares 3.1's architecture",
 }
@@ -400,7 +404,7 @@ def _from_ollama_tag(name: str) -> ModelArch | None:
     arch.notes.append(f"{name!r} resolved to catalog entry {arch.id} ({arch.hf_id}) as {tag}: "
                       f"weights {precision} ({how}); pass --engine ollama for ollama's own defaults")
     caveat = OLLAMA_TAG_CAVEATS.get(family)
-    if caveat and not (family == "command-r" and "v0.1" in rest):
+    if caveat:
         arch.notes.append(caveat)
     return arch
 

@@ -61,11 +61,16 @@ if TYPE_CHECKING:
     from mlrig.vec import Num
     from mlrig.workload import Plan
 
-# The release named when none is given: vLLM's newest on PyPI (0.33, Nov 2026); for the others the newest
-# the calibration rows were measured on (TensorRT-LLM 1.2.0rc1, mlx-lm 0.31.3). The estimate takes the current
-# behaviour for a missing version (`before(None, ...)` is False), so this is what the note names.
-CURRENT = {"llama.cpp": "b7000", "trt-llm": "1.2", "transformers": "4.57", "vllm": "0.33",
-           "sglang": "0.5", "lmdeploy": "0.10", "tgi": "3.3", "mlx": "0.31", "tinychat": "2.0"}
+# The release named when none is given: each engine's newest public release, read 2026-11-25 (`pip index versions`
+# against PyPI, and the project's docs search): vLLM 0.33.0 (PyPI, 2026-11), SGLang 0.5.23 (PyPI, 2026-10: still the
+# 0.5 series), TensorRT-LLM 1.2.1 (PyPI, 2026-04), transformers 5.24.0 (PyPI, 2026-11), LMDeploy 0.18.0 (PyPI,
+# 2026-09), mlx-lm 0.32.2 (PyPI, 2026-10), TGI 3.3.5 (its last release, 2025-09-02; the repository has been in
+# maintenance mode since 2025-12-11, README history), llama.cpp b12429 (ggml-org's server-cuda image of 2026-11-16,
+# as github.com/eniewold/llama-cpp-runpod/releases/tag/b12429 records it). ollama has no entry: it is priced as
+# llama.cpp's build. The estimate takes the current behaviour for a missing version (`before(None, ...)` is False),
+# so this is what the note names; only LMDeploy's PyTorch engine is priced at this version (planner: "0.18+pytorch").
+CURRENT = {"llama.cpp": "b12429", "trt-llm": "1.2", "transformers": "5.24", "vllm": "0.33",
+           "sglang": "0.5", "lmdeploy": "0.18", "tgi": "3.3", "mlx": "0.32", "tinychat": "2.0"}
 
 LLAMA_CPP_GRAPHS_BUILD = 3000
 LLAMA_CPP_GRAPHS_DATE = (2024, 6)
@@ -545,10 +550,11 @@ LMDEPLOY_BATCH_BY_DEVICE_V10 = {"a100": 384, "a800": 384, "h100": 1024, "h800": 
 
 def lmdeploy_default_max_batch_size(gpu: GPU, text: str | None) -> int:
     """LMDeploy's default TurboMind max_batch_size on `gpu` under release `text` (see above): its device-name
-    table matches substrings of the lower-cased CUDA device name, taken here from the catalog's name."""
-    if before(text, LMDEPLOY_BATCH_BY_DEVICE_FROM):
+    table matches substrings of the lower-cased CUDA device name, taken here from the catalog's name. A series
+    ("0.10", as CURRENT names it) stands for its newest release (`series_before`): "0.10" is v0.10.x's table."""
+    if series_before(text, LMDEPLOY_BATCH_BY_DEVICE_FROM):
         return 128
-    v10 = not before(text, LMDEPLOY_BATCH_BY_DEVICE_V10_FROM)
+    v10 = not series_before(text, LMDEPLOY_BATCH_BY_DEVICE_V10_FROM)
     table = LMDEPLOY_BATCH_BY_DEVICE_V10 if v10 else LMDEPLOY_BATCH_BY_DEVICE
     name = gpu.name.lower()
     return next((size for key, size in table.items() if key in name), 128)
