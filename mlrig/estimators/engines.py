@@ -194,7 +194,7 @@ SGLANG_OLD_MEM_FRACTION = 0.88
 #   reserved) / gpu_mem, 3), reserved by card: (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) GiB
 #   below 90 GiB, (12 + tp x pp / 2) GiB below 160 GiB, 32 GiB above;
 # - "tp-big" 0.4.6 and 0.4.7 (read at 0.4.6, 0.4.7): the TP table below on cards of at most 81,920 MiB, above it
-#   (gpu_mem - 13 GiB) / gpu_mem (H200: 0.908; MI300X: 0.932);
+#   (gpu_mem - 13 GiB) / gpu_mem (H200: 0.907; MI300X: 0.932);
 # - "tp" 0.4.0 to 0.4.5 (read at 0.4.0, 0.4.2.post4, 0.4.3.post2, 0.4.4, 0.4.5): by TP size alone, 0.88 at TP 1,
 #   0.87 at TP 2-3, 0.85 at TP 4-7, 0.81 at TP 8-15, 0.79 at TP 16 and more;
 # - "tp-0.3" before 0.4.0 (read at 0.3.4.post2): the same with 0.83 at TP 8-15.
@@ -212,9 +212,9 @@ def _sglang_tp_mem_fraction(tp: int, tp8: float) -> float:
 
 def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: str | None) -> float:
     """SGLang's default --mem-fraction-static before 0.5.3 on a card of `gpu_mib` MiB (SGLANG_OLD_MEM_FRACTION_ERAS):
-    0.88 on any card at TP 1 under 0.4.5; 0.81 at TP 8 under 0.4.2; an H200 (143,771 MiB) at TP 1 0.908 under 0.4.6
-    and round((143,771 - 12.5 x 1024) / 143,771, 3) = 0.911 under 0.5.2; an 80 GB H100 (81,559 MiB) at TP 1 under
-    0.5.2 round((81,559 - 10 x 1024) / 81,559, 3) = 0.874."""
+    0.88 on any card at TP 1 under 0.4.5; 0.81 at TP 8 under 0.4.2; an H200 (143,770 MiB) at TP 1 0.907 under 0.4.6
+    and round((143,770 - 12.5 x 1024) / 143,770, 3) = 0.911 under 0.5.2; an 80 GB H100 (81,562 MiB) at TP 1 under
+    0.5.2 round((81,562 - 10 x 1024) / 81,562, 3) = 0.874."""
     rule = next(r for first, r in SGLANG_OLD_MEM_FRACTION_ERAS if not series_before(version, first))
     if rule == "card":
         parallel = tp * pp
