@@ -182,7 +182,8 @@ def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
 # a chunked-prefill size and a CUDA-graph batch cap, then mem_fraction_static = (gpu_mem - reserved) / gpu_mem with
 # reserved = 512 MiB + 1.5 MiB per chunked-prefill token (at least 2,048) + 2 MiB per CUDA-graph batch slot +
 # tp x pp / 8 GiB, at least 10 GiB on cards over 60 GiB. Earlier releases (server_args.py `__post_init__`, read in
-# the PyPI wheel of each release named; `gpu_mem` the card's total in MiB) had other rules, SGLANG_OLD_MEM_FRACTION_ERAS.
+# the PyPI wheel of each release named; `gpu_mem` the card's total in MiB) had other rules:
+# SGLANG_OLD_MEM_FRACTION_ERAS.
 SGLANG_MEMORY_HEURISTIC = (0, 5, 3)
 # (below this many GiB, chunked-prefill tokens, CUDA-graph batch cap at TP < 4, at TP >= 4); the last is the rest
 SGLANG_GPU_BUCKETS: tuple[tuple[float, int, int, int], ...] = (
