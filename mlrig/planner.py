@@ -942,7 +942,8 @@ def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None) ->
                     if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         else:
             why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
-            fix = "lower the context / --max-model-len, raise --gpu-memory-utilization, or add GPUs"
+            knob = "--mem-fraction-static" if memory.engine == "sglang" else "--gpu-memory-utilization"
+            fix = f"lower the context / --max-model-len, raise {knob}, or add GPUs"
         return f"{p.workload.engine} would refuse to start: {why}; no speed is given. {fix[0].upper()}{fix[1:]}"
     return None
 
