@@ -541,7 +541,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
     from mlrig.estimators.speed import estimate_performance
 
     p, arch, gpu = r.plan, r.arch, r.gpu
-    refusal = engine_refusal(p, memory, gpu.vendor)
+    refusal = engine_refusal(p, memory, gpu.vendor, gpu)
     max_model_len_limit = None
     if refusal:
         notes.append(refusal)
@@ -883,11 +883,38 @@ def _engine_reservation_gib(p: Plan, engine: str, capacity_gib: float, vendor: s
     return capacity_gib * (p.workload.gpu_memory_utilization or 0.9)
 
 
-def engine_refusal(p: Plan, memory: Any, vendor: str) -> str | None:
+def _sglang_refusal(p: Plan, memory: Any, gpu: GPU) -> str | None:
+    """Why SGLang would not run this setup, where the reason is its own: the weights exceed its mem_fraction_static
+    reservation, or the activations and CUDA graphs exceed what the reservation leaves of the card (it runs out of
+    memory: memory.sglang_runtime_bytes). None otherwise (the KV pool check is shared with the other engines)."""
+    from mlrig.estimators.memory import sglang_mem_fraction
+
+    b = memory.breakdown
+    frac = sglang_mem_fraction(p, gpu)
+    reserved_gib = frac * b.gpu_capacity_gib
+    rest_gib = b.gpu_capacity_gib - reserved_gib
+    if b.weights_gib + b.overhead_gib > reserved_gib:
+        share = (b.weights_gib + b.overhead_gib) / b.gpu_capacity_gib + 0.01
+        fix = ((f"raise --mem-fraction-static to {share:.2f} or more (it leaves no KV pool below that), "
+                if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
+        why = f"the weights exceed its mem_fraction_static={frac:.3g} reservation ({reserved_gib:.1f} GiB)"
+        return f"sglang would refuse to start: {why}; no speed is given. {fix[0].upper()}{fix[1:]}"
+    if b.activations_gib > rest_gib:
+        lower = (b.gpu_capacity_gib - b.activations_gib) / b.gpu_capacity_gib - 0.01
+        return (f"sglang would run out of memory: activations and CUDA graphs need {b.activations_gib:.1f} GiB beside "
+                f"the weights and KV pool, more than the {rest_gib:.1f} GiB mem_fraction_static={frac:.3g} leaves; no "
+                f"speed is given. Lower --mem-fraction-static to {lower:.2f} or less, or pass a smaller "
+                "--chunked-prefill-size")
+    return None
+
+
+def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
     size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
     when the pool cannot hold one max_model_len sequence ("ValueError: ... max seq len ... is larger
-    than the maximum number of tokens that can be stored in KV cache"). Such a setup gets no speed."""
+    than the maximum number of tokens that can be stored in KV cache"); SGLang also runs out of memory when its
+    activations exceed what its reservation leaves (`_sglang_refusal`, given the `gpu`). Such a setup gets no
+    speed."""
     from mlrig.estimators.memory import PAGED_ENGINES
 
     if p.workload.task != "inference" or getattr(memory, "engine", "") not in PAGED_ENGINES:
@@ -896,6 +923,10 @@ def engine_refusal(p: Plan, memory: Any, vendor: str) -> str | None:
     need = max(p.workload.context, p.workload.max_model_len or 0)
     if not memory.fits or cap < need:
         b = memory.breakdown
+        if memory.engine == "sglang" and gpu is not None:
+            own = _sglang_refusal(p, memory, gpu)
+            if own is not None:
+                return own
         fixed_gib = b.weights_gib + b.activations_gib + b.overhead_gib
         if fixed_gib > _engine_reservation_gib(p, getattr(memory, "engine", ""), b.gpu_capacity_gib, vendor):
             why = "weights + profiled activations exceed its memory reservation"
@@ -911,7 +942,8 @@ def engine_refusal(p: Plan, memory: Any, vendor: str) -> str | None:
                     if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         else:
             why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
-            fix = "lower the context / --max-model-len, raise --gpu-memory-utilization, or add GPUs"
+            knob = "--mem-fraction-static" if memory.engine == "sglang" else "--gpu-memory-utilization"
+            fix = f"lower the context / --max-model-len, raise {knob}, or add GPUs"
         return f"{p.workload.engine} would refuse to start: {why}; no speed is given. {fix[0].upper()}{fix[1:]}"
     return None
 

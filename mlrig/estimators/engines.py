@@ -186,14 +186,56 @@ def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
 # python/sglang/srt/server_args.py `_handle_gpu_memory_settings`: by the card's memory (nvidia-smi's total, MiB)
 # a chunked-prefill size and a CUDA-graph batch cap, then mem_fraction_static = (gpu_mem - reserved) / gpu_mem with
 # reserved = 512 MiB + 1.5 MiB per chunked-prefill token (at least 2,048) + 2 MiB per CUDA-graph batch slot +
-# tp x pp / 8 GiB, at least 10 GiB on cards over 60 GiB. Earlier releases used a fixed 0.88 at TP 1 (0.79-0.87
-# at TP 2-16; not applied here: mlrig kept 0.88 for them, as before).
+# tp x pp / 8 GiB, at least 10 GiB on cards over 60 GiB. Earlier releases (server_args.py `__post_init__`, read in
+# the PyPI wheel of each release named; `gpu_mem` the card's total in MiB) had other rules:
+# SGLANG_OLD_MEM_FRACTION_ERAS.
 SGLANG_MEMORY_HEURISTIC = (0, 5, 3)
 # (below this many GiB, chunked-prefill tokens, CUDA-graph batch cap at TP < 4, at TP >= 4); the last is the rest
 SGLANG_GPU_BUCKETS: tuple[tuple[float, int, int, int], ...] = (
     (20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512),
     (float("inf"), 16384, 512, 512))
 SGLANG_OLD_MEM_FRACTION = 0.88
+# Releases before 0.5.3, newest first, as (first release, rule):
+# - "card" 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): mem_fraction_static = round((gpu_mem -
+#   reserved) / gpu_mem, 3), reserved by card: (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) GiB
+#   below 90 GiB, (12 + tp x pp / 2) GiB below 160 GiB, 32 GiB above;
+# - "tp-big" 0.4.6 and 0.4.7 (read at 0.4.6, 0.4.7): the TP table below on cards of at most 81,920 MiB, above it
+#   (gpu_mem - 13 GiB) / gpu_mem (H200: 0.907; MI300X: 0.932);
+# - "tp" 0.4.0 to 0.4.5 (read at 0.4.0, 0.4.2.post4, 0.4.3.post2, 0.4.4, 0.4.5): by TP size alone, 0.88 at TP 1,
+#   0.87 at TP 2-3, 0.85 at TP 4-7, 0.81 at TP 8-15, 0.79 at TP 16 and more;
+# - "tp-0.3" before 0.4.0 (read at 0.3.4.post2): the same with 0.83 at TP 8-15.
+SGLANG_OLD_MEM_FRACTION_ERAS: tuple[tuple[tuple[int, ...], str], ...] = (
+    ((0, 4, 8), "card"), ((0, 4, 6), "tp-big"), ((0, 4, 0), "tp"), ((0,), "tp-0.3"))
+
+
+def _sglang_tp_mem_fraction(tp: int, tp8: float) -> float:
+    """SGLang's mem_fraction_static by TP size before 0.4.8 (SGLANG_OLD_MEM_FRACTION_ERAS); `tp8`: at TP 8-15."""
+    for at_least, frac in ((16, 0.79), (8, tp8), (4, 0.85), (2, 0.87)):
+        if tp >= at_least:
+            return frac
+    return SGLANG_OLD_MEM_FRACTION
+
+
+def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: str | None) -> float:
+    """SGLang's default --mem-fraction-static before 0.5.3 on a card of `gpu_mib` MiB (SGLANG_OLD_MEM_FRACTION_ERAS):
+    0.88 on any card at TP 1 under 0.4.5; 0.81 at TP 8 under 0.4.2; an H200 (143,770 MiB) at TP 1 0.907 under 0.4.6
+    and round((143,770 - 12.5 x 1024) / 143,770, 3) = 0.911 under 0.5.2; an 80 GB H100 (81,562 MiB) at TP 1 under
+    0.5.2 round((81,562 - 10 x 1024) / 81,562, 3) = 0.874."""
+    rule = next(r for first, r in SGLANG_OLD_MEM_FRACTION_ERAS if not series_before(version, first))
+    if rule == "card":
+        parallel = tp * pp
+        if gpu_mib < 35 * 1024:
+            reserved_gib = 2.8 + parallel / 10
+        elif gpu_mib < 90 * 1024:
+            reserved_gib = 9.5 + parallel / 2
+        elif gpu_mib < 160 * 1024:
+            reserved_gib = 12 + parallel / 2
+        else:
+            reserved_gib = 32.0
+        return round((gpu_mib - reserved_gib * 1024) / gpu_mib, 3)
+    if rule == "tp-big" and gpu_mib > 81920:
+        return (gpu_mib - 13 * 1024) / gpu_mib
+    return _sglang_tp_mem_fraction(tp, 0.83 if rule == "tp-0.3" else 0.81)
 
 
 # SGLang's --chunked-prefill-size default by the GPU memory the device reports (python/sglang/srt/server_args.py
@@ -242,10 +284,11 @@ def sglang_mem_fraction_static(gpu: GPU, tp: int, pp: int, version: str | None) 
     From 0.5.3 (and for the current release) it is worked out from the card as server_args.py does (see
     SGLANG_MEMORY_HEURISTIC): 0.835 on an 80 GB H100 at TP 1 ((81,562 - 13,440) / 81,562 MiB), 0.818 at TP 8,
     0.897 on a 141 GB H200 at TP 8. An SGLang issue reports 0.828 for Qwen3-32B on an H100 from a later release
-    (sgl-project/sglang issue #29092, 2026-06-23), which adds a few reservations more. Before 0.5.3: 0.88."""
-    if before(version, SGLANG_MEMORY_HEURISTIC):
-        return SGLANG_OLD_MEM_FRACTION
+    (sgl-project/sglang issue #29092, 2026-06-23), which adds a few reservations more. Before 0.5.3: each
+    release's own rule (`sglang_old_mem_fraction_static`)."""
     gpu_mib = gpu.memory_gib * 1024
+    if series_before(version, SGLANG_MEMORY_HEURISTIC):
+        return sglang_old_mem_fraction_static(gpu_mib, tp, pp, version)
     chunk, graph_bs = sglang_gpu_defaults(gpu, tp)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
     if gpu_mib > 60 * 1024:

@@ -32,6 +32,8 @@ from mlrig.estimators.engines import (
     lmdeploy_pytorch_engine,
     parse_version,
     runs_llama_cpp,
+    sglang_cuda_graph_max_bs,
+    sglang_default_chunked_prefill,
     sglang_mem_fraction_static,
     transformers_full_logits,
     transformers_legacy_cache,
@@ -48,7 +50,7 @@ from mlrig.estimators.hardware import graph_replay_missing
 from mlrig.estimators.resolved import ResolvedPlan, resolve
 from mlrig.quant import Precision
 from mlrig.results import MemoryBreakdown
-from mlrig.units import GiB
+from mlrig.units import GiB, MiB
 from mlrig.vec import Num
 from mlrig.workload import Plan
 
@@ -328,6 +330,44 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     if last_stage:
         act += CAL.vllm_logit_copies * seqs * arch.vocab_size * 4
     return act
+
+
+# SGLang's own estimate of its CUDA-graph buffers: 2 MiB per captured batch slot (python/sglang/srt/server_args.py
+# `_handle_gpu_memory_settings`, 0.5.3: "reserved_mem += self.cuda_graph_max_bs * 2", in MiB).
+SGLANG_GRAPH_MIB_PER_BS = 2.0
+
+
+def sglang_mem_fraction(plan: Plan, gpu: GPU) -> float:
+    """The plan's --mem-fraction-static (`gpu_memory_utilization`), else its release's default
+    (`engines.sglang_mem_fraction_static`)."""
+    hw = plan.hardware
+    return plan.workload.gpu_memory_utilization or sglang_mem_fraction_static(
+        gpu, hw.tensor_parallel, hw.pipeline_parallel, plan.workload.engine_version)
+
+
+def sglang_runtime_bytes(arch: ModelArch, gpu: GPU, plan: Plan) -> float:
+    """What SGLang needs outside its mem_fraction_static reservation (weights + KV pool) on one GPU: the activations
+    of one chunked-prefill forward, the sampler's logits for a decode batch and the CUDA-graph buffers.
+
+    SGLang sizes its KV pool so that (1 - mem_fraction_static) x the card stays free for "activations and cuda graph
+    buffers" (server_args.py `_handle_gpu_memory_settings` docstring, 0.5.3: "GPU memory capacity = model weights + KV
+    cache pool + activations + cuda graph buffers"; model_executor/model_runner.py `profile_max_num_token`: pool =
+    memory free after the weights - total x (1 - mem_fraction_static)); they do not fit when that rest is smaller,
+    and the server runs out of memory on its first full chunk or while capturing the graphs. Terms:
+    - one forward of --chunked-prefill-size tokens (max_num_batched_tokens; else the release's default,
+      `engines.sglang_default_chunked_prefill`) at vLLM's fitted bytes per token (`_vllm_activation_bytes`: the
+      same hidden states and MLP intermediates, the MLP sharded over TP);
+    - fp32 logits of the largest captured decode batch (`engines.sglang_cuda_graph_max_bs`) with vLLM's fitted
+      copies (`vllm_logit_copies`);
+    - the CUDA-graph buffers as SGLang itself reserves them, 2 MiB per captured batch slot (SGLANG_GRAPH_MIB_PER_BS).
+    Llama-3.1-8B on an 80 GB H100, 0.5.3 defaults (8,192 tokens, 256 graph slots): 8,192 x 3.85 x (4,096 + 14,336) x
+    2 B = 1.08 GiB + 1.75 x 256 x 128,256 x 4 B = 0.21 GiB + 0.5 GiB = 1.80 GiB."""
+    w, tp = plan.workload, plan.hardware.tensor_parallel
+    tokens = w.max_num_batched_tokens or sglang_default_chunked_prefill(gpu.memory_gib, w.engine_version)
+    graph_bs = sglang_cuda_graph_max_bs(gpu.memory_gib, tp, w.engine_version)
+    forward = tokens * CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
+    logits = CAL.vllm_logit_copies * graph_bs * arch.vocab_size * 4
+    return forward + logits + graph_bs * SGLANG_GRAPH_MIB_PER_BS * MiB
 
 
 # vLLM's fused-MoE kernel runs the routed experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens
@@ -722,9 +762,11 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
             reserved = vllm_gpu_memory_utilization(plan) * _vllm_total_bytes(gpu)
             pool = reserved - weights - act - non_torch
         elif engine == "sglang":
-            # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static)
-            reserved = (w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)) * cap
+            # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static) holds
+            # the weights and the KV pool; activations and CUDA graphs use the rest (sglang_runtime_bytes)
+            reserved = sglang_mem_fraction(plan, gpu) * cap
             pool = reserved - weights - non_torch
+            act = sglang_runtime_bytes(arch, gpu, plan)
         elif engine in TRTLLM_NAMES:
             # TensorRT-LLM: kv_cache_free_gpu_mem_fraction (0.9) of what cudaMemGetInfo finds free once the model
             # (weights; a TensorRT engine before 1.0 keeps the embedding whole on every TP rank; activation memory,
@@ -756,8 +798,14 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         fits = vec.both(weights_ok, capacity >= ctx)
         # The engine takes its whole reservation when it starts; when it cannot start, report what it
         # would need. Headroom is measured against the reservation: spare KV room beyond one sequence.
+        used = vec.where(weights_ok, reserved, fixed)
+        if engine == "sglang":
+            # SGLang's process holds its reservation and, beside it, the activations and CUDA graphs, which must fit
+            # in what the reservation leaves of the card or it runs out of memory (sglang_runtime_bytes)
+            used = used + act
+            fits = vec.both(fits, act <= cap - reserved)
         return InferenceMemory(weights=weights, kv=pool, act=act, overhead=non_torch,
-                               used=vec.where(weights_ok, reserved, fixed), host=_load_host_bytes(weights),
+                               used=used, host=_load_host_bytes(weights),
                                headroom=reserved - fixed - ctx * kv_tok, kv_tok=kv_tok, capacity_tokens=capacity,
                                fits=fits, batch_fits=vec.both(fits, capacity >= ctx * batch), weights_ok=weights_ok,
                                reserved=reserved, cpu_share=0.0)
@@ -856,9 +904,9 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
                              " it holds ~14 B and the KV pool is larger")
         elif engine == "sglang":
-            frac = w.gpu_memory_utilization or sglang_mem_fraction_static(gpu, tp, pp, w.engine_version)
-            notes.append(f"SGLang mem_fraction_static={frac:g} holds weights + KV pool; "
-                         "activations use the rest")
+            frac = sglang_mem_fraction(r.plan, gpu)
+            notes.append(f"SGLang mem_fraction_static={frac:.3g} holds weights + KV pool; activations and CUDA graphs "
+                         f"({_gib(m.act):.2f} GiB) use the rest ({(1 - frac) * cap_gib:.2f} GiB)")
         elif engine in TRTLLM_NAMES:
             whole = " (a TensorRT engine: the embedding whole on every TP rank)" if (
                 tp > 1 and trtllm_tensorrt_engine(w.engine_version)) else ""
@@ -880,7 +928,11 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                          "weights and activations (kv_cache_free_gpu_mem_fraction)")
         assert capacity is not None and m.headroom is not None
         if not m.weights_ok:
-            notes.append("weights + activation peak exceed the reservation: the engine refuses to start")
+            notes.append(("weights exceed the mem_fraction_static reservation" if engine == "sglang" else
+                          "weights + activation peak exceed the reservation") + ": the engine refuses to start")
+        elif engine == "sglang" and m.act > cap_gib * GiB - m.reserved:
+            notes.append("activations and CUDA graphs exceed what mem_fraction_static leaves: SGLang runs out of "
+                         "memory")
         elif capacity < ctx:
             notes.append(f"KV pool holds {capacity} tokens, less than one {ctx}-token sequence")
         if m.fits and not m.batch_fits:
