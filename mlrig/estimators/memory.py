@@ -1082,7 +1082,9 @@ def lora_adapted_matrices(arch: ModelArch, targets: list[str]) -> int:
 # `bias_activation_fusion` is on. Megatron-LM turns it on for --swiglu models unless --no-bias-swiglu-fusion
 # (megatron/training/arguments.py, `dest='bias_swiglu_fusion'`, store_false, default on since commit de9428a
 # "enable swiglu and rope fusion by default", 2024-01-18, core 0.5; argument_utils.py:
-# `bias_activation_fusion = args.bias_swiglu_fusion`); NeMo trains through the same Megatron-Core MLP. Read at
+# `bias_activation_fusion = args.bias_swiglu_fusion`); NeMo trains through the same Megatron-Core MLP, and its
+# Llama-style model configs (as Megatron-Bridge's model providers, e.g. Llama3ModelProvider) set
+# `bias_activation_fusion: bool = True`. Megatron-SWIFT runs Megatron-LM's arguments (default on). Read at
 # NVIDIA/Megatron-LM d98e8a6 (2026-08-22). The unfused path (`glu` in mlp.py: silu(x_glu) * x_linear) keeps
 # the fc1 output, the silu output and the product's operands: one more intermediate-wide tensor.
 FUSED_GLU_ENGINES = ("megatron", "nemo")
@@ -1707,7 +1709,8 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     sp = t.sequence_parallel and tp > 1
     fused_mlp = fused_glu(w.engine) and arch.mlp == "gated"
     if fused_mlp:
-        notes.append("Megatron-Core fused SwiGLU: the MLP keeps its fc1 output, not the activation's intermediates")
+        notes.append("Megatron-Core fused SwiGLU (bias_activation_fusion): the MLP keeps its fc1 output for "
+                     "backward, not the activation's intermediates")
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp, fused_mlp)
     lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
     if lora_dropout:
