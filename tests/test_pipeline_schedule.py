@@ -47,12 +47,12 @@ def _pretrain(pp: int, **training: Any) -> Any:
 
 
 def test_first_stage_holds_p_micro_batches_and_no_logits() -> None:
-    """Llama-3-8B, s = 8192, b = 1, no recomputation: one layer keeps (4h + 2(3h + 2 kv) + 2h + 8i) = 167,936 B a
-    token (h 4096, kv 1024, i 14336), 1.376e9 B a layer. PP 4 with m = 16 (2 data-parallel ranks): the first stage
-    holds 4 micro-batches x 8 layers = 32 x 1.376e9 = 41.0 GiB, and no loss; the last stage's 8 layers + 12 B
-    logits (8192 x 128,256 x 12 = 12.6e9 B) are 23.6e9 B, smaller. PP 8: 8 micro-batches x 4 layers, the same
-    41.0 GiB (it was capped at 4 micro-batches: half)."""
-    per_layer_mb = 8192 * 167_936
+    """Llama-3-8B, s = 8192, b = 1, no recomputation, Megatron (fused SwiGLU): one layer keeps
+    (4h + 2(3h + 2 kv) + 2h + 6i) = 139,264 B a token (h 4096, kv 1024, i 14336), 1.141e9 B a layer. PP 4 with
+    m = 16 (2 data-parallel ranks): the first stage holds 4 micro-batches x 8 layers = 32 x 1.141e9 = 34.0 GiB,
+    and no loss; the last stage's 8 layers + 12 B logits (8192 x 128,256 x 12 = 12.6e9 B) are 21.7e9 B, smaller.
+    PP 8: 8 micro-batches x 4 layers, the same 34.0 GiB (it was capped at 4 micro-batches: half)."""
+    per_layer_mb = 8192 * 139_264
     for pp in (4, 8):
         act = _pretrain(pp).memory.activations_gib
         assert act == pytest.approx(32 * per_layer_mb / GiB, rel=1e-3)

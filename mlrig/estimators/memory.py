@@ -1127,13 +1127,36 @@ def lora_adapted_matrices(arch: ModelArch, targets: list[str]) -> int:
     return attn * arch.num_layers + len(mlp) * (arch.num_layers - arch.num_moe_layers)
 
 
+# Training frameworks whose gated-MLP activation is one fused autograd op that saves only its input (the fc1
+# output, gate and up together) for backward: Megatron-Core's `bias_swiglu_impl` / `bias_geglu_impl`
+# (megatron/core/fusions/fused_bias_swiglu.py, `SwiGLUFunction.forward`: `ctx.save_for_backward(input)`; the
+# backward recomputes silu(gate) from it), called from megatron/core/transformer/mlp.py when
+# `bias_activation_fusion` is on. Megatron-LM turns it on for --swiglu models unless --no-bias-swiglu-fusion
+# (megatron/training/arguments.py, `dest='bias_swiglu_fusion'`, store_false, default on since commit de9428a
+# "enable swiglu and rope fusion by default", 2024-01-18, core 0.5; argument_utils.py:
+# `bias_activation_fusion = args.bias_swiglu_fusion`); NeMo trains through the same Megatron-Core MLP, and its
+# Llama-style model configs (as Megatron-Bridge's model providers, e.g. Llama3ModelProvider) set
+# `bias_activation_fusion: bool = True`. Megatron-SWIFT runs Megatron-LM's arguments (default on). Read at
+# NVIDIA/Megatron-LM d98e8a6 (2026-08-22). The unfused path (`glu` in mlp.py: silu(x_glu) * x_linear) keeps
+# the fc1 output, the silu output and the product's operands: one more intermediate-wide tensor.
+FUSED_GLU_ENGINES = ("megatron", "nemo")
+
+
+def fused_glu(engine: str | None) -> bool:
+    """`FUSED_GLU_ENGINES`, but not Megatron-DeepSpeed (its `swiglu` is the unfused F.silu(x[0]) * x[1])."""
+    return _engine_is(engine, FUSED_GLU_ENGINES) and "deepspeed" not in (engine or "").lower()
+
+
 def layer_activation_bytes(arch: ModelArch, seq: Num, micro_batch: Num, flash: bool, tp: int = 1,
-                           element_bytes: float = 2.0, sequence_parallel: bool = False) -> Num:
+                           element_bytes: float = 2.0, sequence_parallel: bool = False,
+                           fused_gated_mlp: bool = False) -> Num:
     """Activations one transformer layer keeps for backward, 16-bit (Korthikanti et al. 2022,
     "Reducing Activation Recomputation", sec. 4: s*b*h*(34 + 5*a*s/h) for a GPT layer with a 4h
     MLP and dropout). Generalised to modern blocks without dropout: attention input, Q, K, V
     (GQA widths), attention output 2*(3h + 2*kv_dim)*sb; gated MLP input + gate, up, act and
-    product 2h + 8i (plain: 2h + 4i, GeLU input and output); two norm inputs 4h. Unfused
+    product 2h + 8i (plain: 2h + 4i, GeLU input and output); with the activation fused into one op that
+    saves only its input (`fused_gated_mlp`, `FUSED_GLU_ENGINES`) 2h + 6i: the fc1 input h, the fc1
+    output 2i (gate and up) and the fc2 input i (the activation's output); two norm inputs 4h. Unfused
     attention adds the 5*a*s^2*b score / softmax / dropout tensors. TP splits the per-head and
     MLP parts; the norm inputs (and dropouts) stay replicated unless Megatron sequence
     parallelism shards them too (Korthikanti sec. 4.2.2: sbh(10 + 24/t) -> sbh(34/t)). fp32
@@ -1146,7 +1169,7 @@ def layer_activation_bytes(arch: ModelArch, seq: Num, micro_batch: Num, flash: b
     h = arch.hidden_size
     kvd = arch.kv_heads * arch.dim_head
     i = _mlp_width(arch)
-    mlp = 2 * h + (8 * i if arch.mlp == "gated" else 4 * i)
+    mlp = 2 * h + ((6 * i if fused_gated_mlp else 8 * i) if arch.mlp == "gated" else 4 * i)
     attn = 2 * (3 * h + 2 * kvd)
     per_token = (4 * h + attn + mlp) / tp if sequence_parallel else 4 * h + (attn + mlp) / tp
     act = seq * micro_batch * per_token
@@ -1736,7 +1759,11 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     el = 4.0 if base_prec.compute == "fp32" else 2.0
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
-    layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp)
+    fused_mlp = fused_glu(w.engine) and arch.mlp == "gated"
+    if fused_mlp:
+        notes.append("Megatron-Core fused SwiGLU (bias_activation_fusion): the MLP keeps its fc1 output for "
+                     "backward, not the activation's intermediates")
+    layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp, fused_mlp)
     lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
     if lora_dropout:
         layer_act = layer_act + seq_l * b * lora_dropout_bytes_per_token(arch, t.lora_targets, tp, el)
@@ -1763,7 +1790,7 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     elif ck == "selective":
         # Selective recomputation (Korthikanti et al. 2022 sec. 5): only the attention core
         # (QK^T, softmax, dropout: the 5as/h term) is recomputed; everything else is kept.
-        layer_saved = layer_activation_bytes(arch, seq_l, b, True, tp, el, sp)
+        layer_saved = layer_activation_bytes(arch, seq_l, b, True, tp, el, sp, fused_mlp)
         working = layer_act - layer_saved
     else:
         layer_saved, working = layer_act, 0.0
