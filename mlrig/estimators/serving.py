@@ -1365,16 +1365,17 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
       `whole_prompt_pass_cap`, so t is a pass of k prompts per prompt token, k the decode block's arrivals given at
       least one (x / (1 - exp(-x)), x = demand x t_dec; the weights read once per pass, not once per prompt), a
       backlog goes through in full passes, and an arrival waits for the running step, a decode block or a prefill
-      pass by the GPU's time share (`v0_separate_pass_ttft_s`), rather than for the TPOT that spans both. AccelMark's V0 runs at
-      100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both sides: on an H100 the
-      passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its own, which put
+      pass by the GPU's time share (`v0_separate_pass_ttft_s`), rather than for the TPOT that spans both.
+      AccelMark's V0 runs at 100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both
+      sides: on an H100 the passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its own, which put
       the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
       backlog (1.3-2.0 s measured; 0.55 s when every arrival was admitted at once). The prompts that arrive
       during a prefill pass make the next one, before any decode (`chained_prefill_prompts`): where at least
       one arrives per pass the passes chain, k is the chain's fixed point, the decodes get only its breaks
       (the GPU share f may then pass PREFILL_SHARE_MAX: the chain keeps up by construction), and an arrival
       that lands in a prefill pass waits for it and rides in the next (`chained_pass_ttft_s`), one that lands in a
-      decode break as above (`v0_separate_pass_ttft_s`; no M/D/1 prefill queue: a pass takes all that wait). At TP 8, where a pass of one prompt is ~60 ms of mostly host time
+      decode break as above (`v0_separate_pass_ttft_s`; no M/D/1 prefill queue: a pass takes all that wait).
+      At TP 8, where a pass of one prompt is ~60 ms of mostly host time
       (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S), that is what keeps V0 up with 25 req/s: AccelMark's
       Llama-3-70B runs on 8x A100 40GB / A800 (ACCELMARK-0094 / -0105, fit) measured 303 / 308 ms median TTFT,
       2.5 / 3.9x that with one prompt per pass (the queue grew over the run), 0.76 / 0.87x with the chain and
