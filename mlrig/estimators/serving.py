@@ -1367,8 +1367,8 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
       backlog goes through in full passes, and an arrival waits for the running step, a decode block or a prefill
       pass by the GPU's time share (`v0_separate_pass_ttft_s`), rather than for the TPOT that spans both.
       AccelMark's V0 runs at 100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both
-      sides: on an H100 the passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its own, which put
-      the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
+      sides: on an H100 the passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its
+      own, which put the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
       backlog (1.3-2.0 s measured; 0.55 s when every arrival was admitted at once). The prompts that arrive
       during a prefill pass make the next one, before any decode (`chained_prefill_prompts`): where at least
       one arrives per pass the passes chain, k is the chain's fixed point, the decodes get only its breaks
