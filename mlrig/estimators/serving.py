@@ -1148,7 +1148,8 @@ def chained_prefill_prompts(rate: float, decode_block_s: float, pass_s: Callable
     return hi
 
 
-def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float]) -> tuple[float, float]:
+def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float],
+                        elapsed_s: float | None = None) -> tuple[float, float]:
     """(mean wait for the running pass, mean own pass) of a Poisson arrival into vLLM V0's chained prefill passes
     (`chained_prefill_prompts`) of k prompts on average, T(k) = `pass_s(k)` long.
 
@@ -1162,19 +1163,31 @@ def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float])
     (b rate -> 1) both grow without bound, as a queue's wait does. A discrete-event run of the same scheduler
     with the same pass times (scripts/v0_chain_sim.py: median TTFT without the hand-off step) gives 168 / 196 /
     76 ms for AccelMark's 25 req/s runs ACCELMARK-0094 / -0105 (TP 8) / -0054 (one GPU), where this wait, own
-    pass and the front end give 181 / 215 / 80 ms: 5-10 % above, the means against the medians. Nothing is
-    fitted."""
+    pass and the front end give 181 / 215 / 80 ms: 5-10 % above, the means against the medians.
+    `elapsed_s` (a run from an idle engine, `rate_run_point`: the time since it began): the chain started with
+    no spread, and after j = elapsed / m passes the autoregression's variance is b^2 rate m (1 - (b rate)^2j) /
+    (1 - (b rate)^2), the stationary one's share that j passes build (the same sum, cut at j terms). Near the
+    prefill capacity (b rate -> 1) that is b^2 rate m j, finite, where the stationary variance grows without
+    bound: a run of a few hundred requests never reaches it. With the stationary one the median TTFT of a
+    300-request run on an RTX 4090 (ACCELMARKGD-0027's plan) rose to 1.13 s at 35.5 req/s and fell to 0.72 s at
+    36, where the chain no longer keeps up and the fluid's backlog takes over. Nothing is fitted."""
     m = pass_s(k)
     slope = max(pass_s(k + 1.0) - m, 0.0)
-    load = min(slope * rate, 0.99)
-    var = slope * slope * rate * m / (1.0 - load * load)
+    phi2 = (slope * rate) ** 2
+    if elapsed_s is None:
+        load2 = min(phi2, 0.99 * 0.99)
+        var = slope * slope * rate * m / (1.0 - load2)
+    else:
+        passes = max(1.0, elapsed_s / max(m, 1e-12))
+        built = passes if abs(1.0 - phi2) < 1e-9 else (1.0 - phi2 ** passes) / (1.0 - phi2)
+        var = slope * slope * rate * m * min(built, 1.0 / max(1.0 - min(phi2, 0.99 * 0.99), 1e-12))
     sized = m + var / max(m, 1e-12)  # the mean length of the pass an arrival falls in
     return 0.5 * sized, pass_s(1.0 + rate * sized)
 
 
 def v0_separate_pass_ttft_s(r: ResolvedPlan, rate: float, k: float, pass_s: Callable[[float], float], *,
                             prefill_share: float, most: int, decode_wait_s: float, decode_block_s: float,
-                            decode_step_s: float) -> tuple[float, float]:
+                            decode_step_s: float, elapsed_s: float | None = None) -> tuple[float, float]:
     """(wait for the running step, own pass with the step that hands the first token out) of a Poisson arrival
     admitted at once where vLLM V0 runs its prefills as passes of their own (`separate_prefill_passes`), the GPU
     spending `prefill_share` of its time in passes of k prompts on average (`rate_run_point`'s f) and the rest in
@@ -1188,7 +1201,8 @@ def v0_separate_pass_ttft_s(r: ResolvedPlan, rate: float, k: float, pass_s: Call
     `decode_wait_s` (`iteration_wait_s`) and its pass holds it and the block's other arrivals, rate x block. Each
     own pass is at most `most` prompts (`whole_prompt_pass_cap`). Its first token is handed out in the next step
     (async output processing): another prefill pass where a prompt arrived during its own (1 - exp(-rate T),
-    `v0_prefill_handoff_s`), else the decode step `decode_step_s`.
+    `v0_prefill_handoff_s`), else the decode step `decode_step_s`. `elapsed_s`: the time since an idle engine
+    began the run (`chained_pass_ttft_s`).
     Before, an arrival was taken to find a decode block whenever the passes did not chain
     (`chained_prefill_prompts`) and a prefill pass whenever they did: the two sides met with a step where the
     chain formed, a median TTFT 20 % lower at 36 req/s than at 35 on an H100 (AccelMark's Llama-3-8B plan,
@@ -1196,7 +1210,7 @@ def v0_separate_pass_ttft_s(r: ResolvedPlan, rate: float, k: float, pass_s: Call
     rate, and each side is the old one where its step is the only one the GPU runs. First principles; nothing
     fitted."""
     share = min(1.0, max(0.0, prefill_share))
-    in_pass_wait, _own = chained_pass_ttft_s(rate, k, pass_s)
+    in_pass_wait, _own = chained_pass_ttft_s(rate, k, pass_s, elapsed_s)
     after_pass = pass_s(min(float(most), 1.0 + rate * 2.0 * in_pass_wait))  # the running pass's arrivals join
     after_block = pass_s(min(float(most), 1.0 + rate * decode_block_s))
     waiting = share * in_pass_wait + (1.0 - share) * decode_wait_s
@@ -1614,7 +1628,7 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                     waiting, own = v0_separate_pass_ttft_s(
                         r, max(min(a, rate), 1e-9), k_pass, pass_s, prefill_share=f, most=most,
                         decode_wait_s=iteration_wait_s(r, d, round(n)), decode_block_s=d * block,
-                        decode_step_s=own - prompt * t_p)
+                        decode_step_s=own - prompt * t_p, elapsed_s=tag.arrive)
                 elif sg_first:
                     # its own pass is the one it was admitted in, of k_pass prompts (`sglang_rate_pass`)
                     sg_pass_s = prompt * k_pass * t_a
