@@ -1148,7 +1148,8 @@ def chained_prefill_prompts(rate: float, decode_block_s: float, pass_s: Callable
     return hi
 
 
-def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float]) -> tuple[float, float]:
+def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float],
+                        elapsed_s: float | None = None) -> tuple[float, float]:
     """(mean wait for the running pass, mean own pass) of a Poisson arrival into vLLM V0's chained prefill passes
     (`chained_prefill_prompts`) of k prompts on average, T(k) = `pass_s(k)` long.
 
@@ -1162,14 +1163,60 @@ def chained_pass_ttft_s(rate: float, k: float, pass_s: Callable[[float], float])
     (b rate -> 1) both grow without bound, as a queue's wait does. A discrete-event run of the same scheduler
     with the same pass times (scripts/v0_chain_sim.py: median TTFT without the hand-off step) gives 168 / 196 /
     76 ms for AccelMark's 25 req/s runs ACCELMARK-0094 / -0105 (TP 8) / -0054 (one GPU), where this wait, own
-    pass and the front end give 181 / 215 / 80 ms: 5-10 % above, the means against the medians. Nothing is
-    fitted."""
+    pass and the front end give 181 / 215 / 80 ms: 5-10 % above, the means against the medians.
+    `elapsed_s` (a run from an idle engine, `rate_run_point`: the time since it began): the chain started with
+    no spread, and after j = elapsed / m passes the autoregression's variance is b^2 rate m (1 - (b rate)^2j) /
+    (1 - (b rate)^2), the stationary one's share that j passes build (the same sum, cut at j terms). Near the
+    prefill capacity (b rate -> 1) that is b^2 rate m j, finite, where the stationary variance grows without
+    bound: a run of a few hundred requests never reaches it. With the stationary one the median TTFT of a
+    300-request run on an RTX 4090 (ACCELMARKGD-0027's plan) rose to 1.13 s at 35.5 req/s and fell to 0.72 s at
+    36, where the chain no longer keeps up and the fluid's backlog takes over. Nothing is fitted."""
     m = pass_s(k)
     slope = max(pass_s(k + 1.0) - m, 0.0)
-    load = min(slope * rate, 0.99)
-    var = slope * slope * rate * m / (1.0 - load * load)
+    phi2 = (slope * rate) ** 2
+    if elapsed_s is None:
+        load2 = min(phi2, 0.99 * 0.99)
+        var = slope * slope * rate * m / (1.0 - load2)
+    else:
+        passes = max(1.0, elapsed_s / max(m, 1e-12))
+        built = passes if abs(1.0 - phi2) < 1e-9 else (1.0 - phi2 ** passes) / (1.0 - phi2)
+        var = slope * slope * rate * m * min(built, 1.0 / max(1.0 - min(phi2, 0.99 * 0.99), 1e-12))
     sized = m + var / max(m, 1e-12)  # the mean length of the pass an arrival falls in
     return 0.5 * sized, pass_s(1.0 + rate * sized)
+
+
+def v0_separate_pass_ttft_s(r: ResolvedPlan, rate: float, k: float, pass_s: Callable[[float], float], *,
+                            prefill_share: float, most: int, decode_wait_s: float, decode_block_s: float,
+                            decode_step_s: float, elapsed_s: float | None = None) -> tuple[float, float]:
+    """(wait for the running step, own pass with the step that hands the first token out) of a Poisson arrival
+    admitted at once where vLLM V0 runs its prefills as passes of their own (`separate_prefill_passes`), the GPU
+    spending `prefill_share` of its time in passes of k prompts on average (`rate_run_point`'s f) and the rest in
+    decode blocks of `decode_block_s`.
+
+    V0's scheduler (vllm/core/scheduler.py `Scheduler._schedule_default`, v0.7.3) is called between steps and runs
+    a prefill step whenever prompts wait and fit the budget and the KV pool, a decode step otherwise. A Poisson
+    arrival sees the GPU in a prefill pass with probability `prefill_share` (Poisson arrivals see time averages,
+    Wolff 1982) and waits out that pass's rest (`chained_pass_ttft_s`: half the length-biased pass), its own pass
+    then holding it and the prompts that arrived during the running one; else it lands in a decode block, waits
+    `decode_wait_s` (`iteration_wait_s`) and its pass holds it and the block's other arrivals, rate x block. Each
+    own pass is at most `most` prompts (`whole_prompt_pass_cap`). Its first token is handed out in the next step
+    (async output processing): another prefill pass where a prompt arrived during its own (1 - exp(-rate T),
+    `v0_prefill_handoff_s`), else the decode step `decode_step_s`. `elapsed_s`: the time since an idle engine
+    began the run (`chained_pass_ttft_s`).
+    Before, an arrival was taken to find a decode block whenever the passes did not chain
+    (`chained_prefill_prompts`) and a prefill pass whenever they did: the two sides met with a step where the
+    chain formed, a median TTFT 20 % lower at 36 req/s than at 35 on an H100 (AccelMark's Llama-3-8B plan,
+    ACCELMARK-0006), where the prefill share is 43 % on both sides. The share-weighted sum is continuous in the
+    rate, and each side is the old one where its step is the only one the GPU runs. First principles; nothing
+    fitted."""
+    share = min(1.0, max(0.0, prefill_share))
+    in_pass_wait, _own = chained_pass_ttft_s(rate, k, pass_s, elapsed_s)
+    after_pass = pass_s(min(float(most), 1.0 + rate * 2.0 * in_pass_wait))  # the running pass's arrivals join
+    after_block = pass_s(min(float(most), 1.0 + rate * decode_block_s))
+    waiting = share * in_pass_wait + (1.0 - share) * decode_wait_s
+    own_pass = share * after_pass + (1.0 - share) * after_block
+    next_prefill = 1.0 - math.exp(-rate * own_pass)
+    return waiting, own_pass + next_prefill * v0_prefill_handoff_s(r) + (1.0 - next_prefill) * decode_step_s
 
 
 def v0_prefill_handoff_s(r: ResolvedPlan) -> float:
@@ -1329,23 +1376,26 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
       wait in the queue (FCFS) and that wait replaces the prefill queue's random one (M/D/1) of
       `_admitted_ttft`. Where prefills are passes of their own (vLLM V0, `separate_prefill_passes`) the
       prompts that arrived during a decode pass are prefilled together in the next one, up to
-      `whole_prompt_pass_cap`, so t is a pass of k = demand x t_dec prompts per prompt token (the weights read
-      once per pass, not once per prompt), a backlog goes through in full passes, and an arrival waits for the
-      running decode pass rather than for the TPOT that spans the prefill passes too. AccelMark's V0 runs at
-      100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both sides: on an H100 the
-      passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its own, which put
-      the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
+      `whole_prompt_pass_cap`, so t is a pass of k prompts per prompt token, k the decode block's arrivals given at
+      least one (x / (1 - exp(-x)), x = demand x t_dec; the weights read once per pass, not once per prompt), a
+      backlog goes through in full passes, and an arrival waits for the running step, a decode block or a prefill
+      pass by the GPU's time share (`v0_separate_pass_ttft_s`), rather than for the TPOT that spans both.
+      AccelMark's V0 runs at 100 req/s of 255-token prompts (ACCELMARK-0008, -0032, -0056, -0068) show both
+      sides: on an H100 the passes keep up (p50 TTFT 63 ms; 344 ms when every prompt was priced as a pass of its
+      own, which put the GPU at 95 % prefill), on A100 / A800 cards they do not, and the median request waits for the
       backlog (1.3-2.0 s measured; 0.55 s when every arrival was admitted at once). The prompts that arrive
       during a prefill pass make the next one, before any decode (`chained_prefill_prompts`): where at least
       one arrives per pass the passes chain, k is the chain's fixed point, the decodes get only its breaks
       (the GPU share f may then pass PREFILL_SHARE_MAX: the chain keeps up by construction), and an arrival
-      waits for the running prefill pass and rides in the next (`chained_pass_ttft_s`, in place of the
-      decode-pass and M/D/1 waits). At TP 8, where a pass of one prompt is ~60 ms of mostly host time
+      that lands in a prefill pass waits for it and rides in the next (`chained_pass_ttft_s`), one that lands in a
+      decode break as above (`v0_separate_pass_ttft_s`; no M/D/1 prefill queue: a pass takes all that wait).
+      At TP 8, where a pass of one prompt is ~60 ms of mostly host time
       (efficiency.VLLM_V0_TP_PREFILL_HOST_LAYER_S), that is what keeps V0 up with 25 req/s: AccelMark's
       Llama-3-70B runs on 8x A100 40GB / A800 (ACCELMARK-0094 / -0105, fit) measured 303 / 308 ms median TTFT,
-      2.5 / 3.9x that with one prompt per pass (the queue grew over the run), 0.77 / 0.88x with the chain and
+      2.5 / 3.9x that with one prompt per pass (the queue grew over the run), 0.76 / 0.87x with the chain and
       the first token handed out early in the next pass (`v0_prefill_handoff_s`); on one GPU at 25 req/s
-      (ACCELMARK-0030 / -0054 / -0066, fit) 0.85 / 1.01 / 0.98 (0.82 / 1.05 / 0.95 before);
+      (ACCELMARK-0030 / -0054 / -0066, fit) 0.89 / 1.06 / 1.03 (0.82 / 1.05 / 0.95 before the chain, 0.85 /
+      1.01 / 0.98 before the time-share wait);
     - dn/dt = a - c, dq/dt = arrivals - a; at the limit a = c and c = n / (t_dec(n) O + n P t), solved
       together; FCFS, so a request of rank k is admitted when the admissions so far reach k (its wait is
       the queue ahead of it at the full batch's completion rate), and the run cannot end before N requests
@@ -1459,10 +1509,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
         chained = chain_cache.get(key)
         if chained is None:
             chained = chain_cache[key] = chained_prefill_prompts(want, key[1], pass_s, most)
-        if chained > arrived and chained > 1.0:
+        # after a decode block the pass holds the block's arrivals, at least one: a Poisson count given >= 1,
+        # arrived / (1 - exp(-arrived)) on average (1 as the rate falls), continuous where the chain takes over
+        k_block = arrived / -math.expm1(-arrived) if arrived > 1e-9 else 1.0
+        if chained > k_block:
             return pass_s(chained) / (chained * prompt), chained, chained < most
-        k = max(1, math.ceil(arrived - 1e-9))
-        return pass_s_per_token(k), k, False
+        return pass_s(k_block) / (k_block * prompt), k_block, False
 
     steady = load_point(r, rate=rate, slots=slots, cap=cap, budget=budget)
     horizon = n_requests / rate
@@ -1570,18 +1622,13 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
                 step_w = d if separate else tpot
                 waiting, own, _ = _admitted_ttft(r, running, max(min(a, rate), 1e-9), step_w,
                                                  t_p, t_a, budget, others=round(n))
-                if separate and chain:
-                    # chained passes: the running pass's remaining time and its own pass, which holds the prompts
-                    # that arrived during the running one (`chained_pass_ttft_s`), then the step that hands the
-                    # first token out: another prefill pass where a prompt arrived during its own
-                    # (`v0_prefill_handoff_s`), else the decode iteration `_admitted_ttft` takes
-                    lam = max(min(a, rate), 1e-9)
-                    waiting, own_pass = chained_pass_ttft_s(lam, k_pass, pass_s)
-                    next_prefill = 1.0 - math.exp(-lam * own_pass)
-                    own = (own_pass + next_prefill * v0_prefill_handoff_s(r)
-                           + (1.0 - next_prefill) * (own - prompt * t_p))
-                elif separate:
-                    own += prompt * (k_pass * t_a - t_p)
+                if separate:
+                    # V0's passes: the running step (a prefill pass or a decode block, as the GPU's time is
+                    # shared), its own pass, then the step that hands the first token out (`v0_separate_pass_ttft_s`)
+                    waiting, own = v0_separate_pass_ttft_s(
+                        r, max(min(a, rate), 1e-9), k_pass, pass_s, prefill_share=f, most=most,
+                        decode_wait_s=iteration_wait_s(r, d, round(n)), decode_block_s=d * block,
+                        decode_step_s=own - prompt * t_p, elapsed_s=tag.arrive)
                 elif sg_first:
                     # its own pass is the one it was admitted in, of k_pass prompts (`sglang_rate_pass`)
                     sg_pass_s = prompt * k_pass * t_a
