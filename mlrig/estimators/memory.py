@@ -1761,8 +1761,8 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     sp = t.sequence_parallel and tp > 1
     fused_mlp = fused_glu(w.engine) and arch.mlp == "gated"
     if fused_mlp:
-        notes.append("Megatron-Core fused SwiGLU (bias_activation_fusion): the MLP keeps its fc1 output for "
-                     "backward, not the activation's intermediates")
+        notes.append("Megatron-Core's fused gated activation (bias_activation_fusion, on by default since core 0.5): "
+                     "the MLP keeps its fc1 output for backward, not the activation's intermediates")
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp, fused_mlp)
     lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
     if lora_dropout:
