@@ -895,7 +895,8 @@ def _sglang_refusal(p: Plan, memory: Any, gpu: GPU) -> str | None:
     rest_gib = b.gpu_capacity_gib - reserved_gib
     if b.weights_gib + b.overhead_gib > reserved_gib:
         share = (b.weights_gib + b.overhead_gib) / b.gpu_capacity_gib + 0.01
-        fix = ((f"raise --mem-fraction-static to {share:.2f} or more (it leaves no KV pool below that), "
+        fix = ((f"raise --gpu-memory-utilization (SGLang's mem_fraction_static) to {share:.2f} or more (it leaves "
+                f"no KV pool below that), "
                 if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         why = f"the weights exceed its mem_fraction_static={frac:.3g} reservation ({reserved_gib:.1f} GiB)"
         return f"sglang would refuse to start: {why}; no speed is given. {fix[0].upper()}{fix[1:]}"
@@ -903,8 +904,8 @@ def _sglang_refusal(p: Plan, memory: Any, gpu: GPU) -> str | None:
         lower = (b.gpu_capacity_gib - b.activations_gib) / b.gpu_capacity_gib - 0.01
         return (f"sglang would run out of memory: activations and CUDA graphs need {b.activations_gib:.1f} GiB beside "
                 f"the weights and KV pool, more than the {rest_gib:.1f} GiB mem_fraction_static={frac:.3g} leaves; no "
-                f"speed is given. Lower --mem-fraction-static to {lower:.2f} or less, or pass a smaller "
-                "--chunked-prefill-size")
+                f"speed is given. Lower --gpu-memory-utilization (SGLang's mem_fraction_static) to {lower:.2f} or "
+                "less, or pass a smaller --max-num-batched-tokens (SGLang's --chunked-prefill-size)")
     return None
 
 
@@ -942,7 +943,8 @@ def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None) ->
                     if share <= 0.95 else "") + _smaller_precision_hint(p.workload.precision) + "add GPUs")
         else:
             why = f"its KV pool holds {cap:,} tokens, fewer than one {need:,}-token sequence (max_model_len)"
-            knob = "--mem-fraction-static" if memory.engine == "sglang" else "--gpu-memory-utilization"
+            knob = ("--gpu-memory-utilization (SGLang's mem_fraction_static)" if memory.engine == "sglang"
+                    else "--gpu-memory-utilization")
             fix = f"lower the context / --max-model-len, raise {knob}, or add GPUs"
         return f"{p.workload.engine} would refuse to start: {why}; no speed is given. {fix[0].upper()}{fix[1:]}"
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from calibration_lookup import row
 
 from mlrig.catalog.gpus import resolve_gpu
 from mlrig.estimators import serving
@@ -116,14 +117,6 @@ def test_lmdeploy_a100_table_rows_name_the_release_they_measured() -> None:
     assert all(not lmdeploy_unified_iterations(r["plan"]["workload"]["engine_version"]) for r in a100)
 
 
-def _row(row_id: str) -> dict[str, object]:
-    for line in (calibration_dir() / "serving_lmdeploy_a100.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if row["id"] == row_id:
-            return row
-    raise AssertionError(row_id)
-
-
 def test_old_turbomind_prefills_a_loops_co_arrivals_before_the_first_tokens() -> None:
     """LlamaBatch.cc `InternalThreadEntry` at v0.1.0a1: each loop dequeues every queued request, `ContextDecode()`
     prefills all of them, then one `Generate()` samples their first tokens. A request's own part of TTFT is then
@@ -132,7 +125,7 @@ def test_old_turbomind_prefills_a_loops_co_arrivals_before_the_first_tokens() ->
     from mlrig.estimators.resolved import resolve
     from mlrig.planner import resolve_arch
 
-    p = parse_plan(_row("LMDEPLOY-0204")["plan"])  # Llama-2-70B, TP 4, 128 users, ShareGPT (248 in / 233 out)
+    p = parse_plan(row("LMDEPLOY-0204").plan)  # Llama-2-70B, TP 4, 128 users, ShareGPT (248 in / 233 out)
     r = resolve(resolve_arch(p), p, resolve_gpu("A100 SXM4 80GB"))
     assert serving.turbomind_loop_prefill(r, None)
     assert not serving.turbomind_loop_prefill(r, 4096)
@@ -152,7 +145,7 @@ def test_sharegpt_mean_ttft_counts_the_co_dequeued_prompts(row_id: str, measured
     """LMDeploy's own A100 table (v0.1.0a1, profile_throughput on ShareGPT, 128 users, mean first-token latency
     0.412 s for Llama-2-13B, 0.633 s for Llama-2-70B at TP 4): the co-dequeued prompts bring the predictions to
     351 / 447 ms (332 / 416 ms with the request's prompt alone)."""
-    perf = evaluate(_row(row_id)["plan"]).performance
+    perf = evaluate(row(row_id).plan).performance
     assert perf is not None and perf.ttft_mean_ms is not None
     assert perf.ttft_mean_ms == pytest.approx(measured_ms, rel=0.33)
     assert perf.ttft_mean_ms > {"LMDEPLOY-0188": 345.0, "LMDEPLOY-0204": 440.0}[row_id]
@@ -186,8 +179,8 @@ def test_llama2_70b_tp4_decode_on_turbomind_01_pays_the_second_cache_read() -> N
     tokens decode at 55 ms per token (LMDEPLOY-0172), 37 ms at 128 + 128 (LMDEPLOY-0164). Read once, the cache
     (~0.33 MB per token, ~3,000 tokens held by each of 64 users) put the long-context step at 42 ms (-24 %); read
     twice (HeadPerCta 4 for a group of 8) it comes to ~52 ms. The short-context row hardly moves."""
-    long_ctx = evaluate(_row("LMDEPLOY-0172")["plan"]).performance
-    short_ctx = evaluate(_row("LMDEPLOY-0164")["plan"]).performance
+    long_ctx = evaluate(row("LMDEPLOY-0172").plan).performance
+    short_ctx = evaluate(row("LMDEPLOY-0164").plan).performance
     assert long_ctx is not None and short_ctx is not None
     assert long_ctx.tpot_ms == pytest.approx(55.0, rel=0.10)
     assert long_ctx.tpot_ms > 48.0
@@ -195,7 +188,7 @@ def test_llama2_70b_tp4_decode_on_turbomind_01_pays_the_second_cache_read() -> N
     from mlrig.estimators.performance import decode_kv_read_factor
     from mlrig.planner import resolve_arch
 
-    arch = resolve_arch(parse_plan(_row("LMDEPLOY-0172")["plan"]))  # 64 query heads over 8 KV heads
+    arch = resolve_arch(parse_plan(row("LMDEPLOY-0172").plan))  # 64 query heads over 8 KV heads
     assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.1.0a1") == 2.0
     assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.1.0a1", kv_bytes_per_element=1.0) == 8.0
     assert decode_kv_read_factor(arch, "lmdeploy", engine_version="0.4.1") == 1.0

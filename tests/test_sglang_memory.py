@@ -71,7 +71,9 @@ def test_activations_that_do_not_fit_beside_the_reservation_are_refused() -> Non
     assert not res.fits and res.performance is None
     refusal = [n for n in res.notes if "run out of memory" in n]
     assert len(refusal) == 1
-    assert "--mem-fraction-static to 0.97 or less" in refusal[0] and "--chunked-prefill-size" in refusal[0]
+    # the fix names mlrig's own flags (a typed --mem-fraction-static is no option of `plan`), with SGLang's names beside
+    assert "--gpu-memory-utilization (SGLang's mem_fraction_static) to 0.97 or less" in refusal[0]
+    assert "--max-num-batched-tokens (SGLang's --chunked-prefill-size)" in refusal[0]
     small = evaluate(_plan(gpu_memory_utilization=0.98, max_num_batched_tokens=1024))
     assert small.fits and small.performance is not None
 

@@ -184,7 +184,8 @@ OutputOpt = Annotated[int | None, typer.Option("--output", help="generated token
 ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--context"))]
 GpuMemUtilOpt = Annotated[float | None, typer.Option(
-    "--gpu-memory-utilization", help="vLLM reservation, a share of the card: 0.9 or 90%", metavar="<fraction>",
+    "--gpu-memory-utilization", help="the engine's reservation, a share of the card: 0.9 or 90% (vLLM's "
+    "gpu_memory_utilization, SGLang's mem_fraction_static)", metavar="<fraction>",
     parser=fraction("--gpu-memory-utilization"))]
 MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
