@@ -348,3 +348,20 @@ def test_a_fix_that_changes_the_default_engine_says_so() -> None:
     gguf = next(f for f in fixes if f.flags.startswith("--precision q"))
     assert gguf.note is not None and "runs on llama.cpp, not vllm" in gguf.note
     assert all("runs on" not in (f.note or "") for f in fixes if not f.flags.startswith("--precision"))
+
+
+def test_quant_is_an_alias_of_precision() -> None:
+    """Users type `--quant q4_k_m` (llama.cpp's word); every command that takes --precision takes it."""
+    from typer.testing import CliRunner
+
+    from mlrig.cli import app
+    from mlrig.commands.advisor import parse_workload_args
+
+    (w,) = parse_workload_args(["--model", "llama-3.1-8b", "--quant", "q4_k_m"])
+    assert w.plan["workload"] == {"precision": "q4_k_m"}
+    runner = CliRunner()
+    for args in (["plan", "llama-3.1-8b", "--gpu", "rtx-4070", "--quant", "q4_k_m"],
+                 ["compare", "llama-3.1-8b", "--gpu", "rtx-4070", "--quant", "q4_k_m"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert "q4_k_m" in result.output

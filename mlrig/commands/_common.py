@@ -170,7 +170,7 @@ NodesOpt = Annotated[int | None, typer.Option("--nodes", help="nodes", metavar="
     parser=positive_int("--nodes", "nodes"))]
 TaskOpt = Annotated[str | None, typer.Option("--task", "-t", help="inference | finetune | pretrain")]
 PrecisionOpt = Annotated[str | None, typer.Option(
-    "--precision", "-q", help="bf16 fp16 fp8 int8 int4 q8_0 q6_k q5_k_m q4_k_m q4_0 nf4 awq gptq mxfp4 ...")]
+    "--precision", "--quant", "-q", help="bf16 fp16 fp8 int8 int4 q8_0 q6_k q5_k_m q4_k_m q4_0 nf4 awq gptq mxfp4 ...")]
 KvPrecisionOpt = Annotated[str | None, typer.Option("--kv-precision", help="KV-cache dtype (default: compute dtype)")]
 EngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="vllm | sglang | trt-llm | lmdeploy | tgi | llama.cpp | ollama | mlx | transformers | "

@@ -59,8 +59,8 @@ WORKLOAD_FLAGS: dict[str, tuple[str, str, Callable[[str], Any]]] = {
 
 # The short forms and spellings `plan`, `fit` and `compare` take for the same options, so a flag copied from
 # one command works in the other (`-q q4_k_m`, `--zero 3`).
-FLAG_ALIASES = {"-t": "--task", "-q": "--precision", "-e": "--engine", "-b": "--batch", "-c": "--context",
-                "-m": "--method", "--zero": "--zero-stage"}
+FLAG_ALIASES = {"-t": "--task", "-q": "--precision", "--quant": "--precision", "-e": "--engine", "-b": "--batch",
+                "-c": "--context", "-m": "--method", "--zero": "--zero-stage"}
 
 
 def _setup_flags() -> dict[str, tuple[str, str, Callable[[str], Any] | None, Any]]:
@@ -567,7 +567,7 @@ def build_suggest_cmd(
     model: Annotated[str | None, typer.Option("--model", "-m", help="size RAM and storage for this workload")] = None,
     task: Annotated[str | None, typer.Option("--task", help="inference | finetune | pretrain (with --model)")] = None,
     method: Annotated[str | None, typer.Option("--method", help="full | lora | qlora (with --model)")] = None,
-    precision: Annotated[str | None, typer.Option("--precision", "-q", help="weights precision")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", "--quant", "-q", help="weights precision")] = None,
     offload: Annotated[str | None, typer.Option("--offload", help="none | optimizer | params (training)")] = None,
     zero: Annotated[int | None, typer.Option("--zero", help="ZeRO stage 0-3 (training)")] = None,
     seq_len: Annotated[str | None, typer.Option("--seq-len", help="training sequence length (4096, 4k)")] = None,

@@ -32,7 +32,8 @@ from mlrig.jsonout import round_floats
 
 GpusOpt = Annotated[list[str] | None, typer.Option(
     "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
-PrecisionsOpt = Annotated[list[str] | None, typer.Option("--precision", "-q", help="precision to compare (repeat)")]
+PrecisionsOpt = Annotated[list[str] | None, typer.Option(
+    "--precision", "--quant", "-q", help="precision to compare (repeat)")]
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
 InterconnectsOpt = Annotated[list[str] | None, typer.Option(
     "--interconnect", help="links between each machine's GPUs: one for every --gpu, or one per --gpu in the same "

@@ -196,7 +196,8 @@ def _writer(path: Path | None, fmt: str) -> tuple[Any, Any]:
 def sweep_cmd(
     models: Annotated[list[str], typer.Argument(help="model(s): catalog names, HF ids or local paths")],
     gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU names or patterns, comma-separated: 'RTX*,h100*'")],
-    precision: Annotated[str, typer.Option("--precision", "-q", help="comma-separated: bf16,q4_k_m")] = "bf16",
+    precision: Annotated[str, typer.Option(
+        "--precision", "--quant", "-q", help="comma-separated: bf16,q4_k_m")] = "bf16",
     engine: Annotated[str | None, typer.Option("--engine", "-e", help="comma-separated; default: as plan")] = None,
     context: Annotated[str, typer.Option("--context", "-c", help="tokens per sequence: 4k..128k, 2048,8192")] = "4k",
     batch: Annotated[str, typer.Option("--batch", "-b", help="sequences (inference) or micro-batch: 1..64")] = "1",
