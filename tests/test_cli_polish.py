@@ -284,7 +284,7 @@ def test_recommend_help_lists_workload_flags() -> None:
     from mlrig.commands.advisor import WORKLOAD_FLAGS
 
     text = _narrow("recommend", "--help")
-    assert "--model M" in text
+    assert "[--model] M" in text
     for flag in WORKLOAD_FLAGS:
         assert f"  {flag} " in text, flag
 

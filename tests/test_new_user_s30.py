@@ -365,3 +365,15 @@ def test_quant_is_an_alias_of_precision() -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
         assert "q4_k_m" in result.output
+
+
+def test_recommend_takes_the_model_as_plan_does() -> None:
+    """`mlrig recommend qwen2.5-32b --budget 2000` (a bare model, as `plan MODEL`) is `--model qwen2.5-32b`;
+    before it was 'unknown option'."""
+    from mlrig.commands.advisor import parse_workload_args
+
+    (w,) = parse_workload_args(["qwen2.5-32b", "-q", "q4_k_m"])
+    assert w.plan["model"] == {"name": "qwen2.5-32b"} and w.plan["workload"] == {"precision": "q4_k_m"}
+    first, second = parse_workload_args(["llama-3.1-8b", "--min-tok-s", "20", "--model", "qwen2.5-32b"])
+    assert (first.plan["model"]["name"], second.plan["model"]["name"]) == ("llama-3.1-8b", "qwen2.5-32b")
+    assert first.usage.min_tok_s == 20 and second.usage.min_tok_s != 20

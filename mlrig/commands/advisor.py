@@ -76,7 +76,7 @@ WORKLOAD_HELP = (
     "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
     " --model apply to the --plan files):\n\n\b\n"
     + "\n".join(f"  {flag:<24} {meaning}" for flag, meaning in {
-        "--model M": "catalog id, HF id or model file (starts a workload)",
+        "[--model] M": "catalog id, HF id or model file (starts a workload; the flag is optional)",
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
         **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
            for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
@@ -107,8 +107,9 @@ USAGE_FLAGS = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() i
 
 
 def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list[Any]:
-    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. Workload
-    flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
+    """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. A bare word
+    where a flag is expected is a model, as `plan MODEL` takes it (`recommend qwen2.5-32b --budget 2000`).
+    Workload flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
     `--plan chat.toml --min-tok-s 8`; without plans that is an error."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
     from mlrig.errors import MlrigError
@@ -118,7 +119,9 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
     i = 0
     while i < len(args):
         flag, value = args[i], None
-        if "=" in flag and flag.startswith("--"):
+        if not flag.startswith("-"):  # a positional model name
+            flag, value = "--model", args[i]
+        elif "=" in flag and flag.startswith("--"):
             flag, value = flag.split("=", 1)
             flag = FLAG_ALIASES.get(flag, flag)
         else:
