@@ -76,7 +76,7 @@ WORKLOAD_HELP = (
     "Workloads: --plan FILE, or workload options after --model (each --model starts one; options before any"
     " --model apply to the --plan files):\n\n\b\n"
     + "\n".join(f"  {flag:<24} {meaning}" for flag, meaning in {
-        "[--model] M": "catalog id, HF id or model file (starts a workload; the flag is optional)",
+        "[--model] M": "catalog id, HF id or model file (starts a workload)",
         **{flag: f"{section}.{field}" for flag, (section, field, _) in WORKLOAD_FLAGS.items()},
         **{flag: f"{section}.{field}" + ("" if conv else f" = {str(value).lower()}")
            for flag, (section, field, conv, value) in SETUP_FLAGS.items()},
