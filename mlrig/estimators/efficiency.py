@@ -1333,6 +1333,13 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 #    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
 #    16-bit weights only (`performance.pass_time`): their 4-bit kernels are not that cuBLAS path (vLLM's
 #    AWQ GEMM before awq_marlin, TurboMind's own W4A16 GEMM) and have no GeForce compute rows either.
+#    Re-read for TurboMind (branch s36-lmdgddr): its W4A16 GEMM accumulates in FP32 too (v0.4.0
+#    src/turbomind/kernels/gemm_s_f16/gemm_template.h: `Array<float, 4>` accumulators into mma.sync m16n8k16
+#    .f32.f16.f16.f32), and so do the in-house GEMMs that replaced both cuBLAS and it (PR #2090, 2024-08; at
+#    1263d5c kernels/gemm/arch/mma_sm80.h has only `SM80_MMA_16x8x16_F32_F16_F16_F32_TN`), so every TurboMind
+#    GEMM on GeForce runs under the FP32-accumulate peak, which is the catalog's GeForce figure. Its 4-bit
+#    prefill there keeps COMPUTE_EFF x QUANT_PREFILL_EFF of that peak: no GeForce row times it (LMDW4 is
+#    batch-1 decode, LOOUIS's Turing rows are anomalies).
 # SGLang joins them for the same reason: its unquantised linears are the same cuBLAS call, UnquantizedLinearMethod.apply
 #    returning F.linear(x, layer.weight, bias) on CUDA (sgl-project/sglang python/sglang/srt/layers/quantization/
 #    unquant.py @ 0038b2b; the Intel AMX and ROCm aiter branches before it do not apply to NVIDIA cards), so on a
