@@ -1036,6 +1036,21 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    - xgmi (AMD Infinity Fabric mesh): the NVLink figure. Same mechanism (a kernel's launch and flag
 #      handshake over direct GPU-GPU load/store links); no fit row isolates it. Until the catalog had an
 #      Infinity Fabric entry, MI300X got NVLink's, so 10 us is what it paid before too.
+#    Checked against NCCL's own model (branch s36-lmdgddr, no change): NVIDIA/nccl v2.18.3-1 (ea38312, 2023-06)
+#    src/graph/tuning.cc prices a single-node NVLink ring all-reduce per protocol as baseLat + 2(N-1) x hwLat +
+#    bytes / (busBw x N / 2(N-1)): LL 6.6 + 0.6 us/step at busBw / 4, LL128 14.0 + 1.9 us/step at 0.92 busBw,
+#    Simple 8.4 + 3.4 us/step at busBw, with busBw = 12 links x 20 GB/s on A100 (src/graph/topo.h SM80_NVLINK_BW;
+#    NCCL's maintainer: "with the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s"
+#    of H100's 450, NVIDIA/nccl-tests issue #212, 2024-05-06). On 4 A100s that is 10.6 us at 16 KiB (a batch-1
+#    70B decode), 32.5 us at 1 MiB (64 sequences) and 54 us at 4 MiB, against 40 / 45 / 61 us here (ring latency
+#    + wire time + the 10 us above): the price here is at or above NCCL's own for every decode-sized message
+#    (tests/test_nvlink_nccl_allreduce.py); it falls under NCCL's only past ~9 MiB (13 % at 32 MiB, a 2,048-token
+#    prefill of a 70B: 5 ms of a ~400 ms pass). So the LMDeploy TP ShareGPT bias is not this term: those rows
+#    (LMDEPLOY-0189..0208, fit) are over-predicted by +9..+11 % throughput at TP 2 and +21..+25 % at TP 4 (TTFT
+#    -20..-29 %) while TP 1 ShareGPT throughput (LMDEPLOY-0173..0188) is -9..-1 % and the fixed-length TP 4 closed
+#    loops at the same 1 MiB decode messages (LMDEPLOY-0137..0172) have TPOT and throughput within -12..+13 %: a
+#    per-request cost that grows with TP, not a per-step one. Doubling this whole term would
+#    close the ShareGPT rows but put the batch-1 TP 4 rows (LMDEPLOY-0123..0136) 22 % slow.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
@@ -1318,6 +1333,13 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 #    could not serve 8 req/s (it did: 1,303 tok/s with a 217 ms median TTFT, ZHJUNQIN-0028/-0029).
 #    16-bit weights only (`performance.pass_time`): their 4-bit kernels are not that cuBLAS path (vLLM's
 #    AWQ GEMM before awq_marlin, TurboMind's own W4A16 GEMM) and have no GeForce compute rows either.
+#    Re-read for TurboMind (branch s36-lmdgddr): its W4A16 GEMM accumulates in FP32 too (v0.4.0
+#    src/turbomind/kernels/gemm_s_f16/gemm_template.h: `Array<float, 4>` accumulators into mma.sync m16n8k16
+#    .f32.f16.f16.f32), and so do the in-house GEMMs that replaced both cuBLAS and it (PR #2090, 2024-08; at
+#    1263d5c kernels/gemm/arch/mma_sm80.h has only `SM80_MMA_16x8x16_F32_F16_F16_F32_TN`), so every TurboMind
+#    GEMM on GeForce runs under the FP32-accumulate peak, which is the catalog's GeForce figure. Its 4-bit
+#    prefill there keeps COMPUTE_EFF x QUANT_PREFILL_EFF of that peak: no GeForce row times it (LMDW4 is
+#    batch-1 decode, LOOUIS's Turing rows are anomalies).
 # SGLang joins them for the same reason: its unquantised linears are the same cuBLAS call, UnquantizedLinearMethod.apply
 #    returning F.linear(x, layer.weight, bias) on CUDA (sgl-project/sglang python/sglang/srt/layers/quantization/
 #    unquant.py @ 0038b2b; the Intel AMX and ROCm aiter branches before it do not apply to NVIDIA cards), so on a

@@ -557,6 +557,9 @@ def lmdeploy_unified_iterations(text: str | None) -> bool:
 #   v0.4.0 the same 8 / 6 / 4 / 1 for every cache type; the sm70 / sm75 paths of v0.3 differ and are not kept).
 # - from v0.4.1 (PR #1491 "variable CTA_H", 2024-04-28): one Qh per group size up to 8 (`query_group_sz == n`):
 #   the cache is read once (groups above 8 go to a 9-head tile, not examined here: taken as once).
+# - re-read at InternLM/lmdeploy 1263d5c (2026-08, branch s36-lmdgddr): decoding.cu looks the kernel up by
+#   `desc.query_group_sz` in a registry whose sm80 decoding kernels pad the group to a tile of 8 or 16 query heads
+#   (kernel/decoding_sm80_128.cu: "Qh_=3..8 -> Qh=8, Qh_=9 -> Qh=16"; SIMT tiles for 1-2): still one read.
 LMDEPLOY_CTA_HEADS_FROM = (0, 1, 0)
 LMDEPLOY_ATTENTION_REFACTOR_FROM = (0, 3, 0)
 LMDEPLOY_CTA_HEADS_V040 = (0, 4, 0)
