@@ -1154,7 +1154,7 @@ FUSED_GLU_FROM_CORE = (0, 5)
 FUSED_GLU_FROM_MONTH = (2024, 2)
 
 
-def _megatron_month(version: str) -> tuple[int, int] | None:
+def megatron_release_month(version: str) -> tuple[int, int] | None:
     """The month a Megatron-LM / NeMo / NGC container release names: '23.09', 'NeMo Framework Release 24.04',
     'PyTorch NVIDIA Release 23.09' (YY.MM), or an ISO month ('2023-12')."""
     v = parse_version(version)
@@ -1179,7 +1179,7 @@ def fused_glu(engine: str | None, version: str | None = None) -> bool:
     if not version:
         return True
     text = version.lower().replace("core_r", "core ").replace("core_v", "core ")
-    month = _megatron_month(text)
+    month = megatron_release_month(text)
     if month is not None:
         return month >= FUSED_GLU_FROM_MONTH
     v = parse_version(text)
