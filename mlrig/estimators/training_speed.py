@@ -681,13 +681,14 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         f"MFU conventionally does; causal flash attention executes half of them; kernel "
         f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
-        f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
+        f"{f.busy_s - f.tp_s - f.ep_s - f.p2p_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
         + (", fp32 hidden states from PEFT's fp32 norms" if tr.method == "qlora" and kbit_stream_fp32(
             r, max(1, gpus // (r.hardware.tensor_parallel * r.hardware.pipeline_parallel))) else "")
         + ")"
         + (f" + {f.tp_s:.2f} s tensor-parallel all-reduce" if f.tp_s > 0 else "")
         + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
+        + (f" + {f.p2p_s:.2f} s pipeline sends between stages" if f.p2p_s > 0 else "")
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
