@@ -1149,7 +1149,8 @@ FUSED_GLU_ENGINES = ("megatron", "nemo")
 # that month has it unfused too. (Megatron-LM's own pretrain_gpt.py built Megatron-Core models only under
 # --use-mcore-models until 9ad1a56 "Change default to use mcore models, not legacy", 2024-05-24, core_v0.8.0; the
 # legacy ParallelMLP's swiglu is unfused. Runs of core 0.5-0.7 are taken as Megatron-Core runs, as NVIDIA's
-# example scripts of that time passed the flag.)
+# example scripts of those releases pass the flag: examples/gpt3/train_gpt3_175b_distributed.sh at core_v0.5.0,
+# core_v0.6.0 and core_v0.7.0.)
 FUSED_GLU_FROM_CORE = (0, 5)
 FUSED_GLU_FROM_MONTH = (2024, 2)
 
