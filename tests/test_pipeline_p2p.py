@@ -44,10 +44,13 @@ def test_sequence_parallel_and_context_parallel_shrink_the_send() -> None:
 
 def test_legacy_megatron_scattered_the_send_over_tensor_parallel_ranks() -> None:
     """Megatron-LM before 23.04 (3c92fa9) scattered each send over the TP ranks (--scatter-gather-tensors-in-
-    pipeline, default on); the current code and NeMo do not."""
-    assert ts.legacy_pipeline_scatter("megatron", "2021-04") and ts.legacy_pipeline_scatter("megatron", "v2.5")
-    assert not ts.legacy_pipeline_scatter("megatron", "23.04") and not ts.legacy_pipeline_scatter("megatron", None)
-    assert not ts.legacy_pipeline_scatter("megatron-deepspeed", "2021-04")
+    pipeline, default on), as DeepSpeed's pipeline engine does; the current Megatron-Core and NeMo do not."""
+    assert ts.pipeline_sends_scattered("megatron", "2021-04") and ts.pipeline_sends_scattered("megatron", "v2.5")
+    assert not ts.pipeline_sends_scattered("megatron", "23.04") and not ts.pipeline_sends_scattered("megatron", None)
+    # DeepSpeed's PipelineEngine partitions its sends over the model-parallel group (is_pipe_partitioned)
+    assert ts.pipeline_sends_scattered("megatron-deepspeed", None)
+    assert ts.pipeline_sends_scattered("atorch + DeepSpeed 3D (Megatron-style TP/PP)", None)
+    assert not ts.pipeline_sends_scattered("nemo", "2021-04") and not ts.pipeline_sends_scattered("torchtitan", None)
     r, _ = resolve_plan(_plan(hardware={"tensor_parallel": 2}, workload={"engine_version": "2021-04"}))
     assert ts.pipeline_p2p_bytes(r, 4096) == 4096 * 4096 * 2 / 2
 

@@ -1310,17 +1310,25 @@ def pipeline_p2p_link(r: ResolvedPlan) -> tuple[float, float]:
 MEGATRON_CORE_PIPELINE_MONTH = (2023, 4)
 
 
-def legacy_pipeline_scatter(engine: str | None, version: str | None) -> bool:
-    """Whether a Megatron-LM run of this release splits each pipeline send over its tensor-parallel ranks
-    (`--scatter-gather-tensors-in-pipeline`, on by default in megatron/p2p_communication.py up to 2023-03: each
-    rank sends 1/t over its own network adapter and the receiver all-gathers over NVLink): a release dated
-    before `MEGATRON_CORE_PIPELINE_MONTH` ('2021-04', '22.12') or a v1.x-v3.x tag. Not Megatron-DeepSpeed,
-    not NeMo; no version: the current code, which does not."""
+def pipeline_sends_scattered(engine: str | None, version: str | None) -> bool:
+    """Whether each pipeline send is split over the tensor-parallel ranks (each sends 1/t over its own link and
+    the receiver all-gathers over NVLink) without sequence parallelism:
+
+    - DeepSpeed's PipelineEngine (Megatron-DeepSpeed, atorch's DeepSpeed 3D) partitions the stage's output and
+      its gradient over the model-parallel group whenever that is larger than one (deepspeed/runtime/pipe/
+      engine.py `PipelineEngine.__init__`: `self.is_pipe_partitioned = self.is_model_parallel`,
+      `self.is_grad_partitioned = self.is_model_parallel`; `_exec_forward_pass` sends a `PartitionedTensor`,
+      the receiver calls `.full()`);
+    - Megatron-LM up to 2023-03 (`--scatter-gather-tensors-in-pipeline`, on by default in
+      megatron/p2p_communication.py): a run that names a release dated before `MEGATRON_CORE_PIPELINE_MONTH`
+      ('2021-04', '22.12') or a v1.x-v3.x tag. Not NeMo; no version: the current Megatron-Core, which does not."""
     from mlrig.estimators.engines import parse_version
     from mlrig.estimators.memory import megatron_release_month
 
     e = (engine or "").lower()
-    if not e.startswith("megatron") or "deepspeed" in e or not version:
+    if "deepspeed" in e:
+        return True
+    if not e.startswith("megatron") or not version:
         return False
     month = megatron_release_month(version.lower())
     if month is not None:
@@ -1337,13 +1345,13 @@ def pipeline_p2p_bytes(r: ResolvedPlan, tokens_per_micro: Num) -> Num:
     rank sends the whole tensor to its peer: Megatron-Core has no scatter-gather (the legacy
     `--scatter-gather-tensors-in-pipeline`, which sent 1/t and all-gathered over NVLink, Narayanan et al. 2021
     sec. 4.1, stopped being read when the schedule moved into megatron/core, 3c92fa9, 2023-03-23; first in
-    the 23.04 release, 2023-05-11). A Megatron-LM run that names an older release (`legacy_pipeline_scatter`)
-    sends 1/t, as with sequence parallelism."""
+    the 23.04 release, 2023-05-11). DeepSpeed's pipeline engine, and a Megatron-LM run that names an older
+    release, send 1/t as with sequence parallelism (`pipeline_sends_scattered`)."""
     hw, tr = r.plan.hardware, r.plan.training
     assert tr is not None
     el = 4.0 if r.precision.compute == "fp32" else 2.0
     w = r.plan.workload
-    scattered = tr.sequence_parallel or legacy_pipeline_scatter(w.engine, w.engine_version)
+    scattered = tr.sequence_parallel or pipeline_sends_scattered(w.engine, w.engine_version)
     split = hw.tensor_parallel if (scattered and hw.tensor_parallel > 1) else 1
     return tokens_per_micro / max(1, tr.context_parallel) * r.arch.hidden_size * el / split
 
