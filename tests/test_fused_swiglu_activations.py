@@ -54,3 +54,33 @@ def test_megatron_plan_saves_two_intermediates_bytes_per_token_per_layer() -> No
 def test_plain_mlp_is_unchanged() -> None:
     """A GeLU (non-gated) MLP has no gate/up pair to fuse: GPT-2 is the same under both names."""
     assert _mem("megatron", "gpt2").allocated_gib == pytest.approx(_mem("megatron-deepspeed", "gpt2").allocated_gib)
+
+
+def test_fusion_is_gated_by_release() -> None:
+    """The fused SwiGLU arrived in Megatron-Core 0.5.0 (core_v0.5.0, 2024-02-26: 8503f75 + de9428a); core_v0.4.0
+    has only the unfused glu. A run naming an older core release or an older container is unfused."""
+    assert not fused_glu("megatron", "core 0.4") and not fused_glu("megatron", "megatron-core 0.4.0")
+    assert not fused_glu("megatron", "core_v0.4.0") and not fused_glu("nemo", "23.11")
+    assert not fused_glu("nemo", "PyTorch NVIDIA Release 23.09") and not fused_glu("megatron", "2023-12")
+    assert fused_glu("megatron", "core_v0.5.0") and fused_glu("megatron", "0.12.1")
+    assert fused_glu("nemo", "NVIDIA NeMo Framework Release 24.04") and fused_glu("nemo", "24.02")
+    assert fused_glu("nemo", "2.0") and fused_glu("megatron", "abc1234")  # no release named: current
+    assert not fused_glu("megatron-deepspeed", "core 0.5")
+
+
+def test_old_release_plan_keeps_the_unfused_intermediates() -> None:
+    """The Megatron plan of test_megatron_plan_saves_two_intermediates... naming core 0.4 keeps what the unfused
+    Megatron-DeepSpeed plan keeps (32 layers x 2,048 tokens x 2 x 14,336 B more than the fused one)."""
+    def mem(engine: str, version: str | None) -> Any:
+        w: dict[str, Any] = {"task": "pretrain", "batch_size": 1, "engine": engine}
+        if version:
+            w["engine_version"] = version
+        r = evaluate({"model": "llama-3.1-8b", "workload": w,
+                      "training": {"seq_len": 2048, "activation_checkpointing": "none"},
+                      "hardware": {"gpu": "h100-sxm-80gb", "count": 8}})
+        assert r.memory is not None
+        return r.memory
+    old, new = mem("megatron", "core 0.4.0"), mem("megatron", "core 0.5.0")
+    assert old.allocated_gib - new.allocated_gib == pytest.approx(32 * 2048 * 2 * 14_336 / GiB, rel=0.01)
+    assert old.allocated_gib == pytest.approx(mem("megatron-deepspeed", None).allocated_gib)
+    assert any("before 0.5" in n for n in old.notes)

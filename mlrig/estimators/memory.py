@@ -1140,11 +1140,53 @@ def lora_adapted_matrices(arch: ModelArch, targets: list[str]) -> int:
 # NVIDIA/Megatron-LM d98e8a6 (2026-08-22). The unfused path (`glu` in mlp.py: silu(x_glu) * x_linear) keeps
 # the fc1 output, the silu output and the product's operands: one more intermediate-wide tensor.
 FUSED_GLU_ENGINES = ("megatron", "nemo")
+# The release the fused activation arrived in, and its month. Megatron-LM history: the kernel came with 8503f75
+# "add rope and swiglu fusion" (2023-11-15, `SwiGLUFunction.forward` saving only its input(s)), was wired into
+# megatron/core/transformer/mlp.py behind `bias_activation_fusion` and turned on by default by de9428a (2024-01-18),
+# merged to main by 640af6b (2024-01-19); the first release holding them is core_v0.5.0 (tagged 2024-02-26).
+# core_v0.4.0 (2023-12-11) has only the unfused `glu` (mlp.py: `self.config.activation_func(x[0]) * x[1]`) and
+# `bias_gelu_fusion` for GeLU. NeMo trains through the same Megatron-Core MLP, so a NeMo container dated before
+# that month has it unfused too. (Megatron-LM's own pretrain_gpt.py built Megatron-Core models only under
+# --use-mcore-models until 9ad1a56 "Change default to use mcore models, not legacy", 2024-05-24, core_v0.8.0; the
+# legacy ParallelMLP's swiglu is unfused. Runs of core 0.5-0.7 are taken as Megatron-Core runs, as NVIDIA's
+# example scripts of those releases pass the flag: examples/gpt3/train_gpt3_175b_distributed.sh at core_v0.5.0,
+# core_v0.6.0 and core_v0.7.0.)
+FUSED_GLU_FROM_CORE = (0, 5)
+FUSED_GLU_FROM_MONTH = (2024, 2)
 
 
-def fused_glu(engine: str | None) -> bool:
-    """`FUSED_GLU_ENGINES`, but not Megatron-DeepSpeed (its `swiglu` is the unfused F.silu(x[0]) * x[1])."""
-    return _engine_is(engine, FUSED_GLU_ENGINES) and "deepspeed" not in (engine or "").lower()
+def megatron_release_month(version: str) -> tuple[int, int] | None:
+    """The month a Megatron-LM / NeMo / NGC container release names: '23.09', 'NeMo Framework Release 24.04',
+    'PyTorch NVIDIA Release 23.09' (YY.MM), or an ISO month ('2023-12')."""
+    v = parse_version(version)
+    if v is None:
+        return None
+    if v.month is not None:
+        return v.month
+    r = v.release
+    if r is not None and len(r) in (2, 3) and 20 <= r[0] <= 40 and 1 <= r[1] <= 12:
+        return (2000 + r[0], r[1])
+    return None
+
+
+def fused_glu(engine: str | None, version: str | None = None) -> bool:
+    """`FUSED_GLU_ENGINES`, but not Megatron-DeepSpeed (its `swiglu` is the unfused F.silu(x[0]) * x[1]), nor a
+    run that names a release before the fusion (`FUSED_GLU_FROM_CORE`): a Megatron-Core version below 0.5
+    ('core 0.4', 'megatron-core 0.4.0', 'core_v0.4.0') or a Megatron-LM / NeMo / NGC container release dated
+    before February 2024 ('23.11'). No version, or one that names neither (a NeMo toolkit '2.0', a commit):
+    the current behaviour, fused."""
+    if not (_engine_is(engine, FUSED_GLU_ENGINES) and "deepspeed" not in (engine or "").lower()):
+        return False
+    if not version:
+        return True
+    text = version.lower().replace("core_r", "core ").replace("core_v", "core ")
+    month = megatron_release_month(text)
+    if month is not None:
+        return month >= FUSED_GLU_FROM_MONTH
+    v = parse_version(text)
+    if v is not None and v.release is not None and v.release[0] == 0:
+        return v.release >= FUSED_GLU_FROM_CORE
+    return True
 
 
 def layer_activation_bytes(arch: ModelArch, seq: Num, micro_batch: Num, flash: bool, tp: int = 1,
@@ -1759,10 +1801,13 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     el = 4.0 if base_prec.compute == "fp32" else 2.0
     seq_l = vec.maximum(1, vec.ceil_int(seq / cp))  # context parallelism: each rank holds seq / cp tokens
     sp = t.sequence_parallel and tp > 1
-    fused_mlp = fused_glu(w.engine) and arch.mlp == "gated"
+    fused_mlp = fused_glu(w.engine, w.engine_version) and arch.mlp == "gated"
     if fused_mlp:
         notes.append("Megatron-Core's fused gated activation (bias_activation_fusion, on by default since core 0.5): "
                      "the MLP keeps its fc1 output for backward, not the activation's intermediates")
+    elif arch.mlp == "gated" and fused_glu(w.engine):
+        notes.append(f"Megatron-Core before 0.5 (engine_version {w.engine_version}): the gated activation is "
+                     "unfused (silu(gate) * up keeps its intermediates for backward)")
     layer_act = layer_activation_bytes(arch, seq_l, b, w.flash_attention, tp, el, sp, fused_mlp)
     lora_dropout = method != "full" and _engine_is(w.engine, LORA_DROPOUT_ENGINES)
     if lora_dropout:

@@ -195,6 +195,7 @@ class TrainingSpeed:
     busy_s: Num
     tp_s: Num
     ep_s: Num
+    p2p_s: Num  # pipeline stages' exposed point-to-point sends (`pipeline_p2p_s`), part of busy_s
     qlora_s: Num
     bubble: Num
     bubble_s: Num
@@ -343,7 +344,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # Megatron-Core's MoE layers wait on the host once per micro-batch (`eff.MOE_LAYER_HOST_SYNC_S`)
     moe_sync_s: Num = (eff.MOE_LAYER_HOST_SYNC_S * arch.num_moe_layers / pp * micro
                        if arch.is_moe and _engine_is_megatron_core(plan.workload.engine) else 0.0)
-    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s
+    # the stage boundaries' activation sends and gradient receives (`pipeline_p2p_s`); inside `busy`, so the
+    # bubble's fill and drain carry them too
+    p2p_s = pipeline_p2p_s(r, tokens_per_rank_step, micro, compute_s + tp_s + ep_s + qlora_s + moe_sync_s)
+    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s + p2p_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch; with
     # pipeline stages each rank launches only its stage's kernels, m times along the schedule's critical path
@@ -371,12 +375,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     hfu = total * hardware / (gpus * peak_mfu * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
     compute_part = compute_s + qlora_s + opt_s + step_fixed + bubble_s
-    comm_part = comm_s + tp_s + ep_s + units_s
+    comm_part = comm_s + tp_s + ep_s + units_s + p2p_s
     # the first of the largest part, as max() over (compute, interconnect, offload) picks it
     bound = vec.where(vec.both(compute_part >= comm_part, compute_part >= offload_s), "compute",
                       vec.where(comm_part >= offload_s, "interconnect", "offload"))
     return TrainingSpeed(tokens_per_s=total, step_s=step_s, mfu=mfu, hfu=hfu, time_to_train_s=ttt, bound=bound,
-                         model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, qlora_s=qlora_s, bubble=bubble,
+                         model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, p2p_s=p2p_s, qlora_s=qlora_s,
+                         bubble=bubble,
                          bubble_s=bubble_s, micro=micro, opt_s=opt_s, step_fixed_s=step_fixed, comm_s=comm_s,
                          fsdp_units_s=units_s, offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
 
@@ -676,13 +681,14 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         f"MFU conventionally does; causal flash attention executes half of them; kernel "
         f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
-        f"{f.busy_s - f.tp_s - f.ep_s:.2f} s compute (GEMMs + "
+        f"{f.busy_s - f.tp_s - f.ep_s - f.p2p_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
         + (", fp32 hidden states from PEFT's fp32 norms" if tr.method == "qlora" and kbit_stream_fp32(
             r, max(1, gpus // (r.hardware.tensor_parallel * r.hardware.pipeline_parallel))) else "")
         + ")"
         + (f" + {f.tp_s:.2f} s tensor-parallel all-reduce" if f.tp_s > 0 else "")
         + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
+        + (f" + {f.p2p_s:.2f} s pipeline sends between stages" if f.p2p_s > 0 else "")
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
@@ -1281,6 +1287,100 @@ def pipeline_microbatch_overhead_s(per_microbatch_s: float, stages: int, microba
     if stages <= 1:
         return per_microbatch_s * microbatches
     return per_microbatch_s * (microbatches + (stages - 1) / max(1, virtual)) / stages
+
+
+def pipeline_p2p_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s per direction, latency us) of the hop between adjacent pipeline stages. Megatron-Core orders its
+    ranks tensor, context, (expert,) data, then pipeline outermost (megatron/core/parallel_state.py,
+    `initialize_model_parallel(order="tp-cp-ep-dp-pp")`), so on more than one node some stage boundary
+    crosses nodes, and every slot of the 1F1B schedule waits for the slowest hop: the GPU's network adapter
+    (the plan's named network, its adapters shared by the node's GPUs; else the adapter per GPU NVIDIA's
+    reference nodes carry, `default_scale_out_link`). On one node the GPUs' own link (`_dp_link`: NVLink,
+    or PCIe by the plan's peer-to-peer rule)."""
+    hw = r.plan.hardware
+    if hw.nodes <= 1:
+        return _dp_link(r)
+    named = _named_network(hw.interconnect) or (None, default_scale_out_link(r.gpu))
+    nics, nic = named
+    return nic.bandwidth_gb_s * (nics or hw.count) / hw.count, nic.latency_us
+
+
+# Megatron-LM's pipeline sends moved into megatron/core (no scatter-gather) in commit 3c92fa9, first released in
+# the 23.04 tag (2023-05-11); its v1.x / v2.x tags (2020-2021) and YY.MM releases before it scattered them.
+MEGATRON_CORE_PIPELINE_MONTH = (2023, 4)
+
+
+def pipeline_sends_scattered(engine: str | None, version: str | None) -> bool:
+    """Whether each pipeline send is split over the tensor-parallel ranks (each sends 1/t over its own link and
+    the receiver all-gathers over NVLink) without sequence parallelism:
+
+    - DeepSpeed's PipelineEngine (Megatron-DeepSpeed, atorch's DeepSpeed 3D) partitions the stage's output and
+      its gradient over the model-parallel group whenever that is larger than one (deepspeed/runtime/pipe/
+      engine.py `PipelineEngine.__init__`: `self.is_pipe_partitioned = self.is_model_parallel`,
+      `self.is_grad_partitioned = self.is_model_parallel`; `_exec_forward_pass` sends a `PartitionedTensor`,
+      the receiver calls `.full()`);
+    - Megatron-LM up to 2023-03 (`--scatter-gather-tensors-in-pipeline`, on by default in
+      megatron/p2p_communication.py): a run that names a release dated before `MEGATRON_CORE_PIPELINE_MONTH`
+      ('2021-04', '22.12') or a v1.x-v3.x tag. Not NeMo; no version: the current Megatron-Core, which does not."""
+    from mlrig.estimators.engines import parse_version
+    from mlrig.estimators.memory import megatron_release_month
+
+    e = (engine or "").lower()
+    if "deepspeed" in e:
+        return True
+    if not e.startswith("megatron") or not version:
+        return False
+    month = megatron_release_month(version.lower())
+    if month is not None:
+        return month < MEGATRON_CORE_PIPELINE_MONTH
+    v = parse_version(version)
+    return v is not None and v.release is not None and 1 <= v.release[0] <= 3
+
+
+def pipeline_p2p_bytes(r: ResolvedPlan, tokens_per_micro: Num) -> Num:
+    """Bytes of one point-to-point send between pipeline stages: one micro-batch's boundary activations (or
+    their gradient), [s / cp, b, h] in the compute dtype, split over the tensor-parallel ranks only under
+    sequence parallelism (megatron/core/pipeline_parallel/schedules.py `get_tensor_shapes`:
+    effective_seq_length // cp, then // tp when `config.sequence_parallel`). Without it every tensor-parallel
+    rank sends the whole tensor to its peer: Megatron-Core has no scatter-gather (the legacy
+    `--scatter-gather-tensors-in-pipeline`, which sent 1/t and all-gathered over NVLink, Narayanan et al. 2021
+    sec. 4.1, stopped being read when the schedule moved into megatron/core, 3c92fa9, 2023-03-23; first in
+    the 23.04 release, 2023-05-11). DeepSpeed's pipeline engine, and a Megatron-LM run that names an older
+    release, send 1/t as with sequence parallelism (`pipeline_sends_scattered`)."""
+    hw, tr = r.plan.hardware, r.plan.training
+    assert tr is not None
+    el = 4.0 if r.precision.compute == "fp32" else 2.0
+    w = r.plan.workload
+    scattered = tr.sequence_parallel or pipeline_sends_scattered(w.engine, w.engine_version)
+    split = hw.tensor_parallel if (scattered and hw.tensor_parallel > 1) else 1
+    return tokens_per_micro / max(1, tr.context_parallel) * r.arch.hidden_size * el / split
+
+
+def pipeline_p2p_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, busy_s: Num) -> Num:
+    """Seconds per step a pipeline stage spends on point-to-point sends that the computation does not hide.
+
+    Each micro-batch crosses every stage boundary twice, its activations forward and their gradient
+    backward: 2 m sends per stage and step, 2 m v with v model chunks per rank (the interleaved schedule),
+    each `pipeline_p2p_bytes` over `pipeline_p2p_link`, plus the link's latency. Megatron-Core's
+    megatron/core/pipeline_parallel/p2p_communication.py `_communicate` posts them with
+    `torch.distributed.batch_isend_irecv`, waits on them and then calls `torch.cuda.synchronize()`
+    (`batch_p2p_sync`): the non-interleaved 1F1B schedule overlaps none of it (Megatron-LM
+    megatron/training/arguments.py sets `overlap_p2p_comm = False` without virtual stages), so every send sits
+    on the schedule's critical path. The interleaved schedule defaults to `overlap_p2p_comm` (the flag is
+    `--no-overlap-p2p-communication`): a chunk's sends run while the next chunk computes, and only what
+    exceeds the computation (`busy_s`) is exposed. Returned for the steady state; the caller's bubble term
+    adds the fill and drain."""
+    hw, tr = r.plan.hardware, r.plan.training
+    assert tr is not None
+    pp, v = hw.pipeline_parallel, max(1, tr.virtual_pipeline_stages)
+    if pp <= 1:
+        return 0.0
+    bw, lat_us = pipeline_p2p_link(r)
+    send_s = pipeline_p2p_bytes(r, tokens_per_micro) / (bw * 1e9) + lat_us * 1e-6
+    sends = 2 * micro * v
+    if v == 1:
+        return sends * send_s
+    return vec.maximum(0.0, sends * send_s - busy_s)
 
 
 def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
