@@ -88,7 +88,8 @@ class Version:
 @functools.lru_cache(maxsize=1024)
 def parse_version(text: str | None) -> Version | None:
     """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' / '0.7.4.dev181' -> release; 'b3000' -> build; '2024-06' -> month;
-    None when nothing recognisable (a commit hash: the current behaviour is assumed).
+    '0.9.x' -> release (0, 9), the series; None when nothing recognisable (a commit hash, 'garbage': refused for
+    the engines mlrig dates, `engine_version_problem`).
 
     A pure function of the text, its answer frozen, so it is remembered per text (bounded): one plan asks
     about its engine's version dozens of times (every decode and prefill pass prices the version's host
@@ -106,7 +107,7 @@ def parse_version(text: str | None) -> Version | None:
     # [N!]N(.N)*[{a|b|rc}N][.postN][.devN], then an optional "+local" label) allows them together, in that
     # order: '0.7.4.dev181', '0.4.2.post4', '1.2.0rc1', '0.6.3.post2.dev308' (a nightly after 0.6.3.post1),
     # '0.7.3.dev138+g21f6ca217', '0.6.4.dev4+rocm'
-    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.?(?:rc|a|b)\d*)?(?:\.?post\d*)?(?:\.?dev\d*)?"
+    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.x)?(?:\.?(?:rc|a|b)\d*)?(?:\.?post\d*)?(?:\.?dev\d*)?"
                   r"(?:\+[\w.]*)?(?![\w.])", t)
     if m:
         return Version(release=tuple(int(x) for x in m.group(1).split(".")))
@@ -1067,6 +1068,67 @@ def llama_cpp_front_end(engine: str | None) -> bool:
 MLX_SERVER_ENGINES = ("rapid-mlx", "rapidmlx", "vllm-mlx")
 
 
+# Engine name prefixes (lower case, spaces removed, "_" as "-") and the family each names (`engine_family`)
+ENGINE_NAME_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("vllm", "vllm"), ("sglang", "sglang"), ("tensorrt", "trt-llm"), ("trt", "trt-llm"), ("lmdeploy", "lmdeploy"),
+    ("turbomind", "lmdeploy"), ("tgi", "tgi"), ("text-generation-inference", "tgi"), ("transformers", "transformers"),
+    ("hf", "transformers"), ("pytorch", "transformers"), ("exllama", "exllamav2"), ("tabby", "exllamav2"),
+    ("mlc", "mlc"), ("gpt-fast", "gpt-fast"), ("gptfast", "gpt-fast"), ("torchao", "gpt-fast"),
+    ("tinychat", "tinychat"))
+
+# The families whose behaviour mlrig dates by release (this module), with the version forms each takes. A label
+# these cannot read is refused (`engine_version_problem`) rather than priced silently as the current release.
+# Engines with no releases to date (gpt-fast and torchao run from a commit) and training frameworks mlrig does not
+# date take any label (it is kept in the plan, and changes nothing).
+VERSION_FORMS = {
+    "vllm": "a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer')",
+    "sglang": "a release such as '0.4.3' or '0.5.2' (also '0.4.3.post2')",
+    "lmdeploy": "a release such as '0.6.0', or '0.6.0+pytorch' for its PyTorch engine",
+    "llama.cpp": ("a build such as 'b4000', a build month such as '2024-06', or a front-end's release such as "
+                  "Ollama's '0.5.7'; '+vulkan' selects the Vulkan build on AMD (e.g. 'b6000+vulkan')"),
+    "trt-llm": "a release such as '0.12' or '1.0', with '+tensorrt' or '+pytorch' for the backend (e.g. '1.0+tensorrt')",
+    "mlx": "an mlx-lm release such as '0.20.4' (or 'mlx-lm 0.20.4')",
+    "transformers": "a release such as '4.44' or '4.38.2', or a month such as '2024-06'",
+    "exllamav2": "a release such as '0.2.4'",
+    "tgi": "a release such as '2.4.0' or '3.0', or a month such as '2024-12'",
+    "tinychat": "a release such as '2.0', or a month such as '2024-06'",
+    "mlc": "a release such as '0.1.0' or a month such as '2024-06'",
+}
+
+
+def engine_family_by_name(engine: str | None) -> str | None:
+    """The family an engine name belongs to from the name alone (no GPU, no refusals): what `engine_family` maps it
+    to on a GPU it runs on; None for a name it does not know (a training framework, a typo)."""
+    e = (engine or "").lower().replace(" ", "").replace("_", "-")
+    if not e:
+        return None
+    if e.startswith("mlx") or e in MLX_SERVER_ENGINES:
+        return "mlx"
+    if runs_llama_cpp(e) or e == "llama.cpp-2024":
+        return "llama.cpp"
+    return next((fam for key, fam in ENGINE_NAME_PREFIXES if e.startswith(key)), None)
+
+
+def engine_version_problem(engine: str | None, text: str | None) -> str | None:
+    """Why `text` is no version of `engine` mlrig can read, with the forms it takes (VERSION_FORMS); None when it
+    is one, or when the engine is not one mlrig dates. Without this a label `parse_version` cannot read ('garbage',
+    a commit hash, 'latest') would be priced as the current release without a word. With no engine named the
+    default engine depends on the GPU, so any form `parse_version` reads is taken."""
+    if text is None:
+        return None
+    family = engine_family_by_name(engine)
+    if engine and family not in VERSION_FORMS:
+        return None
+    if parse_version(text) is not None:
+        return None
+    forms = VERSION_FORMS.get(family or "", "a release such as '0.6.3', a llama.cpp build such as 'b4000' or a "
+                                            "month such as '2024-06'")
+    current = CURRENT.get(family or "")
+    leave = (f"leave it out for the current release (~{current})" if current
+             else "leave it out for the current release")
+    return f"cannot read {text!r} as a version of {engine or 'the engine'}; give {forms}, or {leave}"
+
+
 def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, version: str | None = None) -> str:
     """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
     tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
@@ -1090,26 +1152,7 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
         if llama_cpp_backend(gpu, version) == "hip":
             return "llama.cpp-hip"
         return "llama.cpp" if llama_cpp_has_graphs(version) else "llama.cpp-2024"
-    for key, fam in (
-        ("vllm", "vllm"),
-        ("sglang", "sglang"),
-        ("tensorrt", "trt-llm"),
-        ("trt", "trt-llm"),
-        ("lmdeploy", "lmdeploy"),
-        ("turbomind", "lmdeploy"),
-        ("tgi", "tgi"),
-        ("text-generation-inference", "tgi"),
-        ("transformers", "transformers"),
-        ("hf", "transformers"),
-        ("pytorch", "transformers"),
-        ("exllama", "exllamav2"),
-        ("tabby", "exllamav2"),
-        ("mlc", "mlc"),
-        ("gpt-fast", "gpt-fast"),
-        ("gptfast", "gpt-fast"),
-        ("torchao", "gpt-fast"),
-        ("tinychat", "tinychat"),
-    ):
+    for key, fam in ENGINE_NAME_PREFIXES:
         if e.startswith(key):
             if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
                 raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "
