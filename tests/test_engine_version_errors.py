@@ -58,12 +58,12 @@ def test_a_label_no_parser_reads_is_refused_for_every_dated_engine(engine: str, 
 
 
 def test_mlx_and_the_message_names_its_own_forms() -> None:
-    with pytest.raises(MlrigError, match="mlx-lm release such as '0.20.4'.*current release \\(~0.32\\)"):
+    with pytest.raises(MlrigError, match=r"mlx-lm release such as '0\.20\.4'.*current release \(~0\.32\)"):
         evaluate(_plan("mlx", "garbage", gpu="M2 Max 64GB"))
     assert evaluate(_plan("mlx", "mlx-lm 0.20.4", gpu="M2 Max 64GB")).error is None
     with pytest.raises(MlrigError, match="build such as 'b4000'"):
         parse_plan(_plan("llama.cpp", "garbage"))
-    with pytest.raises(MlrigError, match="'0.6.0\\+pytorch'"):
+    with pytest.raises(MlrigError, match=r"'0\.6\.0\+pytorch'"):
         parse_plan(_plan("lmdeploy", "garbage"))
 
 

@@ -82,7 +82,8 @@ def row_json(c: Checked) -> dict[str, object]:
 def validate_cmd(
     suite: Annotated[str, typer.Option("--suite", help="memory | speed | all")] = "all",
     figure: Annotated[str | None, typer.Option("--figure", help="only this figure, e.g. decode_tok_s")] = None,
-    rows: Annotated[bool, typer.Option("--rows", help="also print every row: predicted, measured, relative error or why there is no prediction")] = False,
+    rows: Annotated[bool, typer.Option(
+        "--rows", help="also print every row: predicted, measured, relative error or why no prediction")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: scopes, and rows with --rows")] = False,
     write: Annotated[bool, typer.Option(
         "--write", help="store the scope records where `mlrig plan` reads them (for maintainers)")] = False,

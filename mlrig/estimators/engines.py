@@ -1086,7 +1086,8 @@ VERSION_FORMS = {
     "lmdeploy": "a release such as '0.6.0', or '0.6.0+pytorch' for its PyTorch engine",
     "llama.cpp": ("a build such as 'b4000', a build month such as '2024-06', or a front-end's release such as "
                   "Ollama's '0.5.7'; '+vulkan' selects the Vulkan build on AMD (e.g. 'b6000+vulkan')"),
-    "trt-llm": "a release such as '0.12' or '1.0', with '+tensorrt' or '+pytorch' for the backend (e.g. '1.0+tensorrt')",
+    "trt-llm": ("a release such as '0.12' or '1.0', with '+tensorrt' or '+pytorch' for the backend "
+                "(e.g. '1.0+tensorrt')"),
     "mlx": "an mlx-lm release such as '0.20.4' (or 'mlx-lm 0.20.4')",
     "transformers": "a release such as '4.44' or '4.38.2', or a month such as '2024-06'",
     "exllamav2": "a release such as '0.2.4'",
