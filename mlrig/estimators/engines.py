@@ -133,22 +133,39 @@ def series_before(text: str | None, release: tuple[int, ...]) -> bool:
 # llama.cpp's CUDA backend turns its graphs off on GPUs below compute capability 8.0 whatever the build:
 #    ggml-cuda.cu, `if (ggml_cuda_info().devices[...].cc < GGML_CUDA_CC_AMPERE) ...disable_due_to_gpu_arch = true`
 #    (in ggml_backend_cuda_graph_compute since the graphs came in, PR #6766; in ggml_cuda_graph_set_enabled in later
-#    trees), so Volta, Turing and older cards launch every kernel one by one. A fork's notes report upstream PR #25749
-#    ("Enable CUDA graphs on volta+turing", 2026-07-16) lowering the line to Volta; its build number is not
-#    established here, so only month labels from 2026-07 on give Volta and Turing their graphs back.
+#    trees), so Volta, Turing and older cards launch every kernel one by one. ggml-org/llama.cpp commit
+#    3f08ef2c519710831cb68c8dc2c2693e6bb5bf81, "Enable CUDA graphs on volta+turing (#25749)" (merged 2026-07-16),
+#    lowers the line to Volta; its build is b10042 (llama.cpp's build number is the commit count, printed as
+#    "version: 10042 (3f08ef2c5)"; the release tag b10042 is that commit, as downstream pins of the tag record
+#    it: LLAMA_TAG="b10042", LLAMA_COMMIT="3f08ef2c5197..."). So builds from b10042 and month labels from 2026-07
+#    give Volta and Turing their graphs back; Pascal and older stay without them.
+LLAMA_CPP_VOLTA_GRAPHS_BUILD = 10042
 LLAMA_CPP_VOLTA_GRAPHS_DATE = (2026, 7)
 LLAMA_CPP_NO_GRAPH_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 
 
 def llama_cpp_graphs_on_gpu(gpu: GPU, text: str | None) -> bool:
-    """Whether llama.cpp's CUDA build replays its decode graph on this NVIDIA GPU (see LLAMA_CPP_VOLTA_GRAPHS_DATE):
-    not below compute capability 8.0 (Volta, Turing and older), except Volta / Turing from July 2026."""
+    """Whether llama.cpp's CUDA build replays its decode graph on this NVIDIA GPU (see LLAMA_CPP_VOLTA_GRAPHS_BUILD):
+    not below compute capability 8.0 (Volta, Turing and older), except Volta / Turing from build b10042 (a month
+    label from July 2026). With no version the current build (CURRENT, past b10042) is assumed: graphs on Volta and
+    Turing."""
     arch = str(gpu.architecture or "")
     if gpu.vendor != "NVIDIA" or not arch.startswith(LLAMA_CPP_NO_GRAPH_ARCHITECTURES):
         return True
+    if not arch.startswith(("Volta", "Turing")):
+        return False
     v = parse_version(text)
-    late = v is not None and v.month is not None and v.month >= LLAMA_CPP_VOLTA_GRAPHS_DATE
-    return late and arch.startswith(("Volta", "Turing"))
+    if v is None:
+        return llama_cpp_volta_graphs_build(CURRENT["llama.cpp"])
+    if v.build is not None:
+        return v.build >= LLAMA_CPP_VOLTA_GRAPHS_BUILD
+    return v.month is not None and v.month >= LLAMA_CPP_VOLTA_GRAPHS_DATE
+
+
+def llama_cpp_volta_graphs_build(text: str) -> bool:
+    """Whether a build label ("b12429") is at or past LLAMA_CPP_VOLTA_GRAPHS_BUILD."""
+    v = parse_version(text)
+    return v is not None and v.build is not None and v.build >= LLAMA_CPP_VOLTA_GRAPHS_BUILD
 
 
 def llama_cpp_has_graphs(text: str | None) -> bool:
