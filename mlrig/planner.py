@@ -298,6 +298,12 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         elif current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
+    else:
+        from mlrig.estimators.engines import engine_version_unread_note
+
+        unread = engine_version_unread_note(w.engine, w.engine_version)
+        if unread:
+            notes.append(unread)
     if runs_llama_cpp(w.engine) and gpu.hardware_class == "amd":
         from mlrig.estimators.engines import llama_cpp_backend
 

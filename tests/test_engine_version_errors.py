@@ -106,3 +106,23 @@ def test_eval_reports_the_bad_case_and_finishes_the_rest(tmp_path: Path) -> None
     assert proc.returncode == 1 and [r["id"] for r in out] == ["good-1", "bad", "good-2"]
     assert out[0]["error"] is None and out[2]["error"] is None and out[2]["performance"]["decode_tok_s"] > 0
     assert "cannot read 'garbage' as a version of llama.cpp" in out[1]["error"]
+
+
+@pytest.mark.parametrize(("engine", "version", "kind"), [
+    ("vllm", "b4000", "build"), ("sglang", "2024-11", "month"), ("llama.cpp", "0.3.5", "release"),
+    ("trt-llm", "2024-06", "month")])
+def test_a_form_the_engines_rules_do_not_read_is_said(engine: str, version: str, kind: str) -> None:
+    """A version that parses but is of a kind the engine's release rules never read (a llama.cpp build given to vLLM,
+    a month to SGLang) is priced as the current release, and the plan says so."""
+    gpu = "H100 SXM" if engine != "llama.cpp" else "RTX 4090"
+    notes = evaluate(_plan(engine, version, gpu=gpu)).notes
+    said = [n for n in notes if n.startswith(f"engine_version {version!r} is a {kind}")]
+    assert len(said) == 1 and "priced as its current release" in said[0], notes
+
+
+@pytest.mark.parametrize(("engine", "version"), [
+    ("vllm", "0.6.3"), ("llama.cpp", "b4000"), ("llama.cpp", "2024-06"), ("tgi", "2024-12"), ("ollama", "0.5.7"),
+    ("lmdeploy", "0.6.0+pytorch")])
+def test_forms_the_rules_read_carry_no_such_note(engine: str, version: str) -> None:
+    gpu = "H100 SXM" if engine in ("vllm", "tgi", "lmdeploy") else "RTX 4090"
+    assert not [n for n in evaluate(_plan(engine, version, gpu=gpu)).notes if n.startswith("engine_version '")]

@@ -1109,7 +1109,7 @@ VERSION_FORMS = {
     "transformers": "a release such as '4.44' or '4.38.2', or a month such as '2024-06'",
     "exllamav2": "a release such as '0.2.4'",
     "tgi": "a release such as '2.4.0' or '3.0', or a month such as '2024-12'",
-    "tinychat": "a release such as '2.0', or a month such as '2024-06'",
+    "tinychat": "a release such as '2.0' or '1.0'",
     "mlc": "a release such as '0.1.0' or a month such as '2024-06'",
 }
 
@@ -1145,6 +1145,30 @@ def engine_version_problem(engine: str | None, text: str | None) -> str | None:
     leave = (f"leave it out for the current release (~{current})" if current
              else "leave it out for the current release")
     return f"cannot read {text!r} as a version of {engine or 'the engine'}; give {forms}, or {leave}"
+
+
+# What each family's release rules (this module) read: a version of another kind parses, but no rule reads it, so
+# the plan is priced as the current release; `engine_version_unread_note` says so.
+VERSION_KINDS_READ = {"vllm": ("release",), "sglang": ("release",), "lmdeploy": ("release",), "trt-llm": ("release",),
+                      "mlx": ("release",), "tinychat": ("release",), "transformers": ("release",),
+                      "tgi": ("release", "month"), "llama.cpp": ("build", "month")}
+
+
+def engine_version_unread_note(engine: str | None, text: str | None) -> str | None:
+    """A note for an inference plan whose version parses as a kind its engine's rules do not read (VERSION_KINDS_READ):
+    a llama.cpp build number given to vLLM, a month given to SGLang, a dotted release given to llama.cpp itself (its
+    front-ends' releases, Ollama's '0.5.7', are theirs and read where modelled). None otherwise."""
+    v = parse_version(text)
+    family = engine_family_by_name(engine)
+    if v is None or family not in VERSION_KINDS_READ or (family == "llama.cpp" and llama_cpp_front_end(engine)):
+        return None
+    kind = "release" if v.release is not None else "build" if v.build is not None else "month"
+    read = VERSION_KINDS_READ[family]
+    if kind in read:
+        return None
+    examples = {"release": "a release ('0.6.3')", "build": "a build ('b4000')", "month": "a month ('2024-06')"}
+    return (f"engine_version {text!r} is a {kind}, and {engine}'s version rules read only "
+            f"{' or '.join(examples[k] for k in read)}: priced as its current release (~{CURRENT.get(family, '')})")
 
 
 def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, version: str | None = None) -> str:
