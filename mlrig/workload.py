@@ -187,11 +187,6 @@ class WorkloadSpec(_Strict):
             raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
         if self.request_rate is not None and self.load != "rate":
             raise ValueError(f"workload.request_rate applies to load = 'rate' (got load = {self.load!r})")
-        from mlrig.estimators.engines import engine_version_problem
-
-        problem = engine_version_problem(self.engine, self.engine_version)
-        if problem:
-            raise ValueError(f"engine_version (--engine-version): {problem}")
         if self.cached_prompt_tokens >= max(1, self.prompt_tokens):
             raise ValueError("workload.cached_prompt_tokens must be below prompt_tokens (the last prompt token is "
                              "always computed)")

@@ -98,14 +98,15 @@ def test_cli_flag_and_plan_file_exit_2_with_one_line(tmp_path: Path) -> None:
 
 def test_eval_reports_the_bad_case_and_finishes_the_rest(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
-    rows = [{**_plan("vllm", "0.6.3"), "id": "good-1"}, {**_plan("llama.cpp", "garbage"), "id": "bad"},
-            {**_plan("llama.cpp", "b4000"), "id": "good-2"}]
+    # good-2 and bad have one shape: a batch validates such a case section by section (grid.parse_member)
+    rows = [{**_plan("vllm", "0.6.3"), "id": "good-1"}, {**_plan("llama.cpp", "b4000"), "id": "good-2"},
+            {**_plan("llama.cpp", "garbage"), "id": "bad"}, {**_plan("llama.cpp", "b4001"), "id": "good-3"}]
     cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
     proc = _run(["eval", str(cases)], tmp_path)
     out = [json.loads(x) for x in proc.stdout.splitlines()]
-    assert proc.returncode == 1 and [r["id"] for r in out] == ["good-1", "bad", "good-2"]
-    assert out[0]["error"] is None and out[2]["error"] is None and out[2]["performance"]["decode_tok_s"] > 0
-    assert "cannot read 'garbage' as a version of llama.cpp" in out[1]["error"]
+    assert proc.returncode == 1 and [r["id"] for r in out] == ["good-1", "good-2", "bad", "good-3"]
+    assert all(out[i]["error"] is None and out[i]["performance"]["decode_tok_s"] > 0 for i in (0, 1, 3))
+    assert "cannot read 'garbage' as a version of llama.cpp" in out[2]["error"]
 
 
 @pytest.mark.parametrize(("engine", "version", "kind"), [
