@@ -95,9 +95,22 @@ def parse_plan(data: Plan | dict[str, Any]) -> Plan:
     if not isinstance(data, dict):
         raise MlrigError(f"a plan must be a JSON object / TOML table, got {type(data).__name__}")
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         raise MlrigError(validation_message(exc)) from None
+    check_engine_version(plan)
+    return plan
+
+
+def check_engine_version(plan: Plan) -> None:
+    """Refuse an engine_version its engine's parser cannot read (`engines.engine_version_problem`): priced silently
+    as the current release otherwise. Run by `parse_plan` and again by `with_defaults`, which every evaluation
+    passes (a batch's plans of one shape are validated section by section, `grid.parse_member`)."""
+    from mlrig.estimators.engines import engine_version_problem
+
+    problem = engine_version_problem(plan.workload.engine, plan.workload.engine_version)
+    if problem:
+        raise MlrigError(f"invalid plan: workload: engine_version (--engine-version): {problem}")
 
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:
@@ -234,6 +247,7 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
       (vLLM `--tensor-parallel-size N`). Training keeps data parallelism (+ ZeRO) as given."""
     from mlrig import quant
 
+    check_engine_version(p)
     notes: list[str] = []
     w = p.workload
     precision_given = "precision" in w.model_fields_set
@@ -298,6 +312,12 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         elif current:
             notes.append(f"no engine_version given: {w.engine}'s current release assumed (~{current}); "
                          "pass --engine-version for older behaviour")
+    else:
+        from mlrig.estimators.engines import engine_version_unread_note
+
+        unread = engine_version_unread_note(w.engine, w.engine_version)
+        if unread:
+            notes.append(unread)
     if runs_llama_cpp(w.engine) and gpu.hardware_class == "amd":
         from mlrig.estimators.engines import llama_cpp_backend
 

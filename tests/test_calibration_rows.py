@@ -127,3 +127,33 @@ def test_allowed_sources_are_not_mistaken_for_reserved_ones() -> None:
                "https://github.com/ggml-org/llama.cpp/blob/master/docs/backend/SYCL.md",
                "https://blog.vllm.ai/2025/11/11/intel-arc-pro-b.html"]
     assert [u for u in allowed if any(re.search(p, u, re.IGNORECASE) for p in RESERVED_SOURCE_PATTERNS)] == []
+
+
+def test_every_rows_gpu_resolves_to_one_catalog_gpu(rows: list[CalibrationRow]) -> None:
+    """Sources spell a card many ways ("RTX 4090", "NVIDIA GeForce RTX 4090", "rtx-4090"); each row's GPU goes
+    through the catalog's name lookup (what validation runs), so every spelling must resolve, and the spellings of
+    one card to the same catalog GPU (issue 10 §4: a row whose GPU did not resolve would be refused, not scored)."""
+    from mlrig.errors import MlrigError
+
+    unresolved, ids = [], {}
+    for r in rows:
+        try:
+            ids[r.id] = r.catalog_gpu_id()
+        except MlrigError as exc:
+            unresolved.append(f"{r.id}: {exc}")
+    assert not unresolved, unresolved[:5]
+    spelled: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        spelled[ids[r.id]].add(str(r.plan["hardware"].get("gpu")))
+    assert {"RTX 4090", "NVIDIA GeForce RTX 4090"} <= spelled["rtx-4090"]
+    assert {"NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"} <= spelled["a100-sxm-80gb"]
+
+
+def test_every_rows_engine_version_is_one_its_engine_reads(rows: list[CalibrationRow]) -> None:
+    """A version label no parser reads is refused by the planner (engines.engine_version_problem); a row must say
+    its release in a form the engine's parser takes, or leave it out (README: when the source does not state it)."""
+    from mlrig.estimators.engines import engine_version_problem
+
+    bad = [(r.id, w.get("engine"), w.get("engine_version")) for r in rows
+           for w in [r.plan.get("workload", {})] if engine_version_problem(w.get("engine"), w.get("engine_version"))]
+    assert not bad, bad[:5]

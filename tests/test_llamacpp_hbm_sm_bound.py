@@ -87,14 +87,36 @@ def test_argonne_llama_cpp_rows_are_single_gpu_b1_decode_runs() -> None:
 
 def test_llama_cpp_turns_its_cuda_graphs_off_below_ampere() -> None:
     """ggml-cuda.cu disables the graphs for compute capability < 8.0: a V100 launches each kernel (the per-layer
-    time of the graph-less builds), an A100 replays; month labels from 2026-07 give Volta/Turing their graphs."""
+    time of the graph-less builds), an A100 replays; build b10042 (commit 3f08ef2, "Enable CUDA graphs on
+    volta+turing (#25749)") and month labels from 2026-07 give Volta/Turing their graphs, and so does the current
+    build assumed with no version (b12429); Pascal never gets them."""
     from mlrig.estimators.engines import llama_cpp_graphs_on_gpu
 
     v100, a100, p100 = resolve_gpu("Tesla V100-PCIE-16GB"), resolve_gpu("a100-sxm-80gb"), resolve_gpu("p100-pcie-16gb")
-    assert not llama_cpp_graphs_on_gpu(v100, "b4275") and not llama_cpp_graphs_on_gpu(v100, None)
+    t4 = resolve_gpu("t4")
+    assert not llama_cpp_graphs_on_gpu(v100, "b4275") and not llama_cpp_graphs_on_gpu(t4, "b10041")
+    assert llama_cpp_graphs_on_gpu(v100, "b10042") and llama_cpp_graphs_on_gpu(t4, "b10042+cuda")
+    assert llama_cpp_graphs_on_gpu(v100, None) and not llama_cpp_graphs_on_gpu(p100, None)
+    assert not llama_cpp_graphs_on_gpu(p100, "b12000") and not llama_cpp_graphs_on_gpu(v100, "2026-06")
     assert llama_cpp_graphs_on_gpu(a100, "b4275") and llama_cpp_graphs_on_gpu(resolve_gpu("rtx-3090"), None)
     assert llama_cpp_graphs_on_gpu(v100, "2026-08") and not llama_cpp_graphs_on_gpu(p100, "2026-08")
     assert llama_cpp_graphs_on_gpu(resolve_gpu("mi50-32gb"), None)  # HIP: not this rule
+
+
+def test_a_b_number_past_the_volta_change_prices_a_t4_with_graphs() -> None:
+    """Through the product path: a T4 decode at b10041 launches each kernel, at b10042 replays the graph (faster),
+    the same as a month label after the change and as no version (the current build)."""
+    from mlrig.planner import evaluate
+
+    def decode(version: str | None) -> float:
+        w = {"engine": "llama.cpp", "precision": "q4_k_m", **({"engine_version": version} if version else {})}
+        perf = evaluate({"model": "llama-3.1-8b", "workload": w, "hardware": {"gpu": "t4"}}).performance
+        assert perf is not None and perf.decode_tok_s is not None
+        return perf.decode_tok_s
+
+    before, after = decode("b10041"), decode("b10042")
+    assert after > before * 1.03
+    assert decode("2026-08") == after and decode(None) == after and decode("2026-06") == before
 
 
 def test_ci_v100_rows_carry_the_logged_eval_speed() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
@@ -872,3 +874,16 @@ def test_partial_wave_ttft_is_the_median_of_the_mixture_not_a_weighted_mean() ->
             expected = statistics.median_low(listed)
             got = mixed_median_ttft_s(r, users, n, 2048, lam, own, share, steady)
             assert got == pytest.approx(expected, rel=0.03, abs=1e-4)
+
+
+def test_rate_load_note_says_what_its_step_is() -> None:
+    """The rate-run note reads as words (issue 10 §3): the rate, how many requests run at once, and what one engine
+    step is and takes (the TPOT's step), not "5 sequences decode together; one iteration 8.1 ms"."""
+    perf = evaluate(_plan(load="rate", request_rate=5.0, num_requests=200)).performance
+    assert perf is not None and perf.explanation is not None
+    text = perf.explanation
+    assert text.startswith("rate load (5 requests/s): ~") and "requests running at once" in text
+    step = re.search(r"each engine step \(a token for each of them, plus a share of the new prompts' prefill\) "
+                     r"takes ([\d.]+) ms", text)
+    assert step is not None and "one iteration" not in text and "decode together" not in text
+    assert float(step.group(1)) == pytest.approx(perf.tpot_ms, rel=0.05)  # no prefill pauses here: step = TPOT

@@ -604,3 +604,8 @@ def table_width(columns: list[str], rows: list[list[str]]) -> int:
     return sum(widths) + 2 * (len(widths) - 1)
 
 
+def shortfall_text(result: dict[str, Any]) -> str:
+    """' (1,435 GiB short per GPU)' for a result that does not fit by memory; '' when its memory fits (the engine
+    refuses it for another reason, which `plan` names) or its memory is not known."""
+    headroom = (result.get("memory") or {}).get("headroom_gib")
+    return f" ({-headroom:,.1f} GiB short per GPU)" if headroom is not None and headroom < 0 else ""

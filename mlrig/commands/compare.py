@@ -212,6 +212,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         pooled_engines,
         reservation_caption,
         seq_len_caption,
+        shortfall_text,
         zero_default_caption,
     )
 
@@ -240,8 +241,12 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
             errors.append(f"[red]{escape(r['variant'])}:[/] {escape(res['error'])}")  # '[hardware.gpu_spec]' is text
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
-        bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
-        rate_runs.append(perf.get("capacity_requests_per_s") is not None)
+        if res.get("fits") is False:
+            # a plan that does not fit has no speed to show, only why (as `plan`): the shortfall, said below
+            perf = {}
+        else:
+            bands.append((perf.get("error_band") or {}, res.get("validation") or {}))
+            rate_runs.append(perf.get("capacity_requests_per_s") is not None)
         mfu = perf.get("mfu")
         speeds = ([fmt_num(perf.get("train_tokens_per_s")), fmt_num(perf.get("step_time_s"), 2),
                    "—" if mfu is None else f"{mfu * 100:.0f}"] if training else
@@ -266,10 +271,14 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     con.print(table)
     for line in errors:
         con.print(line)
-    short = [r["variant"] for r in rows if not r["result"].get("error") and r["result"].get("fits") is False]
+    short = [f"{r['variant']}{shortfall_text(r['result'])}" for r in rows
+             if not r["result"].get("error") and r["result"].get("fits") is False]
     if short:  # `plan` lists the changes that would make a plan fit; a "no" here should say where to look
-        con.print(f"does not fit: {', '.join(short)}; `mlrig plan {model}` with that row's GPU and these flags lists "
-                  "the changes that make it fit (precision, --zero, --method lora, more GPUs, ...)", highlight=False)
+        name = model.split(" · ")[0]  # the title's model, without the method / link / count the title adds
+        con.print(f"does not fit (no speed shown): {', '.join(short)}; `mlrig plan {name}` with that row's GPU and "
+                  "these flags lists the changes that make it fit (precision, --zero, --method lora, more GPUs, ...)",
+                  highlight=False)
+
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from mlrig.commands._common import (
     overload_band_text,
     pooled_engines,
     reservation_caption,
+    shortfall_text,
 )
 
 GIB_NOTE = "GiB = 2^30 bytes"
@@ -161,6 +162,9 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
             errors.append(f"- {r['variant']}: {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
+        if res.get("fits") is False:  # no speed for a plan that does not fit, only why (as `plan`)
+            perf = {}
+            errors.append(f"- {r['variant']}: does not fit{shortfall_text(res)}")
         band = perf.get("error_band") or {}
 
         def fig(key: str, band: dict[str, float] = band, perf: dict[str, Any] = perf, digits: int = 1) -> str:

@@ -71,10 +71,19 @@ def print_scopes(con: Console, title: str, records: list[ScopeRecord]) -> None:
     con.print(t)
 
 
+def row_json(c: Checked) -> dict[str, object]:
+    """One row of `validate --rows --json`: `relative_error` = predicted / measured - 1 (signed; null without a
+    prediction) and `refusal`, why the planner gave no prediction (null when it gave one). `error` is kept as
+    before (the refusal text), for readers of the old output; it was never the relative error."""
+    rel = c.predicted / c.measured - 1.0 if c.predicted is not None and c.measured else None
+    return {**c.model_dump(), "relative_error": rel, "refusal": c.error}
+
+
 def validate_cmd(
     suite: Annotated[str, typer.Option("--suite", help="memory | speed | all")] = "all",
     figure: Annotated[str | None, typer.Option("--figure", help="only this figure, e.g. decode_tok_s")] = None,
-    rows: Annotated[bool, typer.Option("--rows", help="also print every row: predicted, measured, error")] = False,
+    rows: Annotated[bool, typer.Option(
+        "--rows", help="also print every row: predicted, measured, relative error or why no prediction")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON: scopes, and rows with --rows")] = False,
     write: Annotated[bool, typer.Option(
         "--write", help="store the scope records where `mlrig plan` reads them (for maintainers)")] = False,
@@ -113,7 +122,7 @@ def validate_cmd(
             "scopes": [{**r.model_dump(), "verdict": verdict(r)} for r in records],
             "rows_predicted": len(shown) - len(refused), "rows_refused": len(refused)}
         if rows:
-            out["rows"] = [c.model_dump() for c in shown]
+            out["rows"] = [row_json(c) for c in shown]
         print_json(out)
         return
     if markdown:

@@ -88,7 +88,8 @@ class Version:
 @functools.lru_cache(maxsize=1024)
 def parse_version(text: str | None) -> Version | None:
     """'0.6.4' / 'v0.8' / 'mlx-lm 0.20.4' / '0.7.4.dev181' -> release; 'b3000' -> build; '2024-06' -> month;
-    None when nothing recognisable (a commit hash: the current behaviour is assumed).
+    '0.9.x' -> release (0, 9), the series; None when nothing recognisable (a commit hash, 'garbage': refused for
+    the engines mlrig dates, `engine_version_problem`).
 
     A pure function of the text, its answer frozen, so it is remembered per text (bounded): one plan asks
     about its engine's version dozens of times (every decode and prefill pass prices the version's host
@@ -106,7 +107,7 @@ def parse_version(text: str | None) -> Version | None:
     # [N!]N(.N)*[{a|b|rc}N][.postN][.devN], then an optional "+local" label) allows them together, in that
     # order: '0.7.4.dev181', '0.4.2.post4', '1.2.0rc1', '0.6.3.post2.dev308' (a nightly after 0.6.3.post1),
     # '0.7.3.dev138+g21f6ca217', '0.6.4.dev4+rocm'
-    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.?(?:rc|a|b)\d*)?(?:\.?post\d*)?(?:\.?dev\d*)?"
+    m = re.search(r"(?<![\w.])v?(\d{1,3}(?:\.\d{1,4}){1,3})(?:\.x)?(?:\.?(?:rc|a|b)\d*)?(?:\.?post\d*)?(?:\.?dev\d*)?"
                   r"(?:\+[\w.]*)?(?![\w.])", t)
     if m:
         return Version(release=tuple(int(x) for x in m.group(1).split(".")))
@@ -132,22 +133,39 @@ def series_before(text: str | None, release: tuple[int, ...]) -> bool:
 # llama.cpp's CUDA backend turns its graphs off on GPUs below compute capability 8.0 whatever the build:
 #    ggml-cuda.cu, `if (ggml_cuda_info().devices[...].cc < GGML_CUDA_CC_AMPERE) ...disable_due_to_gpu_arch = true`
 #    (in ggml_backend_cuda_graph_compute since the graphs came in, PR #6766; in ggml_cuda_graph_set_enabled in later
-#    trees), so Volta, Turing and older cards launch every kernel one by one. A fork's notes report upstream PR #25749
-#    ("Enable CUDA graphs on volta+turing", 2026-07-16) lowering the line to Volta; its build number is not
-#    established here, so only month labels from 2026-07 on give Volta and Turing their graphs back.
+#    trees), so Volta, Turing and older cards launch every kernel one by one. ggml-org/llama.cpp commit
+#    3f08ef2c519710831cb68c8dc2c2693e6bb5bf81, "Enable CUDA graphs on volta+turing (#25749)" (merged 2026-07-16),
+#    lowers the line to Volta; its build is b10042 (llama.cpp's build number is the commit count, printed as
+#    "version: 10042 (3f08ef2c5)"; the release tag b10042 is that commit, as downstream pins of the tag record
+#    it: LLAMA_TAG="b10042", LLAMA_COMMIT="3f08ef2c5197..."). So builds from b10042 and month labels from 2026-07
+#    give Volta and Turing their graphs back; Pascal and older stay without them.
+LLAMA_CPP_VOLTA_GRAPHS_BUILD = 10042
 LLAMA_CPP_VOLTA_GRAPHS_DATE = (2026, 7)
 LLAMA_CPP_NO_GRAPH_ARCHITECTURES = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
 
 
 def llama_cpp_graphs_on_gpu(gpu: GPU, text: str | None) -> bool:
-    """Whether llama.cpp's CUDA build replays its decode graph on this NVIDIA GPU (see LLAMA_CPP_VOLTA_GRAPHS_DATE):
-    not below compute capability 8.0 (Volta, Turing and older), except Volta / Turing from July 2026."""
+    """Whether llama.cpp's CUDA build replays its decode graph on this NVIDIA GPU (see LLAMA_CPP_VOLTA_GRAPHS_BUILD):
+    not below compute capability 8.0 (Volta, Turing and older), except Volta / Turing from build b10042 (a month
+    label from July 2026). With no version the current build (CURRENT, past b10042) is assumed: graphs on Volta and
+    Turing."""
     arch = str(gpu.architecture or "")
     if gpu.vendor != "NVIDIA" or not arch.startswith(LLAMA_CPP_NO_GRAPH_ARCHITECTURES):
         return True
+    if not arch.startswith(("Volta", "Turing")):
+        return False
     v = parse_version(text)
-    late = v is not None and v.month is not None and v.month >= LLAMA_CPP_VOLTA_GRAPHS_DATE
-    return late and arch.startswith(("Volta", "Turing"))
+    if v is None:
+        return llama_cpp_volta_graphs_build(CURRENT["llama.cpp"])
+    if v.build is not None:
+        return v.build >= LLAMA_CPP_VOLTA_GRAPHS_BUILD
+    return v.month is not None and v.month >= LLAMA_CPP_VOLTA_GRAPHS_DATE
+
+
+def llama_cpp_volta_graphs_build(text: str) -> bool:
+    """Whether a build label ("b12429") is at or past LLAMA_CPP_VOLTA_GRAPHS_BUILD."""
+    v = parse_version(text)
+    return v is not None and v.build is not None and v.build >= LLAMA_CPP_VOLTA_GRAPHS_BUILD
 
 
 def llama_cpp_has_graphs(text: str | None) -> bool:
@@ -1070,6 +1088,92 @@ def llama_cpp_front_end(engine: str | None) -> bool:
 MLX_SERVER_ENGINES = ("rapid-mlx", "rapidmlx", "vllm-mlx")
 
 
+# Engine name prefixes (lower case, spaces removed, "_" as "-") and the family each names (`engine_family`)
+ENGINE_NAME_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("vllm", "vllm"), ("sglang", "sglang"), ("tensorrt", "trt-llm"), ("trt", "trt-llm"), ("lmdeploy", "lmdeploy"),
+    ("turbomind", "lmdeploy"), ("tgi", "tgi"), ("text-generation-inference", "tgi"), ("transformers", "transformers"),
+    ("hf", "transformers"), ("pytorch", "transformers"), ("exllama", "exllamav2"), ("tabby", "exllamav2"),
+    ("mlc", "mlc"), ("gpt-fast", "gpt-fast"), ("gptfast", "gpt-fast"), ("torchao", "gpt-fast"),
+    ("tinychat", "tinychat"))
+
+# The families whose behaviour mlrig dates by release (this module), with the version forms each takes. A label
+# these cannot read is refused (`engine_version_problem`) rather than priced silently as the current release.
+# Engines with no releases to date (gpt-fast and torchao run from a commit) and training frameworks mlrig does not
+# date take any label (it is kept in the plan, and changes nothing).
+VERSION_FORMS = {
+    "vllm": "a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer')",
+    "sglang": "a release such as '0.4.3' or '0.5.2' (also '0.4.3.post2')",
+    "lmdeploy": "a release such as '0.6.0', or '0.6.0+pytorch' for its PyTorch engine",
+    "llama.cpp": ("a build such as 'b4000', a build month such as '2024-06', or a front-end's release such as "
+                  "Ollama's '0.5.7'; '+vulkan' selects the Vulkan build on AMD (e.g. 'b6000+vulkan')"),
+    "trt-llm": ("a release such as '0.12' or '1.0', with '+tensorrt' or '+pytorch' for the backend "
+                "(e.g. '1.0+tensorrt')"),
+    "mlx": "an mlx-lm release such as '0.20.4' (or 'mlx-lm 0.20.4')",
+    "transformers": "a release such as '4.44' or '4.38.2', or a month such as '2024-06'",
+    "exllamav2": "a release such as '0.2.4'",
+    "tgi": "a release such as '2.4.0' or '3.0', or a month such as '2024-12'",
+    "tinychat": "a release such as '2.0' or '1.0'",
+    "mlc": "a release such as '0.1.0' or a month such as '2024-06'",
+}
+
+
+def engine_family_by_name(engine: str | None) -> str | None:
+    """The family an engine name belongs to from the name alone (no GPU, no refusals): what `engine_family` maps it
+    to on a GPU it runs on; None for a name it does not know (a training framework, a typo)."""
+    e = (engine or "").lower().replace(" ", "").replace("_", "-")
+    if not e:
+        return None
+    if e.startswith("mlx") or e in MLX_SERVER_ENGINES:
+        return "mlx"
+    if runs_llama_cpp(e) or e == "llama.cpp-2024":
+        return "llama.cpp"
+    return next((fam for key, fam in ENGINE_NAME_PREFIXES if e.startswith(key)), None)
+
+
+def engine_version_problem(engine: str | None, text: str | None) -> str | None:
+    """Why `text` is no version of `engine` mlrig can read, with the forms it takes (VERSION_FORMS); None when it
+    is one, or when the engine is not one mlrig dates. Without this a label `parse_version` cannot read ('garbage',
+    a commit hash, 'latest') would be priced as the current release without a word. With no engine named the
+    default engine depends on the GPU, so any form `parse_version` reads is taken."""
+    if text is None:
+        return None
+    family = engine_family_by_name(engine)
+    if engine and family not in VERSION_FORMS:
+        return None
+    if parse_version(text) is not None:
+        return None
+    forms = VERSION_FORMS.get(family or "", "a release such as '0.6.3', a llama.cpp build such as 'b4000' or a "
+                                            "month such as '2024-06'")
+    current = CURRENT.get(family or "")
+    leave = (f"leave it out for the current release (~{current})" if current
+             else "leave it out for the current release")
+    return f"cannot read {text!r} as a version of {engine or 'the engine'}; give {forms}, or {leave}"
+
+
+# What each family's release rules (this module) read: a version of another kind parses, but no rule reads it, so
+# the plan is priced as the current release; `engine_version_unread_note` says so.
+VERSION_KINDS_READ = {"vllm": ("release",), "sglang": ("release",), "lmdeploy": ("release",), "trt-llm": ("release",),
+                      "mlx": ("release",), "tinychat": ("release",), "transformers": ("release",),
+                      "tgi": ("release", "month"), "llama.cpp": ("build", "month")}
+
+
+def engine_version_unread_note(engine: str | None, text: str | None) -> str | None:
+    """A note for an inference plan whose version parses as a kind its engine's rules do not read (VERSION_KINDS_READ):
+    a llama.cpp build number given to vLLM, a month given to SGLang, a dotted release given to llama.cpp itself (its
+    front-ends' releases, Ollama's '0.5.7', are theirs and read where modelled). None otherwise."""
+    v = parse_version(text)
+    family = engine_family_by_name(engine)
+    if v is None or family not in VERSION_KINDS_READ or (family == "llama.cpp" and llama_cpp_front_end(engine)):
+        return None
+    kind = "release" if v.release is not None else "build" if v.build is not None else "month"
+    read = VERSION_KINDS_READ[family]
+    if kind in read:
+        return None
+    examples = {"release": "a release ('0.6.3')", "build": "a build ('b4000')", "month": "a month ('2024-06')"}
+    return (f"engine_version {text!r} is a {kind}, and {engine}'s version rules read only "
+            f"{' or '.join(examples[k] for k in read)}: priced as its current release (~{CURRENT.get(family, '')})")
+
+
 def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, version: str | None = None) -> str:
     """Normalise an engine name (and release, see mlrig/estimators/engines.py) to the efficiency
     tables' family key; with no engine, llama.cpp for GGUF, Apple and CPU, else vLLM (the plan always
@@ -1093,26 +1197,7 @@ def engine_family(engine: str | None, precision: str | Precision, gpu: GPU, vers
         if llama_cpp_backend(gpu, version) == "hip":
             return "llama.cpp-hip"
         return "llama.cpp" if llama_cpp_has_graphs(version) else "llama.cpp-2024"
-    for key, fam in (
-        ("vllm", "vllm"),
-        ("sglang", "sglang"),
-        ("tensorrt", "trt-llm"),
-        ("trt", "trt-llm"),
-        ("lmdeploy", "lmdeploy"),
-        ("turbomind", "lmdeploy"),
-        ("tgi", "tgi"),
-        ("text-generation-inference", "tgi"),
-        ("transformers", "transformers"),
-        ("hf", "transformers"),
-        ("pytorch", "transformers"),
-        ("exllama", "exllamav2"),
-        ("tabby", "exllamav2"),
-        ("mlc", "mlc"),
-        ("gpt-fast", "gpt-fast"),
-        ("gptfast", "gpt-fast"),
-        ("torchao", "gpt-fast"),
-        ("tinychat", "tinychat"),
-    ):
+    for key, fam in ENGINE_NAME_PREFIXES:
         if e.startswith(key):
             if apple and fam in ("vllm", "trt-llm", "lmdeploy", "tgi", "exllamav2", "gpt-fast", "tinychat"):
                 raise MlrigError(f"{engine} needs a CUDA/ROCm GPU and does not run on {gpu.name}; "

@@ -2648,10 +2648,13 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
     total = pt.throughput_tok_s * (w.prompt_tokens + w.output_tokens) / max(1, w.output_tokens)
     capped = f", capped at {pt.running} running (batch cap / KV pool)" if pt.running < (w.batch_size or 0) else ""
     waiting = "unbounded" if math.isinf(pt.queue_s) else f"{pt.queue_s * 1e3:.0f} ms"
-    expl = (f"{w.load} load: {pt.running} sequences decode together{capped}; one iteration "
-            f"{pt.step_s * 1e3:.1f} ms (decodes + the prompts' prefill share); TTFT = "
-            f"{waiting} waiting (iteration end, prefill queue, free slot) + own prefill "
-            f"and the server's front end ({s.engine})")
+    # Plain words for the step (`LoadPoint.step_s`): one engine iteration decodes a token of every running request
+    # and prefills some waiting prompts; under a rate load the running count is the requests being decoded.
+    running = (f"rate load ({w.request_rate:g} requests/s): ~{pt.running} requests running at once{capped}"
+               if w.load == "rate" else f"{w.load} load: {pt.running} sequences decode together{capped}")
+    expl = (f"{running}; each engine step (a token for each of them, plus a share of the new prompts' prefill) "
+            f"takes {pt.step_s * 1e3:.1f} ms; TTFT = {waiting} waiting (for the step under way, the prefill "
+            f"queue, a free slot) + its own prefill and the server's front end ({s.engine})")
     if (s.engine == "vllm" and not v1 and budget is not None and w.enable_chunked_prefill is None
             and w.max_num_batched_tokens is None):
         expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "

@@ -46,6 +46,15 @@ class CalibrationRow(BaseModel):
     memory_measure: str | None = None
     statistic: Literal["median", "mean"] = "median"  # what a latency figure (ttft_ms) is over requests
 
+    def catalog_gpu_id(self) -> str:
+        """The catalog id of the row's GPU: `hardware.gpu` as the source spells it ("GeForce RTX 4090", "NVIDIA
+        A100-SXM4-80GB") through the catalog's name lookup (`resolve_gpu`, the one `mlrig plan` and validation
+        use), or the `gpu_spec` card's. Two spellings of one card give one id, so rows group by the card."""
+        from mlrig.catalog.gpus import resolve_plan_hardware
+        from mlrig.workload import HardwareSpec
+
+        return resolve_plan_hardware(HardwareSpec.model_validate(self.plan.get("hardware", {}))).id
+
 
 def _per_gpu(value: float | None, row: CalibrationRow) -> float | None:
     hw = row.plan.get("hardware", {})
