@@ -161,3 +161,18 @@ def test_packaged_table_answers_are_memoised_faithfully(monkeypatch: pytest.Monk
     v = figure_validation("decode_tok_s", "vllm", "hbm")
     assert v.validated and v.rows == 50 and v.p90_error == 0.02
     assert not figure_validation("decode_tok_s", "llama.cpp", "gddr").validated
+
+
+def test_a_malformed_calibration_row_is_named_with_its_field(tmp_path: Path) -> None:
+    """A row whose measured value is 0 (no relative error exists) or lacks a field is refused on load, naming the
+    file, the line and the field, not pydantic's "1 validation error for CalibrationRow"."""
+    from mlrig.errors import MlrigError
+
+    good = {"id": "x1", "plan": {"model": {"name": "llama-3.1-8b"}}, "metric": "decode_tok_s", "value": 10.0,
+            "source_url": "https://example.org"}
+    (tmp_path / "a.jsonl").write_text(json.dumps(good) + "\n" + json.dumps({**good, "value": 0}) + "\n")
+    with pytest.raises(MlrigError, match=r"a\.jsonl line 2 is malformed: value: .*measured value of 0"):
+        load_rows(tmp_path)
+    (tmp_path / "a.jsonl").write_text(json.dumps({k: v for k, v in good.items() if k != "source_url"}) + "\n")
+    with pytest.raises(MlrigError, match=r"line 1 is malformed: source_url: Field required"):
+        load_rows(tmp_path)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mlrig.validation.scopes import SCOPES_FILE, ScopeRecord
 
@@ -35,7 +35,7 @@ class CalibrationRow(BaseModel):
     id: str
     plan: dict[str, Any]
     metric: str
-    value: float
+    value: float = Field(allow_inf_nan=False)  # non-zero: errors are predicted / value - 1
     unit: str = ""
     source_url: str
     source_date: str = ""
@@ -45,6 +45,13 @@ class CalibrationRow(BaseModel):
     anomaly: bool = False
     memory_measure: str | None = None
     statistic: Literal["median", "mean"] = "median"  # what a latency figure (ttft_ms) is over requests
+
+    @field_validator("value")
+    @classmethod
+    def _non_zero(cls, value: float) -> float:
+        if value == 0:
+            raise ValueError("a measured value of 0 has no relative error; leave the row out")
+        return value
 
     def catalog_gpu_id(self) -> str:
         """The catalog id of the row's GPU: `hardware.gpu` as the source spells it ("GeForce RTX 4090", "NVIDIA
@@ -192,9 +199,13 @@ def load_rows(folder: Path | None = None) -> list[CalibrationRow]:
                         continue
                     try:
                         rows.append(CalibrationRow.model_validate(json.loads(line)))
-                    except (json.JSONDecodeError, ValidationError) as exc:
-                        raise MlrigError(f"calibration file {path.name} line {lineno} is malformed: "
-                                         f"{str(exc).splitlines()[0]}") from None
+                    except json.JSONDecodeError as exc:
+                        raise MlrigError(f"calibration file {path.name} line {lineno} is malformed: {exc}") from None
+                    except ValidationError as exc:
+                        first = exc.errors()[0]
+                        where = ".".join(str(p) for p in first["loc"]) or "row"
+                        raise MlrigError(f"calibration file {path.name} line {lineno} is malformed: {where}: "
+                                         f"{first['msg']}") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise MlrigError(f"cannot read calibration file {str(path)!r} ({exc}); "
                              "unset MLRIG_CALIBRATION_DIR or reinstall mlrig") from None
