@@ -1100,7 +1100,20 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     scheduler fills a prefill step with waiting prompts up to max_num_batched_tokens, which is
     max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap.
     LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default
-    (engines.LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM; paging/scheduler.py)."""
+    (engines.LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM; paging/scheduler.py).
+
+    Known gap, checked 2026-11-25 and left as it is: without the plan's max_model_len this takes the request's
+    context, where vLLM's default max_model_len is the model's own (max_position_embeddings, as
+    `vllm_v0_whole_prompt_tokens` reads it; vllm/config.py 0.5-0.10 SchedulerConfig: "max_num_batched_tokens =
+    max(self.max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS)" with chunked prefill off, multi-step or not). With the
+    engine's figure only DSTACKCMP's rate runs on MI300X move (fit; 405B FP8, no --max-model-len): a pass then takes
+    up to 609 prompts, not 9, and `rate_run_point` prices a backlog's pass at that cap whatever waits (its demand
+    q / dt): DSTACKCMP-0097's median TTFT at 32 req/s, 3.76 s measured, goes 4.2 -> 22.5 s. Bounding the pass by
+    what waits (the queue and one decode block's arrivals, as `_schedule_prefills` takes them) still gives 7.7 s
+    (+106 %; -0094 /
+    -0103 / -0106 +21 / +188 / +116 %, the `TTFT vllm hbm` scope 18.1 / 50.2 % -> 18.8 / 51.0 %): at this model's
+    prefill rate there (~6.2k tok/s, 29 req/s at full passes) 32 req/s outruns the passes, where the measured run
+    kept nearly up. The 2,048-token cap's small passes happen to offset that; fixing one without the other is worse."""
     from mlrig.estimators.engines import LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM, lmdeploy_pytorch_engine
 
     if lmdeploy_pytorch_engine(w.engine, w.engine_version):
