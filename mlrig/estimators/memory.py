@@ -337,12 +337,14 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
 SGLANG_GRAPH_MIB_PER_BS = 2.0
 
 
-def sglang_mem_fraction(plan: Plan, gpu: GPU) -> float:
+def sglang_mem_fraction(plan: Plan, gpu: GPU, arch: ModelArch | None = None) -> float:
     """The plan's --mem-fraction-static (`gpu_memory_utilization`), else its release's default
-    (`engines.sglang_mem_fraction_static`)."""
-    hw = plan.hardware
-    return plan.workload.gpu_memory_utilization or sglang_mem_fraction_static(
-        gpu, hw.tensor_parallel, hw.pipeline_parallel, plan.workload.engine_version)
+    (`engines.sglang_mem_fraction_static`), which SGLang works out from the plan's --chunked-prefill-size
+    (`max_num_batched_tokens`) where one is given and, from 0.5.10, from whether the model (`arch`) uses MLA."""
+    hw, w = plan.hardware, plan.workload
+    return w.gpu_memory_utilization or sglang_mem_fraction_static(
+        gpu, hw.tensor_parallel, hw.pipeline_parallel, w.engine_version, chunk_tokens=w.max_num_batched_tokens,
+        mla=arch is not None and arch.is_mla)
 
 
 def sglang_runtime_bytes(arch: ModelArch, gpu: GPU, plan: Plan) -> float:
@@ -764,7 +766,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         elif engine == "sglang":
             # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static) holds
             # the weights and the KV pool; activations and CUDA graphs use the rest (sglang_runtime_bytes)
-            reserved = sglang_mem_fraction(plan, gpu) * cap
+            reserved = sglang_mem_fraction(plan, gpu, arch) * cap
             pool = reserved - weights - non_torch
             act = sglang_runtime_bytes(arch, gpu, plan)
         elif engine in TRTLLM_NAMES:
@@ -904,7 +906,7 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
                              " it holds ~14 B and the KV pool is larger")
         elif engine == "sglang":
-            frac = sglang_mem_fraction(r.plan, gpu)
+            frac = sglang_mem_fraction(r.plan, gpu, r.arch)
             notes.append(f"SGLang mem_fraction_static={frac:.3g} holds weights + KV pool; activations and CUDA graphs "
                          f"({_gib(m.act):.2f} GiB) use the rest ({(1 - frac) * cap_gib:.2f} GiB)")
         elif engine in TRTLLM_NAMES:
