@@ -46,7 +46,8 @@ def test_sglang_chunked_prefill_default_by_memory_and_release(memory_gib: float,
     """Hand-read from SGLang's server_args.py in each release's wheel: 8,192 before 0.4.0; 0.4.0-0.4.6
     (PR #2268) 2,048 below 25,000 MiB, else 8,192; 0.4.7 the same with 16,384 above 180,000 MiB; 0.4.8-0.5.2
     2,048 / 8,192 / 16,384 below 35 / 160 GiB / above; from 0.5.3 (PR #10372) 2,048 / 4,096 / 8,192 / 16,384
-    below 35 / 60 / 160 GiB / above; from 0.5.20 4,096 from 20 GiB (0.5.19's wheel still 2,048 below 35 GiB). A series ("0.5", "0.4") is its newest release. mlrig had had 8,192 on an
+    below 35 / 60 / 160 GiB / above; from 0.5.20 4,096 from 20 GiB (0.5.19's wheel still 2,048 below 35 GiB).
+    A series ("0.5", "0.4") is its newest release. mlrig had had 8,192 on an
     MI300X for every release before 0.5.3."""
     assert serving.sglang_default_chunked_prefill(memory_gib, version) == tokens
 

@@ -199,9 +199,9 @@ SGLANG_MEMORY_HEURISTIC = (0, 5, 3)
 _SGLANG_BUCKETS_REST: tuple[tuple[float, int, int, int], ...] = (
     (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512), (float("inf"), 16384, 512, 512))
 SGLANG_GPU_BUCKET_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int, int, int], ...]], ...] = (
-    ((0, 5, 20), ((20, 2048, 8, 8), (35, 4096, 48, 160)) + _SGLANG_BUCKETS_REST),
-    ((0, 5, 5), ((20, 2048, 8, 8), (35, 2048, 24, 80)) + _SGLANG_BUCKETS_REST),
-    (SGLANG_MEMORY_HEURISTIC, ((20, 2048, 8, 8), (35, 2048, 16, 80)) + _SGLANG_BUCKETS_REST),
+    ((0, 5, 20), ((20, 2048, 8, 8), (35, 4096, 48, 160), *_SGLANG_BUCKETS_REST)),
+    ((0, 5, 5), ((20, 2048, 8, 8), (35, 2048, 24, 80), *_SGLANG_BUCKETS_REST)),
+    (SGLANG_MEMORY_HEURISTIC, ((20, 2048, 8, 8), (35, 2048, 16, 80), *_SGLANG_BUCKETS_REST)),
 )
 # 0.5.5 to 0.5.19, the table most of the 0.5 series ran (kept under its old name for readers of earlier notes)
 SGLANG_GPU_BUCKETS = SGLANG_GPU_BUCKET_ERAS[1][1]

@@ -35,6 +35,7 @@ from mlrig.estimators.engines import (
     sglang_cuda_graph_max_bs,
     sglang_default_chunked_prefill,
     sglang_mem_fraction_static,
+    sglang_prefill_graph_reserve_mib,
     transformers_full_logits,
     transformers_legacy_cache,
     trtllm_default_max_batch_size,
@@ -361,15 +362,19 @@ def sglang_runtime_bytes(arch: ModelArch, gpu: GPU, plan: Plan) -> float:
       same hidden states and MLP intermediates, the MLP sharded over TP);
     - fp32 logits of the largest captured decode batch (`engines.sglang_cuda_graph_max_bs`) with vLLM's fitted
       copies (`vllm_logit_copies`);
-    - the CUDA-graph buffers as SGLang itself reserves them, 2 MiB per captured batch slot (SGLANG_GRAPH_MIB_PER_BS).
+    - the CUDA-graph buffers as SGLang itself reserves them, 2 MiB per captured batch slot (SGLANG_GRAPH_MIB_PER_BS),
+      and from 0.5.10 its prefill CUDA graphs' (`engines.sglang_prefill_graph_reserve_mib`: 8 MiB per captured
+      size, 1.5 GiB with an MLA model).
     Llama-3.1-8B on an 80 GB H100, 0.5.3 defaults (8,192 tokens, 256 graph slots): 8,192 x 3.85 x (4,096 + 14,336) x
-    2 B = 1.08 GiB + 1.75 x 256 x 128,256 x 4 B = 0.21 GiB + 0.5 GiB = 1.80 GiB."""
+    2 B = 1.08 GiB + 1.75 x 256 x 128,256 x 4 B = 0.21 GiB + 0.5 GiB = 1.80 GiB (+ 58 x 8 MiB = 0.45 GiB from
+    0.5.10)."""
     w, tp = plan.workload, plan.hardware.tensor_parallel
     tokens = w.max_num_batched_tokens or sglang_default_chunked_prefill(gpu.memory_gib, w.engine_version)
     graph_bs = sglang_cuda_graph_max_bs(gpu.memory_gib, tp, w.engine_version)
     forward = tokens * CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
     logits = CAL.vllm_logit_copies * graph_bs * arch.vocab_size * 4
-    return forward + logits + graph_bs * SGLANG_GRAPH_MIB_PER_BS * MiB
+    prefill_graphs = sglang_prefill_graph_reserve_mib(gpu, tokens, w.engine_version, arch.is_mla) * MiB
+    return forward + logits + graph_bs * SGLANG_GRAPH_MIB_PER_BS * MiB + prefill_graphs
 
 
 # vLLM's fused-MoE kernel runs the routed experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens
