@@ -89,3 +89,19 @@ def test_inferencex_rows_keep_the_suspect_figures_unscored() -> None:
     assert all(r["plan"]["workload"]["engine_version"] == "0.5.7" for r in rows)
     assert pytest.approx(223.6) == next(r["value"] for r in scored if r["metric"] == "throughput_tok_s_per_gpu"
                                         and r["plan"]["workload"]["batch_size"] == 64)
+
+
+def test_pipeline_parallel_runs_without_the_overlap_scheduler() -> None:
+    """SGLang disables its overlap scheduler under pipeline parallelism (server_args.py `if self.pp_size > 1:
+    self.disable_overlap_schedule = True`, 0.5.3-0.5.10; 0.5.23 arg_groups/overrides.py)."""
+    from mlrig.estimators import serving
+    from mlrig.estimators.resolved import resolve
+    from mlrig.planner import parse_plan, resolve_arch
+
+    def resolved(pp: int):  # type: ignore[no-untyped-def]
+        p = parse_plan({"model": "llama-3-8b", "workload": {"precision": "bf16", "engine": "sglang",
+                                                             "engine_version": "0.5.7"},
+                        "hardware": {"gpu": "H100 SXM", "count": pp, "pipeline_parallel": pp}})
+        return resolve(resolve_arch(p), p, resolve_gpu(p.hardware.gpu))
+
+    assert serving.sglang_overlap(resolved(1)) and not serving.sglang_overlap(resolved(2))
