@@ -105,3 +105,21 @@ def test_pipeline_parallel_runs_without_the_overlap_scheduler() -> None:
         return resolve(resolve_arch(p), p, resolve_gpu(p.hardware.gpu))
 
     assert serving.sglang_overlap(resolved(1)) and not serving.sglang_overlap(resolved(2))
+
+
+def test_tonyli_gh200_rows_carry_the_files_means() -> None:
+    """TONYGH200-*: 17 bench_serving files, 3 figures each; plan lengths are the files' totals / requests (100 prompts
+    of random_input_len 512 total 26,497 tokens: 265 each; their outputs 6,180: 62 each), SGLang 0.5.5.post3 at
+    mem_fraction_static 0.9 on one GH200; the 200-prompt file at 200 users is an offline burst."""
+    rows = [json.loads(line) for line in (calibration_dir() / "serving_sglang_gh200_tonyli.jsonl").open()]
+    assert len(rows) == 51 and {r["metric"] for r in rows} == {"throughput_tok_s", "ttft_ms", "tpot_ms"}
+    for r in rows:
+        w = r["plan"]["workload"]
+        assert w["engine_version"] == "0.5.5.post3" and w["gpu_memory_utilization"] == 0.9
+        assert r["plan"]["hardware"]["gpu"] == "GH200"
+    c32 = [r for r in rows if r["source_url"].endswith("agg_n100_in512_out128_c32.jsonl")]
+    assert {r["plan"]["workload"]["prompt_tokens"] for r in c32} == {265}
+    assert {r["plan"]["workload"]["output_tokens"] for r in c32} == {62}
+    assert next(r["value"] for r in c32 if r["metric"] == "tpot_ms") == pytest.approx(9.195)
+    burst = [r for r in rows if r["source_url"].endswith("agg_local.jsonl")]
+    assert len(burst) == 3 and all(r["plan"]["workload"]["load"] == "offline" for r in burst)
