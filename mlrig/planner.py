@@ -561,7 +561,7 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
     from mlrig.estimators.speed import estimate_performance
 
     p, arch, gpu = r.plan, r.arch, r.gpu
-    refusal = engine_refusal(p, memory, gpu.vendor, gpu)
+    refusal = engine_refusal(p, memory, gpu.vendor, gpu, arch)
     max_model_len_limit = None
     if refusal:
         notes.append(refusal)
@@ -903,14 +903,14 @@ def _engine_reservation_gib(p: Plan, engine: str, capacity_gib: float, vendor: s
     return capacity_gib * (p.workload.gpu_memory_utilization or 0.9)
 
 
-def _sglang_refusal(p: Plan, memory: Any, gpu: GPU) -> str | None:
+def _sglang_refusal(p: Plan, memory: Any, gpu: GPU, arch: ModelArch | None = None) -> str | None:
     """Why SGLang would not run this setup, where the reason is its own: the weights exceed its mem_fraction_static
     reservation, or the activations and CUDA graphs exceed what the reservation leaves of the card (it runs out of
     memory: memory.sglang_runtime_bytes). None otherwise (the KV pool check is shared with the other engines)."""
     from mlrig.estimators.memory import sglang_mem_fraction
 
     b = memory.breakdown
-    frac = sglang_mem_fraction(p, gpu)
+    frac = sglang_mem_fraction(p, gpu, arch)
     reserved_gib = frac * b.gpu_capacity_gib
     rest_gib = b.gpu_capacity_gib - reserved_gib
     if b.weights_gib + b.overhead_gib > reserved_gib:
@@ -929,7 +929,8 @@ def _sglang_refusal(p: Plan, memory: Any, gpu: GPU) -> str | None:
     return None
 
 
-def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None) -> str | None:
+def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None,
+                   arch: ModelArch | None = None) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
     size a KV pool at start-up and exit when weights + profiled activations exceed the reservation, or
     when the pool cannot hold one max_model_len sequence ("ValueError: ... max seq len ... is larger
@@ -945,7 +946,7 @@ def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None) ->
     if not memory.fits or cap < need:
         b = memory.breakdown
         if memory.engine == "sglang" and gpu is not None:
-            own = _sglang_refusal(p, memory, gpu)
+            own = _sglang_refusal(p, memory, gpu, arch)
             if own is not None:
                 return own
         fixed_gib = b.weights_gib + b.activations_gib + b.overhead_gib

@@ -33,15 +33,17 @@ def test_sglang_mem_fraction_by_card_hand_checked() -> None:
     assert sglang_mem_fraction_static(h100, 1, 1, "0.5.5.post1") == pytest.approx((mib - 13440) / mib, abs=1e-3)
     assert sglang_mem_fraction_static(h100, 1, 1, "0.5.5.post1") == pytest.approx(0.835, abs=1e-3)
     assert sglang_mem_fraction_static(h100, 8, 1, "0.5.3") == pytest.approx((mib - 14848) / mib, abs=1e-3)
-    # the current release takes the heuristic; releases before 0.5.3 their own rule (0.4.x: by TP size, 0.81 at
-    # TP 8, 0.88 at TP 1; tests/test_sglang_memory.py)
-    assert sglang_mem_fraction_static(h100, 1, 1, None) == sglang_mem_fraction_static(h100, 1, 1, "0.5.6")
+    # the current release takes the heuristic (with the prefill CUDA graphs' reserve from 0.5.10: 58 x 8 MiB more,
+    # round((81,562 - 13,904) / 81,562, 3) = 0.830); releases before 0.5.3 their own rule (0.4.x: by TP size, 0.81
+    # at TP 8, 0.88 at TP 1; tests/test_sglang_memory.py)
+    assert sglang_mem_fraction_static(h100, 1, 1, "0.5.6") == 0.835
+    assert sglang_mem_fraction_static(h100, 1, 1, None) == sglang_mem_fraction_static(h100, 1, 1, "0.5.10") == 0.83
     assert sglang_mem_fraction_static(h100, 8, 1, "0.4.3.post2") == 0.81
     assert sglang_mem_fraction_static(h100, 1, 1, "0.4.3.post2") == 0.88
-    # a 24 GB card: 2,048-token chunks, 24 graph slots, no 10 GiB floor
+    # a 24 GB card under 0.5.5: 2,048-token chunks, 24 graph slots, no 10 GiB floor
     l4 = resolve_gpu("L4")
     lmib = l4.memory_gib * 1024
-    assert sglang_gpu_defaults(l4, 1) == (2048, 24)
+    assert sglang_gpu_defaults(l4, 1, "0.5.5") == (2048, 24)
     assert sglang_mem_fraction_static(l4, 1, 1, "0.5.5") == pytest.approx((lmib - 3760) / lmib, abs=1e-3)
 
 

@@ -40,7 +40,8 @@ def test_mem_fraction_static_before_0_5_3_follows_each_release() -> None:
     assert sglang_mem_fraction_static(mi300x, 8, 1, "0.5.1") == round((mi300x.memory_gib - 32) / mi300x.memory_gib, 3)
     # a series stands for its newest release: "0.4" is 0.4.10's card rule, "0.5" the current heuristic
     assert sglang_mem_fraction_static(h100, 1, 1, "0.4") == 0.874
-    assert sglang_mem_fraction_static(h100, 1, 1, "0.5") == sglang_mem_fraction_static(h100, 1, 1, None) == 0.835
+    # (the current release reserves its 58 prefill CUDA graphs too: round((81,562 - 13,904) / 81,562, 3) = 0.830)
+    assert sglang_mem_fraction_static(h100, 1, 1, "0.5") == sglang_mem_fraction_static(h100, 1, 1, None) == 0.83
 
 
 def test_runtime_bytes_hand_checked() -> None:

@@ -208,10 +208,33 @@ def llama_cpp_backend(gpu: GPU, version: str | None) -> str:
 # the PyPI wheel of each release named; `gpu_mem` the card's total in MiB) had other rules:
 # SGLANG_OLD_MEM_FRACTION_ERAS.
 SGLANG_MEMORY_HEURISTIC = (0, 5, 3)
-# (below this many GiB, chunked-prefill tokens, CUDA-graph batch cap at TP < 4, at TP >= 4); the last is the rest
-SGLANG_GPU_BUCKETS: tuple[tuple[float, int, int, int], ...] = (
-    (20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512),
-    (float("inf"), 16384, 512, 512))
+# (below this many GiB, chunked-prefill tokens, CUDA-graph batch cap at TP < 4, at TP >= 4); the last is the rest.
+# The 20-35 GiB tier (A10, A10G, L4, RTX 4090 / 5090) changed twice within 0.5 (read in the PyPI wheels: 16 slots at
+# TP < 4 in 0.5.3, 0.5.3.post1 and 0.5.4; 24 in 0.5.5, 0.5.7, 0.5.8.post1, 0.5.9, 0.5.10, 0.5.13, 0.5.16 and 0.5.19;
+# from 0.5.20 (read at 0.5.20, 0.5.21, 0.5.23: sglang/srt/arg_groups/memory_hook.py `handle_gpu_memory_settings`,
+# "32GB Blackwell (RTX 5090) can hold decode cuda graphs well past bs=24") 4,096 tokens and 48 / 160 slots). The
+# other tiers are the same in every one of those releases. As (first release, buckets), newest first.
+_SGLANG_BUCKETS_REST: tuple[tuple[float, int, int, int], ...] = (
+    (60, 4096, 32, 160), (90, 8192, 256, 512), (160, 8192, 256, 512), (float("inf"), 16384, 512, 512))
+SGLANG_GPU_BUCKET_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int, int, int], ...]], ...] = (
+    ((0, 5, 20), ((20, 2048, 8, 8), (35, 4096, 48, 160), *_SGLANG_BUCKETS_REST)),
+    ((0, 5, 5), ((20, 2048, 8, 8), (35, 2048, 24, 80), *_SGLANG_BUCKETS_REST)),
+    (SGLANG_MEMORY_HEURISTIC, ((20, 2048, 8, 8), (35, 2048, 16, 80), *_SGLANG_BUCKETS_REST)),
+)
+# 0.5.5 to 0.5.19, the table most of the 0.5 series ran (kept under its old name for readers of earlier notes)
+SGLANG_GPU_BUCKETS = SGLANG_GPU_BUCKET_ERAS[1][1]
+# Prefill ("piecewise") CUDA graphs are on by default from 0.5.10 (server_args.py: 0.5.9 has
+# `enable_piecewise_cuda_graph: bool = False`, 0.5.10 `disable_piecewise_cuda_graph: bool = False`, turned off by
+# `_handle_piecewise_cuda_graph` on non-CUDA devices, with torch.compile, speculative decoding, DP attention, PP,
+# LoRA, multimodal models and a few more). `_handle_gpu_memory_settings` then reserves, before its 10 GiB floor,
+# 8 MiB per captured prefill size (`len(self.piecewise_cuda_graph_tokens) * 8`; the sizes 4..32 step 4, 48..256
+# step 16, 288..512 step 32, 576..1024 step 64, 1280..4096 step 256, 4608.. step 512, up to the chunked-prefill
+# size: 42 at 2,048 tokens, 50 at 4,096, 58 at 8,192, 74 at 16,384) or 1.5 GiB flat with an MLA model ("For MLA
+# backend the memory overhead is much higher than expected with fa3"). Read at 0.5.10, 0.5.13; the same in
+# 0.5.23's memory_hook.py `reserve_for_graph_mb`.
+SGLANG_PREFILL_GRAPHS = (0, 5, 10)
+SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
+SGLANG_PREFILL_GRAPH_MLA_MIB = 1536
 SGLANG_OLD_MEM_FRACTION = 0.88
 # Releases before 0.5.3, newest first, as (first release, rule):
 # - "card" 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): mem_fraction_static = round((gpu_mem -
@@ -259,7 +282,9 @@ def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: st
 # SGLang's --chunked-prefill-size default by the GPU memory the device reports (python/sglang/srt/server_args.py
 # `__post_init__` / `_handle_gpu_memory_settings`, `gpu_mem` in MiB; read in the PyPI wheel of each release named),
 # newest rule first, as (first release, ((below this many GiB, tokens), ...), tokens above the last):
-# - from 0.5.3 (PR #10372, merged 2025-09-19; tiers as PR #10975 keeps them; read at 0.5.3): 2,048 below 35 GiB
+# - from 0.5.20 (SGLANG_GPU_BUCKET_ERAS): 2,048 below 20 GiB, 4,096 below 60 GiB (now also A10, L4, RTX 4090 /
+#   5090), 8,192 below 160 GiB, 16,384 above;
+# - 0.5.3 to 0.5.19 (PR #10372, merged 2025-09-19; tiers as PR #10975 keeps them; read at 0.5.3): 2,048 below 35 GiB
 #   (A10, RTX 4090 / 5090), 4,096 below 60 GiB (A100 40GB, L40), 8,192 below 160 GiB (H100, H200), 16,384 above
 #   (B200, MI300X);
 # - 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384
@@ -269,6 +294,7 @@ def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: st
 #   25,000 MiB, else 8,192;
 # - before 0.4.0 (read at 0.3.0): 8,192 on every card.
 SGLANG_PREFILL_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int], ...], int], ...] = (
+    ((0, 5, 20), ((20.0, 2048), (60.0, 4096), (160.0, 8192)), 16384),
     ((0, 5, 3), ((35.0, 2048), (60.0, 4096), (160.0, 8192)), 16384),
     ((0, 4, 8), ((35.0, 2048), (160.0, 8192)), 16384),
     ((0, 4, 7), ((25_000 / 1024, 2048), (180_000 / 1024, 8192)), 16384),
@@ -281,34 +307,67 @@ def sglang_default_chunked_prefill(memory_gib: float, version: str | None) -> in
     """SGLang's default chunked-prefill budget (tokens per prefill batch) on a GPU of `memory_gib` GiB
     under SGLang `version` (see SGLANG_PREFILL_ERAS). A version given as a series ("0.5", the release
     named when none is given) takes that series' newest rule (`engines.series_before`). A 24 GB card (A10G, L4,
-    RTX 4090: 22-24 GiB as reported) gets 2,048 under every rule; an A100 40GB got 8,192 before 0.5.3 and 4,096
-    after; a 192 GB MI300X 8,192 before 0.4.7 and 16,384 from it."""
+    RTX 4090: 22-24 GiB as reported) gets 2,048 under every rule before 0.5.20 and 4,096 from it (so under "0.5", the
+    current release); an A100 40GB got 8,192 before 0.5.3 and 4,096 after; a 192 GB MI300X 8,192 before 0.4.7 and
+    16,384 from it."""
     for first, tiers, above in SGLANG_PREFILL_ERAS:
         if not series_before(version, first):
             return next((tokens for below_gib, tokens in tiers if memory_gib < below_gib), above)
     raise AssertionError("the last era starts at release 0")
 
 
-def sglang_gpu_defaults(gpu: GPU, tp: int) -> tuple[int, int]:
-    """SGLang's (--chunked-prefill-size, --cuda-graph-max-bs) defaults on this card from 0.5.3 (see above)."""
-    for below_gib, chunk, bs_small, bs_large in SGLANG_GPU_BUCKETS:
+def sglang_gpu_buckets(version: str | None) -> tuple[tuple[float, int, int, int], ...]:
+    """SGLang `version`'s card table from 0.5.3 (SGLANG_GPU_BUCKET_ERAS); a series ("0.5") takes its newest."""
+    return next(buckets for first, buckets in SGLANG_GPU_BUCKET_ERAS if not series_before(version, first))
+
+
+def sglang_gpu_defaults(gpu: GPU, tp: int, version: str | None = None) -> tuple[int, int]:
+    """SGLang's (--chunked-prefill-size, --cuda-graph-max-bs) defaults on this card from 0.5.3 under `version`
+    (SGLANG_GPU_BUCKET_ERAS; None: the current release): an L4 at TP 1 (2,048, 24) under 0.5.5, (4,096, 48) now."""
+    for below_gib, chunk, bs_small, bs_large in sglang_gpu_buckets(version):
         if gpu.memory_gib < below_gib:
             return chunk, bs_small if tp < 4 else bs_large
     raise AssertionError("the last bucket is unbounded")
 
 
-def sglang_mem_fraction_static(gpu: GPU, tp: int, pp: int, version: str | None) -> float:
+def sglang_prefill_graph_sizes(chunk_tokens: int) -> int:
+    """How many prefill token counts SGLang captures as (piecewise) CUDA graphs up to `chunk_tokens`
+    (server_args.py `_generate_piecewise_cuda_graph_tokens`, 0.5.10; SGLANG_PREFILL_GRAPHS): 58 at 8,192."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
+             *range(1280, 4097, 256), *range(4608, chunk_tokens + 1, 512)]
+    return sum(1 for s in sizes if s <= chunk_tokens)
+
+
+def sglang_prefill_graph_reserve_mib(gpu: GPU, chunk_tokens: int, version: str | None, mla: bool) -> float:
+    """What SGLang `version`'s mem_fraction_static heuristic sets aside for its prefill CUDA graphs, in MiB
+    (SGLANG_PREFILL_GRAPHS): none before 0.5.10 or off NVIDIA (SGLang turns them off on HIP and other devices);
+    1,536 with an MLA model; else 8 MiB per captured size, 464 MiB at an 8,192-token chunk."""
+    if series_before(version, SGLANG_PREFILL_GRAPHS) or gpu.vendor != "NVIDIA":
+        return 0.0
+    if mla:
+        return float(SGLANG_PREFILL_GRAPH_MLA_MIB)
+    return float(SGLANG_PREFILL_GRAPH_MIB_PER_SIZE * sglang_prefill_graph_sizes(chunk_tokens))
+
+
+def sglang_mem_fraction_static(gpu: GPU, tp: int, pp: int, version: str | None, *,
+                               chunk_tokens: int | None = None, mla: bool = False) -> float:
     """SGLang's default --mem-fraction-static (the share of the card holding weights and the KV pool).
     From 0.5.3 (and for the current release) it is worked out from the card as server_args.py does (see
-    SGLANG_MEMORY_HEURISTIC): 0.835 on an 80 GB H100 at TP 1 ((81,562 - 13,440) / 81,562 MiB), 0.818 at TP 8,
-    0.897 on a 141 GB H200 at TP 8. An SGLang issue reports 0.828 for Qwen3-32B on an H100 from a later release
-    (sgl-project/sglang issue #29092, 2026-06-23), which adds a few reservations more. Before 0.5.3: each
-    release's own rule (`sglang_old_mem_fraction_static`)."""
+    SGLANG_MEMORY_HEURISTIC): reserved = 512 MiB + 1.5 MiB per chunked-prefill token (`chunk_tokens`, the plan's
+    --chunked-prefill-size, else the card's default; at least 2,048) + 2 MiB per CUDA-graph slot + tp x pp / 8 GiB
+    + the prefill CUDA graphs' reserve from 0.5.10 (`sglang_prefill_graph_reserve_mib`; `mla`: the model uses MLA),
+    at least 10 GiB on cards over 60 GiB. An 80 GB H100 (81,562 MiB) at TP 1: 0.835 under 0.5.3-0.5.9
+    ((81,562 - 13,440) / 81,562), 0.830 from 0.5.10 (13,904 MiB with 58 prefill graphs); an SGLang issue reports
+    0.828 for Qwen3-32B on an H100 under a mid-2026 release (sgl-project/sglang issue #29092, 2026-06-23). 0.818 at TP
+    8 and 0.897 on a 141 GB H200 at TP 8 under 0.5.3. Before 0.5.3: each release's own rule
+    (`sglang_old_mem_fraction_static`)."""
     gpu_mib = gpu.memory_gib * 1024
     if series_before(version, SGLANG_MEMORY_HEURISTIC):
         return sglang_old_mem_fraction_static(gpu_mib, tp, pp, version)
-    chunk, graph_bs = sglang_gpu_defaults(gpu, tp)
+    chunk, graph_bs = sglang_gpu_defaults(gpu, tp, version)
+    chunk = chunk_tokens or chunk
     reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    reserved += sglang_prefill_graph_reserve_mib(gpu, chunk, version, mla)
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mib - reserved) / gpu_mib, 3)
@@ -667,8 +726,9 @@ GRAPH_DECODE_ENGINES = frozenset({"vllm", "sglang", "tgi"})
 # - 0.4.7: the list adds 160..256 over 96 GiB and 256..512 over 180,000 MiB;
 # - 0.4.8 to 0.5.2 (read at 0.4.8, 0.5.2): 8 / 80 below 35 GiB; the list adds 160..256 over 90 GiB and 256..512
 #   over 160,000 MiB;
-# - from 0.5.3 (PR #11076): `_handle_gpu_memory_settings`' buckets, SGLANG_GPU_BUCKETS (256 on an H100 / H200 at
-#   TP < 4, 512 at TP >= 4, 32 on an A100 40GB at TP < 4, 512 on an MI300X / B200).
+# - from 0.5.3 (PR #11076): `_handle_gpu_memory_settings`' buckets, SGLANG_GPU_BUCKET_ERAS (256 on an H100 / H200 at
+#   TP < 4, 512 at TP >= 4, 32 on an A100 40GB at TP < 4, 512 on an MI300X / B200; 16 / 24 / 48 on a 20-35 GiB card
+#   at TP < 4 under 0.5.3-0.5.4 / 0.5.5-0.5.19 / from 0.5.20).
 # Releases before 0.4.0 (not read) take 0.4.0's rule. As (first release, ((below this many GiB, at TP < 4, at
 # TP >= 4), ...), then ((above this many GiB, largest batch), ...) from smallest, and the batch otherwise).
 SGLANG_GRAPH_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int, int], ...],
@@ -683,10 +743,11 @@ SGLANG_GRAPH_ERAS: tuple[tuple[tuple[int, ...], tuple[tuple[float, int, int], ..
 
 def sglang_cuda_graph_max_bs(memory_gib: float, tp: int, version: str | None) -> int:
     """The largest decode batch SGLang `version` replays from a CUDA graph by default on a card of `memory_gib` GiB
-    at tensor-parallel size `tp` (SGLANG_GRAPH_ERAS; from 0.5.3 SGLANG_GPU_BUCKETS). A version given as a series
+    at tensor-parallel size `tp` (SGLANG_GRAPH_ERAS; from 0.5.3 SGLANG_GPU_BUCKET_ERAS: 24 on an L4 at TP 1 under 0.5.5,
+    48 under the current release). A version given as a series
     ("0.5", the release named when none is given) takes that series' newest rule (`series_before`)."""
     if not series_before(version, SGLANG_MEMORY_HEURISTIC):
-        for below_gib, _chunk, bs_small, bs_large in SGLANG_GPU_BUCKETS:
+        for below_gib, _chunk, bs_small, bs_large in sglang_gpu_buckets(version):
             if memory_gib < below_gib:
                 return bs_small if tp < 4 else bs_large
     for first, small, large, default in SGLANG_GRAPH_ERAS:

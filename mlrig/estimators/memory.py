@@ -35,6 +35,7 @@ from mlrig.estimators.engines import (
     sglang_cuda_graph_max_bs,
     sglang_default_chunked_prefill,
     sglang_mem_fraction_static,
+    sglang_prefill_graph_reserve_mib,
     transformers_full_logits,
     transformers_legacy_cache,
     trtllm_default_max_batch_size,
@@ -337,12 +338,14 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
 SGLANG_GRAPH_MIB_PER_BS = 2.0
 
 
-def sglang_mem_fraction(plan: Plan, gpu: GPU) -> float:
+def sglang_mem_fraction(plan: Plan, gpu: GPU, arch: ModelArch | None = None) -> float:
     """The plan's --mem-fraction-static (`gpu_memory_utilization`), else its release's default
-    (`engines.sglang_mem_fraction_static`)."""
-    hw = plan.hardware
-    return plan.workload.gpu_memory_utilization or sglang_mem_fraction_static(
-        gpu, hw.tensor_parallel, hw.pipeline_parallel, plan.workload.engine_version)
+    (`engines.sglang_mem_fraction_static`), which SGLang works out from the plan's --chunked-prefill-size
+    (`max_num_batched_tokens`) where one is given and, from 0.5.10, from whether the model (`arch`) uses MLA."""
+    hw, w = plan.hardware, plan.workload
+    return w.gpu_memory_utilization or sglang_mem_fraction_static(
+        gpu, hw.tensor_parallel, hw.pipeline_parallel, w.engine_version, chunk_tokens=w.max_num_batched_tokens,
+        mla=arch is not None and arch.is_mla)
 
 
 def sglang_runtime_bytes(arch: ModelArch, gpu: GPU, plan: Plan) -> float:
@@ -359,15 +362,19 @@ def sglang_runtime_bytes(arch: ModelArch, gpu: GPU, plan: Plan) -> float:
       same hidden states and MLP intermediates, the MLP sharded over TP);
     - fp32 logits of the largest captured decode batch (`engines.sglang_cuda_graph_max_bs`) with vLLM's fitted
       copies (`vllm_logit_copies`);
-    - the CUDA-graph buffers as SGLang itself reserves them, 2 MiB per captured batch slot (SGLANG_GRAPH_MIB_PER_BS).
+    - the CUDA-graph buffers as SGLang itself reserves them, 2 MiB per captured batch slot (SGLANG_GRAPH_MIB_PER_BS),
+      and from 0.5.10 its prefill CUDA graphs' (`engines.sglang_prefill_graph_reserve_mib`: 8 MiB per captured
+      size, 1.5 GiB with an MLA model).
     Llama-3.1-8B on an 80 GB H100, 0.5.3 defaults (8,192 tokens, 256 graph slots): 8,192 x 3.85 x (4,096 + 14,336) x
-    2 B = 1.08 GiB + 1.75 x 256 x 128,256 x 4 B = 0.21 GiB + 0.5 GiB = 1.80 GiB."""
+    2 B = 1.08 GiB + 1.75 x 256 x 128,256 x 4 B = 0.21 GiB + 0.5 GiB = 1.80 GiB (+ 58 x 8 MiB = 0.45 GiB from
+    0.5.10)."""
     w, tp = plan.workload, plan.hardware.tensor_parallel
     tokens = w.max_num_batched_tokens or sglang_default_chunked_prefill(gpu.memory_gib, w.engine_version)
     graph_bs = sglang_cuda_graph_max_bs(gpu.memory_gib, tp, w.engine_version)
     forward = tokens * CAL.vllm_act_per_token_factor * (arch.hidden_size + _mlp_width(arch, tp)) * 2
     logits = CAL.vllm_logit_copies * graph_bs * arch.vocab_size * 4
-    return forward + logits + graph_bs * SGLANG_GRAPH_MIB_PER_BS * MiB
+    prefill_graphs = sglang_prefill_graph_reserve_mib(gpu, tokens, w.engine_version, arch.is_mla) * MiB
+    return forward + logits + graph_bs * SGLANG_GRAPH_MIB_PER_BS * MiB + prefill_graphs
 
 
 # vLLM's fused-MoE kernel runs the routed experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens
@@ -764,7 +771,7 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
         elif engine == "sglang":
             # --mem-fraction-static: SGLang's default by card and release (engines.sglang_mem_fraction_static) holds
             # the weights and the KV pool; activations and CUDA graphs use the rest (sglang_runtime_bytes)
-            reserved = sglang_mem_fraction(plan, gpu) * cap
+            reserved = sglang_mem_fraction(plan, gpu, arch) * cap
             pool = reserved - weights - non_torch
             act = sglang_runtime_bytes(arch, gpu, plan)
         elif engine in TRTLLM_NAMES:
@@ -904,7 +911,7 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                              f"FlashInfer for top-p & top-k sampling'; --engine-version {w.engine_version}+flashinfer)"
                              " it holds ~14 B and the KV pool is larger")
         elif engine == "sglang":
-            frac = sglang_mem_fraction(r.plan, gpu)
+            frac = sglang_mem_fraction(r.plan, gpu, r.arch)
             notes.append(f"SGLang mem_fraction_static={frac:.3g} holds weights + KV pool; activations and CUDA graphs "
                          f"({_gib(m.act):.2f} GiB) use the rest ({(1 - frac) * cap_gib:.2f} GiB)")
         elif engine in TRTLLM_NAMES:

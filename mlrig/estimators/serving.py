@@ -611,14 +611,20 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
 # SGLang releases with the overlap ("zero-overhead") scheduler on by default: sgl-project/sglang PR #2067
 # (merged 2024-11-19), announced with v0.4 (LMSYS blog "SGLang v0.4", 2024-12-04); `--disable-overlap-schedule`
 # turns it off (no plan key for that: a plan of such a run names a release before 0.4 or accepts the iteration).
+# SGLang turns it off itself under pipeline parallelism (server_args.py `if self.pp_size > 1:
+# self.disable_overlap_schedule = True`, read in the 0.5.3, 0.5.5, 0.5.7 and 0.5.10 wheels; 0.5.23's
+# arg_groups/overrides.py: "Pipeline parallelism is incompatible with overlap schedule."), and for speculative
+# decoding and hybrid Mamba models with the radix cache on (0.5.7), which plans do not express.
 SGLANG_OVERLAP_FROM = (0, 4)
 
 
 def sglang_overlap(r: ResolvedPlan) -> bool:
-    """Whether the plan runs SGLang with its overlap scheduler (SGLANG_OVERLAP_FROM)."""
+    """Whether the plan runs SGLang with its overlap scheduler (SGLANG_OVERLAP_FROM): not under pipeline
+    parallelism, where SGLang disables it."""
     from mlrig.estimators.engines import before
 
-    return r.engine == "sglang" and not before(r.workload.engine_version, SGLANG_OVERLAP_FROM)
+    return (r.engine == "sglang" and not before(r.workload.engine_version, SGLANG_OVERLAP_FROM)
+            and r.hardware.pipeline_parallel <= 1)
 
 
 def first_token_emission_s(r: ResolvedPlan, n: int, next_prefill_s: float = 0.0, p_prefill_next: float = 0.0) -> float:
