@@ -737,6 +737,22 @@ API_FRONTEND_S["trt-llm"] = 10.5e-3
 # AZIR5070TI-0077..-0110 (aiohttp client on a WSL2 workstation, vLLM 0.13, 16-64 users) measure 1.3-1.8 ms per request
 # ahead, WAYNETRT's H100 rows (httpx client) ~3.5-4 ms.
 FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 3.5e-3}
+# The serial stage on a desktop or workstation host (serving.host_serial_rel: GPU catalog classes below), relative to
+# FRONTEND_SERIAL_S_PER_REQUEST's server hosts. The same client on two hosts separates host from client:
+# WAYNETRT's bench/bench.py (httpx, 13-token prompts, 256 outputs, closed-loop waves) adds per request ahead of the
+# median member, between 64 and 128 users where the GPU's wave is small, 3.0-3.6 ms on its H100 server (vLLM rows
+# WAYNETRT-0032/-0035, -0068/-0071, -0104/-0107, -0122/-0125, -0140/-0143, -0188/-0191: median ~3.2 ms) and
+# 1.7-2.1 ms on its RTX PRO 6000 workstation (vLLM 0.18, FP8 / NVFP4: WAYNETRT-0236/-0239, -0254/-0257; the BF16
+# pair's 2.3 ms carries a ~100 ms prefill wave of its own): ~0.6 of the server's. AZIR5070TI's desktop (aiohttp
+# client, vLLM 0.13, NVFP4 16-64 users, a small GPU wave) measures 1.2-1.3 ms, ~0.4 (its faster client is part of it).
+# Chosen on the fit rows (TTFT of vLLM / SGLang / TensorRT-LLM; median / p90 error, branch s36-vgddr, with the m = 2
+# wave median of serving.wave_stagger_s): GeForce / workstation vLLM fit rows (42) 17.6 / 53.3 % at 1.0, 16.2 / 50.3 %
+# at 0.8, 18.8 / 48.5 % at 0.7, 19.3 / 48.7 % at 0.6; TensorRT-LLM (51: AZIR's, MKTRTLAT's) 16.6 / 36.6, 15.6 / 30.7,
+# 15.7 / 28.0, 16.0 / 28.0 %; all 335 TTFT fit rows 15.6 / 43.5, 15.2 / 41.1, 15.6 / 40.8, 15.6 / 41.1 %. 0.7 (the
+# lowest p90s, between the same-client ratio and AZIR's). Held-out GeForce / workstation rows (CHINMAY5090,
+# ACCELMARKGD, ZHJUNQIN) do not move: their waves are GPU-bound.
+DESKTOP_HOST_CLASSES = ("geforce", "workstation")
+DESKTOP_HOST_SERIAL_REL = 0.7
 
 # TensorRT-LLM before v0.8 shares every factor above with the current engine; its one difference
 # (GQA decode attention) is KV_READ_PER_QUERY_HEAD below.

@@ -601,11 +601,22 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     same rows are +67 / +49 / -3 / +60 / -3 / -8 % (2 / 4 / 8 users, FP8 then NVFP4); the 2-user waves still
     measure no wait at all, which the engine core's loop does not explain (v1/engine/core.py `_process_input_queue`
     drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM
-    0.18 on an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations."""
+    0.18 on an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations.
+
+    The figure is the wave's MEDIAN member's (PLAN-FORMAT `ttft_ms`): only the first arrival misses the wait, so from
+    3 members on both middle ones wait, and a wave of 2 (one that waits, one that does not) has as its median the
+    mean of the two (numpy's median, as `vllm bench serve` reports it): half the wait. No factor: the rank
+    arithmetic of the median, as `front_end_queue_s` prices rank (m + 1) / 2. Rows it moves (m = 2, fit):
+    AZIR5070TI-0068 / -0092 +67 / +60 % -> +50 / +46 % (that client's percentile picks the upper middle member of
+    20, so a single round of 10 whose two requests reached the engine in one drain puts its median with the
+    fast ones: the measurement sits on the edge between the two groups), WMXL4-0005, LDSINGH-0005."""
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
-    return iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
+    # the wave's median: for m >= 3 both middle members come after the first; for m = 2 the median of the two (the
+    # mean of the middle pair, numpy's and `vllm bench serve`'s) is half the first's and half the second's wait
+    median_share = 0.5 if m == 2 else 1.0
+    return median_share * iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
 
 
 # SGLang releases with the overlap ("zero-overhead") scheduler on by default: sgl-project/sglang PR #2067
@@ -1810,7 +1821,21 @@ def front_end_queue_s(r: ResolvedPlan, rank: float) -> float:
     to cross the serving front end's serial stage one after another: (rank - 1) x efficiency.
     FRONTEND_SERIAL_S_PER_REQUEST (see there; 0 for engines without a Python HTTP front end in the plan's
     model). Hand check: rank 64.5 (the mean member of a wave of 128) under vLLM: 63.5 x 3.5 ms = 222 ms."""
-    return max(0.0, rank - 1.0) * eff.FRONTEND_SERIAL_S_PER_REQUEST.get(r.engine or "", 0.0)
+    return max(0.0, rank - 1.0) * eff.FRONTEND_SERIAL_S_PER_REQUEST.get(r.engine or "", 0.0) * host_serial_rel(r)
+
+
+def host_serial_rel(r: ResolvedPlan) -> float:
+    """The host's per-request serial time relative to a server's (`front_end_queue_s`): efficiency.
+    DESKTOP_HOST_SERIAL_REL where the GPU is a GeForce or workstation card (catalog `hardware_class`), 1 elsewhere.
+
+    The serial stage is single-threaded Python (the API server's one asyncio event loop, the benchmark client's), so
+    its time per request goes with the host CPU's single-thread speed, and the card's class says which host it is
+    in: GeForce and workstation cards sit in desktops and workstations (desktop Core / Ryzen / Threadripper parts,
+    boost clocks of 5-5.7 GHz), datacentre cards in servers (Xeon / EPYC parts at 2-4 GHz, the cloud instances the
+    rows name). The plan names no host, and a GeForce card rented in a server host is priced as a desktop; the
+    single-request front end (`frontend_s`) is latency-bound (process hand-offs, ZMQ round trips) and its fit rows
+    show no such split, so it is left alone. Evidence and choice in efficiency.DESKTOP_HOST_SERIAL_REL."""
+    return eff.DESKTOP_HOST_SERIAL_REL if r.gpu.hardware_class in eff.DESKTOP_HOST_CLASSES else 1.0
 
 
 def _with_serial(gpu_s: float, serial_s: float) -> float:
