@@ -1,4 +1,4 @@
-"""The serving front end's serial stage on a desktop / workstation host, and the median of a wave of two.
+"""The serving front end's serial stage on a desktop / workstation host.
 
 - A wave's member of rank k waits (k - 1) x 3.5 ms for the requests ahead of it to cross the Python front end
   (efficiency.FRONTEND_SERIAL_S_PER_REQUEST, serving.front_end_queue_s) on a server; on a host with a GeForce or
@@ -9,10 +9,6 @@
   (~35 ms), plus the 12 ms V1 front end: 89.175 ms (122.25 ms before, +92 %). WAYNETRT-0239 (128 users, vLLM 0.18
   FP8 on the RTX PRO 6000; 164.6 ms): 63.5 x 2.45 + 12 = 167.575 ms (234.25 before). WAYNETRT-0035 (the same client
   and load on an H100 server; 213.0 ms) keeps 63.5 x 3.5 + 12 = 234.25 ms.
-- The first arrival of a wave runs its prompt alone and the others wait for that iteration (serving.wave_stagger_s);
-  the median of a wave of two is the mean of its two members, so it carries half that wait. Hand check:
-  AZIR5070TI-0068 (2 users, FP8; 17.8 ms): the 12-token prefill pass 11.828 ms, half of its half-iteration wait
-  2.957 ms, the V1 front end 12 ms: 26.785 ms (29.74 before).
 """
 
 from __future__ import annotations
@@ -66,13 +62,3 @@ def test_desktop_rows_need_the_faster_host(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(eff, "DESKTOP_HOST_SERIAL_REL", 1.0)
     assert _ttft_ms(rows["AZIR5070TI-0110"]) == pytest.approx(122.25, abs=0.01)
     assert _ttft_ms(rows["WAYNETRT-0239"]) == pytest.approx(234.25, abs=0.01)
-
-
-def test_wave_of_two_median_carries_half_the_first_arrivals_wait() -> None:
-    row = _rows()["AZIR5070TI-0068"]
-    r = resolve_plan(row.plan)[0]
-    two, three = serving.wave_stagger_s(r, 2), serving.wave_stagger_s(r, 3)
-    assert three > 0.0
-    assert two == pytest.approx(three / 2)
-    assert serving.wave_stagger_s(r, 1) == 0.0
-    assert _ttft_ms(row) == pytest.approx(11.828 + 2.957 + 12.0, abs=0.01)

@@ -5,8 +5,7 @@ WAYNETRT-0209 / -0227 (fit: vLLM 0.18 on an RTX PRO 6000, 4 users of a 13-token 
 with the wait the model gives -5 / +8 %, without it -43 / -28 %. AZIR5070TI-0068 (fit: vLLM 0.13 on an RTX 5070 Ti
 behind WSL2, 2 users) is the host where the wave reaches the engine in one drain: 17.8 ms at 2 users against 17.4 at
 one; the wait put it at +134 % with async scheduling's extra iteration, +67 % since 0.13 is priced synchronously
-(engines.VLLM_ASYNC_SCHEDULING_FROM; documented, not fitted: the plan names no host), +50 % since a wave of two
-carries half the wait in its median (the mean of its two members; tests/test_desktop_host_serial.py).
+(engines.VLLM_ASYNC_SCHEDULING_FROM; documented, not fitted: the plan names no host).
 """
 
 from __future__ import annotations

@@ -603,20 +603,14 @@ def wave_stagger_s(r: ResolvedPlan, m: int) -> float:
     drains only what is queued when the first request wakes it). Held out, checked only: A10GVS-* (2-8 users, vLLM
     0.18 on an A10G) median TTFT 90-97 ms against 40 ms at one user, about three ~30 ms iterations.
 
-    The figure is the wave's MEDIAN member's (PLAN-FORMAT `ttft_ms`): only the first arrival misses the wait, so from
-    3 members on both middle ones wait, and a wave of 2 (one that waits, one that does not) has as its median the
-    mean of the two (numpy's median, as `vllm bench serve` reports it): half the wait. No factor: the rank
-    arithmetic of the median, as `front_end_queue_s` prices rank (m + 1) / 2. Rows it moves (m = 2, fit):
-    AZIR5070TI-0068 / -0092 +67 / +60 % -> +50 / +46 % (that client's percentile picks the upper middle member of
-    20, so a single round of 10 whose two requests reached the engine in one drain puts its median with the
-    fast ones: the measurement sits on the edge between the two groups), WMXL4-0005, LDSINGH-0005."""
+    A wave of two is priced like a larger one (its median member waits), although a numpy median of waves of two
+    is the mean of a member that waits and one that does not: halving the wait for m = 2 (tried in s36-vgddr) moved
+    the fit rows AZIR5070TI-0068 / -0092 +67 / +60 % -> +50 / +46 % but WMXL4-0005 -27 -> -39 %, and the held-out
+    A10GVS 2-user rows -10..-13 % -> -34..-36 %: both members of those waves wait, so the rule was not kept."""
     if m < 2 or sglang_overlap(r):
         return 0.0
     first = prefill_pass(r, 1, prefill_tokens(r.workload)).seconds
-    # the wave's median: for m >= 3 both middle members come after the first; for m = 2 the median of the two (the
-    # mean of the middle pair, numpy's and `vllm bench serve`'s) is half the first's and half the second's wait
-    median_share = 0.5 if m == 2 else 1.0
-    return median_share * iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
+    return iteration_wait_s(r, first, others=1, closed_loop=True, prefill_running=True)
 
 
 # SGLang releases with the overlap ("zero-overhead") scheduler on by default: sgl-project/sglang PR #2067
