@@ -249,7 +249,7 @@ _REPO_FORMATS: tuple[tuple[str, str | None], ...] = (
 # method is fine-grained fp8 quantization with block size of 128". Other publishers' '-FP8' / '-FP8-dynamic'
 # repos (RedHatAI, neuralmagic: llm-compressor FP8_DYNAMIC) scale per channel and are not listed. Rows it moves:
 # VLLMPR17530 / VLLMPR17535 (fit; Qwen3-30B-A3B-FP8 / Qwen3-235B-A22B-FP8 on MI300X, vLLM 0.8.5 / 0.9.0), predicted
-# +28..+90 % before, +28..+66 % with the early block-FP8 path; GPUSTACK's Qwen FP8 rows (held out) run releases past it.
+# +33..+88 % before, +28..+66 % with the early block-FP8 path; GPUSTACK's Qwen FP8 rows (held out) run releases past it.
 BLOCK_FP8_ORGS: dict[str, int] = {"qwen": 128}
 _GGUF_QUANT_RE = re.compile(r"(?:^|[-_.:])((?:ud-)?(?:i?q\d(?:_[a-z0-9]+)*|bf16|f16|f32))(?:\.gguf)?$", re.I)
 _EXL2_RATE_RE = re.compile(r"[:_-](\d+(?:[._]\d+)?)(?:bpw|b)?$", re.I)
