@@ -34,6 +34,17 @@ def test_quantised_reuploads_map_to_base_and_format(repo: str, base: str, precis
     assert any("catalog architecture, offline" in n for n in arch.notes)
 
 
+@pytest.mark.parametrize(("repo", "block"), [
+    ("Qwen/Qwen3-30B-A3B-FP8", 128),  # Qwen's own FP8 repos: 128 x 128 blocks (model card)
+    ("Qwen/Qwen3-8B-FP8", 128),
+    ("RedHatAI/Qwen3-30B-A3B-FP8-dynamic", None),  # llm-compressor FP8_DYNAMIC: per-channel scales
+    ("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", None),
+])
+def test_a_publishers_block_fp8_repo_keeps_its_weight_blocks(repo: str, block: int | None) -> None:
+    arch = resolve_model(repo)
+    assert arch.weight_format == "fp8" and arch.weight_block_size == block
+
+
 def test_the_format_becomes_the_default_precision_with_a_note() -> None:
     res = evaluate({"model": "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M", "hardware": {"gpu": "RTX 4090"}})
     assert res.precision == "q4_k_m" and res.engine == "llama.cpp"

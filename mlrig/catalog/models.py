@@ -243,6 +243,14 @@ _REPO_FORMATS: tuple[tuple[str, str | None], ...] = (
     (r"-w8a8", "int8"), (r"-exl2", None), (r"-(q4f16_1|q4f16_2|q3f16_1|q4f32_1|q0f16)-mlc", None),
     (r"-mlx-(\d)bit", None), (r"-(\d)bit", None),
 )
+# Publishers whose own '-FP8' repos are block-scaled FP8 (quantization_config.weight_block_size), so a repo name
+# read offline keeps the block edge (ModelArch.weight_block_size, performance.prefill_gemm_rates): Qwen's model
+# cards (Qwen/Qwen3-30B-A3B-FP8, Qwen/Qwen3-235B-A22B-FP8, Qwen/Qwen3-VL-8B-Instruct-FP8, ...): "The quantization
+# method is fine-grained fp8 quantization with block size of 128". Other publishers' '-FP8' / '-FP8-dynamic'
+# repos (RedHatAI, neuralmagic: llm-compressor FP8_DYNAMIC) scale per channel and are not listed. Rows it moves:
+# VLLMPR17530 / VLLMPR17535 (fit; Qwen3-30B-A3B-FP8 / Qwen3-235B-A22B-FP8 on MI300X, vLLM 0.8.5 / 0.9.0), predicted
+# +33..+88 % before, +28..+66 % with the early block-FP8 path; GPUSTACK's Qwen FP8 rows (held out) run releases past it.
+BLOCK_FP8_ORGS: dict[str, int] = {"qwen": 128}
 _GGUF_QUANT_RE = re.compile(r"(?:^|[-_.:])((?:ud-)?(?:i?q\d(?:_[a-z0-9]+)*|bf16|f16|f32))(?:\.gguf)?$", re.I)
 _EXL2_RATE_RE = re.compile(r"[:_-](\d+(?:[._]\d+)?)(?:bpw|b)?$", re.I)
 
@@ -424,6 +432,11 @@ def _from_repo_name(name: str) -> ModelArch | None:
     arch.weight_format = precision
     arch.notes.append(f"{name!r} read as a {what} of {arch.hf_id or arch.id} (catalog architecture, offline): "
                       f"weights {precision}, sized from the architecture, not from the files")
+    org = name.strip().partition("/")[0].lower() if "/" in name else ""
+    if precision == "fp8" and org in BLOCK_FP8_ORGS:
+        arch.weight_block_size = BLOCK_FP8_ORGS[org]
+        arch.notes.append(f"{name!r}: {org}'s FP8 repos scale their weights per {arch.weight_block_size} x "
+                          f"{arch.weight_block_size} block (model card)")
     return arch
 
 
