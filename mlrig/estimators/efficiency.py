@@ -185,6 +185,25 @@ LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
 HIP_MMID_FALLBACK_S_PER_EXPERT = 37.9e-6
 LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN = 3  # gate, up and down expert matrices: one GGML_OP_MUL_MAT_ID each
 LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
+# 1-HIP-MOE. Fixed host time per MoE layer per pass in llama.cpp's HIP builds (`performance.hip_moe_layer_s`): a
+#    llama.cpp MoE FFN (llm_build_moe_ffn) launches, beside a dense FFN's three mat-vecs and activation, the router's
+#    mat-vec, its softmax / sigmoid (and bias add), the top-k argsort and its view, the weights' get_rows (and their
+#    normalisation: sum_rows, div), the weighting mul, the adds that sum the k experts' outputs and, where the model
+#    has them, the shared expert's mat-vecs: ~10-20 more kernels per layer. The HIP build replays no graphs (see
+#    LAYER_OVERHEAD_S["llama.cpp-hip"] below), so each costs its host launch on the step's critical path, as a dense
+#    layer's kernels do in LAYER_OVERHEAD_S. One constant, not a kernel count: the fit rows show no trend with k (Llama
+#    4 Scout, top-1 with a shared expert, is the slowest per layer). Fitted on the HIP MoE decode fit rows of builds
+#    after PR #13014 (no synchronising fallback, 1-HIP-MMID): RX7900X6-0006/-0008/-0010/-0012 (gpt-oss-20b / -120b
+#    MXFP4 on 2-6 RX 7900 XTX), AMDLCPP-0005..0007 (DeepSeek-V3 Q4_K_M on 8 MI300X, b6652) and MI50X2-0022/-0024
+#    (Llama 4 Scout Q3_K_M on 2 MI50): the value minimising their median |error|, scanned in 5 us steps (40 / 50 / 60
+#    us: 7 / 5 / 7 %). At 50 us gpt-oss comes out -3 / -15 / -4 / -5 % (was +12 / -6 / +10 / +8 %), DeepSeek-V3 b6652
+#    +3..+6 % (+19..+21 %), Scout +13 / +14 % (+21 / +20 %). AMDLCPP-0001..0003 (the same runs on b5997) are left
+#    out of the choice: AMD's blog attributes part of b6652's gain to "a substantial reduction (~10x) in the number
+#    of calls to the hipMemcpyAsync API" upstream, a cost not modelled; they stay +19..+21 % (were +36..+39 %). Every
+#    pass (a prefill pass launches the same kernels once). HIP builds only: CUDA builds replay these launches in a
+#    graph where MoE allows it, and their MoE rows were fitted without it. LCPPHIPPR-0002 (DeepSeek-V2-Lite on an
+#    RX 6800, +179 % before) keeps most of its gap: MLA + MoE on HIP costs more, not identified here.
+HIP_MOE_LAYER_S = 50e-6
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
 # 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.

@@ -204,6 +204,17 @@ def hip_mmid_fallback_layer_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num,
     return per_moe_layer * a.num_moe_layers / a.num_layers
 
 
+def hip_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Fixed host time per layer (averaged over all layers) of a MoE model in llama.cpp's HIP build: the routing and
+    expert-combining kernels a MoE FFN launches beside a dense FFN's, each launched from the host (no graphs),
+    efficiency.HIP_MOE_LAYER_S per MoE layer (efficiency.py 1-HIP-MOE, fitted on the HIP MoE fit rows); 0 for dense
+    models and other engines."""
+    a = r.arch
+    if engine != "llama.cpp-hip" or not a.is_moe or not a.num_layers:
+        return 0.0
+    return eff.HIP_MOE_LAYER_S * a.num_moe_layers / a.num_layers
+
+
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
     """Fraction of the bandwidth figure that weight reads of a format family reach
     (efficiency.FORMAT_DECODE_EFF); MXFP4 under vLLM's XPU build on Intel GPUs reads prepacked at
@@ -1099,7 +1110,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine)
-                     + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode),
+                     + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode) + hip_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
                      prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp,
