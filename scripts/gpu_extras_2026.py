@@ -100,6 +100,19 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "(llamacpp_multigpu.jsonl, MI50X2).",
     ),
     dict(
+        id="rx-6800", name="AMD Radeon RX 6800", vendor="AMD", hardware_class="amd",
+        architecture="RDNA 2 (Navi 21, gfx1030)", release_year=2020,
+        aliases=["AMD Radeon RX 6800", "Radeon RX 6800", "RX 6800", "Radeon RX 6800 16GB"],
+        nominal_gb=16, memory_type="GDDR6 (16 Gbps, 256-bit)", memory_bandwidth_gb_s=512, fp32_tflops=16.17,
+        fp16_tflops_dense=32.33, bf16_tflops_dense=None, fp8_tflops_dense=None, int8_tops_dense=None, tdp_w=250,
+        pcie_gen=4, pcie_lanes=16, form_factor="2.5-slot (reference)", slots=2.5, launch_price_usd=579,
+        source="https://www.amd.com/en/products/graphics/amd-radeon-rx-6800",
+        verification=f"partial ({AS_RECALLED}: 60 CUs, 2,105 MHz boost, 16 GB GDDR6 at 16 Gbps on 256 bits = "
+        "512 GB/s, 128 MB Infinity Cache, FP32 16.17 / FP16 32.33 TFLOPS (packed math), 250 W board power, $579)",
+        notes="RDNA 2: no matrix / WMMA units, no BF16 arithmetic; wave32. Added for llama.cpp PR #13014's RX 6800 "
+        "rows (calibration/llamacpp_hip_pr_tables.jsonl, LCPPHIPPR).",
+    ),
+    dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
         architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
         nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,
