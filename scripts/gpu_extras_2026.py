@@ -100,6 +100,19 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "(llamacpp_multigpu.jsonl, MI50X2).",
     ),
     dict(
+        id="mi100", name="AMD Instinct MI100", vendor="AMD", hardware_class="amd",
+        architecture="CDNA (gfx908)", release_year=2020,
+        aliases=["AMD Instinct MI100", "Instinct MI100", "MI100", "Instinct MI100 32GB"],
+        nominal_gb=32, memory_type="HBM2 (4096-bit)", memory_bandwidth_gb_s=1228.8, fp32_tflops=23.1,
+        fp16_tflops_dense=184.6, bf16_tflops_dense=92.3, fp8_tflops_dense=None, int8_tops_dense=184.6, tdp_w=300,
+        pcie_gen=4, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.amd.com/en/products/accelerators/instinct/mi100.html",
+        verification=f"partial ({AS_RECALLED}: 120 CUs at 1,502 MHz peak, 32 GB HBM2 at 1.2288 TB/s, FP32 vector "
+        "23.1 TFLOPS, FP16 matrix 184.6, BF16 matrix 92.3, INT8 matrix 184.6 TOPS, 300 W)",
+        notes="First CDNA part (gfx908): matrix cores (MFMA) for FP16 / BF16 / INT8, no FP8, BF16 at half the FP16 "
+        "rate. Added for llama.cpp PR #28576's MI100 rows (calibration/llamacpp_hip_pr_tables.jsonl, LCPPHIPPR).",
+    ),
+    dict(
         id="rx-6800", name="AMD Radeon RX 6800", vendor="AMD", hardware_class="amd",
         architecture="RDNA 2 (Navi 21, gfx1030)", release_year=2020,
         aliases=["AMD Radeon RX 6800", "Radeon RX 6800", "RX 6800", "Radeon RX 6800 16GB"],

@@ -194,15 +194,22 @@ LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
 #    layer's kernels do in LAYER_OVERHEAD_S. One constant, not a kernel count: the fit rows show no trend with k (Llama
 #    4 Scout, top-1 with a shared expert, is the slowest per layer). Fitted on the HIP MoE decode fit rows of builds
 #    after PR #13014 (no synchronising fallback, 1-HIP-MMID): RX7900X6-0006/-0008/-0010/-0012 (gpt-oss-20b / -120b
-#    MXFP4 on 2-6 RX 7900 XTX), AMDLCPP-0005..0007 (DeepSeek-V3 Q4_K_M on 8 MI300X, b6652) and MI50X2-0022/-0024
-#    (Llama 4 Scout Q3_K_M on 2 MI50): the value minimising their median |error|, scanned in 5 us steps (40 / 50 / 60
-#    us: 7 / 5 / 7 %). At 50 us gpt-oss comes out -3 / -15 / -4 / -5 % (was +12 / -6 / +10 / +8 %), DeepSeek-V3 b6652
-#    +3..+6 % (+19..+21 %), Scout +13 / +14 % (+21 / +20 %). AMDLCPP-0001..0003 (the same runs on b5997) are left
-#    out of the choice: AMD's blog attributes part of b6652's gain to "a substantial reduction (~10x) in the number
-#    of calls to the hipMemcpyAsync API" upstream, a cost not modelled; they stay +19..+21 % (were +36..+39 %). Every
-#    pass (a prefill pass launches the same kernels once). HIP builds only: CUDA builds replay these launches in a
-#    graph where MoE allows it, and their MoE rows were fitted without it. LCPPHIPPR-0002 (DeepSeek-V2-Lite on an
-#    RX 6800, +179 % before) keeps most of its gap: MLA + MoE on HIP costs more, not identified here.
+#    MXFP4 on 2-6 RX 7900 XTX), AMDLCPP-0005..0007 (DeepSeek-V3 Q4_K_M on 8 MI300X, b6652), MI50X2-0022/-0024 (Llama 4
+#    Scout Q3_K_M on 2 MI50) and LCPPHIPPR-0005/-0006 (gpt-oss-20b on one MI100 at 32k context, September 2026): the
+#    value minimising their median |error|, scanned in 5 us steps (0 / 10 / 30 / 50 / 60 / 80 us: 12 / 8 / 9 / 6 / 7
+#    / 10 %). At 50 us gpt-oss comes out -3 / -15 / -4 / -5 % on the 7900 XTX (was +12 / -6 / +10 / +8 %) and -13 %
+#    on the MI100 (was -1 %), DeepSeek-V3 b6652 +3..+6 % (+19..+21 %), Scout +13 / +14 % (+21 / +20 %). The rows
+#    disagree by model: gpt-oss wants ~0-10 us, DeepSeek-V3 and Scout 60-100 us. A likely cause, not modelled:
+#    llama.cpp fused the softmax -> top-k -> get_rows routing into one kernel for softmax-gated MoE (PR #16130,
+#    2025-09-20, "CUDA: add a fused top-K MoE kernel"; gpt-oss's softmax-after-top-k in PR #16649, 2025-10-18), which
+#    the gpt-oss builds here post-date, while DeepSeek-V3's sigmoid + bias routing and Scout's top-1 sigmoid were not
+#    covered then; mlrig's model cards carry no gating function to key it on. AMDLCPP-0001..0003 (the DeepSeek-V3 runs
+#    on b5997) are left out of the choice: AMD's blog attributes part of b6652's gain to "a substantial reduction
+#    (~10x) in the number of calls to the hipMemcpyAsync API" upstream, a cost not modelled; they stay +19..+21 %
+#    (were +36..+39 %). Every pass (a prefill pass launches the same kernels once). HIP builds only: CUDA builds
+#    replay these launches in a graph where MoE allows it, and their MoE rows were fitted without it. LCPPHIPPR-0002
+#    (DeepSeek-V2-Lite on an RX 6800, +179 % before) keeps most of its gap: MLA + MoE on HIP costs more, not
+#    identified here.
 HIP_MOE_LAYER_S = 50e-6
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
