@@ -100,6 +100,32 @@ EXTRAS_2026: list[dict[str, Any]] = [
         "(llamacpp_multigpu.jsonl, MI50X2).",
     ),
     dict(
+        id="mi100", name="AMD Instinct MI100", vendor="AMD", hardware_class="amd",
+        architecture="CDNA (gfx908)", release_year=2020,
+        aliases=["AMD Instinct MI100", "Instinct MI100", "MI100", "Instinct MI100 32GB"],
+        nominal_gb=32, memory_type="HBM2 (4096-bit)", memory_bandwidth_gb_s=1228.8, fp32_tflops=23.1,
+        fp16_tflops_dense=184.6, bf16_tflops_dense=92.3, fp8_tflops_dense=None, int8_tops_dense=184.6, tdp_w=300,
+        pcie_gen=4, pcie_lanes=16, form_factor="2-slot FHFL, passive", slots=2,
+        source="https://www.amd.com/en/products/accelerators/instinct/mi100.html",
+        verification=f"partial ({AS_RECALLED}: 120 CUs at 1,502 MHz peak, 32 GB HBM2 at 1.2288 TB/s, FP32 vector "
+        "23.1 TFLOPS, FP16 matrix 184.6, BF16 matrix 92.3, INT8 matrix 184.6 TOPS, 300 W)",
+        notes="First CDNA part (gfx908): matrix cores (MFMA) for FP16 / BF16 / INT8, no FP8, BF16 at half the FP16 "
+        "rate. Added for llama.cpp PR #28576's MI100 rows (calibration/llamacpp_hip_pr_tables.jsonl, LCPPHIPPR).",
+    ),
+    dict(
+        id="rx-6800", name="AMD Radeon RX 6800", vendor="AMD", hardware_class="amd",
+        architecture="RDNA 2 (Navi 21, gfx1030)", release_year=2020,
+        aliases=["AMD Radeon RX 6800", "Radeon RX 6800", "RX 6800", "Radeon RX 6800 16GB"],
+        nominal_gb=16, memory_type="GDDR6 (16 Gbps, 256-bit)", memory_bandwidth_gb_s=512, fp32_tflops=16.17,
+        fp16_tflops_dense=32.33, bf16_tflops_dense=None, fp8_tflops_dense=None, int8_tops_dense=None, tdp_w=250,
+        pcie_gen=4, pcie_lanes=16, form_factor="2.5-slot (reference)", slots=2.5, launch_price_usd=579,
+        source="https://www.amd.com/en/products/graphics/amd-radeon-rx-6800",
+        verification=f"partial ({AS_RECALLED}: 60 CUs, 2,105 MHz boost, 16 GB GDDR6 at 16 Gbps on 256 bits = "
+        "512 GB/s, 128 MB Infinity Cache, FP32 16.17 / FP16 32.33 TFLOPS (packed math), 250 W board power, $579)",
+        notes="RDNA 2: no matrix / WMMA units, no BF16 arithmetic; wave32. Added for llama.cpp PR #13014's RX 6800 "
+        "rows (calibration/llamacpp_hip_pr_tables.jsonl, LCPPHIPPR).",
+    ),
+    dict(
         id="l2", name="NVIDIA L2", vendor="NVIDIA", hardware_class="datacenter",
         architecture="Ada Lovelace (AD104)", release_year=2024, aliases=["NVIDIA L2", "L2 24GB"], ecc=True,
         nominal_gb=24, memory_type="GDDR6 ECC (192-bit)", memory_bandwidth_gb_s=300, fp32_tflops=24.1,

@@ -160,6 +160,57 @@ NVIDIA_WARP_LANES_PER_SM_CYCLE = 4 * 32  # 4 sub-partitions issuing a 32-thread 
 HIP_DMMV_BYTES_PER_CU_CYCLE = (LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * HIP_DMMV_LIVE_LANES_PER_CU_CYCLE
                                / NVIDIA_WARP_LANES_PER_SM_CYCLE)
 LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
+# 1-HIP-MMID. Batch-1 MoE decode in llama.cpp's HIP builds before the expert mat-vecs took the routing ids on the
+#    device. Until ggml-org/llama.cpp PR #13014 ("CUDA: noncont MMVQ + batched bs1 MUL_MAT_ID", JohannesGaessler,
+#    opened 2025-04-18, merged in April 2025) `ggml_cuda_mul_mat_id` copied the router's expert ids to the host
+#    (cudaMemcpyAsync device -> host, then cudaStreamSynchronize) and launched one `ggml_cuda_mul_mat` per routed
+#    expert (each its own src1 quantisation and mat-vec, with the row gathers around them); the PR's description:
+#    batch-1 MUL_MAT_ID in MMV / MMVQ "reduces the number of kernel launches needed by a factor equal to the number of
+#    used src0 matrices. It also eliminates the need for a call to cudaStreamSynchronize". The September 2024 code
+#    (ggml-cuda.cu at 6481eb4c, read for this) had the same shape at one token: ids to the host, a stream sync, then a
+#    loop over the token's experts calling ggml_cuda_mul_mat. Each synchronisation drains the GPU's queue, so the
+#    launches after it are not hidden behind kernels still running: host time, not GPU time. Priced per routed expert
+#    a pass touches, per MUL_MAT_ID (a llama.cpp MoE FFN has three: gate, up and down experts, llm_build_moe_ffn),
+#    per MoE layer (`performance.hip_mmid_fallback_layer_s`), the synchronisation's share folded into the per-expert
+#    figure. Fitted on the PR's own table (LCPPHIPPR-0001 / -0002, RX 6800, DeepSeek-V2-Lite Q4_0 tg128: 27.26 t/s on
+#    master, 52.74 with the PR): 1/27.26 - 1/52.74 s = 17.7 ms per token over 26 MoE layers x 3 MUL_MAT_ID x 6 routed
+#    experts = 37.9 us each; its dense control (Llama 8B Q4_0, LCPPHIPPR-0003 / -0004: 62.02 / 60.90 t/s) does not
+#    move. Taken from the difference of the two columns, so not from mlrig's (poor, +179 %) figure for that model
+#    with the PR: MLA + MoE decode on HIP has further costs not modelled here. One GPU (RDNA 2 on a desktop host);
+#    the host's speed is part of the figure. HIP builds only (the CUDA builds' MoE rows were fitted without it, and
+#    their launches are cheaper); month labels up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL (a 2025-04 label is read as the
+#    old path: the PR's "master" column is mid-April), build numbers not mapped (the merge's build number is not
+#    established here: they keep the current path). Held out, not used here: ARGONNE-0313..0315 (Mixtral F16 on
+#    an MI300X, September 2024) came out +36..+63 % before.
+HIP_MMID_FALLBACK_S_PER_EXPERT = 37.9e-6
+LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN = 3  # gate, up and down expert matrices: one GGML_OP_MUL_MAT_ID each
+LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
+# 1-HIP-MOE. Fixed host time per MoE layer per pass in llama.cpp's HIP builds (`performance.hip_moe_layer_s`): a
+#    llama.cpp MoE FFN (llm_build_moe_ffn) launches, beside a dense FFN's three mat-vecs and activation, the router's
+#    mat-vec, its softmax / sigmoid (and bias add), the top-k argsort and its view, the weights' get_rows (and their
+#    normalisation: sum_rows, div), the weighting mul, the adds that sum the k experts' outputs and, where the model
+#    has them, the shared expert's mat-vecs: ~10-20 more kernels per layer. The HIP build replays no graphs (see
+#    LAYER_OVERHEAD_S["llama.cpp-hip"] below), so each costs its host launch on the step's critical path, as a dense
+#    layer's kernels do in LAYER_OVERHEAD_S. One constant, not a kernel count: the fit rows show no trend with k (Llama
+#    4 Scout, top-1 with a shared expert, is the slowest per layer). Fitted on the HIP MoE decode fit rows of builds
+#    after PR #13014 (no synchronising fallback, 1-HIP-MMID): RX7900X6-0006/-0008/-0010/-0012 (gpt-oss-20b / -120b
+#    MXFP4 on 2-6 RX 7900 XTX), AMDLCPP-0005..0007 (DeepSeek-V3 Q4_K_M on 8 MI300X, b6652), MI50X2-0022/-0024 (Llama 4
+#    Scout Q3_K_M on 2 MI50) and LCPPHIPPR-0005/-0006 (gpt-oss-20b on one MI100 at 32k context, September 2026): the
+#    value minimising their median |error|, scanned in 5 us steps (0 / 10 / 30 / 50 / 60 / 80 us: 12 / 8 / 9 / 6 / 7
+#    / 10 %). At 50 us gpt-oss comes out -3 / -15 / -4 / -5 % on the 7900 XTX (was +12 / -6 / +10 / +8 %) and -13 %
+#    on the MI100 (was -1 %), DeepSeek-V3 b6652 +3..+6 % (+19..+21 %), Scout +13 / +14 % (+21 / +20 %). The rows
+#    disagree by model: gpt-oss wants ~0-10 us, DeepSeek-V3 and Scout 60-100 us. A likely cause, not modelled:
+#    llama.cpp fused the softmax -> top-k -> get_rows routing into one kernel for softmax-gated MoE (PR #16130,
+#    2025-09-20, "CUDA: add a fused top-K MoE kernel"; gpt-oss's softmax-after-top-k in PR #16649, 2025-10-18), which
+#    the gpt-oss builds here post-date, while DeepSeek-V3's sigmoid + bias routing and Scout's top-1 sigmoid were not
+#    covered then; mlrig's model cards carry no gating function to key it on. AMDLCPP-0001..0003 (the DeepSeek-V3 runs
+#    on b5997) are left out of the choice: AMD's blog attributes part of b6652's gain to "a substantial reduction
+#    (~10x) in the number of calls to the hipMemcpyAsync API" upstream, a cost not modelled; they stay +19..+21 %
+#    (were +36..+39 %). Every pass (a prefill pass launches the same kernels once). HIP builds only: CUDA builds
+#    replay these launches in a graph where MoE allows it, and their MoE rows were fitted without it. LCPPHIPPR-0002
+#    (DeepSeek-V2-Lite on an RX 6800, +179 % before) keeps most of its gap: MLA + MoE on HIP costs more, not
+#    identified here.
+HIP_MOE_LAYER_S = 50e-6
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
 # 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.

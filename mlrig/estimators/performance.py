@@ -175,6 +175,46 @@ def hip_dmmv_f16_fraction(gpu: GPU) -> float | None:
                                         cu_cycles_per_s(gpu))
 
 
+def hip_mmid_fallback(engine: str, engine_version: str | None) -> bool:
+    """Whether llama.cpp's HIP build runs a batch-1 MoE layer's expert mat-vecs through the host-synchronising
+    per-expert fallback of `ggml_cuda_mul_mat_id` (efficiency.py 1-HIP-MMID): the HIP build with a month label up to
+    efficiency.LLAMA_CPP_HIP_MMID_SYNC_UNTIL (no label, a build number or a later month: the current path, PR
+    #13014's single MMV / MMVQ launch without a stream synchronisation)."""
+    from mlrig.estimators.engines import parse_version
+
+    if engine != "llama.cpp-hip":
+        return False
+    v = parse_version(engine_version)
+    return v is not None and v.month is not None and v.month <= eff.LLAMA_CPP_HIP_MMID_SYNC_UNTIL
+
+
+def hip_mmid_fallback_layer_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num, decode: bool) -> Num:
+    """Host time per layer (averaged over all layers) of a decode step's MoE layers on the per-expert fallback
+    (`hip_mmid_fallback`): efficiency.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN MUL_MAT_IDs per MoE layer, each
+    efficiency.HIP_MMID_FALLBACK_S_PER_EXPERT per routed expert the step's tokens touch (k at one token;
+    `expert_parallel.experts_touched_fraction` x E for more). 0 for dense models, prefill and other builds.
+    Source and fit: efficiency.py 1-HIP-MMID (llama.cpp PR #13014's RX 6800 rows)."""
+    a = r.arch
+    if not decode or not a.is_moe or not a.num_experts or not a.num_layers:
+        return 0.0
+    if not hip_mmid_fallback(engine, r.workload.engine_version):
+        return 0.0
+    touched = experts_touched_fraction(a, tokens_in_pass) * a.num_experts
+    per_moe_layer = eff.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN * touched * eff.HIP_MMID_FALLBACK_S_PER_EXPERT
+    return per_moe_layer * a.num_moe_layers / a.num_layers
+
+
+def hip_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Fixed host time per layer (averaged over all layers) of a MoE model in llama.cpp's HIP build: the routing and
+    expert-combining kernels a MoE FFN launches beside a dense FFN's, each launched from the host (no graphs),
+    efficiency.HIP_MOE_LAYER_S per MoE layer (efficiency.py 1-HIP-MOE, fitted on the HIP MoE fit rows); 0 for dense
+    models and other engines."""
+    a = r.arch
+    if engine != "llama.cpp-hip" or not a.is_moe or not a.num_layers:
+        return 0.0
+    return eff.HIP_MOE_LAYER_S * a.num_moe_layers / a.num_layers
+
+
 def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
     """Fraction of the bandwidth figure that weight reads of a format family reach
     (efficiency.FORMAT_DECODE_EFF); MXFP4 under vLLM's XPU build on Intel GPUs reads prepacked at
@@ -649,7 +689,7 @@ def pass_time(
     decode: bool = True,
     serial_gpus: int = 1,
     seq_step_s: float = 0.0,
-    extra_layer_s: float = 0.0,
+    extra_layer_s: Num = 0.0,
     fp8_attention: bool = False,
     block_fp8_eff: float | None = None,
     moe_compute_rel: float = 1.0,
@@ -1069,7 +1109,8 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
     return pass_time(cost, r.gpu, s.engine, r.precision, layers=r.arch.num_layers, tp=s.tp, link=s.link,
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
-                     + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine),
+                     + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine)
+                     + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode) + hip_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
                      prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp,
