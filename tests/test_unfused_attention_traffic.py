@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlrig.estimators import training_speed as ts
+from mlrig.estimators import score_traffic as ts
 from mlrig.planner import evaluate
 
 

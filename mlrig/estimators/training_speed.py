@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from mlrig import vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators import score_traffic
 from mlrig.estimators.hardware import board_power_tflops
 from mlrig.results import Performance, TrainingRun
 from mlrig.vec import Num
@@ -100,106 +101,6 @@ def attention_executed_keys(arch: ModelArch, seq: Num, flash_attention: bool = T
     `attention_efficiency`: twice flash's time; no calibration row measures eager training speed)."""
     keys = attention_layer_keys(arch, seq, flash_attention)
     return keys / 2.0 if flash_attention else keys
-
-
-# ---- unfused attention's score-tensor traffic ------------------------------------------------------------------
-# Without a flash kernel (`workload.flash_attention` false) attention materialises the b x a x s x s score tensor
-# in DRAM and runs over it pass by pass. Bytes per score element (one query-key pair of one head in one layer),
-# counted from the code:
-# - the GEMMs: QK^T writes the scores (2 B), PV reads the probabilities (2 B); backward, dP = dO V^T writes 2 B,
-#   dV = P^T dO reads P (2 B), dQ = dS K and dK = dS^T Q each read dS (2 + 2 B) (Megatron-LM 50a4b5f
-#   megatron/model/transformer.py `ParallelAttention.forward`: torch.baddbmm into a preallocated [b*np, sq, sk]
-#   fp16 tensor, then torch.bmm(attention_probs, value); transformers' `eager_attention_forward`, two
-#   torch.matmul). These run at the GEMM's arithmetic rate or the rate their bytes stream, whichever is slower
-#   (each does 2 x head_dim FLOPs per 2 B: at head_dim 64-128 near an A100's balance point);
-# - the element-wise kernels between them (`unfused_score_passes`), which only stream.
-SCORE_GEMM_BYTES_FWD = 2.0 + 2.0
-SCORE_GEMM_BYTES_BWD = 2.0 + 2.0 + 2.0 + 2.0
-# torch.nn.Dropout on the 16-bit probabilities (PyTorch `native_dropout`): reads 2 B, writes 2 B and a 1-byte
-# bool mask; its backward (`native_dropout_backward`, grad x mask x scale) reads 2 + 1 B and writes 2 B.
-# Megatron-LM applies it at `--attention-dropout` 0.1, the default in every release read (5281919
-# megatron/arguments.py, 50a4b5f, d98e8a6); transformers' Llama-family configs default `attention_dropout` 0.0,
-# and F.dropout at p = 0 returns its input (ATen Dropout.cpp `_dropout_impl`): no pass.
-SCORE_DROPOUT_BYTES = 2.0 + 2.0 + 1.0
-# Megatron-LM's FusedScaleMaskSoftmax kernel arrived with 91ee60d ("vijay/softmax_fusion", merged 2020-09-11,
-# after the tables at 5281919): releases dated from the month after have it.
-MEGATRON_FUSED_SOFTMAX_FROM_MONTH = (2020, 10)
-# Its key-length limit: 16 < sk <= 2048 (50a4b5f megatron/model/fused_softmax.py `custom_kernel_constraint`),
-# raised to 4096 by 7a77abd (2022-01-12; megatron/core/fusions/fused_softmax.py `is_kernel_available` at d98e8a6).
-MEGATRON_FUSED_SOFTMAX_4096_FROM_MONTH = (2022, 1)
-# `--apply-query-key-layer-scaling` (scale the scores by 1 / layer number, softmax in fp32) was on by default
-# from 9acc895 (2021-01-06, `--no-query-key-layer-scaling`) until 94a3749 (2023-11-02, store_true again).
-MEGATRON_LAYER_SCALING_MONTHS = ((2021, 1), (2023, 11))
-
-
-@dataclass(frozen=True)
-class ScoreTraffic:
-    """DRAM bytes per score element of unfused attention: the GEMMs' (`SCORE_GEMM_BYTES_FWD` / `_BWD`) and the
-    element-wise kernels' (`unfused_score_passes`), forward and backward."""
-    gemm_fwd: Num
-    gemm_bwd: Num
-    other_fwd: Num
-    other_bwd: Num
-
-
-def _megatron_month(version: str | None) -> tuple[int, int] | None:
-    from mlrig.estimators.memory import megatron_release_month
-
-    return megatron_release_month(version.lower()) if version else None
-
-
-def unfused_score_passes(engine: str | None, version: str | None, key_len: Num, attn_batches: Num,
-                         ) -> tuple[Num, Num]:
-    """Element-wise bytes per score element (forward, backward) of unfused attention in training, by the code
-    the engine runs (16-bit scores; `attn_batches`: micro-batch x heads per tensor-parallel rank):
-
-    - Megatron-LM (any `megatron*` engine, Megatron-DeepSpeed included) from `MEGATRON_FUSED_SOFTMAX_FROM_MONTH`
-      (no version: the current release), when its fused kernel's constraints hold (key length within
-      `MEGATRON_FUSED_SOFTMAX_4096_FROM_MONTH`'s limit, queries and b x np multiples of 4; the current
-      release's batch_per_block divisibility is not checked): `ScaledUpperTriangMaskedSoftmax` scales, masks and
-      softmaxes in one kernel that reads only the causal triangle and writes every element (50a4b5f
-      megatron/fused_kernels/scaled_upper_triang_masked_softmax.h: loads while `element_index < local_seq`,
-      stores zeros above it): 1 + 2 B; its backward reads grad and output over the triangle and writes all:
-      2 + 2 B; then the dropout (`SCORE_DROPOUT_BYTES`) each way: 8 / 9 B.
-    - Megatron-LM where the kernel does not apply, the torch path of `FusedScaleMaskSoftmax.forward`: with the
-      query-key layer scaling on (`MEGATRON_LAYER_SCALING_MONTHS`) the softmax runs in fp32: .float() 2 + 4,
-      x scale 4 + 4, masked_fill_ 4 + 4, Softmax 4 + 4, .half() 4 + 2 = 36 B forward; backward .half() 2 + 4,
-      softmax 4 + 4 + 4, masked_fill 4 + 4, scale 4 + 4, .float() 4 + 2 = 40 B; otherwise in 16 bits:
-      masked_fill_ 2 + 2, Softmax 2 + 2 = 8 B forward, softmax backward 2 + 2 + 2 and masked_fill's 2 + 2 = 10 B;
-      plus the dropout. Releases before the fused kernel (5281919 megatron/model/transformer.py
-      `ParallelSelfAttention`: torch.matmul, gpt2_attention_mask_func's masked_fill_, torch.nn.Softmax on
-      fp16, Dropout) are this 16-bit path: 13 / 15 B.
-    - Anything else (transformers' eager attention and the trainers on it; transformers 5.23
-      models/llama/modeling_llama.py `eager_attention_forward`): x scaling 2 + 2, + attention_mask 2 + 2,
-      softmax(dtype=float32) 2 + 4, .to(fp16) 4 + 2 = 20 B forward; backward .to 2 + 4, softmax 4 + 4 + 2,
-      the scaling 2 + 2 (the mask's add passes its gradient through) = 20 B; no dropout (p = 0)."""
-    e = (engine or "").lower()
-    if not e.startswith("megatron"):
-        return 20.0, 20.0
-    month = _megatron_month(version)
-    if month is not None and month < MEGATRON_FUSED_SOFTMAX_FROM_MONTH:
-        return 8.0 + SCORE_DROPOUT_BYTES, 10.0 + SCORE_DROPOUT_BYTES
-    limit = 2048 if month is not None and month < MEGATRON_FUSED_SOFTMAX_4096_FROM_MONTH else 4096
-    fused = vec.both(vec.both(key_len > 16, key_len <= limit),
-                     vec.both(key_len % 4 == 0, attn_batches % 4 == 0))
-    scaled = month is not None and MEGATRON_LAYER_SCALING_MONTHS[0] <= month < MEGATRON_LAYER_SCALING_MONTHS[1]
-    torch_fwd, torch_bwd = (36.0, 40.0) if scaled else (8.0, 10.0)
-    return (vec.where(fused, 3.0, torch_fwd) + SCORE_DROPOUT_BYTES,
-            vec.where(fused, 4.0, torch_bwd) + SCORE_DROPOUT_BYTES)
-
-
-def unfused_score_traffic(r: ResolvedPlan, batch: Num, seq: Num) -> ScoreTraffic:
-    """`ScoreTraffic` of this training plan's unfused attention, per score element (`unfused_score_passes`)."""
-    plan = r.plan
-    heads_per_rank = r.arch.num_heads / plan.hardware.tensor_parallel
-    fwd, bwd = unfused_score_passes(plan.workload.engine, plan.workload.engine_version, seq, batch * heads_per_rank)
-    return ScoreTraffic(SCORE_GEMM_BYTES_FWD, SCORE_GEMM_BYTES_BWD, fwd, bwd)
-
-
-def unfused_score_elements_per_token(arch: ModelArch, seq: Num) -> Num:
-    """Score elements per trained token, whole model: every head's full row of s keys in every layer (eager
-    attention masks the causal half and any window after computing them: `attention_layer_keys` unwindowed)."""
-    return arch.num_heads * attention_layer_keys(arch, seq, windowed=False)
 
 
 def power_capped_tflops(peak_tflops: float, power_limit_w: float | None, tdp_w: float | None) -> float:
@@ -391,9 +292,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     if not plan.workload.flash_attention:
         # unfused attention streams the score tensor (`unfused_score_traffic`): its GEMMs no faster than their
         # score bytes, its softmax / mask / dropout kernels on top; forward again where the attention recomputes
-        st = unfused_score_traffic(r, batch, seq)
+        st = score_traffic.unfused_score_traffic(r, batch, seq)
         fwd_runs = 2.0 if recompute_attention else 1.0
-        elems = unfused_score_elements_per_token(arch, seq)
+        elems = score_traffic.unfused_score_elements_per_token(arch, seq)
         t_attn = vec.maximum(t_attn, elems * (fwd_runs * st.gemm_fwd + st.gemm_bwd) / bw)
         score_bytes = elems * (fwd_runs * st.other_fwd + st.other_bwd)
     t_gemm = (lin_passes * (n_gemm - head_bf16) / (lin_eff * peak_lin * 1e12)
