@@ -75,3 +75,18 @@ def test_score_gemms_are_priced_no_faster_than_their_bytes(monkeypatch: pytest.M
     flash_s = _seconds_per_token(flash)
     monkeypatch.setattr(ts, "SCORE_GEMM_BYTES_FWD", 4000.0)
     assert _seconds_per_token(flash) == flash_s
+
+
+def test_prefill_shares_the_eager_forward_count() -> None:
+    """Inference prefill with transformers' eager attention moves the forward's score bytes, 4 (QK^T write,
+    PV read) + 20 (scale, mask, fp32 softmax, cast back) = 24 B per element of the s x s square per head and
+    layer; other engines keep the 8 B (fp32 written and read) the prefill has always counted."""
+    from mlrig.catalog.models import resolve_model
+    from mlrig.estimators.performance import prefill_cost
+
+    assert ts.prefill_score_bytes("transformers") == 24.0
+    assert ts.prefill_score_bytes("llama.cpp") == 8.0
+    llama = resolve_model("meta-llama/Meta-Llama-3.1-8B")
+    eager = prefill_cost(llama, 16e9, 2.0, 1, 2048, flash_attention=False, score_bytes=24.0)
+    assert eager.spill_bytes == pytest.approx(24.0 * 32 * 2048**2 * 32)  # 103 GB for one 2,048-token prompt
+    assert prefill_cost(llama, 16e9, 2.0, 1, 2048, flash_attention=True).spill_bytes == 0.0

@@ -45,6 +45,31 @@ MEGATRON_FUSED_SOFTMAX_4096_FROM_MONTH = (2022, 1)
 MEGATRON_LAYER_SCALING_MONTHS = ((2021, 1), (2023, 11))
 
 
+# transformers' eager attention (`eager_attention_forward`, transformers 5.23 models/llama/modeling_llama.py; the
+# same ops in LlamaAttention.forward of the 4.3x releases) between its two torch.matmul: `* scaling` reads 2 B and
+# writes 2 B, `+ attention_mask` 2 + 2 (the [b, 1, q, k] mask is shared by the heads), softmax(dtype=float32)
+# reads 2 and writes 4, `.to(query.dtype)` reads 4 and writes 2: 20 B forward. Backward: the cast's 2 + 4, the
+# fp32 softmax's (grad 4, output 4, written 2), the scaling's 2 + 2; the mask's add passes its gradient on: 20 B.
+HF_EAGER_SCORE_PASS_BYTES_FWD = 4.0 + 4.0 + 6.0 + 6.0
+HF_EAGER_SCORE_PASS_BYTES_BWD = 6.0 + 10.0 + 4.0
+# Inference engines whose unfused prefill is transformers' eager attention (`prefill_score_bytes`)
+HF_EAGER_PREFILL_ENGINES = ("transformers",)
+# What `performance.prefill_cost` counts for every other engine's unfused prefill: fp32 scores written and read
+# back, 4 B x 2 over the s x s square (its original estimate; for llama.cpp it stands for the F32 KQ, soft_max_ext
+# and KQV over the causal half its micro-batches compute, not re-derived here).
+DEFAULT_PREFILL_SCORE_BYTES = 8.0
+
+
+def prefill_score_bytes(engine: str | None) -> float:
+    """DRAM bytes per element of the s x s score square per head and layer in a prefill without flash
+    attention: transformers' eager attention (`HF_EAGER_PREFILL_ENGINES`) moves the QK^T write and the PV read
+    (`SCORE_GEMM_BYTES_FWD`) and its element-wise passes (`HF_EAGER_SCORE_PASS_BYTES_FWD`), 24 B, in eval mode
+    (no dropout); other engines `DEFAULT_PREFILL_SCORE_BYTES`."""
+    if (engine or "").lower() in HF_EAGER_PREFILL_ENGINES:
+        return SCORE_GEMM_BYTES_FWD + HF_EAGER_SCORE_PASS_BYTES_FWD
+    return DEFAULT_PREFILL_SCORE_BYTES
+
+
 @dataclass(frozen=True)
 class ScoreTraffic:
     """DRAM bytes per score element of unfused attention: the GEMMs' (`SCORE_GEMM_BYTES_FWD` / `_BWD`) and the
@@ -82,13 +107,12 @@ def unfused_score_passes(engine: str | None, version: str | None, key_len: Num, 
       plus the dropout. Releases before the fused kernel (5281919 megatron/model/transformer.py
       `ParallelSelfAttention`: torch.matmul, gpt2_attention_mask_func's masked_fill_, torch.nn.Softmax on
       fp16, Dropout) are this 16-bit path: 13 / 15 B.
-    - Anything else (transformers' eager attention and the trainers on it; transformers 5.23
-      models/llama/modeling_llama.py `eager_attention_forward`): x scaling 2 + 2, + attention_mask 2 + 2,
-      softmax(dtype=float32) 2 + 4, .to(fp16) 4 + 2 = 20 B forward; backward .to 2 + 4, softmax 4 + 4 + 2,
-      the scaling 2 + 2 (the mask's add passes its gradient through) = 20 B; no dropout (p = 0)."""
+    - Anything else: transformers' eager attention and the trainers on it (`HF_EAGER_SCORE_PASS_BYTES_FWD` /
+      `_BWD`, 20 / 20 B; no dropout, p = 0 in the Llama-family configs). Trainers with their own attention
+      module (torchtune's SDPA math path) are priced the same, not counted from their code."""
     e = (engine or "").lower()
     if not e.startswith("megatron"):
-        return 20.0, 20.0
+        return HF_EAGER_SCORE_PASS_BYTES_FWD, HF_EAGER_SCORE_PASS_BYTES_BWD
     month = _megatron_month(version)
     if month is not None and month < MEGATRON_FUSED_SOFTMAX_FROM_MONTH:
         return 8.0 + SCORE_DROPOUT_BYTES, 10.0 + SCORE_DROPOUT_BYTES
