@@ -221,7 +221,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       peak for FP8's linear GEMMs only), plus attention (12 L w s, w = `attention_width`: the query
       width num_heads x head_dim, not d_model; Narayanan et al. 2021, FlashAttention's count; sliding-window
       layers at their band, `attention_layer_keys`) at the bf16 peak and `attention_efficiency`; a power cap
-      lowers both peaks (`power_capped_tflops`);
+      lowers both peaks (`power_capped_tflops`); unfused attention (`flash_attention` false) no faster than
+      its GEMMs' score bytes stream, and its softmax / mask / dropout kernels over the b x a x s x s scores
+      among the non-GEMM bytes (`score_traffic.unfused_score_traffic`, forward again where the attention is
+      recomputed; fp32 training doubles the 16-bit counts);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
       casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
@@ -294,7 +297,9 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
         # score bytes, its softmax / mask / dropout kernels on top; forward again where the attention recomputes
         st = score_traffic.unfused_score_traffic(r, batch, seq)
         fwd_runs = 2.0 if recompute_attention else 1.0
-        elems = score_traffic.unfused_score_elements_per_token(arch, seq)
+        # per token, whole model; fp32 scores where the run trains in fp32 (the 16-bit counts doubled)
+        elems = (score_traffic.unfused_score_elements_per_token(arch, seq)
+                 * (2.0 if r.precision.name == "fp32" else 1.0))
         t_attn = vec.maximum(t_attn, elems * (fwd_runs * st.gemm_fwd + st.gemm_bwd) / bw)
         score_bytes = elems * (fwd_runs * st.other_fwd + st.other_bwd)
     t_gemm = (lin_passes * (n_gemm - head_bf16) / (lin_eff * peak_lin * 1e12)
