@@ -53,6 +53,7 @@ from mlrig.estimators.hardware import (
     gpu_memory_class,
     graph_replay_missing,
 )
+from mlrig.estimators.score_traffic import DEFAULT_PREFILL_SCORE_BYTES, prefill_score_bytes
 from mlrig.results import Performance
 from mlrig.vec import Num
 
@@ -617,12 +618,13 @@ def decode_cost(
 def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
-    expert_bytes: float | None = None, plain_bytes: float = 0.0,
+    expert_bytes: float | None = None, plain_bytes: float = 0.0, score_bytes: float = DEFAULT_PREFILL_SCORE_BYTES,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
     4.45, engines.transformers_full_logits). Without flash attention engines compute the full s x s
-    scores and write/read them in fp32 (4 bytes x 2) per head per layer."""
+    scores and move `score_bytes` per element per head per layer (`score_traffic.prefill_score_bytes`: 24 B
+    for transformers' eager attention, the fp32 write and read, 4 bytes x 2, elsewhere)."""
     head = lm_head_params(arch)
     body = matmul_params(arch) - head
     attn = batch * attention_flops(arch, prompt, prompt, causal=flash_attention)
@@ -632,7 +634,7 @@ def prefill_cost(
     touched = moe_touched(arch, tokens)
     w = read_weight_bytes(arch, weight_bytes, tokens, embedding_bytes, expert_bytes, touched)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
-    spill = 0.0 if flash_attention else batch * 8.0 * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
+    spill = 0.0 if flash_attention else batch * score_bytes * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
                     expert_bytes=expert_read_bytes(arch, weight_bytes, tokens, expert_bytes, touched),
                     expert_flops=expert_gemm_flops(arch, tokens),
@@ -1537,7 +1539,8 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
                         all_logits=transformers and transformers_full_logits(r.workload.engine_version),
                         embedding_bytes=r.weight_parts.get("embedding"),
                         expert_bytes=r.weight_parts.get("experts_routed"),
-                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
+                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
+                        score_bytes=prefill_score_bytes(s.engine))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from mlrig import vec
 from mlrig.errors import MlrigError
 from mlrig.estimators import efficiency as eff
+from mlrig.estimators import score_traffic
 from mlrig.estimators.hardware import board_power_tflops
 from mlrig.results import Performance, TrainingRun
 from mlrig.vec import Num
@@ -220,7 +221,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       peak for FP8's linear GEMMs only), plus attention (12 L w s, w = `attention_width`: the query
       width num_heads x head_dim, not d_model; Narayanan et al. 2021, FlashAttention's count; sliding-window
       layers at their band, `attention_layer_keys`) at the bf16 peak and `attention_efficiency`; a power cap
-      lowers both peaks (`power_capped_tflops`);
+      lowers both peaks (`power_capped_tflops`); unfused attention (`flash_attention` false) no faster than
+      its GEMMs' score bytes stream, and its softmax / mask / dropout kernels over the b x a x s x s scores
+      among the non-GEMM bytes (`score_traffic.unfused_score_traffic`, forward again where the attention is
+      recomputed; fp32 training doubles the 16-bit counts);
     - non-GEMM kernels: norms, activations, RoPE, residuals, loss: `eff.TRAIN_ELEMENTWISE_PASSES`
       passes over (2h + i) 16-bit values per token per layer at the memory bandwidth; FP8 adds the
       casts of the weights; QLoRA adds the de-quantisation of every 4-bit weight in each
@@ -285,13 +289,25 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
     # a fused engine's FP8 recipe keeps the LM head in bf16 (`fused_fp8_bf16_head_params`)
     head_bf16 = fused_fp8_bf16_head_params(arch) if (fp8 and fused_engine) else 0.0
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
+    t_attn: Num = attn_flops / (attn_eff * peak_bf16 * 1e12)
+    score_bytes: Num = 0.0
+    if not plan.workload.flash_attention:
+        # unfused attention streams the score tensor (`unfused_score_traffic`): its GEMMs no faster than their
+        # score bytes, its softmax / mask / dropout kernels on top; forward again where the attention recomputes
+        st = score_traffic.unfused_score_traffic(r, batch, seq)
+        fwd_runs = 2.0 if recompute_attention else 1.0
+        # per token, whole model; fp32 scores where the run trains in fp32 (the 16-bit counts doubled)
+        elems = (score_traffic.unfused_score_elements_per_token(arch, seq)
+                 * (2.0 if r.precision.name == "fp32" else 1.0))
+        t_attn = vec.maximum(t_attn, elems * (fwd_runs * st.gemm_fwd + st.gemm_bwd) / bw)
+        score_bytes = elems * (fwd_runs * st.other_fwd + st.other_bwd)
     t_gemm = (lin_passes * (n_gemm - head_bf16) / (lin_eff * peak_lin * 1e12)
               + lin_passes * head_bf16 / (lin_eff * peak_bf16 * 1e12)
-              + attn_flops / (attn_eff * peak_bf16 * 1e12))
-    bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
+              + t_attn)
     passes = ((eff.TRAIN_ELEMENTWISE_PASSES_FUSED if fused_engine else eff.TRAIN_ELEMENTWISE_PASSES)
               * (1.0 + (0.33 if ck == "full" else 0.0)))
-    ew_bytes = passes * (2 * h + inter) * 2.0 * layers
+    ew_bytes = passes * (2 * h + inter) * 2.0 * layers + score_bytes
     tokens_per_rank_step = seq * batch  # one micro-batch per data-parallel rank
     if fp8:
         # Transformer Engine casts each weight to FP8 for the forward, the backward's two GEMMs: read 2 B,
