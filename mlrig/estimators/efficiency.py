@@ -1051,6 +1051,12 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    loops at the same 1 MiB decode messages (LMDEPLOY-0137..0172) have TPOT and throughput within -12..+13 %: a
 #    per-request cost that grows with TP, not a per-step one. Doubling this whole term would
 #    close the ShareGPT rows but put the batch-1 TP 4 rows (LMDEPLOY-0123..0136) 22 % slow.
+#    Branch s36-lmdtp: the level is at or above NCCL's, but its growth with the message was not: 5 us from 16 KiB
+#    to 1 MiB here against NCCL's 22 us (LL moves at a quarter of the link), and the fixed-length TP 4 TPOT rows
+#    grow from batch 1 to 64 as NCCL's does (-1..-12 %, all low, before). TurboMind now pays NCCL's growth on top
+#    of this fixed part (NVLINK_NCCL_RING_ENGINES): ShareGPT TP 4 throughput +21..+25 % -> +15..+19 %, TP 2
+#    +9..+11 % -> +7..+8 %, TTFT hardly moves. No per-request cost that grows with TP was found in TurboMind's
+#    source (SOURCES-inference.md, s36-lmdtp), so the rest stays unexplained.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
