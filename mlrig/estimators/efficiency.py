@@ -1150,8 +1150,9 @@ NCCL_NVLINK_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = (
 #      v0.2.0 = b319dce); its custom all-reduce is off unless `enable_custom_all_reduce` is set (default 0,
 #      triton_backend/llama/LlamaTritonModel.cc), and later releases keep `communicator: str = 'nccl'` as the default
 #      (lmdeploy/messages.py TurbomindEngineConfig, v0.7.2 to v0.12.3). Its fixed-length TP 4 rows showed the
-#      message growth: the TPOT of Llama-2-70B on 4 x A100 grows from batch 1 to 64 by 6-8 ms measured against 3.7
-#      predicted with the whole link (LMDEPLOY-0124..0172, fit, TPOT -1..-12 %, every batch >= 16 row below).
+#      message growth: the TPOT of Llama-2-70B on 4 x A100 grows from batch 1 to 64 by 8 ms measured (29 -> 37 ms,
+#      LMDEPLOY-0124 / -0162 and -0127 / -0164) against 3.7 predicted with the whole link (every batch >= 16 TPOT
+#      row of LMDEPLOY-0137..0172 was low, -1..-12 %; now -5..+1 %).
 #      TensorRT-LLM before 0.12 also calls NCCL (TRT061-* TP rows) but is not listed: its rows were not checked.
 NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
