@@ -324,6 +324,20 @@ def nccl_ring_allreduce_time_s(n_bytes: Num, ranks: int, link: Interconnect,
     return vec.where(n_bytes > 0, best, 0.0)
 
 
+def nccl_ring_allreduce_excess_s(n_bytes: Num, ranks: int, link: Interconnect,
+                                 protocols: tuple[tuple[float, float, float], ...]) -> Num:
+    """What NCCL's ring model (`nccl_ring_allreduce_time_s`) adds for `n_bytes` over its own empty message: the
+    time of the protocol it picks for that size less the cheapest protocol's base and per-step latencies. This is
+    the part that grows with the message: LL moves it at a quarter of the link up to where LL128 (its higher
+    latency, 0.92 of the link) or Simple becomes cheaper. Hand check, 4 ranks on 300 GB/s with
+    efficiency.NCCL_NVLINK_RING_PROTOCOLS: 16 KiB 0.33 us (LL), 1 MiB 20.9 us (LL128: 25.4 + 5.7 - 10.2)."""
+    if ranks <= 1:
+        return 0.0
+    steps = 2 * (ranks - 1)
+    empty = min(base_s + steps * step_s for base_s, step_s, _ in protocols)
+    return vec.where(n_bytes > 0, nccl_ring_allreduce_time_s(n_bytes, ranks, link, protocols) - empty, 0.0)
+
+
 def p2p_time_s(n_bytes: Num, link: Interconnect) -> Num:
     """One point-to-point send (pipeline stage boundary, llama.cpp layer split): one link of a mesh."""
     return link.latency_us * 1e-6 + n_bytes / (group_bandwidth_gb_s(link, 2) * 1e9)

@@ -1118,6 +1118,12 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    loops at the same 1 MiB decode messages (LMDEPLOY-0137..0172) have TPOT and throughput within -12..+13 %: a
 #    per-request cost that grows with TP, not a per-step one. Doubling this whole term would
 #    close the ShareGPT rows but put the batch-1 TP 4 rows (LMDEPLOY-0123..0136) 22 % slow.
+#    Branch s36-lmdtp: the level is at or above NCCL's, but its growth with the message was not: 5 us from 16 KiB
+#    to 1 MiB here against NCCL's 22 us (LL moves at a quarter of the link), and the fixed-length TP 4 TPOT rows
+#    grow from batch 1 to 64 as NCCL's does (-1..-12 %, all low, before). TurboMind now pays NCCL's growth on top
+#    of this fixed part (NVLINK_NCCL_RING_ENGINES): ShareGPT TP 4 throughput +21..+25 % -> +15..+19 %, TP 2
+#    +9..+11 % -> +7..+8 %, TTFT hardly moves. No per-request cost that grows with TP was found in TurboMind's
+#    source (SOURCES-inference.md, s36-lmdtp), so the rest stays unexplained.
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
@@ -1191,6 +1197,31 @@ NCCL_PCIE_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = ((6.6e-6, 1.0
 # The same protocols' shares of a PCIe link when NCCL's P2P transport writes GPU to GPU (LL 1/4, Simple the whole
 #    link), in the order of PCIE_ALLREDUCE_PROTOCOLS (LL, Simple): interconnects.pcie_allreduce_time_s.
 NCCL_PCIE_P2P_BANDWIDTH_FRACTIONS: tuple[float, ...] = tuple(p[2] for p in NCCL_PCIE_RING_PROTOCOLS)
+# NCCL's ring protocols on a single-node NVLink ring, as NCCL 2.18 prices them (NVIDIA/nccl v2.18.3-1 = ea38312,
+#    src/graph/tuning.cc: `baseLat` Ring LL 6.6 / LL128 14.0 / Simple 8.4 us, `hwLat` NVLink Ring LL 0.6 / LL128 1.9
+#    / Simple 3.4 us per ring step, bus-bandwidth share LL 1/4 for an all-reduce (8-byte lines of 4 data bytes and
+#    a flag, both directions), LL128 0.92, Simple 1): (base s, per ring step s, fraction of the link's bandwidth).
+#    NCCL runs the protocol its model predicts fastest, so a decode step's all-reduce (hidden x 2 bytes x the
+#    running sequences: 16 KiB - 4 MiB for a 70B) moves at a quarter of the link up to ~0.8 MiB at TP 4 and pays
+#    LL128's higher latency above it. Used for the part of the all-reduce that grows with the message
+#    (`interconnects.nccl_ring_allreduce_excess_s`) in NVLINK_NCCL_RING_ENGINES; the link's catalogued bandwidth
+#    stands in for NCCL's per-channel figure (12 links x 20 GB/s = 240 GB/s on A100, topo.h SM80_NVLINK_BW) as for
+#    PCIe. LL's bandwidth cap (tuning.cc llMaxBws: 87.7 GB/s on one A100 node) is above a quarter of 300 GB/s.
+NCCL_NVLINK_RING_PROTOCOLS: tuple[tuple[float, float, float], ...] = (
+    (6.6e-6, 0.6e-6, 0.25), (14.0e-6, 1.9e-6, 0.92), (8.4e-6, 3.4e-6, 1.0))
+# Engines whose NVLink tensor-parallel all-reduce is one ncclAllReduce per call, its message growth priced by NCCL's
+#    protocols (NCCL_NVLINK_RING_PROTOCOLS) rather than at the whole link's bandwidth; the fixed part per call (the
+#    ring's per-step link latency and ALLREDUCE_SYNC_S, pinned by LMDeploy's batch-1 TP 2 / 4 rows) stays.
+#    - LMDeploy's TurboMind: each layer's two all-reduces are ftNcclAllReduceSum on the step's stream
+#      (src/turbomind/models/llama/LlamaDecoderSelfAttentionLayer.cc and LlamaFfnLayer.cc at v0.1.0a1 = 9c46b27 and
+#      v0.2.0 = b319dce); its custom all-reduce is off unless `enable_custom_all_reduce` is set (default 0,
+#      triton_backend/llama/LlamaTritonModel.cc), and later releases keep `communicator: str = 'nccl'` as the default
+#      (lmdeploy/messages.py TurbomindEngineConfig, v0.7.2 to v0.12.3). Its fixed-length TP 4 rows showed the
+#      message growth: the TPOT of Llama-2-70B on 4 x A100 grows from batch 1 to 64 by 8 ms measured (29 -> 37 ms,
+#      LMDEPLOY-0124 / -0162 and -0127 / -0164) against 3.7 predicted with the whole link (every batch >= 16 TPOT
+#      row of LMDEPLOY-0137..0172 was low, -1..-12 %; now -5..+1 %).
+#      TensorRT-LLM before 0.12 also calls NCCL (TRT061-* TP rows) but is not listed: its rows were not checked.
+NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 # Engines whose tensor-parallel all-reduce over NVLink is their own peer-to-peer kernel rather than NCCL's
 #    ring (interconnects.allreduce_time_s, peer_to_peer): its latency does not grow with the GPU count.
 #    - gpt-fast: its TP rows run with ENABLE_INTRA_NODE_COMM=1 (PyTorch's intra-node all-reduce; the

@@ -846,6 +846,14 @@ def pass_time(
             comm_s = 2 * layers * pcie_allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                         eff.PCIE_ALLREDUCE_PROTOCOLS,
                                                         eff.NCCL_PCIE_P2P_BANDWIDTH_FRACTIONS)
+        elif link.kind == "nvlink" and not p2p and engine in eff.NVLINK_NCCL_RING_ENGINES:
+            # one ncclAllReduce per call: the ring's latency and barrier as below, the message at the bandwidth of
+            # the protocol NCCL picks for its size (efficiency.NCCL_NVLINK_RING_PROTOCOLS)
+            from mlrig.catalog.interconnects import nccl_ring_allreduce_excess_s
+
+            comm_s = 2 * layers * (2 * (tp - 1) * link.latency_us * 1e-6 + eff.ALLREDUCE_SYNC_S["nvlink"]
+                                   + nccl_ring_allreduce_excess_s(2.0 * hidden * tokens_in_pass, tp, link,
+                                                                  eff.NCCL_NVLINK_RING_PROTOCOLS))
         else:
             comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
                                    + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
