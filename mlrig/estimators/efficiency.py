@@ -856,6 +856,8 @@ EAGER_KERNELS_PER_LAYER = 10
 EAGER_TP_KERNELS_PER_LAYER = 2
 EAGER_FP8_QUANT_KERNELS_PER_LAYER = 4
 EAGER_HOST_S_PER_KERNEL = 6e-6
+# SGLang's extend (prefill) passes run eagerly (performance.sglang_prefill_host_layer_s): host time per layer.
+SGLANG_EXTEND_HOST_LAYER_S = EAGER_KERNELS_PER_LAYER * EAGER_HOST_S_PER_KERNEL
 # TensorRT-LLM's PyTorch backend (the default from 1.0, engines.trtllm_tensorrt_engine) decodes from captured CUDA
 #    graphs (tensorrt_llm/llmapi/llm_args.py CudaGraphConfig: batch sizes 1-31, 32, 64, 128 unless padding is on);
 #    a step it does not replay (`workload.cuda_graphs` false: no graph for that batch) runs the model's Python
