@@ -856,8 +856,25 @@ EAGER_KERNELS_PER_LAYER = 10
 EAGER_TP_KERNELS_PER_LAYER = 2
 EAGER_FP8_QUANT_KERNELS_PER_LAYER = 4
 EAGER_HOST_S_PER_KERNEL = 6e-6
-# SGLang's extend (prefill) passes run eagerly (performance.sglang_prefill_host_layer_s): host time per layer.
-SGLANG_EXTEND_HOST_LAYER_S = EAGER_KERNELS_PER_LAYER * EAGER_HOST_S_PER_KERNEL
+# SGLang's extend (prefill) passes run eagerly (performance.sglang_prefill_host_layer_s, source cited there: only
+#    DECODE / TARGET_VERIFY / IDLE batches replay a CUDA graph, piecewise graphs for extend are off by default in
+#    0.5.5): the host's time per layer of such a pass, overlapped with the GPU's (p-norm HOST_OVERLAP_P). FITTED on
+#    TONYGH200's closed-loop fit rows (TonyLi15/sglang-benchmark, SGLang 0.5.5.post3, Qwen2.5-3B-Instruct, 36 layers,
+#    one GH200, 8 / 32 users, ~60 / ~270-token prompts, ~30 / ~60-token outputs; -0004..-0051): a pass of a few
+#    short prompts is ~2 ms of GPU work there, and SGLang pauses the running decodes for it (serving.
+#    sglang_prefill_first), so every new request costs the others a host-bound pass: the rows' TPOT grows as the
+#    outputs shorten (32 users: 8.9 ms at 62 output tokens, 13.0 ms at 31, -0006 / -0012), i.e. more passes per
+#    decode step. Median |error| of those rows (throughput / TTFT / TPOT) at 0 / 150 / 250 / 300 / 350 us per layer:
+#    57 / 45 / 19 / 14 % ; 41 / 36 / 22 / 12 / 19 % ; 34 / 27 / 17 / 12 / 5 % (throughput at 350: 12 %): 300 us,
+#    where the three balance (~25 us per eager kernel of a ~12-kernel layer, Python and PyTorch dispatch included,
+#    against vLLM's 6 us per kernel for an eager decode step, EAGER_HOST_S_PER_KERNEL). The other SGLang fit rows
+#    hide it under longer GPU work: ACCELMARK's A100 single-user TTFTs (x86 host, Llama-3-8B) move +2..+5 points,
+#    DSTACKR1 (DeepSeek-R1 at TP 8) not at all. ONE host (a Grace CPU, ARM Neoverse V2): an x86 host's Python
+#    dispatch is likely faster and a plan does not name the host, so short-prompt small-model TTFTs on x86 may come
+#    out somewhat slow. Checks (held out, not used): GPUSTACK-0128/-0132 (Qwen3-8B on one H100, 4 users) +0.03 ->
+#    +0.11 and -0.36 -> -0.24; DATACRUNCH's 70B / 405B at TP 4 / 8 on H200 move both ways (TTFT closer, TPOT at
+#    ~1 req/s -0039 -0.11 -> +0.26).
+SGLANG_EXTEND_HOST_LAYER_S = 300e-6
 # TensorRT-LLM's PyTorch backend (the default from 1.0, engines.trtllm_tensorrt_engine) decodes from captured CUDA
 #    graphs (tensorrt_llm/llmapi/llm_args.py CudaGraphConfig: batch sizes 1-31, 32, 64, 128 unless padding is on);
 #    a step it does not replay (`workload.cuda_graphs` false: no graph for that batch) runs the model's Python
