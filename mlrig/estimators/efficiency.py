@@ -469,7 +469,21 @@ MLX_SERVER_SEQ_STEP_S = 0.9e-3
 #    TPOT 0.45 -> 0.75 (H200) and 0.44 -> 0.60 (MI300X), 0.80 / 0.64 at 64-128 users; the shortfall left is
 #    the fixed time. Only where these kernels run (NVIDIA, AMD); vLLM's XPU build on Intel GPUs has its own
 #    MoE kernels, and its gpt-oss rows (VLLMARC-*, fit) are met at the dense rate.
-MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
+#    SGLang: 0.7 (branch s36-sglfit), chosen on its own fit rows once a release without the early fixed term
+#    separates the two. INFXR1H200 (InferenceX, DeepSeek-R1-0528 FP8, SGLang 0.5.7, 8x H200, TP 8 with the MoE
+#    tensor-parallel, EP 1, no DP attention: dsr1_fp8_h200.sh @ 161e7f6) runs the same kernel with the same tuned
+#    tile table as DSTACKR1's SGLang 0.4.3 (layers/moe/fused_moe_triton/configs `E=256,N=256,device_name=
+#    NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json`, identical entries for 1-64 tokens in the 0.4.3 and
+#    0.5.7 wheels, the latter under triton_3_1_0/; 0.5.7's server_args keeps moe_runner_backend "auto" = Triton on
+#    Hopper without an a2a backend, flashinfer_trtllm only on sm100) but is past BLOCK_FP8_EARLY_BEFORE, so no
+#    fixed term: its TPOT growth from 4 to 64 users (10.9 -> 34.6 ms, ~31 -> ~222 experts touched per layer) is
+#    the expert read alone, at ~0.6-0.7 of the dense rate. Median |error| of SGLang's HBM fit scopes
+#    (throughput / TPOT) at 0.5 / 0.65 / 0.7 / 0.75 / 0.8: 13.3 / 14.8 / 14.2 / 15.3 / 15.5 % and 10.7 / 8.8 / 7.8 /
+#    8.1 / 7.6 %, p90 31.5 / 27.1 / 26.9 / 29.0 / 30.3 % and 36.9 / 20.9 / 15.5 / 15.5 / 15.6 %; INFXR1H200 TPOT
+#    38 -> 13 %, DSTACKR1's SGLang 0.4.3 H200 offline throughput -27 -> ~-20 % (signed median), its 0.4.2 MI300X
+#    throughput +5 -> ~+12 % (the ROCm MLA decode read, MLA_DECODE_ATTN_BW_REL, was fitted with 0.5 and is not
+#    refitted here) and TPOT 9 -> ~5 %. vLLM keeps 0.5 (its own rows; its early term is shared, unchanged).
+MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.7}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 
 # MoE prefill compute (performance.prefill_gemm_rates). Two kernel paths the dense rate (COMPUTE_EFF) does not see:
@@ -864,8 +878,8 @@ EAGER_HOST_S_PER_KERNEL = 6e-6
 #    short prompts is ~2 ms of GPU work there, and SGLang pauses the running decodes for it (serving.
 #    sglang_prefill_first), so every new request costs the others a host-bound pass: the rows' TPOT grows as the
 #    outputs shorten (32 users: 8.9 ms at 62 output tokens, 13.0 ms at 31, -0006 / -0012), i.e. more passes per
-#    decode step. Median |error| of those rows (throughput / TTFT / TPOT) at 0 / 150 / 250 / 300 / 350 us per layer:
-#    57 / 45 / 19 / 14 % ; 41 / 36 / 22 / 12 / 19 % ; 34 / 27 / 17 / 12 / 5 % (throughput at 350: 12 %): 300 us,
+#    decode step. Median |error| of TONYGH200's throughput / TTFT / TPOT rows at 0 / 150 / 250 / 300 / 350 us per
+#    layer: throughput 57 / 45 / 19 / 14 / 12 %, TTFT 41 / 36 / 22 / 12 / 19 %, TPOT 34 / 27 / 17 / 12 / 5 %: 300 us,
 #    where the three balance (~25 us per eager kernel of a ~12-kernel layer, Python and PyTorch dispatch included,
 #    against vLLM's 6 us per kernel for an eager decode step, EAGER_HOST_S_PER_KERNEL). The other SGLang fit rows
 #    hide it under longer GPU work: ACCELMARK's A100 single-user TTFTs (x86 host, Llama-3-8B) move +2..+5 points,
