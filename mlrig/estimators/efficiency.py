@@ -474,15 +474,16 @@ MLX_SERVER_SEQ_STEP_S = 0.9e-3
 #    tensor-parallel, EP 1, no DP attention: dsr1_fp8_h200.sh @ 161e7f6) runs the same kernel with the same tuned
 #    tile table as DSTACKR1's SGLang 0.4.3 (layers/moe/fused_moe_triton/configs `E=256,N=256,device_name=
 #    NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json`, identical entries for 1-64 tokens in the 0.4.3 and
-#    0.5.7 wheels, the latter under triton_3_1_0/; 0.5.7's server_args keeps moe_runner_backend "auto" = Triton on
-#    Hopper without an a2a backend, flashinfer_trtllm only on sm100) but is past BLOCK_FP8_EARLY_BEFORE, so no
+#    0.5.7 wheels, the latter under triton_3_1_0/; in 0.5.7 Fp8MoEMethod (layers/quantization/fp8.py) turns
+#    moe_runner_backend "auto" into TRITON unless a DeepEP / Mooncake all-to-all is on, and server_args picks
+#    flashinfer_trtllm for DeepSeek FP8 only on sm100) but is past BLOCK_FP8_EARLY_BEFORE, so no
 #    fixed term: its TPOT growth from 4 to 64 users (10.9 -> 34.6 ms, ~31 -> ~222 experts touched per layer) is
 #    the expert read alone, at ~0.6-0.7 of the dense rate. Median |error| of SGLang's HBM fit scopes
 #    (throughput / TPOT) at 0.5 / 0.65 / 0.7 / 0.75 / 0.8: 13.3 / 14.8 / 14.2 / 15.3 / 15.5 % and 10.7 / 8.8 / 7.8 /
 #    8.1 / 7.6 %, p90 31.5 / 27.1 / 26.9 / 29.0 / 30.3 % and 36.9 / 20.9 / 15.5 / 15.5 / 15.6 %; INFXR1H200 TPOT
 #    38 -> 13 %, DSTACKR1's SGLang 0.4.3 H200 offline throughput -27 -> ~-20 % (signed median), its 0.4.2 MI300X
 #    throughput +5 -> ~+12 % (the ROCm MLA decode read, MLA_DECODE_ATTN_BW_REL, was fitted with 0.5 and is not
-#    refitted here) and TPOT 9 -> ~5 %. vLLM keeps 0.5 (its own rows; its early term is shared, unchanged).
+#    refitted here) and TPOT 9 -> 6 %. vLLM keeps 0.5 (its own rows; its early term is shared, unchanged).
 MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.7}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 
