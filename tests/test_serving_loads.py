@@ -773,7 +773,7 @@ def test_vllm_ttft_includes_the_front_end_and_matches_the_published_h100_sweep()
     assert front(None) == pytest.approx(12e-3)  # the current release is V1
     assert front(None, "trt-llm") == pytest.approx(10.5e-3)  # trtllm-serve (efficiency.API_FRONTEND_S)
     assert front(None, "lmdeploy") == 0.0
-    assert front(None, "sglang") == pytest.approx(6e-3)
+    assert front(None, "sglang") == pytest.approx(5e-3)
 
 
 def test_vllm_v1_front_end_is_the_median_hosts() -> None:
@@ -795,11 +795,12 @@ def test_vllm_v1_front_end_is_the_median_hosts() -> None:
 
 
 def test_sglang_front_end_is_the_low_load_fit_rows_residual() -> None:
-    """SGLang's server crosses processes both ways as vLLM V1's does (efficiency.API_FRONTEND_S["sglang"], 6 ms):
+    """SGLang's server crosses processes both ways as vLLM V1's does (efficiency.API_FRONTEND_S["sglang"], 5 ms):
     AccelMark's low-load SGLang 0.5.6 runs on an A100 40GB (ACCELMARK-0074 / -0076 / -0078: 255-token prompts,
     254 of them cached, at 1 user, 5 and 25 req/s) measured 32.5 / 43.9 / 52.9 ms, 5.7-8.0 ms above the GPU
-    work alone; with the front end each comes within 3 ms (-0078 within 3.5 ms since the run's young requests end at
-    the capped lengths' hazard, serving.CappedCompletions: a few more run at 25 req/s)."""
+    work alone; with the front end each comes within 3 ms (-0078 within 4 ms since the run's young requests end at
+    the capped lengths' hazard, serving.CappedCompletions: a few more run at 25 req/s, and each of their prompts
+    costs an eager extend pass's host time, efficiency.SGLANG_EXTEND_HOST_LAYER_S)."""
     from mlrig.validation.runner import load_rows
 
     rows = {row.id: row for row in load_rows()}
@@ -807,7 +808,7 @@ def test_sglang_front_end_is_the_low_load_fit_rows_residual() -> None:
         row = rows[rid]
         perf = evaluate(row.plan).performance
         assert perf is not None and perf.ttft_ms is not None
-        assert abs(perf.ttft_ms - row.value) < 3.5, (rid, perf.ttft_ms, row.value)
+        assert abs(perf.ttft_ms - row.value) < (4.0 if rid == "ACCELMARK-0078" else 3.0), (rid, perf.ttft_ms, row.value)
 
 
 def test_a_closed_loop_users_tpot_carries_the_other_users_prompts_not_its_own() -> None:

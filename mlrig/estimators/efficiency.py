@@ -520,7 +520,22 @@ MLX_SERVER_SEQ_STEP_S = 0.9e-3
 #    TPOT 0.45 -> 0.75 (H200) and 0.44 -> 0.60 (MI300X), 0.80 / 0.64 at 64-128 users; the shortfall left is
 #    the fixed time. Only where these kernels run (NVIDIA, AMD); vLLM's XPU build on Intel GPUs has its own
 #    MoE kernels, and its gpt-oss rows (VLLMARC-*, fit) are met at the dense rate.
-MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.5}
+#    SGLang: 0.7 (branch s36-sglfit), chosen on its own fit rows once a release without the early fixed term
+#    separates the two. INFXR1H200 (InferenceX, DeepSeek-R1-0528 FP8, SGLang 0.5.7, 8x H200, TP 8 with the MoE
+#    tensor-parallel, EP 1, no DP attention: dsr1_fp8_h200.sh @ 161e7f6) runs the same kernel with the same tuned
+#    tile table as DSTACKR1's SGLang 0.4.3 (layers/moe/fused_moe_triton/configs `E=256,N=256,device_name=
+#    NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json`, identical entries for 1-64 tokens in the 0.4.3 and
+#    0.5.7 wheels, the latter under triton_3_1_0/; in 0.5.7 Fp8MoEMethod (layers/quantization/fp8.py) turns
+#    moe_runner_backend "auto" into TRITON unless a DeepEP / Mooncake all-to-all is on, and server_args picks
+#    flashinfer_trtllm for DeepSeek FP8 only on sm100) but is past BLOCK_FP8_EARLY_BEFORE, so no
+#    fixed term: its TPOT growth from 4 to 64 users (10.9 -> 34.6 ms, ~31 -> ~222 experts touched per layer) is
+#    the expert read alone, at ~0.6-0.7 of the dense rate. Median |error| of SGLang's HBM fit scopes
+#    (throughput / TPOT) at 0.5 / 0.65 / 0.7 / 0.75 / 0.8: 13.3 / 14.8 / 14.2 / 15.3 / 15.5 % and 10.7 / 8.8 / 7.8 /
+#    8.1 / 7.6 %, p90 31.5 / 27.1 / 26.9 / 29.0 / 30.3 % and 36.9 / 20.9 / 15.5 / 15.5 / 15.6 %; INFXR1H200 TPOT
+#    38 -> 13 %, DSTACKR1's SGLang 0.4.3 H200 offline throughput -27 -> ~-20 % (signed median), its 0.4.2 MI300X
+#    throughput +5 -> ~+12 % (the ROCm MLA decode read, MLA_DECODE_ATTN_BW_REL, was fitted with 0.5 and is not
+#    refitted here) and TPOT 9 -> 6 %. vLLM keeps 0.5 (its own rows; its early term is shared, unchanged).
+MOE_EXPERT_BW_REL: dict[str, float] = {"vllm": 0.5, "sglang": 0.7}
 FUSED_MOE_VENDORS = ("NVIDIA", "AMD")
 
 # MoE prefill compute (performance.prefill_gemm_rates). Two kernel paths the dense rate (COMPUTE_EFF) does not see:
@@ -716,8 +731,11 @@ API_FRONTEND_V1_S = 12e-3
 # (SGLang 0.5.6, Llama-3-8B-Instruct, 255-token prompts with 254 cached) leaves 5.9 / 8.0 / 5.7 ms between the
 # measured median TTFT and the planner's GPU part at 1 user, 5 and 25 req/s (ACCELMARK-0074 / -0076 / -0078):
 # their median, 6 ms. The other SGLang TTFT fit rows (DSTACKR1, long prompts and waves) are seconds long and
-# indifferent to it (fit median error 11.1 % at 0, 11.0 % at 6 ms).
-API_FRONTEND_S["sglang"] = 6e-3
+# indifferent to it (fit median error 11.1 % at 0, 11.0 % at 6 ms). Since the extend pass's host time
+# (SGLANG_EXTEND_HOST_LAYER_S, 32 x 300 us overlapped with ~13 ms of GPU work on these rows) is in the planner's part,
+# the three residuals are ~5.0 / 6.9 / 1.1 ms: their median, 5 ms (branch s36-sglfit; the rows' predicted - measured
+# TTFT at 5 ms: -0.0 / -1.8 / +3.9 ms, at 6 ms +1.0 / -0.9 / +4.9).
+API_FRONTEND_S["sglang"] = 5e-3
 
 # TensorRT-LLM's own request path, in process (serving.trtllm_request_path_s): a request through the LLM API
 # (tensorrt_llm/llmapi/llm.py `generate_async` -> executor/executor.py `GenerationExecutor.generate_async` ->
@@ -907,6 +925,25 @@ EAGER_KERNELS_PER_LAYER = 10
 EAGER_TP_KERNELS_PER_LAYER = 2
 EAGER_FP8_QUANT_KERNELS_PER_LAYER = 4
 EAGER_HOST_S_PER_KERNEL = 6e-6
+# SGLang's extend (prefill) passes run eagerly (performance.sglang_prefill_host_layer_s, source cited there: only
+#    DECODE / TARGET_VERIFY / IDLE batches replay a CUDA graph, piecewise graphs for extend are off by default in
+#    0.5.5): the host's time per layer of such a pass, overlapped with the GPU's (p-norm HOST_OVERLAP_P). FITTED on
+#    TONYGH200's closed-loop fit rows (TonyLi15/sglang-benchmark, SGLang 0.5.5.post3, Qwen2.5-3B-Instruct, 36 layers,
+#    one GH200, 8 / 32 users, ~60 / ~270-token prompts, ~30 / ~60-token outputs; -0004..-0051): a pass of a few
+#    short prompts is ~2 ms of GPU work there, and SGLang pauses the running decodes for it (serving.
+#    sglang_prefill_first), so every new request costs the others a host-bound pass: the rows' TPOT grows as the
+#    outputs shorten (32 users: 8.9 ms at 62 output tokens, 13.0 ms at 31, -0006 / -0012), i.e. more passes per
+#    decode step. Median |error| of TONYGH200's throughput / TTFT / TPOT rows at 0 / 150 / 250 / 300 / 350 us per
+#    layer: throughput 57 / 45 / 19 / 14 / 12 %, TTFT 41 / 36 / 22 / 12 / 19 %, TPOT 34 / 27 / 17 / 12 / 5 %: 300 us,
+#    where the three balance (~25 us per eager kernel of a ~12-kernel layer, Python and PyTorch dispatch included,
+#    against vLLM's 6 us per kernel for an eager decode step, EAGER_HOST_S_PER_KERNEL). The other SGLang fit rows
+#    hide it under longer GPU work: ACCELMARK's A100 single-user TTFTs (x86 host, Llama-3-8B) move +2..+5 points,
+#    DSTACKR1 (DeepSeek-R1 at TP 8) not at all. ONE host (a Grace CPU, ARM Neoverse V2): an x86 host's Python
+#    dispatch is likely faster and a plan does not name the host, so short-prompt small-model TTFTs on x86 may come
+#    out somewhat slow. Checks (held out, not used): GPUSTACK-0128/-0132 (Qwen3-8B on one H100, 4 users) +0.03 ->
+#    +0.11 and -0.36 -> -0.24; DATACRUNCH's 70B / 405B at TP 4 / 8 on H200 move both ways (TTFT closer, TPOT at
+#    ~1 req/s -0039 -0.11 -> +0.26).
+SGLANG_EXTEND_HOST_LAYER_S = 300e-6
 # TensorRT-LLM's PyTorch backend (the default from 1.0, engines.trtllm_tensorrt_engine) decodes from captured CUDA
 #    graphs (tensorrt_llm/llmapi/llm_args.py CudaGraphConfig: batch sizes 1-31, 32, 64, 128 unless padding is on);
 #    a step it does not replay (`workload.cuda_graphs` false: no graph for that batch) runs the model's Python

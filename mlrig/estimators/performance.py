@@ -1125,7 +1125,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      peer_allreduce=s.peer_allreduce,
                      prefill_host_layer_s=vllm_v0_prefill_host_layer_s(s.engine, r.workload.engine_version, s.tp,
                                                                        r.gpu.vendor)
-                     + trtllm_prefill_host_layer_s(r, s.engine),
+                     + trtllm_prefill_host_layer_s(r, s.engine) + sglang_prefill_host_layer_s(r, s.engine),
                      engine_version=r.workload.engine_version,
                      attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine))
 
@@ -1152,6 +1152,27 @@ def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
     if engine != "trt-llm" or r.gpu.vendor != "NVIDIA" or trtllm_tensorrt_engine(r.workload.engine_version):
         return 0.0
     return eff.TRTLLM_EAGER_HOST_LAYER_S
+
+
+def sglang_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
+    """Host time per layer of an SGLang pass that holds a prompt (an *extend* pass) on NVIDIA and AMD GPUs:
+    efficiency.SGLANG_EXTEND_HOST_LAYER_S, overlapped with the GPU's work by `pass_time` (p-norm
+    efficiency.HOST_OVERLAP_P), as vLLM V0's eager prefill is (`vllm_v0_prefill_host_layer_s`).
+
+    SGLang replays a captured CUDA graph only for decode, target-verify and idle batches: ModelRunner's
+    `_forward_raw` runs the graph runner when `forward_batch.forward_mode.is_cuda_graph()` (DECODE / TARGET_VERIFY /
+    IDLE, model_executor/forward_batch_info.py) and otherwise calls `forward_extend`, which runs `self.model.forward`
+    module by module unless the piecewise CUDA-graph runner exists, and `--enable-piecewise-cuda-graph` is off by
+    default (server_args.py `enable_piecewise_cuda_graph: bool = False`; read in the 0.5.5.post3 wheel,
+    python/sglang/srt/model_executor/model_runner.py). The overlap scheduler (managers/scheduler.py
+    `event_loop_overlap`) launches a batch from the scheduler's own thread and processes the previous batch's
+    results after that launch, so the launch of an eager extend pass is not hidden behind other host work: the
+    GPU runs its kernels as the host issues them. A long prompt hides it (the GPU's share is the larger); a small
+    model's short prompts (a few ms of GPU work) show it. The extend pass is eager whether or not decode replays
+    graphs (`workload.cuda_graphs`), so it is taken either way. 0 for other engines."""
+    if engine != "sglang" or r.gpu.vendor not in ("NVIDIA", "AMD"):
+        return 0.0
+    return eff.SGLANG_EXTEND_HOST_LAYER_S
 
 
 def vllm_rocm_prefix_attention_rel(r: ResolvedPlan, engine: str) -> float:
