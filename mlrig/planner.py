@@ -172,7 +172,27 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
                 break
         else:
             raise MlrigError(f"unknown plan field {key!r}; see docs/PLAN-FORMAT.md")
+    _take_count_apart(data.get("hardware"))
     return data
+
+
+def _take_count_apart(hw: Any) -> None:
+    """`--gpu '2x RTX 3090'` as people write a machine (and `compare`/`recommend --have` read it): the GPU and
+    hardware.count = 2, in place. A different --count as well is an error naming both; a plan file's
+    hardware.gpu is left as written (resolve_gpu says how to give the count there)."""
+    from mlrig.catalog.gpus import split_gpu_count
+
+    if not isinstance(hw, dict) or not isinstance(hw.get("gpu"), str):
+        return
+    counted = split_gpu_count(hw["gpu"])
+    if counted is None:
+        return
+    n, rest = counted
+    given = hw.get("count")
+    if given is not None and given != n:
+        raise MlrigError(f"GPU {hw['gpu']!r} holds a count of {n} and --count says {given}: give one "
+                         f"(--gpu '{rest}' -n {given}, or --gpu {hw['gpu']!r} without -n)")
+    hw["gpu"], hw["count"] = rest, n
 
 
 def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: ModelArch | None = None) -> str:

@@ -1,0 +1,84 @@
+"""A new user's hour (issue 10 §3), docs USER-STORIES walked again: a machine written as people write it
+('2x RTX 3090') was refused by `plan`, `fit` and `serve` although `compare` and `recommend --have` read it; one
+GPU compared over two interconnects ("does NVLink matter?") was an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250", "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+
+
+def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlrig: error: "), res.stderr
+    return lines[0]
+
+
+# ---- 1. "Can I run Llama 3.1 70B on two 3090s?": --gpu '2x RTX 3090' is two RTX 3090s, as compare reads it
+
+def test_plan_reads_a_count_in_the_gpu_name_as_the_same_plan_as_n() -> None:
+    args = ("meta-llama/Llama-3.1-70B-Instruct", "-q", "q4_k_m", "-c", "8k", "--json")
+    written = mlrig("plan", *args, "--gpu", "2x RTX 3090")
+    assert written.returncode == 0, written.stderr
+    flagged = mlrig("plan", *args, "--gpu", "RTX 3090", "-n", "2")
+    same = json.loads(written.stdout)
+    assert same == json.loads(flagged.stdout)
+    assert same["fits"] and same["memory"]["per_gpu_gib"] < 24  # 70B Q4_K_M over two cards, not one
+
+
+@pytest.mark.parametrize("cmd", [("plan",), ("fit",), ("serve",)])
+def test_commands_taking_one_gpu_accept_a_counted_name(cmd: tuple[str, ...]) -> None:
+    res = mlrig(*cmd, "llama-3.1-8b", "--gpu", "2x RTX 3090")
+    assert res.returncode == 0, res.stderr
+    assert "2 × " in res.stdout or "2 x " in res.stdout, res.stdout[:300]
+
+
+def test_a_counted_name_with_a_different_count_is_one_line_naming_both() -> None:
+    line = one_line_error(mlrig("plan", "llama-3.1-8b", "--gpu", "2x RTX 3090", "-n", "4"))
+    assert "holds a count of 2 and --count says 4" in line and "--gpu 'RTX 3090' -n 4" in line
+    same = mlrig("plan", "llama-3.1-8b", "--gpu", "2x RTX 3090", "-n", "2", "--json")  # agreeing: fine
+    assert same.returncode == 0 and json.loads(same.stdout)["fits"]
+
+
+def test_plan_from_fields_takes_the_count_apart_and_a_plan_file_is_left_as_written() -> None:
+    from mlrig.planner import plan_from_fields
+
+    assert plan_from_fields("llama-3.1-8b", gpu="8x A100 80GB")["hardware"] == {"gpu": "A100 80GB", "count": 8}
+    assert plan_from_fields("llama-3.1-8b", gpu="RTX 3090")["hardware"] == {"gpu": "RTX 3090"}
+    # a bad count keeps resolve_gpu's own message ('0 is no GPU count'), and a bad GPU its suggestions
+    assert plan_from_fields("m", gpu="0x RTX 4090")["hardware"] == {"gpu": "0x RTX 4090"}
+    assert "did you mean: NVIDIA GeForce RTX 4090" in one_line_error(mlrig("plan", "llama-3.1-8b", "--gpu",
+                                                                           "2x RTX 4099"))
+
+
+# ---- 2. "Does NVLink matter for my training?": one GPU, two interconnects, one row each
+
+def test_compare_one_gpu_over_several_interconnects_is_a_row_each() -> None:
+    from mlrig.commands.compare import compare_rows
+
+    rows = compare_rows("mistral-7b", ["2x RTX 3090"], task="finetune", method="lora",
+                        interconnect=["nvlink", "pcie4"])
+    assert [r["variant"] for r in rows] == ["nvlink", "pcie4"]
+    assert [r["interconnect"] for r in rows] == ["nvlink", "pcie4"]
+    res = mlrig("compare", "mistral-7b", "--task", "finetune", "-m", "lora", "--gpu", "2x RTX 3090",
+                "--interconnect", "nvlink", "--interconnect", "pcie4")
+    assert res.returncode == 0, res.stderr
+    assert " nvlink " in res.stdout and " pcie4 " in res.stdout
+    # several GPUs still pair one link each, and a count that matches neither rule is still the error
+    bad = one_line_error(mlrig("compare", "mistral-7b", "--gpu", "RTX 3090", "--gpu", "RTX 4090", "--gpu", "L40S",
+                               "--interconnect", "nvlink", "--interconnect", "pcie4"))
+    assert "2 --interconnect for 3 --gpu" in bad and "any number for one --gpu" in bad
