@@ -82,3 +82,19 @@ def test_compare_one_gpu_over_several_interconnects_is_a_row_each() -> None:
     bad = one_line_error(mlrig("compare", "mistral-7b", "--gpu", "RTX 3090", "--gpu", "RTX 4090", "--gpu", "L40S",
                                "--interconnect", "nvlink", "--interconnect", "pcie4"))
     assert "2 --interconnect for 3 --gpu" in bad and "any number for one --gpu" in bad
+
+
+# ---- 3. "$2,000 for 30B-class models: a 3090, a 4090 or a Mac?": an uncertain option's cost is not read as a price
+
+def test_recommend_uncertain_line_names_the_up_front_price_beside_the_total() -> None:
+    """The total over the horizon nets resale, so it sits below the price: 'mac-mini-m4-pro-64gb ($1,297)' read as
+    a $1,297 Mac where the price book says $1,999. The line now names both."""
+    res = mlrig("recommend", "Qwen/Qwen2.5-32B-Instruct", "--budget", "2000", "--local-only", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    lines = [u for u in out["uncertainty"] if "would come first" in u]
+    assert lines, out["uncertainty"]
+    by_name = {o["name"]: o for o in out["options"]}
+    for line in lines:
+        o = by_name[line.split()[1]]
+        assert f"(${o['total_cost_usd']:,.0f} over the horizon, ${o['upfront_usd']:,.0f} up front)" in line, line

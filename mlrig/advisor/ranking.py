@@ -328,8 +328,10 @@ def uncertainty(feasible: list[RankedOption], objective: Objective,
     if feasible:
         for o in borderline or []:
             if o.total_cost_usd < feasible[0].total_cost_usd:
-                out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f}) would come first if its speed is at the"
-                           f" better end of its band: {o.excluded_reason}")
+                # both costs: the total alone (resale netted) read as a price the price book contradicts
+                out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f} over the horizon, ${o.upfront_usd:,.0f}"
+                           f" up front) would come first if its speed is at the better end of its band:"
+                           f" {o.excluded_reason}")
     if objective != "tco" or len(feasible) < 2:
         return out[:3]
     best = feasible[0]
