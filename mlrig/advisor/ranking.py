@@ -292,8 +292,15 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:
         cheaper = "buying" if buy.total_cost_usd < rent.total_cost_usd else "renting"
+        # the resale the total nets (cost.own_cost: upfront + running - resale): when buying wins only by it, the
+        # payback line below (resale ignored) reads as the opposite answer unless this one says so
+        resale_usd = buy.upfront_usd + buy.running_usd_per_month * 12 * years - buy.total_cost_usd
+        by_resale = (f", but only by reselling it for ~${resale_usd:,.0f} after {years:g} years (an estimated"
+                     " decline; without it renting is cheaper)"
+                     if cheaper == "buying" and buy.total_cost_usd + resale_usd >= rent.total_cost_usd else "")
         lines.append(f"best buy {buy.name} ${buy.total_cost_usd:,.0f} vs best rent {rent.name}"
-                     f" ${rent.total_cost_usd:,.0f} over {years:g} years: {cheaper} is cheaper at this usage")
+                     f" ${rent.total_cost_usd:,.0f} over {years:g} years: {cheaper} is cheaper at this usage"
+                     + by_resale)
         saving = rent.cost_per_month_usd - buy.running_usd_per_month
         if saving > 0:
             months = buy.upfront_usd / saving
