@@ -135,3 +135,16 @@ def test_build_check_reads_psu_and_ram_as_typed_and_a_counted_gpu() -> None:
     assert [f["check"] for f in b["findings"]] == [f["check"] for f in a["findings"]]
     assert "--psu-w given 2 times" in one_line_error(mlrig("build", "check", "--gpu", "RTX 3090", "--psu", "1000",
                                                            "--psu-w", "850", "--ram", "64"))
+
+
+# ---- 6. "a table they can paste into an issue": plan --markdown keeps the other engines' line the terminal shows
+
+def test_plan_markdown_shows_the_other_engines_as_the_terminal_does() -> None:
+    args = ("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "RTX 4090 24GB")
+    md = mlrig(*args, "--markdown")
+    assert md.returncode == 0, md.stderr
+    others = json.loads(mlrig(*args, "--json").stdout)["performance"]["other_engines"]
+    assert "llama.cpp" in others  # the default is vllm: llama.cpp is one of the others
+    line = next(x for x in md.stdout.splitlines() if x.startswith("Other engines (decode / prefill tok/s): "))
+    for name, figs in others.items():
+        assert f"{name} {figs['decode_tok_s']:,.1f} / " in line, line
