@@ -148,3 +148,21 @@ def test_plan_markdown_shows_the_other_engines_as_the_terminal_does() -> None:
     line = next(x for x in md.stdout.splitlines() if x.startswith("Other engines (decode / prefill tok/s): "))
     for name, figs in others.items():
         assert f"{name} {figs['decode_tok_s']:,.1f} / " in line, line
+
+
+# ---- 7. "How many users at >= 20 tok/s each?": serve's per-user speed says it counts TTFT, beside plan's decode
+
+def test_serve_names_the_decode_speed_plan_shows_beside_its_per_request_speed() -> None:
+    """70B Q4_K_M on 2x RTX 3090: `plan` says decode 19.0 tok/s, `serve` said 'a single user gets 17.8 tok/s'
+    (256 output tokens over TTFT + 256 TPOTs). The same figure in two commands: serve now names both."""
+    model = "meta-llama/Llama-3.1-70B-Instruct"
+    plan = json.loads(mlrig("plan", model, "--gpu", "2x RTX 3090", "-q", "q4_k_m", "--json").stdout)
+    decode = plan["performance"]["decode_tok_s"]
+    res = mlrig("serve", model, "--gpu", "2x RTX 3090", "-q", "q4_k_m")
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    m = re.search(r"a single user gets ([\d.]+) tok/s over a request, TTFT included; ([\d.]+) while decoding", text)
+    assert m is not None, text
+    assert float(m.group(1)) < float(m.group(2))
+    assert abs(float(m.group(2)) - decode) <= 0.1 + 0.01 * decode
+    assert "tok/s/user: output tokens over the whole request (TTFT included)" in text
