@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +167,39 @@ def test_serve_names_the_decode_speed_plan_shows_beside_its_per_request_speed() 
     assert float(m.group(1)) < float(m.group(2))
     assert abs(float(m.group(2)) - decode) <= 0.1 + 0.01 * decode
     assert "tok/s/user: output tokens over the whole request (TTFT included)" in text
+
+
+# ---- 8. flags other tools spell differently: the error names mlrig's spelling, not click's nearest strings
+
+@pytest.mark.parametrize(("args", "spelled"), [
+    (("plan", "mistral-7b", "--task", "finetune", "--lora"), "--method lora"),  # click offered --load, --lora-rank
+    (("plan", "mistral-7b", "--task", "finetune", "--qlora"), "--method qlora"),
+    (("plan", "mistral-7b", "--task", "finetune", "--lora-r", "16"), "--lora-rank N"),
+    (("plan", "mistral-7b", "--batch-size", "4"), "--batch N"),
+    (("plan", "mistral-7b", "--ctx-size", "8k"), "--context N"),  # click offered nothing
+    (("plan", "mistral-7b", "--tensor-parallel-size", "2"), "--tp N"),  # vLLM's spelling; click offered nothing
+    (("plan", "mistral-7b", "--num-gpus", "2"), "-n N (--count)"),
+    (("compare", "mistral-7b", "--dtype", "bf16"), "--precision X"),
+    (("plan", "mistral-7b", "--task", "finetune", "--deepspeed", "3"), "--zero 3"),
+    (("plan", "mistral-7b", "--task", "finetune", "--8bit-adam"), "--optimizer adamw-8bit"),
+])
+def test_a_flag_other_tools_spell_names_mlrigs_spelling(args: tuple[str, ...], spelled: str) -> None:
+    line = one_line_error(mlrig(*args))
+    assert f"No such option: {args[-1] if args[-1].startswith('--') else args[-2]}; mlrig spells it {spelled}" in line
+    assert f"`mlrig {args[0]} --help`" in line
+
+
+def test_a_foreign_flag_the_command_has_no_counterpart_for_keeps_clicks_words() -> None:
+    line = one_line_error(mlrig("build", "check", "--lora"))  # build check has no --method: no false lead
+    assert "No such option: --lora" in line and "--method" not in line
+
+
+def test_every_foreign_flag_points_at_an_option_plan_has() -> None:
+    import typer
+
+    from mlrig.cli import FOREIGN_FLAGS, build_app
+
+    group: Any = typer.main.get_command(build_app("plan"))
+    opts = {o for p in group.commands["plan"].params for o in p.opts}
+    assert {needs for needs, _ in FOREIGN_FLAGS.values()} <= opts
+    assert not set(FOREIGN_FLAGS) & opts  # none shadows a real option
