@@ -816,6 +816,13 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
     if seq_default is not None:
         # said per plan (not among `prepare`'s notes, which `mlrig eval` shares across plans of one shape)
         notes.append(seq_len_note(arch, p.workload.task, seq_default))
+    t = p.training
+    if (w.task != "inference" and t is not None and t.activation_checkpointing is None and t.gradient_checkpointing
+            and "gradient_checkpointing" not in t.model_fields_set):
+        # the default (TrainingSpec.gradient_checkpointing) moves both memory and step time (HFU > MFU): say it
+        notes.append("no --checkpointing given: full activation checkpointing assumed (what torchtune's and axolotl's "
+                     "example configs turn on; HF Trainer's own default is off), recomputing the forward pass in "
+                     "the backward; pass --no-checkpointing, or --activation-checkpointing selective")
     # Inference only: fine-tuning past the trained length is how long-context models are made
     # (MLPerf's Llama-2-70B LoRA trains at 8192 on a 4096-token model).
     # The last generated token is never fed back, so it needs no position of its own.

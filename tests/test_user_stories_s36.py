@@ -203,3 +203,27 @@ def test_every_foreign_flag_points_at_an_option_plan_has() -> None:
     opts = {o for p in group.commands["plan"].params for o in p.opts}
     assert {needs for needs, _ in FOREIGN_FLAGS.values()} <= opts
     assert not set(FOREIGN_FLAGS) & opts  # none shadows a real option
+
+
+# ---- 9. "Full fine-tune of a 3B on 24 GB: ... checkpointing?": the default that moves memory and speed is said
+
+def test_training_says_checkpointing_is_assumed_when_not_given() -> None:
+    from mlrig.planner import evaluate
+
+    base = {"model": "llama-3.2-3b", "hardware": {"gpu": "RTX 3090"},
+            "workload": {"task": "finetune"}, "training": {"method": "full"}}
+    said = [n for n in evaluate(base).notes if n.startswith("no --checkpointing given")]
+    assert len(said) == 1 and "--no-checkpointing" in said[0]
+    for given in ({"gradient_checkpointing": True}, {"gradient_checkpointing": False},
+                  {"activation_checkpointing": "selective"}):
+        plan = {**base, "training": {"method": "full", **given}}
+        assert not any(n.startswith("no --checkpointing given") for n in evaluate(plan).notes), given
+    inference = {"model": "llama-3.2-3b", "hardware": {"gpu": "RTX 3090"}}
+    assert not any("checkpointing" in n for n in evaluate(inference).notes)
+    # the note states what the number priced: HFU above MFU (the recomputed forward) by default, equal without
+    on, off = (evaluate({**base, "training": {"method": "full", "gradient_checkpointing": g}}).performance
+               for g in (True, False))
+    default = evaluate(base).performance
+    assert on is not None and off is not None and default is not None
+    assert default.hfu == on.hfu and on.hfu is not None and on.mfu is not None and on.hfu > on.mfu
+    assert off.hfu == off.mfu
