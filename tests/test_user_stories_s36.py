@@ -227,3 +227,22 @@ def test_training_says_checkpointing_is_assumed_when_not_given() -> None:
     assert on is not None and off is not None and default is not None
     assert default.hfu == on.hfu and on.hfu is not None and on.mfu is not None and on.hfu > on.mfu
     assert off.hfu == off.mfu
+
+
+# ---- 10. "With QLoRA? Full?": compare's caption gives the range of the rows' bands, not the widest as everyone's
+
+def test_band_caption_gives_the_range_when_rows_differ() -> None:
+    from mlrig.commands._common import band_caption
+
+    val = {"train_tokens_per_s": {"validated": True, "runs": 30, "p90_error": 0.29}}
+    mixed = band_caption([({"train_tokens_per_s": 0.14}, val), ({"train_tokens_per_s": 0.29}, val)]) or ""
+    assert "training ±14% to ±29% by row (widest: p90)" in mixed, mixed
+    same = band_caption([({"train_tokens_per_s": 0.29}, val), ({"train_tokens_per_s": 0.29}, val)]) or ""
+    assert "training ±29% (p90)" in same and "by row" not in same
+    res = mlrig("compare", "mistralai/Mistral-7B-v0.1", "--task", "finetune", "-m", "lora", "-m", "qlora", "-c", "4k",
+                "--json")
+    bands = sorted(r["result"]["performance"]["error_band"]["train_tokens_per_s"] for r in json.loads(res.stdout))
+    shown = " ".join(mlrig("compare", "mistralai/Mistral-7B-v0.1", "--task", "finetune", "-m", "lora", "-m", "qlora",
+                           "-c", "4k").stdout.split())
+    if bands[0] != bands[-1]:  # LoRA's and QLoRA's scopes differ (14 % / 29 % when written)
+        assert f"±{bands[0]:.0%} to ±{bands[-1]:.0%} by row" in shown, shown
