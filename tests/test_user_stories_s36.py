@@ -246,3 +246,18 @@ def test_band_caption_gives_the_range_when_rows_differ() -> None:
                            "-c", "4k").stdout.split())
     if bands[0] != bands[-1]:  # LoRA's and QLoRA's scopes differ (14 % / 29 % when written)
         assert f"±{bands[0]:.0%} to ±{bands[-1]:.0%} by row" in shown, shown
+
+
+# ---- 11. `mlrig cost`: its own help, not recommend's; the GPU to buy as people write a machine
+
+def test_cost_unknown_flag_points_to_cost_and_reads_a_counted_buy() -> None:
+    line = one_line_error(mlrig("cost", "--gpu", "2x RTX 3090"))
+    assert "`mlrig cost` takes the GPU to buy as --buy NAME" in line and "recommend" not in line
+    assert "see `mlrig cost --help`" in one_line_error(mlrig("cost", "--buy", "RTX 3090", "--foo", "1"))
+    assert "see `mlrig recommend --help`" in one_line_error(mlrig("recommend", "--foo", "1"))
+    counted = mlrig("cost", "--buy", "2x RTX 3090", "--hours-per-month", "100", "--json")
+    flagged = mlrig("cost", "--buy", "RTX 3090", "-n", "2", "--hours-per-month", "100", "--json")
+    assert counted.returncode == 0, counted.stderr
+    assert json.loads(counted.stdout) == json.loads(flagged.stdout)
+    line = one_line_error(mlrig("cost", "--buy", "2x RTX 3090", "-n", "3", "--hours-per-month", "100"))
+    assert "holds a count of 2 and --count says 3" in line

@@ -106,11 +106,12 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
 USAGE_FLAGS = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() if sec == "usage"}
 
 
-def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list[Any]:
+def parse_workload_args(args: list[str], plans: list[Any] | None = None, command: str = "recommend") -> list[Any]:
     """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. A bare word
     where a flag is expected is a model, as `plan MODEL` takes it (`recommend qwen2.5-32b --budget 2000`).
     Workload flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
-    `--plan chat.toml --min-tok-s 8`; without plans that is an error."""
+    `--plan chat.toml --min-tok-s 8`; without plans that is an error. `command` names the help an unknown flag
+    points to (`mlrig cost` reads the same flags)."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
     from mlrig.errors import MlrigError
 
@@ -131,7 +132,10 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
                 i += 1
         i += 1
         if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
-            raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
+            if command == "cost" and flag in ("--gpu", "-g"):  # cost prices a machine to buy, not a --gpu
+                raise MlrigError(f"unknown option {flag!r}: `mlrig cost` takes the GPU to buy as --buy NAME "
+                                 "(-n for how many); see `mlrig cost --help`")
+            raise MlrigError(f"unknown option {flag!r}; see `mlrig {command} --help`")
         switch = flag in SETUP_FLAGS and SETUP_FLAGS[flag][2] is None
         if switch and value is not None:
             raise MlrigError(f"{flag} takes no value (got {value!r})")
