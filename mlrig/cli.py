@@ -195,12 +195,49 @@ def repeated_option(application: typer.Typer | Any, args: list[str]) -> str | No
     return None
 
 
+# Flags other tools spell differently (vLLM, llama.cpp, HF Trainer, axolotl, torchrun, DeepSpeed), as new users
+# type them: the unknown flag -> (the mlrig option that must exist in the command, how mlrig spells it). click's
+# "Possible options" are close spellings only: '--lora' suggested --load and --lora-rank, not --method lora.
+FOREIGN_FLAGS: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("--lora", "--use-lora", "--peft"), ("--method", "--method lora")),
+    **dict.fromkeys(("--qlora", "--use-qlora"), ("--method", "--method qlora")),
+    **dict.fromkeys(("--full-finetune", "--full"), ("--method", "--method full")),
+    **dict.fromkeys(("--lora-r", "--rank", "--lora-dim", "--r"), ("--lora-rank", "--lora-rank N")),
+    **dict.fromkeys(("--batch-size", "--bs", "--micro-batch", "--micro-batch-size", "--per-device-train-batch-size",
+                     "--train-batch-size"), ("--batch", "--batch N (-b)")),
+    **dict.fromkeys(("--max-seq-len", "--max-seq-length", "--seq-length", "--seqlen", "--sequence-len",
+                     "--cutoff-len", "--max-length"), ("--seq-len", "--seq-len N for training, --context N for "
+                                                       "inference")),
+    **dict.fromkeys(("--ctx-size", "--ctx", "--n-ctx", "--context-length", "--context-size", "--num-ctx"),
+                    ("--context", "--context N (-c; 8192 or 8k)")),
+    **dict.fromkeys(("--num-gpus", "--gpus", "--ngpu", "--n-gpus", "--nproc-per-node", "--gpu-count"),
+                    ("--count", "-n N (--count) with --gpu NAME, or --gpu '2x NAME'")),
+    **dict.fromkeys(("--tensor-parallel-size", "--tp-size", "--tensor-parallel"), ("--tp", "--tp N")),
+    **dict.fromkeys(("--pipeline-parallel-size", "--pp-size"), ("--pp", "--pp N")),
+    **dict.fromkeys(("--dtype", "--torch-dtype", "--quantization", "--quantize", "--bits"),
+                    ("--precision", "--precision X (-q, --quant): bf16, fp8, awq, q4_k_m, nf4, ...")),
+    "--load-in-4bit": ("--precision", "--precision nf4 (QLoRA: --method qlora)"),
+    "--load-in-8bit": ("--precision", "--precision int8"),
+    **dict.fromkeys(("--deepspeed", "--fsdp", "--zero-stage"), ("--zero", "--zero 3 (FSDP full shard), --zero 2")),
+    **dict.fromkeys(("--8bit-adam", "--adam8bit", "--adamw-8bit", "--optim"),
+                    ("--optimizer", "--optimizer adamw-8bit (or adamw, sgd, adafactor)")),
+    "--gradient-checkpointing": ("--checkpointing", "--checkpointing"),
+}
+
+
 def one_line_usage_error(exc: Any) -> str:
     """A click usage error (unknown option, bad value, missing argument) as one line with the fix, where click
-    prints its usage, a hint and the error over four lines."""
+    prints its usage, a hint and the error over four lines. An option another tool spells differently names
+    mlrig's spelling (FOREIGN_FLAGS) where the command has it."""
     ctx = getattr(exc, "ctx", None)
     path = getattr(ctx, "command_path", None) or "mlrig"
     message = exc.format_message().rstrip(".")
+    name = getattr(exc, "option_name", None)
+    command = getattr(ctx, "command", None)
+    if name in FOREIGN_FLAGS and command is not None and message.startswith("No such option"):
+        needs, spelled = FOREIGN_FLAGS[name]
+        if any(needs in p.opts for p in command.params):
+            return f"No such option: {name}; mlrig spells it {spelled} (see `{path} --help`)"
     return f"{message} (see `{path} --help`)"
 
 

@@ -172,7 +172,27 @@ def plan_from_fields(model: str | None = None, base: dict[str, Any] | None = Non
                 break
         else:
             raise MlrigError(f"unknown plan field {key!r}; see docs/PLAN-FORMAT.md")
+    _take_count_apart(data.get("hardware"))
     return data
+
+
+def _take_count_apart(hw: Any) -> None:
+    """`--gpu '2x RTX 3090'` as people write a machine (and `compare`/`recommend --have` read it): the GPU and
+    hardware.count = 2, in place. A different --count as well is an error naming both; a plan file's
+    hardware.gpu is left as written (resolve_gpu says how to give the count there)."""
+    from mlrig.catalog.gpus import split_gpu_count
+
+    if not isinstance(hw, dict) or not isinstance(hw.get("gpu"), str):
+        return
+    counted = split_gpu_count(hw["gpu"])
+    if counted is None:
+        return
+    n, rest = counted
+    given = hw.get("count")
+    if given is not None and given != n:
+        raise MlrigError(f"GPU {hw['gpu']!r} holds a count of {n} and --count says {given}: give one "
+                         f"(--gpu '{rest}' -n {given}, or --gpu {hw['gpu']!r} without -n)")
+    hw["gpu"], hw["count"] = rest, n
 
 
 def default_engine(precision: str, gpu: GPU, plan: Plan | None = None, arch: ModelArch | None = None) -> str:
@@ -796,6 +816,13 @@ def check_setup(arch: ModelArch, p: Plan) -> list[str]:
     if seq_default is not None:
         # said per plan (not among `prepare`'s notes, which `mlrig eval` shares across plans of one shape)
         notes.append(seq_len_note(arch, p.workload.task, seq_default))
+    t = p.training
+    if (w.task != "inference" and t is not None and t.activation_checkpointing is None and t.gradient_checkpointing
+            and "gradient_checkpointing" not in t.model_fields_set):
+        # the default (TrainingSpec.gradient_checkpointing) moves both memory and step time (HFU > MFU): say it
+        notes.append("no --checkpointing given: full activation checkpointing assumed (what torchtune's and axolotl's "
+                     "example configs turn on; HF Trainer's own default is off), recomputing the forward pass in "
+                     "the backward; pass --no-checkpointing, or --activation-checkpointing selective")
     # Inference only: fine-tuning past the trained length is how long-context models are made
     # (MLPerf's Llama-2-70B LoRA trains at 8192 on a 4096-token model).
     # The last generated token is never fed back, so it needs no position of its own.

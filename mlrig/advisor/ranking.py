@@ -292,8 +292,15 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:
         cheaper = "buying" if buy.total_cost_usd < rent.total_cost_usd else "renting"
+        # the resale the total nets (cost.own_cost: upfront + running - resale): when buying wins only by it, the
+        # payback line below (resale ignored) reads as the opposite answer unless this one says so
+        resale_usd = buy.upfront_usd + buy.running_usd_per_month * 12 * years - buy.total_cost_usd
+        by_resale = (f", but only by reselling it for ~${resale_usd:,.0f} after {years:g} years (an estimated"
+                     " decline; without it renting is cheaper)"
+                     if cheaper == "buying" and buy.total_cost_usd + resale_usd >= rent.total_cost_usd else "")
         lines.append(f"best buy {buy.name} ${buy.total_cost_usd:,.0f} vs best rent {rent.name}"
-                     f" ${rent.total_cost_usd:,.0f} over {years:g} years: {cheaper} is cheaper at this usage")
+                     f" ${rent.total_cost_usd:,.0f} over {years:g} years: {cheaper} is cheaper at this usage"
+                     + by_resale)
         saving = rent.cost_per_month_usd - buy.running_usd_per_month
         if saving > 0:
             months = buy.upfront_usd / saving
@@ -328,8 +335,10 @@ def uncertainty(feasible: list[RankedOption], objective: Objective,
     if feasible:
         for o in borderline or []:
             if o.total_cost_usd < feasible[0].total_cost_usd:
-                out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f}) would come first if its speed is at the"
-                           f" better end of its band: {o.excluded_reason}")
+                # both costs: the total alone (resale netted) read as a price the price book contradicts
+                out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f} over the horizon, ${o.upfront_usd:,.0f}"
+                           f" up front) would come first if its speed is at the better end of its band:"
+                           f" {o.excluded_reason}")
     if objective != "tco" or len(feasible) < 2:
         return out[:3]
     best = feasible[0]

@@ -512,14 +512,19 @@ def band_caption(figures: Sequence[tuple[dict[str, float], Mapping[str, Any]]],
     overload band (serving.overload_ttft_band), worded as `mlrig plan` words it: "up to xN if the capacity is
     lower"."""
     widest: dict[str, tuple[float, str]] = {}
+    narrowest: dict[str, float] = {}  # rows of different scopes (LoRA ±14 %, QLoRA ±29 %): the range, not the max
     overload = 0.0  # the widest one-sided TTFT band of a rate run
     for i, (band, validation) in enumerate(figures):
         for metric, value in band.items():
             if is_overload_band(metric, value, i < len(rate_runs) and rate_runs[i]):
                 overload = max(overload, value)
-            elif metric in BAND_NAMES and value >= widest.get(metric, (-1.0, ""))[0]:
-                widest[metric] = (value, band_kind(value, validation.get(metric)))
-    parts = [f"{BAND_NAMES[m]} ±{v:.0%} ({kind})" for m, (v, kind) in widest.items()]
+            elif metric in BAND_NAMES:
+                narrowest[metric] = min(value, narrowest.get(metric, value))
+                if value >= widest.get(metric, (-1.0, ""))[0]:
+                    widest[metric] = (value, band_kind(value, validation.get(metric)))
+    parts = [f"{BAND_NAMES[m]} ±{narrowest[m]:.0%} to ±{v:.0%} by row (widest: {kind})"
+             if f"{narrowest[m]:.0%}" != f"{v:.0%}" else f"{BAND_NAMES[m]} ±{v:.0%} ({kind})"
+             for m, (v, kind) in widest.items()]
     if overload:
         parts.append(f"TTFT {overload_band_text(overload)} (a rate near or past capacity)")
     return "bands: " + ", ".join(parts) if parts else None

@@ -106,11 +106,12 @@ def _user_errors(fn: Callable[..., None]) -> Callable[..., None]:
 USAGE_FLAGS = {field: flag for flag, (sec, field, _) in WORKLOAD_FLAGS.items() if sec == "usage"}
 
 
-def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list[Any]:
+def parse_workload_args(args: list[str], plans: list[Any] | None = None, command: str = "recommend") -> list[Any]:
     """Split `--model A --task ... --model B ...` into workloads: each --model starts a new one. A bare word
     where a flag is expected is a model, as `plan MODEL` takes it (`recommend qwen2.5-32b --budget 2000`).
     Workload flags given before any --model apply to the `plans` (workloads read from --plan files), e.g.
-    `--plan chat.toml --min-tok-s 8`; without plans that is an error."""
+    `--plan chat.toml --min-tok-s 8`; without plans that is an error. `command` names the help an unknown flag
+    points to (`mlrig cost` reads the same flags)."""
     from mlrig.advisor.recommend import Workload, WorkloadUsage
     from mlrig.errors import MlrigError
 
@@ -131,7 +132,10 @@ def parse_workload_args(args: list[str], plans: list[Any] | None = None) -> list
                 i += 1
         i += 1
         if flag not in WORKLOAD_FLAGS and flag not in SETUP_FLAGS and flag != "--model":
-            raise MlrigError(f"unknown option {flag!r}; see `mlrig recommend --help`")
+            if command == "cost" and flag in ("--gpu", "-g"):  # cost prices a machine to buy, not a --gpu
+                raise MlrigError(f"unknown option {flag!r}: `mlrig cost` takes the GPU to buy as --buy NAME "
+                                 "(-n for how many); see `mlrig cost --help`")
+            raise MlrigError(f"unknown option {flag!r}; see `mlrig {command} --help`")
         switch = flag in SETUP_FLAGS and SETUP_FLAGS[flag][2] is None
         if switch and value is not None:
             raise MlrigError(f"{flag} takes no value (got {value!r})")
@@ -499,9 +503,9 @@ def build_check_cmd(
         help="build.toml (see examples/build-2x3090.toml); or describe it with the flags")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="the GPU, as nvidia-smi or a shop names it")] = None,
     count: Annotated[int, typer.Option("--count", "-n", min=1, max=16, help="how many of it")] = 1,
-    psu_w: Annotated[float | None, typer.Option("--psu-w", help="PSU rating, W")] = None,
+    psu_w: Annotated[float | None, typer.Option("--psu-w", "--psu", help="PSU rating, W")] = None,
     psu_standard: Annotated[str, typer.Option("--psu-standard", help="'ATX 3.1' for a 12V-2x6 unit")] = "ATX 2.x",
-    ram_gib: Annotated[float | None, typer.Option("--ram-gib", help="system RAM, GiB (64)")] = None,
+    ram_gib: Annotated[float | None, typer.Option("--ram-gib", "--ram", help="system RAM, GiB (64)")] = None,
     cpu_cores: Annotated[int | None, typer.Option("--cpu-cores", min=1, help="CPU cores (default 8)")] = None,
     cpu_lanes: Annotated[int | None, typer.Option("--cpu-lanes", min=1, help="CPU PCIe lanes (default 24)")] = None,
     as_json: JsonFlag = False,
@@ -519,6 +523,11 @@ def build_check_cmd(
             raise MlrigError("give a build file or --gpu/--psu-w/--ram-gib, not both")
         build = load_build(path)
     else:
+        from mlrig.catalog.gpus import split_gpu_count
+
+        counted = split_gpu_count(gpu) if gpu else None
+        if counted is not None and count in (1, counted[0]):  # '--gpu "2x RTX 3090"', as plan and compare read it
+            count, gpu = counted
         missing = [f for f, v in (("--gpu", gpu), ("--psu-w", psu_w), ("--ram-gib", ram_gib)) if v is None]
         if missing:
             raise MlrigError(f"build check needs a build file or {', '.join(missing)} (e.g. mlrig build check "

@@ -36,8 +36,9 @@ PrecisionsOpt = Annotated[list[str] | None, typer.Option(
     "--precision", "--quant", "-q", help="precision to compare (repeat)")]
 EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
 InterconnectsOpt = Annotated[list[str] | None, typer.Option(
-    "--interconnect", help="links between each machine's GPUs: one for every --gpu, or one per --gpu in the same "
-    "order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... (mlrig/data/interconnects.json)")]
+    "--interconnect", help="links between each machine's GPUs: one for every --gpu, one row each for one --gpu, "
+    "or one per --gpu in the same order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... "
+    "(mlrig/data/interconnects.json)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
     "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
 
@@ -141,6 +142,10 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
 
     # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
     given_gpus: list[str | None] = list(gpu) if gpu else [None]
+    links_given = common.get("interconnect")
+    if len(set(given_gpus)) == 1 and isinstance(links_given, list) and len(links_given) > len(given_gpus):
+        # '--gpu "2x RTX 3090" --interconnect pcie4 --interconnect nvlink': does NVLink matter? one row per link
+        given_gpus = given_gpus[:1] * len(links_given)
     # each GPU with its links, paired before duplicates go: '--gpu "2x RTX 3090" --gpu "2x RTX 3090"
     # --interconnect pcie4 --interconnect nvlink' asks whether NVLink matters, two rows of one GPU
     pairs = list(dict.fromkeys(zip(given_gpus, _interconnects(given_gpus, common.pop("interconnect", None)),
@@ -196,7 +201,8 @@ def _interconnects(gpus: list[str | None], given: list[str] | str | None) -> lis
         return named * len(gpus)
     if len(named) != len(gpus):
         raise MlrigError(f"{len(named)} --interconnect for {len(gpus)} --gpu: give one --interconnect for every "
-                         "GPU, or one per --gpu in the same order ('default' for a GPU's own links)")
+                         "GPU, one per --gpu in the same order ('default' for a GPU's own links), or any number "
+                         "for one --gpu (a row each)")
     return named
 
 

@@ -104,7 +104,7 @@ def cost_report(args: list[str] | None = None, *, buy: str | None = None, plan: 
     for name, h in (("--hours-per-month", hours_per_month), ("--on-hours-per-month", on_hours)):
         if h is not None and h > HOURS_PER_MONTH:
             raise MlrigError(f"{name} {h:g} is more than a month has ({HOURS_PER_MONTH:.0f} h)")
-    workloads = parse_workload_args(list(args or []), [plan_file_workload(p) for p in plan or []])
+    workloads = parse_workload_args(list(args or []), [plan_file_workload(p) for p in plan or []], command="cost")
     if len(workloads) > 1:
         raise MlrigError("cost compares one workload; give one --model (use `mlrig recommend` for several)")
     work = workloads[0] if workloads else None
@@ -171,6 +171,13 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
     keys: list[str] = []
     warnings: list[str] = []
     key = buy or "rtx-3090-used"
+    from mlrig.catalog.gpus import split_gpu_count
+
+    counted = split_gpu_count(key)
+    if counted is not None and key not in book.systems and key not in book.gpus:  # --buy '2x RTX 3090'
+        if count not in (1, counted[0]):
+            raise MlrigError(f"--buy {key!r} holds a count of {counted[0]} and --count says {count}: give one")
+        count, key = counted
     host_ram: float | None
     if key in book.systems:
         s = book.systems[key]

@@ -119,6 +119,11 @@ def plan_markdown(out: dict[str, Any], n_gpus: int, task: str, sharding: str = "
         lines += ["", *table(["figure", "estimate", "band", "validated on"], srows, right={1, 2})]
         if perf.get("explanation"):
             lines += ["", f"_{perf['explanation']}_"]
+        others = perf.get("other_engines") or {}
+        if others:  # the terminal's "Other engines" line: the default engine is one choice of several
+            lines += ["", "Other engines (decode / prefill tok/s): " + " · ".join(
+                f"{name} {fmt_num(v.get('decode_tok_s'))} / {fmt_num(v.get('prefill_tok_s'))}"
+                for name, v in others.items())]
     lims = out.get("limits") or {}
     if lims:
         lines += ["", limits_line(lims)]

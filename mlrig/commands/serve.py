@@ -342,7 +342,10 @@ def _answer_line(out: dict[str, Any]) -> str:
                "search limit": "above 4,096 the search stops"}[out["binding_limit"]]
     if out["max_concurrency"] == 0:
         one = out["curve"][0] if out["curve"] and out["curve"][0]["concurrency"] == 1 else None
-        alone = f" (a single user gets {one['tok_s_per_user']:.1f} tok/s)" if one else ""
+        # per user = output tokens over the whole request, TTFT included (serving.deployment_curve), so below
+        # `mlrig plan`'s decode speed (1000 / TPOT): name both, or the two commands read as disagreeing
+        alone = (f" (a single user gets {one['tok_s_per_user']:.1f} tok/s over a request, TTFT included; "
+                 f"{1000.0 / one['tpot_ms']:.1f} while decoding)" if one and one.get("tpot_ms") else "")
         return (f"[red]no concurrency meets {target}[/]{alone}; {kv}; try more GPUs (--tp), "
                 "a lower --precision or a lower target")
     return f"largest concurrency meeting {target}: [bold]{out['max_concurrency']:,}[/] ({kv}); {binding}"
@@ -379,6 +382,8 @@ def _render(out: dict[str, Any]) -> None:
                       fmt_num(p["tpot_ms"]), fmt_num(p["ttft_ms"]), "yes" if p["fits"] else "[red]no[/] queue",
                       p["bound"].replace("memory-bandwidth", "memory"))
     con.print(table)
+    con.print("[dim]tok/s/user: output tokens over the whole request (TTFT included), as a user waits for them; "
+              "decoding alone runs at 1000 / TPOT ms (`mlrig plan`'s decode tok/s)[/]")
     con.print(_answer_line(out))
     spec = out["speculative"]
     if spec is not None:
