@@ -239,6 +239,30 @@ HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at e
 HIP_MMQ_ID_DP4A_ARCHITECTURES = ("GCN", "RDNA 1", "RDNA 2")  # should_use_mmq's final return: MMQ at every batch
 LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM = (2025, 8)  # PR #14949 merged at the end of July 2025
 LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# 1-HIP-IDS. The host-side sort of a MoE prompt pass's expert ids in llama.cpp's HIP build before ggml-org/llama.cpp
+#    PR #15525 ("CUDA: MoE helper in device code, better tile sizes", JohannesGaessler, opened 2025-08-23: "moves the
+#    helper code for the MoE MMQ kernel from host code to device code. This eliminates the need for
+#    synchronization"). Before it, every MUL_MAT_ID of more than one token (mmq.cu `ggml_cuda_mul_mat_q` with ids, and
+#    the per-expert fallback in ggml-cuda.cu `ggml_cuda_mul_mat_id` alike; read at 4227c9be, 2025-08-14, and at
+#    79e0b68c, 2025-07-16, the llama.cpp vendored in llama-cpp-python 0.3.16 / 0.3.14) copied the ids to the host,
+#    cudaStreamSynchronize'd, sorted them by expert in a triple loop (`for i02 < ne02` experts, `for i12 < ne12`
+#    tokens, `for iex < n_expert_used`, break on a match: ~E x T x k comparisons), copied the result back and
+#    synchronised again. The GPU has drained at the first synchronisation and waits for the host's loop, so the loop is
+#    on the pass's critical path: E x T x k x HIP_HOST_ID_SORT_S_PER_COMPARISON per MUL_MAT_ID (3 per MoE FFN), per
+#    micro-batch (`performance.hip_moe_host_sort_s`). 1 ns a comparison (a few cycles of a ~3-4 GHz host core for a
+#    load, compare and branch): an assumption from the loop's shape, not fitted. DeepSeek-V3 at 512 tokens: 256 x 512 x
+#    8 = 1.05 M comparisons, 1.05 ms per MUL_MAT_ID, 0.18 s over 58 MoE layers x 3. The AMDLCPP fit rows' two builds
+#    (DeepSeek-V3 pp512 on 8 MI300X: b5997 439.14 t/s, before the PR; b6652 514.07 t/s, after it) differ by 1.166 -
+#    0.996 = 0.170 s a pass, 0.93 ns a comparison, though other host costs changed between them too (AMD's Dec 2025
+#    blog credits b6652 with ~10x fewer hipMemcpyAsync calls). Builds: month labels up to
+#    LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL (a 2025-08 label is read as the old code: the PR is from the month's last
+#    week) and build numbers up to LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD, the latest build known to predate it (b5997:
+#    AMD's Sept 2025 blog shows that build's llama-server answering with "created": 1754694593, 2025-08-08); later
+#    builds and no label: the current code. HIP builds only (the CUDA builds had the same loop; their MoE prompt rows
+#    were fitted without it).
+HIP_HOST_ID_SORT_S_PER_COMPARISON = 1e-9
+LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL = (2025, 8)
+LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD = 5997
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
 # 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.

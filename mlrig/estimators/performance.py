@@ -1315,6 +1315,33 @@ def hip_mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num
     return vec.maximum(1.0, computed / rows)
 
 
+def hip_moe_host_sort_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Host time of a MoE prompt pass's expert-id sorts in llama.cpp's HIP builds before the device-side ids helper
+    (efficiency.py 1-HIP-IDS): per micro-batch of T <= LLAMA_CPP_N_UBATCH tokens, E x T x k comparisons x
+    efficiency.HIP_HOST_ID_SORT_S_PER_COMPARISON for each of efficiency.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN
+    MUL_MAT_IDs of each MoE layer, with the GPU idle behind the stream synchronisation. 0 for one token (batch-1
+    decode: 1-HIP-MMID), dense models, other engines and builds after the PR. DeepSeek-V3 (256 experts, top 8, 58 MoE
+    layers) at 512 tokens: 256 x 512 x 8 x 1 ns x 3 x 58 = 0.182 s."""
+    from mlrig.estimators.engines import parse_version
+
+    a = r.arch
+    if engine != "llama.cpp-hip" or not a.is_moe or not a.num_experts:
+        return 0.0
+    v = parse_version(r.workload.engine_version)
+    if v is None:
+        return 0.0
+    old = ((v.month is not None and v.month <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL)
+           or (v.build is not None and v.build <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD))
+    if not old:
+        return 0.0
+    tokens = vec.maximum(1, tokens_in_pass)
+    full, rest = tokens // LLAMA_CPP_N_UBATCH, tokens % LLAMA_CPP_N_UBATCH  # micro-batches: full ones and the rest
+    token_sum = full * LLAMA_CPP_N_UBATCH + vec.where(rest > 1, rest, 0)  # a 1-token rest takes the bs1 path
+    comparisons = a.num_experts * a.experts_per_token * token_sum
+    per_pass = comparisons * eff.HIP_HOST_ID_SORT_S_PER_COMPARISON * eff.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN
+    return vec.where(tokens > 1, per_pass * a.num_moe_layers, 0.0)
+
+
 def apple_expert_gemm_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
     """Token rows the routed experts' grouped GEMMs of a prompt pass compute on an Apple GPU, per routed row
     (token x chosen expert), >= 1: both Metal engines tile each expert's tokens, and a tile is computed (its weight
@@ -1614,6 +1641,9 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         # so it is counted with the pass's per-token time (compute_s), which a chunk fused into a decode iteration
         # adds (serving.fused_prefill_s_per_token), as early_mla_prefix_attention_s's is below
         t = replace(t, seconds=t.seconds + moe_act_s, compute_s=t.compute_s + moe_act_s)
+    sort_s = hip_moe_host_sort_s(r, s.engine, batch * prompt)
+    if vec.is_array(sort_s) or sort_s > 0:  # the host's expert-id sort with the GPU drained (1-HIP-IDS)
+        t = replace(t, seconds=t.seconds + sort_s, overhead_s=t.overhead_s + sort_s)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
