@@ -218,7 +218,7 @@ HIP_MOE_LAYER_S = 50e-6
 #    tiles of mmq_x token columns, a tile past its expert's count returns at once ("if (jt*mmq_x >= col_diff)"), and
 #    a tile is computed whole however few of its columns hold tokens (mmq.cuh `mul_mat_q` / `mul_mat_q_process_tile`,
 #    read at 4227c9be, 2025-08-14, the llama.cpp vendored in llama-cpp-python 0.3.16; the same in ROCm/llama.cpp's
-#    later `mul_mat_q_switch_J`). mmq_x is chosen for the whole launch, not per expert: the smallest multiple of 8 up
+#    later `mul_mat_q_switch_J`, mmq.cuh at 8202ec27). mmq_x is chosen for the whole launch, not per expert: the smallest multiple of 8 up
 #    to `get_mmq_x_max_host` that covers the launch's column count in the fewest tiles (`mul_mat_q_case`: from
 #    `args.ncols_y`, the routed rows, at 4227c9be; from `ncols_max`, the micro-batch's tokens, after the device-side
 #    ids helper; both 128 for a 512-token micro-batch). get_mmq_x_max_host is 128 with MFMA (CDNA) and 64 on AMD's
@@ -232,7 +232,11 @@ HIP_MOE_LAYER_S = 50e-6
 #    MMQ_DP4A_MAX_BATCH_SIZE` fails) or a gate by type and batch not modelled here. Month labels before these PRs keep
 #    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths
 #    from the source. The NVIDIA CUDA build runs the same MMQ code (mmq_x_max 128 with int8 tensor cores) and is left
-#    as it is here (its MoE prompt rows were fitted without it).
+#    as it is here (its MoE prompt rows were fitted without it). Later upstream PRs size the tile by the mean rows per
+#    expert on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA #28709 were open
+#    when read): not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3 Q4_K_M pp512
+#    on 8 MI300X) +443 / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2 MI50)
+#    +38 / +17 % -> 0 / -16 %.
 HIP_MMQ_X_MAX_MFMA = 128  # mmq.cuh get_mmq_x_max_host: amd_mfma_available
 HIP_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: other AMD GPUs
 HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at every batch size (PR #14949)
