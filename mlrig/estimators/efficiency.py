@@ -211,6 +211,62 @@ LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
 #    (DeepSeek-V2-Lite on an RX 6800, +179 % before) keeps most of its gap: MLA + MoE on HIP costs more, not
 #    identified here.
 HIP_MOE_LAYER_S = 50e-6
+# 1-HIP-MMQ-TILE. Column tiles of a MoE prompt pass's expert GEMMs in llama.cpp's HIP build
+#    (`performance.hip_mmq_expert_rows_factor`). Since ggml-org/llama.cpp PR #13199 ("CUDA: batched+noncont MMQ,
+#    refactor bs>1 MoE code", JohannesGaessler, 2025-04-29) `ggml_cuda_mul_mat_id` hands a micro-batch's routed
+#    rows, sorted by expert, to ONE MMQ launch (`ggml_cuda_mul_mat_q` with ids): the grid runs every expert's column
+#    tiles of mmq_x token columns, a tile past its expert's count returns at once ("if (jt*mmq_x >= col_diff)"), and
+#    a tile is computed whole however few of its columns hold tokens (mmq.cuh `mul_mat_q` / `mul_mat_q_process_tile`,
+#    read at 4227c9be, 2025-08-14, the llama.cpp vendored in llama-cpp-python 0.3.16; the same in ROCm/llama.cpp's
+#    later `mul_mat_q_switch_J`, mmq.cuh at 8202ec27). mmq_x is chosen for the whole launch, not per expert: the smallest multiple of 8 up
+#    to `get_mmq_x_max_host` that covers the launch's column count in the fewest tiles (`mul_mat_q_case`: from
+#    `args.ncols_y`, the routed rows, at 4227c9be; from `ncols_max`, the micro-batch's tokens, after the device-side
+#    ids helper; both 128 for a 512-token micro-batch). get_mmq_x_max_host is 128 with MFMA (CDNA) and 64 on AMD's
+#    dp4a GPUs (GCN, RDNA 1-3). So DeepSeek-V3's 512-token micro-batch (8 of 256 experts: ~16 rows per expert)
+#    computes 128-column tiles: ~8x the routed rows' arithmetic; Llama-4-Scout's (1 of 16: 32 rows) 64-column tiles,
+#    2x. Which HIP GPUs take MUL_MAT_ID through MMQ at a 512-token micro-batch (mmq.cu `ggml_cuda_should_use_mmq`):
+#    CDNA 3 always (`if (GGML_CUDA_CC_IS_CDNA3(cc)) return true;`, ggml-org/llama.cpp PR #14949, July 2025, on the
+#    MFMA MMQ of PR #14624; the ROCm/llama.cpp fork the AMDLCPP b5997 rows were built from carries the same gate
+#    today; its code at b5997 was not read); GCN and RDNA 1-2 always (the final `(!RDNA4 && !RDNA3 && !CDNA) || ...`).
+#    RDNA 3 / 4 and CDNA 1-2 are left out: at 512 tokens they take the per-expert fallback (`ne11 <
+#    MMQ_DP4A_MAX_BATCH_SIZE` fails) or a gate by type and batch not modelled here. Month labels before these PRs keep
+#    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths
+#    from the source. The NVIDIA CUDA build runs the same MMQ code (mmq_x_max 128 with int8 tensor cores) and is left
+#    as it is here (its MoE prompt rows were fitted without it). Later upstream PRs size the tile by the mean rows per
+#    expert on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA #28709 were open
+#    when read): not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3 Q4_K_M pp512
+#    on 8 MI300X) +443 / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2 MI50)
+#    +38 / +17 % -> 0 / -16 %.
+HIP_MMQ_X_MAX_MFMA = 128  # mmq.cuh get_mmq_x_max_host: amd_mfma_available
+HIP_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: other AMD GPUs
+HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at every batch size (PR #14949)
+HIP_MMQ_ID_DP4A_ARCHITECTURES = ("GCN", "RDNA 1", "RDNA 2")  # should_use_mmq's final return: MMQ at every batch
+LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM = (2025, 8)  # PR #14949 merged at the end of July 2025
+LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# 1-HIP-IDS. The host-side sort of a MoE prompt pass's expert ids in llama.cpp's HIP build before ggml-org/llama.cpp
+#    PR #15525 ("CUDA: MoE helper in device code, better tile sizes", JohannesGaessler, opened 2025-08-23: "moves the
+#    helper code for the MoE MMQ kernel from host code to device code. This eliminates the need for
+#    synchronization"). Before it, every MUL_MAT_ID of more than one token (mmq.cu `ggml_cuda_mul_mat_q` with ids, and
+#    the per-expert fallback in ggml-cuda.cu `ggml_cuda_mul_mat_id` alike; read at 4227c9be, 2025-08-14, and at
+#    79e0b68c, 2025-07-16, the llama.cpp vendored in llama-cpp-python 0.3.16 / 0.3.14) copied the ids to the host,
+#    cudaStreamSynchronize'd, sorted them by expert in a triple loop (`for i02 < ne02` experts, `for i12 < ne12`
+#    tokens, `for iex < n_expert_used`, break on a match: ~E x T x k comparisons), copied the result back and
+#    synchronised again. The GPU has drained at the first synchronisation and waits for the host's loop, so the loop is
+#    on the pass's critical path: E x T x k x HIP_HOST_ID_SORT_S_PER_COMPARISON per MUL_MAT_ID (3 per MoE FFN), per
+#    micro-batch (`performance.hip_moe_host_sort_s`). 1 ns a comparison (a few cycles of a ~3-4 GHz host core for a
+#    load, compare and branch): an assumption from the loop's shape, not fitted. DeepSeek-V3 at 512 tokens: 256 x 512 x
+#    8 = 1.05 M comparisons, 1.05 ms per MUL_MAT_ID, 0.18 s over 58 MoE layers x 3. The AMDLCPP fit rows' two builds
+#    (DeepSeek-V3 pp512 on 8 MI300X: b5997 439.14 t/s, before the PR; b6652 514.07 t/s, after it) differ by 1.166 -
+#    0.996 = 0.170 s a pass, 0.93 ns a comparison, though other host costs changed between them too (AMD's Dec 2025
+#    blog credits b6652 with ~10x fewer hipMemcpyAsync calls). Builds: month labels up to
+#    LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL (a 2025-08 label is read as the old code: the PR is from the month's last
+#    week) and build numbers up to LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD, the latest build known to predate it (b5997:
+#    AMD's Sept 2025 blog shows that build's llama-server answering with "created": 1754694593, 2025-08-08); later
+#    builds and no label: the current code. HIP builds only (the CUDA builds had the same loop; their MoE prompt rows
+#    were fitted without it).
+HIP_HOST_ID_SORT_S_PER_COMPARISON = 1e-9
+LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL = (2025, 8)
+LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD = 5997
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
 # 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.

@@ -1297,6 +1297,82 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
 
 
+def hip_mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
+    """Maximum column tile (mmq_x) of the single MMQ launch that runs a MoE micro-batch's expert GEMMs in
+    llama.cpp's HIP build, where the GPU takes MUL_MAT_ID through MMQ at a prompt's micro-batch
+    (efficiency.py 1-HIP-MMQ-TILE): efficiency.HIP_MMQ_X_MAX_MFMA on CDNA 3 (month labels from
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM), efficiency.HIP_MMQ_X_MAX_DP4A on GCN and RDNA 1-2 (from
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM); None elsewhere (other engines, vendors and architectures, dense
+    models, 16-bit weights, which MMQ does not take, and earlier month labels). No label or a build number: the
+    current code."""
+    from mlrig.estimators.engines import parse_version
+
+    a = r.arch
+    if engine != "llama.cpp-hip" or r.gpu.vendor != "AMD" or not a.is_moe or not a.num_experts:
+        return None
+    if r.precision.family == "f16":
+        return None
+    gpu_arch = (r.gpu.architecture or "").strip()
+    if gpu_arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
+        tile, since = eff.HIP_MMQ_X_MAX_MFMA, eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM
+    elif gpu_arch.startswith(eff.HIP_MMQ_ID_DP4A_ARCHITECTURES):
+        tile, since = eff.HIP_MMQ_X_MAX_DP4A, eff.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM
+    else:
+        return None
+    v = parse_version(r.workload.engine_version)
+    if v is not None and v.month is not None and v.month < since:
+        return None
+    return tile
+
+
+def hip_mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Token columns the routed experts' MMQ launch of a prompt pass computes in llama.cpp's HIP build, per
+    routed row (token x chosen expert), >= 1 (efficiency.py 1-HIP-MMQ-TILE: one launch per MUL_MAT_ID, every
+    expert's tokens in tiles of mmq_x columns, each computed whole). With T tokens in a micro-batch of at most
+    LLAMA_CPP_N_UBATCH, mmq_x = J = the smallest multiple of 8 covering T, capped at `hip_mmq_expert_tile`
+    (mmq.cuh `mul_mat_q_case`, which takes the fewest tiles over the launch's columns); n = T k rows land on
+    E_t = E x `experts_touched_fraction` experts, lam = n / E_t each (uniform routing), and an expert with c rows
+    computes J x ceil(c / J) columns: ~max(J, lam + J / 2) for Poisson counts (as `apple_expert_gemm_rows_factor`).
+    DeepSeek-V3 (8 of 256) at 512 tokens on an MI300X: lam = 16, J = 128: 8.0. 1 where the tile does not apply."""
+    tile_max = hip_mmq_expert_tile(r, engine)
+    if tile_max is None:
+        return 1.0
+    a = r.arch
+    tokens = vec.minimum(vec.maximum(1, tokens_in_pass), LLAMA_CPP_N_UBATCH)
+    tile = vec.minimum(float(tile_max), 8.0 * vec.ceil_int(tokens / 8.0))
+    rows = tokens * a.experts_per_token
+    touched = a.num_experts * experts_touched_fraction(a, tokens)
+    computed = touched * vec.maximum(tile, rows / touched + tile / 2.0)
+    return vec.maximum(1.0, computed / rows)
+
+
+def hip_moe_host_sort_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Host time of a MoE prompt pass's expert-id sorts in llama.cpp's HIP builds before the device-side ids helper
+    (efficiency.py 1-HIP-IDS): per micro-batch of T <= LLAMA_CPP_N_UBATCH tokens, E x T x k comparisons x
+    efficiency.HIP_HOST_ID_SORT_S_PER_COMPARISON for each of efficiency.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN
+    MUL_MAT_IDs of each MoE layer, with the GPU idle behind the stream synchronisation. 0 for one token (batch-1
+    decode: 1-HIP-MMID), dense models, other engines and builds after the PR. DeepSeek-V3 (256 experts, top 8, 58 MoE
+    layers) at 512 tokens: 256 x 512 x 8 x 1 ns x 3 x 58 = 0.182 s."""
+    from mlrig.estimators.engines import parse_version
+
+    a = r.arch
+    if engine != "llama.cpp-hip" or not a.is_moe or not a.num_experts:
+        return 0.0
+    v = parse_version(r.workload.engine_version)
+    if v is None:
+        return 0.0
+    old = ((v.month is not None and v.month <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL)
+           or (v.build is not None and v.build <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD))
+    if not old:
+        return 0.0
+    tokens = vec.maximum(1, tokens_in_pass)
+    full, rest = tokens // LLAMA_CPP_N_UBATCH, tokens % LLAMA_CPP_N_UBATCH  # micro-batches: full ones and the rest
+    token_sum = full * LLAMA_CPP_N_UBATCH + vec.where(rest > 1, rest, 0)  # a 1-token rest takes the bs1 path
+    comparisons = a.num_experts * a.experts_per_token * token_sum
+    per_pass = comparisons * eff.HIP_HOST_ID_SORT_S_PER_COMPARISON * eff.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN
+    return vec.where(tokens > 1, per_pass * a.num_moe_layers, 0.0)
+
+
 def apple_expert_gemm_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
     """Token rows the routed experts' grouped GEMMs of a prompt pass compute on an Apple GPU, per routed row
     (token x chosen expert), >= 1: both Metal engines tile each expert's tokens, and a tile is computed (its weight
@@ -1583,9 +1659,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
-    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt)
+    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * hip_mmq_expert_rows_factor(
+        r, s.engine, batch * prompt)
     if vec.is_array(tiled) or tiled != 1.0:
-        # the grouped expert GEMMs compute whole tiles of each expert's tokens (`apple_expert_gemm_rows_factor`)
+        # the grouped expert GEMMs compute whole tiles of each expert's tokens (`apple_expert_gemm_rows_factor`,
+        # `hip_mmq_expert_rows_factor`)
         cost = replace(cost, flops=cost.flops + cost.expert_flops * (tiled - 1.0),
                        expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
@@ -1595,6 +1673,9 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         # so it is counted with the pass's per-token time (compute_s), which a chunk fused into a decode iteration
         # adds (serving.fused_prefill_s_per_token), as early_mla_prefix_attention_s's is below
         t = replace(t, seconds=t.seconds + moe_act_s, compute_s=t.compute_s + moe_act_s)
+    sort_s = hip_moe_host_sort_s(r, s.engine, batch * prompt)
+    if vec.is_array(sort_s) or sort_s > 0:  # the host's expert-id sort with the GPU drained (1-HIP-IDS)
+        t = replace(t, seconds=t.seconds + sort_s, overhead_s=t.overhead_s + sort_s)
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
