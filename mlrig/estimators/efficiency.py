@@ -176,7 +176,10 @@ LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
 #    master, 52.74 with the PR): 1/27.26 - 1/52.74 s = 17.7 ms per token over 26 MoE layers x 3 MUL_MAT_ID x 6 routed
 #    experts = 37.9 us each; its dense control (Llama 8B Q4_0, LCPPHIPPR-0003 / -0004: 62.02 / 60.90 t/s) does not
 #    move. Taken from the difference of the two columns, so not from mlrig's (poor, +179 %) figure for that model
-#    with the PR: MLA + MoE decode on HIP has further costs not modelled here. One GPU (RDNA 2 on a desktop host);
+#    with the PR: MLA + MoE decode on HIP has further costs not modelled here (both rows are marked anomaly and not
+#    scored: the PR's author noted that in these runs DeepSeek-V2's RoPE ran on the CPU, a master bug fixed inside
+#    the PR; that cost is common to both columns, so their difference still isolates the fallback). One GPU (RDNA 2
+#    on a desktop host);
 #    the host's speed is part of the figure. HIP builds only (the CUDA builds' MoE rows were fitted without it, and
 #    their launches are cheaper); month labels up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL (a 2025-04 label is read as the
 #    old path: the PR's "master" column is mid-April), build numbers not mapped (the merge's build number is not
@@ -213,30 +216,29 @@ LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
 HIP_MOE_LAYER_S = 50e-6
 # 1-HIP-MMQ-TILE. Column tiles of a MoE prompt pass's expert GEMMs in llama.cpp's HIP build
 #    (`performance.hip_mmq_expert_rows_factor`). Since ggml-org/llama.cpp PR #13199 ("CUDA: batched+noncont MMQ,
-#    refactor bs>1 MoE code", JohannesGaessler, 2025-04-29) `ggml_cuda_mul_mat_id` hands a micro-batch's routed
-#    rows, sorted by expert, to ONE MMQ launch (`ggml_cuda_mul_mat_q` with ids): the grid runs every expert's column
-#    tiles of mmq_x token columns, a tile past its expert's count returns at once ("if (jt*mmq_x >= col_diff)"), and
-#    a tile is computed whole however few of its columns hold tokens (mmq.cuh `mul_mat_q` / `mul_mat_q_process_tile`,
-#    read at 4227c9be, 2025-08-14, the llama.cpp vendored in llama-cpp-python 0.3.16; the same in ROCm/llama.cpp's
-#    later `mul_mat_q_switch_J`, mmq.cuh at 8202ec27). mmq_x is chosen for the whole launch, not per expert: the smallest multiple of 8 up
-#    to `get_mmq_x_max_host` that covers the launch's column count in the fewest tiles (`mul_mat_q_case`: from
-#    `args.ncols_y`, the routed rows, at 4227c9be; from `ncols_max`, the micro-batch's tokens, after the device-side
-#    ids helper; both 128 for a 512-token micro-batch). get_mmq_x_max_host is 128 with MFMA (CDNA) and 64 on AMD's
-#    dp4a GPUs (GCN, RDNA 1-3). So DeepSeek-V3's 512-token micro-batch (8 of 256 experts: ~16 rows per expert)
-#    computes 128-column tiles: ~8x the routed rows' arithmetic; Llama-4-Scout's (1 of 16: 32 rows) 64-column tiles,
-#    2x. Which HIP GPUs take MUL_MAT_ID through MMQ at a 512-token micro-batch (mmq.cu `ggml_cuda_should_use_mmq`):
-#    CDNA 3 always (`if (GGML_CUDA_CC_IS_CDNA3(cc)) return true;`, ggml-org/llama.cpp PR #14949, July 2025, on the
-#    MFMA MMQ of PR #14624; the ROCm/llama.cpp fork the AMDLCPP b5997 rows were built from carries the same gate
-#    today; its code at b5997 was not read); GCN and RDNA 1-2 always (the final `(!RDNA4 && !RDNA3 && !CDNA) || ...`).
-#    RDNA 3 / 4 and CDNA 1-2 are left out: at 512 tokens they take the per-expert fallback (`ne11 <
+#    refactor bs>1 MoE code", JohannesGaessler, 2025-04-29) `ggml_cuda_mul_mat_id` hands a micro-batch's routed rows,
+#    sorted by expert, to ONE MMQ launch (`ggml_cuda_mul_mat_q` with ids): the grid runs every expert's column tiles of
+#    mmq_x token columns, a tile past its expert's count returns at once ("if (jt*mmq_x >= col_diff)"), and a tile is
+#    computed whole however few of its columns hold tokens (mmq.cuh `mul_mat_q` / `mul_mat_q_process_tile`, read at
+#    4227c9be, 2025-08-14, the llama.cpp vendored in llama-cpp-python 0.3.16; the same in ROCm/llama.cpp's later
+#    `mul_mat_q_switch_J`, mmq.cuh at 8202ec27). mmq_x is chosen for the whole launch, not per expert: the smallest
+#    multiple of 8 up to `get_mmq_x_max_host` that covers the launch's column count in the fewest tiles
+#    (`mul_mat_q_case`: from `args.ncols_y`, the routed rows, at 4227c9be; from `ncols_max`, the micro-batch's tokens,
+#    after the device-side ids helper; both 128 for a 512-token micro-batch). get_mmq_x_max_host is 128 with MFMA (CDNA)
+#    and 64 on AMD's dp4a GPUs (GCN, RDNA 1-3). So DeepSeek-V3's 512-token micro-batch (8 of 256 experts: ~16 rows per
+#    expert) computes 128-column tiles: ~8x the routed rows' arithmetic; Llama-4-Scout's (1 of 16: 32 rows) 64-column
+#    tiles, 2x. Which HIP GPUs take MUL_MAT_ID through MMQ at a 512-token micro-batch (mmq.cu
+#    `ggml_cuda_should_use_mmq`): CDNA 3 always (`if (GGML_CUDA_CC_IS_CDNA3(cc)) return true;`, ggml-org/llama.cpp PR
+#    #14949, July 2025, on the MFMA MMQ of PR #14624; the ROCm/llama.cpp fork the AMDLCPP b5997 rows were built from
+#    carries the same gate today; its code at b5997 was not read); GCN and RDNA 1-2 always (the final `(!RDNA4 && !RDNA3
+#    && !CDNA) || ...`). RDNA 3 / 4 and CDNA 1-2 are left out: at 512 tokens they take the per-expert fallback (`ne11 <
 #    MMQ_DP4A_MAX_BATCH_SIZE` fails) or a gate by type and batch not modelled here. Month labels before these PRs keep
-#    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths
-#    from the source. The NVIDIA CUDA build runs the same MMQ code (mmq_x_max 128 with int8 tensor cores) and is left
-#    as it is here (its MoE prompt rows were fitted without it). Later upstream PRs size the tile by the mean rows per
-#    expert on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA #28709 were open
-#    when read): not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3 Q4_K_M pp512
-#    on 8 MI300X) +443 / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2 MI50)
-#    +38 / +17 % -> 0 / -16 %.
+#    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths from
+#    the source. The NVIDIA CUDA build runs the same MMQ code (mmq_x_max 128 with int8 tensor cores) and is left as it
+#    is here (its MoE prompt rows were fitted without it). Later upstream PRs size the tile by the mean rows per expert
+#    on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA #28709 were open when read):
+#    not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3 Q4_K_M pp512 on 8 MI300X) +443
+#    / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2 MI50) +38 / +17 % -> 0 / -16 %.
 HIP_MMQ_X_MAX_MFMA = 128  # mmq.cuh get_mmq_x_max_host: amd_mfma_available
 HIP_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: other AMD GPUs
 HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at every batch size (PR #14949)
