@@ -197,6 +197,7 @@ class TrainingSpeed:
     tp_s: Num
     ep_s: Num
     p2p_s: Num  # pipeline stages' exposed point-to-point sends (`pipeline_p2p_s`), part of busy_s
+    cp_s: Num  # context-parallel KV ring the attention does not hide (`context_parallel_ring_s`), part of busy_s
     qlora_s: Num
     bubble: Num
     bubble_s: Num
@@ -362,8 +363,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                        if arch.is_moe and _engine_is_megatron_core(plan.workload.engine) else 0.0)
     # the stage boundaries' activation sends and gradient receives (`pipeline_p2p_s`); inside `busy`, so the
     # bubble's fill and drain carry them too
-    p2p_s = pipeline_p2p_s(r, tokens_per_rank_step, micro, compute_s + tp_s + ep_s + qlora_s + moe_sync_s)
-    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s + p2p_s
+    # Transformer Engine's context-parallel K/V ring, what each step's attention does not hide
+    # (`context_parallel_ring_s`); inside `busy` as the pipeline sends are
+    cp_s = context_parallel_ring_s(r, tokens_per_rank_step, micro, attn_fwd / (attn_eff * peak_bf16 * 1e12),
+                                   recompute_attention)
+    p2p_s = pipeline_p2p_s(r, tokens_per_rank_step, micro,
+                           compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s)
+    busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s + p2p_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
     # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch; with
     # pipeline stages each rank launches only its stage's kernels, m times along the schedule's critical path
@@ -391,12 +397,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     hfu = total * hardware / (gpus * peak_mfu * 1e12)
     ttt = tr.tokens_to_train / total if tr.tokens_to_train else None
     compute_part = compute_s + qlora_s + opt_s + step_fixed + bubble_s
-    comm_part = comm_s + tp_s + ep_s + units_s + p2p_s
+    comm_part = comm_s + tp_s + ep_s + units_s + p2p_s + cp_s
     # the first of the largest part, as max() over (compute, interconnect, offload) picks it
     bound = vec.where(vec.both(compute_part >= comm_part, compute_part >= offload_s), "compute",
                       vec.where(comm_part >= offload_s, "interconnect", "offload"))
     return TrainingSpeed(tokens_per_s=total, step_s=step_s, mfu=mfu, hfu=hfu, time_to_train_s=ttt, bound=bound,
-                         model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, p2p_s=p2p_s, qlora_s=qlora_s,
+                         model_flops=model, busy_s=busy, tp_s=tp_s, ep_s=ep_s, p2p_s=p2p_s, cp_s=cp_s,
+                         qlora_s=qlora_s,
                          bubble=bubble,
                          bubble_s=bubble_s, micro=micro, opt_s=opt_s, step_fixed_s=step_fixed, comm_s=comm_s,
                          fsdp_units_s=units_s, offload_s=offload_s, peak_bf16=peak_mfu, dtype_label=dtype_label)
@@ -697,7 +704,7 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         f"MFU conventionally does; causal flash attention executes half of them; kernel "
         f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
-        f"{f.busy_s - f.tp_s - f.ep_s - f.p2p_s:.2f} s compute (GEMMs + "
+        f"{f.busy_s - f.tp_s - f.ep_s - f.p2p_s - f.cp_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
         + (", fp32 hidden states from PEFT's fp32 norms" if tr.method == "qlora" and kbit_stream_fp32(
             r, max(1, gpus // (r.hardware.tensor_parallel * r.hardware.pipeline_parallel))) else "")
@@ -705,6 +712,7 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" + {f.tp_s:.2f} s tensor-parallel all-reduce" if f.tp_s > 0 else "")
         + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
         + (f" + {f.p2p_s:.2f} s pipeline sends between stages" if f.p2p_s > 0 else "")
+        + (f" + {f.cp_s:.2f} s context-parallel K/V ring not hidden by attention" if f.cp_s > 0 else "")
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
@@ -1397,6 +1405,91 @@ def pipeline_p2p_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, busy_s: N
     if v == 1:
         return sends * send_s
     return vec.maximum(0.0, sends * send_s - busy_s)
+
+
+# Transformer Engine's context parallelism, as Megatron-Core and NeMo run it (`--cp-comm-type p2p`, their default):
+# transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py, `AttnFuncWithCPAndKVP2P`, at
+# TE v2.4 (commit 3cd6870ceb809f173a31e3cac5034e56cf879156, 2025-06-03).
+# GB200 / GB300 NVL72: 72 GPUs in one NVLink domain across the rack's compute trays (NVIDIA, "GB200 NVL72",
+# nvidia.com/en-us/data-center/gb200-nvl72/: "a 72-GPU NVLink domain"), so a group of up to 72 of them talks over
+# NVLink although the plan counts the 4 GPUs of a tray as a node.
+NVL72_GPU_PREFIXES = ("gb200", "gb300")
+NVL72_DOMAIN_GPUS = 72
+
+
+def context_parallel_link(r: ResolvedPlan) -> tuple[float, float]:
+    """(GB/s per direction, latency us) of one hop of the context-parallel ring. Megatron-Core orders its ranks
+    tensor innermost, then context (megatron/core/parallel_state.py, `initialize_model_parallel(order=
+    "tp-cp-ep-dp-pp")`), so a context-parallel group spans tp x cp adjacent GPUs: inside one node (or one GB200 /
+    GB300 NVL72 NVLink domain, `NVL72_DOMAIN_GPUS`) its hops are the GPUs' own link (`_dp_link` on one node;
+    on several, the card's link for a group of tp x cp, `interconnects.default_link`); beyond it some hop crosses nodes and every ring step waits for it: the GPU's
+    share of the node's network adapters, as for the pipeline sends (`pipeline_p2p_link`)."""
+    hw, tr = r.plan.hardware, r.plan.training
+    assert tr is not None
+    group = hw.tensor_parallel * tr.context_parallel
+    if hw.nodes <= 1:
+        return _dp_link(r)
+    g = r.gpu
+    nvl72 = g.id.lower().startswith(NVL72_GPU_PREFIXES) and group <= NVL72_DOMAIN_GPUS
+    if group <= hw.count or nvl72:
+        from mlrig.catalog.interconnects import default_link
+
+        d = default_link(g.pcie_gen, g.nvlink_gb_s, group, 1, g.nvlink_max_gpus, g.pcie_lanes)
+        return d.bandwidth_gb_s * (PCIE_COLLECTIVE_EFF if d.kind == "pcie" else 1.0), d.latency_us
+    return pipeline_p2p_link(r)
+
+
+def context_parallel_chunk_bytes(r: ResolvedPlan, tokens_per_micro: Num) -> Num:
+    """Bytes of the K and V chunk one context-parallel rank sends per ring step and layer: its s / cp tokens of
+    the micro-batch, K and V of the key/value heads its tensor-parallel rank holds (num_kv_heads / tp, at least
+    one; MLA's up-projected K and V: num_heads x (qk + v head dims) / tp), in the compute dtype (2 bytes; 4 in
+    fp32). TE keeps the exchange in bf16 under FP8 unless the inputs are already FP8 (`AttnFuncWithCPAndKVP2P.
+    forward`: "KV exchange is in BF16/FP16, cast received KV in each step"): 2 bytes there too."""
+    arch, hw, tr = r.arch, r.plan.hardware, r.plan.training
+    assert tr is not None
+    el = 4.0 if r.precision.compute == "fp32" else 2.0
+    if arch.is_mla:
+        qk_width, v_width = arch.attention_widths
+        width = float(qk_width + v_width) / hw.tensor_parallel
+    else:
+        width = 2.0 * max(1.0, arch.kv_heads / hw.tensor_parallel) * arch.dim_head
+    return tokens_per_micro / tr.context_parallel * width * el
+
+
+def context_parallel_ring_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, attn_fwd_s_per_token: Num,
+                            recompute_attention: bool) -> Num:
+    """Seconds per step a rank waits on Transformer Engine's context-parallel KV ring (`AttnFuncWithCPAndKVP2P`)
+    beyond the attention it overlaps. Megatron-Core / NeMo engines only (`MEGATRON_CORE_ENGINES`); others'
+    context parallelism (DeepSpeed-Ulysses all-to-all) is not priced here.
+
+    Forward, per layer and micro-batch: cp steps; step i computes the local queries against the K/V chunk
+    received in step i-1 while it sends that chunk on and receives the next (`flash_attn_p2p_communicate`,
+    posted before step i's attention, waited on at step i+1): cp - 1 sends of `context_parallel_chunk_bytes`,
+    each hidden behind one step's attention. With the load-balanced causal split (2 cp chunks, rank r holding
+    chunks r and 2cp - 1 - r) every step computes the same (s/cp)^2 / 2 pairs, so one step's attention is the
+    rank's layer attention / cp. Backward: cp steps, each sending while its attention backward (twice the
+    forward's FLOPs) runs and waiting before it accumulates dK/dV: the first sends K and V, the middle cp - 2
+    send K, V and the dK, dV of the previous chunk together (one tensor twice the size), the last only dK, dV.
+    A step exposes max(0, send - its attention); each send pays the link's latency once. Checkpointing that
+    re-runs the attention (`recompute_attention`) runs the forward ring again. Summed over the rank's
+    layers / pp and the step's `micro` micro-batches; `attn_fwd_s_per_token`: the whole model's attention forward
+    seconds per token on one GPU (split here over tp x cp ranks and the layers)."""
+    hw, tr, arch = r.plan.hardware, r.plan.training, r.arch
+    assert tr is not None
+    cp = tr.context_parallel
+    if cp <= 1 or not _engine_is_megatron_core(r.plan.workload.engine):
+        return 0.0
+    bw, lat_us = context_parallel_link(r)
+    chunk = context_parallel_chunk_bytes(r, tokens_per_micro)
+    send_s = chunk / (bw * 1e9) + lat_us * 1e-6
+    send2_s = 2.0 * chunk / (bw * 1e9) + lat_us * 1e-6
+    # one ring step's attention on one rank and layer
+    fwd_step_s = attn_fwd_s_per_token * tokens_per_micro / (hw.tensor_parallel * cp * arch.num_layers) / cp
+    bwd_step_s = 2.0 * fwd_step_s
+    fwd = (cp - 1) * vec.maximum(0.0, send_s - fwd_step_s)
+    bwd = (2 * vec.maximum(0.0, send_s - bwd_step_s) + (cp - 2) * vec.maximum(0.0, send2_s - bwd_step_s))
+    per_layer = fwd * (2.0 if recompute_attention else 1.0) + bwd
+    return micro * arch.num_layers / hw.pipeline_parallel * per_layer
 
 
 def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
