@@ -712,7 +712,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" + {f.tp_s:.2f} s tensor-parallel all-reduce" if f.tp_s > 0 else "")
         + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
         + (f" + {f.p2p_s:.2f} s pipeline sends between stages" if f.p2p_s > 0 else "")
-        + (f" + {f.cp_s:.2f} s context-parallel K/V ring not hidden by attention" if f.cp_s > 0 else "")
+        + ((f" + {f.cp_s:.2f} s" if f.cp_s >= 0.01 else f" + {f.cp_s * 1e3:.1f} ms")
+           + " context-parallel K/V ring not hidden by attention" if f.cp_s > 0 else "")
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
@@ -1422,8 +1423,9 @@ def context_parallel_link(r: ResolvedPlan) -> tuple[float, float]:
     tensor innermost, then context (megatron/core/parallel_state.py, `initialize_model_parallel(order=
     "tp-cp-ep-dp-pp")`), so a context-parallel group spans tp x cp adjacent GPUs: inside one node (or one GB200 /
     GB300 NVL72 NVLink domain, `NVL72_DOMAIN_GPUS`) its hops are the GPUs' own link (`_dp_link` on one node;
-    on several, the card's link for a group of tp x cp, `interconnects.default_link`); beyond it some hop crosses nodes and every ring step waits for it: the GPU's
-    share of the node's network adapters, as for the pipeline sends (`pipeline_p2p_link`)."""
+    on several, the card's link for a group of tp x cp, `interconnects.default_link`); beyond it some hop crosses
+    nodes and every ring step waits for it: the GPU's share of the node's network adapters, as for the pipeline
+    sends (`pipeline_p2p_link`)."""
     hw, tr = r.plan.hardware, r.plan.training
     assert tr is not None
     group = hw.tensor_parallel * tr.context_parallel
