@@ -84,3 +84,12 @@ def test_priced_in_the_step_and_shown_in_the_plan() -> None:
     # no context parallelism: no ring
     r1, _ = resolve_plan(_plan(training={"context_parallel": 1}, hardware={"nodes": 1}))
     assert ts.training_speed(r1, 1, 4096).cp_s == 0.0
+
+
+def test_limits_of_a_context_parallel_plan() -> None:
+    """`fewest_gpus` tries 1, 2, 4... GPUs with TP 1: CP 2 kept on one GPU raised a ValidationError traceback from
+    every `mlrig plan --cp 2`; it now narrows CP to what the count allows."""
+    from mlrig.planner import limits
+
+    lims = limits(_plan())
+    assert lims["min_gpus"] is not None

@@ -2130,9 +2130,11 @@ def fewest_gpus(r: ResolvedPlan, max_gpus: int = 64) -> int | None:
             zero = 3 if n > 1 else (plan.training.zero_stage if plan.training else 0)
             # expert parallelism as wide as n GPUs allow (it must divide them), experts whole (no TP here)
             ep = math.gcd(plan.training.expert_parallel, n) if plan.training else 1
+            # and context parallelism as wide as they allow (it must divide them too)
+            cp = math.gcd(plan.training.context_parallel, n) if plan.training else 1
             p = _with(plan, hardware__count=n, hardware__nodes=1, hardware__tensor_parallel=1,
                       hardware__pipeline_parallel=1, training__zero_stage=zero, training__expert_parallel=ep,
-                      training__expert_tensor_parallel=None)
+                      training__expert_tensor_parallel=None, training__context_parallel=cp)
         if _ok(r, p):
             return n
     return None
