@@ -1408,12 +1408,13 @@ def pipeline_p2p_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, busy_s: N
     return vec.maximum(0.0, sends * send_s - busy_s)
 
 
-# Transformer Engine's context parallelism, as Megatron-Core and NeMo run it (`--cp-comm-type p2p`, their default):
+# Transformer Engine's context parallelism, as Megatron-Core and NeMo run it (`--cp-comm-type p2p`, the default:
+# Megatron-LM megatron/training/arguments.py, `default=["p2p"]`; the a2a / allgather / a2a+p2p types are not priced):
 # transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py, `AttnFuncWithCPAndKVP2P`, at
 # TE v2.4 (commit 3cd6870ceb809f173a31e3cac5034e56cf879156, 2025-06-03).
-# GB200 / GB300 NVL72: 72 GPUs in one NVLink domain across the rack's compute trays (NVIDIA, "GB200 NVL72",
-# nvidia.com/en-us/data-center/gb200-nvl72/: "a 72-GPU NVLink domain"), so a group of up to 72 of them talks over
-# NVLink although the plan counts the 4 GPUs of a tray as a node.
+# GB200 / GB300 NVL72: the rack's 72 GPUs share one NVLink domain across its compute trays (the catalog entries'
+# 'NVLink5, 1.8 TB/s total (NVL72 domain)', from nvidia.com/en-us/data-center/gb200-nvl72/), so a group of up to
+# 72 of them talks over NVLink although the plan counts the 4 GPUs of a tray as a node.
 NVL72_GPU_PREFIXES = ("gb200", "gb300")
 NVL72_DOMAIN_GPUS = 72
 
