@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mlrig.estimators import efficiency as eff
-from mlrig.estimators.performance import hip_mmq_expert_rows_factor, hip_moe_host_sort_s
+from mlrig.estimators.performance import hip_moe_host_sort_s, mmq_expert_rows_factor
 from mlrig.planner import evaluate, resolve_plan
 
 DEEPSEEK_V3 = "deepseek-ai/DeepSeek-V3"
@@ -31,7 +31,7 @@ def _plan(model: str, gpu: str, precision: str = "q4_k_m", version: str | None =
 
 def _factor(model: str, gpu: str, tokens: int = 512, **kw: Any) -> float:
     r, _ = resolve_plan(_plan(model, gpu, **kw))
-    return float(hip_mmq_expert_rows_factor(r, r.engine, tokens))
+    return float(mmq_expert_rows_factor(r, r.engine, tokens))
 
 
 def _prefill_tok_s(plan: dict[str, Any]) -> float:
