@@ -269,14 +269,17 @@ LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of Apr
 #    expert reaches 43 (Blackwell) or 64 (Ampere/Ada) the formula returns 128, which is the width upstream already
 #    picks"), so the current code is the 128-column tile. No fitted figure. Fit rows moved (not chosen by them): the
 #    only llama.cpp-family MoE prompt rows on NVIDIA, LMSYSSPARK-0001 / -0003 / -0005 (Ollama, gpt-oss-20b MXFP4 on a
-#    DGX Spark, an RTX PRO 6000 Blackwell and an RTX 5090; prompt length and Ollama version not stated), were already
-#    +164..+194 % too fast and move toward their measurements; no CUDA MoE prompt row contradicts the tiles.
+#    DGX Spark, an RTX PRO 6000 Blackwell and an RTX 5090; prompt length and Ollama version not stated), were
+#    already too fast and move toward their measurements: +194 / +164 / +186 % -> +130 / +90 / +98 % (each expert's
+#    64 rows in a 128-column tile: 2x the routed arithmetic); no CUDA MoE prompt row contradicts the tiles.
 CUDA_MMQ_X_MAX_MMA = 128  # mmq.cuh get_mmq_x_max_host: turing_mma_available
 CUDA_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: NVIDIA below Volta
 CUDA_MMQ_ID_MMA_ARCHITECTURES = ("Turing", "Ampere", "Ada", "Hopper", "Blackwell")  # cc >= 7.5: MMQ at every batch
 CUDA_MMQ_ID_DP4A_ARCHITECTURES = ("Pascal (GP102", "Pascal (GP104", "Pascal (GP106", "Pascal (GP107",
                                   "Pascal (GP108")  # cc 6.1: no FP16 MMA -> MMQ at every batch; GP100 (6.0) not
 LLAMA_CPP_CUDA_MMQ_ID_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# IQ1_M's expert tensors (type 29) are not in should_use_mmq's list at 4227c9be (IQ1_S is): cuBLAS, not tiled
+LLAMA_CPP_MMQ_NOT_TAKEN = ("iq1_m",)
 # 1-HIP-IDS. The host-side sort of a MoE prompt pass's expert ids in llama.cpp's HIP build before ggml-org/llama.cpp
 #    PR #15525 ("CUDA: MoE helper in device code, better tile sizes", JohannesGaessler, opened 2025-08-23: "moves the
 #    helper code for the MoE MMQ kernel from host code to device code. This eliminates the need for

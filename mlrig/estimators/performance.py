@@ -1305,12 +1305,12 @@ def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM). CUDA (1-CUDA-MMQ-TILE): efficiency.CUDA_MMQ_X_MAX_MMA on Turing and
     later, efficiency.CUDA_MMQ_X_MAX_DP4A on Pascal GP102-GP108, month labels from
     efficiency.LLAMA_CPP_CUDA_MMQ_ID_FROM. None elsewhere (other engines, "llama.cpp-2024", vendors and
-    architectures, dense models, 16-bit weights, which MMQ does not take, and earlier month labels). No label or a
-    build number: the current code."""
+    architectures, dense models, weight types MMQ does not take (`mmq_takes`: 16-bit among them), and earlier month
+    labels). No label or a build number: the current code."""
     from mlrig.estimators.engines import parse_version
 
     a = r.arch
-    if not a.is_moe or not a.num_experts or r.precision.family == "f16":
+    if not a.is_moe or not a.num_experts or not mmq_takes(r.precision.name, r.precision.llama_cpp_only):
         return None
     gpu_arch = (r.gpu.architecture or "").strip()
     if engine == "llama.cpp-hip" and r.gpu.vendor == "AMD":
@@ -1334,6 +1334,13 @@ def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     if v is not None and v.month is not None and v.month < since:
         return None
     return tile
+
+
+def mmq_takes(precision: str, gguf_block_type: bool) -> bool:
+    """Whether llama.cpp's MMQ runs this weight type (mmq.cu `ggml_cuda_should_use_mmq`'s list at 4227c9be): the GGUF
+    block types (legacy, Q8_0, K- and IQ-quants) and MXFP4, less the IQ1_M mix (efficiency.LLAMA_CPP_MMQ_NOT_TAKEN);
+    16-bit and float types go to cuBLAS / hipBLAS."""
+    return (gguf_block_type or precision == "mxfp4") and precision not in eff.LLAMA_CPP_MMQ_NOT_TAKEN
 
 
 def mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
