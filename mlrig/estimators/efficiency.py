@@ -215,7 +215,7 @@ LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
 #    identified here.
 HIP_MOE_LAYER_S = 50e-6
 # 1-HIP-MMQ-TILE. Column tiles of a MoE prompt pass's expert GEMMs in llama.cpp's HIP build
-#    (`performance.hip_mmq_expert_rows_factor`). Since ggml-org/llama.cpp PR #13199 ("CUDA: batched+noncont MMQ,
+#    (`performance.mmq_expert_rows_factor`). Since ggml-org/llama.cpp PR #13199 ("CUDA: batched+noncont MMQ,
 #    refactor bs>1 MoE code", JohannesGaessler, 2025-04-29) `ggml_cuda_mul_mat_id` hands a micro-batch's routed rows,
 #    sorted by expert, to ONE MMQ launch (`ggml_cuda_mul_mat_q` with ids): the grid runs every expert's column tiles of
 #    mmq_x token columns, a tile past its expert's count returns at once ("if (jt*mmq_x >= col_diff)"), and a tile is
@@ -234,17 +234,52 @@ HIP_MOE_LAYER_S = 50e-6
 #    && !CDNA) || ...`). RDNA 3 / 4 and CDNA 1-2 are left out: at 512 tokens they take the per-expert fallback (`ne11 <
 #    MMQ_DP4A_MAX_BATCH_SIZE` fails) or a gate by type and batch not modelled here. Month labels before these PRs keep
 #    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths from
-#    the source. The NVIDIA CUDA build runs the same MMQ code (mmq_x_max 128 with int8 tensor cores) and is left as it
-#    is here (its MoE prompt rows were fitted without it). Later upstream PRs size the tile by the mean rows per expert
-#    on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA #28709 were open when read):
-#    not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3 Q4_K_M pp512 on 8 MI300X) +443
-#    / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2 MI50) +38 / +17 % -> 0 / -16 %.
+#    the source. The NVIDIA CUDA build runs the same MMQ code: 1-CUDA-MMQ-TILE below. Later upstream PRs size the tile
+#    by the mean rows per expert on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA
+#    #28709 were open when read): not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3
+#    Q4_K_M pp512 on 8 MI300X) +443 / +364 % -> +27 / +35 % (with 1-HIP-IDS), MI50X2-0021 / -0023 (Scout Q3_K_M on 2
+#    MI50) +38 / +17 % -> 0 / -16 %.
 HIP_MMQ_X_MAX_MFMA = 128  # mmq.cuh get_mmq_x_max_host: amd_mfma_available
 HIP_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: other AMD GPUs
 HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at every batch size (PR #14949)
 HIP_MMQ_ID_DP4A_ARCHITECTURES = ("GCN", "RDNA 1", "RDNA 2")  # should_use_mmq's final return: MMQ at every batch
 LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM = (2025, 8)  # PR #14949 merged at the end of July 2025
 LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# 1-CUDA-MMQ-TILE. The same column tiles in llama.cpp's CUDA build on NVIDIA GPUs (`performance.mmq_expert_tile`,
+#    `performance.mmq_expert_rows_factor`): 1-HIP-MMQ-TILE's launch is the CUDA code (ggml-cuda is compiled for HIP).
+#    Read at 4227c9be (2025-08-14, vendored in llama-cpp-python 0.3.16): `ggml_cuda_mul_mat_id` (ggml-cuda.cu) sends a
+#    MUL_MAT_ID of more than one token to `ggml_cuda_mul_mat_q` with the ids whenever `ggml_cuda_should_use_mmq(type,
+#    cc, ne12)` holds, and that is true at every batch size for the MMQ types (Q4_0..Q8_0, MXFP4, K-quants, IQ-quants;
+#    not F16 / BF16) once `turing_mma_available(cc)` (NVIDIA, compute capability >= 7.5: Turing, Ampere, Ada, Hopper,
+#    Blackwell), where `get_mmq_x_max_host` is 128; on Pascal with dp4a (cc 6.1: GP102-GP108) MMQ is taken too
+#    (`!fp16_mma_hardware_available(cc) || ...`) with mmq_x up to 64 (the highest compiled arch is below Volta). Volta
+#    (fp16 MMA, no int8 MMA) takes MMQ only below MMQ_DP4A_MAX_BATCH_SIZE = 64 tokens and GP100 (cc 6.0, no dp4a) never:
+#    at a prompt's micro-batch both run the per-expert cuBLAS fallback, not tiled here. With stream-k (NVIDIA Volta+) a
+#    tile past its expert's rows is skipped (`if (jt*mmq_x >= col_diff)`) and a partly filled one is computed whole, as
+#    on HIP; the widest tiles fit the shared memory of every MMA GPU (Q3_K at mmq_y = mmq_x = 128: ~62 KB of Turing's 64
+#    KB per block). Before PR #13199 (llama-cpp-python 0.3.8, llama.cpp at 7841fc72, March 2025, read for this)
+#    `ggml_cuda_mul_mat_id` copied the ids to the host, synchronised, and looped over the experts: each expert's rows
+#    gathered (k_copy_src1_to_contiguous) and multiplied by their own `ggml_cuda_mul_mat`, whose MMQ picked mmq_x for
+#    that expert's row count, so no tile wider than its rows (under 8-16 columns of padding: not modelled); its host
+#    sync and launches per expert are not priced here either. Month labels before LLAMA_CPP_CUDA_MMQ_ID_FROM keep that
+#    path (factor 1); build numbers are not mapped (PR #13199's build number is not established here) and take the
+#    current code; "llama.cpp-2024" (builds before CUDA graphs, mid-2024) is the old path. Upstream PR #26977 ("CUDA:
+#    Improve selection of routed MoE MMQ tile widths", anavp-nvidia, 2026-08-12) sizes the tile by the mean rows per
+#    expert on Ampere (>= 8.6), Ada and Blackwell; it was open when read (its description: "Once the mean columns per
+#    expert reaches 43 (Blackwell) or 64 (Ampere/Ada) the formula returns 128, which is the width upstream already
+#    picks"), so the current code is the 128-column tile. No fitted figure. Fit rows moved (not chosen by them): the
+#    only llama.cpp-family MoE prompt rows on NVIDIA, LMSYSSPARK-0001 / -0003 / -0005 (Ollama, gpt-oss-20b MXFP4 on a
+#    DGX Spark, an RTX PRO 6000 Blackwell and an RTX 5090; prompt length and Ollama version not stated), were
+#    already too fast and move toward their measurements: +194 / +164 / +186 % -> +130 / +90 / +98 % (each expert's
+#    64 rows in a 128-column tile: 2x the routed arithmetic); no CUDA MoE prompt row contradicts the tiles.
+CUDA_MMQ_X_MAX_MMA = 128  # mmq.cuh get_mmq_x_max_host: turing_mma_available
+CUDA_MMQ_X_MAX_DP4A = 64  # mmq.cuh get_mmq_x_max_host: NVIDIA below Volta
+CUDA_MMQ_ID_MMA_ARCHITECTURES = ("Turing", "Ampere", "Ada", "Hopper", "Blackwell")  # cc >= 7.5: MMQ at every batch
+CUDA_MMQ_ID_DP4A_ARCHITECTURES = ("Pascal (GP102", "Pascal (GP104", "Pascal (GP106", "Pascal (GP107",
+                                  "Pascal (GP108")  # cc 6.1: no FP16 MMA -> MMQ at every batch; GP100 (6.0) not
+LLAMA_CPP_CUDA_MMQ_ID_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# IQ1_M's expert tensors (type 29) are not in should_use_mmq's list at 4227c9be (IQ1_S is): cuBLAS, not tiled
+LLAMA_CPP_MMQ_NOT_TAKEN = ("iq1_m",)
 # 1-HIP-IDS. The host-side sort of a MoE prompt pass's expert ids in llama.cpp's HIP build before ggml-org/llama.cpp
 #    PR #15525 ("CUDA: MoE helper in device code, better tile sizes", JohannesGaessler, opened 2025-08-23: "moves the
 #    helper code for the MoE MMQ kernel from host code to device code. This eliminates the need for

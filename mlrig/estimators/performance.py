@@ -1297,26 +1297,37 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
 
 
-def hip_mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
+def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     """Maximum column tile (mmq_x) of the single MMQ launch that runs a MoE micro-batch's expert GEMMs in
-    llama.cpp's HIP build, where the GPU takes MUL_MAT_ID through MMQ at a prompt's micro-batch
-    (efficiency.py 1-HIP-MMQ-TILE): efficiency.HIP_MMQ_X_MAX_MFMA on CDNA 3 (month labels from
+    llama.cpp's HIP and CUDA builds, where the GPU takes MUL_MAT_ID through MMQ at a prompt's micro-batch.
+    HIP (efficiency.py 1-HIP-MMQ-TILE): efficiency.HIP_MMQ_X_MAX_MFMA on CDNA 3 (month labels from
     efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM), efficiency.HIP_MMQ_X_MAX_DP4A on GCN and RDNA 1-2 (from
-    efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM); None elsewhere (other engines, vendors and architectures, dense
-    models, 16-bit weights, which MMQ does not take, and earlier month labels). No label or a build number: the
-    current code."""
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM). CUDA (1-CUDA-MMQ-TILE): efficiency.CUDA_MMQ_X_MAX_MMA on Turing and
+    later, efficiency.CUDA_MMQ_X_MAX_DP4A on Pascal GP102-GP108, month labels from
+    efficiency.LLAMA_CPP_CUDA_MMQ_ID_FROM. None elsewhere (other engines, "llama.cpp-2024", vendors and
+    architectures, dense models, weight types MMQ does not take (`mmq_takes`: 16-bit among them), and earlier month
+    labels). No label or a build number: the current code."""
     from mlrig.estimators.engines import parse_version
 
     a = r.arch
-    if engine != "llama.cpp-hip" or r.gpu.vendor != "AMD" or not a.is_moe or not a.num_experts:
-        return None
-    if r.precision.family == "f16":
+    if not a.is_moe or not a.num_experts or not mmq_takes(r.precision.name, r.precision.llama_cpp_only):
         return None
     gpu_arch = (r.gpu.architecture or "").strip()
-    if gpu_arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
-        tile, since = eff.HIP_MMQ_X_MAX_MFMA, eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM
-    elif gpu_arch.startswith(eff.HIP_MMQ_ID_DP4A_ARCHITECTURES):
-        tile, since = eff.HIP_MMQ_X_MAX_DP4A, eff.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM
+    if engine == "llama.cpp-hip" and r.gpu.vendor == "AMD":
+        if gpu_arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
+            tile, since = eff.HIP_MMQ_X_MAX_MFMA, eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM
+        elif gpu_arch.startswith(eff.HIP_MMQ_ID_DP4A_ARCHITECTURES):
+            tile, since = eff.HIP_MMQ_X_MAX_DP4A, eff.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM
+        else:
+            return None
+    elif engine == "llama.cpp" and r.gpu.vendor == "NVIDIA":
+        if gpu_arch.startswith(eff.CUDA_MMQ_ID_MMA_ARCHITECTURES):
+            tile = eff.CUDA_MMQ_X_MAX_MMA
+        elif gpu_arch.startswith(eff.CUDA_MMQ_ID_DP4A_ARCHITECTURES):
+            tile = eff.CUDA_MMQ_X_MAX_DP4A
+        else:
+            return None
+        since = eff.LLAMA_CPP_CUDA_MMQ_ID_FROM
     else:
         return None
     v = parse_version(r.workload.engine_version)
@@ -1325,16 +1336,24 @@ def hip_mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     return tile
 
 
-def hip_mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
-    """Token columns the routed experts' MMQ launch of a prompt pass computes in llama.cpp's HIP build, per
-    routed row (token x chosen expert), >= 1 (efficiency.py 1-HIP-MMQ-TILE: one launch per MUL_MAT_ID, every
-    expert's tokens in tiles of mmq_x columns, each computed whole). With T tokens in a micro-batch of at most
-    LLAMA_CPP_N_UBATCH, mmq_x = J = the smallest multiple of 8 covering T, capped at `hip_mmq_expert_tile`
-    (mmq.cuh `mul_mat_q_case`, which takes the fewest tiles over the launch's columns); n = T k rows land on
-    E_t = E x `experts_touched_fraction` experts, lam = n / E_t each (uniform routing), and an expert with c rows
-    computes J x ceil(c / J) columns: ~max(J, lam + J / 2) for Poisson counts (as `apple_expert_gemm_rows_factor`).
-    DeepSeek-V3 (8 of 256) at 512 tokens on an MI300X: lam = 16, J = 128: 8.0. 1 where the tile does not apply."""
-    tile_max = hip_mmq_expert_tile(r, engine)
+def mmq_takes(precision: str, gguf_block_type: bool) -> bool:
+    """Whether llama.cpp's MMQ runs this weight type (mmq.cu `ggml_cuda_should_use_mmq`'s list at 4227c9be): the GGUF
+    block types (legacy, Q8_0, K- and IQ-quants) and MXFP4, less the IQ1_M mix (efficiency.LLAMA_CPP_MMQ_NOT_TAKEN);
+    16-bit and float types go to cuBLAS / hipBLAS."""
+    return (gguf_block_type or precision == "mxfp4") and precision not in eff.LLAMA_CPP_MMQ_NOT_TAKEN
+
+
+def mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Token columns the routed experts' MMQ launch of a prompt pass computes in llama.cpp's HIP and CUDA builds,
+    per routed row (token x chosen expert), >= 1 (efficiency.py 1-HIP-MMQ-TILE and 1-CUDA-MMQ-TILE: one launch per
+    MUL_MAT_ID, every expert's tokens in tiles of mmq_x columns, each computed whole). With T tokens in a
+    micro-batch of at most LLAMA_CPP_N_UBATCH, mmq_x = J = the smallest multiple of 8 covering T, capped at
+    `mmq_expert_tile` (mmq.cuh `mul_mat_q_case`, which takes the fewest tiles over the launch's columns); n = T k
+    rows land on E_t = E x `experts_touched_fraction` experts, lam = n / E_t each (uniform routing), and an expert
+    with c rows computes J x ceil(c / J) columns: ~max(J, lam + J / 2) for Poisson counts (as
+    `apple_expert_gemm_rows_factor`). DeepSeek-V3 (8 of 256) at 512 tokens on an MI300X or an H100: lam = 16,
+    J = 128: 8.0. 1 where the tile does not apply."""
+    tile_max = mmq_expert_tile(r, engine)
     if tile_max is None:
         return 1.0
     a = r.arch
@@ -1659,11 +1678,11 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
-    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * hip_mmq_expert_rows_factor(
+    tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * mmq_expert_rows_factor(
         r, s.engine, batch * prompt)
     if vec.is_array(tiled) or tiled != 1.0:
         # the grouped expert GEMMs compute whole tiles of each expert's tokens (`apple_expert_gemm_rows_factor`,
-        # `hip_mmq_expert_rows_factor`)
+        # `mmq_expert_rows_factor`)
         cost = replace(cost, flops=cost.flops + cost.expert_flops * (tiled - 1.0),
                        expert_flops=cost.expert_flops * tiled)
     t = _timed(cost, r, s, batch * prompt, decode=False, sequences=batch)
