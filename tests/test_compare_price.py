@@ -79,3 +79,15 @@ def test_markdown_carries_price_date_and_source_id() -> None:
 def test_no_priced_gpu_says_so() -> None:
     out = _invoke("--gpu", "H100 SXM", "--gpu", "A100 80GB SXM")
     assert "$ per" not in out and "none of these GPUs has a card price" in " ".join(out.split())
+
+
+def test_web_compare_page_shows_the_price_columns() -> None:
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from mlrig.web import create_app
+
+    page = TestClient(create_app(), base_url="http://127.0.0.1:8765").get(
+        "/compare", params=[("model", "llama-3.1-8b"), ("gpu", "P40"), ("gpu", "H100 SXM")])
+    assert page.status_code == 200
+    assert "$ per decode tok/s" in page.text and 'title="p40-used, 2026-05-20">300 (used)' in page.text
