@@ -91,3 +91,14 @@ def test_web_compare_page_shows_the_price_columns() -> None:
         "/compare", params=[("model", "llama-3.1-8b"), ("gpu", "P40"), ("gpu", "H100 SXM")])
     assert page.status_code == 200
     assert "$ per decode tok/s" in page.text and 'title="p40-used, 2026-05-20">300 (used)' in page.text
+
+
+def test_prices_file_overrides_the_book(tmp_path: Path) -> None:
+    """`--prices FILE` merges by key as in `recommend`: a P40 found for $150 halves its $ per tok/s."""
+    f = tmp_path / "p.toml"
+    f.write_text('[gpu.p40-used]\nprice_usd = 150\ndate = "2026-11-20"\n')
+    row = json.loads(_invoke("--gpu", "P40", "--prices", str(f), "--json"))[0]
+    assert row["price"]["usd"] == 150 and row["price"]["date"] == "2026-11-20"
+    assert row["price"]["usd_per_tok_s"] == pytest.approx(150 / row["result"]["performance"]["decode_tok_s"], abs=0.01)
+    res = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "P40", "--prices", str(tmp_path / "no.toml")])
+    assert res.exit_code == 2 and "not found" in res.output and "Traceback" not in res.output

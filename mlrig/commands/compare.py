@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -39,6 +40,9 @@ InterconnectsOpt = Annotated[list[str] | None, typer.Option(
     "--interconnect", help="links between each machine's GPUs: one for every --gpu, one row each for one --gpu, "
     "or one per --gpu in the same order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... "
     "(mlrig/data/interconnects.json)")]
+PriceFilesOpt = Annotated[list[Path] | None, typer.Option(
+    "--prices", help="extra price file(s) for the price columns, merged by key (as `recommend`; `mlrig prices` lists "
+    "the book)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
     "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
 
@@ -69,12 +73,14 @@ def compare_cmd(
     load: LoadOpt = None,
     request_rate: RequestRateOpt = None,
     num_requests: NumRequestsOpt = None,
+    prices: PriceFilesOpt = None,
     as_json: JsonOpt = False,
     markdown: MarkdownOpt = False,
     *, setup: dict[str, Any],
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant (for --task
-    finetune / pretrain or --method: training tokens/s, step time and MFU instead).
+    finetune / pretrain or --method: training tokens/s, step time and MFU instead), and where the price
+    book has the GPU, the cards' price and $ per decode (or training) tok/s: "is it worth the price?".
 
     A variant that cannot be evaluated (a misspelt GPU, a precision the engine lacks) is reported
     in its row and the others still run; the exit status is then 1, as `mlrig eval`'s."""
@@ -86,7 +92,8 @@ def compare_cmd(
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
                         seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
-                        load=load, request_rate=request_rate, num_requests=num_requests, **setup)
+                        load=load, request_rate=request_rate, num_requests=num_requests, price_files=prices,
+                        **setup)
     failed = sum(1 for r in rows if r["result"].get("error"))
     varying = _varying(gpu, precision, engine, method)
     if method and not varying[3]:  # the training method is the same in every row: the title says it
@@ -131,10 +138,12 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
 
 
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
-                 engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
+                 engine: list[str] | None = None, price_files: list[Path] | None = None,
+                 **common: Any) -> list[dict[str, Any]]:
     """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
-    batch, context, ..., and the serving-setup flags; `method` one name or a list to compare). Raises MlrigError
+    batch, context, ..., and the serving-setup flags; `method` one name or a list to compare); each row's `price`
+    is row_price's (the built-in price book, the user's and `price_files` merged). Raises MlrigError
     for over 64 variants, or when every variant fails alike."""
     from mlrig.catalog.gpus import split_gpu_count
     from mlrig.errors import MlrigError
@@ -162,7 +171,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     varying[0] = len({g for g, _ in pairs}) > 1 or not gpu  # one GPU with two kinds of links: the links label rows
     vary_links = len({link for _, link in pairs}) > 1
     rows: list[dict[str, Any]] = []
-    prices = _price_lookup()
+    prices = _price_lookup(price_files)
     for g, link in pairs:
         for q in precs:
             for e in engines:
@@ -190,13 +199,13 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     return rows
 
 
-def _price_lookup() -> tuple[Any, dict[str, str]]:
-    """The price book (built-in + the user's ~/.config/mlrig/prices.toml, as `recommend` and `mlrig prices` read
-    it) and each `[gpu]` entry's catalog GPU id."""
+def _price_lookup(files: list[Path] | None = None) -> tuple[Any, dict[str, str]]:
+    """The price book (built-in + the user's ~/.config/mlrig/prices.toml + `files`, as `recommend` and `mlrig prices`
+    read it) and each `[gpu]` entry's catalog GPU id."""
     from mlrig.advisor.prices import load_prices, resolved_entries
     from mlrig.catalog.gpus import resolve_gpu
 
-    book = load_prices()
+    book = load_prices(files)
     return book, resolved_entries(book, resolve_gpu)
 
 
