@@ -100,5 +100,9 @@ def test_prices_file_overrides_the_book(tmp_path: Path) -> None:
     row = json.loads(_invoke("--gpu", "P40", "--prices", str(f), "--json"))[0]
     assert row["price"]["usd"] == 150 and row["price"]["date"] == "2026-11-20"
     assert row["price"]["usd_per_tok_s"] == pytest.approx(150 / row["result"]["performance"]["decode_tok_s"], abs=0.01)
-    res = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "P40", "--prices", str(tmp_path / "no.toml")])
-    assert res.exit_code == 2 and "not found" in res.output and "Traceback" not in res.output
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "mlrig.cli", "compare", "llama-3.1-8b", "--gpu", "P40", "--prices",
+                          str(tmp_path / "no.toml")], capture_output=True, text=True, timeout=240)
+    assert res.returncode == 2 and "not found" in res.stderr and "Traceback" not in res.stderr, res.stderr
