@@ -214,8 +214,10 @@ def row_price(result: dict[str, Any], gpus: int, prices: tuple[Any, dict[str, st
     (mlrig.advisor.prices.card_price: new, else used), the row's `gpus` of them, and the value figure
     `usd_per_tok_s` = the cards' price / the row's speed, the speed being decode tok/s for inference and training
     tokens/s for training (the figure the table shows: a whole row's, all its GPUs). Lower is better. It is None
-    where the row has no speed (an error, a plan that does not fit). 'Tokens per second per dollar' is how
-    GPU buying guides rank cards; its inverse here reads as a price ("$131 buys one decode tok/s")."""
+    where the row has no speed (an error, a plan that does not fit). Price-to-performance guides divide the price
+    by the speed ("dollars per hour divided by tokens per second", https://www.gmicloud.ai/en/blog/gpu-price-
+    performance-formula-inference, 2026-04-13, for rented GPUs; others print its inverse, tokens/s per dollar):
+    for a card bought, its price / tok/s, which reads as a price ("$131 buys one decode tok/s")."""
     import datetime as dt
 
     from mlrig.advisor.prices import card_price
