@@ -382,7 +382,7 @@ def price_footnote(rows: list[dict[str, Any]], training: bool, bound_dropped: bo
     speed = "train tok/s" if training else "decode tok/s"
     none = "; — = not in the book" if any(not r.get("price") for r in rows) else ""
     dropped = "; bound column left out to fit" if bound_dropped else ""
-    return (f"prices: list{used} estimates of {when}{age} (re-check: `mlrig prices`); $ per {speed} = price of "
+    return (f"prices: list{used} estimates dated {when}{age} (re-check: `mlrig prices`); $ per {speed} = price of "
             f"the row's cards / {speed}, lower is better{none}{dropped}")
 
 
