@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlrig.commands._common import (
+    NO_PRICES,
     SHORT_BOUND,
     fmt_num,
     is_overload_band,
@@ -15,6 +16,8 @@ from mlrig.commands._common import (
     max_model_len_clause,
     overload_band_text,
     pooled_engines,
+    price_cells,
+    price_footnote,
     reservation_caption,
     shortfall_text,
 )
@@ -153,8 +156,6 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     each speed's p90 band and the scope that band comes from (the decode figure's, or for `training` rows
     the training tokens/s figure's; the others are in `--json`). Training rows show training tokens/s, step
     time and MFU in place of decode / prefill / TTFT, which a training plan does not have."""
-    from mlrig.commands.compare import NO_PRICES, _price_cells, price_footnote
-
     hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
     speed_header = (["training tokens/s", "step s", "MFU %", *(["time to train h"] if hours else [])] if training
                     else ["decode tok/s", "prefill tok/s", "TTFT ms"])
@@ -169,7 +170,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
         res = r["result"]
         if res.get("error"):
             body.append([r["variant"], "—", "—", "error", *["—"] * len(speed_header),
-                         *(_price_cells(r.get("price")) if priced else []), "—", "—"])
+                         *(price_cells(r.get("price")) if priced else []), "—", "—"])
             errors.append(f"- {r['variant']}: {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -190,7 +191,7 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
             speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
                      "yes" if res.get("fits") else "**no**", *speeds,
-                     *(_price_cells(r.get("price")) if priced else []),
+                     *(price_cells(r.get("price")) if priced else []),
                      SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
                      validated(_headline_validation(res))])
     lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
