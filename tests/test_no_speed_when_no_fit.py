@@ -26,7 +26,8 @@ def test_compare_table_has_no_training_speed_for_a_row_that_does_not_fit() -> No
     out = _run(*ARGS)
     row = next(line for line in out.splitlines() if line.strip().startswith("RTX 4090"))
     cells = row.split()
-    assert cells[-6:] == ["no", "—", "—", "—", "—", "—"], row  # tok/s, step s, MFU, hours, bound
+    # tok/s, step s, MFU, hours; then the card's price (it has one), $ per train tok/s (no speed: none), bound
+    assert cells[-8:-3] == ["no", "—", "—", "—", "—"] and cells[-3] != "—" and cells[-2:] == ["—", "—"], row
     assert re.search(r"does not fit \(no speed shown\): RTX 4090 \(1,4\d\d\.\d GiB short per GPU\)", " ".join(
         out.split())), out
     data = json.loads(_run(*ARGS, "--json"))
@@ -38,7 +39,8 @@ def test_compare_markdown_says_why_instead_of_a_speed() -> None:
     out = _run(*ARGS, "--markdown")
     row = next(line for line in out.splitlines() if line.startswith("| RTX 4090"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3] == "**no**" and cells[4:9] == ["—"] * 5, row
+    # speeds, then price (known), $ per train tok/s (no speed: none), bound
+    assert cells[3] == "**no**" and cells[4:8] == ["—"] * 4 and cells[8] != "—" and cells[9:11] == ["—"] * 2, row
     assert re.search(r"- RTX 4090: does not fit \(1,4\d\d\.\d GiB short per GPU\)", out), out
 
 

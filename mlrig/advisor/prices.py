@@ -433,3 +433,16 @@ def coverage(book: PriceBook, gpu_ids: Sequence[str], resolve: Callable[[str], A
             out.append(Coverage(gpu=gid, status="missing",
                                 reason="not in the price book yet: give --price USD or add it with --prices FILE"))
     return out
+
+
+def card_price(book: PriceBook, gpu_id: str, ids: dict[str, str]) -> GpuPrice | None:
+    """The price book's price for one card of catalog GPU `gpu_id` (`compare`'s price column): the new price
+    where the book has one, else the used one (the P40 is sold only used); the lowest where several entries
+    name the GPU in that condition. Cards not sold retail (`buyable = false`) and GPUs with no `[gpu]` entry
+    have none. `ids` is `resolved_entries(book, resolve_gpu)`: GPUs are matched as `recommend` matches them."""
+    cards = [p for k, p in book.gpus.items() if ids.get(k) == gpu_id and p.buyable]
+    for condition in ("new", "used"):
+        same = [p for p in cards if p.condition == condition]
+        if same:
+            return min(same, key=lambda p: p.price_usd)
+    return None

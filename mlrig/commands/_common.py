@@ -614,3 +614,32 @@ def shortfall_text(result: dict[str, Any]) -> str:
     refuses it for another reason, which `plan` names) or its memory is not known."""
     headroom = (result.get("memory") or {}).get("headroom_gib")
     return f" ({-headroom:,.1f} GiB short per GPU)" if headroom is not None and headroom < 0 else ""
+
+
+# ---- compare's price columns (the terminal table, --markdown and their footnote) ----
+
+NO_PRICES = "prices: none of these GPUs has a card price in the book (`mlrig prices --coverage` says why)"
+
+
+def price_cells(price: dict[str, Any] | None) -> list[str]:
+    """The price and value cells of one row: '6,800' (a used price '300u'), '131'; '—' where there is none."""
+    if not price:
+        return ["—", "—"]
+    usd = f"{price['usd']:,.0f}{'u' if price['condition'] == 'used' else ''}"
+    return [usd, fmt_num(price.get("usd_per_tok_s"))]
+
+
+def price_footnote(rows: list[dict[str, Any]], training: bool, bound_dropped: bool = False) -> str:
+    """The line under a priced compare table: what the value column is, the prices' dates and age, that they are
+    list (new) or used-market estimates, and where to re-check them."""
+    priced = [r["price"] for r in rows if r.get("price")]
+    dates = sorted({p["date"] for p in priced})
+    ages = [p["age_days"] for p in priced if p.get("age_days") is not None]
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    age = f", {'up to ' if len(set(ages)) > 1 else ''}{max(ages) / 30.44:.0f} months old" if ages else ""
+    used = " or used (u)" if any(p["condition"] == "used" for p in priced) else ""
+    speed = "train tok/s" if training else "decode tok/s"
+    none = "; — = not in the book" if any(not r.get("price") for r in rows) else ""
+    dropped = "; bound column left out to fit" if bound_dropped else ""
+    return (f"prices: list{used} estimates dated {when}{age} (re-check: `mlrig prices`); $ per {speed} = price of "
+            f"the row's cards / {speed}, lower is better{none}{dropped}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from mlrig.commands._common import (
+    NO_PRICES,
     BatchOpt,
     ContextOpt,
     CountOpt,
@@ -25,6 +27,8 @@ from mlrig.commands._common import (
     TokensOpt,
     TpOpt,
     fmt_num,
+    price_cells,
+    price_footnote,
     setup_options,
     workload_fields,
 )
@@ -39,6 +43,9 @@ InterconnectsOpt = Annotated[list[str] | None, typer.Option(
     "--interconnect", help="links between each machine's GPUs: one for every --gpu, one row each for one --gpu, "
     "or one per --gpu in the same order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... "
     "(mlrig/data/interconnects.json)")]
+PriceFilesOpt = Annotated[list[Path] | None, typer.Option(
+    "--prices", help="extra price file(s) for the price columns, merged by key (as `recommend`; `mlrig prices` lists "
+    "the book)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
     "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
 
@@ -69,12 +76,14 @@ def compare_cmd(
     load: LoadOpt = None,
     request_rate: RequestRateOpt = None,
     num_requests: NumRequestsOpt = None,
+    prices: PriceFilesOpt = None,
     as_json: JsonOpt = False,
     markdown: MarkdownOpt = False,
     *, setup: dict[str, Any],
 ) -> None:
     """Memory per GPU, fits, decode/prefill tok/s, TTFT and bound, one row per variant (for --task
-    finetune / pretrain or --method: training tokens/s, step time and MFU instead).
+    finetune / pretrain or --method: training tokens/s, step time and MFU instead), and where the price
+    book has the GPU, the cards' price and $ per decode (or training) tok/s: "is it worth the price?".
 
     A variant that cannot be evaluated (a misspelt GPU, a precision the engine lacks) is reported
     in its row and the others still run; the exit status is then 1, as `mlrig eval`'s."""
@@ -86,7 +95,8 @@ def compare_cmd(
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
                         seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
-                        load=load, request_rate=request_rate, num_requests=num_requests, **setup)
+                        load=load, request_rate=request_rate, num_requests=num_requests, price_files=prices,
+                        **setup)
     failed = sum(1 for r in rows if r["result"].get("error"))
     varying = _varying(gpu, precision, engine, method)
     if method and not varying[3]:  # the training method is the same in every row: the title says it
@@ -131,10 +141,12 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
 
 
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
-                 engine: list[str] | None = None, **common: Any) -> list[dict[str, Any]]:
+                 engine: list[str] | None = None, price_files: list[Path] | None = None,
+                 **common: Any) -> list[dict[str, Any]]:
     """`mlrig compare --json`: one row per GPU x precision x engine, each with its PlanResult (an error in
     the row when that variant cannot be evaluated). `common` are workload_fields() arguments (task,
-    batch, context, ..., and the serving-setup flags; `method` one name or a list to compare). Raises MlrigError
+    batch, context, ..., and the serving-setup flags; `method` one name or a list to compare); each row's `price`
+    is row_price's (the built-in price book, the user's and `price_files` merged). Raises MlrigError
     for over 64 variants, or when every variant fails alike."""
     from mlrig.catalog.gpus import split_gpu_count
     from mlrig.errors import MlrigError
@@ -162,6 +174,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     varying[0] = len({g for g, _ in pairs}) > 1 or not gpu  # one GPU with two kinds of links: the links label rows
     vary_links = len({link for _, link in pairs}) > 1
     rows: list[dict[str, Any]] = []
+    prices = _price_lookup(price_files)
     for g, link in pairs:
         for q in precs:
             for e in engines:
@@ -181,10 +194,52 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
                         row["interconnect"] = link
                     if m is not None:
                         row["method"] = m
-                    rows.append({**row, "result": round_floats(res.model_dump(mode="json"))})
+                    result = round_floats(res.model_dump(mode="json"))
+                    gpus = (fields.get("count") or 1) * (fields.get("nodes") or 1)
+                    rows.append({**row, "result": result, "price": row_price(result, gpus, prices)})
     if all(r["result"].get("error") for r in rows) and len({r["result"]["error"] for r in rows}) == 1:
         raise MlrigError(rows[0]["result"]["error"])  # e.g. an unknown model: one line, exit 2
     return rows
+
+
+def _price_lookup(files: list[Path] | None = None) -> tuple[Any, dict[str, str]]:
+    """The price book (built-in + the user's ~/.config/mlrig/prices.toml + `files`, as `recommend` and `mlrig prices`
+    read it) and each `[gpu]` entry's catalog GPU id."""
+    from mlrig.advisor.prices import load_prices, resolved_entries
+    from mlrig.catalog.gpus import resolve_gpu
+
+    book = load_prices(files)
+    return book, resolved_entries(book, resolve_gpu)
+
+
+def row_price(result: dict[str, Any], gpus: int, prices: tuple[Any, dict[str, str]]) -> dict[str, Any] | None:
+    """A compare row's price (None when the price book has no card price for its GPU): the card's price
+    (mlrig.advisor.prices.card_price: new, else used), the row's `gpus` of them, and the value figure
+    `usd_per_tok_s` = the cards' price / the row's speed, the speed being decode tok/s for inference and training
+    tokens/s for training (the figure the table shows: a whole row's, all its GPUs). Lower is better. It is None
+    where the row has no speed (an error, a plan that does not fit). Price-to-performance guides divide the price
+    by the speed ("dollars per hour divided by tokens per second", https://www.gmicloud.ai/en/blog/gpu-price-
+    performance-formula-inference, 2026-04-13, for rented GPUs; others print its inverse, tokens/s per dollar):
+    for a card bought, its price / tok/s, which reads as a price ("$131 buys one decode tok/s")."""
+    import datetime as dt
+
+    from mlrig.advisor.prices import card_price
+
+    book, ids = prices
+    if not result.get("gpu"):
+        return None
+    card = card_price(book, result["gpu"], ids)
+    if card is None:
+        return None
+    perf = result.get("performance") or {}
+    training = perf.get("train_tokens_per_s") is not None
+    metric = "train_tokens_per_s" if training else "decode_tok_s"
+    speed = perf.get(metric) if result.get("fits") is not False and not result.get("error") else None
+    usd = card.price_usd * gpus
+    return {"key": card.key, "condition": card.condition, "usd_per_gpu": card.price_usd, "gpus": gpus, "usd": usd,
+            "usd_per_tok_s": round(usd / speed, 2) if speed else None, "per": metric,
+            "date": card.date, "age_days": card.age_days(dt.date.today()), "verification": card.verification,
+            "source": card.source}
 
 
 def _interconnects(gpus: list[str | None], given: list[str] | str | None) -> list[str | None]:
@@ -207,9 +262,8 @@ def _interconnects(gpus: list[str | None], given: list[str] | str | None) -> lis
 
 
 def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> None:
-    from rich import box
     from rich.markup import escape
-    from rich.table import Table
+    from rich.measure import Measurement
 
     from mlrig.commands._common import (
         SHORT_BOUND,
@@ -226,24 +280,23 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     training = is_training(rows)
     # engines that vary are in the variant label; training plans have no serving engine
     show_engine = len({r["engine"] for r in rows}) == 1 and not training
-    table = Table(title=f"{title}: side by side", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)  # fits 80 columns
     # --tokens: the time to train them, the figure "how long on 8x A100? on one 4090?" asks for
     hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
     speed_cols = (["train\ntok/s", "step\ns", "MFU\n%", *(["train\nh"] if hours else [])] if training
                   else ["decode\ntok/s", "prefill\ntok/s", "TTFT\nms"])
-    cols = ["variant", *(["engine"] if show_engine else []), "GiB\n/GPU", "fits", *speed_cols, "bound"]
-    for col in cols:
-        text = col in ("variant", "engine", "bound")
-        table.add_column(col, justify="left" if text else "right", no_wrap=True)
+    priced = any(r.get("price") for r in rows)  # no GPU in the price book: no price columns, as before
+    price_cols = ["price\n$", f"$ per\n{'train' if training else 'decode'}\ntok/s"] if priced else []
+    cols = ["variant", *(["engine"] if show_engine else []), "GiB\n/GPU", "fits", *speed_cols, *price_cols, "bound"]
+    cells: list[list[str]] = []
     bands: list[tuple[dict[str, float], dict[str, Any]]] = []
     rate_runs: list[bool] = []  # rows whose TTFT band may be a rate run's one-sided overload band
     errors: list[str] = []
     for r in rows:
         res = r["result"]
+        prices = price_cells(r.get("price")) if priced else []
         if res.get("error"):
-            table.add_row(r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
-                          *["—"] * len(speed_cols), "—")
+            cells.append([r["variant"], *(["—"] if show_engine else []), "—", "[red]error[/]",
+                          *["—"] * len(speed_cols), *prices, "—"])
             errors.append(f"[red]{escape(r['variant'])}:[/] {escape(res['error'])}")  # '[hardware.gpu_spec]' is text
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -260,21 +313,31 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         if hours:
             ttt = perf.get("time_to_train_s")
             speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
-        table.add_row(
+        cells.append([
             r["variant"],
             *([res.get("engine") or "—"] if show_engine else []),
             fmt_num(mem.get("per_gpu_gib"), 2),
             "yes" if res.get("fits") else "[red]no[/]",
             *speeds,
+            *prices,
             SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
-        )
+        ])
+    con = console()
+    table = _table(f"{title}: side by side", cols, cells)
+    bound_dropped = False
+    if priced and Measurement.get(con, con.options.update_width(10_000), table).maximum > con.width:
+        # the price columns are what does not fit (80 columns fit the rest): the bound column makes room
+        table, bound_dropped = _table(f"{title}: side by side", cols[:-1], [c[:-1] for c in cells]), True
     notes = [r["result"].get("notes") or [] for r in rows]
     pooled = pooled_engines([r["result"] for r in rows])
     captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
                 seq_len_caption(notes), zero_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
-    con = console()
     con.print(table)
+    if priced:
+        con.print(price_footnote(rows, training, bound_dropped), highlight=False, markup=False)
+    elif any(not r["result"].get("error") for r in rows):
+        con.print(NO_PRICES, highlight=False, markup=False)
     for line in errors:
         con.print(line)
     short = [f"{r['variant']}{shortfall_text(r['result'])}" for r in rows
@@ -285,6 +348,18 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
                   "these flags lists the changes that make it fit (precision, --zero, --method lora, more GPUs, ...)",
                   highlight=False)
 
+
+def _table(title: str, cols: list[str], cells: list[list[str]]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)  # fits 80 columns
+    for col in cols:
+        text = col in ("variant", "engine", "bound")
+        table.add_column(col, justify="left" if text else "right", no_wrap=True)
+    for row in cells:
+        table.add_row(*row)
+    return table
 
 
 def register(app: typer.Typer) -> None:

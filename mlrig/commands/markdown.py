@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlrig.commands._common import (
+    NO_PRICES,
     SHORT_BOUND,
     fmt_num,
     is_overload_band,
@@ -15,6 +16,8 @@ from mlrig.commands._common import (
     max_model_len_clause,
     overload_band_text,
     pooled_engines,
+    price_cells,
+    price_footnote,
     reservation_caption,
     shortfall_text,
 )
@@ -156,14 +159,18 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
     hours = training and any((r["result"].get("performance") or {}).get("time_to_train_s") for r in rows)
     speed_header = (["training tokens/s", "step s", "MFU %", *(["time to train h"] if hours else [])] if training
                     else ["decode tok/s", "prefill tok/s", "TTFT ms"])
-    header = ["variant", "engine", "GiB/GPU", "fits", *speed_header, "bound",
+    priced = any(r.get("price") for r in rows)
+    speed = "training tokens/s" if training else "decode tok/s"
+    price_header = ["price $ (u = used)", f"$ per {speed}"] if priced else []
+    header = ["variant", "engine", "GiB/GPU", "fits", *speed_header, *price_header, "bound",
               "validated on (decode / training speed)"]
     body: list[list[str]] = []
     errors: list[str] = []
     for r in rows:
         res = r["result"]
         if res.get("error"):
-            body.append([r["variant"], "—", "—", "error", *["—"] * len(speed_header), "—", "—"])
+            body.append([r["variant"], "—", "—", "error", *["—"] * len(speed_header),
+                         *(price_cells(r.get("price")) if priced else []), "—", "—"])
             errors.append(f"- {r['variant']}: {res['error']}")
             continue
         mem, perf = res.get("memory") or {}, res.get("performance") or {}
@@ -184,11 +191,18 @@ def compare_markdown(title: str, rows: list[dict[str, Any]], training: bool = Fa
             speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
         body.append([r["variant"], res.get("engine") or "—", fmt_num(mem.get("per_gpu_gib"), 2),
                      "yes" if res.get("fits") else "**no**", *speeds,
+                     *(price_cells(r.get("price")) if priced else []),
                      SHORT_BOUND.get(perf.get("bound") or "", perf.get("bound") or "—"),
                      validated(_headline_validation(res))])
     lines = [f"**{title}**: side by side ({GIB_NOTE}; ± is each figure's validation band: the p90 error over "
              "its scope's published runs, or the default band where the scope has few runs)", ""]
-    lines += table(header, body, right={2, *range(4, 4 + len(speed_header))})
+    lines += table(header, body, right={2, *range(4, 4 + len(speed_header) + len(price_header))})
+    if priced:
+        lines += ["", price_footnote(rows, training), "",
+                  "price sources: " + "; ".join(f"{k} ({d})" for k, d in dict.fromkeys(
+                      (r["price"]["key"], r["price"]["date"]) for r in rows if r.get("price")))]
+    elif any(not r["result"].get("error") for r in rows):
+        lines += ["", NO_PRICES]
     reservation = reservation_caption(pooled_engines([r["result"] for r in rows]), headroom_column=False)
     if reservation:
         lines += ["", reservation]
