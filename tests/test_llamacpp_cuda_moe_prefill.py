@@ -7,38 +7,13 @@ micro-batch, and builds before the PR looped over the experts, each with its own
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-
-from mlrig.estimators.performance import mmq_expert_rows_factor
-from mlrig.planner import evaluate, resolve_plan
+from llamacpp_moe_plans import moe_plan, prefill_tok_s, tile_factor
 
 DEEPSEEK_V3 = "deepseek-ai/DeepSeek-V3"
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
 GPT_OSS_20B = "openai/gpt-oss-20b"
 MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
-
-
-def _plan(model: str, gpu: str, precision: str = "q4_k_m", version: str | None = None, count: int = 1,
-          prompt: int = 512) -> dict[str, Any]:
-    workload: dict[str, Any] = {"task": "inference", "precision": precision, "engine": "llama.cpp", "batch_size": 1,
-                                "load": "static", "prompt_tokens": prompt, "output_tokens": 0,
-                                "flash_attention": False}
-    if version:
-        workload["engine_version"] = version
-    return {"model": {"name": model}, "workload": workload, "hardware": {"gpu": gpu, "count": count}}
-
-
-def _factor(model: str, gpu: str, tokens: int = 512, **kw: Any) -> float:
-    r, _ = resolve_plan(_plan(model, gpu, **kw))
-    return float(mmq_expert_rows_factor(r, r.engine, tokens))
-
-
-def _prefill_tok_s(plan: dict[str, Any]) -> float:
-    res = evaluate(plan)
-    assert res.performance is not None
-    return float(res.performance.prefill_tok_s)
 
 
 @pytest.mark.parametrize(("model", "gpu", "precision", "factor"), [
@@ -59,7 +34,7 @@ def _prefill_tok_s(plan: dict[str, Any]) -> float:
 ])
 def test_the_cuda_build_computes_whole_column_tiles_for_each_expert(model: str, gpu: str, precision: str,
                                                                     factor: float) -> None:
-    assert _factor(model, gpu, precision=precision) == pytest.approx(factor, rel=2e-3)
+    assert tile_factor(model, gpu, precision=precision) == pytest.approx(factor, rel=2e-3)
 
 
 @pytest.mark.parametrize(("model", "gpu", "precision", "version"), [
@@ -73,23 +48,23 @@ def test_the_cuda_build_computes_whole_column_tiles_for_each_expert(model: str, 
 ])
 def test_the_tiles_apply_only_where_the_cuda_build_runs_one_mmq_launch(model: str, gpu: str, precision: str,
                                                                       version: str | None) -> None:
-    assert _factor(model, gpu, precision=precision, version=version) == 1.0
+    assert tile_factor(model, gpu, precision=precision, version=version) == 1.0
 
 
 def test_the_first_label_after_pr_13199_takes_the_tiles() -> None:
-    assert _factor(QWEN3_MOE, "rtx-4090", version="2025-05") == pytest.approx(4.0, rel=2e-3)
+    assert tile_factor(QWEN3_MOE, "rtx-4090", version="2025-05") == pytest.approx(4.0, rel=2e-3)
 
 
 def test_a_short_prompt_takes_a_narrower_tile() -> None:
     """40 tokens: mmq_x = 40 covers the launch in one tile. 320 rows on 128 x (1 - (15/16)^40) = 117.6 experts,
     2.7 rows each, 40 columns each: 117.6 x 40 / 320 = 14.7."""
     touched = 128 * (1 - (1 - 8 / 128) ** 40)
-    assert _factor(QWEN3_MOE, "rtx-4090", tokens=40) == pytest.approx(touched * 40 / 320, rel=1e-3)
+    assert tile_factor(QWEN3_MOE, "rtx-4090", tokens=40) == pytest.approx(touched * 40 / 320, rel=1e-3)
 
 
 def test_qwen3_moe_prefill_on_a_4090_is_slower_with_the_tiles() -> None:
     """The padded expert arithmetic (4x the routed rows) makes the current build's pp512 slower than a build before
     PR #13199's, where nothing else differs in mlrig for this setup."""
-    old = _prefill_tok_s(_plan(QWEN3_MOE, "rtx-4090", version="2025-04"))
-    new = _prefill_tok_s(_plan(QWEN3_MOE, "rtx-4090", version="2025-06"))
+    old = prefill_tok_s(moe_plan(QWEN3_MOE, "rtx-4090", version="2025-04"))
+    new = prefill_tok_s(moe_plan(QWEN3_MOE, "rtx-4090", version="2025-06"))
     assert new < 0.9 * old

@@ -5,31 +5,11 @@ static TTFT band "up to xN"; the shown decode context of a varied load was not t
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
-    """The installed entry point (`mlrig.cli.main`), where bad input becomes one line and exit status 2."""
-    env = {**os.environ, "COLUMNS": "250", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
-                          timeout=240, env=env, cwd=ROOT)
-
-
-def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
-    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mlrig: error: "), res.stderr
-    return lines[0]
-
+from cli_run import mlrig, one_line_error
 
 # ---- 1. a one-value option given twice: one line naming the option, not the last value kept silently
 

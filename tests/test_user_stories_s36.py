@@ -5,30 +5,11 @@ GPU compared over two interconnects ("does NVLink matter?") was an error."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def mlrig(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "mlrig.cli", *args], capture_output=True, text=True,
-                          timeout=240, env=env, cwd=ROOT)
-
-
-def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
-    assert res.returncode == 2 and res.stdout == "" and "Traceback" not in res.stderr, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mlrig: error: "), res.stderr
-    return lines[0]
-
+from cli_run import mlrig, one_line_error
 
 # ---- 1. "Can I run Llama 3.1 70B on two 3090s?": --gpu '2x RTX 3090' is two RTX 3090s, as compare reads it
 
