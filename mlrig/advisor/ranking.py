@@ -94,6 +94,7 @@ class RankedOption(BaseModel):
     total_cost_range_usd: tuple[float, float] | None = None  # at the ends of the speed band
     busy_hours_per_month: float
     running_usd_per_month: float = Field(0.0, description="buy: energy + upkeep per month; rent: the bill")
+    resale_usd: float = Field(0.0, description="buy: the resale the total nets at the horizon (cost.local_cost)")
     fits: bool
     feasible: bool
     excluded_reason: str | None = None
@@ -292,9 +293,9 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
     rent = next((o for o in feasible if o.kind == "rent"), None)
     if buy and rent:
         cheaper = "buying" if buy.total_cost_usd < rent.total_cost_usd else "renting"
-        # the resale the total nets (cost.own_cost: upfront + running - resale): when buying wins only by it, the
-        # payback line below (resale ignored) reads as the opposite answer unless this one says so
-        resale_usd = buy.upfront_usd + buy.running_usd_per_month * 12 * years - buy.total_cost_usd
+        # when buying wins only by the resale its total nets, the payback line below (resale ignored) reads as the
+        # opposite answer unless this one says so
+        resale_usd = buy.resale_usd
         by_resale = (f", but only by reselling it for ~${resale_usd:,.0f} after {years:g} years (an estimated"
                      " decline; without it renting is cheaper)"
                      if cheaper == "buying" and buy.total_cost_usd + resale_usd >= rent.total_cost_usd else "")

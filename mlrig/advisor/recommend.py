@@ -568,8 +568,8 @@ def _price_option(cand: Candidate, g: GPU, outcomes: list[WorkloadOutcome], usag
                   c: Constraints, book: PriceBook, kwh: float, on_hours: float, today: dt.date) -> RankedOption:
     a = book.assumptions
 
-    def cost(busy: float) -> tuple[float, float, float, float]:
-        """(per month, total, running per month, cost per busy hour) at `busy` hours a month."""
+    def cost(busy: float) -> tuple[float, float, float, float, float]:
+        """(per month, total, running per month, cost per busy hour, resale netted) at `busy` hours a month."""
         usage = Usage(hours_per_month=min(busy, HOURS_PER_MONTH), years=c.years, usd_per_kwh=kwh,
                       pue=a.pue_home, on_hours_per_month=max(on_hours, min(busy, HOURS_PER_MONTH)))
         if cand.kind == "buy":
@@ -577,16 +577,16 @@ def _price_option(cand: Candidate, g: GPU, outcomes: list[WorkloadOutcome], usag
                                       idle_power_w=cand.idle_power_w,
                                       upkeep_fraction_per_year=a.upkeep_fraction_per_year), usage)
             return (lc.cost_per_month_usd, lc.total_usd, lc.energy_usd_per_month + lc.upkeep_usd_per_month,
-                    lc.cost_per_busy_hour_usd or 0.0)
+                    lc.cost_per_busy_hour_usd or 0.0, lc.resale_usd)
         # renting is not limited to one machine's 730 h: beyond them, instances run side by side
         cc = cloud_cost(CloudSpec(name=cand.name, usd_per_hour=cand.usd_per_hour, spot=cand.spot,
                                   slowdown=max(1.0, busy / HOURS_PER_MONTH),
                                   interruption_overhead=a.spot_interruption_overhead), usage)
         hourly = cand.usd_per_hour * (1 + (a.spot_interruption_overhead if cand.spot else 0.0))
-        return cc.cost_per_month_usd, cc.total_usd, cc.cost_per_month_usd, hourly
+        return cc.cost_per_month_usd, cc.total_usd, cc.cost_per_month_usd, hourly, 0.0
 
     busy = _busy_hours(outcomes, usages, 0)
-    per_month, total, running, hourly = cost(busy)
+    per_month, total, running, hourly, resale = cost(busy)
     lo_total, hi_total = cost(_busy_hours(outcomes, usages, 1))[1], cost(_busy_hours(outcomes, usages, 2))[1]
     for o in outcomes:
         if o.hours_per_run is not None and o.fits:
@@ -602,7 +602,7 @@ def _price_option(cand: Candidate, g: GPU, outcomes: list[WorkloadOutcome], usag
         upfront_usd=cand.upfront_usd, usd_per_hour=cand.usd_per_hour if cand.kind == "rent" else None,
         cost_per_month_usd=per_month, total_cost_usd=total,
         total_cost_range_usd=(min(lo_total, hi_total), max(lo_total, hi_total)) if lo_total != hi_total else None,
-        busy_hours_per_month=busy, running_usd_per_month=running, fits=fits, feasible=reason is None,
+        busy_hours_per_month=busy, running_usd_per_month=running, resale_usd=resale, fits=fits, feasible=reason is None,
         excluded_reason=reason, speed="; ".join(o.speed_text() for o in outcomes), workloads=outcomes,
         price_sources=sources, stale_prices=book.stale(cand.price_keys, today),
         purchase_items=cand.items if cand.kind == "buy" else [],
