@@ -37,6 +37,13 @@ def test_a_counted_name_with_a_different_count_is_one_line_naming_both() -> None
     assert same.returncode == 0 and json.loads(same.stdout)["fits"]
 
 
+def test_a_count_with_no_gpu_after_it_is_refused_not_matched_to_a_cpu() -> None:
+    """'--gpu 2x' (the name forgotten) matched the CPU entry 'cpu-ddr5-2ch' by its '2' token and planned on it."""
+    for typed in ("2x", "4 × ", "8*"):
+        line = one_line_error(mlrig("plan", "llama-3.1-8b", "--gpu", typed))
+        assert "a count needs its GPU" in line and "RTX 3090" in line, line
+
+
 def test_plan_from_fields_takes_the_count_apart_and_a_plan_file_is_left_as_written() -> None:
     from mlrig.planner import plan_from_fields
 

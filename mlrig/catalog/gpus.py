@@ -306,6 +306,8 @@ def resolve_gpu(name: str) -> GPU:
 
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise UnknownNameError("GPU", str(name), [], "give a GPU name such as 'RTX 4090'; see `mlrig gpus`")
+    if re.fullmatch(r"\s*-?\d+\s*(?:x|×|\*)\s*", name, re.IGNORECASE):  # '2x': a count with no GPU after it
+        raise UnknownNameError("GPU", name, [], f"a count needs its GPU: give e.g. '{name.strip()} RTX 3090'")
     idx = _index()
     q = _tokens(name)
     if not q:
