@@ -965,3 +965,36 @@ def test_mlx_serving_engines_add_a_host_step_per_token() -> None:
 
     assert decode_tpot_s("rapid-mlx") - decode_tpot_s("mlx") == pytest.approx(eff.MLX_SERVER_SEQ_STEP_S, rel=0.02)
     assert 1.0 / decode_tpot_s("rapid-mlx") == pytest.approx(112.89, rel=0.05)
+
+
+def test_mlx_layers_take_longer_on_gpus_before_apple9(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLX's fixed time per layer is 90 us on the M1 / M2 GPUs (Metal families Apple7 / Apple8:
+    efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S, fitted on MLXCELM1U-*) and stays 40 us from the M3 on; llama.cpp's
+    Metal figure does not move. Hand-checked: Qwen2.5-0.5B (24 layers) on an M1 Ultra gains 24 x 50 us = 1.2 ms per
+    token over the Apple9 figure; published (MLXCELM1U-0004, mlx-lm 0.31.3, lablup/mlxcel's baseline) 315.48 tok/s,
+    predicted ~347 (+10 %; 594 with 40 us), and Llama-3.1-8B 4-bit 110.66 tok/s (MLXCELM1U-0003), predicted ~105."""
+    from mlrig.estimators.performance import apple_gpu_family, layer_overhead_s
+    from mlrig.planner import evaluate
+
+    m1u = resolve_gpu("Apple M1 Ultra 128GB")
+    families = {"Apple M1 Ultra 128GB": 7, "Apple M2 Max 38-core GPU 96GB": 8, "Apple M3 Ultra 60-core GPU 96GB": 9,
+                "Apple M4 Max 40-core GPU 128GB": 9, "Apple M5 10-core GPU 32GB": 10}
+    for name, family in families.items():
+        gpu = resolve_gpu(name)
+        assert apple_gpu_family(gpu) == family, name
+        assert layer_overhead_s("mlx", gpu) == pytest.approx(90e-6 if family < 9 else 40e-6), name
+    assert apple_gpu_family(resolve_gpu("rtx-4090")) is None
+    assert layer_overhead_s("llama.cpp-metal", m1u) == eff.LAYER_OVERHEAD_S["llama.cpp-metal"]
+
+    def decode_tok_s(model: str) -> float:
+        plan = _apple_plan(model, "mlx-4bit")
+        plan["hardware"] = {"gpu": "Apple M1 Ultra 128GB", "count": 1, "tensor_parallel": 1}
+        perf = evaluate(plan).performance
+        assert perf is not None and perf.decode_tok_s is not None
+        return perf.decode_tok_s
+
+    slow = decode_tok_s("Qwen/Qwen2.5-0.5B-Instruct")
+    assert slow == pytest.approx(315.48, rel=0.12)
+    assert decode_tok_s("meta-llama/Llama-3.1-8B-Instruct") == pytest.approx(110.66, rel=0.08)
+    monkeypatch.setattr(eff, "MLX_PRE_APPLE9_LAYER_OVERHEAD_S", eff.LAYER_OVERHEAD_S["mlx"])
+    assert 1.0 / slow - 1.0 / decode_tok_s("Qwen/Qwen2.5-0.5B-Instruct") == pytest.approx(24 * 50e-6, rel=0.02)

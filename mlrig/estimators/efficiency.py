@@ -1579,6 +1579,21 @@ GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy", "sglang"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
+# MLX on the Apple GPUs before Metal family Apple9 (M1 = Apple7, M2 = Apple8; performance.apple_gpu_family) takes
+#    longer per layer. mlx-lm 0.31.3 decoding 22 dense models, 0.5B to 24B, on an M1 Ultra (MLXCELM1U-*, lablup/mlxcel's
+#    same-host baseline, fit) leaves ~90 us per layer beyond the weights' bandwidth time (least squares over those
+#    rows: bandwidth 0.83 of peak, 90 us; at the class's 0.85, 90 us centres them, median |error| 8 %), against the
+#    40 us that M3 Max, M3 Ultra and M4 Max rows show (MLXCHIGKIM, RAPIDMLX, NEXVER above). Nothing on these chips
+#    was ever fitted for MLX before: with 40 us the M1 Ultra rows came out 13-115 % fast (small models worst: a
+#    fixed time per layer, not a bandwidth share, and 2.3x the Apple9 one whatever the model size, so not the
+#    GPU's clock). The boundary is MLX's own: its Metal backend tunes architecture generations 13-14 (M1, M2)
+#    apart from 15+ (M3 onwards: mlx/backend/metal/quantized.cpp @ 846d176, `get_qmv_batch_limit`'s `arch_gen >= 15`
+#    branch, `use_qmv_wide` "affine qmv_wide only beats qmv on gen-15+"), the generation Apple rebuilt the GPU's
+#    shader core for (Dynamic Caching, Apple tech talk "Explore GPU advancements in M3 and A17 Pro", 2023-11). M2
+#    (Apple8) is given the M1 figure by that boundary: no M2 MLX row is fit-grade (MLXWIRED-0001, an M2 Ultra 70B
+#    bf16 whose 80 layers are 4 % of its time, stays within 3 %).
+MLX_PRE_APPLE9_LAYER_OVERHEAD_S = 90e-6
+MLX_FAST_DISPATCH_FROM_APPLE_FAMILY = 9
 # MLX runs a MoE layer's routed experts through mlx-lm's SwitchGLU (mlx_lm/models/switch_layers.py @ d78bf58, and
 #    qwen3_moe.py `Qwen3MoeSparseMoeBlock`): beside the dense layer's kernels, the router's gate mat-vec, a softmax, an
 #    argpartition for the top-k, take_along_axis, the score normalisation, three gather_qmm calls (gate, up, down over

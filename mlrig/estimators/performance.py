@@ -316,11 +316,25 @@ def moe_expert_bw_rel(engine: str, gpu: GPU) -> float:
     return eff.MOE_EXPERT_BW_REL.get(engine, 1.0)
 
 
+def apple_gpu_family(gpu: GPU) -> int | None:
+    """The Metal GPU family number of an Apple chip (7 = M1, 8 = M2, 9 = M3 / M4, 10 = M5), read from the catalog's
+    `architecture` ("... (Metal GPU family Apple9)"); None for other GPUs or an entry that does not name it."""
+    if gpu.hardware_class != "apple":
+        return None
+    m = re.search(r"family Apple(\d+)", gpu.architecture or "")
+    return int(m.group(1)) if m else None
+
+
 def layer_overhead_s(engine: str, gpu: GPU) -> float:
     """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
-    replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`)."""
+    replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`); MLX on an Apple GPU
+    before family Apple9 (M1, M2) its own figure (efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S)."""
     if graph_replay_missing(engine, gpu):
         return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
+    if engine == "mlx":
+        family = apple_gpu_family(gpu)
+        if family is not None and family < eff.MLX_FAST_DISPATCH_FROM_APPLE_FAMILY:
+            return eff.MLX_PRE_APPLE9_LAYER_OVERHEAD_S
     return eff.LAYER_OVERHEAD_S[engine]
 
 
