@@ -1157,6 +1157,10 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #    0.98x). Bound Ada / Blackwell cards in the catalog (16-bit): L4 (0.60 of its rating), RTX 6000 Ada (0.82), RTX
 #    PRO 6000 Max-Q (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled
 #    FP16-accumulate rate (performance.peak_tflops).
+#    The bound is on power averaged over a window, not on a pass (serving.board_power_duty has the sources): a
+#    Poisson-rate load below the card's capacity that asks for a share d < 1 of the sustained rate gets bound / d, up
+#    to the rating (performance.peak_tflops' `gemm_duty`); closed loops and saturated runs keep the bound. Fit rows:
+#    MOONCAKEA10-* (vLLM 0.6.2 on an A10 at 2-8 req/s, d = 0.10-0.43; median TTFT 0.25-1.55 over -> within 0.24).
 AMPERE_GA10X_TFLOP_PER_J = 0.42
 BOARD_TFLOP_PER_J: dict[str, float] = {
     "Ada Lovelace": 0.80, "Blackwell (GB20": 0.70, "Ampere (GA100)": 0.86,
