@@ -504,8 +504,11 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     faster than the limiter allows), and a load the card does not keep up with at the bound is held at it by the
     caller. Fit rows: Mooncake's vLLM 0.6.2 runs on an A10 (MOONCAKEA10-*: Qwen2.5-7B GPTQ, 245- and 1,012-token
     prompts at 2-8 req/s, d = 0.11-0.45), whose median TTFTs of 56-91 ms for 245-token prompts sit below what the
-    A10's bound (78.75 of 125 TFLOPS) gives for the prefill alone (73 ms): 0.25-0.94 over before, within 0.24
-    after. Nothing fitted: the bound's figures and the load's FLOPs."""
+    A10's bound (78.75 of 125 TFLOPS) gives for the prefill alone (73 ms): their ten TTFTs +25..+155 % before,
+    -24..+22 % after (`mlrig validate`: TTFT vllm gddr p90 60 -> 52 %). Their TPOTs, with 6 output tokens mostly the
+    other prompts' prefills, move from -25..+59 % to -52..+15 % (the chunked-prefill runs at 8 req/s and the
+    1,012-token one come out 28-52 % fast: the decode steps' power, not counted, is the candidate). Checked, held out:
+    ACCELMARKGD-0054 (RTX 6000 Ada, 5 req/s) -10 -> -13 %. Nothing fitted: the bound's figures and the load's FLOPs."""
     from mlrig.estimators.hardware import board_power_tflops
     from mlrig.estimators.performance import gemm_dtype_on, prefill_cost
 
