@@ -80,3 +80,12 @@ def test_saturated_rate_load_keeps_the_bound(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(serving, "board_power_duty", lambda r, rate: 1.0)
     assert evaluate(plan).performance.ttft_ms == result.ttft_ms
     assert evaluate(row("MOONCAKEA10-0005").plan).performance.ttft_ms > 1.2 * (below.ttft_ms or 0.0)
+
+
+def test_explanation_says_when_the_duty_lifts_the_bound() -> None:
+    """The A10 run at 2 req/s says its prefills run at the 125 TFLOPS rating, not the 79 of a sustained load; the
+    saturated L4 run and an unbound card say nothing of it."""
+    text = evaluate(row("MOONCAKEA10-0005").plan).performance.explanation or ""
+    assert "125 dense TFLOPS, above the 79 of a sustained load" in text
+    assert "sustained load" not in (evaluate(row("ACCELMARKGD-0016").plan).performance.explanation or "")
+    assert "sustained load" not in (evaluate(row("OPENINFER5090-0001").plan).performance.explanation or "")

@@ -522,6 +522,23 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     return min(1.0, rate * flops / tp / (bound * eff.BOARD_BOUND_GEMM_EFF * 1e12))
 
 
+def board_power_duty_note(r: ResolvedPlan) -> str:
+    """The explanation's words for a plan priced at a power duty below 1 (`board_power_duty`) where that lifts its
+    GEMMs above the sustained bound; empty otherwise."""
+    from mlrig.estimators.performance import gemm_dtype_on, peak_tflops
+
+    if r.gemm_duty >= 1.0:
+        return ""
+    dtype = gemm_dtype_on(r.gpu, r.precision, r.engine or "", r.workload.engine_version)
+    sustained = peak_tflops(r.gpu, dtype, r.engine or "")
+    burst = peak_tflops(r.gpu, dtype, r.engine or "", r.gemm_duty)
+    if sustained is None or burst is None or burst <= sustained:
+        return ""
+    return (f"; the load asks for {r.gemm_duty:.0%} of the power {r.gpu.name} sustains, so its prefills run at "
+            f"{burst:.0f} dense TFLOPS, above the {sustained:.0f} of a sustained load (board power is averaged over "
+            "about a second)")
+
+
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
     dec = decode_step(r, n, running_decode_context(r.workload))
@@ -2744,6 +2761,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             and w.max_num_batched_tokens is None):
         expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "
                  f"{budget:,} tokens per step (--no-enable-chunked-prefill turns it off)")
+    expl += board_power_duty_note(r)
     finite = w.load == "rate" and bool(w.num_requests)
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
