@@ -491,13 +491,15 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     (efficiency.BOARD_TFLOP_PER_J x watts, `hardware.board_power_tflops` x efficiency.BOARD_BOUND_GEMM_EFF);
     1 where no bound is known or nothing arrives. `performance.peak_tflops` divides the board-power bound by it.
 
-    The bound is on average power, not on a pass: a card's power limiter acts on its board power averaged over a
-    window (NVML API reference, nvmlDeviceGetPowerUsage: "On Ampere (except GA100) or newer GPUs, the API returns
-    power averaged over 1 sec interval"), and the clocks come down only while that average is at the limit (the
-    SW power cap, nvmlClocksThrottleReasonSwPowerCap: "SW Power Scaling algorithm is reducing the clocks below
-    requested clocks"). The long matmul loops the bound is read from keep the tensor cores busy for seconds; a
-    prefill of a few tens or hundreds of ms between idle or memory-bound decode steps runs at the rated clocks as
-    long as the window's energy stays under the limit. With a constant energy per FLOP (the bound's own
+    The bound is on average power, not on a pass: the board power the driver tracks is an average over a window
+    (NVML API reference, nvmlDeviceGetPowerUsage, as cuda-python's cuda.bindings.nvml.device_get_power_usage
+    reproduces it: "On Ampere (except GA100) or newer GPUs, the API returns power averaged over 1 sec interval"),
+    and the SW power cap lowers the clocks while the power is at the limit (nvmlClocksThrottleReasonSwPowerCap: "SW
+    Power Scaling algorithm is reducing the clocks below requested clocks"). The limiter's own window is not
+    documented; about a second is assumed from that figure. The long matmul loops the bound is read from keep the
+    tensor cores busy for seconds; a prefill of tens to a few hundred ms between idle or memory-bound decode steps
+    runs at the rated clocks while the window's energy stays under the limit (the fit rows below show 45-200 ms
+    prefills doing so). With a constant energy per FLOP (the bound's own
     assumption, linear in the watts) the window's energy is the load's FLOPs x J/FLOP, so a load asking for a
     share d < 1 of the sustained rate lets its passes run at bound / d, up to the rating. What the decode steps'
     weight streaming and the card's idle floor draw is not counted (so a decode-heavy load is priced a little
