@@ -1159,8 +1159,8 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #    PRO 6000 Max-Q (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled
 #    FP16-accumulate rate (performance.peak_tflops).
 #    The bound is on power averaged over a window, not on a pass (serving.board_power_duty has the sources): a
-#    Poisson-rate load below the card's capacity that asks for a share d < 1 of the sustained rate gets bound / d, up
-#    to the rating (performance.peak_tflops' `gemm_duty`); closed loops and saturated runs keep the bound. Fit rows:
+#    Poisson-rate load below the card's capacity that asks for a share d < 1 of the sustained rate runs at the
+#    rating (performance.peak_tflops' `gemm_duty`); closed loops and saturated runs keep the bound. Fit rows:
 #    MOONCAKEA10-* (vLLM 0.6.2 on an A10 at 2-8 req/s, d = 0.10-0.43; median TTFT 0.25-1.55 over -> within 0.24).
 AMPERE_GA10X_TFLOP_PER_J = 0.42
 BOARD_TFLOP_PER_J: dict[str, float] = {

@@ -269,8 +269,9 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str, gemm_duty: float = 1.0) -> fl
     scoreboard builds (pp512 of Llama-2-7B Q4_0 reaches 74 % of the A770's and 61 % of the B580's
     FP32 *vector* rate, V10879-0015/0017), so the vector rate is the ceiling there; the SYCL
     backend's oneMKL GEMMs may do better, which this under-states. A card whose board power bounds its
-    dense GEMMs below its rating is priced at that bound (`hardware.board_power_tflops`), divided by
-    `gemm_duty` where the load leaves the card idle part of the time (`board_power_duty`; 1: a sustained load)."""
+    dense GEMMs below its rating is priced at that bound (`hardware.board_power_tflops`) unless `gemm_duty`, the
+    share of the board's sustained power its load asks for (`serving.board_power_duty`; 1: a sustained load), is
+    below 1: the bound is on power averaged over about a second, which such a load stays under at any clock."""
     t = gpu.tensor_tflops(dtype)
     if engine.startswith("llama.cpp") and gpu.hardware_class == "intel" and gpu.fp32_tflops:
         t = gpu.fp32_tflops
@@ -281,8 +282,8 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str, gemm_duty: float = 1.0) -> fl
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
     bound = board_power_tflops(gpu, dtype)
-    if bound is not None:
-        t = min(t, bound / gemm_duty) if gemm_duty > 0 else t  # a load that asks for no power: unbound
+    if bound is not None and gemm_duty >= 1.0:
+        t = min(t, bound)
     return t * apple_neural_accel_speedup(gpu, engine)
 
 
@@ -737,8 +738,8 @@ def pass_time(
     overlapped with it as HOST_LAUNCH_OVERLAPPED's host time is (`vllm_v0_prefill_host_layer_s`); prefill only.
     `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`). `attn_eff_rel`: the attention kernels'
     rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only. `gemm_duty`: the share of the
-    board's sustained power the load's tensor work asks for (`board_power_duty`; 1, a sustained load, by default),
-    which lifts the board-power bound of `peak_tflops`."""
+    board's sustained power the load's tensor work asks for (`serving.board_power_duty`; 1, a sustained load, by
+    default): below 1 the board-power bound of `peak_tflops` does not apply."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     matvec_rel = 1.0  # the weights' mat-vecs relative to `fraction`

@@ -489,7 +489,7 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     tensor FLOPs of its requests (each prompt's prefill and its output tokens, `prefill_cost` of prompt + output
     tokens, split over the tensor-parallel GPUs) per second, over the dense FLOP rate the board power sustains
     (efficiency.BOARD_TFLOP_PER_J x watts, `hardware.board_power_tflops` x efficiency.BOARD_BOUND_GEMM_EFF);
-    1 where no bound is known or nothing arrives. `performance.peak_tflops` divides the board-power bound by it.
+    1 where no bound is known or nothing arrives. Below 1 `performance.peak_tflops` prices the GEMMs at the rating.
 
     The bound is on average power, not on a pass: the board power the driver tracks is an average over a window
     (NVML API reference, nvmlDeviceGetPowerUsage, as cuda-python's cuda.bindings.nvml.device_get_power_usage
@@ -500,12 +500,15 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     tensor cores busy for seconds; a prefill of tens to a few hundred ms between idle or memory-bound decode steps
     runs at the rated clocks while the window's energy stays under the limit (the fit rows below show 45-200 ms
     prefills doing so). With a constant energy per FLOP (the bound's own
-    assumption, linear in the watts) the window's energy is the load's FLOPs x J/FLOP, so a load asking for a
-    share d < 1 of the sustained rate lets its passes run at bound / d, up to the rating. What the decode steps'
-    weight streaming and the card's idle floor draw is not counted (so a decode-heavy load is priced a little
-    faster than the limiter allows), and a load the card does not keep up with at the bound is held at it by the
-    caller. Fit rows: Mooncake's vLLM 0.6.2 runs on an A10 (MOONCAKEA10-*: Qwen2.5-7B GPTQ, 245- and 1,012-token
-    prompts at 2-8 req/s, d = 0.11-0.45), whose median TTFTs of 56-91 ms for 245-token prompts sit below what the
+    assumption, linear in the watts) a window's energy is its FLOPs x J/FLOP whatever the clock: a faster pass draws
+    more power for less time. So a load asking for a share d < 1 of the sustained rate stays under the limit with its
+    passes at the rated clocks, and one at d >= 1 is held at the bound. A load the card does not keep up with at the
+    bound is held at it too (`serving_performance`): its queue keeps the card busy, never idle, so the average is
+    the busy power. What the decode steps' weight streaming and the card's idle floor draw is not counted (so a
+    decode-heavy load is priced a little faster than the limiter allows), nor the spread of a window's energy about
+    its mean under Poisson arrivals (windows with more arrivals than d x W of energy, throttled in part).
+    Fit rows: Mooncake's vLLM 0.6.2 runs on an A10 (MOONCAKEA10-*: Qwen2.5-7B GPTQ, 245- and 1,012-token
+    prompts at 2-8 req/s, d = 0.10-0.43), whose median TTFTs of 56-91 ms for 245-token prompts sit below what the
     A10's bound (78.75 of 125 TFLOPS) gives for the prefill alone (73 ms): their ten TTFTs +25..+155 % before,
     -24..+22 % after (`mlrig validate`: TTFT vllm gddr p90 60 -> 52 %). Their TPOTs, with 6 output tokens mostly the
     other prompts' prefills, move from -25..+59 % to -52..+15 % (the chunked-prefill runs at 8 req/s and the
