@@ -67,9 +67,9 @@ def test_mooncake_a10_ttft_rows_move_to_measured() -> None:
 
 
 def test_saturated_rate_load_keeps_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A rate the card does not keep up with at the bound (ACCELMARKGD-0016: Llama-3-8B at 5 req/s on an L4, a 41 s
-    median TTFT measured) is priced at the bound although its FLOPs alone ask for d < 1: the card never idles, so the
-    limiter holds it there. Its figures are those of a duty of 1; a load below capacity (MOONCAKEA10-0005) moves."""
+    """A rate the card does not keep up with even at the rating (ACCELMARKGD-0016: Llama-3-8B at 5 req/s on an L4, a
+    41 s median TTFT measured) is priced at the bound although its FLOPs alone ask for d < 1: the card never idles, so
+    the limiter holds it there. Its figures are those of a duty of 1; a load below capacity (MOONCAKEA10-0005) moves."""
     import mlrig.estimators.serving as serving
 
     plan = row("ACCELMARKGD-0016").plan
@@ -90,3 +90,20 @@ def test_explanation_says_when_the_duty_lifts_the_bound() -> None:
     assert "125 dense TFLOPS, above the 79 of a sustained load" in text
     assert "sustained load" not in (evaluate(row("ACCELMARKGD-0016").plan).performance.explanation or "")
     assert "sustained load" not in (evaluate(row("OPENINFER5090-0001").plan).performance.explanation or "")
+
+
+def test_rates_between_the_bound_and_the_sustained_power_run_at_the_rating() -> None:
+    """MOONCAKEA10-0005's setup at 14 req/s: d = 14 x 3.28 / 63 = 0.73, more than the bound's capacity (~13 req/s) but
+    kept up with at the rating, so priced there like 2 req/s (the same capacity); at 21 req/s d = 1.09: the bound,
+    and the lower capacity."""
+    plan = row("MOONCAKEA10-0005").plan
+
+    def at(rate: float) -> float:
+        p = {**plan, "workload": {**plan["workload"], "request_rate": rate}}
+        cap = evaluate(p).performance.capacity_requests_per_s
+        assert cap is not None
+        return cap
+
+    low, mid, high = at(2.0), at(14.0), at(21.0)
+    assert mid == pytest.approx(low)
+    assert high < 14.0 < low

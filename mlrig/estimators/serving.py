@@ -502,11 +502,11 @@ def board_power_duty(r: ResolvedPlan, rate: float) -> float:
     prefills doing so). With a constant energy per FLOP (the bound's own
     assumption, linear in the watts) a window's energy is its FLOPs x J/FLOP whatever the clock: a faster pass draws
     more power for less time. So a load asking for a share d < 1 of the sustained rate stays under the limit with its
-    passes at the rated clocks, and one at d >= 1 is held at the bound. A load the card does not keep up with at the
-    bound is held at it too (`serving_performance`): its queue keeps the card busy, never idle, so the average is
-    the busy power. What the decode steps' weight streaming and the card's idle floor draw is not counted (so a
-    decode-heavy load is priced a little faster than the limiter allows), nor the spread of a window's energy about
-    its mean under Poisson arrivals (windows with more arrivals than d x W of energy, throttled in part).
+    passes at the rated clocks, and one at d >= 1 is held at the bound. A load the card does not keep up with even at
+    the rating is held at the bound too (`serving_performance`): its queue keeps the card busy, never idle, so the
+    average is the busy power. What the decode steps' weight streaming and the card's idle floor draw is not counted
+    (so a decode-heavy load is priced a little faster than the limiter allows), nor the spread of a window's energy
+    about its mean under Poisson arrivals (windows with more arrivals than d x W of energy, throttled in part).
     Fit rows: Mooncake's vLLM 0.6.2 runs on an A10 (MOONCAKEA10-*: Qwen2.5-7B GPTQ, 245- and 1,012-token
     prompts at 2-8 req/s, d = 0.10-0.43), whose median TTFTs of 56-91 ms for 245-token prompts sit below what the
     A10's bound (78.75 of 125 TFLOPS) gives for the prefill alone (73 ms): their ten TTFTs +25..+155 % before,
@@ -2730,20 +2730,24 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             pt = replace(pt, throughput_tok_s=thr, requests_per_s=thr / max(1, w.output_tokens))
     elif w.load == "rate" and w.num_requests:
         pool = int(kv_tokens) if (paged and kv_tokens) else None  # vLLM admits by its blocks (`vllm_kv_admission`)
-        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
-                            kv_tokens=pool)
         duty = board_power_duty(r, w.request_rate or 0.0)
-        if duty < 1.0 and not pt.saturated:  # below the sustained power: bursts at the rated clocks
-            r = replace(r, gemm_duty=duty)
+        rd = replace(r, gemm_duty=duty) if duty < 1.0 else r
+        pt = rate_run_point(rd, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
+                            kv_tokens=pool)
+        if rd is not r and pt.saturated:  # below the sustained power, but busy all the time even at the rating
             pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
                                 kv_tokens=pool)
+        else:
+            r = rd
         ttft_band = overload_ttft_band(r, pt, w.num_requests, slots=slots, cap=cap, budget=budget, kv_tokens=pool)
     elif w.load == "rate":
-        pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
         duty = board_power_duty(r, w.request_rate or 0.0)
-        if duty < 1.0 and not pt.saturated:  # below the sustained power: bursts at the rated clocks
-            r = replace(r, gemm_duty=duty)
+        rd = replace(r, gemm_duty=duty) if duty < 1.0 else r
+        pt = load_point(rd, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        if rd is not r and pt.saturated:  # busy all the time even at the rating: held at the bound
             pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        else:
+            r = rd
     else:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
