@@ -1132,7 +1132,8 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #      throughput 5.5 -> 6.3 %, PRIMERL-* training, all already slow); 0.42 is the lowest figure that leaves it and
 #      the A40 unbound. Bound: A10 at 78.75 of 125 TFLOPS (0.63), RTX A4000 at 73.5 of 76.7; A5000, A10G (70 rated:
 #      half-rate FP32 accumulate, measured 69.5 BF16 at 10240^3, #126) and GeForce (half-rate) unbound. Jetson
-#      (GA10B SoC, module power) is left out. No fit row is on a bound GA10x card (A10: one held-out decode row).
+#      (GA10B SoC, module power) is left out. The bound GA10x card's fit rows are MOONCAKEA10-* (A10, Poisson-rate
+#      runs, priced at the load's duty: below).
 #    - Ampere GA100: 0.86. A100 PCIe 40GB (250 W, 312 rated) BF16 215.3 TFLOPS at 8192^3 (211.7 at 10240, 234.1
 #      at 4096; issue #108, 2026-01-05): 0.86. The 400 W SXM parts reach 264.5-266.5 (database.md, A100 / A800
 #      SXM4 80GB): 0.66 TFLOP/J, unbound, as the figure says (0.86 x 400 > 312 x 0.8). Bound: only the A100 PCIe
@@ -1157,6 +1158,10 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #    0.98x). Bound Ada / Blackwell cards in the catalog (16-bit): L4 (0.60 of its rating), RTX 6000 Ada (0.82), RTX
 #    PRO 6000 Max-Q (0.60), L40S (0.97), RTX 5000 Ada (0.96); GeForce laptop parts only on llama.cpp's doubled
 #    FP16-accumulate rate (performance.peak_tflops).
+#    The bound is on power averaged over a window, not on a pass (serving.board_power_duty has the sources): a
+#    Poisson-rate load below the card's capacity that asks for a share d < 1 of the sustained rate runs at the
+#    rating (performance.peak_tflops' `gemm_duty`); closed loops and saturated runs keep the bound. Fit rows:
+#    MOONCAKEA10-* (vLLM 0.6.2 on an A10 at 2-8 req/s, d = 0.10-0.43; median TTFT 0.25-1.55 over -> within 0.24).
 AMPERE_GA10X_TFLOP_PER_J = 0.42
 BOARD_TFLOP_PER_J: dict[str, float] = {
     "Ada Lovelace": 0.80, "Blackwell (GB20": 0.70, "Ampere (GA100)": 0.86,

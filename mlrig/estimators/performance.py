@@ -261,7 +261,7 @@ def mx_tensor_cores(gpu: GPU) -> bool:
             and bool(gpu.fp8_tflops_dense))
 
 
-def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
+def peak_tflops(gpu: GPU, dtype: str, engine: str, gemm_duty: float = 1.0) -> float | None:
     """Dense tensor peak for the GEMM dtype. llama.cpp's cuBLAS path accumulates in FP16, which
     GeForce cards run at twice their FP32-accumulate rate (NVIDIA Ampere/Ada/Blackwell GeForce
     whitepapers); professional cards run both at the same rate. Apple GPUs: FP16 = FP32 ALU rate.
@@ -269,7 +269,9 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     scoreboard builds (pp512 of Llama-2-7B Q4_0 reaches 74 % of the A770's and 61 % of the B580's
     FP32 *vector* rate, V10879-0015/0017), so the vector rate is the ceiling there; the SYCL
     backend's oneMKL GEMMs may do better, which this under-states. A card whose board power bounds its
-    dense GEMMs below its rating is priced at that bound (`hardware.board_power_tflops`)."""
+    dense GEMMs below its rating is priced at that bound (`hardware.board_power_tflops`) unless `gemm_duty`, the
+    share of the board's sustained power its load asks for (`serving.board_power_duty`; 1: a sustained load), is
+    below 1: the bound is on power averaged over about a second, which such a load stays under at any clock."""
     t = gpu.tensor_tflops(dtype)
     if engine.startswith("llama.cpp") and gpu.hardware_class == "intel" and gpu.fp32_tflops:
         t = gpu.fp32_tflops
@@ -280,7 +282,7 @@ def peak_tflops(gpu: GPU, dtype: str, engine: str) -> float | None:
     if dtype == "fp16" and engine.startswith("llama.cpp") and gpu.hardware_class == "geforce":
         t *= 2.0
     bound = board_power_tflops(gpu, dtype)
-    if bound is not None:
+    if bound is not None and gemm_duty >= 1.0:
         t = min(t, bound)
     return t * apple_neural_accel_speedup(gpu, engine)
 
@@ -713,6 +715,7 @@ def pass_time(
     prefill_host_layer_s: float = 0.0,
     engine_version: str | None = None,
     attn_eff_rel: float = 1.0,
+    gemm_duty: float = 1.0,
 ) -> PassTime:
     """Roofline time of one pass on `tp` GPUs (each holding 1/tp of weights, KV and FLOPs).
 
@@ -748,7 +751,9 @@ def pass_time(
     `prefill_host_layer_s`: the host's time per layer of an eager prefill pass, run ahead of the GPU and
     overlapped with it as HOST_LAUNCH_OVERLAPPED's host time is (`vllm_v0_prefill_host_layer_s`); prefill only.
     `engine_version`: the release, for the GEMM dtype (`gemm_dtype_on`). `attn_eff_rel`: the attention kernels'
-    rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only."""
+    rate relative to the GEMMs' (`vllm_rocm_prefix_attention_rel`); prefill only. `gemm_duty`: the share of the
+    board's sustained power the load's tensor work asks for (`serving.board_power_duty`; 1, a sustained load, by
+    default): below 1 the board-power bound of `peak_tflops` does not apply."""
     mclass = gpu_memory_class(gpu)
     fraction = bandwidth_efficiency(gpu, engine)
     matvec_rel = 1.0  # the weights' mat-vecs relative to `fraction`
@@ -778,7 +783,7 @@ def pass_time(
     attn_mem_s = (cost.kv_bytes + cost.spill_bytes) / bw / tp
     memory_s = weights_s + other_s + attn_mem_s
     dtype = gemm_dtype_on(gpu, precision, engine, engine_version)
-    peak = peak_tflops(gpu, dtype, engine)
+    peak = peak_tflops(gpu, dtype, engine, gemm_duty)
     hip_bf16_fallback = bool(precision.name == "bf16" and hip_without_bf16(gpu, engine) and gpu.fp32_tflops)
     if hip_bf16_fallback:
         peak = gpu.fp32_tflops  # rocBLAS converts BF16 to FP32 where the GPU has no BF16 instructions
@@ -813,11 +818,12 @@ def pass_time(
         # attention on a 16-bit KV cache runs at the 16-bit rate even when the weights' GEMMs are FP8
         # (W4A4 FP4 GEMMs: attention runs FP8 on an FP8 KV cache, else 16-bit; calibration.md cited at FP4_GEMM_ENGINES)
         if dtype == "fp4":
-            attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine) or peak
+            attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine, gemm_duty) or peak
         elif hip_bf16_fallback and not decode:
-            attn_peak = peak_tflops(gpu, "fp16", engine) or peak
+            attn_peak = peak_tflops(gpu, "fp16", engine, gemm_duty) or peak
         else:
-            attn_peak = peak if (dtype != "fp8" or fp8_attention) else (peak_tflops(gpu, "fp16", engine) or peak)
+            attn_peak = peak if (dtype != "fp8" or fp8_attention) else (
+                peak_tflops(gpu, "fp16", engine, gemm_duty) or peak)
         attn_compute_s = cost.attn_flops / (attn_ce * attn_peak * (1.0 if decode else attn_eff_rel) * 1e12) / tp
         # MoE prefill (`prefill_gemm_rates`): block-scaled FP8 GEMMs of the engine's early kernels, routed experts
         # in its fused-MoE kernel
@@ -1141,7 +1147,8 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                                                                        r.gpu.vendor)
                      + trtllm_prefill_host_layer_s(r, s.engine) + sglang_prefill_host_layer_s(r, s.engine),
                      engine_version=r.workload.engine_version,
-                     attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine))
+                     attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine),
+                     gemm_duty=r.gemm_duty)
 
 
 def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:

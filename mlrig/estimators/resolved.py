@@ -47,6 +47,9 @@ class ResolvedPlan:
     # multiplied by for the whole deployment (`replicas.replica_scale`)
     replicas: int = 1
     replica_scale: float = 1.0
+    # the share of the board's sustained power the load's tensor work asks for (serving.board_power_duty): a
+    # Poisson-rate run below it lifts the board-power bound of the GEMMs (performance.peak_tflops); 1 by default
+    gemm_duty: float = 1.0
 
     @property
     def workload(self) -> WorkloadSpec:

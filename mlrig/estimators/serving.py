@@ -484,6 +484,66 @@ def prefill_tokens(w: WorkloadSpec) -> int:
     return max(1, w.prompt_tokens - w.cached_prompt_tokens)
 
 
+def board_power_duty(r: ResolvedPlan, rate: float) -> float:
+    """The share of its board's sustained power a Poisson-rate load at `rate` requests/s asks of each GPU: the
+    tensor FLOPs of its requests (each prompt's prefill and its output tokens, `prefill_cost` of prompt + output
+    tokens, split over the tensor-parallel GPUs) per second, over the dense FLOP rate the board power sustains
+    (efficiency.BOARD_TFLOP_PER_J x watts, `hardware.board_power_tflops` x efficiency.BOARD_BOUND_GEMM_EFF);
+    1 where no bound is known or nothing arrives. Below 1 `performance.peak_tflops` prices the GEMMs at the rating.
+
+    The bound is on average power, not on a pass: the board power the driver tracks is an average over a window
+    (NVML API reference, nvmlDeviceGetPowerUsage, as cuda-python's cuda.bindings.nvml.device_get_power_usage
+    reproduces it: "On Ampere (except GA100) or newer GPUs, the API returns power averaged over 1 sec interval"),
+    and the SW power cap lowers the clocks while the power is at the limit (nvmlClocksThrottleReasonSwPowerCap: "SW
+    Power Scaling algorithm is reducing the clocks below requested clocks"). The limiter's own window is not
+    documented; about a second is assumed from that figure. The long matmul loops the bound is read from keep the
+    tensor cores busy for seconds; a prefill of tens to a few hundred ms between idle or memory-bound decode steps
+    runs at the rated clocks while the window's energy stays under the limit (the fit rows below show 45-200 ms
+    prefills doing so). With a constant energy per FLOP (the bound's own
+    assumption, linear in the watts) a window's energy is its FLOPs x J/FLOP whatever the clock: a faster pass draws
+    more power for less time. So a load asking for a share d < 1 of the sustained rate stays under the limit with its
+    passes at the rated clocks, and one at d >= 1 is held at the bound. A load the card does not keep up with even at
+    the rating is held at the bound too (`serving_performance`): its queue keeps the card busy, never idle, so the
+    average is the busy power. What the decode steps' weight streaming and the card's idle floor draw is not counted
+    (so a decode-heavy load is priced a little faster than the limiter allows), nor the spread of a window's energy
+    about its mean under Poisson arrivals (windows with more arrivals than d x W of energy, throttled in part).
+    Fit rows: Mooncake's vLLM 0.6.2 runs on an A10 (MOONCAKEA10-*: Qwen2.5-7B GPTQ, 245- and 1,012-token
+    prompts at 2-8 req/s, d = 0.10-0.43), whose median TTFTs of 56-91 ms for 245-token prompts sit below what the
+    A10's bound (78.75 of 125 TFLOPS) gives for the prefill alone (73 ms): their ten TTFTs +25..+155 % before,
+    -24..+22 % after (`mlrig validate`: TTFT vllm gddr p90 60 -> 52 %). Their TPOTs, with 6 output tokens mostly the
+    other prompts' prefills, move from -25..+59 % to -52..+15 % (the chunked-prefill runs at 8 req/s and the
+    1,012-token one come out 28-52 % fast: the decode steps' power, not counted, is the candidate). Checked, held out:
+    ACCELMARKGD-0054 (RTX 6000 Ada, 5 req/s) -10 -> -13 %. Nothing fitted: the bound's figures and the load's FLOPs."""
+    from mlrig.estimators.hardware import board_power_tflops
+    from mlrig.estimators.performance import gemm_dtype_on, prefill_cost
+
+    w = r.workload
+    bound = board_power_tflops(r.gpu, gemm_dtype_on(r.gpu, r.precision, r.engine or "", w.engine_version))
+    if bound is None or rate <= 0:
+        return 1.0
+    tokens = prefill_tokens(w) + max(1, w.output_tokens)
+    flops = prefill_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, 1, tokens).flops
+    tp = max(1, r.hardware.tensor_parallel)
+    return min(1.0, rate * flops / tp / (bound * eff.BOARD_BOUND_GEMM_EFF * 1e12))
+
+
+def board_power_duty_note(r: ResolvedPlan) -> str:
+    """The explanation's words for a plan priced at a power duty below 1 (`board_power_duty`) where that lifts its
+    GEMMs above the sustained bound; empty otherwise."""
+    from mlrig.estimators.performance import gemm_dtype_on, peak_tflops
+
+    if r.gemm_duty >= 1.0:
+        return ""
+    dtype = gemm_dtype_on(r.gpu, r.precision, r.engine or "", r.workload.engine_version)
+    sustained = peak_tflops(r.gpu, dtype, r.engine or "")
+    burst = peak_tflops(r.gpu, dtype, r.engine or "", r.gemm_duty)
+    if sustained is None or burst is None or burst <= sustained:
+        return ""
+    return (f"; the load asks for {r.gemm_duty:.0%} of the power {r.gpu.name} sustains, so its prefills run at "
+            f"{burst:.0f} dense TFLOPS, above the {sustained:.0f} of a sustained load (board power is averaged over "
+            "about a second)")
+
+
 def _iteration(r: ResolvedPlan, n: int, prefill_s_per_token: float) -> tuple[float, str]:
     """One continuous-batching iteration: `n` decodes plus the prompts' prefill share per output token."""
     dec = decode_step(r, n, running_decode_context(r.workload))
@@ -2670,11 +2730,24 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             pt = replace(pt, throughput_tok_s=thr, requests_per_s=thr / max(1, w.output_tokens))
     elif w.load == "rate" and w.num_requests:
         pool = int(kv_tokens) if (paged and kv_tokens) else None  # vLLM admits by its blocks (`vllm_kv_admission`)
-        pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
+        duty = board_power_duty(r, w.request_rate or 0.0)
+        rd = replace(r, gemm_duty=duty) if duty < 1.0 else r
+        pt = rate_run_point(rd, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
                             kv_tokens=pool)
+        if rd is not r and pt.saturated:  # below the sustained power, but busy all the time even at the rating
+            pt = rate_run_point(r, w.request_rate or 0.0, w.num_requests, slots=slots, cap=cap, budget=budget,
+                                kv_tokens=pool)
+        else:
+            r = rd
         ttft_band = overload_ttft_band(r, pt, w.num_requests, slots=slots, cap=cap, budget=budget, kv_tokens=pool)
     elif w.load == "rate":
-        pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        duty = board_power_duty(r, w.request_rate or 0.0)
+        rd = replace(r, gemm_duty=duty) if duty < 1.0 else r
+        pt = load_point(rd, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        if rd is not r and pt.saturated:  # busy all the time even at the rating: held at the bound
+            pt = load_point(r, rate=w.request_rate, slots=slots, cap=cap, budget=budget)
+        else:
+            r = rd
     else:
         users = w.batch_size
         pt = load_point(r, users=users, slots=slots, cap=cap, budget=budget, recompute_s_per_iter=recompute,
@@ -2697,6 +2770,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             and w.max_num_batched_tokens is None):
         expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "
                  f"{budget:,} tokens per step (--no-enable-chunked-prefill turns it off)")
+    expl += board_power_duty_note(r)
     finite = w.load == "rate" and bool(w.num_requests)
     if finite and w.num_requests:
         expl += (f"; a run of {w.num_requests} requests over {w.num_requests / (w.request_rate or 1.0):.0f} s from an "
