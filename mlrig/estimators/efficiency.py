@@ -184,8 +184,8 @@ LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD = 3887  # LLAMA-CPP-BUILDS: 2024-10-05, befor
 #    the host's speed is part of the figure. HIP builds only (the CUDA builds' MoE rows were fitted without it, and
 #    their launches are cheaper); month labels up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL (a 2025-04 label is read as the
 #    old path: the PR's "master" column is mid-April) and build numbers up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD
-#    (LLAMA-CPP-BUILDS below; later builds and no label: the current path). Held out, not used here: ARGONNE-0313..0315 (Mixtral F16 on
-#    an MI300X, September 2024) came out +36..+63 % before.
+#    (LLAMA-CPP-BUILDS below; later builds and no label: the current path). Held out, not used here: ARGONNE-0313..0315
+#    (Mixtral F16 on an MI300X, September 2024) came out +36..+63 % before.
 HIP_MMID_FALLBACK_S_PER_EXPERT = 37.9e-6
 LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN = 3  # gate, up and down expert matrices: one GGML_OP_MUL_MAT_ID each
 LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
@@ -270,7 +270,8 @@ LLAMA_CPP_MMQ_ID_UNTIL_BUILD = 4599  # 2025-01-30, before PR #13199 (HIP dp4a an
 #    that expert's row count, so no tile wider than its rows (under 8-16 columns of padding: not modelled); its host
 #    sync and launches per expert are not priced here either. Month labels before LLAMA_CPP_CUDA_MMQ_ID_FROM keep that
 #    path (factor 1), as do build numbers up to LLAMA_CPP_MMQ_ID_UNTIL_BUILD (LLAMA-CPP-BUILDS below; later builds
-#    take the current code); "llama.cpp-2024" (builds before CUDA graphs, mid-2024) is the old path. Upstream PR #26977 ("CUDA:
+#    take the current code); "llama.cpp-2024" (builds before CUDA graphs, mid-2024) is the old path. Upstream PR
+#    #26977 ("CUDA:
 #    Improve selection of routed MoE MMQ tile widths", anavp-nvidia, 2026-08-12) sizes the tile by the mean rows per
 #    expert on Ampere (>= 8.6), Ada and Blackwell; it was open when read (its description: "Once the mean columns per
 #    expert reaches 43 (Blackwell) or 64 (Ampere/Ada) the formula returns 128, which is the width upstream already
@@ -330,7 +331,8 @@ LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD = 5997
 #    newreleases.io/.../node-llama-cpp/release/v3.14.2 (2025-10-26): b6845. Bounds, by PR (merge month, latest build
 #    known before it, earliest build known to include it):
 #    - #10318, F16 mat-vec rewrite (mid-November 2024): b3887 (LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD); b4599;
-#    - #13014, batch-1 MUL_MAT_ID without the host sync (April 2025): b4599 (LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD); b5331;
+#    - #13014, batch-1 MUL_MAT_ID without the host sync (April 2025): b4599 (LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD);
+#      b5331;
 #    - #13199, batched MoE MMQ (end of April 2025): b4599 (LLAMA_CPP_MMQ_ID_UNTIL_BUILD); b5331;
 #    - #14949, CDNA 3 MMQ at every batch size (end of July 2025): b5593 (LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD); b6652
 #      (AMD's December 2025 blog build, after it);
