@@ -1667,6 +1667,23 @@ QUANT_PREFILL_EFF = 0.80
 #    0.8 they came out +67 / +50 / +36 / +27 %; 0.52 gives +22 / +9 / -7 / -14 % (signed median +1 %). The H100
 #    stays fast against the A100 (its MMQ does not reach the wgmma peak the catalog holds: not separated, two rows).
 LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
+# The same shortfall in llama.cpp's HIP build on AMD CDNA GPUs (`performance.hip_mfma_mmq`), whose quantised prompt
+#    GEMMs run as MMQ tiles on the matrix cores (MFMA int8; ggml-org/llama.cpp PR #14624, "HIP: Enable Matrix cores for
+#    MMQ Kernels, Enable stream-K for CDNA 3", merged late July 2025) instead of de-quantise + rocBLAS, priced against
+#    the FP16 rate COMPUTE_EFF["llama.cpp-hip"]["hbm"] x AMD_CDNA3_GEMM_REL_EFF gives a rocBLAS-class GEMM, as the CUDA
+#    build's MMQ on HBM cards is against cuBLAS's (LLAMA_CPP_MMQ_PREFILL_EFF_HBM). Fitted on the only CDNA prompt rows,
+#    all fit rows of one source (AMD's ROCm blogs, llama-bench pp512 on 8 MI300X, layer split): AMDLCPP-0004 / -0008
+#    (DeepSeek-V3 Q4_K_M, b5997 / b6652, flash attention off) and AMDLCPP-0012 (Llama-3.1-70B-Instruct Q4_K_M, b6652,
+#    flash attention on), scanned: 0.80 (QUANT_PREFILL_EFF, before) +27 / +35 / +20 %; 0.70 +15 / +19 / +8 %; 0.65 +8 /
+#    +11 / +1 %; 0.62 +4 / +6 / -3 %; 0.60 +2 / +3 / -6 %; 0.58 -1 / 0 / -9 %; 0.55 -5 / -5 / -13 %. 0.60: the lowest
+#    mean |error| among the round values (0.58's median is lower but leaves the dense row -9 %). The dense row moving as
+#    the MoE rows do says the DeepSeek-V3 excess the MoE tiles and host sort left (+27 / +35 %) was mostly this rate,
+#    not its MLA attention: without flash attention llama.cpp computes DeepSeek-V3's prompt attention in the
+#    compressed latent space (K 576, V 512 wide, 128 heads over one KV head, the whole 512 x 512 square before the
+#    mask), ~4.5 TFLOP a pass against ~185 TFLOP of weight GEMMs (with the 8x expert tiles): a few per cent of the
+#    pass, priced with the rest of attention. Applied to all CDNA (MFMA MMQ is one kernel family; CDNA 1-2 have no row
+#    to check it on); decode runs MMVQ, not MMQ, and keeps its figures; builds before the PR keep QUANT_PREFILL_EFF.
+HIP_MFMA_MMQ_PREFILL_EFF = 0.60
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
 #    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of

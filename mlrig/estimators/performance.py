@@ -356,6 +356,18 @@ def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
     return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
 
 
+def hip_mfma_mmq(gpu: GPU, engine: str, engine_version: str | None) -> bool:
+    """Whether llama.cpp's HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA's matrix cores (MFMA):
+    AMD CDNA GPUs (`amd_mfma_available`) in builds from ggml-org/llama.cpp PR #14624 ("HIP: Enable Matrix cores for MMQ
+    Kernels, Enable stream-K for CDNA 3", merged late July 2025): month labels from
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM, build numbers after efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD (the
+    two PRs landed in the same week), no label. Their rate: efficiency.HIP_MFMA_MMQ_PREFILL_EFF."""
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD" or not (gpu.architecture or "").strip().startswith("CDNA"):
+        return False
+    return not llama_cpp_before_change(engine_version, _month_before(eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM),
+                                       eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD)
+
+
 def llama_cpp_cublas_dequant(gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
     """Whether llama.cpp's quantised GEMMs of a pass go through de-quantise + cuBLAS rather than MMQ: its
     builds before CUDA graphs ("llama.cpp-2024", b2xxx, spring 2024) on NVIDIA GPUs with FP16 tensor cores
@@ -805,6 +817,8 @@ def pass_time(
             quant_eff = eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
             if engine == "llama.cpp" and mclass == "hbm" and gpu.vendor == "NVIDIA":
                 quant_eff = eff.LLAMA_CPP_MMQ_PREFILL_EFF_HBM  # current builds' MMQ on HBM cards (see there)
+            if not decode and hip_mfma_mmq(gpu, engine, engine_version):
+                quant_eff = eff.HIP_MFMA_MMQ_PREFILL_EFF  # matrix-core MMQ on CDNA (see there)
             # cuBLAS on the de-quantised copy runs at the FP16 rate (`llama_cpp_cublas_dequant`)
             cublas = False if decode else llama_cpp_cublas_dequant(gpu, engine, fam, tokens_in_pass)
             ce = ce * vec.where(cublas, 1.0, quant_eff)
