@@ -1,6 +1,6 @@
-"""Quantised prompt GEMMs of llama.cpp's HIP build on CDNA matrix cores (efficiency.HIP_MFMA_MMQ_PREFILL_EFF).
+"""Quantised prompt GEMMs of llama.cpp's HIP build on CDNA 3 matrix cores (efficiency.HIP_MFMA_MMQ_PREFILL_EFF).
 
-From PR #14624 (late July 2025) the HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA's MFMA units; they
+From PR #14624 (late July 2025) the HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA 3's MFMA units; they
 reach 0.60 of the rocBLAS-class FP16 rate mlrig prices, not QUANT_PREFILL_EFF's 0.80, fitted on AMD's pp512 runs on
 8 MI300X (AMDLCPP-0004 / -0008 / -0012). Decode (MMVQ), other GPUs and builds before the PR keep their figures."""
 
@@ -24,7 +24,7 @@ def test_the_mfma_mmq_is_cdna_in_builds_from_the_pr() -> None:
     assert hip_mfma_mmq(mi300x, "llama.cpp-hip", None)
     assert hip_mfma_mmq(mi300x, "llama.cpp-hip", "2025-08")
     assert hip_mfma_mmq(mi300x, "llama.cpp-hip", "b6652")
-    assert hip_mfma_mmq(mi210, "llama.cpp-hip", None)  # CDNA 2: the same kernels
+    assert not hip_mfma_mmq(mi210, "llama.cpp-hip", None)  # CDNA 2: rocBLAS at a prompt's micro-batch
     assert not hip_mfma_mmq(mi300x, "llama.cpp-hip", "2025-07")
     assert not hip_mfma_mmq(mi300x, "llama.cpp-hip", "b5593")  # 2025-06-05: before the PR
     for name in ("mi50-32gb", "AMD Radeon RX 7900 XTX"):  # GCN / RDNA 3: dp4a MMQ (HIP_DP4A_MMQ_EFF)

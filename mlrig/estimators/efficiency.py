@@ -1681,8 +1681,10 @@ LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
 #    not its MLA attention: without flash attention llama.cpp computes DeepSeek-V3's prompt attention in the
 #    compressed latent space (K 576, V 512 wide, 128 heads over one KV head, the whole 512 x 512 square before the
 #    mask), ~4.5 TFLOP a pass against ~185 TFLOP of weight GEMMs (with the 8x expert tiles): a few per cent of the
-#    pass, priced with the rest of attention. Applied to all CDNA (MFMA MMQ is one kernel family; CDNA 1-2 have no row
-#    to check it on); decode runs MMVQ, not MMQ, and keeps its figures; builds before the PR keep QUANT_PREFILL_EFF.
+#    pass, priced with the rest of attention. CDNA 3 only: CDNA 1-2 take MFMA MMQ at small batches only (PR #14949,
+#    "HIP: enable mfma mmq on gfx908 and gfx90a for select datatypes and shapes", 2025-07-29: its MI100 pp1024 table
+#    has MMQ level with rocBLAS from a 512-token micro-batch) and keep QUANT_PREFILL_EFF; decode runs MMVQ, not MMQ,
+#    and keeps its figures; builds before the PRs keep QUANT_PREFILL_EFF.
 HIP_MFMA_MMQ_PREFILL_EFF = 0.60
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the

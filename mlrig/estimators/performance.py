@@ -357,12 +357,16 @@ def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
 
 
 def hip_mfma_mmq(gpu: GPU, engine: str, engine_version: str | None) -> bool:
-    """Whether llama.cpp's HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA's matrix cores (MFMA):
-    AMD CDNA GPUs (`amd_mfma_available`) in builds from ggml-org/llama.cpp PR #14624 ("HIP: Enable Matrix cores for MMQ
-    Kernels, Enable stream-K for CDNA 3", merged late July 2025): month labels from
-    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM, build numbers after efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD (the
-    two PRs landed in the same week), no label. Their rate: efficiency.HIP_MFMA_MMQ_PREFILL_EFF."""
-    if engine != "llama.cpp-hip" or gpu.vendor != "AMD" or not (gpu.architecture or "").strip().startswith("CDNA"):
+    """Whether llama.cpp's HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA's matrix cores (MFMA) at a
+    prompt's micro-batch: CDNA 3 (efficiency.HIP_MMQ_ID_MFMA_ARCHITECTURES: `ggml_cuda_should_use_mmq` returns true
+    there at every batch size) in builds from ggml-org/llama.cpp PR #14624 ("HIP: Enable Matrix cores for MMQ Kernels,
+    Enable stream-K for CDNA 3") and #14949, merged late July 2025: month labels from
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM, build numbers after efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD, no
+    label. CDNA 1-2 take MFMA MMQ only at small batches (PR #14949: "only enables the path on datatype and batch sizes
+    where tested to be more performant"; its MI100 table is level with rocBLAS from 512 tokens) and keep the rocBLAS
+    path here. Their rate: efficiency.HIP_MFMA_MMQ_PREFILL_EFF."""
+    arch = (gpu.architecture or "").strip()
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD" or not arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
         return False
     return not llama_cpp_before_change(engine_version, _month_before(eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM),
                                        eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD)
