@@ -17,6 +17,7 @@ from mlrig.estimators.performance import (
     hip_moe_host_sort_s,
     llama_cpp_before_change,
     llama_cpp_host_id_sort,
+    llama_cpp_moe_host_sync,
 )
 from mlrig.planner import evaluate, resolve_plan
 
@@ -106,3 +107,31 @@ def test_the_cuda_host_sort_is_e_t_k_comparisons_per_mul_mat_id() -> None:
 def test_dense_models_and_other_vendors_on_the_cuda_engine_do_not_sort() -> None:
     r, _ = resolve_plan(moe_plan("meta-llama/Llama-3.1-8B-Instruct", "h100-sxm-80gb", version="2025-07"))
     assert not llama_cpp_host_id_sort(r, r.engine)
+
+
+@pytest.mark.parametrize(("model", "gpu", "precision", "version", "syncs"), [
+    (DEEPSEEK_V3, "AMD Instinct MI300X", "q4_k_m", "b5997", True),  # HIP, before PR #15525
+    (DEEPSEEK_V3, "AMD Instinct MI300X", "q4_k_m", "2025-08", True),
+    (DEEPSEEK_V3, "AMD Instinct MI300X", "q4_k_m", "b6652", False),  # after it
+    (DEEPSEEK_V3, "AMD Instinct MI300X", "q4_k_m", None, False),
+    (DEEPSEEK_V3, "AMD Instinct MI300X", "q4_k_m", "b5997+vulkan", False),  # the Vulkan build: not this code
+    ("meta-llama/Llama-3.1-70B-Instruct", "AMD Instinct MI300X", "q4_k_m", "b5997", False),  # dense
+    (GPT_OSS_20B, "h100-sxm-80gb", "mxfp4", "2024-09", True),  # CUDA: every MUL_MAT_ID synchronised until the PR
+    (GPT_OSS_20B, "h100-sxm-80gb", "mxfp4", "b5998", False),
+])
+def test_moe_prompt_passes_synchronise_the_host_until_pr_15525(model: str, gpu: str, precision: str,
+                                                               version: str | None, syncs: bool) -> None:
+    r, _ = resolve_plan(moe_plan(model, gpu, precision=precision, version=version, count=8))
+    assert llama_cpp_moe_host_sync(r, r.engine) is syncs
+
+
+def test_a_host_synchronising_moe_build_gets_no_pipelining_over_a_layer_split() -> None:
+    """AMD's DeepSeek-V3 llama-bench on 8 MI300X: b5997 measured 439.14 / 420.19 t/s at pp512 / pp4096 (flat: the
+    micro-batches go through the GPUs one after another); b6652 514.07 / 1,650.33 (pipelined). Without pipelining
+    each 512-token micro-batch costs what pp512's one does, plus its longer attention: pp4096 no faster than pp512."""
+    def tok_s(version: str, prompt: int) -> float:
+        return prefill_tok_s(moe_plan(DEEPSEEK_V3, "AMD Instinct MI300X", version=version, count=8, prompt=prompt))
+
+    assert tok_s("b5997", 4096) <= tok_s("b5997", 512)
+    assert tok_s("b5997", 4096) == pytest.approx(420.19, rel=0.15)
+    assert tok_s("b6652", 4096) > 2.5 * tok_s("b6652", 512)

@@ -1417,6 +1417,19 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    The 70B Q4_K_M rows stay the disagreement: A100 SXM4 x4 (XD-0400..0402) measures slower than A100 PCIe x4
 #    (XD-0358..0360) of the same source, model and quantisation, which no pipeline figure reconciles.
 LLAMA_CPP_PIPELINE_EFF = 0.6
+# 1-MOE-SYNC-PIPELINE. No pipelining for MoE prompts in llama.cpp builds whose MUL_MAT_ID synchronises the host
+#    (`performance.llama_cpp_moe_host_sync`). Until PR #15525 (1-HIP-IDS) `ggml_cuda_mul_mat_id` copied the expert
+#    ids to the host and called cudaStreamSynchronize before it could launch the expert GEMMs (ggml-cuda.cu at
+#    6481eb4c, September 2024, for every MUL_MAT_ID; mmq.cu at 4227c9be, August 2025, for the batched MMQ path).
+#    One host thread drives all the GPUs of a layer split (ggml_backend_sched runs the graph's splits in order,
+#    launching asynchronously), and the pipelining credited above comes from that thread queueing the next
+#    micro-batch on the first GPUs while the last ones still compute. A synchronisation inside every MoE layer
+#    holds the thread until that GPU has drained, so the GPUs take the micro-batches one after another: no gain.
+#    Source-derived, not fitted; the fit rows agree: AMD's DeepSeek-V3 Q4_K_M llama-bench on 8 MI300X at b5997
+#    (before the PR) measured pp512 / pp1024 / pp2048 / pp4096 439.14 / 439.02 / 432.00 / 420.19 t/s (AMDLCPP-0004,
+#    -0013..-0015: flat; with the credit mlrig said +2 / +49 / +120 / +205 %), while the same model at b6652 (after
+#    it) scales 514 / 883 / 1,356 / 1,650 (AMDLCPP-0008, -0016..-0018), as the dense Llama-3.1-70B does (-0012,
+#    -0019..-0021).
 
 # Fixed time per GPU boundary that a llama.cpp layer split (-sm layer, several GPUs) crosses in one
 #    pass, beyond the hidden state's wire time (interconnects.p2p_time_s, ~10 us): ggml's backend
@@ -1667,25 +1680,27 @@ QUANT_PREFILL_EFF = 0.80
 #    0.8 they came out +67 / +50 / +36 / +27 %; 0.52 gives +22 / +9 / -7 / -14 % (signed median +1 %). The H100
 #    stays fast against the A100 (its MMQ does not reach the wgmma peak the catalog holds: not separated, two rows).
 LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
-# The same shortfall in llama.cpp's HIP build on AMD CDNA GPUs (`performance.hip_mfma_mmq`), whose quantised prompt
+# The same shortfall in llama.cpp's HIP build on AMD CDNA 3 GPUs (`performance.hip_mfma_mmq`), whose quantised prompt
 #    GEMMs run as MMQ tiles on the matrix cores (MFMA int8; ggml-org/llama.cpp PR #14624, "HIP: Enable Matrix cores for
 #    MMQ Kernels, Enable stream-K for CDNA 3", merged late July 2025) instead of de-quantise + rocBLAS, priced against
 #    the FP16 rate COMPUTE_EFF["llama.cpp-hip"]["hbm"] x AMD_CDNA3_GEMM_REL_EFF gives a rocBLAS-class GEMM, as the CUDA
 #    build's MMQ on HBM cards is against cuBLAS's (LLAMA_CPP_MMQ_PREFILL_EFF_HBM). Fitted on the only CDNA prompt rows,
-#    all fit rows of one source (AMD's ROCm blogs, llama-bench pp512 on 8 MI300X, layer split): AMDLCPP-0004 / -0008
-#    (DeepSeek-V3 Q4_K_M, b5997 / b6652, flash attention off) and AMDLCPP-0012 (Llama-3.1-70B-Instruct Q4_K_M, b6652,
-#    flash attention on), scanned: 0.80 (QUANT_PREFILL_EFF, before) +27 / +35 / +20 %; 0.70 +15 / +19 / +8 %; 0.65 +8 /
-#    +11 / +1 %; 0.62 +4 / +6 / -3 %; 0.60 +2 / +3 / -6 %; 0.58 -1 / 0 / -9 %; 0.55 -5 / -5 / -13 %. 0.60: the lowest
-#    mean |error| among the round values (0.58's median is lower but leaves the dense row -9 %). The dense row moving as
-#    the MoE rows do says the DeepSeek-V3 excess the MoE tiles and host sort left (+27 / +35 %) was mostly this rate,
-#    not its MLA attention: without flash attention llama.cpp computes DeepSeek-V3's prompt attention in the
-#    compressed latent space (K 576, V 512 wide, 128 heads over one KV head, the whole 512 x 512 square before the
-#    mask), ~4.5 TFLOP a pass against ~185 TFLOP of weight GEMMs (with the 8x expert tiles): a few per cent of the
-#    pass, priced with the rest of attention. CDNA 3 only: CDNA 1-2 take MFMA MMQ at small batches only (PR #14949,
-#    "HIP: enable mfma mmq on gfx908 and gfx90a for select datatypes and shapes", 2025-07-29: its MI100 pp1024 table
-#    has MMQ level with rocBLAS from a 512-token micro-batch) and keep QUANT_PREFILL_EFF; decode runs MMVQ, not MMQ,
-#    and keeps its figures; builds before the PRs keep QUANT_PREFILL_EFF.
-HIP_MFMA_MMQ_PREFILL_EFF = 0.60
+#    all fit rows of one source (AMD's ROCm blogs, llama-bench pp512-pp4096 on 8 MI300X, layer split, n_ubatch 512):
+#    DeepSeek-V3 Q4_K_M at b5997 (AMDLCPP-0004, -0013..-0015) and b6652 (-0008, -0016..-0018), flash attention off, and
+#    Llama-3.1-70B-Instruct Q4_K_M at b6652 with flash attention on (-0012, -0019..-0021); the pp16-pp256 rows of the
+#    posts are not taken (one micro-batch of a few tokens: the weight reads and small-batch kernels, not this rate).
+#    Scanned, mean / median |error| of the twelve (signed median): 0.80 (QUANT_PREFILL_EFF, before) 20 / 20 % (+20 %);
+#    0.75 14 / 14 % (+14 %); 0.70 9.9 / 7.2 % (+7 %); 0.65 7.3 / 8.9 % (0 %); 0.60 8.1 / 6.4 % (-6 %); 0.55 13 / 13 %
+#    (-13 %). 0.65: the lowest mean and a centred signed median. It leaves DeepSeek-V3 +8..+11 % and the dense 70B
+#    -13..+1 %, so the MoE model keeps ~10 % more than this rate explains; its MLA attention is not the cause at pp512:
+#    without flash attention llama.cpp computes DeepSeek-V3's prompt attention in the compressed latent space (K 576,
+#    V 512 wide, 128 heads over one KV head, the whole 512 x 512 square before the mask), ~4.5 TFLOP a micro-batch
+#    against ~185 TFLOP of weight GEMMs (with the 8x expert tiles), priced with the rest of attention. CDNA 3 only:
+#    CDNA 1-2 take MFMA MMQ at small batches only (PR #14949, "HIP: enable mfma mmq on gfx908 and gfx90a for select
+#    datatypes and shapes", 2025-07-29: its MI100 pp1024 table has MMQ level with rocBLAS from a 512-token
+#    micro-batch) and keep QUANT_PREFILL_EFF; decode runs MMVQ, not MMQ, and keeps its figures; builds before the PRs
+#    keep QUANT_PREFILL_EFF.
+HIP_MFMA_MMQ_PREFILL_EFF = 0.65
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
 #    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of

@@ -1679,6 +1679,24 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
 
+def llama_cpp_moe_host_sync(r: ResolvedPlan, engine: str) -> bool:
+    """Whether a MoE prompt pass of llama.cpp's CUDA or HIP build synchronises the host on the GPU's stream in every
+    MUL_MAT_ID, which takes away the layer split's pipelining (`llama_cpp_pipeline_speedup`, efficiency.py
+    1-MOE-SYNC-PIPELINE): builds before PR #15525 (month labels up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+    build numbers up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD) of the HIP build ("llama.cpp-hip") and of
+    the CUDA build on NVIDIA GPUs ("llama.cpp", "llama.cpp-2024"); dense models, other backends (Vulkan, Metal, CPU)
+    and later builds: False."""
+    a = r.arch
+    if not a.is_moe or not a.num_experts:
+        return False
+    if engine != "llama.cpp-hip" and not (engine in ("llama.cpp", "llama.cpp-2024") and r.gpu.vendor == "NVIDIA"):
+        return False
+    if engine == "llama.cpp-2024":
+        return True  # builds before CUDA graphs (mid-2024): long before the PR
+    return llama_cpp_before_change(r.workload.engine_version, eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+                                   eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD)
+
+
 def xpu_moe_activation_s(r: ResolvedPlan, engine: str, tokens: Num) -> Num:
     """Seconds a prefill of `tokens` tokens spends, per GPU, in the memory-bound kernels around the routed experts'
     GEMMs of vLLM's XPU MoE path on Intel GPUs (efficiency.XPU_MOE_ENGINES; pad, scatter to k rows, SwiGLU, gather,
@@ -1746,7 +1764,7 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
-    if s.serial > 1 and s.engine.startswith("llama.cpp"):
+    if s.serial > 1 and s.engine.startswith("llama.cpp") and not llama_cpp_moe_host_sync(r, s.engine):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)
     return t
