@@ -30,7 +30,9 @@ def test_the_fallback_is_hip_builds_labelled_up_to_april_2025() -> None:
     assert hip_mmid_fallback("llama.cpp-hip", "2025-04")  # the PR's own "master" column: mid-April
     assert not hip_mmid_fallback("llama.cpp-hip", "2025-05")
     assert not hip_mmid_fallback("llama.cpp-hip", None)  # current builds
-    assert not hip_mmid_fallback("llama.cpp-hip", "b3000")  # build numbers are not mapped
+    assert hip_mmid_fallback("llama.cpp-hip", "b3000")  # builds up to b4599 (2025-01-30) predate PR #13014
+    assert hip_mmid_fallback("llama.cpp-hip", "b4599+rocm")
+    assert not hip_mmid_fallback("llama.cpp-hip", "b4600")  # not known to predate it: the current path
     assert not hip_mmid_fallback("llama.cpp", "2024-09")  # CUDA builds: fitted without it
 
 

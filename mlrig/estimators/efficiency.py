@@ -154,12 +154,13 @@ FP32_LANES_PER_SM: dict[str, int] = {"Volta": 64, "Ampere (GA100)": 64, "Hopper"
 #    before and +6..+63 % after (median +17 %); the rows still fast are the 2048 + 2048-token runs and Mixtral
 #    (attention over a long cache without flash attention, MoE routing): not addressed here. Taken for month labels up
 #    to LLAMA_CPP_HIP_DMMV_F16_UNTIL (a 2024-11 label is read as the new kernel: merged mid-month); build numbers are
-#    not mapped (the merge's build number is not established here): they keep the current kernels.
+#    mapped by LLAMA-CPP-BUILDS below: up to LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD the old kernel.
 HIP_DMMV_LIVE_LANES_PER_CU_CYCLE = 4 * 16 // 2  # 4 SIMD16 per CU, half of each wave64 live under 32-thread blocks
 NVIDIA_WARP_LANES_PER_SM_CYCLE = 4 * 32  # 4 sub-partitions issuing a 32-thread warp instruction each cycle
 HIP_DMMV_BYTES_PER_CU_CYCLE = (LLAMA_CPP_MATVEC_BYTES_PER_SM_CYCLE * HIP_DMMV_LIVE_LANES_PER_CU_CYCLE
                                / NVIDIA_WARP_LANES_PER_SM_CYCLE)
 LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
+LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD = 3887  # LLAMA-CPP-BUILDS: 2024-10-05, before PR #10318 (mid-November 2024)
 # 1-HIP-MMID. Batch-1 MoE decode in llama.cpp's HIP builds before the expert mat-vecs took the routing ids on the
 #    device. Until ggml-org/llama.cpp PR #13014 ("CUDA: noncont MMVQ + batched bs1 MUL_MAT_ID", JohannesGaessler,
 #    opened 2025-04-18, merged in April 2025) `ggml_cuda_mul_mat_id` copied the router's expert ids to the host
@@ -182,12 +183,13 @@ LLAMA_CPP_HIP_DMMV_F16_UNTIL = (2024, 10)
 #    on a desktop host);
 #    the host's speed is part of the figure. HIP builds only (the CUDA builds' MoE rows were fitted without it, and
 #    their launches are cheaper); month labels up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL (a 2025-04 label is read as the
-#    old path: the PR's "master" column is mid-April), build numbers not mapped (the merge's build number is not
-#    established here: they keep the current path). Held out, not used here: ARGONNE-0313..0315 (Mixtral F16 on
-#    an MI300X, September 2024) came out +36..+63 % before.
+#    old path: the PR's "master" column is mid-April) and build numbers up to LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD
+#    (LLAMA-CPP-BUILDS below; later builds and no label: the current path). Held out, not used here: ARGONNE-0313..0315
+#    (Mixtral F16 on an MI300X, September 2024) came out +36..+63 % before.
 HIP_MMID_FALLBACK_S_PER_EXPERT = 37.9e-6
 LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN = 3  # gate, up and down expert matrices: one GGML_OP_MUL_MAT_ID each
 LLAMA_CPP_HIP_MMID_SYNC_UNTIL = (2025, 4)
+LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD = 4599  # LLAMA-CPP-BUILDS: 2025-01-30, before PR #13014 (April 2025)
 # 1-HIP-MOE. Fixed host time per MoE layer per pass in llama.cpp's HIP builds (`performance.hip_moe_layer_s`): a
 #    llama.cpp MoE FFN (llm_build_moe_ffn) launches, beside a dense FFN's three mat-vecs and activation, the router's
 #    mat-vec, its softmax / sigmoid (and bias add), the top-k argsort and its view, the weights' get_rows (and their
@@ -233,7 +235,9 @@ HIP_MOE_LAYER_S = 50e-6
 #    carries the same gate today; its code at b5997 was not read); GCN and RDNA 1-2 always (the final `(!RDNA4 && !RDNA3
 #    && !CDNA) || ...`). RDNA 3 / 4 and CDNA 1-2 are left out: at 512 tokens they take the per-expert fallback (`ne11 <
 #    MMQ_DP4A_MAX_BATCH_SIZE` fails) or a gate by type and batch not modelled here. Month labels before these PRs keep
-#    the old path (1 here); build numbers are not mapped and take the current code. No fitted figure: tile widths from
+#    the old path (1 here), as do build numbers up to LLAMA_CPP_MMQ_ID_UNTIL_BUILD (GCN, RDNA 1-2) and
+#    LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD (CDNA 3; LLAMA-CPP-BUILDS below); later builds and no label take the current
+#    code. No fitted figure: tile widths from
 #    the source. The NVIDIA CUDA build runs the same MMQ code: 1-CUDA-MMQ-TILE below. Later upstream PRs size the tile
 #    by the mean rows per expert on RDNA 3 / 4 only (ggml-org/llama.cpp #28552, 2026-09; for NVIDIA #26977 and for CDNA
 #    #28709 were open when read): not modelled. Fit rows moved (not chosen by them): AMDLCPP-0004 / -0008 (DeepSeek-V3
@@ -245,6 +249,9 @@ HIP_MMQ_ID_MFMA_ARCHITECTURES = ("CDNA 3",)  # should_use_mmq: CDNA3 -> MMQ at e
 HIP_MMQ_ID_DP4A_ARCHITECTURES = ("GCN", "RDNA 1", "RDNA 2")  # should_use_mmq's final return: MMQ at every batch
 LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM = (2025, 8)  # PR #14949 merged at the end of July 2025
 LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of April 2025
+# the latest builds known to predate those PRs (LLAMA-CPP-BUILDS): up to them the old path, later builds the current
+LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD = 5593  # 2025-06-05, before PR #14949
+LLAMA_CPP_MMQ_ID_UNTIL_BUILD = 4599  # 2025-01-30, before PR #13199 (HIP dp4a and CUDA alike)
 # 1-CUDA-MMQ-TILE. The same column tiles in llama.cpp's CUDA build on NVIDIA GPUs (`performance.mmq_expert_tile`,
 #    `performance.mmq_expert_rows_factor`): 1-HIP-MMQ-TILE's launch is the CUDA code (ggml-cuda is compiled for HIP).
 #    Read at 4227c9be (2025-08-14, vendored in llama-cpp-python 0.3.16): `ggml_cuda_mul_mat_id` (ggml-cuda.cu) sends a
@@ -262,8 +269,9 @@ LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM = (2025, 5)  # PR #13199 merged at the end of Apr
 #    gathered (k_copy_src1_to_contiguous) and multiplied by their own `ggml_cuda_mul_mat`, whose MMQ picked mmq_x for
 #    that expert's row count, so no tile wider than its rows (under 8-16 columns of padding: not modelled); its host
 #    sync and launches per expert are not priced here either. Month labels before LLAMA_CPP_CUDA_MMQ_ID_FROM keep that
-#    path (factor 1); build numbers are not mapped (PR #13199's build number is not established here) and take the
-#    current code; "llama.cpp-2024" (builds before CUDA graphs, mid-2024) is the old path. Upstream PR #26977 ("CUDA:
+#    path (factor 1), as do build numbers up to LLAMA_CPP_MMQ_ID_UNTIL_BUILD (LLAMA-CPP-BUILDS below; later builds
+#    take the current code); "llama.cpp-2024" (builds before CUDA graphs, mid-2024) is the old path. Upstream PR
+#    #26977 ("CUDA:
 #    Improve selection of routed MoE MMQ tile widths", anavp-nvidia, 2026-08-12) sizes the tile by the mean rows per
 #    expert on Ampere (>= 8.6), Ada and Blackwell; it was open when read (its description: "Once the mean columns per
 #    expert reaches 43 (Blackwell) or 64 (Ampere/Ada) the formula returns 128, which is the width upstream already
@@ -299,11 +307,39 @@ LLAMA_CPP_MMQ_NOT_TAKEN = ("iq1_m",)
 #    LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL (a 2025-08 label is read as the old code: the PR is from the month's last
 #    week) and build numbers up to LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD, the latest build known to predate it (b5997:
 #    AMD's Sept 2025 blog shows that build's llama-server answering with "created": 1754694593, 2025-08-08); later
-#    builds and no label: the current code. HIP builds only (the CUDA builds had the same loop; their MoE prompt rows
-#    were fitted without it).
+#    builds and no label: the current code. The CUDA build (engine "llama.cpp" on NVIDIA) ran the same code (ggml-cuda
+#    is one source for both: the 4227c9be and 79e0b68c reads above are its files) and is priced alike, from PR
+#    #13199 (month labels from LLAMA_CPP_CUDA_MMQ_ID_FROM, builds after LLAMA_CPP_MMQ_ID_UNTIL_BUILD) to PR #15525
+#    (the same bounds as HIP's). Before #13199 `ggml_cuda_mul_mat_id` counted each expert's rows on the host and
+#    launched that expert's gather, GEMM and scatter before counting the next (ggml-cuda.cu at 6481eb4c, September
+#    2024: `for i02 < n_as` { count over `ids->ne[1]` x `n_ids` ... launches }), so the counting overlaps the GPU's
+#    work on earlier experts, and is left unpriced on CUDA (the per-expert launches are not priced either,
+#    1-CUDA-MMQ-TILE); the HIP builds keep their month rule. No CUDA MoE prompt row of those builds is in the
+#    calibration (the LMSYSSPARK Ollama rows state no version: the current code), so no CUDA row moves.
 HIP_HOST_ID_SORT_S_PER_COMPARISON = 1e-9
 LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL = (2025, 8)
 LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD = 5997
+# LLAMA-CPP-BUILDS. llama.cpp's build number is its master commit count (engines.py), so a change's first build is its
+#    merge commit's count. That count is not read here for the PRs above (the repository's history is not at hand);
+#    each gate instead takes the latest build KNOWN to have existed before the PR was merged: a build number up to it
+#    takes the old code, a later one the current code (as an unlabelled build does), so a build between that bound
+#    and the merge is read as the current code. The builds' dates come from node-llama-cpp's release notes, whose
+#    every release states "Shipped with llama.cpp release bNNNN", the newest release when it was built (so that build
+#    existed on the release's date): github.com/withcatai/node-llama-cpp/releases v3.1.0 (2024-10-05): b3887;
+#    newreleases.io/project/github/withcatai/node-llama-cpp/release/v3.4.3 (2025-01-30): b4599;
+#    github.com/axonzeta/node-llama-cpp/releases/tag/v1.1.2 (2025-05-09): b5331; .../v1.4.0 (2025-06-05): b5593;
+#    newreleases.io/.../node-llama-cpp/release/v3.14.2 (2025-10-26): b6845. Bounds, by PR (merge month, latest build
+#    known before it, earliest build known to include it):
+#    - #10318, F16 mat-vec rewrite (mid-November 2024): b3887 (LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD); b4599;
+#    - #13014, batch-1 MUL_MAT_ID without the host sync (April 2025): b4599 (LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD);
+#      b5331;
+#    - #13199, batched MoE MMQ (end of April 2025): b4599 (LLAMA_CPP_MMQ_ID_UNTIL_BUILD); b5331;
+#    - #14949, CDNA 3 MMQ at every batch size (end of July 2025): b5593 (LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD); b6652
+#      (AMD's December 2025 blog build, after it);
+#    - #15525, the device-side ids helper (end of August 2025): b5997 (LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD, above);
+#      b6652.
+#    The windows between the two bounds (b3888-b4598, b4600-b5330, b5594-b6651, b5998-b6651) are where a build number
+#    may be read as the wrong side; a month label is exact to the month.
 # FP32 lanes per CU behind the catalog's FP32 peak (CUs x lanes x 2 x clock), by architecture prefix, first match:
 # GCN and CDNA 1-2 64 (MI50 13.3 TFLOPS = 60 x 64 x 2 x 1.725 GHz; MI210 22.6 = 104 x 64 x 2 x 1.7); CDNA 3-4 count
 # 128 (MI300X 163.4 = 304 x 128 x 2 x 2.1: AMD quotes the dual-issue vector FP32 rate). Used for CUs x clock only.
@@ -1386,6 +1422,19 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    The 70B Q4_K_M rows stay the disagreement: A100 SXM4 x4 (XD-0400..0402) measures slower than A100 PCIe x4
 #    (XD-0358..0360) of the same source, model and quantisation, which no pipeline figure reconciles.
 LLAMA_CPP_PIPELINE_EFF = 0.6
+# 1-MOE-SYNC-PIPELINE. No pipelining for MoE prompts in llama.cpp builds whose MUL_MAT_ID synchronises the host
+#    (`performance.llama_cpp_moe_host_sync`). Until PR #15525 (1-HIP-IDS) `ggml_cuda_mul_mat_id` copied the expert
+#    ids to the host and called cudaStreamSynchronize before it could launch the expert GEMMs (ggml-cuda.cu at
+#    6481eb4c, September 2024, for every MUL_MAT_ID; mmq.cu at 4227c9be, August 2025, for the batched MMQ path).
+#    One host thread drives all the GPUs of a layer split (ggml_backend_sched runs the graph's splits in order,
+#    launching asynchronously), and the pipelining credited above comes from that thread queueing the next
+#    micro-batch on the first GPUs while the last ones still compute. A synchronisation inside every MoE layer
+#    holds the thread until that GPU has drained, so the GPUs take the micro-batches one after another: no gain.
+#    Source-derived, not fitted; the fit rows agree: AMD's DeepSeek-V3 Q4_K_M llama-bench on 8 MI300X at b5997
+#    (before the PR) measured pp512 / pp1024 / pp2048 / pp4096 439.14 / 439.02 / 432.00 / 420.19 t/s (AMDLCPP-0004,
+#    -0013..-0015: flat; with the credit mlrig said +2 / +49 / +120 / +205 %), while the same model at b6652 (after
+#    it) scales 514 / 883 / 1,356 / 1,650 (AMDLCPP-0008, -0016..-0018), as the dense Llama-3.1-70B does (-0012,
+#    -0019..-0021).
 
 # Fixed time per GPU boundary that a llama.cpp layer split (-sm layer, several GPUs) crosses in one
 #    pass, beyond the hidden state's wire time (interconnects.p2p_time_s, ~10 us): ggml's backend
@@ -1651,6 +1700,27 @@ QUANT_PREFILL_EFF = 0.80
 #    0.8 they came out +67 / +50 / +36 / +27 %; 0.52 gives +22 / +9 / -7 / -14 % (signed median +1 %). The H100
 #    stays fast against the A100 (its MMQ does not reach the wgmma peak the catalog holds: not separated, two rows).
 LLAMA_CPP_MMQ_PREFILL_EFF_HBM = 0.52
+# The same shortfall in llama.cpp's HIP build on AMD CDNA 3 GPUs (`performance.hip_mfma_mmq`), whose quantised prompt
+#    GEMMs run as MMQ tiles on the matrix cores (MFMA int8; ggml-org/llama.cpp PR #14624, "HIP: Enable Matrix cores for
+#    MMQ Kernels, Enable stream-K for CDNA 3", merged late July 2025) instead of de-quantise + rocBLAS, priced against
+#    the FP16 rate COMPUTE_EFF["llama.cpp-hip"]["hbm"] x AMD_CDNA3_GEMM_REL_EFF gives a rocBLAS-class GEMM, as the CUDA
+#    build's MMQ on HBM cards is against cuBLAS's (LLAMA_CPP_MMQ_PREFILL_EFF_HBM). Fitted on the only CDNA prompt rows,
+#    all fit rows of one source (AMD's ROCm blogs, llama-bench pp512-pp4096 on 8 MI300X, layer split, n_ubatch 512):
+#    DeepSeek-V3 Q4_K_M at b5997 (AMDLCPP-0004, -0013..-0015) and b6652 (-0008, -0016..-0018), flash attention off, and
+#    Llama-3.1-70B-Instruct Q4_K_M at b6652 with flash attention on (-0012, -0019..-0021); the pp16-pp256 rows of the
+#    posts are not taken (one micro-batch of a few tokens: the weight reads and small-batch kernels, not this rate).
+#    Scanned, mean / median |error| of the twelve (signed median): 0.80 (QUANT_PREFILL_EFF, before) 20 / 20 % (+20 %);
+#    0.75 14 / 14 % (+14 %); 0.70 9.9 / 7.2 % (+7 %); 0.65 7.3 / 8.9 % (0 %); 0.60 8.1 / 6.4 % (-6 %); 0.55 13 / 13 %
+#    (-13 %). 0.65: the lowest mean and a centred signed median. It leaves DeepSeek-V3 +8..+11 % and the dense 70B
+#    -13..+1 %, so the MoE model keeps ~10 % more than this rate explains; its MLA attention is not the cause at pp512:
+#    without flash attention llama.cpp computes DeepSeek-V3's prompt attention in the compressed latent space (K 576,
+#    V 512 wide, 128 heads over one KV head, the whole 512 x 512 square before the mask), ~4.5 TFLOP a micro-batch
+#    against ~185 TFLOP of weight GEMMs (with the 8x expert tiles), priced with the rest of attention. CDNA 3 only:
+#    CDNA 1-2 take MFMA MMQ at small batches only (PR #14949, "HIP: enable mfma mmq on gfx908 and gfx90a for select
+#    datatypes and shapes", 2025-07-29: its MI100 pp1024 table has MMQ level with rocBLAS from a 512-token
+#    micro-batch) and keep QUANT_PREFILL_EFF; decode runs MMVQ, not MMQ, and keeps its figures; builds before the PRs
+#    keep QUANT_PREFILL_EFF.
+HIP_MFMA_MMQ_PREFILL_EFF = 0.65
 # MLX's quantised matmul (mlx/backend/metal/kernels/quantized.h: `qmm_t`, a QuantizedBlockLoader de-quantises
 #    each affine 4/8-bit weight tile into threadgroup memory, one scale and bias per 64 values, then the
 #    16-bit GEMM's own simdgroup MMAs run on it) pays the de-quantisation once per tile for the whole block of

@@ -153,17 +153,37 @@ def cu_cycles_per_s(gpu: GPU) -> float | None:
     return gpu.fp32_tflops * 1e12 / (2.0 * lanes) if lanes else None
 
 
+def llama_cpp_before_change(engine_version: str | None, last_old_month: tuple[int, int], last_old_build: int) -> bool:
+    """Whether a llama.cpp version label names a build that predates a change: a month label up to `last_old_month`,
+    or a build number up to `last_old_build`, the latest build known to predate the change's merge (efficiency.py
+    LLAMA-CPP-BUILDS: the merge's own build number is not established, so a build between that bound and the merge is
+    read as the current code). No label, a release of a front-end or a later one: the current code."""
+    from mlrig.estimators.engines import parse_version
+
+    v = parse_version(engine_version)
+    if v is None:
+        return False
+    if v.month is not None:
+        return v.month <= last_old_month
+    return v.build is not None and v.build <= last_old_build
+
+
+def _month_before(month: tuple[int, int]) -> tuple[int, int]:
+    """The calendar month before `month`: (2025, 5) -> (2025, 4), (2025, 1) -> (2024, 12)."""
+    year, m = month
+    return (year - 1, 12) if m == 1 else (year, m - 1)
+
+
 def hip_dmmv_f16(gpu: GPU, engine: str, precision_name: str, engine_version: str | None) -> bool:
     """Whether a batch-1 decode's weight reads run through llama.cpp HIP's old F16 `dequantize_mul_mat_vec`
     (32-thread blocks on a wave64 GPU, efficiency.py 1-HIP): F16 weights, the HIP build on a GCN / CDNA GPU, and a
-    month label up to efficiency.LLAMA_CPP_HIP_DMMV_F16_UNTIL (no label, a build number or a later month: the
-    current mmv.cu kernel)."""
-    from mlrig.estimators.engines import parse_version
-
+    month label up to efficiency.LLAMA_CPP_HIP_DMMV_F16_UNTIL or a build number up to
+    efficiency.LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD (`llama_cpp_before_change`; no label or a later one: the current
+    mmv.cu kernel)."""
     if engine != "llama.cpp-hip" or precision_name != "fp16" or cu_cycles_per_s(gpu) is None:
         return False
-    v = parse_version(engine_version)
-    return v is not None and v.month is not None and v.month <= eff.LLAMA_CPP_HIP_DMMV_F16_UNTIL
+    return llama_cpp_before_change(engine_version, eff.LLAMA_CPP_HIP_DMMV_F16_UNTIL,
+                                   eff.LLAMA_CPP_HIP_DMMV_F16_UNTIL_BUILD)
 
 
 def hip_dmmv_f16_fraction(gpu: GPU) -> float | None:
@@ -179,14 +199,13 @@ def hip_dmmv_f16_fraction(gpu: GPU) -> float | None:
 def hip_mmid_fallback(engine: str, engine_version: str | None) -> bool:
     """Whether llama.cpp's HIP build runs a batch-1 MoE layer's expert mat-vecs through the host-synchronising
     per-expert fallback of `ggml_cuda_mul_mat_id` (efficiency.py 1-HIP-MMID): the HIP build with a month label up to
-    efficiency.LLAMA_CPP_HIP_MMID_SYNC_UNTIL (no label, a build number or a later month: the current path, PR
-    #13014's single MMV / MMVQ launch without a stream synchronisation)."""
-    from mlrig.estimators.engines import parse_version
-
+    efficiency.LLAMA_CPP_HIP_MMID_SYNC_UNTIL or a build number up to efficiency.LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD
+    (`llama_cpp_before_change`; no label or a later one: the current path, PR #13014's single MMV / MMVQ launch
+    without a stream synchronisation)."""
     if engine != "llama.cpp-hip":
         return False
-    v = parse_version(engine_version)
-    return v is not None and v.month is not None and v.month <= eff.LLAMA_CPP_HIP_MMID_SYNC_UNTIL
+    return llama_cpp_before_change(engine_version, eff.LLAMA_CPP_HIP_MMID_SYNC_UNTIL,
+                                   eff.LLAMA_CPP_HIP_MMID_SYNC_UNTIL_BUILD)
 
 
 def hip_mmid_fallback_layer_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num, decode: bool) -> Num:
@@ -351,6 +370,22 @@ def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
         return False
     arch = (gpu.architecture or "").strip()
     return not arch.startswith(eff.HIP_MATRIX_CORE_MMQ_ARCHITECTURES)
+
+
+def hip_mfma_mmq(gpu: GPU, engine: str, engine_version: str | None) -> bool:
+    """Whether llama.cpp's HIP build runs a prompt's quantised GEMMs as MMQ tiles on CDNA's matrix cores (MFMA) at a
+    prompt's micro-batch: CDNA 3 (efficiency.HIP_MMQ_ID_MFMA_ARCHITECTURES: `ggml_cuda_should_use_mmq` returns true
+    there at every batch size) in builds from ggml-org/llama.cpp PR #14624 ("HIP: Enable Matrix cores for MMQ Kernels,
+    Enable stream-K for CDNA 3") and #14949, merged late July 2025: month labels from
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM, build numbers after efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD, no
+    label. CDNA 1-2 take MFMA MMQ only at small batches (PR #14949: "only enables the path on datatype and batch sizes
+    where tested to be more performant"; its MI100 table is level with rocBLAS from 512 tokens) and keep the rocBLAS
+    path here. Their rate: efficiency.HIP_MFMA_MMQ_PREFILL_EFF."""
+    arch = (gpu.architecture or "").strip()
+    if engine != "llama.cpp-hip" or gpu.vendor != "AMD" or not arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
+        return False
+    return not llama_cpp_before_change(engine_version, _month_before(eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM),
+                                       eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD)
 
 
 def llama_cpp_cublas_dequant(gpu: GPU, engine: str, family: str, tokens_in_pass: Num) -> Num:
@@ -805,6 +840,8 @@ def pass_time(
             quant_eff = eff.QUANT_PREFILL_EFF_BY_ENGINE.get(engine, eff.QUANT_PREFILL_EFF)
             if engine == "llama.cpp" and mclass == "hbm" and gpu.vendor == "NVIDIA":
                 quant_eff = eff.LLAMA_CPP_MMQ_PREFILL_EFF_HBM  # current builds' MMQ on HBM cards (see there)
+            if not decode and hip_mfma_mmq(gpu, engine, engine_version):
+                quant_eff = eff.HIP_MFMA_MMQ_PREFILL_EFF  # matrix-core MMQ on CDNA (see there)
             # cuBLAS on the de-quantised copy runs at the FP16 rate (`llama_cpp_cublas_dequant`)
             cublas = False if decode else llama_cpp_cublas_dequant(gpu, engine, fam, tokens_in_pass)
             ce = ce * vec.where(cublas, 1.0, quant_eff)
@@ -1322,14 +1359,13 @@ def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     """Maximum column tile (mmq_x) of the single MMQ launch that runs a MoE micro-batch's expert GEMMs in
     llama.cpp's HIP and CUDA builds, where the GPU takes MUL_MAT_ID through MMQ at a prompt's micro-batch.
     HIP (efficiency.py 1-HIP-MMQ-TILE): efficiency.HIP_MMQ_X_MAX_MFMA on CDNA 3 (month labels from
-    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM), efficiency.HIP_MMQ_X_MAX_DP4A on GCN and RDNA 1-2 (from
-    efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM). CUDA (1-CUDA-MMQ-TILE): efficiency.CUDA_MMQ_X_MAX_MMA on Turing and
+    efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM, builds after efficiency.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD),
+    efficiency.HIP_MMQ_X_MAX_DP4A on GCN and RDNA 1-2 (from efficiency.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM, builds after
+    efficiency.LLAMA_CPP_MMQ_ID_UNTIL_BUILD). CUDA (1-CUDA-MMQ-TILE): efficiency.CUDA_MMQ_X_MAX_MMA on Turing and
     later, efficiency.CUDA_MMQ_X_MAX_DP4A on Pascal GP102-GP108, month labels from
-    efficiency.LLAMA_CPP_CUDA_MMQ_ID_FROM. None elsewhere (other engines, "llama.cpp-2024", vendors and
-    architectures, dense models, weight types MMQ does not take (`mmq_takes`: 16-bit among them), and earlier month
-    labels). No label or a build number: the current code."""
-    from mlrig.estimators.engines import parse_version
-
+    efficiency.LLAMA_CPP_CUDA_MMQ_ID_FROM, builds after efficiency.LLAMA_CPP_MMQ_ID_UNTIL_BUILD. None elsewhere
+    (other engines, "llama.cpp-2024", vendors and architectures, dense models, weight types MMQ does not take
+    (`mmq_takes`: 16-bit among them), and earlier labels: `llama_cpp_before_change`). No label: the current code."""
     a = r.arch
     if not a.is_moe or not a.num_experts or not mmq_takes(r.precision.name, r.precision.llama_cpp_only):
         return None
@@ -1337,8 +1373,10 @@ def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
     if engine == "llama.cpp-hip" and r.gpu.vendor == "AMD":
         if gpu_arch.startswith(eff.HIP_MMQ_ID_MFMA_ARCHITECTURES):
             tile, since = eff.HIP_MMQ_X_MAX_MFMA, eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_FROM
+            last_old_build = eff.LLAMA_CPP_HIP_MMQ_ID_MFMA_UNTIL_BUILD
         elif gpu_arch.startswith(eff.HIP_MMQ_ID_DP4A_ARCHITECTURES):
             tile, since = eff.HIP_MMQ_X_MAX_DP4A, eff.LLAMA_CPP_HIP_MMQ_ID_DP4A_FROM
+            last_old_build = eff.LLAMA_CPP_MMQ_ID_UNTIL_BUILD
         else:
             return None
     elif engine == "llama.cpp" and r.gpu.vendor == "NVIDIA":
@@ -1348,11 +1386,10 @@ def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
             tile = eff.CUDA_MMQ_X_MAX_DP4A
         else:
             return None
-        since = eff.LLAMA_CPP_CUDA_MMQ_ID_FROM
+        since, last_old_build = eff.LLAMA_CPP_CUDA_MMQ_ID_FROM, eff.LLAMA_CPP_MMQ_ID_UNTIL_BUILD
     else:
         return None
-    v = parse_version(r.workload.engine_version)
-    if v is not None and v.month is not None and v.month < since:
+    if llama_cpp_before_change(r.workload.engine_version, _month_before(since), last_old_build):
         return None
     return tile
 
@@ -1386,24 +1423,35 @@ def mmq_expert_rows_factor(r: ResolvedPlan, engine: str, tokens_in_pass: Num) ->
     return vec.maximum(1.0, computed / rows)
 
 
-def hip_moe_host_sort_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
-    """Host time of a MoE prompt pass's expert-id sorts in llama.cpp's HIP builds before the device-side ids helper
-    (efficiency.py 1-HIP-IDS): per micro-batch of T <= LLAMA_CPP_N_UBATCH tokens, E x T x k comparisons x
-    efficiency.HIP_HOST_ID_SORT_S_PER_COMPARISON for each of efficiency.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN
-    MUL_MAT_IDs of each MoE layer, with the GPU idle behind the stream synchronisation. 0 for one token (batch-1
-    decode: 1-HIP-MMID), dense models, other engines and builds after the PR. DeepSeek-V3 (256 experts, top 8, 58 MoE
-    layers) at 512 tokens: 256 x 512 x 8 x 1 ns x 3 x 58 = 0.182 s."""
-    from mlrig.estimators.engines import parse_version
-
+def llama_cpp_host_id_sort(r: ResolvedPlan, engine: str) -> bool:
+    """Whether llama.cpp's MUL_MAT_IDs of more than one token sort the expert ids on the host with the GPU drained
+    (efficiency.py 1-HIP-IDS): builds before PR #15525 (month labels up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+    build numbers up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD) of the HIP build, and of the CUDA build on
+    NVIDIA GPUs from PR #13199 on (before it the CUDA build counted each expert's rows between that expert's launches,
+    overlapped with the GPU's work: not priced). MoE models only."""
     a = r.arch
-    if engine != "llama.cpp-hip" or not a.is_moe or not a.num_experts:
-        return 0.0
-    v = parse_version(r.workload.engine_version)
-    if v is None:
-        return 0.0
-    old = ((v.month is not None and v.month <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL)
-           or (v.build is not None and v.build <= eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD))
-    if not old:
+    if not a.is_moe or not a.num_experts:
+        return False
+    version = r.workload.engine_version
+    if not llama_cpp_before_change(version, eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+                                   eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD):
+        return False
+    if engine == "llama.cpp-hip":
+        return True
+    return (engine == "llama.cpp" and r.gpu.vendor == "NVIDIA"
+            and not llama_cpp_before_change(version, _month_before(eff.LLAMA_CPP_CUDA_MMQ_ID_FROM),
+                                            eff.LLAMA_CPP_MMQ_ID_UNTIL_BUILD))
+
+
+def hip_moe_host_sort_s(r: ResolvedPlan, engine: str, tokens_in_pass: Num) -> Num:
+    """Host time of a MoE prompt pass's expert-id sorts in llama.cpp's HIP builds, and CUDA builds from PR #13199,
+    before the device-side ids helper (`llama_cpp_host_id_sort`, efficiency.py 1-HIP-IDS): per micro-batch of T <=
+    LLAMA_CPP_N_UBATCH tokens, E x T x k comparisons x efficiency.HIP_HOST_ID_SORT_S_PER_COMPARISON for each of
+    efficiency.LLAMA_CPP_MUL_MAT_ID_PER_MOE_FFN MUL_MAT_IDs of each MoE layer, with the GPU idle behind the stream
+    synchronisation. 0 for one token (batch-1 decode: 1-HIP-MMID), dense models, other engines and builds after the
+    PR. DeepSeek-V3 (256 experts, top 8, 58 MoE layers) at 512 tokens: 256 x 512 x 8 x 1 ns x 3 x 58 = 0.182 s."""
+    a = r.arch
+    if not llama_cpp_host_id_sort(r, engine):
         return 0.0
     tokens = vec.maximum(1, tokens_in_pass)
     full, rest = tokens // LLAMA_CPP_N_UBATCH, tokens % LLAMA_CPP_N_UBATCH  # micro-batches: full ones and the rest
@@ -1652,6 +1700,24 @@ def llama_cpp_pipeline_speedup(tokens: Num, gpus: int) -> Num:
     return 1.0 + eff.LLAMA_CPP_PIPELINE_EFF * (ideal - 1.0)
 
 
+def llama_cpp_moe_host_sync(r: ResolvedPlan, engine: str) -> bool:
+    """Whether a MoE prompt pass of llama.cpp's CUDA or HIP build synchronises the host on the GPU's stream in every
+    MUL_MAT_ID, which takes away the layer split's pipelining (`llama_cpp_pipeline_speedup`, efficiency.py
+    1-MOE-SYNC-PIPELINE): builds before PR #15525 (month labels up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+    build numbers up to efficiency.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD) of the HIP build ("llama.cpp-hip") and of
+    the CUDA build on NVIDIA GPUs ("llama.cpp", "llama.cpp-2024"); dense models, other backends (Vulkan, Metal, CPU)
+    and later builds: False."""
+    a = r.arch
+    if not a.is_moe or not a.num_experts:
+        return False
+    if engine != "llama.cpp-hip" and not (engine in ("llama.cpp", "llama.cpp-2024") and r.gpu.vendor == "NVIDIA"):
+        return False
+    if engine == "llama.cpp-2024":
+        return True  # builds before CUDA graphs (mid-2024): long before the PR
+    return llama_cpp_before_change(r.workload.engine_version, eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL,
+                                   eff.LLAMA_CPP_HIP_HOST_ID_SORT_UNTIL_BUILD)
+
+
 def xpu_moe_activation_s(r: ResolvedPlan, engine: str, tokens: Num) -> Num:
     """Seconds a prefill of `tokens` tokens spends, per GPU, in the memory-bound kernels around the routed experts'
     GEMMs of vLLM's XPU MoE path on Intel GPUs (efficiency.XPU_MOE_ENGINES; pad, scatter to k rows, SwiGLU, gather,
@@ -1719,7 +1785,7 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
     prefix_s = early_mla_prefix_attention_s(r, s.engine, prompt)
     if vec.is_array(prefix_s) or prefix_s > 0:  # attention to cached tokens on the early ROCm MLA path
         t = replace(t, seconds=t.seconds + batch * prefix_s, compute_s=t.compute_s + batch * prefix_s)
-    if s.serial > 1 and s.engine.startswith("llama.cpp"):
+    if s.serial > 1 and s.engine.startswith("llama.cpp") and not llama_cpp_moe_host_sync(r, s.engine):
         gain = llama_cpp_pipeline_speedup(batch * prompt, s.serial)
         return PassTime(t.seconds / gain, t.compute_s, t.memory_s, t.overhead_s, t.comm_s, t.bound, t.compute_known)
     return t
