@@ -1858,9 +1858,7 @@ TRAIN_GEMM_EFF_FUSED: dict[str, float] = {"geforce": 0.95, "gddr": 0.80}
 # little above FA2's 35 %-of-peak kernel figure, below FA3's kernel benchmarks) with 0.30 is taken. prime-rl's
 # FA2 rows on Hopper (PRIMERL-0077/-0079/-0105) keep "hopper+"; they come out 24-45 % slow with the rest factor,
 # i.e. FA2 in prime-rl too runs faster than the other frameworks' rows leave it (not refitted: one source).
-TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.45, "hopper+": 0.225, "cudnn-hopper+": 0.29, "fa3-hopper": 0.60,
-                                         "cudnn-blackwell": 0.29}
-TRAIN_GEMM_REL_EFF_BLACKWELL = 1.0
+TRAIN_ATTN_REL_EFF: dict[str, float] = {"other": 0.45, "hopper+": 0.225, "cudnn-hopper+": 0.29, "fa3-hopper": 0.60}
 # Fraction of peak DRAM bandwidth the element-wise kernels and the optimizer step reach: the same
 # ~80 % that streaming kernels reach in inference decode on HBM (BW_EFF above: vllm/sglang/trt-llm on HBM); not fitted.
 TRAIN_BW_EFF = 0.80

@@ -287,7 +287,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine, tr.attention_kernel)
-    lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass) * blackwell_linear_rel_eff(gpu)
+    lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
     # a fused engine's FP8 recipe keeps the LM head in bf16 (`fused_fp8_bf16_head_params`)
     head_bf16 = fused_fp8_bf16_head_params(arch) if (fp8 and fused_engine) else 0.0
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
@@ -770,22 +770,6 @@ def hopper_or_newer_nvidia(gpu: GPU) -> bool:
     return gpu.vendor == "NVIDIA" and hopper_style_tensor_cores(gpu)
 
 
-def blackwell_datacentre(gpu: GPU) -> bool:
-    """An NVIDIA datacentre Blackwell GPU (B200, GB200, B300, GB300: sm_100 / sm_103, tcgen05 tensor cores with
-    their accumulators in tensor memory), not the GeForce / workstation GB20x (sm_120) nor the GB10 of DGX Spark
-    (sm_121), which have mma.sync tensor cores only (`hopper_style_tensor_cores`)."""
-    arch = (gpu.architecture or "").lower()
-    return (gpu.vendor == "NVIDIA" and "blackwell" in arch and "sm_12" not in arch
-            and hopper_style_tensor_cores(gpu))
-
-
-def blackwell_linear_rel_eff(gpu: GPU) -> float:
-    """The fraction of the memory class's training GEMM rate (`train_gemm_eff`) that the linear layers' GEMMs reach
-    on datacentre Blackwell (`blackwell_datacentre`; `eff.TRAIN_GEMM_REL_EFF_BLACKWELL`, fitted and sourced there),
-    1 elsewhere."""
-    return eff.TRAIN_GEMM_REL_EFF_BLACKWELL if blackwell_datacentre(gpu) else 1.0
-
-
 def attention_kernel(gpu: GPU, engine: str | None = None, given: str | None = None) -> str:
     """The flash-attention kernel a training step runs: the plan's `training.attention_kernel`, else the
     engine's default, Transformer Engine's cuDNN attention for `CUDNN_ATTENTION_ENGINES` on NVIDIA Hopper and
@@ -813,8 +797,6 @@ def attention_efficiency(gpu: GPU, engine: str | None = None, kernel: str | None
     kern = attention_kernel(gpu, engine, kernel)
     if kern == "flash_attention_3" and gpu.vendor == "NVIDIA" and "hopper" in arch:
         return eff.TRAIN_ATTN_REL_EFF["fa3-hopper"]
-    if kern == "cudnn" and blackwell_datacentre(gpu):
-        return eff.TRAIN_ATTN_REL_EFF["cudnn-blackwell"]
     if kern == "cudnn" and hopper_or_newer_nvidia(gpu):
         return eff.TRAIN_ATTN_REL_EFF["cudnn-hopper+"]
     return eff.TRAIN_ATTN_REL_EFF["hopper+" if newer else "other"]
