@@ -78,9 +78,12 @@ def test_priced_in_the_step_and_shown_in_the_plan() -> None:
     # over NVLink (TP 4 x CP 2 in one node) the attention hides the 9.3 us send
     r4, _ = resolve_plan(_plan(hardware={"tensor_parallel": 4}))
     assert ts.training_speed(r4, 1, 4096).cp_s == 0.0
-    # DeepSpeed's context parallelism (Ulysses all-to-all) is not TE's ring: not priced here
+    # DeepSpeed's context parallelism is Ulysses' all-to-all, not TE's ring (tests/test_ulysses_all_to_all.py)
     rd, _ = resolve_plan(_plan(workload={"engine": "deepspeed"}))
-    assert ts.training_speed(rd, 1, 4096).cp_s == 0.0
+    fd = ts.training_speed(rd, 1, 4096)
+    assert ts.context_parallel_ring_s(rd, 4096, fd.micro, 0.0, False) == 0.0
+    assert fd.cp_s == pytest.approx(ts.ulysses_all_to_all_s(rd, 4096, fd.micro)) and fd.cp_s > 0
+    assert "Ulysses" in ts.estimate_training(rd, fd).explanation
     # no context parallelism: no ring
     r1, _ = resolve_plan(_plan(training={"context_parallel": 1}, hardware={"nodes": 1}))
     assert ts.training_speed(r1, 1, 4096).cp_s == 0.0

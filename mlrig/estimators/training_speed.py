@@ -367,6 +367,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # (`context_parallel_ring_s`); inside `busy` as the pipeline sends are
     cp_s = context_parallel_ring_s(r, tokens_per_rank_step, micro, attn_fwd / (attn_eff * peak_bf16 * 1e12),
                                    recompute_attention)
+    # DeepSpeed-Ulysses-style sequence parallelism: its q / k / v / output all-to-alls (`ulysses_all_to_all_s`)
+    cp_s = cp_s + ulysses_all_to_all_s(r, tokens_per_rank_step, micro)
     p2p_s = pipeline_p2p_s(r, tokens_per_rank_step, micro,
                            compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s)
     busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s + p2p_s
@@ -713,7 +715,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
         + (f" + {f.ep_s:.2f} s expert all-to-all" if f.ep_s > 0 else "")
         + (f" + {f.p2p_s:.2f} s pipeline sends between stages" if f.p2p_s > 0 else "")
         + ((f" + {f.cp_s:.2f} s" if f.cp_s >= 0.01 else f" + {f.cp_s * 1e3:.1f} ms")
-           + " context-parallel K/V ring not hidden by attention" if f.cp_s > 0 else "")
+           + (" DeepSpeed-Ulysses q/k/v/output all-to-all" if ulysses_sp_engine(w.engine)
+              else " context-parallel K/V ring not hidden by attention") if f.cp_s > 0 else "")
         + (f" + {f.bubble_s:.2f} s pipeline bubble ({f.bubble:.0%} at {f.micro} micro-batches"
            + ("; none given: 4 per stage assumed" if not tr.global_batch_tokens else "") + ")"
            if f.bubble_s > 0 else "")
@@ -1463,7 +1466,7 @@ def context_parallel_ring_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, 
                             recompute_attention: bool) -> Num:
     """Seconds per step a rank waits on Transformer Engine's context-parallel KV ring (`AttnFuncWithCPAndKVP2P`)
     beyond the attention it overlaps. Megatron-Core / NeMo engines only (`MEGATRON_CORE_ENGINES`); others'
-    context parallelism (DeepSpeed-Ulysses all-to-all) is not priced here.
+    context parallelism (DeepSpeed-Ulysses all-to-all) is priced by `ulysses_all_to_all_s`.
 
     Forward, per layer and micro-batch: cp steps; step i computes the local queries against the K/V chunk
     received in step i-1 while it sends that chunk on and receives the next (`flash_attn_p2p_communicate`,
@@ -1493,6 +1496,54 @@ def context_parallel_ring_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num, 
     bwd = (2 * vec.maximum(0.0, send_s - bwd_step_s) + (cp - 2) * vec.maximum(0.0, send2_s - bwd_step_s))
     per_layer = fwd * (2.0 if recompute_attention else 1.0) + bwd
     return micro * arch.num_layers / hw.pipeline_parallel * per_layer
+
+
+# Engines whose `training.context_parallel` is DeepSpeed-Ulysses sequence parallelism (Jacobs et al. 2023,
+# arXiv 2309.14509): each attention layer's q, k and v are re-partitioned from a sequence shard to a head shard by
+# one all-to-all each before the local attention, and its output back by a fourth (DeepSpeed
+# deepspeed/sequence/layer.py `DistributedAttention.forward`, three `_SeqAllToAll.apply` on query, key, value and
+# one on the context layer, at 25493c74; XTuner's sequence parallel, xtuner/parallel/sequence/attention.py
+# `pre_process_for_sequence_parallel_attn` (q, k, v) and `post_process_for_sequence_parallel_attn` (output), at
+# 040375e5). Megatron-Core / NeMo engines run Transformer Engine's K/V ring instead (`context_parallel_ring_s`).
+ULYSSES_SP_ENGINES = ("deepspeed", "xtuner")
+
+
+def ulysses_sp_engine(engine: str | None) -> bool:
+    """Whether the engine's context parallelism is DeepSpeed-Ulysses (`ULYSSES_SP_ENGINES`)."""
+    e = (engine or "").lower()
+    return any(e.startswith(n) for n in ULYSSES_SP_ENGINES)
+
+
+def ulysses_all_to_all_passes(checkpointing: str) -> int:
+    """Sets of the four Ulysses all-to-alls (q, k, v, output) per layer and micro-batch: the forward's, their
+    mirror images in backward (each `_SeqAllToAll`'s backward is an all-to-all of the same tensor's gradient
+    with scatter and gather swapped), and the forward's again when full checkpointing re-runs each layer, the
+    attention's all-to-alls included (they sit inside the checkpointed decoder layer)."""
+    return 3 if checkpointing == "full" else 2
+
+
+def ulysses_all_to_all_s(r: ResolvedPlan, tokens_per_micro: Num, micro: Num) -> Num:
+    """Seconds per step one GPU spends in DeepSpeed-Ulysses' all-to-alls (`ULYSSES_SP_ENGINES`), not overlapped
+    (DeepSpeed's `DistributedAttention` runs them on the compute stream unless given an `sp_stream`; XTuner's
+    are synchronous). Jacobs et al. 2023 (arXiv 2309.14509, sec. 3.2): an all-to-all of an aggregate message M
+    over P GPUs moves M / P per GPU, so the four of a layer move 4 M / P with M = N h (N tokens of the sequence);
+    counted here, as this module's rings are, as the bytes that leave one GPU: of its N / P local tokens'
+    tensor, the (P - 1) / P bound for the other ranks. Per token the four carry q (num_heads x head_dim), k
+    and v (num_kv_heads x head_dim each) and the output (num_heads x head_dim), split over tensor-parallel
+    ranks, in the compute dtype (2 B; 4 in fp32). Each all-to-all pays the link latency once per layer and
+    micro-batch; `ulysses_all_to_all_passes` sets per layer; the link is the context-parallel group's
+    (`context_parallel_link`: the GPUs' own link inside a node). `tokens_per_micro`: the micro-batch's tokens
+    before the sequence split (seq x batch). 0 for other engines or P = 1."""
+    hw, tr, arch = r.plan.hardware, r.plan.training, r.arch
+    assert tr is not None
+    p = tr.context_parallel
+    if p <= 1 or not ulysses_sp_engine(r.plan.workload.engine):
+        return 0.0
+    el = 4.0 if r.precision.compute == "fp32" else 2.0
+    width = (2.0 * arch.num_heads + 2.0 * arch.kv_heads) * arch.dim_head / hw.tensor_parallel
+    bw, lat_us = context_parallel_link(r)
+    per_set_s = (p - 1) / p * (tokens_per_micro / p) * width * el / (bw * 1e9) + 4.0 * lat_us * 1e-6
+    return micro * ulysses_all_to_all_passes(tr.checkpointing) * arch.num_layers / hw.pipeline_parallel * per_set_s
 
 
 def pipeline_bubble(stages: int, microbatches: Num, virtual: int = 1) -> Num:
