@@ -38,9 +38,10 @@ def test_fused_engine_gemm_rate_by_card_class() -> None:
 
 
 def test_consumer_blackwell_attention_prices_as_ampere_and_ada() -> None:
-    """GB20x (sm_120) has no wgmma / tcgen05: FlashAttention-2 and cuDNN run mma.sync kernels there, as on Ampere and
-    Ada, so neither the Hopper penalty nor the cuDNN-on-Hopper rate applies."""
-    for name in ("RTX 5090", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX 4090", "A100 SXM4 80GB"):
+    """GB20x (sm_120) and GB10 (sm_121, DGX Spark) have no wgmma / tcgen05: FlashAttention-2 and cuDNN run
+    mma.sync kernels there, as on Ampere and Ada, so neither the Hopper penalty nor the cuDNN-on-Hopper rate
+    applies."""
+    for name in ("RTX 5090", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "dgx-spark", "RTX 4090", "A100 SXM4 80GB"):
         gpu = resolve_gpu(name)
         assert not ts.hopper_style_tensor_cores(gpu), name
         assert ts.attention_efficiency(gpu, "surogate") == eff.TRAIN_ATTN_REL_EFF["other"]

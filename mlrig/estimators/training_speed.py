@@ -760,9 +760,9 @@ def hopper_style_tensor_cores(gpu: GPU) -> bool:
     neither wgmma nor tcgen05: their tensor cores are driven by mma.sync, the instruction FlashAttention-2 and
     cuDNN's kernels for that target are built on, as on Ampere and Ada (FlashAttention-3, Shah et al. 2024, targets
     sm_90 only; in NVIDIA's PTX ISA, wgmma needs sm_90a and tcgen05 sm_100a/sm_101a, and sm_120 has neither), so they
-    price as "other"."""
+    price as "other". DGX Spark's GB10 is sm_121, the same tensor-core kind as sm_120."""
     arch = (gpu.architecture or "").lower()
-    if "(gb2" in arch:  # GB202 / GB203 / GB205 / GB206 / GB207
+    if "(gb2" in arch or "sm_12" in arch:  # GB202 / GB203 / GB205 / GB206 / GB207; GB10 (sm_121)
         return False
     return any(k in arch for k in ("hopper", "blackwell", "rubin", "cdna 3", "cdna 4", "cdna3", "cdna4"))
 
