@@ -1892,6 +1892,30 @@ def single_burst_loop(w: WorkloadSpec, engine: str, running_limit: int) -> bool:
             and 0 < w.num_requests <= w.batch_size and w.num_requests <= running_limit)
 
 
+FIRST_DRAIN = 2
+
+
+def burst_stagger_s(r: ResolvedPlan, n_requests: int) -> float:
+    """TRIAL"""
+    if r.engine != "vllm" or n_requests < 2:
+        return 0.0
+    stagger = wave_stagger_s(r, n_requests)
+    if stagger <= 0:
+        return 0.0
+    prompt = prefill_tokens(r.workload)
+    m = n_requests
+    ranks = [(m + 1) // 2] if m % 2 else [m // 2, m // 2 + 1]
+    share = sum(1 for k in ranks if k > FIRST_DRAIN) / len(ranks)
+    if share <= 0:
+        return 0.0
+
+    def burst_s(j: int) -> float:
+        return prefill_pass(r, j, prompt).seconds + float(vllm_chunked_iterations_extra_s(r, j, prompt))
+
+    d = min(FIRST_DRAIN, m - 1)
+    return share * max(0.0, stagger - (burst_s(m) - burst_s(m - d)))
+
+
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
     """TTFT of an offline burst larger than the engine runs at once: the median request's wait.
 
@@ -2650,6 +2674,9 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             extra_s = chunked_burst_tpot_extra_s(r, users, budget)
             if extra_s > 0 and perf.tpot_ms is not None:  # the other prompts' chunks ride in its decode steps
                 update["tpot_ms"] = perf.tpot_ms + extra_s * 1e3
+            late_s = burst_stagger_s(r, users)
+            if late_s > 0 and perf.ttft_ms is not None:  # the first arrival's prompt runs alone
+                update["ttft_ms"] = perf.ttft_ms + late_s * 1e3
             if (s.engine == "sglang" and kv_tokens and sglang_overlap(r) and users > 1
                     and median <= sglang_burst_admitted(int(kv_tokens), prefill_tokens(w), out_tok)):
                 # sent to SGLang's server at once, the batch is a burst of back-to-back prefill passes, not one pass:
