@@ -1762,7 +1762,14 @@ def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) ->
         return 0.0
     further = vec.maximum(0, -(-(batch * prompt) // budget) - 1)  # J - 1, J = ceil(batch x prompt / budget)
     fixed = max(0.0, 2.0 * prefill_pass(r, 1, budget).seconds - prefill_pass(r, 1, 2 * budget).seconds)
-    return further * fixed
+    long_prompts = further * fixed
+    # Prompts no longer than the budget: each iteration is a pass of its own budget's worth of whole prompts
+    # (FCFS packs it full, chunking the last one), so the burst costs the sum of those passes
+    per_iter = budget / vec.maximum(1, prompt)  # prompts per full iteration
+    last = vec.maximum(0.0, batch - further * per_iter)  # the last iteration's prompts
+    summed = (further * prefill_pass(r, per_iter, prompt).seconds + prefill_pass(r, last, prompt).seconds
+              - prefill_pass(r, batch, prompt).seconds)
+    return vec.where(prompt <= budget, vec.maximum(0.0, summed), long_prompts)
 
 
 def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tokens: Num,
