@@ -1887,7 +1887,9 @@ def single_burst_loop(w: WorkloadSpec, engine: str, running_limit: int) -> bool:
     +28 / +23 % and -7 / -7 / -10 % at the whole burst (branch s35-burstcons). The mechanism is not identified
     (candidates: the API server's serial request intake, the front end's first-token detokenisation). A burst past
     the cap is left to each path: the closed loop reports the mean apart (`wave_median_ttft_s`), which the offline
-    backlog does not, and rows of both kinds are fitted (LDSINGH-0023 .. -0025, 512 users over a cap of 256)."""
+    backlog does not, and rows of both kinds are fitted (LDSINGH-0023 .. -0025, 512 users over a cap of 256). The
+    burst's median member also waits for the iteration its first arrivals start (`burst_stagger_s`), as a closed
+    loop's wave does (`wave_stagger_s`)."""
     return (w.load == "concurrency" and engine == "vllm" and w.num_requests is not None
             and 0 < w.num_requests <= w.batch_size and w.num_requests <= running_limit)
 
