@@ -1819,26 +1819,39 @@ def request_path_s(r: ResolvedPlan) -> float:
 
 
 def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) -> Num:
-    """What a static batch's prefill under vLLM's chunked prefill costs beyond one pass of all its tokens: its
-    further iterations' fixed costs, (J - 1) x a with J = ceil(batch x prompt / budget) and a = 2 x pass(budget) -
-    pass(2 x budget) (>= 0), the part of a pass that does not grow with its tokens; 0 without chunking.
+    """What a static batch's prefill under vLLM's chunked prefill costs beyond one pass of all its tokens; 0 without
+    chunking.
 
-    Chunked prefill runs a prompt, or a batch of them, as J iterations of at most `budget` tokens
-    (max_num_batched_tokens: vllm/core/scheduler.py `_schedule_chunked_prefill` in V0, vllm/v1/core/sched/
-    scheduler.py `Scheduler.schedule` in V1; the budget by release, `engines.vllm_prefill_budget`), each a forward pass
-    of its own, so each pays again what a pass costs whatever its tokens: its per-layer launches and all-reduce
+    Chunked prefill runs a prompt, or a batch of them, as J = ceil(batch x prompt / budget) iterations of at most
+    `budget` tokens (max_num_batched_tokens: vllm/core/scheduler.py `_schedule_chunked_prefill` in V0, vllm/v1/core/
+    sched/scheduler.py `Scheduler.schedule` in V1; the budget by release, `engines.vllm_prefill_budget`), each a forward
+    pass of its own, so each pays again what a pass costs whatever its tokens: its per-layer launches and all-reduce
     latencies, and in V0, where a step holding a prompt runs eagerly, the host time of that eager pass
-    (vllm_v0_prefill_host_layer_s). `prefill_pass(r, batch, prompt)` counts those once. Where a pass is
-    compute-bound the weights' read hides under its arithmetic (`pass_time`'s roofline) and `a` holds only what
-    is not hidden. The batch's first tokens still come at the end of its prefill, as `static_inference` has them
-    (an offline burst served at once, `serving.serving_performance`'s one-wave branch; LHLMI300X's bursts at 1,024-
-    and 2,048-token budgets measure median TTFTs at the whole burst's prefill: 3.28 / 2.77 s for 128 prompts).
-    No factor: the pass model's own figures. Fit rows it moves (vLLM 0.6.3 on 8x MI300X, Llama-3.1-405B at TP 8,
-    ~80-token prompts, V0's 512-token long-context budget, a ~ 177 ms): LHLMI300X-0011 / -0014 (8 / 16 prompts,
-    2 / 3 iterations) 468 / 749 ms measured, 270 / 391 -> 447 / 745 ms; against: -0017..-0026 (32-256 prompts,
-    5-40 iterations) -35..-24 % -> +29..+68 % (the 512-token iterations measure ~185-210 ms all in, less than this
-    model's 258 ms pass). Held out, checked only: DSTACK405B (the same node type, 0.6.3.dev116) median TTFT error
-    -52 -> -25 %, its single 10,000-token prompt 3.8 -> 7.2 s (12.3 s measured: 20 iterations)."""
+    (vllm_v0_prefill_host_layer_s). `prefill_pass(r, batch, prompt)` counts those once.
+    - Prompts no longer than the budget (a burst of short prompts): the scheduler packs each iteration FCFS with
+      budget / prompt of them (chunking the last), so the batch's prefill is the sum of those passes, J - 1 full
+      ones and the rest, each priced by `prefill_pass` with its own tokens; the extra is that sum less the one pass.
+      Where an iteration is host-bound (`pass_time`'s overlap: the host's eager layers longer than the GPU's share of
+      so few tokens), each costs that floor, which one pass of all the tokens, GPU-bound, hides. Fit rows (vLLM 0.6.3
+      on 8x MI300X, Llama-3.1-405B at TP 8, ~80-token prompts, V0's 512-token long-context budget, where an iteration
+      prices at ~257 ms and one pass of 5,120 tokens at 1.4 s): LHLMI300X-0017 / -0020 / -0023 / -0026 (32-256
+      prompts, 5-40 iterations; measured ~185-210 ms an iteration) +46 / +59 / +73 / +52 % -> +36 / +39 / +46 /
+      +27 %; against: the 1,024- and 2,048-token budgets' bursts (-0050..-0062, -0095..-0101) a few points up
+      (-8..+16 % -> +7..+22 %), -0014 +25 -> +31 %, and the burst past the cap -0029 (512 prompts, the first wave's
+      prefill in `serving.offline_backlog`) -26 -> -37 %. Held out, checked only: DSTACK405B-0016..-0025 (the same
+      node, 16-256 prompts) +8 / +14 / +30 / +22 % -> +1 / -0 / +10 / +2 %; -0028 (512, past the cap) -46 -> -53 %.
+      An earlier form, one pass of all the tokens plus (J - 1) x a, a = 2 x pass(budget) - pass(2 x budget) (the part
+      of a pass that does not grow with its tokens), counted a host-bound iteration's floor as a fixed cost on top of
+      the GPU-bound pass (branch s37-vhbm: the sum of passes instead).
+    - A prompt longer than the budget (its chunks attend to the prefix before them, which one pass of the whole prompt
+      prices): (J - 1) x a, as above, chosen when it priced short prompts too (LHLMI300X-0011 / -0014, 8 / 16
+      prompts in 2 / 3 iterations: 270 / 391 -> 447 / 745 ms against 468 / 749 measured; 487 / 984 ms now, with
+      `serving.burst_stagger_s`); DSTACK405B's single 10,000-token prompt (held out) 3.8 -> 7.2 s with it (12.3 s
+      measured: 20 iterations).
+    The batch's first tokens still come at the end of its prefill, as `static_inference` has them (an offline burst
+    served at once, `serving.serving_performance`'s one-wave branch; LHLMI300X's bursts at 1,024- and 2,048-token
+    budgets measure median TTFTs at the whole burst's prefill: 3.28 / 2.77 s for 128 prompts). No factor: the pass
+    model's own figures."""
     from mlrig.estimators.engines import vllm_prefill_budget, vllm_v1
 
     if r.engine != "vllm":
@@ -1849,7 +1862,14 @@ def vllm_chunked_iterations_extra_s(r: ResolvedPlan, batch: Num, prompt: Num) ->
         return 0.0
     further = vec.maximum(0, -(-(batch * prompt) // budget) - 1)  # J - 1, J = ceil(batch x prompt / budget)
     fixed = max(0.0, 2.0 * prefill_pass(r, 1, budget).seconds - prefill_pass(r, 1, 2 * budget).seconds)
-    return further * fixed
+    long_prompts = further * fixed
+    # Prompts no longer than the budget: each iteration is a pass of its own budget's worth of whole prompts
+    # (FCFS packs it full, chunking the last one), so the burst costs the sum of those passes
+    per_iter = budget / vec.maximum(1, prompt)  # prompts per full iteration
+    last = vec.maximum(0.0, batch - further * per_iter)  # the last iteration's prompts
+    summed = (further * prefill_pass(r, per_iter, prompt).seconds + prefill_pass(r, last, prompt).seconds
+              - prefill_pass(r, batch, prompt).seconds)
+    return vec.where(prompt <= budget, vec.maximum(0.0, summed), long_prompts)
 
 
 def static_inference(r: ResolvedPlan, batch: Num, prompt_tokens: Num, output_tokens: Num,

@@ -1947,9 +1947,42 @@ def single_burst_loop(w: WorkloadSpec, engine: str, running_limit: int) -> bool:
     +28 / +23 % and -7 / -7 / -10 % at the whole burst (branch s35-burstcons). The mechanism is not identified
     (candidates: the API server's serial request intake, the front end's first-token detokenisation). A burst past
     the cap is left to each path: the closed loop reports the mean apart (`wave_median_ttft_s`), which the offline
-    backlog does not, and rows of both kinds are fitted (LDSINGH-0023 .. -0025, 512 users over a cap of 256)."""
+    backlog does not, and rows of both kinds are fitted (LDSINGH-0023 .. -0025, 512 users over a cap of 256). The
+    burst's median member also waits for the iteration its first arrivals start (`burst_stagger_s`), as a closed
+    loop's wave does (`wave_stagger_s`)."""
     return (w.load == "concurrency" and engine == "vllm" and w.num_requests is not None
             and 0 < w.num_requests <= w.batch_size and w.num_requests <= running_limit)
+
+
+def burst_stagger_s(r: ResolvedPlan, n_requests: int) -> float:
+    """What the median member of an offline burst (`load: offline`, all `n_requests` sent at once into an idle
+    engine, the one-wave branch of `serving_performance`) adds to the whole burst's prefill, under vLLM: the
+    iteration that the burst's first arrivals start on their own (`wave_stagger_s`, the closed loop's wave
+    rule), which the later members wait for before they are prefilled (less those first prompts' share of the
+    burst's prefill, which that iteration has done). 0 for one request and for other engines.
+
+    How many arrive in time for that first iteration is a race of host timings (the engine loop wakes on its
+    first request and drains what else is queued: V1 `EngineCore._process_input_queue`, V0's MQLLMEngine
+    `run_engine_loop` -> `handle_new_input`); on the offline bursts of the fit rows it is
+    efficiency.BURST_FIRST_DRAIN_REQUESTS (see there). The median is numpy's: of an even burst the mean of its
+    two middle members, so a burst of 2 * BURST_FIRST_DRAIN_REQUESTS pays half the wait. Hand check (tests):
+    bursts of 2 / 3 / 4 / 5 requests pay 0 / 0 / 1/2 / 1 of it."""
+    m = n_requests
+    if r.engine != "vllm" or m < 2:
+        return 0.0
+    drain = eff.BURST_FIRST_DRAIN_REQUESTS
+    middle = [(m + 1) // 2] if m % 2 else [m // 2, m // 2 + 1]
+    share = sum(1 for rank in middle if rank > drain) / len(middle)
+    wait_s = wave_stagger_s(r, m)
+    if share <= 0 or wait_s <= 0:
+        return 0.0
+    prompt = prefill_tokens(r.workload)
+
+    def burst_s(k: int) -> float:  # as `performance.static_inference` prices a static batch's prefill
+        return prefill_pass(r, k, prompt).seconds + float(vllm_chunked_iterations_extra_s(r, k, prompt))
+
+    first_share_s = burst_s(m) - burst_s(m - min(drain, m - 1))
+    return share * max(0.0, wait_s - first_share_s)
 
 
 def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoint:
@@ -2710,6 +2743,9 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             extra_s = chunked_burst_tpot_extra_s(r, users, budget)
             if extra_s > 0 and perf.tpot_ms is not None:  # the other prompts' chunks ride in its decode steps
                 update["tpot_ms"] = perf.tpot_ms + extra_s * 1e3
+            late_s = burst_stagger_s(r, users)
+            if late_s > 0 and perf.ttft_ms is not None:  # the first arrivals' iteration runs before the rest
+                update["ttft_ms"] = perf.ttft_ms + late_s * 1e3
             if (s.engine == "sglang" and kv_tokens and sglang_overlap(r) and users > 1
                     and median <= sglang_burst_admitted(int(kv_tokens), prefill_tokens(w), out_tok)):
                 # sent to SGLang's server at once, the batch is a burst of back-to-back prefill passes, not one pass:
