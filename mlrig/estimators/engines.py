@@ -1087,6 +1087,41 @@ LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM = 8192
 LMDEPLOY_PYTORCH_GRAPHS_FROM = (0, 6, 0)
 
 
+# The PyTorch engine admits prompts only between blocks of decode iterations up to v0.11 (`prefill_interval`,
+# PytorchEngineConfig default 16 in every release from v0.2.0 to v0.16.0), read in InternLM/lmdeploy's tags:
+# - v0.2.x: the engine loop prefills only when its counter runs out or nothing runs (lmdeploy/pytorch/engine/
+#   engine.py `Engine.loop` at v0.2.3: `is_prefill = not prefill_counter or not has_running`, the counter reset
+#   to prefill_interval at a prefill and decremented every iteration): 15 decode iterations between two prefills;
+# - v0.3.0 to v0.7.1: one scheduled decode runs `loop_count = prefill_interval - 1` forward passes before the
+#   scheduler is called again (engine.py `_async_step_background` at v0.3.0 / v0.5.3, `_async_loop_background`
+#   at v0.6.0 / v0.7.1: `loop_count = 1 if is_prefill else (prefill_interval - 1)`), breaking early only when
+#   every sequence of the batch has stopped: 15;
+# - v0.7.2 to v0.11.x: `num_loops = 1 if prefill else prefill_interval` (engine.py v0.7.2 line 642, v0.9.2 line
+#   900; from v0.10 `engine_strategy.get_num_loops`, strategies/ar/engine.py `prefill_interval if is_decoding`;
+#   model_agent.py `for idx in range(loop_count)`, no break for waiting prompts): 16;
+# - from v0.12.0 every iteration is scheduled on its own (engine/inputs_maker.py `do_prefill_default`, the
+#   next inputs prefetched while a forward runs; `get_num_loops` is no longer called; prefill_interval only
+#   sizes the blocks pre-allocated per decoding sequence): 1.
+# A prompt that arrives while a block runs waits for its end, as under vLLM V0's multi-step scheduling
+# (serving.scheduler_block_steps, serving.iteration_wait_s). TurboMind schedules every iteration (LlamaBatch.cc).
+LMDEPLOY_PYTORCH_PREFILL_INTERVAL = 16
+LMDEPLOY_PYTORCH_FULL_BLOCKS_FROM = (0, 7, 2)
+LMDEPLOY_PYTORCH_STEP_SCHEDULING_FROM = (0, 12)
+
+
+def lmdeploy_pytorch_decode_block(engine: str | None, version: str | None) -> int:
+    """Decode iterations LMDeploy's PyTorch engine runs between two chances to admit a prompt (see above):
+    15 up to v0.7.1 (v0.2.x's prefill counter, then prefill_interval - 1 forward loops), 16 from v0.7.2 to
+    v0.11.x, 1 from v0.12.0 and for TurboMind. A version given as a series ("0.11") is its newest release."""
+    if not lmdeploy_pytorch_engine(engine, version):
+        return 1
+    if not series_before(version, LMDEPLOY_PYTORCH_STEP_SCHEDULING_FROM):
+        return 1
+    if series_before(version, LMDEPLOY_PYTORCH_FULL_BLOCKS_FROM):
+        return LMDEPLOY_PYTORCH_PREFILL_INTERVAL - 1
+    return LMDEPLOY_PYTORCH_PREFILL_INTERVAL
+
+
 def lmdeploy_pytorch_decode_eager(engine: str | None, version: str | None, cuda_graphs: bool) -> bool:
     """Whether an LMDeploy PyTorch-engine decode step runs without CUDA graphs: releases before v0.6.0
     (LMDEPLOY_PYTORCH_GRAPHS_FROM), or the plan turns them off (`eager_mode=True`). False for TurboMind."""

@@ -1756,9 +1756,13 @@ def scheduler_block_steps(r: ResolvedPlan) -> int:
     (vllm/engine/llm_engine.py `LLMEngine.step`: while `_has_remaining_steps` the cached scheduler outputs are
     reused, `_cache_scheduler_outputs_for_multi_step`; the scheduler is not called, so a waiting prompt is
     admitted only at the block's end). Prompts themselves run as one step (`Scheduler._get_num_lookahead_slots`
-    gives prefills no lookahead without chunked prefill). 1 elsewhere."""
-    from mlrig.estimators.engines import vllm_multi_step
+    gives prefills no lookahead without chunked prefill). LMDeploy's PyTorch engine up to v0.11 runs its
+    decodes in blocks of 15 or 16 iterations between scheduler calls (`engines.lmdeploy_pytorch_decode_block`,
+    read in its source; no plan key changes it). 1 elsewhere."""
+    from mlrig.estimators.engines import lmdeploy_pytorch_decode_block, vllm_multi_step
 
+    if r.engine == "lmdeploy":
+        return lmdeploy_pytorch_decode_block(r.workload.engine, r.workload.engine_version)
     steps = r.workload.num_scheduler_steps or 1
     if r.engine != "vllm" or steps <= 1 or not vllm_multi_step(r.workload.engine_version):
         return 1
