@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from mlrig.catalog.gpus import resolve_gpu
-from mlrig.estimators.engines import lmdeploy_pytorch_decode_block
+from mlrig.estimators.engines import lmdeploy_pytorch_decode_block, lmdeploy_pytorch_max_prefill_tokens
 from mlrig.estimators.resolved import ResolvedPlan, resolve
-from mlrig.estimators.serving import iteration_wait_s, scheduler_block_steps
+from mlrig.estimators.serving import iteration_wait_s, scheduler_block_steps, whole_prompt_pass_cap
 from mlrig.planner import evaluate, parse_plan, resolve_arch
 
 
@@ -70,3 +70,26 @@ def test_rate_run_ttft_grows_by_about_half_a_block() -> None:
     old, new = perf("0.5.0+pytorch"), perf("0.12.3+pytorch")
     assert 150.0 < old.ttft_ms - new.ttft_ms < 260.0
     assert old.tpot_ms == pytest.approx(new.tpot_ms, rel=0.2)
+
+
+@pytest.mark.parametrize("version,tokens", [
+    ("0.2.3+pytorch", 16384), ("0.2.4+pytorch", 8192), ("0.2.5+pytorch", 8192), ("0.2.6+pytorch", 4096),
+    ("0.5.3+pytorch", 4096), ("0.6.0+pytorch", 8192), ("0.12.3+pytorch", 8192), (None, 8192)])
+def test_prefill_pass_tokens_by_release(version: str | None, tokens: int) -> None:
+    """PytorchEngineConfig.max_prefill_token_num at each tag; from v0.6.0 `lmdeploy serve` passes its 8,192."""
+    assert lmdeploy_pytorch_max_prefill_tokens(version) == tokens
+
+
+def test_prefill_pass_takes_prompts_up_to_the_release_default() -> None:
+    """242-token prompts, a cap of 256: 16,384 // 242 = 67 per pass at v0.2.3, 4,096 // 242 = 16 at v0.5.3,
+    8,192 // 242 = 33 at v0.12.3; a plan's max_num_batched_tokens overrides it."""
+    def cap(version: str, budget: int | None = None) -> int:
+        data = _plan(version)
+        if budget is not None:
+            data["workload"]["max_num_batched_tokens"] = budget  # type: ignore[index]
+        return whole_prompt_pass_cap(parse_plan(data).workload, 242, 256)
+
+    assert cap("0.2.3+pytorch") == 67
+    assert cap("0.5.3+pytorch") == 16
+    assert cap("0.12.3+pytorch") == 33
+    assert cap("0.5.3+pytorch", 2048) == 8

@@ -1081,6 +1081,21 @@ LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-to
 # - decode replays captured CUDA graphs (`eager_mode: bool = False`; `cudagraph_capture_batch_sizes`, "max_batch_size
 #   is always captured"); prefill runs eagerly with Triton / FlashAttention kernels.
 LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM = 8192
+# That default by release (PytorchEngineConfig in lmdeploy/messages.py at each tag; the `lmdeploy serve` CLI's
+# `--max-prefill-token-num`, ArgumentHelper default 8192, is passed to the PyTorch engine from v0.6.0 on,
+# lmdeploy/cli/serve.py; before v0.6.0 the CLI has no such flag and the engine's own default applies):
+# 16,384 up to v0.2.3, 8,192 in v0.2.4-v0.2.5, 4,096 from v0.2.6 to v0.5.x, then the CLI's 8,192 (the
+# engine's own default stays 4,096 to v0.12.x, for pipelines, and is 8,192 from v0.13.0).
+LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS = (((0, 2, 4), 16384), ((0, 2, 6), 8192), ((0, 6, 0), 4096))
+
+
+def lmdeploy_pytorch_max_prefill_tokens(version: str | None) -> int:
+    """Default prompt tokens one LMDeploy PyTorch-engine prefill pass takes under release `version` (see
+    LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS); unknown and current releases: 8,192."""
+    for first_after, tokens in LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS:
+        if series_before(version, first_after):
+            return tokens
+    return LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM
 # Before v0.6.0 the PyTorch engine decoded eagerly, kernel by kernel: CUDA graphs came with PR #2104 "Refactor
 # pytorch engine" (merged 2024-09-10, first in v0.6.0: messages.py PytorchEngineConfig `eager_mode: bool = False`;
 # v0.5.x has no graph runner in lmdeploy/pytorch, only a modeling file mentions it).

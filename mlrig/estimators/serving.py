@@ -1110,8 +1110,8 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     """Prompts one prefill pass takes where prompts are prefilled whole (no chunked prefill): vLLM V0's
     scheduler fills a prefill step with waiting prompts up to max_num_batched_tokens, which is
     max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap.
-    LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default
-    (engines.LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM; paging/scheduler.py).
+    LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default from v0.6 (4,096 to
+    16,384 before: engines.lmdeploy_pytorch_max_prefill_tokens; paging/scheduler.py).
 
     Known gap, checked 2026-11-25 and left as it is: without the plan's max_model_len this takes the request's
     context, where vLLM's default max_model_len is the model's own (max_position_embeddings, as
@@ -1125,10 +1125,10 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     -0103 / -0106 +21 / +188 / +116 %, the `TTFT vllm hbm` scope 18.1 / 50.2 % -> 18.8 / 51.0 %): at this model's
     prefill rate there (~6.2k tok/s, 29 req/s at full passes) 32 req/s outruns the passes, where the measured run
     kept nearly up. The 2,048-token cap's small passes happen to offset that; fixing one without the other is worse."""
-    from mlrig.estimators.engines import LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM, lmdeploy_pytorch_engine
+    from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_pytorch_max_prefill_tokens
 
     if lmdeploy_pytorch_engine(w.engine, w.engine_version):
-        tokens = w.max_num_batched_tokens or LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM
+        tokens = w.max_num_batched_tokens or lmdeploy_pytorch_max_prefill_tokens(w.engine_version)
         return max(1, min(limit, tokens // max(1, prompt)))
     tokens = w.max_num_batched_tokens or max(w.max_model_len or w.context, 2048)
     return max(1, min(limit, tokens // max(1, prompt)))
