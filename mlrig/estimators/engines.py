@@ -1069,9 +1069,11 @@ LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-to
 # - prefill and decode run as passes of their own: lmdeploy/pytorch/engine/inputs_maker.py `do_prefill_default`
 #   (v0.12.3 lines 703-727) chooses a prefill pass whenever requests wait and either their tokens reach
 #   `max_prefill_token_num` or running + ready sequences are fewer than half of `max_batches`; otherwise a
-#   decode pass. (v0.16.0 adds `prefill_interval`, default 16: after 16 consecutive decode rounds a prefill is
-#   forced, inputs_maker.py line 1253; the default config's docstring: "prefill_interval: Interval to perform
-#   prefill, Default 16".) Under loads below half the batch cap this is vLLM V0's prefill-first schedule;
+#   decode pass. (v0.16.0 uses `prefill_interval`, default 16, to force a prefill after 16 consecutive decode
+#   rounds, inputs_maker.py line 1253; the default config's docstring: "prefill_interval: Interval to perform
+#   prefill, Default 16". Before v0.12 the same setting made decode blocks no prompt can join:
+#   `lmdeploy_pytorch_decode_block`.) Under loads below half the batch cap this is vLLM V0's prefill-first
+#   schedule (above half, v0.12-v0.15 wait for max_prefill_token_num waiting tokens: not priced);
 # - a prefill pass takes waiting prompts up to `max_prefill_token_num` tokens, default 8,192 (messages.py
 #   PytorchEngineConfig `max_prefill_token_num: int = 8192`; lmdeploy/pytorch/paging/scheduler.py line 206 at
 #   v0.12.3: `token_count + seq.num_token_ids > self.cache_config.max_prefill_token_num` stops it once one runs);
