@@ -588,6 +588,24 @@ SEQ_STEP_OVERHEAD_S: dict[str, float] = {"vllm": 100e-6}
 #    0.7.3, DSTACKCMP 0.6.x, DSTACKR1 0.7.x) keep SEQ_STEP_OVERHEAD_S["vllm"]: at 75 or 130 us instead of 100
 #    their throughput / TPOT errors grow.
 VLLM_V1_SEQ_STEP_OVERHEAD_S = 50e-6
+# LMDeploy's PyTorch engine before its v0.6.0 refactor (PR #2104, "Refactor pytorch engine": CUDA graphs, the
+#    engine loop rewritten; `engines.LMDEPLOY_PYTORCH_GRAPHS_FROM`) handles every running sequence in Python after
+#    every decode step: v0.2.3's `Engine.update_running` (lmdeploy/pytorch/engine/engine.py) appends each
+#    sequence's token, counts down its remaining length and runs `_stopping_criteria` on it one sequence at a time,
+#    and the step's outputs go back to each request through the engine's response queue; v0.3-v0.5 keep that per
+#    step inside their 15-iteration blocks (`_async_step_background`: sampling, `_batch_stopping_criteria`, the
+#    tokens brought to the host and queued every iteration). FITTED on the two PyTorch-engine sources of that era,
+#    both at the engine's default batch cap of 128 (PytorchEngineConfig max_batch_size=128 before v0.6): LMDI1165
+#    (v0.2.3, Llama-2-13B on an A100-SXM4-80GB, 128 users: 705 output tok/s against 1,687 priced without it, i.e.
+#    ~181 ms per decode iteration where the GPU's is ~76 ms: ~0.82 ms per sequence) and LMDPR1621 (v0.4.2 PR branch,
+#    DeepSeek-V2-Lite MoE on one A100, a 1,000-prompt burst: 965 tok/s against 3,656, ~0.76 ms per sequence): two
+#    models (dense / MoE) and two releases leave the same time per sequence, which a GPU-kernel shortfall would not
+#    (it scales with the model's work). The held-out LMDTQH200 (v0.12.3) is outside it. Both rows run at 128
+#    sequences, so a cost per step rather than per sequence is not excluded by them; per sequence is taken because
+#    the code's loops are per sequence. Scanned on those fit rows' output throughput: 0.7 / 0.8 / 0.9 ms put
+#    LMDI1165 at +10 / +2 / -5 % and LMDPR1621 at +6 / -4 / -12 % (LMDPR1621's median TTFT, not used to choose it,
+#    at -2 % with 0.8 ms). Not applied to TurboMind (C++ loop: SEQ_STEP_OVERHEAD_S note).
+LMDEPLOY_PYTORCH_OLD_SEQ_STEP_S = 0.8e-3
 # Share of vLLM V0's host time per running sequence per step (SEQ_STEP_OVERHEAD_S) that multi-step scheduling
 #    (`--num-scheduler-steps n`, performance.host_seq_step_s) spreads over its n steps. Multi-step runs the
 #    scheduler and builds the model inputs once per n steps, but each of the n steps still brings its sampled

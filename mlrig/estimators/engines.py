@@ -1069,9 +1069,11 @@ LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-to
 # - prefill and decode run as passes of their own: lmdeploy/pytorch/engine/inputs_maker.py `do_prefill_default`
 #   (v0.12.3 lines 703-727) chooses a prefill pass whenever requests wait and either their tokens reach
 #   `max_prefill_token_num` or running + ready sequences are fewer than half of `max_batches`; otherwise a
-#   decode pass. (v0.16.0 adds `prefill_interval`, default 16: after 16 consecutive decode rounds a prefill is
-#   forced, inputs_maker.py line 1253; the default config's docstring: "prefill_interval: Interval to perform
-#   prefill, Default 16".) Under loads below half the batch cap this is vLLM V0's prefill-first schedule;
+#   decode pass. (v0.16.0 uses `prefill_interval`, default 16, to force a prefill after 16 consecutive decode
+#   rounds, inputs_maker.py line 1253; the default config's docstring: "prefill_interval: Interval to perform
+#   prefill, Default 16". Before v0.12 the same setting made decode blocks no prompt can join:
+#   `lmdeploy_pytorch_decode_block`.) Under loads below half the batch cap this is vLLM V0's prefill-first
+#   schedule (above half, v0.12-v0.15 wait for max_prefill_token_num waiting tokens: not priced);
 # - a prefill pass takes waiting prompts up to `max_prefill_token_num` tokens, default 8,192 (messages.py
 #   PytorchEngineConfig `max_prefill_token_num: int = 8192`; lmdeploy/pytorch/paging/scheduler.py line 206 at
 #   v0.12.3: `token_count + seq.num_token_ids > self.cache_config.max_prefill_token_num` stops it once one runs);
@@ -1081,10 +1083,60 @@ LMDEPLOY_PYTORCH_ENGINE_NAMES = ("lmdeploy-pytorch", "lmdeploy-pt", "lmdeploy-to
 # - decode replays captured CUDA graphs (`eager_mode: bool = False`; `cudagraph_capture_batch_sizes`, "max_batch_size
 #   is always captured"); prefill runs eagerly with Triton / FlashAttention kernels.
 LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM = 8192
+# That default by release (PytorchEngineConfig in lmdeploy/messages.py at each tag; the `lmdeploy serve` CLI's
+# `--max-prefill-token-num`, ArgumentHelper default 8192, is passed to the PyTorch engine from v0.6.0 on,
+# lmdeploy/cli/serve.py; before v0.6.0 the CLI has no such flag and the engine's own default applies):
+# 16,384 up to v0.2.3, 8,192 in v0.2.4-v0.2.5, 4,096 from v0.2.6 to v0.5.x, then the CLI's 8,192 (the
+# engine's own default stays 4,096 to v0.12.x, for pipelines, and is 8,192 from v0.13.0).
+LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS = (((0, 2, 4), 16384), ((0, 2, 6), 8192), ((0, 6, 0), 4096))
+
+
+def lmdeploy_pytorch_max_prefill_tokens(version: str | None) -> int:
+    """Default prompt tokens one LMDeploy PyTorch-engine prefill pass takes under release `version` (see
+    LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS); unknown and current releases: 8,192."""
+    for first_after, tokens in LMDEPLOY_PYTORCH_PREFILL_TOKEN_ERAS:
+        if series_before(version, first_after):
+            return tokens
+    return LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM
 # Before v0.6.0 the PyTorch engine decoded eagerly, kernel by kernel: CUDA graphs came with PR #2104 "Refactor
 # pytorch engine" (merged 2024-09-10, first in v0.6.0: messages.py PytorchEngineConfig `eager_mode: bool = False`;
 # v0.5.x has no graph runner in lmdeploy/pytorch, only a modeling file mentions it).
 LMDEPLOY_PYTORCH_GRAPHS_FROM = (0, 6, 0)
+
+
+# The PyTorch engine admits prompts only between blocks of decode iterations up to v0.11 (`prefill_interval`,
+# PytorchEngineConfig default 16 in every release from v0.2.0 to v0.16.0), read in InternLM/lmdeploy's tags:
+# - v0.2.x: the engine loop prefills only when its counter runs out or nothing runs (lmdeploy/pytorch/engine/
+#   engine.py `Engine.loop` at v0.2.3: `is_prefill = not prefill_counter or not has_running`, the counter reset
+#   to prefill_interval at a prefill and decremented every iteration): 15 decode iterations between two prefills;
+# - v0.3.0 to v0.7.1: one scheduled decode runs `loop_count = prefill_interval - 1` forward passes before the
+#   scheduler is called again (engine.py `_async_step_background` at v0.3.0 / v0.5.3, `_async_loop_background`
+#   at v0.6.0 / v0.7.1: `loop_count = 1 if is_prefill else (prefill_interval - 1)`), breaking early only when
+#   every sequence of the batch has stopped: 15;
+# - v0.7.2 to v0.11.x: `num_loops = 1 if prefill else prefill_interval` (engine.py v0.7.2 line 642, v0.9.2 line
+#   900; from v0.10 `engine_strategy.get_num_loops`, strategies/ar/engine.py `prefill_interval if is_decoding`;
+#   model_agent.py `for idx in range(loop_count)`, no break for waiting prompts): 16;
+# - from v0.12.0 every iteration is scheduled on its own (engine/inputs_maker.py `do_prefill_default`, the
+#   next inputs prefetched while a forward runs; `get_num_loops` is no longer called; prefill_interval only
+#   sizes the blocks pre-allocated per decoding sequence): 1.
+# A prompt that arrives while a block runs waits for its end, as under vLLM V0's multi-step scheduling
+# (serving.scheduler_block_steps, serving.iteration_wait_s). TurboMind schedules every iteration (LlamaBatch.cc).
+LMDEPLOY_PYTORCH_PREFILL_INTERVAL = 16
+LMDEPLOY_PYTORCH_FULL_BLOCKS_FROM = (0, 7, 2)
+LMDEPLOY_PYTORCH_STEP_SCHEDULING_FROM = (0, 12)
+
+
+def lmdeploy_pytorch_decode_block(engine: str | None, version: str | None) -> int:
+    """Decode iterations LMDeploy's PyTorch engine runs between two chances to admit a prompt (see above):
+    15 up to v0.7.1 (v0.2.x's prefill counter, then prefill_interval - 1 forward loops), 16 from v0.7.2 to
+    v0.11.x, 1 from v0.12.0 and for TurboMind. A version given as a series ("0.11") is its newest release."""
+    if not lmdeploy_pytorch_engine(engine, version):
+        return 1
+    if not series_before(version, LMDEPLOY_PYTORCH_STEP_SCHEDULING_FROM):
+        return 1
+    if series_before(version, LMDEPLOY_PYTORCH_FULL_BLOCKS_FROM):
+        return LMDEPLOY_PYTORCH_PREFILL_INTERVAL - 1
+    return LMDEPLOY_PYTORCH_PREFILL_INTERVAL
 
 
 def lmdeploy_pytorch_decode_eager(engine: str | None, version: str | None, cuda_graphs: bool) -> bool:

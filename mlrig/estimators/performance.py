@@ -989,6 +989,13 @@ def host_seq_step_s(engine: str, version: str | None, scheduler_steps: int | Non
     (efficiency.VLLM_V1_SEQ_STEP_OVERHEAD_S)."""
     if engine == "vllm" and not before(version, (0, 12)):
         return 0.0
+    if engine == "lmdeploy":
+        # LMDeploy's PyTorch engine before v0.6 handles each sequence in Python every step
+        # (efficiency.LMDEPLOY_PYTORCH_OLD_SEQ_STEP_S); TurboMind and the refactored engine: none priced
+        from mlrig.estimators.engines import LMDEPLOY_PYTORCH_GRAPHS_FROM, lmdeploy_pytorch_engine, series_before
+
+        old_torch = lmdeploy_pytorch_engine(engine, version) and series_before(version, LMDEPLOY_PYTORCH_GRAPHS_FROM)
+        return eff.LMDEPLOY_PYTORCH_OLD_SEQ_STEP_S if old_torch else 0.0
     per_seq = eff.SEQ_STEP_OVERHEAD_S.get(engine, 0.0)
     if engine == "vllm" and scheduler_steps and scheduler_steps > 1 and vllm_multi_step(version):
         share = eff.VLLM_MULTI_STEP_AMORTISED_SHARE  # the scheduling / input part; output processing stays per step

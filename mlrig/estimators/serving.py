@@ -1170,8 +1170,8 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     """Prompts one prefill pass takes where prompts are prefilled whole (no chunked prefill): vLLM V0's
     scheduler fills a prefill step with waiting prompts up to max_num_batched_tokens, which is
     max(max_model_len, 2048) when chunked prefill is off (V0 SchedulerConfig), and up to the batch cap.
-    LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default
-    (engines.LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM; paging/scheduler.py).
+    LMDeploy's PyTorch engine fills one up to max_prefill_token_num, 8,192 by default from v0.6 (4,096 to
+    16,384 before: engines.lmdeploy_pytorch_max_prefill_tokens; paging/scheduler.py).
 
     Known gap, checked 2026-11-25 and left as it is: without the plan's max_model_len this takes the request's
     context, where vLLM's default max_model_len is the model's own (max_position_embeddings, as
@@ -1185,10 +1185,10 @@ def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
     -0103 / -0106 +21 / +188 / +116 %, the `TTFT vllm hbm` scope 18.1 / 50.2 % -> 18.8 / 51.0 %): at this model's
     prefill rate there (~6.2k tok/s, 29 req/s at full passes) 32 req/s outruns the passes, where the measured run
     kept nearly up. The 2,048-token cap's small passes happen to offset that; fixing one without the other is worse."""
-    from mlrig.estimators.engines import LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM, lmdeploy_pytorch_engine
+    from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_pytorch_max_prefill_tokens
 
     if lmdeploy_pytorch_engine(w.engine, w.engine_version):
-        tokens = w.max_num_batched_tokens or LMDEPLOY_PYTORCH_MAX_PREFILL_TOKEN_NUM
+        tokens = w.max_num_batched_tokens or lmdeploy_pytorch_max_prefill_tokens(w.engine_version)
         return max(1, min(limit, tokens // max(1, prompt)))
     tokens = w.max_num_batched_tokens or max(w.max_model_len or w.context, 2048)
     return max(1, min(limit, tokens // max(1, prompt)))
@@ -1816,9 +1816,13 @@ def scheduler_block_steps(r: ResolvedPlan) -> int:
     (vllm/engine/llm_engine.py `LLMEngine.step`: while `_has_remaining_steps` the cached scheduler outputs are
     reused, `_cache_scheduler_outputs_for_multi_step`; the scheduler is not called, so a waiting prompt is
     admitted only at the block's end). Prompts themselves run as one step (`Scheduler._get_num_lookahead_slots`
-    gives prefills no lookahead without chunked prefill). 1 elsewhere."""
-    from mlrig.estimators.engines import vllm_multi_step
+    gives prefills no lookahead without chunked prefill). LMDeploy's PyTorch engine up to v0.11 runs its
+    decodes in blocks of 15 or 16 iterations between scheduler calls (`engines.lmdeploy_pytorch_decode_block`,
+    read in its source; no plan key changes it). 1 elsewhere."""
+    from mlrig.estimators.engines import lmdeploy_pytorch_decode_block, vllm_multi_step
 
+    if r.engine == "lmdeploy":
+        return lmdeploy_pytorch_decode_block(r.workload.engine, r.workload.engine_version)
     steps = r.workload.num_scheduler_steps or 1
     if r.engine != "vllm" or steps <= 1 or not vllm_multi_step(r.workload.engine_version):
         return 1
