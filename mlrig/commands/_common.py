@@ -177,9 +177,11 @@ EngineOpt = Annotated[str | None, typer.Option(
     "exllamav2 | mlc | gpt-fast | tinychat; lm-studio, llamafile and koboldcpp run as llama.cpp")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch",
     metavar="INTEGER", parser=positive_int("-b/--batch", "concurrent sequences (training: sequences per micro-batch)"))]
-PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
+PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k; default 512, or with "
+    "--context alone the context less the output)",
     metavar="<tokens>", parser=token_count("--prompt"))]
-OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
+OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k; default 128, at "
+    "most a quarter of --context)",
     metavar="<tokens>", parser=token_count("--output"))]
 ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--context"))]
