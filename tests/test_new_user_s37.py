@@ -42,3 +42,26 @@ def test_serve_headline_states_the_request() -> None:
     res = mlrig("serve", "llama-3.1-8b", "--gpu", "L40S", "--concurrency", "1")
     assert res.returncode == 0, res.stderr
     assert "512-token prompt, 128 out (640 tokens per sequence)" in " ".join(res.stdout.split())
+
+
+# ---- 2. which AdamW a training plan prices, and saying otherwise ---------------------------------------------
+# A custom training loop (no engine) was priced with foreach temporaries in memory but a fused AdamW's step
+# time, and `--optimizer adamw-fused` under HF Trainer still got the foreach step time.
+
+FT = ("plan", "mistral-7b", "--gpu", "A100 80GB", "-n", "8", "--task", "finetune", "--method", "full")
+
+
+def test_a_custom_loop_is_priced_with_torch_adamw_default_and_says_so() -> None:
+    default, fused = _json(*FT), _json(*FT, "--optimizer", "adamw-fused")
+    note = next(n for n in default["memory"]["notes"] if n.startswith("optimizer adamw"))
+    assert "foreach" in note and "--optimizer adamw-fused" in note
+    # foreach: its temporaries at the step (memory) and ~42 against 30 B per parameter moved (speed)
+    assert default["memory"]["per_gpu_gib"] > fused["memory"]["per_gpu_gib"]
+    assert default["performance"]["train_tokens_per_s"] < fused["performance"]["train_tokens_per_s"]
+
+
+def test_fused_adamw_named_under_hf_trainer_is_priced_fused() -> None:
+    hf = _json(*FT, "--engine", "hf-trainer")
+    fused = _json(*FT, "--engine", "hf-trainer", "--optimizer", "adamw-fused")
+    assert fused["performance"]["train_tokens_per_s"] > hf["performance"]["train_tokens_per_s"]
+    assert fused["memory"]["per_gpu_gib"] < hf["memory"]["per_gpu_gib"]
