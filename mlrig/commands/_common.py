@@ -584,6 +584,21 @@ def zero_default_caption(notes: list[list[str]]) -> str | None:
     return "full fine-tune: ZeRO 3 / FSDP assumed; --zero 0: DDP"
 
 
+def default_method(notes: list[str]) -> str | None:
+    """The training method a fine-tune took by default (planner.with_default_method's note), None if it named one."""
+    for n in notes:
+        if n.startswith("method: ") and "(default for " in n:
+            return n.split()[1]
+    return None
+
+
+def method_default_caption(notes: list[list[str]]) -> str | None:
+    """One line for a table whose fine-tunes took their GPUs' default method (shown beside each variant)."""
+    if not any(default_method(plan_notes) for plan_notes in notes):
+        return None
+    return "method: full where it fits, else LoRA, else QLoRA (no --method given); --method to choose"
+
+
 def narrow_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]],
                  flexible: tuple[str, ...] = (), caption: str | None = None) -> Any:
     """A borderless rich Table for 80-column terminals: every column not in `flexible` is exactly as

@@ -269,6 +269,8 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         SHORT_BOUND,
         band_caption,
         console,
+        default_method,
+        method_default_caption,
         pooled_engines,
         reservation_caption,
         seq_len_caption,
@@ -313,8 +315,9 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         if hours:
             ttt = perf.get("time_to_train_s")
             speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
+        chosen = default_method(res.get("notes") or [])
         cells.append([
-            r["variant"],
+            r["variant"] if chosen is None else f"{r['variant']} · {chosen}",
             *([res.get("engine") or "—"] if show_engine else []),
             fmt_num(mem.get("per_gpu_gib"), 2),
             "yes" if res.get("fits") else "[red]no[/]",
@@ -331,7 +334,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     notes = [r["result"].get("notes") or [] for r in rows]
     pooled = pooled_engines([r["result"] for r in rows])
     captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
-                seq_len_caption(notes), zero_default_caption(notes)]
+                seq_len_caption(notes), zero_default_caption(notes), method_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
     con.print(table)
     if priced:
