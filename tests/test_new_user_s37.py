@@ -65,3 +65,75 @@ def test_fused_adamw_named_under_hf_trainer_is_priced_fused() -> None:
     fused = _json(*FT, "--engine", "hf-trainer", "--optimizer", "adamw-fused")
     assert fused["performance"]["train_tokens_per_s"] > hf["performance"]["train_tokens_per_s"]
     assert fused["memory"]["per_gpu_gib"] < hf["memory"]["per_gpu_gib"]
+
+
+# ---- 3. a broken optional user file: one warning line, the answer from the built-in data ----------------------
+# (tests/test_bad_input_cli.py::test_broken_user_file_is_a_warning holds the other files and faults)
+
+def test_compare_goes_on_past_a_broken_user_price_file(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "mlrig").mkdir()
+    (tmp_path / "mlrig" / "prices.toml").write_text("[gpu.rtx-4090\nprice_usd = 1600\n")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    res = subprocess.run([sys.executable, "-m", "mlrig.cli", "compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu",
+                          "RTX 3090"], capture_output=True, text=True, env=env, timeout=240)
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlrig: warning: ignoring ") and "prices.toml" in lines[0]
+    assert "not valid TOML" in lines[0] and "RTX 3090" in res.stdout and "RTX 4090" in res.stdout
+
+
+# ---- 4. a fine-tune that names no method: what its GPUs run, said at once ------------------------------------
+
+def test_finetune_on_a_24gb_card_defaults_to_lora_and_says_so() -> None:
+    res = mlrig("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[1].startswith("note: method: lora (default for one 24 GiB card")  # under the headline
+    assert "--method full for full fine-tuning" in " ".join(res.stdout.split())
+    assert "✔ fits" in res.stdout
+    d = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune")
+    lora = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune", "--method", "lora")
+    assert d["memory"] == lora["memory"] and d["performance"] == lora["performance"]
+
+
+def test_finetune_default_method_by_what_fits() -> None:
+    # a 0.5B full fine-tune fits a 24 GB card: full stays; a 70B fits neither full nor LoRA: QLoRA (NF4 base)
+    small = _json("plan", "qwen2.5-0.5b", "--gpu", "RTX 4090", "--task", "finetune")
+    assert any(n.startswith("method: full (default") for n in small["notes"])
+    big = _json("plan", "llama-3.1-70b", "--gpu", "RTX 4090", "--task", "finetune")
+    assert big["base_weights_precision"] == "nf4" and any(n.startswith("method: qlora (default") for n in big["notes"])
+    # 8 x A100 80GB: a full fine-tune of a 7B fits with ZeRO 3, what multi-GPU recipes run
+    dc = _json("plan", "mistral-7b", "--gpu", "A100 80GB", "-n", "8", "--task", "finetune")
+    assert any(n.startswith("method: full (default") for n in dc["notes"]) and dc["fits"]
+    # knobs only a full fine-tune has (ZeRO, offload) keep it full; a named method is never changed or noted
+    zero = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune", "--offload", "optimizer")
+    named = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune", "--method", "full")
+    assert not any(n.startswith("method: ") for n in zero["notes"] + named["notes"])
+    assert zero["memory"]["gradients_gib"] > 10 and not named["fits"]  # every parameter trained: full
+
+
+def test_finetune_default_method_does_not_move_with_batch_or_sequence() -> None:
+    # one method per setup (mlrig eval prices plans differing only in batch / sequence together): the probe is
+    # fixed at one 512-token sequence, so a long sequence keeps LoRA and says whether it fits
+    long = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune", "--seq-len", "16k", "--batch", "8")
+    assert any(n.startswith("method: lora (default") for n in long["notes"])
+
+
+def test_compare_shows_each_rows_default_method() -> None:
+    res = mlrig("compare", "mistral-7b", "--task", "finetune", "--gpu", "RTX 4090,8x A100 80GB")
+    assert res.returncode == 0, res.stderr
+    assert "RTX 4090 · lora" in res.stdout and "8x A100 80GB · full" in res.stdout
+    assert "method: full where it fits, else LoRA, else QLoRA" in " ".join(res.stdout.split())
+
+
+# ---- 5. compare takes comma lists, as sweep does --------------------------------------------------------------
+
+def test_compare_reads_comma_lists() -> None:
+    listed = _json("compare", "llama-3.1-8b", "--gpu", "RTX 4090,RTX 3090", "-q", "q4_k_m,q8_0")
+    repeated = _json("compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu", "RTX 3090", "-q", "q4_k_m",
+                     "-q", "q8_0")
+    assert listed == repeated and len(listed) == 4

@@ -35,10 +35,11 @@ from mlrig.commands._common import (
 from mlrig.jsonout import round_floats
 
 GpusOpt = Annotated[list[str] | None, typer.Option(
-    "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
+    "--gpu", "-g", help="GPU to compare (repeat, or a comma list); '8x A100 80GB' for 8 of them")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option(
-    "--precision", "--quant", "-q", help="precision to compare (repeat)")]
-EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
+    "--precision", "--quant", "-q", help="precision to compare (repeat, or a comma list)")]
+EnginesOpt = Annotated[list[str] | None, typer.Option(
+    "--engine", "-e", help="engine to compare (repeat, or a comma list)")]
 InterconnectsOpt = Annotated[list[str] | None, typer.Option(
     "--interconnect", help="links between each machine's GPUs: one for every --gpu, one row each for one --gpu, "
     "or one per --gpu in the same order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... "
@@ -92,6 +93,7 @@ def compare_cmd(
 
     if as_json and markdown:
         raise MlrigError("--json and --markdown both asked for: give one")
+    gpu, precision, engine = (split_commas(v) for v in (gpu, precision, engine))  # as compare_rows reads them
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
                         seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
@@ -140,6 +142,15 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
             len(set(method or [])) > 1]
 
 
+def split_commas(values: list[str] | None) -> list[str] | None:
+    """Repeated options with comma lists flattened: ['RTX 4090,RTX 3090', 'L40S'] -> ['RTX 4090', 'RTX 3090', 'L40S'];
+    a value that is nothing but commas stays as given, so its own error names it."""
+    if not values:
+        return values
+    out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    return out if len(out) >= len(values) else list(values)
+
+
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
                  engine: list[str] | None = None, price_files: list[Path] | None = None,
                  **common: Any) -> list[dict[str, Any]]:
@@ -152,6 +163,9 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
+    # '--gpu "RTX 4090,RTX 3090"' / '-q q4_k_m,q8_0', as `sweep` takes lists: one variant per item (no GPU name,
+    # precision or engine holds a comma; the comma list was an "unknown GPU" error)
+    gpu, precision, engine = (split_commas(v) for v in (gpu, precision, engine))
     # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
     given_gpus: list[str | None] = list(gpu) if gpu else [None]
     links_given = common.get("interconnect")
