@@ -692,6 +692,8 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
 
         assert performance is not None  # only inference engines refuse
         training = estimate_training_run(r, performance)
+        if p.training is not None:
+            training = training.model_copy(update={"method": p.training.method})
     result = PlanResult(
         id=p.id,
         fits=memory.fits and refusal is None,  # a --max-model-len the pool cannot hold: vLLM does not start
