@@ -98,6 +98,7 @@ def test_finetune_on_a_24gb_card_defaults_to_lora_and_says_so() -> None:
     d = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune")
     lora = _json("plan", "mistral-7b", "--gpu", "RTX 3090", "--task", "finetune", "--method", "lora")
     assert d["memory"] == lora["memory"] and d["performance"] == lora["performance"]
+    assert d["training"]["method"] == lora["training"]["method"] == "lora"  # as evaluated, for scripts
 
 
 def test_finetune_default_method_by_what_fits() -> None:

@@ -189,10 +189,12 @@ GpuMemUtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", help="the engine's reservation, a share of the card: 0.9 or 90% (vLLM's "
     "gpu_memory_utilization, SGLang's mem_fraction_static)", metavar="<fraction>",
     parser=fraction("--gpu-memory-utilization"))]
-MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
+MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training; default: "
+    "full where it fits, else lora, else qlora, said in the output)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
 OptimizerOpt = Annotated[str | None, typer.Option(
-    "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
+    "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw; adamw-fused / adamw-foreach: which "
+    "AdamW (default: the framework's; none named: torch.optim.AdamW's foreach)")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--seq-len"))]
 CkptOpt = Annotated[bool | None, typer.Option(
