@@ -138,3 +138,10 @@ def test_compare_reads_comma_lists() -> None:
     repeated = _json("compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu", "RTX 3090", "-q", "q4_k_m",
                      "-q", "q8_0")
     assert listed == repeated and len(listed) == 4
+
+
+def test_serve_with_no_output_tokens_is_a_one_line_error() -> None:
+    from cli_run import one_line_error
+
+    line = one_line_error(mlrig("serve", "llama-3.1-8b", "--gpu", "L40S", "--output", "0"))
+    assert "--output 1 or more" in line

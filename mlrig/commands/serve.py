@@ -246,6 +246,11 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
     )
 
     check_inputs(min_tok_s, max_ttft_ms, spec_k, acceptance)
+    if output == 0:  # a user who receives no tokens has no per-user speed: every row of the curve would be 0
+        from mlrig.errors import MlrigError
+
+        raise MlrigError("--output 0: serve prices users receiving tokens; give --output 1 or more (default 128), or "
+                         "`mlrig plan --output 0` for a prompt-only pass")
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine, prompt=prompt, output=output, context=context,
