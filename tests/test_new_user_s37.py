@@ -145,3 +145,15 @@ def test_serve_with_no_output_tokens_is_a_one_line_error() -> None:
 
     line = one_line_error(mlrig("serve", "llama-3.1-8b", "--gpu", "L40S", "--output", "0"))
     assert "--output 1 or more" in line
+
+
+def test_a_misspelt_optimizer_is_an_error_not_a_guess() -> None:
+    from cli_run import one_line_error
+
+    line = one_line_error(mlrig("plan", "llama-3.1-8b", "--task", "finetune", "--optimizer", "adamw-fusedd"))
+    assert "'fusedd'" in line and "adamw-fused" in line
+    hf = _json("plan", "llama-3.1-8b", "--gpu", "A100 80GB", "--task", "finetune", "--optimizer", "adamw_torch_fused")
+    ours = _json("plan", "llama-3.1-8b", "--gpu", "A100 80GB", "--task", "finetune", "--optimizer", "adamw-fused")
+    # Hugging Face's optim name reads as the same fused AdamW (the notes name each as given)
+    assert hf["memory"]["per_gpu_gib"] == ours["memory"]["per_gpu_gib"]
+    assert hf["performance"]["train_tokens_per_s"] == ours["performance"]["train_tokens_per_s"]

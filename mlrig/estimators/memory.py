@@ -999,6 +999,14 @@ class OptimizerCost:
     name: str
 
 
+# The words an optimizer name is read from (`optimizer_cost`, `adamw_implementation`), '-' or '_' between them: mlrig's
+# own spellings and Hugging Face TrainingArguments' `optim` values (adamw_torch, adamw_torch_fused, adamw_apex_fused,
+# adamw_bnb_8bit, paged_adamw_32bit, lion_8bit, ...)
+OPTIMIZER_NAME_PARTS = frozenset({
+    "adam", "adamw", "sgd", "lion", "adafactor", "default", "paged", "8bit", "4bit", "32bit", "bf16", "pure", "in",
+    "bwd", "inbwd", "fused", "foreach", "torch", "hf", "bnb", "apex", "momentum"})
+
+
 def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     """Optimizer + gradient bytes per trainable parameter.
 
@@ -1036,6 +1044,11 @@ def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     else:
         raise MlrigError(f"unknown optimizer {optimizer!r}; use adamw, adamw-bf16, adamw-8bit, "
                          "paged-adamw-8bit, sgd, lion or adafactor (suffix -in-bwd for a fused step)")
+    unread = [part for part in o.split("-") if part and part not in OPTIMIZER_NAME_PARTS]
+    if unread:  # 'adamw-fusedd' read as fused AdamW, silently, by the substring tests above
+        raise MlrigError(f"optimizer {optimizer!r}: {unread[0]!r} is not a part mlrig reads; use adamw, adamw-fused, "
+                         "adamw-foreach, adamw-bf16, adamw-8bit, paged-adamw-8bit, sgd, lion or adafactor (suffix "
+                         "-in-bwd for a step fused into backward), or Hugging Face optim names (adamw_torch_fused)")
     grads = 4.0 if fp32 else 2.0
     if "in-bwd" in o or "inbwd" in o:
         grads = 0.0
