@@ -138,6 +138,8 @@ def test_compare_reads_comma_lists() -> None:
     repeated = _json("compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu", "RTX 3090", "-q", "q4_k_m",
                      "-q", "q8_0")
     assert listed == repeated and len(listed) == 4
+    methods = _json("compare", "mistral-7b", "--task", "finetune", "-m", "full,lora", "--gpu", "RTX 4090")
+    assert [r["method"] for r in methods] == ["full", "lora"]
 
 
 def test_serve_with_no_output_tokens_is_a_one_line_error() -> None:

@@ -48,7 +48,8 @@ PriceFilesOpt = Annotated[list[Path] | None, typer.Option(
     "--prices", help="extra price file(s) for the price columns, merged by key (as `recommend`; `mlrig prices` lists "
     "the book)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
-    "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
+    "--method", "-m", help="full | lora | qlora (training; repeat or a comma list to compare: -m full,lora,qlora; "
+    "default: full where it fits, else lora, else qlora)")]
 
 
 def _compare_setup(fn: Any) -> Any:
@@ -93,7 +94,7 @@ def compare_cmd(
 
     if as_json and markdown:
         raise MlrigError("--json and --markdown both asked for: give one")
-    gpu, precision, engine = (split_commas(v) for v in (gpu, precision, engine))  # as compare_rows reads them
+    gpu, precision, engine, method = (split_commas(v) for v in (gpu, precision, engine, method))  # as compare_rows
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
                         seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
@@ -179,7 +180,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
     engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
     given = common.pop("method", None)
-    method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
+    method = [given] if isinstance(given, str) else list(dict.fromkeys(split_commas(given) or []))
     methods: list[str | None] = list(method) if method else [None]
     if len(pairs) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
