@@ -423,7 +423,7 @@ def parse_member(case: dict[str, Any], first: Plan) -> Plan:
         w = _validated(WorkloadSpec, case.get("workload", {}))
         t = case.get("training")
         training = _validated(TrainingSpec, t) if t is not None else \
-            TrainingSpec(method="full") if w.task != "inference" else None  # Plan._training_defaults
+            TrainingSpec() if w.task != "inference" else None  # Plan._training_defaults
     except ValidationError:
         return parse_plan(case)
     hw = case.get("hardware")

@@ -279,6 +279,14 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
         "kv_cache_precision": quant.normalise_precision(w.kv_cache_precision) if w.kv_cache_precision else None}
     if w.task != "inference":
         t = p.training
+        # a plan that says how the model's states are sharded or offloaded (ZeRO, offload) describes a full
+        # fine-tune: those knobs exist for it; one that says neither gets the method its GPUs run
+        if (w.task == "finetune" and t is not None and arch is not None
+                and not {"method", "zero_stage", "offload"} & t.model_fields_set):
+            p = p.model_copy(update={"workload": w.model_copy(update=changes)})
+            p, note = with_default_method(p, gpu, arch)
+            notes.append(note)
+            w, t = p.workload, p.training
         if t is not None and t.zero_stage == 3 and "zero_stage" not in t.model_fields_set:
             from mlrig.workload import ZERO_DEFAULT_NOTE
 
@@ -410,6 +418,64 @@ def with_defaults(p: Plan, gpu: GPU, arch: ModelArch | None = None) -> tuple[Pla
 LLAMA_CPP_TP_NOTE = ("llama.cpp tensor_parallel is priced as --split-mode tensor (tensor parallelism, an all-reduce "
                      "after attention and after the FFN); the deprecated --split-mode row (a sync after every "
                      "matmul, KV on the main GPU) is not modelled: published runs of it were slower than layer split")
+
+
+# The probe of `default_finetune_method`: the smallest run anyone trains (one sequence of 512 tokens per GPU), so the
+# method a fine-tune defaults to depends on the model, the precision, the optimizer and the GPUs, never on the
+# plan's micro-batch or sequence (`mlrig eval` prices plans that differ only there together: mlrig/grid.py)
+METHOD_PROBE_SEQ_TOKENS = 512
+
+
+def default_finetune_method(p: Plan, gpu: GPU, arch: ModelArch) -> str:
+    """The method of a fine-tune that names none: what its users run on these GPUs. Full fine-tuning where it
+    fits, else LoRA (frozen 16-bit base, adapters trained) where that fits, else QLoRA (4-bit NF4 base): full
+    fine-tuning keeps ~16 B per parameter of weights, gradients and AdamW states (ZeRO, Rajbhandari et al. 2020,
+    sec. 3.1), so a 7B needs ~110 GiB before activations and no 24 GB card runs it, while LoRA keeps 2 B per
+    frozen parameter and QLoRA ~0.5 (Dettmers et al. 2023, QLoRA: a 65B on one 48 GB GPU). "Fits" is the plan's
+    own memory estimate at micro-batch 1 x `METHOD_PROBE_SEQ_TOKENS` tokens with the plan's other settings
+    (checkpointing, ZeRO, offload, optimizer), so the choice does not move with the batch or sequence asked
+    about; whether the plan itself fits is then its own answer, with the usual fixes."""
+    from mlrig.estimators.memory import estimate_memory
+    from mlrig.estimators.resolved import resolve
+
+    for method in ("full", "lora"):
+        q = _with_method(p, method)
+        assert q.training is not None
+        q = q.model_copy(update={"workload": q.workload.model_copy(update={"batch_size": 1}),
+                                 "training": q.training.model_copy(update={"seq_len": METHOD_PROBE_SEQ_TOKENS})})
+        try:
+            if estimate_memory(resolve(arch, q, gpu)).fits:
+                return method
+        except (MlrigError, ValidationError):
+            continue  # a method this setup refuses is not the default
+    return "qlora"
+
+
+def _with_method(p: Plan, method: str) -> Plan:
+    """`p` with `training.method` set, its defaults that hang on the method taken anew (ZeRO 3 is the default of a
+    multi-GPU full fine-tune only: workload.sharded_by_default)."""
+    from mlrig.workload import Plan as PlanModel
+
+    t = p.training
+    assert t is not None
+    data = p.model_dump(exclude_unset=True)
+    data.setdefault("training", {})["method"] = method
+    q = PlanModel.model_validate(data)
+    # the lengths and precision with_defaults has already settled are kept as they are
+    return q.model_copy(update={"workload": p.workload})
+
+
+def with_default_method(p: Plan, gpu: GPU, arch: ModelArch) -> tuple[Plan, str]:
+    """A fine-tune that names no method with `default_finetune_method`'s, and the note that says so."""
+    method = default_finetune_method(p, gpu, arch)
+    cap = f"{gpu.capacity_gib:.0f} GiB"
+    where = f"{p.hardware.total_gpus} x {cap}" if p.hardware.total_gpus > 1 else f"one {cap} card"
+    why = {"full": "a full fine-tune fits",
+           "lora": f"a full fine-tune does not fit even one {METHOD_PROBE_SEQ_TOKENS}-token sequence",
+           "qlora": f"neither a full fine-tune nor LoRA on a 16-bit base fits one {METHOD_PROBE_SEQ_TOKENS}-token "
+                    "sequence"}[method]
+    other = "--method lora or qlora for adapters" if method == "full" else "--method full for full fine-tuning"
+    return _with_method(p, method), f"method: {method} (default for {where}: {why}; {other})"
 
 
 def alternative_engines(precision: str, gpu: GPU, chosen: str) -> list[str]:
@@ -626,6 +692,8 @@ def result_of(r: ResolvedPlan, memory: MemoryEstimate, notes: list[str],
 
         assert performance is not None  # only inference engines refuse
         training = estimate_training_run(r, performance)
+        if p.training is not None:
+            training = training.model_copy(update={"method": p.training.method})
     result = PlanResult(
         id=p.id,
         fits=memory.fits and refusal is None,  # a --max-model-len the pool cannot hold: vLLM does not start

@@ -68,6 +68,8 @@ class Performance(BaseModel):
 class TrainingRun(BaseModel):
     """What a training run needs besides step time: data, checkpoints and failures (training tasks)."""
 
+    # full | lora | qlora as evaluated: a fine-tune that names none takes its GPUs' (planner.default_finetune_method)
+    method: str | None = None
     compute_optimal_tokens: float | None = None  # pre-training: ~20 tokens per parameter (Chinchilla)
     tokens_to_train: float | None = None
     data_bytes_per_token: float  # pre-tokenised ids (uint16 / uint32)

@@ -413,7 +413,7 @@ class Plan(_Strict):
         self._no_training_keys_for_inference()
         self._no_gguf_training()
         if self.workload.task != "inference" and self.training is None:
-            self.training = TrainingSpec(method="full")
+            self.training = TrainingSpec()
         t, hw = self.training, self.hardware
         shard_by_default(self)
         if t is not None and self.workload.task != "inference":
@@ -495,7 +495,7 @@ class Plan(_Strict):
             assert t is not None  # the source
             self.training = t.model_copy(update={"expert_parallel": 1})
         else:
-            home = t or TrainingSpec(method="full")
+            home = t or TrainingSpec()
             self.training = home.model_copy(update={"expert_parallel": src.expert_parallel})
             self.hardware = hw.model_copy(update={"expert_parallel": 1})
 

@@ -156,14 +156,10 @@ CASES: list[Any] = [  # (name, setup, argv, words) rows; pytest.param for known 
      ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["4,300-digit limit"]),
     ("--prices: deep nesting", _write("prices.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
      ["cost", "--buy", "RTX 3090", "--hours-per-month", "100", "--prices", "{tmp}/prices.toml"], ["nested too deeply"]),
-    ("user price file: bad UTF-8", _write("cfg/mlrig/prices.toml", b"\xff\n"),
-     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100"], ["UTF-8"]),
     ("build file: huge integer", _write("b.toml", f"ram_gib = {BIG_INT}\n"), ["build", "check", "{tmp}/b.toml"],
      ["4,300-digit limit"]),
     ("build file: deep nesting", _write("b.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
      ["build", "check", "{tmp}/b.toml"], ["nested too deeply"]),
-    ("user price file: huge integer", _write("cfg/mlrig/prices.toml", f"[gpu.x]\nprice_usd = {BIG_INT}\n"),
-     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100"], ["4,300-digit limit"]),
     ("safetensors index: huge integer", _index(f'{{"weight_map": {{}}, "metadata": {{"total_size": {BIG_INT}}}}}'),
      ["plan", "{tmp}/m"], ["4,300-digit limit"]),
     ("GGUF: 2^60 tensors claimed", _write("m.gguf", b"GGUF" + struct.pack("<IQQ", 3, 2**60, 0) + bytes(64)),
@@ -207,10 +203,6 @@ CASES: list[Any] = [  # (name, setup, argv, words) rows; pytest.param for known 
     ("plan file: gpu_spec memory_gib = inf",
      _write("p.toml", 'model = "llama-3.1-8b"\n[hardware]\ngpu = "x"\n[hardware.gpu_spec]\nmemory_gib = inf\n'),
      ["plan", "--file", "{tmp}/p.toml"], ["hardware.gpu_spec.memory_gib", "finite"]),
-    pytest.param("user GPU catalog: huge integer", _write("cfg/mlrig/gpus.toml", f"[x]\nmemory_gib = {BIG_INT}\n"),
-                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["4,300-digit limit"]),
-    pytest.param("user GPU catalog: deep nesting", _write("cfg/mlrig/gpus.toml", "a = " + "[" * 5000 + "]" * 5000),
-                 ["plan", "llama-3.1-8b", "--gpu", "x"], ["nested too deeply"]),
     pytest.param("model path under an unknown ~user", _nothing, ["plan", "~mlrig-no-such-user/m"],
                  ["~mlrig-no-such-user"]),
     # diagnose and probe faults
@@ -254,6 +246,43 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, name: str, setup: Setup, a
     assert len(lines) == 1 and lines[0].startswith("mlrig: error: "), r.stderr
     for w in words:
         assert w in lines[0], (w, lines[0])
+
+
+# The user's own optional files (~/.config/mlrig/prices.toml, gpus.toml): a fault in one is a one-line warning naming
+# the file and the problem, and the command goes on with the built-in data (they made every compare / cost / plan
+# exit 2). A GPU asked for that only the broken file defines is then unknown: exit 2, the warning saying why.
+USER_FILE_CASES: list[Any] = [
+    ("user price file: bad UTF-8", _write("cfg/mlrig/prices.toml", b"\xff\n"),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100"], ["UTF-8"], 0),
+    ("user price file: huge integer", _write("cfg/mlrig/prices.toml", f"[gpu.x]\nprice_usd = {BIG_INT}\n"),
+     ["cost", "--buy", "RTX 3090", "--hours-per-month", "100"], ["4,300-digit limit"], 0),
+    ("user price file: bad TOML", _write("cfg/mlrig/prices.toml", "[gpu.rtx-4090\n"),
+     ["compare", "llama-3.1-8b", "--gpu", "RTX 4090", "--gpu", "RTX 3090"], ["not valid TOML", "line 1"], 0),
+    ("user GPU catalog: bad TOML", _write("cfg/mlrig/gpus.toml", "[x\n"),
+     ["plan", "llama-3.1-8b", "--gpu", "RTX 4090"], ["not valid TOML"], 0),
+    ("user GPU catalog: huge integer", _write("cfg/mlrig/gpus.toml", f"[my-card]\nmemory_gib = {BIG_INT}\n"),
+     ["plan", "llama-3.1-8b", "--gpu", "my-card"], ["4,300-digit limit"], 2),
+    ("user GPU catalog: deep nesting", _write("cfg/mlrig/gpus.toml", "a = " + "[" * 5000 + "]" * 5000),
+     ["plan", "llama-3.1-8b", "--gpu", "my-card"], ["nested too deeply"], 2),
+]
+
+
+@pytest.mark.parametrize(("name", "setup", "argv", "words", "status"), USER_FILE_CASES,
+                         ids=[c[0] for c in USER_FILE_CASES])
+def test_broken_user_file_is_a_warning(tmp_path: Path, name: str, setup: Setup, argv: list[str], words: list[str],
+                                       status: int) -> None:
+    r = run(argv, tmp_path, setup(tmp_path))
+    assert "Traceback" not in r.stderr and r.returncode == status, (r.returncode, r.stderr)
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("mlrig: warning: ")]
+    assert len(warnings) == 1, r.stderr
+    assert str(tmp_path / "cfg" / "mlrig") in warnings[0] and "fix or remove that file" in warnings[0]
+    for w in words:
+        assert w in warnings[0], (w, warnings[0])
+    if status == 0:
+        assert r.stdout.strip()  # the answer, from the built-in data
+    else:
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("mlrig: error: ")]
+        assert len(errors) == 1 and "'my-card'" in errors[0], r.stderr
 
 
 @pytest.mark.parametrize("argv", [["plan", "llama-3.1-8b"], ["models"], ["serve", "llama-3.1-8b"],

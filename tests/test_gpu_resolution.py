@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlrig.catalog.gpus import load_gpus, resolve_gpu, resolve_hardware_gpu, user_gpus_path
+from mlrig.catalog.gpus import load_gpus, load_user_gpus, resolve_gpu, resolve_hardware_gpu, user_gpus_path
 from mlrig.errors import AmbiguousNameError, MlrigError
 from mlrig.planner import evaluate
 
@@ -116,11 +116,16 @@ bandwidth_gb_s = 800
     ("[x\n", "not valid TOML"),
     ("x = 3\n", "each accelerator is a table"),
 ])
-def test_user_catalog_errors_name_the_file(text: str, match: str) -> None:
+def test_user_catalog_errors_name_the_file(text: str, match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The file is optional: its fault is one warning line naming it and the problem (load_user_gpus raises it),
+    and the built-in catalog answers."""
     path = _write_user_catalog(text)
     with pytest.raises(MlrigError, match=match) as e:
-        resolve_gpu("rtx 4090")
+        load_user_gpus(path)
     assert str(path) in str(e.value) and "\n" not in str(e.value)
+    assert resolve_gpu("rtx 4090").id == "rtx-4090"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"mlrig: warning: ignoring {path} (") and match in err
 
 
 # ---- issue 14 §2: the GPUs people name, and entries that misled ---------------------------------

@@ -238,7 +238,8 @@ def test_offload_fix_names_host_ram() -> None:
     from mlrig.fixes import make_it_fit
     from mlrig.planner import evaluate, parse_plan, resolve_arch, resolve_hardware
 
-    plan = parse_plan({"model": "llama-3.2-3b", "workload": {"task": "finetune"}, "hardware": {"gpu": "RTX 4090"}})
+    plan = parse_plan({"model": "llama-3.2-3b", "workload": {"task": "finetune"}, "training": {"method": "full"},
+                       "hardware": {"gpu": "RTX 4090"}})
     arch, gpu = resolve_arch(plan), resolve_hardware(plan)
     fixes = make_it_fit(plan, arch, gpu, evaluate(plan, arch=arch, gpu=gpu))
     offload = next(f for f in fixes if f.flags.startswith("--offload"))

@@ -143,7 +143,8 @@ def test_serve_json_shape() -> None:
     assert set(d) >= {"model", "gpu", "engine", "kv_cache_capacity_tokens", "curve", "max_concurrency",
                       "binding_limit", "speculative", "fits"}
     assert d["engine"] == "vllm" and d["gpu"] == "l40s" and d["fits"] is True
-    seqs = d["kv_cache_capacity_tokens"] // 768
+    assert (d["prompt_tokens"], d["output_tokens"], d["context_tokens"]) == (512, 128, 640)  # plan's default request
+    seqs = d["kv_cache_capacity_tokens"] // 640
     assert d["curve"][-1]["concurrency"] == seqs  # tabulated up to the KV capacity
     assert {pt["concurrency"] for pt in d["curve"]} >= {1, d["max_concurrency"]}
     assert set(d["curve"][0]) == {"concurrency", "throughput_tok_s", "tok_s_per_user", "tpot_ms", "ttft_ms",
@@ -266,7 +267,7 @@ def test_draft_subtracted_from_kv_capacity() -> None:
     assert 0 < after < before
     assert spec["kv_capacity_sequences"] < alone["kv_capacity_sequences"]
     assert alone["binding_limit"] == spec["binding_limit"] == "KV cache capacity"
-    assert spec["max_concurrency"] == after // 768 < alone["max_concurrency"] == before // 768
+    assert spec["max_concurrency"] == after // 640 < alone["max_concurrency"] == before // 640  # 512 + 128 tokens
     s = spec["speculative"]
     assert s["draft_weights_gib"] == pytest.approx(DRAFT_WEIGHT_BYTES / 2**30, abs=5e-4)  # JSON keeps 1 MiB
     assert s["draft_kv_bytes_per_token"] == DRAFT_KV_PER_TOKEN and s["draft_tensor_parallel"] == 1
@@ -297,7 +298,7 @@ def test_draft_that_leaves_no_room_does_not_fit() -> None:
     args = ["serve", "llama-3.1-8b", "--gpu", "RTX 4090", "--draft-model", "llama-3.1-8b"]
     d = invoke(*args, "--json")
     assert d["fits"] is False and d["max_concurrency"] == 0 and d["binding_limit"] == "memory"
-    assert d["kv_cache_capacity_tokens"] < 768 < d["kv_capacity_tokens_without_draft"]
+    assert d["kv_cache_capacity_tokens"] < 640 < d["kv_capacity_tokens_without_draft"]
     r = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
     assert r.exit_code == 0, r.output
     assert len(r.stdout.strip().splitlines()) == 1 and "with the draft" in r.stdout

@@ -95,8 +95,8 @@ def test_sweep_gives_plans_figures(planned: dict[str, Any]) -> None:
 
 def test_serve_curve_is_plans_closed_loop() -> None:
     """`serve`'s curve at 8 users is `plan --load concurrency --batch 8` with the same flags."""
-    out = json.loads(run("serve", MODEL, "--gpu", GPU, "-n", "2", "--concurrency", "8", *SETUP, "--json"))
-    plan = plan_json("--load", "concurrency", "--batch", "8", "--prompt", "512", "--output", "256", *SETUP)
+    out = json.loads(run("serve", MODEL, "--gpu", GPU, "-n", "2", "-c", "4k", "--concurrency", "8", *SETUP, "--json"))
+    plan = plan_json("--load", "concurrency", "--batch", "8", *SETUP)  # one default request
     point = out["curve"][0]
     assert point["concurrency"] == 8
     assert point["throughput_tok_s"] == plan["performance"]["throughput_tok_s"]
@@ -193,6 +193,5 @@ def test_every_command_takes_one_peer_to_peer_rule(gpu: str, count: int, same_as
     fit = json.loads(run("fit", model, *flags, "-q", "bf16", "--json"))
     assert fit[0]["performance"]["decode_tok_s"] == forced["performance"]["decode_tok_s"]
     serve = json.loads(run("serve", model, *flags, "--concurrency", "8", "--json"))
-    served = plan("--interconnect", differs_from, "--load", "concurrency", "--batch", "8", "--prompt", "512",
-                  "--output", "256")
+    served = plan("--interconnect", differs_from, "--load", "concurrency", "--batch", "8")
     assert serve["curve"][0]["throughput_tok_s"] == served["performance"]["throughput_tok_s"]

@@ -19,6 +19,7 @@ def _mem(model: str = "llama-3.1-8b", gpu: str = "h100-sxm-80gb", batch: int = 1
         if k in training:
             hw[k] = training.pop(k)
     training.setdefault("seq_len", 2048)
+    training.setdefault("method", "full")  # what these tests measure (a fine-tune naming none: its GPUs' method)
     r = evaluate({"model": model, "workload": {"task": "finetune", "batch_size": batch, **(workload or {})},
                   "training": training, "hardware": hw})
     assert r.memory is not None

@@ -9,7 +9,8 @@ from mlrig.planner import evaluate
 
 def _train(gpu: str = "RTX 4090", count: int = 1, **training: object) -> tuple[float, str, str]:
     r = evaluate({"model": "llama-3.2-3b", "workload": {"task": "finetune", "batch_size": 1},
-                  "training": {"seq_len": 2048, **training}, "hardware": {"gpu": gpu, "count": count}})
+                  "training": {"seq_len": 2048, "method": "full", **training},
+                  "hardware": {"gpu": gpu, "count": count}})
     p = r.performance
     assert p is not None and p.train_tokens_per_s and p.bound and p.explanation
     return p.train_tokens_per_s, p.bound, p.explanation

@@ -210,9 +210,8 @@ def test_serve_curve_is_what_plan_gives_for_the_same_closed_loop() -> None:
         curve = json.loads(run("serve", "llama-3.1-8b", "--gpu", "L40S", "--concurrency", "1,8,64",
                                "--lengths", lengths, "--json"))["curve"]
         for pt in curve:
-            perf = json.loads(run("plan", "llama-3.1-8b", "--gpu", "L40S", "--engine", "vllm", "--prompt", "512",
-                                  "--output", "256", "--load", "concurrency", "--batch", str(pt["concurrency"]),
-                                  "--lengths", lengths, "--json"))["performance"]
+            perf = json.loads(run("plan", "llama-3.1-8b", "--gpu", "L40S", "--engine", "vllm", "--load", "concurrency",
+                                  "--batch", str(pt["concurrency"]), "--lengths", lengths, "--json"))["performance"]
             assert pt["ttft_ms"] == perf["ttft_ms"] and pt["tpot_ms"] == perf["tpot_ms"], (lengths, pt)
             assert pt["throughput_tok_s"] == perf["throughput_tok_s"]
     out = run("serve", "llama-3.1-8b", "--gpu", "L40S", "--min-tok-s", "20")

@@ -149,7 +149,8 @@ def test_over_budget_names_the_cheapest_machine_at_the_precision_it_was_tried_at
 # ---- 6. compare's "no" says where the changes that make it fit are listed
 
 def test_compare_points_a_row_that_does_not_fit_to_plans_fixes() -> None:
-    res = mlrig("compare", "mistral-7b", "--task", "finetune", "--gpu", "2x RTX 4090", "--gpu", "RTX 4090")
+    res = mlrig("compare", "mistral-7b", "--task", "finetune", "--method", "full", "--gpu", "2x RTX 4090", "--gpu",
+                "RTX 4090")
     assert res.returncode == 0, res.stderr
     text = " ".join(res.stdout.split())
     assert re.search(r"does not fit \(no speed shown\): 2x RTX 4090 \([\d.,]+ GiB short per GPU\), RTX 4090 "

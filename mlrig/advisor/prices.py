@@ -268,15 +268,39 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_WARNED: set[str] = set()  # user-file warnings already printed by this process (the web app loads prices per request)
+
+
 def load_prices(
     paths: Sequence[str | Path] | None = None, *, include_user: bool = True, builtin: Path = BUILTIN_PRICES
 ) -> PriceBook:
-    """Load the built-in prices, then the user file (if present), then `paths`, merging by key."""
-    files: list[Path] = [builtin]
+    """Load the built-in prices, then the user file (if present), then `paths`, merging by key.
+
+    The user file is optional: one that cannot be read or holds a bad entry is left out with a one-line
+    warning on stderr naming it and its problem, and the answer goes on with the other prices (a typo in
+    ~/.config/mlrig/prices.toml made `compare`, `recommend` and `cost` exit 2). A file named with --prices was
+    asked for, so its faults stay errors."""
     user = user_prices_path()
-    if include_user and user.is_file():
-        files.append(user)
-    files += [Path(p) for p in paths or []]
+    explicit = [Path(p) for p in paths or []]
+    if not (include_user and user.is_file()):
+        return _load_files([builtin, *explicit])
+    try:
+        return _load_files([builtin, user, *explicit])
+    except MlrigError as exc:
+        book = _load_files([builtin, *explicit])  # an error here is not the user file's: it propagates
+        problem = str(exc).replace(f"price file {str(user)!r}: ", "").replace(f"price file {str(user)!r} ", "")
+        problem = problem.removeprefix("is ").rsplit("; fix", 1)[0]  # the fix is said once, below
+        message = f"mlrig: warning: ignoring {user} ({problem}); built-in prices used: fix or remove that file"
+        if message not in _WARNED:
+            _WARNED.add(message)
+            import sys
+
+            print(message, file=sys.stderr)
+        return book
+
+
+def _load_files(files: list[Path]) -> PriceBook:
+    """The price book of `files` (the built-in file first), merged by key in order."""
 
     merged: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in SECTIONS}
     assumptions: dict[str, Any] = {}

@@ -233,7 +233,20 @@ def _all_gpus(sig: tuple[str, int, int] | None) -> list[GPU]:
     builtin = builtin_gpus()
     if sig is None:
         return builtin
-    user = load_user_gpus(Path(sig[0]))
+    from mlrig.errors import MlrigError
+
+    try:
+        user = load_user_gpus(Path(sig[0]))
+    except MlrigError as exc:
+        # an optional file: a fault in it is a one-line warning (once per version of the file: this is cached by
+        # its signature) and the built-in catalog answers; a typo there made every `plan` exit 2
+        import sys
+
+        problem = str(exc).replace(f"GPU catalog {sig[0]!r}: ", "").replace(f"GPU catalog {sig[0]!r} ", "")
+        problem = problem.removeprefix(f"{sig[0]} ").removeprefix("is ").rsplit("; fix", 1)[0]
+        print(f"mlrig: warning: ignoring {sig[0]} ({problem}); built-in GPU catalog used: fix or remove that file",
+              file=sys.stderr)
+        return builtin
     ids = {g.id for g in user}
     return [g for g in builtin if g.id not in ids] + user
 

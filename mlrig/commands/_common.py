@@ -177,9 +177,11 @@ EngineOpt = Annotated[str | None, typer.Option(
     "exllamav2 | mlc | gpt-fast | tinychat; lm-studio, llamafile and koboldcpp run as llama.cpp")]
 BatchOpt = Annotated[int | None, typer.Option("--batch", "-b", help="concurrent sequences / micro-batch",
     metavar="INTEGER", parser=positive_int("-b/--batch", "concurrent sequences (training: sequences per micro-batch)"))]
-PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k)",
+PromptOpt = Annotated[int | None, typer.Option("--prompt", help="prompt tokens (8192 or 8k; default 512, or with "
+    "--context alone the context less the output)",
     metavar="<tokens>", parser=token_count("--prompt"))]
-OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k)",
+OutputOpt = Annotated[int | None, typer.Option("--output", help="generated tokens (8192 or 8k; default 128, at "
+    "most a quarter of --context)",
     metavar="<tokens>", parser=token_count("--output"))]
 ContextOpt = Annotated[int | None, typer.Option("--context", "-c", help="tokens held per sequence (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--context"))]
@@ -187,10 +189,12 @@ GpuMemUtilOpt = Annotated[float | None, typer.Option(
     "--gpu-memory-utilization", help="the engine's reservation, a share of the card: 0.9 or 90% (vLLM's "
     "gpu_memory_utilization, SGLang's mem_fraction_static)", metavar="<fraction>",
     parser=fraction("--gpu-memory-utilization"))]
-MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training)")]
+MethodOpt = Annotated[str | None, typer.Option("--method", "-m", help="full | lora | qlora (training; default: "
+    "full where it fits, else lora, else qlora, said in the output)")]
 LoraRankOpt = Annotated[int | None, typer.Option("--lora-rank", help="LoRA rank")]
 OptimizerOpt = Annotated[str | None, typer.Option(
-    "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw")]
+    "--optimizer", help="adamw | adamw-8bit | sgd | adafactor | bf16-adamw; adamw-fused / adamw-foreach: which "
+    "AdamW (default: the framework's; none named: torch.optim.AdamW's foreach)")]
 SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help="training sequence length (8192 or 8k)",
     metavar="<tokens>", parser=token_count("--seq-len"))]
 CkptOpt = Annotated[bool | None, typer.Option(
@@ -580,6 +584,21 @@ def zero_default_caption(notes: list[list[str]]) -> str | None:
     if not any(n.startswith(ZERO_DEFAULT_NOTE) for plan_notes in notes for n in plan_notes):
         return None
     return "full fine-tune: ZeRO 3 / FSDP assumed; --zero 0: DDP"
+
+
+def default_method(notes: list[str]) -> str | None:
+    """The training method a fine-tune took by default (planner.with_default_method's note), None if it named one."""
+    for n in notes:
+        if n.startswith("method: ") and "(default for " in n:
+            return n.split()[1]
+    return None
+
+
+def method_default_caption(notes: list[list[str]]) -> str | None:
+    """One line for a table whose fine-tunes took their GPUs' default method (shown beside each variant)."""
+    if not any(default_method(plan_notes) for plan_notes in notes):
+        return None
+    return "method: full where it fits, else LoRA, else QLoRA (no --method given); --method to choose"
 
 
 def narrow_table(title: str | None, columns: list[tuple[str, str]], rows: list[list[str]],

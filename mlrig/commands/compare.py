@@ -35,10 +35,11 @@ from mlrig.commands._common import (
 from mlrig.jsonout import round_floats
 
 GpusOpt = Annotated[list[str] | None, typer.Option(
-    "--gpu", "-g", help="GPU to compare (repeat); '8x A100 80GB' for 8 of them")]
+    "--gpu", "-g", help="GPU to compare (repeat, or a comma list); '8x A100 80GB' for 8 of them")]
 PrecisionsOpt = Annotated[list[str] | None, typer.Option(
-    "--precision", "--quant", "-q", help="precision to compare (repeat)")]
-EnginesOpt = Annotated[list[str] | None, typer.Option("--engine", "-e", help="engine to compare (repeat)")]
+    "--precision", "--quant", "-q", help="precision to compare (repeat, or a comma list)")]
+EnginesOpt = Annotated[list[str] | None, typer.Option(
+    "--engine", "-e", help="engine to compare (repeat, or a comma list)")]
 InterconnectsOpt = Annotated[list[str] | None, typer.Option(
     "--interconnect", help="links between each machine's GPUs: one for every --gpu, one row each for one --gpu, "
     "or one per --gpu in the same order ('default': what that GPU has); pcie4 | pcie4-p2p | nvlink | ... "
@@ -47,7 +48,8 @@ PriceFilesOpt = Annotated[list[Path] | None, typer.Option(
     "--prices", help="extra price file(s) for the price columns, merged by key (as `recommend`; `mlrig prices` lists "
     "the book)")]
 MethodsOpt = Annotated[list[str] | None, typer.Option(
-    "--method", "-m", help="full | lora | qlora (training; repeat to compare: -m full -m lora -m qlora)")]
+    "--method", "-m", help="full | lora | qlora (training; repeat or a comma list to compare: -m full,lora,qlora; "
+    "default: full where it fits, else lora, else qlora)")]
 
 
 def _compare_setup(fn: Any) -> Any:
@@ -92,6 +94,7 @@ def compare_cmd(
 
     if as_json and markdown:
         raise MlrigError("--json and --markdown both asked for: give one")
+    gpu, precision, engine, method = (split_commas(v) for v in (gpu, precision, engine, method))  # as compare_rows
     rows = compare_rows(model, gpu, precision, engine, task=task, method=method, lora_rank=lora_rank,
                         seq_len=seq_len, tokens=tokens, kv_precision=kv_precision, batch=batch,
                         prompt=prompt, output=output, context=context, tp=tp, count=count, gpu_spec=gpu_spec_text,
@@ -140,6 +143,15 @@ def _varying(gpu: list[str] | None, precision: list[str] | None, engine: list[st
             len(set(method or [])) > 1]
 
 
+def split_commas(values: list[str] | None) -> list[str] | None:
+    """Repeated options with comma lists flattened: ['RTX 4090,RTX 3090', 'L40S'] -> ['RTX 4090', 'RTX 3090', 'L40S'];
+    a value that is nothing but commas stays as given, so its own error names it."""
+    if not values:
+        return values
+    out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    return out if len(out) >= len(values) else list(values)
+
+
 def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] | None = None,
                  engine: list[str] | None = None, price_files: list[Path] | None = None,
                  **common: Any) -> list[dict[str, Any]]:
@@ -152,6 +164,9 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     from mlrig.errors import MlrigError
     from mlrig.planner import evaluate_case, plan_from_fields
 
+    # '--gpu "RTX 4090,RTX 3090"' / '-q q4_k_m,q8_0', as `sweep` takes lists: one variant per item (no GPU name,
+    # precision or engine holds a comma; the comma list was an "unknown GPU" error)
+    gpu, precision, engine = (split_commas(v) for v in (gpu, precision, engine))
     # a variant given twice (`-q q4_k_m -q q4_k_m`) is one row, not two identical ones
     given_gpus: list[str | None] = list(gpu) if gpu else [None]
     links_given = common.get("interconnect")
@@ -165,7 +180,7 @@ def compare_rows(model: str, gpu: list[str] | None = None, precision: list[str] 
     precs: list[str | None] = list(dict.fromkeys(precision)) if precision else [None]
     engines: list[str | None] = list(dict.fromkeys(engine)) if engine else [None]
     given = common.pop("method", None)
-    method = [given] if isinstance(given, str) else list(dict.fromkeys(given or []))
+    method = [given] if isinstance(given, str) else list(dict.fromkeys(split_commas(given) or []))
     methods: list[str | None] = list(method) if method else [None]
     if len(pairs) * len(precs) * len(engines) * len(methods) > 64:
         raise MlrigError("too many combinations (> 64); compare fewer GPUs, precisions, engines or methods at once")
@@ -269,6 +284,8 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         SHORT_BOUND,
         band_caption,
         console,
+        default_method,
+        method_default_caption,
         pooled_engines,
         reservation_caption,
         seq_len_caption,
@@ -313,8 +330,9 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
         if hours:
             ttt = perf.get("time_to_train_s")
             speeds.append("—" if ttt is None else fmt_num(ttt / 3600))
+        chosen = default_method(res.get("notes") or [])
         cells.append([
-            r["variant"],
+            r["variant"] if chosen is None else f"{r['variant']} · {chosen}",
             *([res.get("engine") or "—"] if show_engine else []),
             fmt_num(mem.get("per_gpu_gib"), 2),
             "yes" if res.get("fits") else "[red]no[/]",
@@ -331,7 +349,7 @@ def _render(model: str, rows: list[dict[str, Any]], fixed: list[list[str]]) -> N
     notes = [r["result"].get("notes") or [] for r in rows]
     pooled = pooled_engines([r["result"] for r in rows])
     captions = [band_caption(bands, rate_runs), reservation_caption(pooled, headroom_column=False),
-                seq_len_caption(notes), zero_default_caption(notes)]
+                seq_len_caption(notes), zero_default_caption(notes), method_default_caption(notes)]
     table.caption = "\n".join(c for c in captions if c) or None
     con.print(table)
     if priced:

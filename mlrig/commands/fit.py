@@ -27,6 +27,7 @@ from mlrig.commands._common import (
     TpOpt,
     band_caption,
     fmt_num,
+    method_default_caption,
     narrow_table,
     reservation_caption,
     reserves_pool,
@@ -273,6 +274,10 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     mixed = not training and len(engines) > 1
     if mixed and not varies["model"]:
         cols.append(("engine", "left"))
+    # fine-tunes that name no method take each GPU's (planner.default_finetune_method): a column when they differ
+    methods = {r["result"].training.method for r in rows if training and r["result"].training}
+    if len(methods) > 1:
+        cols.append(("method", "left"))
     cols += [("GiB", "right"), ("headroom", "right")]  # headroom carries ✔/✘
     if any(r["limits"] for r in rows):
         cols.append(("max ctx", "right"))
@@ -291,7 +296,8 @@ def _render(rows: list[dict[str, Any]], title: str, training: bool, varies: dict
     notes = [r["result"].notes or [] for r in rows]
     pooled = [r["result"].engine or "" for r in rows if (m := r["result"].memory) is not None
               and reserves_pool(m.gpu_capacity_gib, m.per_gpu_gib, m.headroom_gib)]
-    extras = ([seq_len_caption(notes), zero_default_caption(notes), left_out] if training
+    extras = ([seq_len_caption(notes), zero_default_caption(notes), method_default_caption(notes), left_out]
+              if training
               else [reservation_caption(pooled, headroom_column=True)])
     if not varies["model"]:  # the title names the catalog entry: say why when the user gave another name
         extras.insert(0, next((n for n in (notes[0] if notes else []) if "resolved to catalog entry" in n), None))
@@ -307,7 +313,8 @@ def _cells(r: dict[str, Any], training: bool) -> dict[str, str]:
     m, p, lims = res.memory, res.performance, r["limits"]
     ctx = lims.get("max_context_tokens") if lims and res.fits else None
     named = {"model": (res.model or "?").split("/")[-1], "GPU": res.gpu or "?", "precision": r["precision"],
-             "engine": (res.engine or "—") if res.fits else ""}
+             "engine": (res.engine or "—") if res.fits else "",
+             "method": (res.training.method or "") if res.training else ""}
     mark = "[green]✔[/]" if res.fits else "[red]✘[/]"
     named["GiB"] = f"{m.per_gpu_gib:.1f}" if m else "—"
     named["headroom"] = f"{mark} {m.headroom_gib:+.1f}" if m else mark

@@ -96,7 +96,8 @@ def render_result(result: PlanResult, plan: dict[str, Any], lims: dict[str, int 
     layout = layout_line(result.data_parallel_replicas, result.notes)  # "8 GPUs = 8 replicas x TP 1"
     if layout:
         con.print(f"{escape(layout)} (data parallel: each replica serves its share of the load)")
-    assumed = [n for n in result.notes if n.startswith("no GPU given")]  # said at once, not among the notes
+    # said at once, not among the notes: the GPU assumed, and a fine-tune's method where the plan names none
+    assumed = [n for n in result.notes if n.startswith(("no GPU given", "method: "))]
     for note in assumed:
         con.print(f"[yellow]note:[/] {escape(note)}")
     if mem is None:

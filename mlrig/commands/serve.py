@@ -31,8 +31,11 @@ if TYPE_CHECKING:
     from mlrig.workload import Plan
 
 DEFAULT_ENGINE = "vllm"  # serving means continuous batching: vLLM where `planner.default_engine` names none
-DEFAULT_PROMPT_TOKENS = 512
-DEFAULT_OUTPUT_TOKENS = 256
+# serve prices a request as `plan` does (one default for both commands): 512 prompt + 128 output tokens, or, with
+# only --context given, a request that fills it (workload.DEFAULT_PROMPT_TOKENS / DEFAULT_OUTPUT_TOKENS,
+# workload.lengths_filling); None here means "the plan's default", so the two commands cannot drift apart
+DEFAULT_PROMPT_TOKENS: int | None = None
+DEFAULT_OUTPUT_TOKENS: int | None = None
 MAX_CONCURRENCY = 1_000_000
 MAX_SPEC_K = 64  # draft tokens per step; engines use 1-10 (vLLM num_speculative_tokens, EAGLE trees ~60)
 
@@ -243,6 +246,11 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
     )
 
     check_inputs(min_tok_s, max_ttft_ms, spec_k, acceptance)
+    if output == 0:  # a user who receives no tokens has no per-user speed: every row of the curve would be 0
+        from mlrig.errors import MlrigError
+
+        raise MlrigError("--output 0: serve prices users receiving tokens; give --output 1 or more (default 128), or "
+                         "`mlrig plan --output 0` for a prompt-only pass")
     wanted = parse_concurrency(concurrency) if concurrency is not None else None
     fields = workload_fields(task="inference", precision=precision, kv_precision=kv_precision,
                              engine=engine, prompt=prompt, output=output, context=context,
@@ -272,7 +280,9 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
         "model": result.model, "gpu": result.gpu, "gpu_count": plan.hardware.total_gpus,
         "data_parallel_replicas": result.data_parallel_replicas,
         "engine": plan.workload.engine, "precision": plan.workload.precision, "fits": fits,
-        "context_tokens": ctx, "lengths": plan.workload.lengths, "kv_cache_capacity_tokens": kv_tokens,
+        "context_tokens": ctx, "prompt_tokens": plan.workload.prompt_tokens,
+        "output_tokens": plan.workload.output_tokens, "lengths": plan.workload.lengths,
+        "kv_cache_capacity_tokens": kv_tokens,
         "kv_capacity_sequences": None if kv_tokens is None else kv_tokens // ctx,
         "kv_capacity_tokens_without_draft": kv_without_draft,
         "min_tok_s_per_user": min_tok_s, "max_ttft_ms": max_ttft_ms,
@@ -308,6 +318,13 @@ def serve_report(model: str, *, gpu: str | None = None, count: int | None = None
                        draft_name=None if draft is None else draft.hf_id or draft.id, draft_mem=mem,
                        per_gpu_gib=result.memory.per_gpu_gib if result.memory else None,
                        capacity_gib=result.memory.gpu_capacity_gib if result.memory else None)
+
+
+def requests_text(out: dict[str, Any]) -> str:
+    """The request the curve is priced for, as `plan`'s speed line says it: "512-token prompt, 128 out (640 tokens
+    per sequence)"; with --context larger than prompt + output, the KV held per sequence is the context."""
+    text = f"{out['prompt_tokens']:,}-token prompt, {out['output_tokens']:,} out"
+    return f"{text} ({out['context_tokens']:,} tokens per sequence)"
 
 
 def _print_no_fit(out: dict[str, Any], need_gib: float | None, have_gib: float | None) -> None:
@@ -362,7 +379,7 @@ def _render(out: dict[str, Any]) -> None:
     replicas = out.get("data_parallel_replicas") or 1
     spread = f" ({replicas} data-parallel replicas, users spread evenly)" if replicas > 1 else ""
     con.print(f"[bold]{out['model']}[/] · {out['precision']} · {out['engine']} on {out['gpu_count']} × "
-              f"{out['gpu']}{spread} · {out['context_tokens']:,} tokens per sequence")
+              f"{out['gpu']}{spread} · {requests_text(out)}")
     if out.get("lengths") == "fixed":  # the TTFT column depends on it; `plan --load concurrency` assumes the same
         con.print("[dim]fixed lengths: each round's requests arrive together (a benchmark's loop); "
                   "--lengths varied for users who drift apart[/]")

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -998,6 +999,14 @@ class OptimizerCost:
     name: str
 
 
+# The words an optimizer name is read from (`optimizer_cost`, `adamw_implementation`), '-' or '_' between them: mlrig's
+# own spellings and Hugging Face TrainingArguments' `optim` values (adamw_torch, adamw_torch_fused, adamw_apex_fused,
+# adamw_bnb_8bit, paged_adamw_32bit, lion_8bit, ...)
+OPTIMIZER_NAME_PARTS = frozenset({
+    "adam", "adamw", "sgd", "lion", "adafactor", "default", "paged", "8bit", "4bit", "32bit", "bf16", "pure", "in",
+    "bwd", "inbwd", "fused", "foreach", "torch", "hf", "bnb", "apex", "momentum"})
+
+
 def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     """Optimizer + gradient bytes per trainable parameter.
 
@@ -1035,6 +1044,11 @@ def optimizer_cost(optimizer: str, precision: str | Precision) -> OptimizerCost:
     else:
         raise MlrigError(f"unknown optimizer {optimizer!r}; use adamw, adamw-bf16, adamw-8bit, "
                          "paged-adamw-8bit, sgd, lion or adafactor (suffix -in-bwd for a fused step)")
+    unread = [part for part in o.split("-") if part and part not in OPTIMIZER_NAME_PARTS]
+    if unread:  # 'adamw-fusedd' read as fused AdamW, silently, by the substring tests above
+        raise MlrigError(f"optimizer {optimizer!r}: {unread[0]!r} is not a part mlrig reads; use adamw, adamw-fused, "
+                         "adamw-foreach, adamw-bf16, adamw-8bit, paged-adamw-8bit, sgd, lion or adafactor (suffix "
+                         "-in-bwd for a step fused into backward), or Hugging Face optim names (adamw_torch_fused)")
     grads = 4.0 if fp32 else 2.0
     if "in-bwd" in o or "inbwd" in o:
         grads = 0.0
@@ -1585,17 +1599,51 @@ def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     return any(e.startswith(n) for n in names)
 
 
+AdamImpl = Literal["fused", "foreach", "none"]
+
+
+def adamw_implementation(optimizer: str, engine: str | None) -> AdamImpl:
+    """How a plan's Adam/AdamW step runs, read by training memory (`optimizer_temp_bytes`) and speed
+    (`training_speed.optimizer_step_bytes`) alike; "none" for other optimizers.
+
+    - The optimizer's name says it where the user gives it: `adamw-fused` (torch.optim.AdamW(fused=True),
+      HF Trainer optim="adamw_torch_fused", Apex / DeepSpeed FusedAdam), `adamw-foreach` (the multi-tensor
+      implementation). An optimizer step fused into backward (`-in-bwd`) and the bitsandbytes 8-bit / paged
+      optimizers (one kernel per tensor) run fused.
+    - Else the framework's default: the `FUSED_OPTIMIZER_ENGINES` step a fused AdamW; everything else,
+      a custom training loop (no engine) included, steps torch.optim.AdamW with its default, which on CUDA
+      is the foreach implementation (torch.optim docs, "foreach (bool, optional): ... we will try to use
+      foreach over the for-loop implementation on CUDA"; fused is opt-in). The result's notes say which."""
+    o = optimizer.strip().lower().replace("_", "-")
+    if not ("adam" in o or o in ("", "default")):
+        return "none"
+    if any(k in o for k in ("fused", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
+        return "fused"
+    if "foreach" in o:
+        return "foreach"
+    return "fused" if _engine_is(engine, FUSED_OPTIMIZER_ENGINES) else "foreach"
+
+
+def adamw_implementation_text(optimizer: str, engine: str | None) -> str:
+    """What the optimizer note adds: the AdamW implementation assumed where the name does not say it, and the
+    spelling that says otherwise ("" for other optimizers and for names that say it)."""
+    impl = adamw_implementation(optimizer, engine)
+    o = optimizer.lower()
+    if impl == "none" or any(k in o for k in ("fused", "foreach", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
+        return ""
+    if impl == "fused":
+        return f" (fused, {engine}'s default; --optimizer {optimizer}-foreach for the multi-tensor one)"
+    return (f" (PyTorch's foreach implementation, torch.optim.AdamW's default; --optimizer {optimizer}-fused "
+            "for fused=True)")
+
+
 def optimizer_temp_bytes(optimizer: str, engine: str | None, trainable: float, state_el: float) -> float:
     """Transient optimizer memory at the step. PyTorch's foreach Adam/AdamW computes
     `torch._foreach_sqrt(exp_avg_sq)` for every parameter at once: one parameter-sized buffer in the
     state dtype (torch/optim/adamw.py `_multi_tensor_adamw`; issue 13's trace: 14.96 GiB for an 8B
-    with bf16 states). Fused and per-parameter implementations need ~one tensor's worth: 0 here."""
-    o = optimizer.lower()
-    if not ("adam" in o or o in ("", "default")):
-        return 0.0
-    if any(k in o for k in ("fused", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
-        return 0.0
-    if "foreach" not in o and _engine_is(engine, FUSED_OPTIMIZER_ENGINES):
+    with bf16 states). Fused and per-parameter implementations need ~one tensor's worth: 0 here.
+    Which one runs: `adamw_implementation`."""
+    if adamw_implementation(optimizer, engine) != "foreach":
         return 0.0
     return trainable * state_el
 
@@ -1986,7 +2034,8 @@ def _training(r: ResolvedPlan, m: TrainingMemory | None = None) -> MemoryEstimat
     opt, cap_gib = m.optimizer, r.gpu.capacity_gib
     frag = CAL.ms_swift_fragmentation if is_ms_swift(w.engine) else CAL.training_fragmentation
     notes = list(m.notes)
-    notes.append(f"optimizer {opt.name}: {opt.state_bytes:g} B state + {opt.grad_bytes:g} B grad per trainable "
+    notes.append(f"optimizer {opt.name}{adamw_implementation_text(opt.name, w.engine)}: {opt.state_bytes:g} B state + "
+                 f"{opt.grad_bytes:g} B grad per trainable "
                  f"param" + (f", {_gib(m.temps):.1f} GiB foreach temporaries at the step" if m.temps else "")
                  + f"; peak at the {PHASES[int(m.phase)]}; allocator slack x{frag:g} on per-step tensors"
                  + (" of the sequence's size (ms-swift: unpacked samples of mixed lengths), at most the card"

@@ -828,13 +828,20 @@ def optimizer_step_bytes(optimizer: str, precision: Precision, engine: str | Non
     trainable weight's bytes (fp32 under AMP or a master copy), E a moment's, G a gradient's. Clipping the
     gradient norm (torch.nn.utils.clip_grad_norm_: one read for the norms, one read + write to scale) adds 3G.
     bf16 weights and moments: 8 + 24 + 4 + 6 = 42 B, against ~30 fused. 8-bit / paged optimizers
-    (bitsandbytes' fused kernels) and other optimizers keep the fused figure."""
-    from mlrig.estimators.memory import optimizer_cost
+    (bitsandbytes' fused kernels) and other optimizers keep the fused figure.
+
+    Which implementation runs is `memory.adamw_implementation`, the same answer the memory estimate reads:
+    the optimizer's name where it says (`adamw-fused`, `adamw-foreach`), else the framework's default. The
+    foreach passes are priced for the frameworks that run them by default (`FOREACH_ADAMW_ENGINES`), for a
+    custom loop (no engine: torch.optim.AdamW's default on CUDA is foreach, and such a loop usually clips
+    too), and wherever `adamw-foreach` is given; other named frameworks keep the fused figure they were
+    calibrated with."""
+    from mlrig.estimators.memory import adamw_implementation, optimizer_cost
 
     o = optimizer.strip().lower().replace("_", "-")
     e = (engine or "").lower()
-    if ("adam" not in o or "8bit" in o or "8-bit" in o or "paged" in o or "in-bwd" in o
-            or not any(e.startswith(x) for x in FOREACH_ADAMW_ENGINES)):
+    foreach_default = not e or any(e.startswith(x) for x in FOREACH_ADAMW_ENGINES)
+    if adamw_implementation(optimizer, engine) != "foreach" or not (foreach_default or "foreach" in o):
         return OPTIMIZER_BYTES_PER_PARAM
     cost = optimizer_cost(optimizer, precision)
     grad = cost.grad_bytes

@@ -163,8 +163,8 @@ class ServeQuery(SetupQuery):
     precision: Str | None = None
     kv_precision: Str | None = None
     engine: Str | None = Field(None, description="default vllm")
-    prompt: int | None = 512
-    output: int | None = 256
+    prompt: int | None = Field(None, description="default 512, as plan (context alone: the context less the output)")
+    output: int | None = Field(None, description="default 128, as plan")
     context: int | None = None
     min_tok_s: float = Field(20.0, description="per-user decode speed to hold, tok/s")
     max_ttft_ms: float | None = None
