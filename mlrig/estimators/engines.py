@@ -1173,7 +1173,8 @@ ENGINE_NAME_PREFIXES: tuple[tuple[str, str], ...] = (
 # Engines with no releases to date (gpt-fast and torchao run from a commit) and training frameworks mlrig does not
 # date take any label (it is kept in the plan, and changes nothing).
 VERSION_FORMS = {
-    "vllm": "a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer', '0.9.1+v0')",
+    "vllm": ("a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer',"
+             " '0.9.1+v0')"),
     "sglang": "a release such as '0.4.3' or '0.5.2' (also '0.4.3.post2')",
     "lmdeploy": "a release such as '0.6.0', or '0.6.0+pytorch' for its PyTorch engine",
     "llama.cpp": ("a build such as 'b4000', a build month such as '2024-06', or a front-end's release such as "
