@@ -414,9 +414,20 @@ def vllm_multi_step(text: str | None) -> bool:
     return not before(text, (0, 6)) and before(text, (0, 10, 1))
 
 
+def vllm_v0_label(text: str | None) -> bool:
+    """Whether a vLLM version names the V0 engine in its local label ("0.9.1+v0"): releases 0.8.0 to 0.10.0
+    default to V1 but still run V0 when the server starts with VLLM_USE_V1=0 (vllm/envs.py `VLLM_USE_V1`; V0's
+    engine was removed in August 2025, vllm-project/vllm PR #22138 / #22779, as in `vllm_multi_step`). The
+    Livinfly/MLsys-Learning-Record-2 runs on an A100 PCIe (benchmark/README.md @ f7b9c79: "vLLM: 0.9.1" with V1 disabled
+    by export VLLM_USE_V1=0) are such runs."""
+    label = (text or "").partition("+")[2].lower()
+    return "v0" in re.split(r"[+._-]", label)
+
+
 def vllm_v1(text: str | None) -> bool:
-    """vLLM's V1 engine (default from 0.8.0); current when no version is given."""
-    return not before(text, (0, 8))
+    """vLLM's V1 engine (default from 0.8.0); current when no version is given. A release from 0.8 whose local
+    label names V0 ("0.9.1+v0", `vllm_v0_label`) runs V0."""
+    return not before(text, (0, 8)) and not vllm_v0_label(text)
 
 
 # vLLM's async scheduling (schedule step N+1 while step N runs on the GPU) is on by default from 0.14.0, off before
@@ -1214,7 +1225,8 @@ ENGINE_NAME_PREFIXES: tuple[tuple[str, str], ...] = (
 # Engines with no releases to date (gpt-fast and torchao run from a commit) and training frameworks mlrig does not
 # date take any label (it is kept in the plan, and changes nothing).
 VERSION_FORMS = {
-    "vllm": "a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer')",
+    "vllm": ("a release such as '0.6.3' or 'v0.8.0' (also '0.6.3.post1', '0.7.4.dev181', '0.6.3+flashinfer',"
+             " '0.9.1+v0')"),
     "sglang": "a release such as '0.4.3' or '0.5.2' (also '0.4.3.post2')",
     "lmdeploy": "a release such as '0.6.0', or '0.6.0+pytorch' for its PyTorch engine",
     "llama.cpp": ("a build such as 'b4000', a build month such as '2024-06', or a front-end's release such as "
