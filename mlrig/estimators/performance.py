@@ -349,7 +349,8 @@ def apple_gpu_family(gpu: GPU) -> int | None:
 def layer_overhead_s(engine: str, gpu: GPU) -> float:
     """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
     replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`); MLX on an Apple GPU
-    before family Apple9 (M1, M2) its own figure (efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S)."""
+    before family Apple9 (M1, M2) its own figure (efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S), and from Apple10 (M5)
+    the Apple9 figure x `mlx_apple_dispatch_scale`."""
     if graph_replay_missing(engine, gpu):
         return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
     if engine == "mlx":
