@@ -61,3 +61,22 @@ def test_mlxcel_m5max_rows_restate_the_page() -> None:
         assert r.value == value and r.plan["model"]["name"] == model, row_id
     assert row("MLXCELM5MAX-0010").plan["workload"]["precision"] == "bf16"
     assert row("MLXCELM5MAX-0022").plan["workload"]["precision"] == "mlx-8bit"
+
+
+def test_mlxcel_m5max_csv_rows_restate_the_csv() -> None:
+    """MLXCELM5CSV: the 2026-09-06 CSV's decode_tok_s / prefill_tok_s columns as printed; a held-out source; the
+    prefill rows are anomalies (the MLX / macOS releases that decide the Neural-Accelerator path are not stated)."""
+    rows = [r for i, r in rows_by_id().items() if i.startswith("MLXCELM5CSV-")]
+    assert len(rows) == 60
+    for r in rows:
+        assert r.split == "holdout" and r.plan["hardware"]["gpu"] == "Apple M5 Max 40-core GPU 128GB"
+        assert r.anomaly == (r.metric == "prefill_tok_s")
+        assert f"{r.value:.2f}" in r.source_note
+    published = {"MLXCELM5CSV-0019": ("decode_tok_s", 33.25, "bf16"),  # llama-3.1-8b-bf16
+                 "MLXCELM5CSV-0018": ("prefill_tok_s", 3185.37, "mlx-4bit"),  # llama-3.1-8b-4bit
+                 "MLXCELM5CSV-0051": ("decode_tok_s", 143.81, "mlx-4bit"),  # qwen3-30b-a3b-4bit
+                 "MLXCELM5CSV-0025": ("decode_tok_s", 65.85, "mlx-4bit")}  # mixtral-8x7b-4bit, 513-token prompt
+    for row_id, (metric, value, precision) in published.items():
+        r = row(row_id)
+        assert (r.metric, r.value, r.plan["workload"]["precision"]) == (metric, value, precision), row_id
+    assert row("MLXCELM5CSV-0025").plan["workload"]["prompt_tokens"] == 513
