@@ -329,6 +329,11 @@ APPLE: dict[str, dict[str, Any]] = {
     "Apple M4 Max": dict(bins={32: [36], 40: [48, 64, 128]}, bw={32: 410.0, 40: 546.0}, clock="m4",
                          gpu_family="Apple9"),
     "Apple M5": dict(bins={10: [16, 24, 32]}, clock="m5", gpu_family="Apple10"),
+    # M5 Pro / M5 Max (2026-03): the M5 GPU generation (Apple: "scales up the next-generation architecture
+    # introduced in M5"); bins and bandwidths: scripts/gpu_extras_2026.py APPLE_M5_PRO_ROW / APPLE_M5_MAX_ROW.
+    "Apple M5 Pro": dict(bins={16: [24, 48, 64], 20: [24, 48, 64]}, clock="m5", gpu_family="Apple10"),
+    "Apple M5 Max": dict(bins={32: [36], 40: [48, 64, 128]}, bw={32: 460.0, 40: 614.0}, clock="m5",
+                         gpu_family="Apple10"),
 }
 
 NVIDIA_DS = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
@@ -951,6 +956,8 @@ def build(csv_path: Path) -> list[dict[str, Any]]:
         gpus.extend(from_csv_row(r))
     extras_2026 = _extras_2026()
     gpus.extend(apple_entries(extras_2026.APPLE_M5_ROW))
+    gpus.extend(apple_entries(extras_2026.APPLE_M5_PRO_ROW))
+    gpus.extend(apple_entries(extras_2026.APPLE_M5_MAX_ROW))
     have = {g["id"] for g in gpus}
     for e in [*EXTRAS, *extras_2026.EXTRAS_2026]:
         if e["id"] in have:

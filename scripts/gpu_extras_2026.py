@@ -610,3 +610,45 @@ APPLE_M5_ROW: dict[str, str] = {
     "core but no TFLOPS; the SIMD rate here is DERIVED at the M4 clock and does not count them, so prefill "
     "estimates are pessimistic.",
 }
+
+# Apple M5 Pro and M5 Max (announced 2026-03-03 in the 14-/16-inch MacBook Pro; branch s37b-apple2). Apple's
+# newsroom and tech-specs pages could not be read in this session (no page of apple.com in the search stores);
+# the figures are Apple's press-release numbers as the launch-day reports quote them ("Source: Apple press
+# release"): MacRumors 2026-03-03 ("M5 Pro supports up to 64GB ... bandwidth reaching 307GB/s. M5 Max retains
+# its 128GB ceiling but raises bandwidth to 614GB/s"; up to 20 / 40 GPU cores), HotHardware 2026-03-03 (the
+# same), Lowyat 2026-03-04. 546 GB/s, which a previous helper found for the M5 Max, is the M4 Max 40-core
+# figure (Apple, 2024-10): no M5 Max page gives it. The lower bins (M5 Pro 16-core GPU; M5 Max 32-core GPU
+# at ~460 GB/s and 36 GB) are NOT from Apple: cputronic.com's M5 Max 32-core page ("around 460 GB/s") and
+# the M4 generation's bin pattern (M4 Max 32-core: 410 GB/s, 36 GB only; M4 Pro: both bins at the full
+# bandwidth, 24/48/64 GB), so those entries say "unverified" in their notes.
+M5_PRO_MAX_REPORTS = (
+    "https://www.macrumors.com/2026/03/03/apple-unveils-macbook-pro-with-m5-pro-and-m5-max-chips-with-neural-"
+    "accelerators/ ; https://hothardware.com/news/apple-unveils-macbook-pro-m5-pro-m5-max"
+)
+APPLE_M5_PRO_ROW: dict[str, str] = {
+    "name": "Apple M5 Pro", "vendor": "Apple",
+    "architecture": "Apple silicon SoC (Fusion Architecture, GPU cores with Neural Accelerators)",
+    "release_year": "2026", "memory_type": "LPDDR5X", "memory_bandwidth_gb_s": "307", "form_factor": "SoC (Mac)",
+    "source_url": M5_PRO_MAX_REPORTS,
+    "verification": "partial (Apple's press-release figures of 2026-03-03 as MacRumors / HotHardware quote them: "
+    "18-core CPU, up to 20-core GPU, up to 64 GB, 307 GB/s; Apple's own page not read in-session)",
+    "notes": "Up to 20-core GPU, 307 GB/s, up to 64 GB (Apple press release 2026-03-03, as quoted). The 16-core "
+    "GPU bin and the 24/48 GB memory steps are UNVERIFIED (assumed from the M4 Pro's bins: both GPU bins at the "
+    "full bandwidth, 24/48/64 GB). Apple quotes 'over 4x the peak GPU compute for AI' of M4 Pro from the "
+    "Neural Accelerators in each GPU core but no TFLOPS; the SIMD rate here is DERIVED at the M4 clock and does "
+    "not count them.",
+}
+APPLE_M5_MAX_ROW: dict[str, str] = {
+    "name": "Apple M5 Max", "vendor": "Apple",
+    "architecture": "Apple silicon SoC (Fusion Architecture, GPU cores with Neural Accelerators)",
+    "release_year": "2026", "memory_type": "LPDDR5X", "memory_bandwidth_gb_s": "614", "form_factor": "SoC (Mac)",
+    "source_url": M5_PRO_MAX_REPORTS,
+    "verification": "partial (Apple's press-release figures of 2026-03-03 as MacRumors / HotHardware quote them: "
+    "18-core CPU, up to 40-core GPU, up to 128 GB, 614 GB/s; Apple's own page not read in-session)",
+    "notes": "614 GB/s for the 40-core GPU bin, up to 128 GB (Apple press release 2026-03-03, as quoted; 546 "
+    "GB/s is the M4 Max's figure). The 32-core GPU bin's ~460 GB/s and 36 GB are UNVERIFIED (cputronic.com "
+    "'around 460 GB/s'; the M4 Max 32-core bin: 410 GB/s, 36 GB only); the 40-core bin's 48/64/128 GB steps "
+    "follow the M4 Max's (cputronic.com lists the same). Apple quotes 'over 4x the peak GPU compute for AI' of "
+    "M4 Max from the Neural Accelerators in each GPU core but no TFLOPS; the SIMD rate here is DERIVED at the "
+    "M4 clock and does not count them.",
+}

@@ -982,7 +982,8 @@ def test_mlx_layers_take_longer_on_gpus_before_apple9(monkeypatch: pytest.Monkey
     for name, family in families.items():
         gpu = resolve_gpu(name)
         assert apple_gpu_family(gpu) == family, name
-        assert layer_overhead_s("mlx", gpu) == pytest.approx(90e-6 if family < 9 else 40e-6), name
+        expected = 90e-6 if family < 9 else 40e-6 if family == 9 else 20e-6  # Apple10 (M5): half, below
+        assert layer_overhead_s("mlx", gpu) == pytest.approx(expected), name
     assert apple_gpu_family(resolve_gpu("rtx-4090")) is None
     assert layer_overhead_s("llama.cpp-metal", m1u) == eff.LAYER_OVERHEAD_S["llama.cpp-metal"]
 
@@ -998,3 +999,29 @@ def test_mlx_layers_take_longer_on_gpus_before_apple9(monkeypatch: pytest.Monkey
     assert decode_tok_s("meta-llama/Llama-3.1-8B-Instruct") == pytest.approx(110.66, rel=0.08)
     monkeypatch.setattr(eff, "MLX_PRE_APPLE9_LAYER_OVERHEAD_S", eff.LAYER_OVERHEAD_S["mlx"])
     assert 1.0 / slow - 1.0 / decode_tok_s("Qwen/Qwen2.5-0.5B-Instruct") == pytest.approx(24 * 50e-6, rel=0.02)
+
+
+def test_mlx_dispatch_halves_on_the_m5_generation() -> None:
+    """From Metal family Apple10 (M5, M5 Pro, M5 Max) MLX's dependent-dispatch times are half the Apple9 figures
+    (efficiency.MLX_APPLE10_DISPATCH_SCALE, fitted on MLXCELM5MAX-* and ZISKIND-0036..0040): 20 us per layer, and
+    1.05 us per GPU core per MoE layer. Hand-checked: Qwen3-30B-A3B (48 layers, all MoE) on the 40-core M5 Max
+    takes 40 x 1.05 = 42 us per MoE layer (84 on the 40-core M4 Max). Published (lablup/mlxcel's mlx-lm 0.31.3
+    baseline on an M5 Max 128 GB): Llama-3.2-1B 4-bit 578.64 tok/s (MLXCELM5MAX-0011; predicted ~500, -14 %; 431 with
+    the Apple9 figures, -26 %), Llama-3.1-8B bf16 34.29 (MLXCELM5MAX-0010, bandwidth-bound: within 5 % either way),
+    Qwen3-30B-A3B 4-bit 147.22 (MLXCELM5MAX-0025; predicted ~149; 103 with the Apple9 figures, -30 %)."""
+    from calibration_lookup import ratio
+
+    from mlrig.estimators.performance import layer_overhead_s, mlx_apple_dispatch_scale, mlx_moe_layer_s
+
+    m5max, m4max = resolve_gpu("Apple M5 Max 128GB"), resolve_gpu("Apple M4 Max 40-core GPU 128GB")
+    assert mlx_apple_dispatch_scale(m5max) == eff.MLX_APPLE10_DISPATCH_SCALE == 0.5
+    assert mlx_apple_dispatch_scale(m4max) == 1.0
+    assert layer_overhead_s("mlx", m5max) == pytest.approx(20e-6)
+    assert layer_overhead_s("llama.cpp-metal", m5max) == eff.LAYER_OVERHEAD_S["llama.cpp-metal"]
+    for gpu, per_layer in ((m5max, 42e-6), (m4max, 84e-6)):
+        moe = resolve(resolve_model("Qwen/Qwen3-30B-A3B"),
+                      Plan.model_validate(_apple_plan("Qwen/Qwen3-30B-A3B", "mlx-4bit")), gpu)
+        assert mlx_moe_layer_s(moe, "mlx") == pytest.approx(per_layer), gpu.name
+    assert 0.80 < ratio("MLXCELM5MAX-0011") < 1.0
+    assert ratio("MLXCELM5MAX-0010") == pytest.approx(1.0, abs=0.05)
+    assert ratio("MLXCELM5MAX-0025") == pytest.approx(1.0, abs=0.10)

@@ -1701,6 +1701,19 @@ MLX_FAST_DISPATCH_FROM_APPLE_FAMILY = 9
 #    those fit rows (the MLX MoE decode rows of the fit split) minimising median + p90 |log(pred / meas)|: 1.8 / 2.0 /
 #    2.1 / 2.2 / 2.4 us -> 0.171 / 0.111 / 0.095 / 0.103 / 0.165. NEXVER's dense models need no such term.
 MLX_MOE_LAYER_S_PER_GPU_CORE = 2.1e-6
+# MLX on the M5 GPU generation (Metal family Apple10: M5, M5 Pro, M5 Max) dispatches faster: mlx-lm 0.31.3 decoding
+#    22 dense models, 0.5B to 24B, on an M5 Max 40-core 128 GB (MLXCELM5MAX-*, lablup/mlxcel's same-host baseline,
+#    the same harness and mlx-lm release as the M1 Ultra rows above, fit) came out 14 % slow in the median with the
+#    Apple9 40 us per layer (small models worst: a fixed time per layer again, not a bandwidth share: the bf16 8B
+#    row, 4 % layer time, is within 2 %), and its MoE rows 15-40 % slow with 2.1 us per GPU core per MoE layer,
+#    while the same release on the M3 Ultra (RAPIDMLX, mlx 0.31.2) sits at the Apple9 figures: the chip, not the
+#    release. Both times are chains of dependent Metal dispatches, so one scale is applied to both. Fitted on the
+#    Apple10 MLX decode fit rows (MLXCELM5MAX-0001..0029, ZISKIND-0036..0040, the 10-core M5) minimising median +
+#    p90 |log(pred / meas)| over a grid of (per-layer, per-core) pairs: (20 us, 1.0-1.25 us) 0.244 best, (10 us,
+#    1.0-1.5 us) 0.26, (25 us, any) >= 0.28, the Apple9 pair (40 us, 2.1 us) 0.50: half the Apple9 figures. The
+#    M5 GPU's other change, the Neural Accelerators, MLX uses for prefill only (below).
+MLX_FASTER_DISPATCH_FROM_APPLE_FAMILY = 10
+MLX_APPLE10_DISPATCH_SCALE = 0.5
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which

@@ -349,14 +349,26 @@ def apple_gpu_family(gpu: GPU) -> int | None:
 def layer_overhead_s(engine: str, gpu: GPU) -> float:
     """Fixed time per layer per pass (efficiency.LAYER_OVERHEAD_S); on a device where the engine's graph
     replay does not happen, the host's per-kernel launches instead (`graph_replay_missing`); MLX on an Apple GPU
-    before family Apple9 (M1, M2) its own figure (efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S)."""
+    before family Apple9 (M1, M2) its own figure (efficiency.MLX_PRE_APPLE9_LAYER_OVERHEAD_S), and from Apple10 (M5)
+    the Apple9 figure x `mlx_apple_dispatch_scale`."""
     if graph_replay_missing(engine, gpu):
         return eff.NO_GRAPH_LAYER_OVERHEAD_S_INTEL
     if engine == "mlx":
         family = apple_gpu_family(gpu)
         if family is not None and family < eff.MLX_FAST_DISPATCH_FROM_APPLE_FAMILY:
             return eff.MLX_PRE_APPLE9_LAYER_OVERHEAD_S
+        return eff.LAYER_OVERHEAD_S[engine] * mlx_apple_dispatch_scale(gpu)
     return eff.LAYER_OVERHEAD_S[engine]
+
+
+def mlx_apple_dispatch_scale(gpu: GPU) -> float:
+    """Scale of MLX's dependent-dispatch times (per layer, per MoE layer and GPU core) on an Apple GPU against the
+    Apple9 (M3 / M4) figures: efficiency.MLX_APPLE10_DISPATCH_SCALE from family Apple10 (M5, M5 Pro, M5 Max; fitted on
+    MLXCELM5MAX and ZISKIND-0036..0040, efficiency.py), else 1."""
+    family = apple_gpu_family(gpu)
+    if family is not None and family >= eff.MLX_FASTER_DISPATCH_FROM_APPLE_FAMILY:
+        return eff.MLX_APPLE10_DISPATCH_SCALE
+    return 1.0
 
 
 def hip_dp4a_mmq(gpu: GPU, engine: str) -> bool:
@@ -1151,11 +1163,13 @@ def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
     and gathered-expert kernels each MoE layer dispatches beside a dense layer's, each waiting for the one
     before it on every GPU core, efficiency.MLX_MOE_LAYER_S_PER_GPU_CORE x the chip's GPU cores
-    (`apple_gpu_cores`); 0 for dense models and other engines."""
+    (`apple_gpu_cores`), x `mlx_apple_dispatch_scale` (M5 generation: half); 0 for dense models and other
+    engines."""
     a = r.arch
     if engine != "mlx" or r.gpu.vendor != "Apple" or not a.is_moe or not a.num_layers:
         return 0.0
-    return eff.MLX_MOE_LAYER_S_PER_GPU_CORE * apple_gpu_cores(r.gpu) * a.num_moe_layers / a.num_layers
+    return (eff.MLX_MOE_LAYER_S_PER_GPU_CORE * apple_gpu_cores(r.gpu) * mlx_apple_dispatch_scale(r.gpu)
+            * a.num_moe_layers / a.num_layers)
 
 
 def _timed(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decode: bool,
