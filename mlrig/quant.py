@@ -573,6 +573,17 @@ def routed_expert_bytes(arch: ModelArch, precision: str | Precision | None = Non
     return expert_bits / 8 * (exact * 8 / total_bits if total_bits > 0 else 1.0)
 
 
+def vision_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
+    """Bytes of the vision tower + projector inside `weight_bytes_by_component`'s "other" part (0 for a text-only
+    model), scaled as that part is: 16-bit in quantised checkpoints (llama.cpp ships it as a separate f16 mmproj
+    file; AWQ / GPTQ / MLX quantisers skip the vision modules), else the checkpoint's width."""
+    p = arch.params()
+    if not p.vision or not p.other:
+        return 0.0
+    parts = weight_bytes_by_component(arch, precision)[1]
+    return parts["other"] * p.vision / p.other
+
+
 def plain_read_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
     """Bytes a decode step reads at 16 bits from a checkpoint whose routed experts alone are quantised (mxfp4:
     gpt-oss's attention, router, norms and output head in bf16; model card, arXiv 2508.10925): everything but

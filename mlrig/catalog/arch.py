@@ -79,6 +79,8 @@ class ModelArch(BaseModel):
     max_position_embeddings: int | None = Field(None, gt=0)
     torch_dtype: str = "bfloat16"
     other_params: int = Field(0, ge=0, description="derived extras: pooler, relative bias, vision tower")
+    vision_params: int = Field(0, ge=0, description="the part of other_params that is a vision tower + projector: "
+                               "loaded with the model, run only on image inputs, never per text token")
     params_stated: int | None = Field(None, gt=0, description="published exact total, when known")
     # Known from a weights file header (safetensors / GGUF): exact bytes and format, else None
     weight_bytes: int | None = Field(None, ge=0, description="exact bytes of the weights file(s)")

@@ -27,6 +27,7 @@ class ParamBreakdown:
     experts_shared: int  # shared experts + routers (always active)
     norms: int  # layer norms (+ biases), final norm
     other: int  # anything else derived from the config (BERT pooler, T5 relative bias, vision tower)
+    vision: int = 0  # the vision tower + projector inside `other`: run on images only, never per text token
 
     @property
     def total(self) -> int:
@@ -133,4 +134,5 @@ def param_breakdown(m: ModelArch) -> ParamBreakdown:
         experts_shared=experts_shared,
         norms=norms,
         other=m.other_params,
+        vision=m.vision_params,
     )

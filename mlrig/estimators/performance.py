@@ -508,10 +508,13 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num, touched: Num | None = No
     The input embedding is a row lookup, so its table is not streamed (unless tied to the head).
     MoE: each token routes to k of E experts; with n tokens the expected fraction of experts
     touched per layer is 1 - (1 - k/E)^n (uniform routing assumption; real routers are skewed,
-    so this slightly overstates bytes at mid batch)."""
+    so this slightly overstates bytes at mid batch).
+
+    A vision tower (Qwen-VL, Gemma 3, Mistral 3: `ParamBreakdown.vision`) is loaded but runs only on image
+    inputs (the engines encode images once, before the language model's prefill), so no text token reads it."""
     pb = arch.params()
     total = max(1, pb.total)
-    read: Num = float(pb.total)
+    read: Num = float(pb.total - pb.vision)
     if not arch.tie_word_embeddings:
         read -= pb.embedding
     if arch.is_moe and pb.experts_routed:
@@ -523,7 +526,7 @@ def read_fraction(arch: ModelArch, tokens_in_pass: Num, touched: Num | None = No
 
 def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
                       embedding_bytes: float | None = None, expert_bytes: float | None = None,
-                      touched: Num | None = None) -> Num:
+                      touched: Num | None = None, vision_bytes: float | None = None) -> Num:
     """Bytes of weights one pass of `tokens_in_pass` tokens streams: `weight_bytes` x `read_fraction`,
     with the untied input embedding taken out at its own bytes when they are known (`embedding_bytes`,
     quant.weight_bytes_by_component). `read_fraction` removes the embedding's share of the *parameters*,
@@ -543,17 +546,23 @@ def read_weight_bytes(arch: ModelArch, weight_bytes: float, tokens_in_pass: Num,
     3.7 GB per token, not the 1.6 GB the share gave (Ollama decodes it at 205-215 tok/s on an RTX 5090 / RTX
     PRO 6000 Blackwell, LMSYSSPARK-0004/-0006, predicted 482 tok/s at 1.6 GB).
 
+    A vision tower is never read by a text token (`read_fraction`); `vision_bytes` (quant.vision_bytes: 16-bit
+    in quantised checkpoints, so more than its parameter share) takes it out at its own bytes where known.
+
     `touched`: the pass's `experts_touched_fraction`, where the caller has it already (`moe_touched`)."""
-    if expert_bytes and embedding_bytes is not None and arch.is_moe and arch.params().experts_routed:
+    pb = arch.params()
+    if expert_bytes and embedding_bytes is not None and arch.is_moe and pb.experts_routed:
         emb = 0.0 if arch.tie_word_embeddings else embedding_bytes
         if touched is None:
             touched = experts_touched_fraction(arch, tokens_in_pass)
         skipped = expert_bytes * (1.0 - touched)
-        return vec.maximum(0.0, weight_bytes - emb - skipped)
+        vision = vision_bytes if vision_bytes is not None else weight_bytes * pb.vision / max(1, pb.total)
+        return vec.maximum(0.0, weight_bytes - emb - skipped - vision)
     read = weight_bytes * read_fraction(arch, tokens_in_pass, touched)
+    if vision_bytes is not None and pb.vision:
+        read = read + weight_bytes * pb.vision / max(1, pb.total) - vision_bytes  # its bytes for its share
     if embedding_bytes is None or arch.tie_word_embeddings:
-        return read
-    pb = arch.params()
+        return vec.maximum(0.0, read)
     share = weight_bytes * pb.embedding / max(1, pb.total)  # what read_fraction took out
     return vec.maximum(0.0, read + share - embedding_bytes)
 
@@ -613,9 +622,10 @@ def lm_head_params(arch: ModelArch) -> float:
 
 
 def matmul_params(arch: ModelArch) -> float:
-    """Parameters in per-token GEMMs: active params minus the input embedding lookup."""
+    """Parameters in per-token GEMMs: active params minus the input embedding lookup and any vision tower
+    (which runs on images only, `read_fraction`)."""
     pb = arch.params()
-    return float(pb.active - (0 if arch.tie_word_embeddings else pb.embedding))
+    return float(pb.active - pb.vision - (0 if arch.tie_word_embeddings else pb.embedding))
 
 
 def attention_flops(arch: ModelArch, new_tokens: Num, context: Num, causal: bool = True) -> Num:
@@ -661,14 +671,15 @@ def decode_kv_read_factor(arch: ModelArch, engine: str, flash_attention: bool = 
 def decode_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, context: Num,
     kv_read_factor: float = 1.0, embedding_bytes: float | None = None, expert_bytes: float | None = None,
-    plain_bytes: float = 0.0,
+    plain_bytes: float = 0.0, vision_bytes: float | None = None,
 ) -> PassCost:
     """One decode step: `batch` sequences each add one token at `context` tokens held; the cache is
     read `kv_read_factor` times (`decode_kv_read_factor`). `weight_bytes`: the whole model's;
-    `embedding_bytes` / `expert_bytes`: its input embedding's and routed experts' (`read_weight_bytes`);
+    `embedding_bytes` / `expert_bytes` / `vision_bytes`: its input embedding's, routed experts' and vision
+    tower's (`read_weight_bytes`);
     `plain_bytes`: what of the rest is stored at 16 bits in a mixed-width checkpoint (`PassCost.plain_weight_bytes`)."""
     touched = moe_touched(arch, batch)
-    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes, touched)
+    w = read_weight_bytes(arch, weight_bytes, batch, embedding_bytes, expert_bytes, touched, vision_bytes)
     kv = batch * kv_bytes(arch, context, kv_bytes_per_element) * kv_read_factor
     attn = batch * attention_flops(arch, 1, context)
     flops = batch * 2.0 * matmul_params(arch) + attn
@@ -682,6 +693,7 @@ def prefill_cost(
     arch: ModelArch, weight_bytes: float, kv_bytes_per_element: float, batch: Num, prompt: Num,
     flash_attention: bool = True, all_logits: bool = False, embedding_bytes: float | None = None,
     expert_bytes: float | None = None, plain_bytes: float = 0.0, score_bytes: float = DEFAULT_PREFILL_SCORE_BYTES,
+    vision_bytes: float | None = None,
 ) -> PassCost:
     """Prefill of `prompt` tokens for `batch` sequences. Logits only for the last token (the LM
     head runs once per sequence), or for every prompt token with `all_logits` (transformers before
@@ -695,7 +707,7 @@ def prefill_cost(
     flops = batch * (2.0 * body * prompt + 2.0 * head * head_tokens) + attn
     tokens = batch * prompt
     touched = moe_touched(arch, tokens)
-    w = read_weight_bytes(arch, weight_bytes, tokens, embedding_bytes, expert_bytes, touched)
+    w = read_weight_bytes(arch, weight_bytes, tokens, embedding_bytes, expert_bytes, touched, vision_bytes)
     kv = batch * kv_bytes(arch, prompt, kv_bytes_per_element)
     spill = 0.0 if flash_attention else batch * score_bytes * arch.num_heads * (1.0 * prompt) ** 2 * arch.num_layers
     return PassCost(flops=flops, weight_bytes=w, kv_bytes=kv, other_bytes=0.0, attn_flops=attn, spill_bytes=spill,
@@ -1345,7 +1357,8 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                                              r.kv_bytes_per_element),
                        embedding_bytes=r.weight_parts.get("embedding"),
                        expert_bytes=r.weight_parts.get("experts_routed"),
-                       plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0))
+                       plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
+                       vision_bytes=r.weight_parts.get("vision"))
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -1772,7 +1785,7 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
                         embedding_bytes=r.weight_parts.get("embedding"),
                         expert_bytes=r.weight_parts.get("experts_routed"),
                         plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
-                        score_bytes=prefill_score_bytes(s.engine))
+                        score_bytes=prefill_score_bytes(s.engine), vision_bytes=r.weight_parts.get("vision"))
     copy = exllama_reconstruct_bytes(r, s.engine, batch * prompt)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)

@@ -36,8 +36,8 @@ class ResolvedPlan:
     kv_bytes_per_element: float
     weight_bytes: float  # the whole model's weights at `precision` (quant.weight_bytes)
     # those bytes by component (quant.weight_bytes_by_component); MoE adds "experts_routed", a sub-part of
-    # "linear" (quant.routed_expert_bytes), and "plain_16bit_read" (quant.plain_read_bytes), so the values do
-    # not sum to weight_bytes
+    # "linear" (quant.routed_expert_bytes), and "plain_16bit_read" (quant.plain_read_bytes), a vision model
+    # "vision", a sub-part of "other" (quant.vision_bytes), so the values do not sum to weight_bytes
     weight_parts: Mapping[str, float]
     memory_class: str  # hbm / gddr / unified / host (efficiency.memory_class)
     engine: str | None  # inference: the efficiency tables' family key; training: None
@@ -115,5 +115,7 @@ def resolve(arch: ModelArch, plan: Plan, gpu: GPU) -> ResolvedPlan:
         # a sub-part of "linear", read by decode at its touched share (performance.read_weight_bytes)
         parts = {**parts, "experts_routed": quant.routed_expert_bytes(arch, precision),
                  "plain_16bit_read": quant.plain_read_bytes(arch, precision)}
+    if arch.vision_params:
+        parts = {**parts, "vision": quant.vision_bytes(arch, precision)}  # a sub-part of "other", never streamed
     return ResolvedPlan(plan, arch, gpu, precision, kv, kv_bytes, float(weight_bytes), parts,
                         gpu_memory_class(gpu), engine, _link(plan, gpu))

@@ -262,7 +262,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     fp8 = r.precision.name == "fp8" and bool(gpu.fp8_tflops_dense)
     peak_lin, peak_bf16, dtype_label = _train_peak(gpu, r.precision, hw.power_limit_w)
     pb = arch.params()
-    n = float(pb.active)
+    n = float(pb.active - pb.vision)  # a text token never runs a vision tower (performance.read_fraction)
     # GEMM parameters per token: the active ones, or every expert where the framework runs them densely
     n_gemm = n + (float(pb.experts_routed - pb.experts_routed_active) if dense_moe_experts(arch, plan) else 0.0)
     mclass = r.memory_class

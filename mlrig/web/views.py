@@ -38,13 +38,13 @@ def roofline(data: dict[str, Any], result: dict[str, Any], arch: ModelArch | Non
     tp = p.hardware.tensor_parallel
     b, prompt = w.batch_size, max(1, w.prompt_tokens)
     emb = r.weight_parts.get("embedding")
-    experts = r.weight_parts.get("experts_routed")
+    experts, vision = r.weight_parts.get("experts_routed"), r.weight_parts.get("vision")
     pre = perf.prefill_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, prompt, w.flash_attention,
-                            embedding_bytes=emb, expert_bytes=experts)
+                            embedding_bytes=emb, expert_bytes=experts, vision_bytes=vision)
     dec = perf.decode_cost(arch, r.weight_bytes, r.kv_bytes_per_element, b, w.mean_decode_context,
                            perf.decode_kv_read_factor(arch, engine, w.flash_attention, w.engine_version,
                                                      r.kv_bytes_per_element), embedding_bytes=emb,
-                           expert_bytes=experts)
+                           expert_bytes=experts, vision_bytes=vision)
     points = []
     for name, cost, seconds in (("prefill", pre, speed["ttft_ms"] / 1e3), ("decode", dec, 1.0 / speed["decode_tok_s"])):
         if cost.bytes > 0 and seconds > 0:

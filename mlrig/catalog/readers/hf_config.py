@@ -251,6 +251,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else model_type
     notes: list[str] = []
     other = 0
+    vision_tower = 0  # the vision tower + projector inside `other` (ModelArch.vision_params)
     fields: dict[str, Any] = {}
 
     c = top
@@ -523,6 +524,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         else:
             vparams = _qwen_vl_vision_params(model_type, vision, hidden)
             other += vparams
+            vision_tower += vparams
             notes.append(f"includes the vision tower + patch merger(s) ({vparams / 1e6:.0f}M params)")
     if model_type == "mistral3":
         vision = top.sub("vision_config")
@@ -531,6 +533,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         else:
             vparams = _pixtral_vision_params(top, vision, hidden)
             other += vparams
+            vision_tower += vparams
             notes.append(f"includes the Pixtral vision tower + projector ({vparams / 1e6:.0f}M params)")
     if model_type == "gemma3":
         vision = top.sub("vision_config")
@@ -539,6 +542,7 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
             notes.append("vision_config absent; assuming the SigLIP tower all Gemma 3 multimodal sizes share")
         vparams = _siglip_vision_params(vision, hidden)
         other += vparams
+        vision_tower += vparams
         notes.append(f"includes the SigLIP vision tower + projector ({vparams / 1e6:.0f}M params)")
 
     if "intermediate_size" not in fields:  # generic llama-like fallback
@@ -569,7 +573,8 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     try:
         return ModelArch(
             id=model_id, hf_id=hf_id, name=hf_id or model_id, architecture=architecture,
-            model_type=model_type or "custom", other_params=other, source=source, notes=notes,
+            model_type=model_type or "custom", other_params=other, vision_params=vision_tower, source=source,
+            notes=notes,
             quant_method=quant_method, weight_block_size=weight_block,
             params_stated=_official_exact(cfg.get("_official_params")),
             **fields,
