@@ -2046,8 +2046,10 @@ def renewal_lag_cycles(per_slot: float, w: WorkloadSpec) -> float:
     (cv^2 - 1) / 2 (Cox sec. 4.5: Smith's asymptote; cv^2 the service time's squared coefficient of variation,
     `slot_service_cv2`), so the j-th completion per slot comes (1 - cv^2) / 2 cycles after j cycles:
     - exponential lengths (`lengths = "varied"`, cv^2 = 1): 0, m(t) = t / mu exactly: the fluid;
-    - fixed lengths (cv^2 = 0): a whole wave ends at each cycle, m(t) = floor(t), so the lag is ceil(j) - j
-      exactly (on average over j the asymptote's 1/2);
+    - fixed lengths (cv^2 = 0): a whole wave ends at each cycle, m(t) = floor(t), so the lag would be ceil(j) - j
+      (on average over j the asymptote's 1/2). Not priced: fixed-length plans keep the fluid they had, as no fit
+      row has a fixed-length burst past its first wave to check it on (branch s37b-uniform's note in
+      SOURCES-inference.md gives what it would move);
     - uniform lengths in [mu (1 - r), mu (1 + r)] (`lengths = "uniform"`, cv^2 = r^2 / 3): solved numerically up
       to RENEWAL_NUMERIC_CYCLES (m(t) = F(t) + int m(t - x) dF(x) on a grid of RENEWAL_GRID_PER_CYCLE points per
       cycle), the asymptote beyond. For r = 1 (uniform in [0, 2 mu]), m(t) = e^(t / 2 mu) - 1 while t <= 2 mu,
@@ -2059,7 +2061,7 @@ def renewal_lag_cycles(per_slot: float, w: WorkloadSpec) -> float:
     if j <= 0.0:
         return 0.0
     if w.lengths == "fixed":
-        return math.ceil(j) - j
+        return 0.0  # the fluid, as before: see the docstring
     cv2 = slot_service_cv2(w)
     if w.lengths != "uniform" or j > RENEWAL_NUMERIC_CYCLES:
         return max(0.0, (1.0 - cv2) / 2.0)
