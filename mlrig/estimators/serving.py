@@ -285,8 +285,9 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     (O - 1) as vLLM's benchmark_serving computes it, carries every prefill admitted while they decode. The
     prefill batch is `engines.tgi_max_batch_prefill_tokens` // prompt requests, the ratio
     `engines.tgi_waiting_served_ratio`. Output lengths: the plan's mean, or with `lengths = "varied"` spread as
-    TGI_VARIED_SPREAD says (with `lengths = "uniform"` as the client draws them, +-`range_ratio` of the mean), scaled so that their mean is the plan's O (the golden-ratio sequence's first few points
-    alone average less: one request was half as long as the plan says, two 0.81 O). Returns the medians over the
+    TGI_VARIED_SPREAD says (with `lengths = "uniform"` as the client draws them, +-`range_ratio` of the mean),
+    scaled so that their mean is the plan's O (the golden-ratio sequence's first few points alone average less: one
+    request was half as long as the plan says, two 0.81 O). Returns the medians over the
     requests (TTFT with the front end) and the run's output tokens over its duration. Scaling moved the fit rows
     DSTACKTGI-0038 throughput -16% -> -6%, -0040 TPOT +15% -> +6%, -0044 -6% -> +1%; -0047 -2% -> +3%, -0049
     -35% -> -37%.
@@ -303,6 +304,8 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     spread = TGI_VARIED_SPREAD if w.lengths == "varied" else w.length_spread  # uniform: the client's own spread
     shares = [1.0 - spread + 2.0 * spread * ((i * golden) % 1.0) for i in range(n_requests)]
     mean_share = sum(shares) / len(shares) if shares else 1.0  # the plan's O is the lengths' mean
+    if mean_share <= 0.0:  # one request at spread 1 (its golden-ratio point is 0): it is the mean
+        shares, mean_share = [1.0] * n_requests, 1.0
     lengths = [max(1, round(out * x / mean_share)) for x in shares]
     ops, spans = tgi_burst_schedule(n_requests, per_batch, max(1, running_cap), tgi_waiting_served_ratio(
         w.engine_version), lengths)
@@ -2262,8 +2265,9 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     The tokens are N x O either way; only the time grows. No factor is fitted: the distribution is an
     assumption, stated here. Uniform lengths (`lengths = "uniform"`, a client's random dataset with a range ratio)
     are not memoryless: the run's last `limit` requests drain from the renewal residuals of a turned-over batch
-    (a fresh one for a single wave), `uniform_drain_s`, holding O (1 + cv^2) / 2 tokens each still to decode. Where the client caps every output (`max_output_tokens`: AccelMark's suite caps
-    ShareGPT outputs at 512 tokens for a mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the
+    (a fresh one for a single wave), `uniform_drain_s`, holding O (1 + cv^2) / 2 tokens each still to decode.
+    Where the client caps every output (`max_output_tokens`: AccelMark's suite caps ShareGPT outputs at 512 tokens for a
+    mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the
     same mean and the drain ends at the cap (`varied_drain_s`). GPUStack's ShareGPT runs (GPUSTACK-*, held out,
     checked only: 1,000 requests at once, mean ~202 output tokens, vllm bench serve keeping prompt + output
     <= 2,048) drain for ~1,500 iterations."""
