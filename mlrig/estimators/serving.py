@@ -2266,9 +2266,9 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
     assumption, stated here. Uniform lengths (`lengths = "uniform"`, a client's random dataset with a range ratio)
     are not memoryless: the run's last `limit` requests drain from the renewal residuals of a turned-over batch
     (a fresh one for a single wave), `uniform_drain_s`, holding O (1 + cv^2) / 2 tokens each still to decode.
-    Where the client caps every output (`max_output_tokens`: AccelMark's suite caps ShareGPT outputs at 512 tokens for a
-    mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the
-    same mean and the drain ends at the cap (`varied_drain_s`). GPUStack's ShareGPT runs (GPUSTACK-*, held out,
+    Where the client caps every output (`max_output_tokens`: AccelMark's suite caps ShareGPT outputs at 512
+    tokens for a mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the same mean and the drain ends
+    at the cap (`varied_drain_s`). GPUStack's ShareGPT runs (GPUSTACK-*, held out,
     checked only: 1,000 requests at once, mean ~202 output tokens, vllm bench serve keeping prompt + output
     <= 2,048) drain for ~1,500 iterations."""
     w = r.workload
