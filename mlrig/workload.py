@@ -142,8 +142,8 @@ class WorkloadSpec(_Strict):
         "random dataset with a range ratio: `range_ratio`), varied like that but without the exponential tail")
     range_ratio: float | None = Field(
         None, gt=0.0, le=1.0, description="with lengths = 'uniform': each request's prompt and output lengths are "
-        "uniform in [L (1 - r), L (1 + r)] around the plan's means L (vllm bench serve's --random-range-ratio r, "
-        "0.9 on); a client drawing [L' r', L'] (SGLang's bench_serving, vLLM's benchmark_serving.py before 0.9) "
+        "uniform in [L (1 - r), L (1 + r)] around the plan's means L (vllm bench serve's --random-range-ratio r); "
+        "a client drawing [L' r', L'] (SGLang's bench_serving, the early vLLM benchmark_serving.py) "
         "is r = (1 - r') / (1 + r') with means L' (1 + r') / 2; default 1: uniform in [0, 2 L], SGLang's default "
         "range ratio 0")
     max_output_tokens: int | None = Field(
