@@ -2096,8 +2096,11 @@ def backlog_wait_s(w: WorkloadSpec, beyond: float, wave: int, requests_per_s: fl
     first wave of `wave` requests (all started together) at the steady `requests_per_s`, the fluid `beyond` /
     rate, plus the first wave's renewal lag (`renewal_lag_cycles`) in its cycles of `wave` / rate (each slot's
     mean service time). LIVINFLYA100-0025 (fit: SGLang 0.4.7.post1, Mistral-7B on one A100 PCIe, 1,000 random
-    1024/1024 prompts at range ratio 0, lengths uniform in 1..1,024, cv^2 1/3): the fluid priced 57.6 s for a
-    measured 80.1 s; with the lag a third of a cycle more."""
+    1024/1024 prompts at range ratio 0, lengths uniform in 1..1,024, cv^2 1/3): the median request is 300 past a
+    first wave of 200; at the source's own completion rate (1,000 requests in 194.6 s) the fluid gives a median
+    TTFT of 67.1 s and the lag 80.1 s, measured 80.1 s; LIVINFLYA100-0035 / -0037 / -0021 / -0027 (3,000 / 5,000
+    bursts, 4,096-token outputs): fluid -2 / -5 / -7 / -12 %, with the lag +3 / -2 / +2 / -6 % (branch s37b-uniform;
+    mlrig's own rate for these runs is 15-45 % too high, see SOURCES-inference.md)."""
     if beyond <= 0.0 or requests_per_s <= 0.0 or wave <= 0:
         return 0.0
     cycle_s = wave / requests_per_s
