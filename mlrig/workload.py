@@ -23,7 +23,7 @@ MAX_TOKENS_TO_TRAIN = 1e16  # 10,000T: ~300x the largest published training runs
 Method = Literal["full", "lora", "qlora"]
 Offload = Literal["none", "optimizer", "params"]
 Load = Literal["static", "concurrency", "offline", "rate"]
-Lengths = Literal["fixed", "varied"]
+Lengths = Literal["fixed", "varied", "uniform"]
 Checkpointing = Literal["none", "selective", "full"]
 AttentionKernel = Literal["flash_attention_2", "flash_attention_3", "cudnn"]
 DEFAULT_PROMPT_TOKENS = 512
@@ -138,7 +138,14 @@ class WorkloadSpec(_Strict):
         "default random dataset, a max_tokens cap every greedy output hits), so a closed loop's users finish "
         "together and every round is a wave; varied: lengths vary (ShareGPT, sampled outputs that stop at EOS), "
         "so only the opening round of users / num_requests is, and an offline run ends in a drain of its longest "
-        "requests")
+        "requests; uniform: each request's lengths drawn uniformly around the plan's means (a benchmark client's "
+        "random dataset with a range ratio: `range_ratio`), varied like that but without the exponential tail")
+    range_ratio: float | None = Field(
+        None, gt=0.0, le=1.0, description="with lengths = 'uniform': each request's prompt and output lengths are "
+        "uniform in [L (1 - r), L (1 + r)] around the plan's means L (vllm bench serve's --random-range-ratio r); "
+        "a client drawing [L' r', L'] (SGLang's bench_serving, the early vLLM benchmark_serving.py) "
+        "is r = (1 - r') / (1 + r') with means L' (1 + r') / 2; default 1: uniform in [0, 2 L], SGLang's default "
+        "range ratio 0")
     max_output_tokens: int | None = Field(
         None, gt=0, le=100_000_000, description="the client's max_tokens cap on each request's output, for "
         "varied lengths (AccelMark's ShareGPT suite: 512): no request decodes past it, so an offline run's drain "
@@ -187,6 +194,12 @@ class WorkloadSpec(_Strict):
             raise ValueError("load = 'rate' needs workload.request_rate (requests/s)")
         if self.request_rate is not None and self.load != "rate":
             raise ValueError(f"workload.request_rate applies to load = 'rate' (got load = {self.load!r})")
+        if self.range_ratio is not None and self.lengths != "uniform":
+            raise ValueError(f"workload.range_ratio applies to lengths = 'uniform' (got lengths = {self.lengths!r}); "
+                             "give --lengths uniform or leave the range ratio out")
+        if self.max_output_tokens is not None and self.lengths == "uniform":
+            raise ValueError("workload.max_output_tokens applies to lengths = 'varied'; uniform lengths end at "
+                             "L (1 + range_ratio): leave the cap out")
         if self.cached_prompt_tokens >= max(1, self.prompt_tokens):
             raise ValueError("workload.cached_prompt_tokens must be below prompt_tokens (the last prompt token is "
                              "always computed)")
@@ -218,6 +231,14 @@ class WorkloadSpec(_Strict):
     @property
     def context(self) -> int:
         return self.context_tokens or max(1, self.prompt_tokens + self.output_tokens)
+
+    @property
+    def length_spread(self) -> float:
+        """Half-width of the uniform lengths relative to their mean (`lengths = "uniform"`: `range_ratio`,
+        default 1, so lengths in [0, 2 L]); 0 for other lengths."""
+        if self.lengths != "uniform":
+            return 0.0
+        return 1.0 if self.range_ratio is None else self.range_ratio
 
     @property
     def mean_decode_context(self) -> int:

@@ -15,7 +15,7 @@ _ENGINES = (("vllm", None), ("vllm", "0.6.3"), ("sglang", None), ("trt-llm", Non
 
 
 @pytest.mark.parametrize(("engine", "version"), _ENGINES)
-@pytest.mark.parametrize(("lengths", "cap"), [("fixed", None), ("varied", None), ("varied", 400)])
+@pytest.mark.parametrize(("lengths", "cap"), [("fixed", None), ("varied", None), ("varied", 400), ("uniform", None)])
 @pytest.mark.parametrize("load", ["offline", "static"])
 def test_one_request_lasts_its_ttft_and_o_minus_1_tpots(engine: str, version: str | None, lengths: str,
                                                         cap: int | None, load: str) -> None:

@@ -228,7 +228,12 @@ CachedPromptOpt = Annotated[int | None, typer.Option(
 LengthsOpt = Annotated[str | None, typer.Option(
     "--lengths", help="fixed (default: vllm bench serve's random dataset; a closed loop then runs in lock-step, "
     "every round a wave) | varied (ShareGPT-like lengths: only the opening round is a wave; an offline run ends "
-    "in a drain of its longest requests)")]
+    "in a drain of its longest requests) | uniform (a benchmark client's random dataset with a range ratio: lengths "
+    "uniform around the means, --range-ratio)")]
+RangeRatioOpt = Annotated[float | None, typer.Option(
+    "--range-ratio", help="with --lengths uniform: lengths uniform in [L (1 - r), L (1 + r)] around the means L "
+    "(vllm bench serve's --random-range-ratio); SGLang's bench_serving ratio r' is r = (1 - r') / (1 + r'), means "
+    "L' (1 + r') / 2 (default 1: [0, 2 L], SGLang's default)")]
 MaxOutputOpt = Annotated[int | None, typer.Option(
     "--max-output-tokens", metavar="<tokens>", parser=token_count("--max-output-tokens"),
     help="with --lengths varied: the client's max_tokens cap on each output; an offline run's drain of its longest "
@@ -303,6 +308,7 @@ SETUP_OPTIONS: dict[str, Any] = {
     "ep": EpOpt,
     "allow_long_context": LongContextOpt,
     "lengths": LengthsOpt,
+    "range_ratio": RangeRatioOpt,
     "cached_prompt_tokens": CachedPromptOpt,
     "max_output_tokens": MaxOutputOpt,
     "power_limit_w": PowerLimitOpt,

@@ -285,8 +285,9 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     (O - 1) as vLLM's benchmark_serving computes it, carries every prefill admitted while they decode. The
     prefill batch is `engines.tgi_max_batch_prefill_tokens` // prompt requests, the ratio
     `engines.tgi_waiting_served_ratio`. Output lengths: the plan's mean, or with `lengths = "varied"` spread as
-    TGI_VARIED_SPREAD says, scaled so that their mean is the plan's O (the golden-ratio sequence's first few points
-    alone average less: one request was half as long as the plan says, two 0.81 O). Returns the medians over the
+    TGI_VARIED_SPREAD says (with `lengths = "uniform"` as the client draws them, +-`range_ratio` of the mean),
+    scaled so that their mean is the plan's O (the golden-ratio sequence's first few points alone average less: one
+    request was half as long as the plan says, two 0.81 O). Returns the medians over the
     requests (TTFT with the front end) and the run's output tokens over its duration. Scaling moved the fit rows
     DSTACKTGI-0038 throughput -16% -> -6%, -0040 TPOT +15% -> +6%, -0044 -6% -> +1%; -0047 -2% -> +3%, -0049
     -35% -> -37%.
@@ -300,9 +301,11 @@ def tgi_offline_burst(r: ResolvedPlan, n_requests: int, running_cap: int, model_
     budget = tgi_max_batch_prefill_tokens(w.max_num_batched_tokens, w.max_model_len, model_max_len, w.prompt_tokens)
     per_batch = max(1, budget // max(1, w.prompt_tokens))
     golden = (math.sqrt(5.0) - 1.0) / 2.0
-    spread = TGI_VARIED_SPREAD if w.lengths == "varied" else 0.0
+    spread = TGI_VARIED_SPREAD if w.lengths == "varied" else w.length_spread  # uniform: the client's own spread
     shares = [1.0 - spread + 2.0 * spread * ((i * golden) % 1.0) for i in range(n_requests)]
     mean_share = sum(shares) / len(shares) if shares else 1.0  # the plan's O is the lengths' mean
+    if mean_share <= 0.0:  # one request at spread 1 (its golden-ratio point is 0): it is the mean
+        shares, mean_share = [1.0] * n_requests, 1.0
     lengths = [max(1, round(out * x / mean_share)) for x in shares]
     ops, spans = tgi_burst_schedule(n_requests, per_batch, max(1, running_cap), tgi_waiting_served_ratio(
         w.engine_version), lengths)
@@ -1347,8 +1350,9 @@ def vllm_kv_admission(r: ResolvedPlan, kv_tokens: int | None) -> VllmKvAdmission
     once the sequences have grown the pool holds what `running_slots` counts, less the block rounding and V0's
     watermark.
 
-    Varied output lengths only (`lengths = "varied"`): the fluid lets completions leave at the running
-    sequences' mean age, right for exponential (memoryless) lengths. Fixed lengths end at O tokens each, so a
+    Varied output lengths only (`lengths = "varied"`, and `"uniform"`, whose spread lengths also end one by one):
+    the fluid lets completions leave at the running sequences' mean age, right for exponential (memoryless)
+    lengths. Fixed lengths end at O tokens each, so a
     burst's sequences grow together to prompt + O before any ends (the lock-step case, `lockstep_pool`), which
     an age-blind fluid cannot follow: with the held output capped at O / 2 it let a faster run of the same
     requests admit more and report a lower median TTFT (tests/test_serving_overload.py). There the steady
@@ -1356,7 +1360,7 @@ def vllm_kv_admission(r: ResolvedPlan, kv_tokens: int | None) -> VllmKvAdmission
     from mlrig.estimators.engines import vllm_v1
 
     w = r.workload
-    if r.engine != "vllm" or not kv_tokens or w.output_tokens <= 0 or w.lengths != "varied":
+    if r.engine != "vllm" or not kv_tokens or w.output_tokens <= 0 or w.lengths == "fixed":
         return None
     held = running_output_tokens(w)
     if held is None:  # every output reaches the client's cap: fixed lengths
@@ -1769,7 +1773,12 @@ def rate_run_point(r: ResolvedPlan, rate: float, n_requests: int, *, slots: int 
     _s, bound = _iteration(r, running, share(running))
     # the last request's end: with fixed lengths O tokens after its first; with varied lengths the run lasts
     # until the longest of those still running ends, their drain (`varied_drain_s`)
-    last_end = last.start + varied_drain_s(r, running_at_last) if w.lengths == "varied" else last.end
+    if w.lengths == "varied":
+        last_end = last.start + varied_drain_s(r, running_at_last)
+    elif w.lengths == "uniform":  # mid-run: the running sequences' remaining lengths are the renewal residuals
+        last_end = last.start + uniform_drain_s(r, running_at_last, turned_over=1.0)
+    else:
+        last_end = last.end
     # never faster than a full batch completes (the fluid's completions, c = n / duration, run ahead of
     # fixed-length requests' while a batch drains)
     end = max(last_end, n_requests / c_full)
@@ -2000,7 +2009,8 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     - past the first wave, N / 2 - n completions: with completions at the steady rate lambda that is
       (N / 2 - n) / lambda (a fluid approximation of the batch-arrival queue; with fixed lengths the
       completions come in waves, which this smooths);
-    and then its own prefill (chunked where the engine chunks) as in `load_point`. The steady state's
+    and then its own prefill (chunked where the engine chunks) as in `load_point`. The fluid is right for
+    exponential lengths; other lengths add the first wave's renewal lag (`backlog_wait_s`). The steady state's
     queueing terms (the M/D/1 prefill queue of Poisson arrivals, half an iteration) do not apply: a
     burst's waiting is this backlog, not a random queue. GPUStack's performance lab (GPUSTACK-* rows, 1,000
     ShareGPT or 500 random requests sent at once) shows the scale: Qwen3-32B on one A100 under vLLM 0.11
@@ -2022,9 +2032,127 @@ def offline_backlog(r: ResolvedPlan, pt: LoadPoint, n_requests: int) -> LoadPoin
     prompt = prefill_tokens(w)
     # the first wave's prefill as a static batch has it, its chunk iterations' fixed costs included
     wave = prefill_pass(r, ahead, prompt).seconds + float(vllm_chunked_iterations_extra_s(r, ahead, prompt))
-    wait = wave + max(0.0, n_requests / 2.0 - pt.running) / pt.requests_per_s
+    wait = wave + backlog_wait_s(w, n_requests / 2.0 - pt.running, pt.running, pt.requests_per_s)
     own = pt.ttft_s - pt.queue_s
     return replace(pt, ttft_s=own + wait, queue_s=wait)
+
+
+# Grid of `renewal_lag_cycles`' numeric renewal function: points per mean service time, and the completions per slot
+# up to which it is solved numerically (beyond, the asymptote: within 0.01 cycle of the numeric lag there for range
+# ratios 0.5-1, 0.03 at 0.2, whose narrow lengths keep the completions in waves longer).
+RENEWAL_GRID_PER_CYCLE = 128
+RENEWAL_NUMERIC_CYCLES = 8.0
+
+
+def renewal_lag_cycles(per_slot: float, w: WorkloadSpec) -> float:
+    """Extra time, in mean service times ("cycles"), that `per_slot` completions per slot take beyond the fluid
+    `per_slot` cycles, for slots that all start together at t = 0 (an offline burst's first wave) and each then
+    runs one request after another (an ordinary renewal process: D. R. Cox, "Renewal Theory", 1962, ch. 4).
+
+    The expected completions of one slot by time t is the renewal function m(t), which tends to t / mu +
+    (cv^2 - 1) / 2 (Cox sec. 4.5: Smith's asymptote; cv^2 the service time's squared coefficient of variation,
+    `slot_service_cv2`), so the j-th completion per slot comes (1 - cv^2) / 2 cycles after j cycles:
+    - exponential lengths (`lengths = "varied"`, cv^2 = 1): 0, m(t) = t / mu exactly: the fluid;
+    - fixed lengths (cv^2 = 0): a whole wave ends at each cycle, m(t) = floor(t), so the lag would be ceil(j) - j
+      (on average over j the asymptote's 1/2). Not priced: fixed-length plans keep the fluid they had, as no fit
+      row has a fixed-length burst past its first wave to check it on (branch s37b-uniform's note in
+      SOURCES-inference.md gives what it would move);
+    - uniform lengths in [mu (1 - r), mu (1 + r)] (`lengths = "uniform"`, cv^2 = r^2 / 3): solved numerically up
+      to RENEWAL_NUMERIC_CYCLES (m(t) = F(t) + int m(t - x) dF(x) on a grid of RENEWAL_GRID_PER_CYCLE points per
+      cycle), the asymptote beyond. For r = 1 (uniform in [0, 2 mu]), m(t) = e^(t / 2 mu) - 1 while t <= 2 mu,
+      so j = 0.5 / 1 completions take 2 ln 1.5 = 0.811 / 2 ln 2 = 1.386 cycles (lag 0.311 / 0.386), and the lag
+      tends to 1/3;
+    - capped exponential lengths (`max_output_tokens`, cv^2 0.28 for AccelMark's suite) would lag by the
+      asymptote, 0.36 cycle; not priced either, for the same reason as fixed lengths.
+    First principles, nothing fitted. A prompt's prefill is taken as part of the cycle (the fluid's rate counts it)."""
+    j = max(0.0, per_slot)
+    if j <= 0.0:
+        return 0.0
+    if w.lengths != "uniform":
+        return 0.0  # the fluid, as before: see the docstring
+    cv2 = slot_service_cv2(w)
+    if j > RENEWAL_NUMERIC_CYCLES:
+        return max(0.0, (1.0 - cv2) / 2.0)
+    spread = w.length_spread
+    lo, hi = 1.0 - spread, 1.0 + spread
+    h = 1.0 / RENEWAL_GRID_PER_CYCLE
+
+    def cdf(t: float) -> float:
+        return min(1.0, max(0.0, (t - lo) / (hi - lo)))
+
+    # service times rounded to the nearest grid point (unbiased; rounding up would add half a step per renewal),
+    # the few shorter than half a step counted at one step; m[i] = sum_k pmf[k] (1 + m[i - k])
+    pmf = [0.0]
+    m = [0.0]
+    i = 0
+    first_k = max(1, math.floor(lo / h))  # the service time's support, [lo, hi]: pmf is 0 below
+    while m[-1] < j:
+        i += 1
+        pmf.append(cdf((i + 0.5) * h) - (0.0 if i == 1 else cdf((i - 0.5) * h)))
+        m.append(sum(pmf[k] * (1.0 + m[i - k]) for k in range(first_k, i + 1)))
+    # linear between the grid points; m[i] counts services up to (i + 1/2) h
+    t = (i - 0.5 + (j - m[i - 1]) / max(1e-12, m[i] - m[i - 1])) * h
+    return max(0.0, t - j)
+
+
+def backlog_wait_s(w: WorkloadSpec, beyond: float, wave: int, requests_per_s: float) -> float:
+    """Wait of an offline burst's request for the completions that free its slot: `beyond` requests past the
+    first wave of `wave` requests (all started together) at the steady `requests_per_s`, the fluid `beyond` /
+    rate, plus the first wave's renewal lag (`renewal_lag_cycles`) in its cycles of `wave` / rate (each slot's
+    mean service time). LIVINFLYA100-0025 (fit: SGLang 0.4.7.post1, Mistral-7B on one A100 PCIe, 1,000 random
+    1024/1024 prompts at range ratio 0, lengths uniform in 1..1,024, cv^2 1/3): the median request is 300 past a
+    first wave of 200; at the source's own completion rate (1,000 requests in 194.6 s) the fluid gives a median
+    TTFT of 67.1 s and the lag 80.1 s, measured 80.1 s; LIVINFLYA100-0035 / -0037 / -0021 / -0027 (3,000 / 5,000
+    bursts, 4,096-token outputs): fluid -2 / -5 / -7 / -12 %, with the lag +3 / -2 / +2 / -6 % (branch s37b-uniform;
+    mlrig's own rate for these runs is 15-45 % too high, see SOURCES-inference.md)."""
+    if beyond <= 0.0 or requests_per_s <= 0.0 or wave <= 0:
+        return 0.0
+    cycle_s = wave / requests_per_s
+    return beyond / requests_per_s + renewal_lag_cycles(beyond / wave, w) * cycle_s
+
+
+def uniform_drain_s(r: ResolvedPlan, running: float, turned_over: float) -> float:
+    """Time for `running` sequences of uniform output lengths (`lengths = "uniform"`: [a, b] = [O (1 - r),
+    O (1 + r)]) to end once no more are admitted, in decode-only iterations priced as `decode_step` at each
+    interval's expected batch, as `varied_drain_s` does for exponential lengths (which are memoryless; these are
+    not). A fresh batch (`turned_over` 0: a burst that all started together) has remaining lengths
+    S(x) = P(L > x): 1 below a, (b - x) / (b - a) within; a batch in the middle of a run (`turned_over` 1) has the
+    renewal residuals, S_e(x) = (1 / O) int_x^b S(u) du (Cox 1962, "Renewal Theory", sec. 5.2), mean
+    O (1 + cv^2) / 2; in between, the mix. Over an interval of iterations, the expected iterations with any
+    sequence still running are int 1 - (1 - S)^n and the tokens int n S (midpoint rule, DRAIN_SEGMENTS x 4
+    intervals over [0, b]). No factor."""
+    w = r.workload
+    out = max(1, w.output_tokens)
+    n_seq = round(running)
+    if n_seq < 1:
+        return 0.0
+    spread = w.length_spread
+    a, b = out * (1.0 - spread), out * (1.0 + spread)
+    mix = min(1.0, max(0.0, turned_over))
+
+    def survival(x: float) -> float:
+        fresh = 1.0 if x < a else max(0.0, (b - x) / max(1e-9, b - a))
+        if x < a:
+            residual = (a - x + (b - a) / 2.0) / out
+        else:
+            residual = max(0.0, b - x) ** 2 / (2.0 * max(1e-9, b - a) * out)
+        return (1.0 - mix) * fresh + mix * residual
+
+    ctx = max(1, w.prompt_tokens + out // 2)
+    step_s: dict[int, float] = {}
+    segments = 4 * DRAIN_SEGMENTS
+    width = b / segments
+    total_s = 0.0
+    for i in range(segments):
+        left = survival(min(b, (i + 0.5) * width))
+        iterations = width * (1.0 - (1.0 - min(1.0, left)) ** n_seq)
+        if iterations <= 0.0:
+            continue
+        batch = max(1, min(n_seq, round(n_seq * left * width / iterations)))
+        if batch not in step_s:
+            step_s[batch] = decode_step(r, batch, ctx).seconds
+        total_s += iterations * step_s[batch]
+    return total_s
 
 
 # SGLang's admission estimate of the output tokens a request will still generate: new_token_ratio starts at 0.7
@@ -2057,7 +2185,8 @@ def sglang_offline_burst(r: ResolvedPlan, pt: LoadPoint, n_requests: int, kv_tok
     first token once the pass after its own is launched (`sglang_wave_first_tokens`: the wave's passes run back to
     back, prefill-first, each pass's first tokens leave with the next pass's launch under the overlap scheduler;
     after the wave's last pass, the first decode iteration); past the first wave it waits for that wave's prefill
-    and then for completions at the steady rate, as in `offline_backlog`, then its own prefill. The server's front
+    and then for completions at the steady rate with the first wave's renewal lag (`backlog_wait_s`), as in
+    `offline_backlog`, then its own prefill. The server's front
     end is added as in `load_point`."""
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
@@ -2069,7 +2198,7 @@ def sglang_offline_burst(r: ResolvedPlan, pt: LoadPoint, n_requests: int, kv_tok
         return replace(pt, ttft_s=ttft, queue_s=max(0.0, ttft - own))
     if pt.requests_per_s <= 0:
         return pt
-    wait = prefill_pass(r, first, prompt).seconds + (k - first) / pt.requests_per_s
+    wait = prefill_pass(r, first, prompt).seconds + backlog_wait_s(w, k - first, first, pt.requests_per_s)
     own = pt.ttft_s - pt.queue_s
     return replace(pt, ttft_s=own + wait, queue_s=wait)
 
@@ -2141,18 +2270,27 @@ def varied_offline_throughput(r: ResolvedPlan, n_requests: int, limit: int, stea
       request alone lasts its TTFT + (O - 1) x TPOT (LHLMI300X-0001: 28.5 tok/s where its own TTFT and TPOT gave
       20.4, with O ln 2 iterations for its drain and O after its prefill).
     The tokens are N x O either way; only the time grows. No factor is fitted: the distribution is an
-    assumption, stated here. Where the client caps every output (`max_output_tokens`: AccelMark's suite caps
-    ShareGPT outputs at 512 tokens for a mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the
-    same mean and the drain ends at the cap (`varied_drain_s`). GPUStack's ShareGPT runs (GPUSTACK-*, held out,
+    assumption, stated here. Uniform lengths (`lengths = "uniform"`, a client's random dataset with a range ratio)
+    are not memoryless: the run's last `limit` requests drain from the renewal residuals of a turned-over batch
+    (a fresh one for a single wave), `uniform_drain_s`, holding O (1 + cv^2) / 2 tokens each still to decode.
+    Where the client caps every output (`max_output_tokens`: AccelMark's suite caps ShareGPT outputs at 512
+    tokens for a mean of ~343, ACCELMARK-*) the lengths are min(Exp(mu), C) with the same mean and the drain ends
+    at the cap (`varied_drain_s`). GPUStack's ShareGPT runs (GPUSTACK-*, held out,
     checked only: 1,000 requests at once, mean ~202 output tokens, vllm bench serve keeping prompt + output
     <= 2,048) drain for ~1,500 iterations."""
     w = r.workload
     prompt, out = prefill_tokens(w), max(1, w.output_tokens)
     first = max(1, min(n_requests, limit))
     total_s = prefill_pass(r, first, prompt).seconds
-    if n_requests > first:
-        total_s += (n_requests - first) * out / first * steady_step_s
-    total_s += varied_drain_s(r, first)
+    if w.lengths == "uniform":  # the drain starts from the renewal residuals once the slots have turned over
+        turned = min(1.0, (n_requests - first) / first)
+        held = out * ((1.0 - turned) + turned * (1.0 + slot_service_cv2(w)) / 2.0)  # the drain's tokens per slot
+        total_s += max(0.0, n_requests * out - first * held) / first * steady_step_s
+        total_s += uniform_drain_s(r, first, turned)
+    else:
+        if n_requests > first:
+            total_s += (n_requests - first) * out / first * steady_step_s
+        total_s += varied_drain_s(r, first)
     # the opening batch's first tokens come with its prefill pass (vLLM, SGLang and TensorRT-LLM sample them in
     # the prefill step), so its decodes start at the second token: one iteration of the full batch fewer; and the
     # engine's own request path (`request_path_s`) is in the run as in its TTFT. One request alone then lasts its
@@ -2298,7 +2436,11 @@ def slot_service_cv2(w: WorkloadSpec) -> float:
     outputs that stop at EOS, taken as exponential: the M/M/c case). With the client's max_tokens cap C
     (`max_output_tokens`) the lengths are min(Exp(mu), C) (`capped_exponential_scale`), whose squared coefficient
     of variation is E[L^2] / O^2 - 1 (E[L^2] as `running_output_tokens` has it): 0.28 for AccelMark's ShareGPT
-    suite (O 343, C 512), where 42 % of the outputs end at the cap."""
+    suite (O 343, C 512), where 42 % of the outputs end at the cap. Uniform lengths (`lengths = "uniform"`) in
+    [O (1 - r), O (1 + r)] (`range_ratio` r, `WorkloadSpec.length_spread`): variance (2 r O)^2 / 12, so r^2 / 3;
+    1/3 for SGLang bench_serving's default random dataset (range ratio 0: lengths uniform in 1..L, r = 1)."""
+    if w.lengths == "uniform":
+        return w.length_spread ** 2 / 3.0
     if w.lengths != "varied":
         return 0.0
     held = running_output_tokens(w)
@@ -2534,7 +2676,11 @@ def running_output_tokens(w: WorkloadSpec) -> float | None:
     tokens each (the mean age in renewal theory; Cox 1962, "Renewal Theory", sec. 5.2): O for exponential
     lengths, where O / 2 would count a mean request. With the client's max_tokens cap C the lengths are
     min(Exp(mu), C) (`capped_exponential_scale`), E[L^2] = 2 mu^2 (1 - e^(-c) (1 + c)), c = C / mu: AccelMark's
-    ShareGPT suite (O 343, C 512) holds 219.6 where O / 2 is 172. First principles, nothing fitted."""
+    ShareGPT suite (O 343, C 512) holds 219.6 where O / 2 is 172. Uniform lengths (`lengths = "uniform"`):
+    E[L^2] = O^2 (1 + cv^2) with cv^2 = r^2 / 3 (`slot_service_cv2`), so O (1 + r^2 / 3) / 2: 2 O / 3 for
+    lengths uniform in [0, 2 O]. First principles, nothing fitted."""
+    if w.lengths == "uniform" and w.output_tokens > 1:
+        return w.output_tokens * (1.0 + slot_service_cv2(w)) / 2.0
     if w.lengths != "varied" or w.output_tokens <= 1:
         return None
     out = float(w.output_tokens)
@@ -2731,7 +2877,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         users = w.num_requests or (w.batch_size if given else (min(x for x in (cap, slots) if x is not None)
                                                                 if (cap or slots) else w.batch_size))
         limit = min(x for x in (cap, slots, users) if x is not None)
-        varied = w.lengths == "varied"
+        varied = w.lengths != "fixed"  # varied or uniform: requests end one by one, the run in a drain
         if users <= limit:  # one wave: every request starts together, as a static batch
             perf = estimate_inference(r.varied(load="static", batch_size=users), memory)
             thr = perf.throughput_tok_s or 0.0
@@ -2820,7 +2966,7 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
         expl = (f"offline burst through TGI's router (before 3.0): up to {pt.running} sequences decode together; new "
                 f"batches are admitted when enough wait or after 20 steps, each prefilled as a pass of its own that "
                 f"pauses the running decodes (their TPOT carries it); median TTFT {pt.ttft_s:.1f} s ({s.engine})")
-    elif (w.load == "offline" or finite) and w.lengths == "varied":
+    elif (w.load == "offline" or finite) and w.lengths != "fixed":
         expl += DRAIN_NOTE
     admission = vllm_kv_admission(r, int(kv_tokens)) if (finite and paged and kv_tokens) else None
     if admission is not None and slots is not None and (cap is None or slots < cap):

@@ -79,7 +79,9 @@ class SetupQuery(_Query):
     eager: bool | None = Field(None, description="--eager: no CUDA/HIP graphs (vLLM --enforce-eager)")
     ep: int | None = Field(None, description="--ep: expert-parallel degree (MoE)")
     allow_long_context: bool | None = Field(None, description="--allow-long-context (needs rope scaling)")
-    lengths: Literal["fixed", "varied"] | None = Field(None, description="--lengths: fixed | varied")
+    lengths: Literal["fixed", "varied", "uniform"] | None = Field(
+        None, description="--lengths: fixed | varied | uniform")
+    range_ratio: float | None = Field(None, description="--range-ratio: uniform lengths' half-width over their mean")
     cached_prompt_tokens: int | None = Field(None, description="--cached-prompt-tokens (prefix cache)")
     max_output_tokens: int | None = Field(None, description="--max-output-tokens: max_tokens cap (varied lengths)")
     power_limit_w: float | None = Field(None, description="--power-limit-w: GPU power cap, W")
