@@ -444,7 +444,7 @@ def prepare(p: Plan, arch: ModelArch, gpu: GPU) -> tuple[Plan, list[str]]:
     if assumed:
         notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
                         "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
-    return p, notes
+    return p, [*notes, *fp8_attention_note(p, gpu)]
 
 
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
@@ -543,7 +543,6 @@ def resolve_plan(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, 
     notes += check_setup(arch, p)
     p = with_seq_len(arch, p)  # after check_setup, which notes the default length
     notes += mxfp8_gemm_note(p, gpu)
-    notes += fp8_attention_note(p, gpu)
     n_replicas = serving_replicas(p)
     try:
         if n_replicas == 1:
