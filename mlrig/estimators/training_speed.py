@@ -616,7 +616,9 @@ def graphed_microbatches(plan: Plan) -> bool:
     off for the PyTorch frameworks (NeMo / Megatron-Core `enable_cuda_graph` / `cuda_graph_impl` default to off;
     NVIDIA's MLPerf '_cg' configs turn it on). The per-step cost (`eff.TRAIN_STEP_OVERHEAD_S`) is paid either way,
     as for Surogate's whole-step graph: the data hand-off, the optimizer's host-side work and the synchronisation
-    after the step stay outside the forward / backward graphs."""
+    after the step stay outside the forward / backward graphs (Megatron-Core's `enable_cuda_graph` captures each
+    TransformerLayer, not the optimizer). The MLPerf fit rows with graphs agree: without the per-step cost they come
+    out 11-39 % too fast (MLPERF-FT50-0003, -0004, MLPERF-PT51-0004, -0005; SOURCES-training.md, branch s37b)."""
     tr = plan.training
     if tr is not None and tr.enable_cuda_graph is not None:
         return tr.enable_cuda_graph
@@ -635,8 +637,8 @@ def fp8_attention_applies(gpu: GPU, engine: str | None, kernel: str | None) -> b
 def fp8_attention_speedup(r: ResolvedPlan) -> float:
     """How much faster the attention kernels run with `training.fp8_dot_product_attention` than in BF16: the FP8
     peak at the BF16 attention's efficiency x `eff.TRAIN_FP8_ATTN_SPEEDUP` / (FP8 peak / BF16 peak), i.e.
-    `eff.TRAIN_FP8_ATTN_SPEEDUP` (cuDNN's FP8 vs BF16 SDPA, NVIDIA's cuDNN 9 blog), never above the ratio of the two
-    peaks; 1 where FP8 attention does not apply (`fp8_attention_applies`) or is not asked for."""
+    `eff.TRAIN_FP8_ATTN_SPEEDUP` (fitted between NVIDIA's cuDNN 9 blog's kernel and end-to-end figures), never above
+    the ratio of the two peaks; 1 where FP8 attention does not apply (`fp8_attention_applies`) or is not asked for."""
     tr = r.plan.training
     if tr is None or not tr.fp8_dot_product_attention:
         return 1.0
