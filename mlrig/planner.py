@@ -568,7 +568,7 @@ def fp8_attention_note(p: Plan, gpu: GPU) -> list[str]:
         return []
     return [f"fp8_dot_product_attention: no FP8 attention kernel for this setup (cuDNN's FP8 fused attention runs on "
             f"NVIDIA Hopper and datacentre Blackwell GPUs, through the cuDNN kernel NeMo / Megatron-Core pick there; "
-            f"{gpu.name} with the {p.training.attention_kernel or 'default'} kernel): attention priced in BF16"]
+            f"{gpu.name} with the {t.attention_kernel or 'default'} kernel): attention priced in BF16"]
 
 
 def replicas_note(p: Plan, n_replicas: int) -> str:
