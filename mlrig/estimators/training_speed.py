@@ -637,8 +637,8 @@ def fp8_attention_applies(gpu: GPU, engine: str | None, kernel: str | None) -> b
 def fp8_attention_speedup(r: ResolvedPlan) -> float:
     """How much faster the attention kernels run with `training.fp8_dot_product_attention` than in BF16: the FP8
     peak at the BF16 attention's efficiency x `eff.TRAIN_FP8_ATTN_SPEEDUP` / (FP8 peak / BF16 peak), i.e.
-    `eff.TRAIN_FP8_ATTN_SPEEDUP` (fitted between NVIDIA's cuDNN 9 blog's kernel and end-to-end figures), never above
-    the ratio of the two peaks; 1 where FP8 attention does not apply (`fp8_attention_applies`) or is not asked for."""
+    `eff.TRAIN_FP8_ATTN_SPEEDUP` (NVIDIA's cuDNN 9 blog's end-to-end Llama-2-70B LoRA figure), never above the ratio
+    of the two peaks; 1 where FP8 attention does not apply (`fp8_attention_applies`) or is not asked for."""
     tr = r.plan.training
     if tr is None or not tr.fp8_dot_product_attention:
         return 1.0
