@@ -510,7 +510,7 @@ def prepare(p: Plan, arch: ModelArch, gpu: GPU) -> tuple[Plan, list[str]]:
     if assumed:
         notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "
                         "(e.g. --gpu 'RTX 3090', --gpu 'H100 SXM')")
-    return p, notes
+    return p, [*notes, *fp8_attention_note(p, gpu)]
 
 
 def evaluate(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, gpu: GPU | None = None,
@@ -619,6 +619,22 @@ def resolve_plan(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, 
                        replica_scale=replica_scale(p.workload, one.workload, n_replicas)), notes
     except ValidationError as exc:
         raise MlrigError(validation_message(exc, "input")) from None
+
+
+def fp8_attention_note(p: Plan, gpu: GPU) -> list[str]:
+    """A note where `training.fp8_dot_product_attention` is asked for but cannot run (`training_speed.
+    fp8_attention_applies`: cuDNN's FP8 attention needs an NVIDIA Hopper / datacentre Blackwell GPU and the cuDNN
+    kernel): the attention is priced in BF16."""
+    from mlrig.estimators.training_speed import fp8_attention_applies
+
+    t = p.training
+    if p.workload.task == "inference" or t is None or not t.fp8_dot_product_attention:
+        return []
+    if fp8_attention_applies(gpu, p.workload.engine, t.attention_kernel):
+        return []
+    return [f"fp8_dot_product_attention: no FP8 attention kernel for this setup (cuDNN's FP8 fused attention runs on "
+            f"NVIDIA Hopper and datacentre Blackwell GPUs, through the cuDNN kernel NeMo / Megatron-Core pick there; "
+            f"{gpu.name} with the {t.attention_kernel or 'default'} kernel): attention priced in BF16"]
 
 
 def replicas_note(p: Plan, n_replicas: int) -> str:

@@ -298,6 +298,14 @@ class TrainingSpec(_Strict):
         "cudnn (transformers / prime-rl `attn_implementation` names; cudnn = Transformer Engine's fused attention); "
         "default: the engine's (cudnn for NeMo / Megatron / Surogate on NVIDIA Hopper and newer, else "
         "flash_attention_2)")
+    fp8_dot_product_attention: bool = Field(
+        False, description="attention's two GEMMs (QK^T, AV) in FP8 as well: Transformer Engine's FP8 "
+        "DotProductAttention (NeMo / Megatron-Core fp8_dot_product_attention, --fp8-dot-product-attention; MLPerf "
+        "FP8_DPA=1), cuDNN's FP8 fused attention on NVIDIA Hopper and newer; elsewhere no effect and a note")
+    enable_cuda_graph: bool | None = Field(
+        None, description="each micro-batch's forward and backward replayed from CUDA graphs (Megatron-Core / NeMo "
+        "cuda_graph_impl / enable_cuda_graph, Transformer Engine make_graphed_callables; MLPerf '_cg' configs): no "
+        "host launch cost per micro-batch; default: the engine's (on for Surogate and llm.q, off otherwise)")
     context_parallel: int = Field(1, gt=0, le=1024, description="sequence split across GPUs (ring attention / CP)")
     virtual_pipeline_stages: int = Field(
         1, gt=0, le=1024, description="interleaved 1F1B: model chunks per pipeline rank (Megatron-Core "

@@ -85,6 +85,7 @@ def random_training_template(rng: random.Random) -> dict[str, Any]:
                          ("global_batch_tokens", [2**16, 2**20, 2**22]), ("activation_offload", [True]),
                          ("chunked_loss", [True, False]), ("sequence_parallel", [True]),
                          ("context_parallel", [2]), ("expert_parallel", [2, 4]),
+                         ("fp8_dot_product_attention", [True]), ("enable_cuda_graph", [True, False]),
                          ("lora_targets", [["q", "v"], ["attention"], ["all-linear", "lm_head"]])):
         if rng.random() < 0.3:
             t[key] = rng.choice(choices)

@@ -275,6 +275,12 @@ VppOpt = Annotated[int | None, typer.Option(
 AttnKernelOpt = Annotated[str | None, typer.Option(
     "--attention-kernel", help="training: flash_attention_2 | flash_attention_3 | cudnn (default: the engine's; "
     "cudnn for NeMo / Megatron on Hopper+, else flash_attention_2)")]
+Fp8DpaOpt = Annotated[bool | None, typer.Option(
+    "--fp8-dot-product-attention/--no-fp8-dot-product-attention", help="training: attention in FP8 too "
+    "(Transformer Engine / NeMo fp8_dot_product_attention, MLPerf FP8_DPA=1; cuDNN on Hopper and newer)")]
+CudaGraphOpt = Annotated[bool | None, typer.Option(
+    "--enable-cuda-graph/--no-enable-cuda-graph", help="training: forward and backward replayed from CUDA graphs "
+    "(Megatron-Core / NeMo enable_cuda_graph; default: the engine's, on for Surogate and llm.q)")]
 CpOpt = Annotated[int | None, typer.Option("--cp", help="context-parallel degree (sequence split across GPUs)")]
 EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree (MoE experts split across GPUs; "
     "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
@@ -398,13 +404,16 @@ def missing_model_message(example: str, method: str | None) -> str:
 def training_fields(*, activation_checkpointing: str | None = None, lora_targets: str | None = None,
                     chunked_loss: bool | None = None, activation_offload: bool | None = None,
                     cp: int | None = None, sp: bool | None = None,
-                    attention_kernel: str | None = None, vpp: int | None = None) -> dict[str, Any]:
+                    attention_kernel: str | None = None, vpp: int | None = None,
+                    fp8_dot_product_attention: bool | None = None,
+                    enable_cuda_graph: bool | None = None) -> dict[str, Any]:
     """The training keys of PLAN-FORMAT's "Keys published runs need", from their flags (--ep and
     --power-limit-w are serving-setup flags: `setup_fields`)."""
     targets = [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None
     return {"activation_checkpointing": activation_checkpointing, "lora_targets": targets,
             "chunked_loss": chunked_loss, "activation_offload": activation_offload, "context_parallel": cp,
-            "sequence_parallel": sp, "attention_kernel": attention_kernel, "virtual_pipeline_stages": vpp}
+            "sequence_parallel": sp, "attention_kernel": attention_kernel, "virtual_pipeline_stages": vpp,
+            "fp8_dot_product_attention": fp8_dot_product_attention, "enable_cuda_graph": enable_cuda_graph}
 
 
 def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,

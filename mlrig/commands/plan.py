@@ -17,8 +17,10 @@ from mlrig.commands._common import (
     ContextOpt,
     CountOpt,
     CpOpt,
+    CudaGraphOpt,
     DataBytesOpt,
     EngineOpt,
+    Fp8DpaOpt,
     GpuLayersOpt,
     GpuOpt,
     GpuSpecOpt,
@@ -319,6 +321,7 @@ def plan_cmd(
     lora_targets: LoraTargetsOpt = None,
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
     sp: SpOpt = None, attention_kernel: AttnKernelOpt = None, vpp: VppOpt = None,
+    fp8_dot_product_attention: Fp8DpaOpt = None, enable_cuda_graph: CudaGraphOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -352,7 +355,9 @@ def plan_cmd(
                              **setup)
     fields.update(training_fields(activation_checkpointing=activation_checkpointing, lora_targets=lora_targets,
                                   chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, sp=sp,
-                                  attention_kernel=attention_kernel, vpp=vpp))
+                                  attention_kernel=attention_kernel, vpp=vpp,
+                                  fp8_dot_product_attention=fp8_dot_product_attention,
+                                  enable_cuda_graph=enable_cuda_graph))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)

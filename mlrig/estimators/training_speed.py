@@ -287,11 +287,13 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     if hf_stack_on_hopper(gpu, plan.workload.engine, tr.method):
         gemm_eff = gemm_eff * eff.TRAIN_GEMM_REL_EFF_HF_HOPPER
     attn_eff = gemm_eff * attention_efficiency(gpu, plan.workload.engine, tr.attention_kernel)
+    # FP8 attention (`fp8_attention_speedup`): cuDNN's FP8 kernels, priced as the BF16 ones' rate x their speedup
+    attn_rate = attn_eff * peak_bf16 * fp8_attention_speedup(r) * 1e12  # FLOP/s the attention kernels execute
     lin_eff = gemm_eff * prime_rl_rest_rel_eff(plan.workload.engine, mclass)
     # a fused engine's FP8 recipe keeps the LM head in bf16 (`fused_fp8_bf16_head_params`)
     head_bf16 = fused_fp8_bf16_head_params(arch) if (fp8 and fused_engine) else 0.0
     bw = gpu.memory_bandwidth_gb_s * 1e9 * eff.TRAIN_BW_EFF
-    t_attn: Num = attn_flops / (attn_eff * peak_bf16 * 1e12)
+    t_attn: Num = attn_flops / attn_rate
     score_bytes: Num = 0.0
     if not plan.workload.flash_attention:
         # unfused attention streams the score tensor (`unfused_score_traffic`): its GEMMs no faster than their
@@ -365,7 +367,7 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
     # bubble's fill and drain carry them too
     # Transformer Engine's context-parallel K/V ring, what each step's attention does not hide
     # (`context_parallel_ring_s`); inside `busy` as the pipeline sends are
-    cp_s = context_parallel_ring_s(r, tokens_per_rank_step, micro, attn_fwd / (attn_eff * peak_bf16 * 1e12),
+    cp_s = context_parallel_ring_s(r, tokens_per_rank_step, micro, attn_fwd / attn_rate,
                                    recompute_attention)
     # DeepSpeed-Ulysses-style sequence parallelism: its q / k / v / output all-to-alls (`ulysses_all_to_all_s`)
     cp_s = cp_s + ulysses_all_to_all_s(r, tokens_per_rank_step, micro)
@@ -373,9 +375,10 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
                            compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s)
     busy = compute_s + tp_s + ep_s + qlora_s + moe_sync_s + cp_s + p2p_s
     bubble_s = vec.where(bubble > 0, busy * bubble / (1.0 - bubble), 0.0)
-    # a whole-step CUDA graph (`SUROGATE_ENGINES`) launches no kernel from the host per micro-batch; with
-    # pipeline stages each rank launches only its stage's kernels, m times along the schedule's critical path
-    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if fused_engine else pipeline_microbatch_overhead_s(
+    # a micro-batch replayed from CUDA graphs (`graphed_microbatches`: Surogate's whole-step graph, Megatron-Core's /
+    # NeMo's `enable_cuda_graph`) launches no kernel from the host; with pipeline stages each rank launches only its
+    # stage's kernels, m times along the schedule's critical path
+    step_fixed = eff.TRAIN_STEP_OVERHEAD_S + (0.0 if graphed_microbatches(plan) else pipeline_microbatch_overhead_s(
         eff.TRAIN_MICROBATCH_OVERHEAD_S, pp, micro, tr.virtual_pipeline_stages))
     # the weights as the data-parallel ranks hold and gather them: NF4 under QLoRA, bf16 masters under FP8
     stored = quant.NF4 if tr.method == "qlora" else (quant.BF16 if r.precision.name == "fp8" else None)
@@ -606,6 +609,47 @@ def fused_cuda_engine(engine: str | None) -> bool:
     return any((engine or "").lower().startswith(e) for e in FUSED_CUDA_ENGINES)
 
 
+def graphed_microbatches(plan: Plan) -> bool:
+    """Whether each micro-batch's forward and backward replay from CUDA graphs, so that the host launches none of
+    their kernels (`eff.TRAIN_MICROBATCH_OVERHEAD_S` is not paid): the plan's `training.enable_cuda_graph`, else the
+    engine's default, on for the fused C++/CUDA trainers (`FUSED_CUDA_ENGINES`, whose whole step is one graph) and
+    off for the PyTorch frameworks (NeMo / Megatron-Core `enable_cuda_graph` / `cuda_graph_impl` default to off;
+    NVIDIA's MLPerf '_cg' configs turn it on). The per-step cost (`eff.TRAIN_STEP_OVERHEAD_S`) is paid either way,
+    as for Surogate's whole-step graph: the data hand-off, the optimizer's host-side work and the synchronisation
+    after the step stay outside the forward / backward graphs (Megatron-Core's `enable_cuda_graph` captures each
+    TransformerLayer, not the optimizer). The MLPerf fit rows with graphs agree: without the per-step cost they come
+    out 11-39 % too fast (MLPERF-FT50-0003, -0004, MLPERF-PT51-0004, -0005; SOURCES-training.md, branch s37b)."""
+    tr = plan.training
+    if tr is not None and tr.enable_cuda_graph is not None:
+        return tr.enable_cuda_graph
+    return fused_cuda_engine(plan.workload.engine)
+
+
+def fp8_attention_applies(gpu: GPU, engine: str | None, kernel: str | None) -> bool:
+    """Whether `training.fp8_dot_product_attention` runs FP8 attention kernels: cuDNN's FP8 fused attention (the
+    kernel Transformer Engine's FP8 DotProductAttention calls; `attention_kernel` "cudnn") exists for NVIDIA Hopper
+    and the datacentre Blackwell chips only (cuDNN frontend docs, "Attention", SDPA support matrix: fp8 forward and
+    backward on Hopper and Blackwell B200/B300, fp16/bf16 only on Ampere/Ada), and needs FP8 tensor cores."""
+    return (hopper_or_newer_nvidia(gpu) and bool(gpu.fp8_tflops_dense)
+            and attention_kernel(gpu, engine, kernel) == "cudnn")
+
+
+def fp8_attention_speedup(r: ResolvedPlan) -> float:
+    """How much faster the attention kernels run with `training.fp8_dot_product_attention` than in BF16: the FP8
+    peak at the BF16 attention's efficiency x `eff.TRAIN_FP8_ATTN_SPEEDUP` / (FP8 peak / BF16 peak), i.e.
+    `eff.TRAIN_FP8_ATTN_SPEEDUP` (NVIDIA's cuDNN 9 blog's end-to-end Llama-2-70B LoRA figure), never above the ratio
+    of the two peaks; 1 where FP8 attention does not apply (`fp8_attention_applies`) or is not asked for."""
+    tr = r.plan.training
+    if tr is None or not tr.fp8_dot_product_attention:
+        return 1.0
+    gpu = r.gpu
+    if not fp8_attention_applies(gpu, r.plan.workload.engine, tr.attention_kernel):
+        return 1.0
+    bf16 = gpu.tensor_tflops("bf16") or 0.0
+    fp8 = float(gpu.fp8_tflops_dense or 0.0)
+    return min(eff.TRAIN_FP8_ATTN_SPEEDUP, fp8 / bf16) if bf16 > 0 else 1.0
+
+
 def fused_fp8_cast_bytes_per_token(arch: ModelArch) -> float:
     """DRAM bytes per token, whole model, of the casts and transposes around the FP8 GEMMs of a fused trainer's
     FP8 recipe, read from llm.q (src/models/llama_model.cpp at b77d9691, `forward_qmm` / `backward_qmm`): for a
@@ -704,7 +748,8 @@ def estimate_training(r: ResolvedPlan, f: TrainingSpeed | None = None) -> Perfor
     expl = (
         f"{f.model_flops / 1e9:.1f} GFLOP per token ({linear_flops} + attention, every (query, key) pair counted as "
         f"MFU conventionally does; causal flash attention executes half of them; kernel "
-        f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}), {f.dtype_label} at {f.mfu:.0%} "
+        f"{attention_kernel(r.gpu, w.engine, tr.attention_kernel)}"
+        f"{', FP8' if fp8_attention_speedup(r) > 1.0 else ''}), {f.dtype_label} at {f.mfu:.0%} "
         f"MFU of {f.peak_bf16:g} TFLOPS x {gpus} GPU(s): ~{f.tokens_per_s:,.0f} tokens/s; per step "
         f"{f.busy_s - f.tp_s - f.ep_s - f.p2p_s - f.cp_s:.2f} s compute (GEMMs + "
         f"bandwidth-bound kernels{', de-quantisation' if f.qlora_s else ''}"
