@@ -1171,6 +1171,35 @@ def apple_gpu_cores(gpu: GPU) -> float:
     return max(1.0, round((gpu.fp32_tflops or 0.0) * 1e12 / (128 * 2 * 1.4e9)))
 
 
+GEMMA_MODEL_TYPES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+
+
+def mlx_layer_dispatches(arch: ModelArch) -> int:
+    """Metal dispatches mlx-lm builds for one dense layer of one decode token (efficiency.py at
+    MLX_REFERENCE_LAYER_DISPATCHES, counted from ml-explore/mlx-lm @ d78bf58): 17 for a Llama-shaped layer, the
+    reference the fitted per-layer figures stand for; Gemma's layers more, because each of their RMSNorms is two ops
+    (`1.0 + weight`, then `mx.fast.rms_norm`) and the GELU product one more than the compiled `swiglu`: Gemma 3 (4 norms
+    and q/k norms) 28, Gemma 2 (4 norms, attention by hand for its logit softcap) 30, Gemma 20."""
+    ref = eff.MLX_REFERENCE_LAYER_DISPATCHES
+    if arch.model_type not in GEMMA_MODEL_TYPES:
+        return ref
+    norms = arch.norms_per_layer + (2 if arch.qk_norm else 0)
+    dispatches = ref - 2 + 2 * norms + 1  # the reference's 2 one-op norms out, Gemma's two-op norms and GELU product in
+    if arch.model_type == "gemma2":
+        dispatches += 6  # gemma2.py: scale, matmul, / cap, tanh, * cap, softmax, matmul for sdpa's one kernel
+    return dispatches
+
+
+def mlx_layer_dispatch_s(r: ResolvedPlan, engine: str) -> float:
+    """Per-layer time beyond the engine's fitted figure that an MLX layer of more dispatches than the reference
+    Llama layer takes: `layer_overhead_s` x (`mlx_layer_dispatches` / efficiency.MLX_REFERENCE_LAYER_DISPATCHES - 1),
+    each dispatch waiting on the one before it as the figure's do. 0 for other engines and Llama-shaped layers."""
+    if engine != "mlx":
+        return 0.0
+    ratio = mlx_layer_dispatches(r.arch) / eff.MLX_REFERENCE_LAYER_DISPATCHES
+    return layer_overhead_s(engine, r.gpu) * (ratio - 1.0)
+
+
 def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
     and gathered-expert kernels each MoE layer dispatches beside a dense layer's, each waiting for the one
@@ -1210,6 +1239,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine)
+                     + mlx_layer_dispatch_s(r, s.engine)
                      + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode) + hip_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
