@@ -1737,6 +1737,18 @@ MLX_APPLE10_DISPATCH_SCALE = 0.5
 #    reference count: the missing time is ~0.6-0.8 of the per-layer figure on all three chips and for 1B-27B models
 #    (a fixed time per layer, not a bandwidth share), as 28 / 17 - 1 = 0.65 predicts. Nothing is fitted here.
 MLX_REFERENCE_LAYER_DISPATCHES = 17
+# llama.cpp's per-layer figures (LAYER_OVERHEAD_S["llama.cpp" / "llama.cpp-2024" / "llama.cpp-hip" / "llama.cpp-metal"])
+#    are likewise a chain of kernels (launched from the host in the HIP and pre-graph CUDA builds, encoded per token on
+#    Metal, replayed from a CUDA graph in current CUDA builds): ~22 ggml nodes for a Llama layer (ggml-org/llama.cpp
+#    @ 069be0a src/models/llama.cpp, decode without flash attention: rms_norm and mul, q/k/v mat-vecs, 2 RoPEs, 2 KV
+#    cache copies, KQ, soft_max, KQV, the cont of its permute, wo, add, rms_norm and mul, up and gate, the SwiGLU, down,
+#    add). Gemma 3 (src/models/gemma3.cpp @ 569a009) builds 9 more per layer: q and k RMSNorms, the post-attention and
+#    post-feedforward RMSNorms (an rms_norm and a mul each) and `ggml_scale` of Q (its GELU gate is one node as the
+#    SwiGLU is; the norm weights' Gemma offset of 1 is folded into the GGUF at conversion, so no extra node):
+#    31 (performance.llama_cpp_layer_nodes). Fit rows it moves: MI50X2-0002/-0004 (gemma-3-12b Q8_0 on 2x MI50,
+#    +9 % fast with the reference count), MI50X2-0018/-0020 (gemma-3-27b F16), ZISKIND-0027 (gemma-3-4b Q4_K_M on
+#    an M4, +30 % fast), RX7900X6-0002/-0004 (gemma-3-1b Q4_K_M on 2 / 6 RX 7900 XTX). Nothing is fitted here.
+LLAMA_CPP_REFERENCE_LAYER_NODES = 22
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which

@@ -1190,13 +1190,28 @@ def mlx_layer_dispatches(arch: ModelArch) -> int:
     return dispatches
 
 
-def mlx_layer_dispatch_s(r: ResolvedPlan, engine: str) -> float:
-    """Per-layer time beyond the engine's fitted figure that an MLX layer of more dispatches than the reference
-    Llama layer takes: `layer_overhead_s` x (`mlx_layer_dispatches` / efficiency.MLX_REFERENCE_LAYER_DISPATCHES - 1),
-    each dispatch waiting on the one before it as the figure's do. 0 for other engines and Llama-shaped layers."""
-    if engine != "mlx":
+def llama_cpp_layer_nodes(arch: ModelArch) -> int:
+    """ggml graph nodes (kernels, before any backend fuses them) llama.cpp builds for one dense layer of one decode
+    token without flash attention (efficiency.py at LLAMA_CPP_REFERENCE_LAYER_NODES, counted from ggml-org/llama.cpp
+    src/models/llama.cpp and gemma3.cpp): 22 for a Llama layer, the reference the fitted per-layer figures stand for;
+    Gemma 3 31 (q/k norms, post-attention and post-feedforward norms, an rms_norm and a mul each, the scale of Q)."""
+    ref = eff.LLAMA_CPP_REFERENCE_LAYER_NODES
+    if arch.model_type in ("gemma3", "gemma3_text"):
+        return ref + 4 * 2 + 1
+    return ref
+
+
+def layer_dispatch_s(r: ResolvedPlan, engine: str) -> float:
+    """Per-layer time beyond the engine's fitted per-layer figure that a layer of more dispatches than the reference
+    Llama layer takes, each dispatch costing what the figure's do: `layer_overhead_s` x (dispatches / reference - 1),
+    MLX by `mlx_layer_dispatches`, llama.cpp's builds by `llama_cpp_layer_nodes`. 0 for other engines and for
+    Llama-shaped layers."""
+    if engine == "mlx":
+        ratio = mlx_layer_dispatches(r.arch) / eff.MLX_REFERENCE_LAYER_DISPATCHES
+    elif engine.startswith("llama.cpp"):
+        ratio = llama_cpp_layer_nodes(r.arch) / eff.LLAMA_CPP_REFERENCE_LAYER_NODES
+    else:
         return 0.0
-    ratio = mlx_layer_dispatches(r.arch) / eff.MLX_REFERENCE_LAYER_DISPATCHES
     return layer_overhead_s(engine, r.gpu) * (ratio - 1.0)
 
 
@@ -1239,7 +1254,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine)
-                     + mlx_layer_dispatch_s(r, s.engine)
+                     + layer_dispatch_s(r, s.engine)
                      + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode) + hip_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
