@@ -1714,6 +1714,44 @@ MLX_MOE_LAYER_S_PER_GPU_CORE = 2.1e-6
 #    M5 GPU's other change, the Neural Accelerators, MLX uses for prefill only (below).
 MLX_FASTER_DISPATCH_FROM_APPLE_FAMILY = 10
 MLX_APPLE10_DISPATCH_SCALE = 0.5
+# MLX's per-layer time (LAYER_OVERHEAD_S["mlx"], MLX_PRE_APPLE9_LAYER_OVERHEAD_S, both x mlx_apple_dispatch_scale) is a
+#    chain of Metal dispatches, one per array op mlx-lm builds for the layer (no mx.compile around the model step), so
+#    a layer that builds more ops takes longer in proportion. Counted from ml-explore/mlx-lm @ d78bf58 (v0.31.x, the
+#    release of the MLXCELM and RAPIDMLX rows) for one decode token:
+#    - a Llama layer (models/llama.py): input rms_norm, q/k/v quantized mat-vecs, RoPE on q and k, the KV cache's two
+#      slice updates, scaled_dot_product_attention, o_proj, residual add, post-attention rms_norm, gate and up
+#      mat-vecs, the compiled `swiglu` (activations.py: one kernel), down mat-vec, residual add: 17. The per-layer
+#      figures were fitted on Llama-shaped layers (Llama, Qwen2/2.5/3, Mistral, Phi-3, OLMo-2 rows), so 17 is the
+#      reference the figure stands for (MLX_REFERENCE_LAYER_DISPATCHES);
+#    - Gemma's RMSNorm is `mx.fast.rms_norm(x, 1.0 + self.weight, eps)` (gemma.py, gemma2.py, gemma3_text.py): the
+#      `1.0 + weight` is an op of its own at every call, so each Gemma norm is 2 dispatches; its MLP is
+#      `down(gelu_approx(gate(x)) * up(x))` (gemma: nn.gelu): the compiled GELU and the product are 2 dispatches
+#      where `swiglu` is 1. Gemma 3 (gemma3_text.py) adds post-attention and post-feedforward norms (4 per layer) and
+#      q/k RMSNorms (2 more, each 2 dispatches): 17 + 4 x 2 - 2 + 2 x 2 + 1 = 28 dispatches. Gemma 2 (gemma2.py) has
+#      the 4 norms (+6) and computes attention by hand to softcap its logits (scale, matmul, divide, tanh, multiply,
+#      softmax, matmul: 7 ops for sdpa's 1, +6): 30. Gemma (gemma.py): 2 norms of 2 dispatches (+2), GELU product
+#      (+1): 20 (performance.mlx_layer_dispatches).
+#    Only Gemma's norms and MLP, whose ops the source shows, are counted beyond the reference; the fit rows' spread of
+#    other layers (Qwen3's q/k norms, Qwen2's biases) is inside the fitted figure. Fit rows: the Gemma decode rows of
+#    MLXCELM1U (0017..0020), MLXCELM5MAX (0004..0007) and RAPIDMLX (0013..0027), which came out 3-36 % fast with the
+#    reference count. Per Gemma 3 layer they lacked 0.22-1.23 (median 0.76) x the chip's per-layer figure, on all
+#    three chips and for 1B to 27B alike (a fixed time per layer, not a bandwidth share), where 28 / 17 - 1 = 0.65 is
+#    counted; Gemma 2 (MLXCELM1U-0018, MLXCELM5MAX-0005) lacked 0.69 where 30 / 17 - 1 = 0.76 is counted. Gemma
+#    (gemma-2b: MLXCELM1U-0017 0.48, MLXCELM5MAX-0004 2.97) lacks more than its 20 / 17 - 1 = 0.18: not explained
+#    here. Nothing is fitted.
+MLX_REFERENCE_LAYER_DISPATCHES = 17
+# llama.cpp's per-layer figures (LAYER_OVERHEAD_S["llama.cpp" / "llama.cpp-2024" / "llama.cpp-hip" / "llama.cpp-metal"])
+#    are likewise a chain of kernels (launched from the host in the HIP and pre-graph CUDA builds, encoded per token on
+#    Metal, replayed from a CUDA graph in current CUDA builds): ~22 ggml nodes for a Llama layer (ggml-org/llama.cpp
+#    @ 069be0a src/models/llama.cpp, decode without flash attention: rms_norm and mul, q/k/v mat-vecs, 2 RoPEs, 2 KV
+#    cache copies, KQ, soft_max, KQV, the cont of its permute, wo, add, rms_norm and mul, up and gate, the SwiGLU, down,
+#    add). Gemma 3 (src/models/gemma3.cpp @ 569a009) builds 9 more per layer: q and k RMSNorms, the post-attention and
+#    post-feedforward RMSNorms (an rms_norm and a mul each) and `ggml_scale` of Q (its GELU gate is one node as the
+#    SwiGLU is; the norm weights' Gemma offset of 1 is folded into the GGUF at conversion, so no extra node):
+#    31 (performance.llama_cpp_layer_nodes). Fit rows it moves: MI50X2-0002/-0004 (gemma-3-12b Q8_0 on 2x MI50,
+#    +9 % fast with the reference count), MI50X2-0018/-0020 (gemma-3-27b F16), ZISKIND-0027 (gemma-3-4b Q4_K_M on
+#    an M4, +30 % fast), RX7900X6-0002/-0004 (gemma-3-1b Q4_K_M on 2 / 6 RX 7900 XTX). Nothing is fitted here.
+LLAMA_CPP_REFERENCE_LAYER_NODES = 22
 FORMAT_DECODE_EFF["mlx"] = {**FORMAT_DECODE_EFF["default"], "gpu4": 1.0, "q8": 0.95}
 # 4-bit weights in the serving engines' batch-1 mat-vecs: vLLM runs AWQ / GPTQ checkpoints through the
 #    Marlin kernels (awq_marlin / gptq_marlin, chosen automatically on sm80+ since vLLM 0.5/0.6), which

@@ -1171,6 +1171,50 @@ def apple_gpu_cores(gpu: GPU) -> float:
     return max(1.0, round((gpu.fp32_tflops or 0.0) * 1e12 / (128 * 2 * 1.4e9)))
 
 
+GEMMA_MODEL_TYPES = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})
+
+
+def mlx_layer_dispatches(arch: ModelArch) -> int:
+    """Metal dispatches mlx-lm builds for one dense layer of one decode token (efficiency.py at
+    MLX_REFERENCE_LAYER_DISPATCHES, counted from ml-explore/mlx-lm @ d78bf58): 17 for a Llama-shaped layer, the
+    reference the fitted per-layer figures stand for; Gemma's layers more, because each of their RMSNorms is two ops
+    (`1.0 + weight`, then `mx.fast.rms_norm`) and the GELU product one more than the compiled `swiglu`: Gemma 3 (4 norms
+    and q/k norms) 28, Gemma 2 (4 norms, attention by hand for its logit softcap) 30, Gemma 20."""
+    ref = eff.MLX_REFERENCE_LAYER_DISPATCHES
+    if arch.model_type not in GEMMA_MODEL_TYPES:
+        return ref
+    norms = arch.norms_per_layer + (2 if arch.qk_norm else 0)
+    dispatches = ref - 2 + 2 * norms + 1  # the reference's 2 one-op norms out, Gemma's two-op norms and GELU product in
+    if arch.model_type == "gemma2":
+        dispatches += 6  # gemma2.py: scale, matmul, / cap, tanh, * cap, softmax, matmul for sdpa's one kernel
+    return dispatches
+
+
+def llama_cpp_layer_nodes(arch: ModelArch) -> int:
+    """ggml graph nodes (kernels, before any backend fuses them) llama.cpp builds for one dense layer of one decode
+    token without flash attention (efficiency.py at LLAMA_CPP_REFERENCE_LAYER_NODES, counted from ggml-org/llama.cpp
+    src/models/llama.cpp and gemma3.cpp): 22 for a Llama layer, the reference the fitted per-layer figures stand for;
+    Gemma 3 31 (q/k norms, post-attention and post-feedforward norms, an rms_norm and a mul each, the scale of Q)."""
+    ref = eff.LLAMA_CPP_REFERENCE_LAYER_NODES
+    if arch.model_type in ("gemma3", "gemma3_text"):
+        return ref + 4 * 2 + 1
+    return ref
+
+
+def layer_dispatch_s(r: ResolvedPlan, engine: str) -> float:
+    """Per-layer time beyond the engine's fitted per-layer figure that a layer of more dispatches than the reference
+    Llama layer takes, each dispatch costing what the figure's do: `layer_overhead_s` x (dispatches / reference - 1),
+    MLX by `mlx_layer_dispatches`, llama.cpp's builds by `llama_cpp_layer_nodes`. 0 for other engines and for
+    Llama-shaped layers."""
+    if engine == "mlx":
+        ratio = mlx_layer_dispatches(r.arch) / eff.MLX_REFERENCE_LAYER_DISPATCHES
+    elif engine.startswith("llama.cpp"):
+        ratio = llama_cpp_layer_nodes(r.arch) / eff.LLAMA_CPP_REFERENCE_LAYER_NODES
+    else:
+        return 0.0
+    return layer_overhead_s(engine, r.gpu) * (ratio - 1.0)
+
+
 def mlx_moe_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Fixed time per layer (averaged over all layers) of a MoE model on MLX on an Apple GPU: the routing
     and gathered-expert kernels each MoE layer dispatches beside a dense layer's, each waiting for the one
@@ -1210,6 +1254,7 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      hidden=r.arch.hidden_size, tokens_in_pass=tokens_in_pass, decode=decode,
                      serial_gpus=s.serial, seq_step_s=s.seq_step_s, extra_layer_s=eager_attention_layer_s(r, s.engine)
                      + early_block_fp8_mla_moe_layer_s(r, s.engine) + mlx_moe_layer_s(r, s.engine)
+                     + layer_dispatch_s(r, s.engine)
                      + hip_mmid_fallback_layer_s(r, s.engine, tokens_in_pass, decode) + hip_moe_layer_s(r, s.engine),
                      fp8_attention=r.kv_bytes_per_element <= 1.0, block_fp8_eff=block_eff, moe_compute_rel=moe_rel,
                      peer_allreduce=s.peer_allreduce,
