@@ -2172,8 +2172,9 @@ def sglang_burst_admitted(kv_tokens: int, prompt: int, out: int) -> int:
     running requests are expected to still need, (max_new_tokens - generated) x new_token_ratio each, hold its prompt
     and its max_new_tokens (`add_one_req`); the requests of earlier passes are running by the next pass, so on an idle
     engine (ratio SGLANG_INIT_NEW_TOKEN_RATIO) the burst's first wave is pool / (P + 0.7 x min(O, 4,096)) requests,
-    where a paged engine's steady state holds pool / (P + O / 2) (`running_slots`). Benchmark clients set max_tokens
-    to each request's output length (vLLM's and SGLang's bench_serving), so O is the plan's output."""
+    where its steady state, the ratio decayed toward its floor, holds pool / (P + O / 2 + ratio x O / 2)
+    (`running_slots`, `sglang_reserved_output_tokens`). Benchmark clients set max_tokens to each request's output length
+    (vLLM's and SGLang's bench_serving), so O is the plan's output."""
     reserve = prompt + SGLANG_INIT_NEW_TOKEN_RATIO * min(max(1, out), SGLANG_CLIP_MAX_NEW_TOKENS)
     return max(1, math.floor(kv_tokens / reserve))
 
@@ -2660,7 +2661,11 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "", lockstep: b
     request only when the pool can hold it to its maximum length (prompt + max new tokens) so that it is
     never paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"; MAX_UTILIZATION,
     which packs by current length and may pause, is opt-in), and its STATIC_BATCH mode needs the whole
-    batch at its final length: the pool holds sequences at their full context."""
+    batch at its final length: the pool holds sequences at their full context.
+
+    SGLang grows its pool by current length too, but admits a request only while the pool also keeps free
+    new_token_ratio x each running request's output still to come (`sglang_reserved_output_tokens`), so each
+    running request takes that much more: at the ratio's floor, 0.098 x what it has still to generate."""
     from mlrig.estimators.kv_limit import kv_limited_running_batch
 
     held = running_output_tokens(w)
