@@ -46,7 +46,8 @@ def no_evict(engine: str) -> bool:
 
 
 def kv_limited_running_batch(kv_tokens: int, prompt_tokens: int, output_tokens: int, engine: str,
-                             lockstep: bool = False, held_output_tokens: float | None = None) -> int:
+                             lockstep: bool = False, held_output_tokens: float | None = None,
+                             reserved_tokens: float = 0.0) -> int:
     """Sequences that run together on a KV pool of `kv_tokens` (at least 1).
 
     Paged engines that preempt (vLLM, SGLang, LMDeploy, TGI) allocate blocks as sequences grow, so the pool
@@ -64,10 +65,14 @@ def kv_limited_running_batch(kv_tokens: int, prompt_tokens: int, output_tokens: 
 
     `held_output_tokens`: the output tokens a running sequence holds on average where that is not half the output
     (`serving.running_output_tokens`: varied lengths, whose running sequences are the longer ones); paged engines
+    that grow their blocks only.
+
+    `reserved_tokens`: what the engine's admission keeps free for each running sequence beyond what it holds
+    (`serving.sglang_reserved_output_tokens`: SGLang's new_token_ratio x the output still to come); paged engines
     that grow their blocks only."""
     full = no_evict(engine) or lockstep
     held = output_tokens // 2 if held_output_tokens is None else held_output_tokens
-    per_seq = prompt_tokens + (output_tokens if full else held)
+    per_seq = prompt_tokens + (output_tokens if full else held + reserved_tokens)
     return max(1, int(kv_tokens // max(1, per_seq)))
 
 

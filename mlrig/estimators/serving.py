@@ -2172,8 +2172,9 @@ def sglang_burst_admitted(kv_tokens: int, prompt: int, out: int) -> int:
     running requests are expected to still need, (max_new_tokens - generated) x new_token_ratio each, hold its prompt
     and its max_new_tokens (`add_one_req`); the requests of earlier passes are running by the next pass, so on an idle
     engine (ratio SGLANG_INIT_NEW_TOKEN_RATIO) the burst's first wave is pool / (P + 0.7 x min(O, 4,096)) requests,
-    where a paged engine's steady state holds pool / (P + O / 2) (`running_slots`). Benchmark clients set max_tokens
-    to each request's output length (vLLM's and SGLang's bench_serving), so O is the plan's output."""
+    where its steady state, the ratio decayed toward its floor, holds pool / (P + O / 2 + ratio x O / 2)
+    (`running_slots`, `sglang_reserved_output_tokens`). Benchmark clients set max_tokens to each request's output length
+    (vLLM's and SGLang's bench_serving), so O is the plan's output."""
     reserve = prompt + SGLANG_INIT_NEW_TOKEN_RATIO * min(max(1, out), SGLANG_CLIP_MAX_NEW_TOKENS)
     return max(1, math.floor(kv_tokens / reserve))
 
@@ -2660,11 +2661,86 @@ def running_slots(kv_tokens: int, w: WorkloadSpec, engine: str = "", lockstep: b
     request only when the pool can hold it to its maximum length (prompt + max new tokens) so that it is
     never paused (TensorRT-LLM docs, "Useful Runtime Options: Capacity Scheduler Policy"; MAX_UTILIZATION,
     which packs by current length and may pause, is opt-in), and its STATIC_BATCH mode needs the whole
-    batch at its final length: the pool holds sequences at their full context."""
+    batch at its final length: the pool holds sequences at their full context.
+
+    SGLang grows its pool by current length too, but admits a request only while the pool also keeps free
+    new_token_ratio x each running request's output still to come (`sglang_reserved_output_tokens`), so each
+    running request takes that much more: at the ratio's floor, 0.098 x what it has still to generate."""
     from mlrig.estimators.kv_limit import kv_limited_running_batch
 
-    return kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine, lockstep,
-                                    running_output_tokens(w))
+    held = running_output_tokens(w)
+    slots = kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine, lockstep, held)
+    if engine != "sglang" or lockstep or w.output_tokens <= 1:
+        return slots
+    # SGLang's admission keeps each running request's expected remaining output free (`sglang_reserved_output_tokens`);
+    # the ratio's run mean depends on the run's decode steps, which depend on the batch: once more with the first batch
+    ahead = w.output_tokens / 2.0 if held is None else held
+    for _ in range(2):
+        reserve = sglang_reserved_output_tokens(ahead, sglang_run_decode_steps(w, slots))
+        slots = kv_limited_running_batch(kv_tokens, w.prompt_tokens, w.output_tokens, engine, lockstep, held, reserve)
+    return slots
+
+
+# SGLang's new_token_ratio decays by (init - floor) / 600 every decode step that needs no retraction, to a floor of
+# init x 0.14 (global_config.py `default_min_new_token_ratio_factor` 0.14, `default_new_token_ratio_decay_steps` 600;
+# scheduler.py `update_running_batch`, 0.4.x; environ.py SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR /
+# SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS from 0.5).
+SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS = 600
+
+
+def sglang_run_decode_steps(w: WorkloadSpec, running: int) -> float | None:
+    """Decode steps of a run of `w.num_requests` requests at `running` at a time (N x O / n), None where the run's
+    length is not stated (a steady state of no end: the ratio's floor, `sglang_mean_new_token_ratio`)."""
+    if not w.num_requests or running <= 0:
+        return None
+    return w.num_requests * max(1, w.output_tokens) / running
+
+
+def sglang_mean_new_token_ratio(steps: float | None) -> float:
+    """SGLang's new_token_ratio averaged over a run of `steps` decode steps that starts from an idle engine: it starts
+    at SGLANG_INIT_NEW_TOKEN_RATIO (0.7) and falls linearly by (0.7 - 0.098) / 600 a step to its floor 0.7 x 0.14 =
+    0.098 (SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS), so over S <= 600 steps its mean is
+    0.7 - (0.7 - 0.098) x S / 1,200 and over longer runs (600 x 0.399 + (S - 600) x 0.098) / S; a run of no stated
+    length sits at the floor. A retraction (the pool full at a decode step: `retract_decode`) sets it to the kept
+    requests' (decoded + 20 each) / max_new_tokens and it decays again; that is left out: on the fit rows below the
+    running batch comes out the same at every shape only with the ratio near its floor. Hand check (tests): 0.399
+    over 600 steps, (600 x 0.399 + 3,400 x 0.098) / 4,000 = 0.1432 over 4,000."""
+    init = SGLANG_INIT_NEW_TOKEN_RATIO
+    floor = init * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+    if steps is None:
+        return floor
+    steps = max(1.0, steps)
+    ramp = float(SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS)
+    if steps <= ramp:
+        return init - (init - floor) * steps / (2.0 * ramp)
+    return (ramp * (init + floor) / 2.0 + (steps - ramp) * floor) / steps
+
+
+def sglang_reserved_output_tokens(remaining_tokens: float, steps: float | None) -> float:
+    """Tokens SGLang's admission keeps free for each running request beyond what it holds: new_token_ratio x the
+    output it has still to generate (max_new_tokens - generated, clipped at 4,096).
+
+    `PrefillAdder` (python/sglang/srt/managers/schedule_policy.py, read at 0.4.0 and 0.5.5.post1: `rem_total_tokens`
+    = free + evictable tokens less, for each running request, min(max_new_tokens - len(output_ids), 4,096) x
+    new_token_ratio) admits a waiting request only while that holds its prompt and max_new_tokens (`add_one_req`), so
+    under a backlog (prefill-first: `sglang_prefill_first`) the pool's running requests each take their prompt, their
+    output so far and the ratio x their output to come: the steady batch is pool / (P + held + ratio x remaining),
+    where the pool holding current tokens alone gives pool / (P + held) (`running_slots`). `remaining_tokens`: the
+    output a running request has still to come on average, which equals what it holds (`running_output_tokens`: in a
+    renewal process the age and the residual life of the request in service have the same mean, E[L^2] / (2 E[L]);
+    O / 2 with fixed lengths). The ratio is its run mean (`sglang_mean_new_token_ratio`), near its floor 0.098 in a
+    long run. First principles, nothing fitted.
+
+    Checked on the fit rows LIVINFLYA100 / LIVINFLYDSQ (SGLang 0.4.7.post1 on one A100 PCIe 40GB, Mistral-7B /
+    DeepSeek-R1-0528-Qwen3-8B; offline bursts of 1,000 random-dataset requests, lengths uniform in [1, L]): the
+    source's running batch, output tok/s x mean ITL (Little's law), times P + held + ratio x remaining gives the same
+    pool at every shape only with the ratio near its floor: Mistral, prompts / outputs 513 / 2,098, 2,033 / 127,
+    2,033 / 2,098, 513 / 509: 125k / 119k / 124k / 116k tokens at 0.098, 202k / 123k / 168k / 156k at 1.0. That
+    pool, ~120k tokens (DeepSeek-Qwen3 ~95k), is ~2/3 of the one mlrig sizes (174k; 144k): not priced here."""
+    if remaining_tokens <= 0:
+        return 0.0
+    return sglang_mean_new_token_ratio(steps) * min(remaining_tokens, float(SGLANG_CLIP_MAX_NEW_TOKENS))
 
 
 def running_output_tokens(w: WorkloadSpec) -> float | None:
