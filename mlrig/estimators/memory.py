@@ -282,21 +282,24 @@ def _vllm_v0_profile_tokens(plan: Plan, gpu: GPU, arch: ModelArch, context: Num)
     (vllm/config.py, read in the 0.9.1 sdist): the chunked-prefill budget where V0 chunks (the plan's
     `enable_chunked_prefill`, or by default above a 32K max_model_len: `engines.vllm_v0_default_budget`), else
     max(max_model_len, 2048) "so that we don't reject sequences on account of a short max_num_batched_tokens".
-    max_model_len is the plan's, else the model's own maximum (vLLM's default --max-model-len, `_get_and_verify_max_len`
-    over the config's max_position_embeddings; `arch.max_position_embeddings`), and only where the model states none
-    the plan's `context`. Until 2026-11-25 the plan's context stood in for an unset max_model_len: Mistral-7B-Instruct
+    Where the plan gives no max_model_len, vLLM's default is the model's own maximum (`_get_and_verify_max_len` over
+    the config's max_position_embeddings; `arch.max_position_embeddings`); only where the model states none, the
+    plan's `context`. A plan's own max_model_len keeps max(max_model_len, 2048) whether or not V0 would chunk at it
+    (as before: DSTACKCMP's 405B runs at --max-model-len 91,680 were fitted so; vLLM's benchmark_throughput.py, which
+    ran them, passes enable_chunked_prefill=False unless told, so they did not chunk, which their plans do not say:
+    left as it is). Until 2026-11-25 the plan's context stood in for an unset max_model_len: Mistral-7B-Instruct
     v0.3 (32,768 positions) on vLLM 0.9.1 V0 with no --max-model-len (LIVINFLYVLLM-0001..0043, fit) was profiled at
     2,048 tokens, not 32,768 (forward ~4.3 GiB at `vllm_act_per_token_factor`), and its KV pool came out 21.5 GiB,
     176k tokens: 203 sequences at 16 req/s where its median TPOT x throughput (71.2 ms x 2,355 tok/s) says ~167."""
     from mlrig.estimators.engines import vllm_prefill_budget
 
     w = plan.workload
-    model_max = arch.max_position_embeddings or None
-    budget = vllm_prefill_budget(plan, gpu, False, model_max, arch)
-    if budget is not None and w.enable_chunked_prefill is not False:
-        return budget
     if w.max_model_len:
         return max(w.max_model_len, 2048)
+    model_max = arch.max_position_embeddings or None
+    budget = vllm_prefill_budget(plan, gpu, False, model_max, arch)
+    if budget is not None:
+        return budget
     if model_max:
         return max(model_max, 2048)
     return vec.maximum(context, 2048)
