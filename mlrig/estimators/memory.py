@@ -316,7 +316,8 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
     (vllm/worker/model_runner.py `GPUModelRunnerBase.profile_run`, 0.6.x) runs one prefill of max_num_seqs
     dummy prompts that together hold max_num_batched_tokens tokens, sampled with top-k/top-p on each prompt's
-    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool. The plan's
+    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool (the tokens, with an unset
+    max_model_len or V0's long-context chunking: `_vllm_v0_profile_tokens`). The plan's
     max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them).
     With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width`); the hidden
