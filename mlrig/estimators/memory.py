@@ -276,6 +276,35 @@ def _gib(x: float) -> float:
 # inference
 # ---------------------------------------------------------------------------------------------
 
+def _vllm_v0_profile_tokens(plan: Plan, gpu: GPU, arch: ModelArch, context: Num) -> Num:
+    """Tokens of vLLM V0's profile forward (worker/model_runner.py `profile_run`: `_dummy_run(max_num_batched_tokens,
+    max_num_seqs)`, 0.5-0.10) where the plan gives no max_num_batched_tokens: V0's SchedulerConfig default
+    (vllm/config.py, read in the 0.9.1 sdist): the chunked-prefill budget where V0 chunks (the plan's
+    `enable_chunked_prefill`, or by default above a 32K max_model_len: `engines.vllm_v0_default_budget`), else
+    max(max_model_len, 2048) "so that we don't reject sequences on account of a short max_num_batched_tokens".
+    Where the plan gives no max_model_len, vLLM's default is the model's own maximum (`_get_and_verify_max_len` over
+    the config's max_position_embeddings; `arch.max_position_embeddings`); only where the model states none, the
+    plan's `context`. A plan's own max_model_len keeps max(max_model_len, 2048) whether or not V0 would chunk at it
+    (as before: DSTACKCMP's 405B runs at --max-model-len 91,680 were fitted so; vLLM's benchmark_throughput.py, which
+    ran them, passes enable_chunked_prefill=False unless told, so they did not chunk, which their plans do not say:
+    left as it is). Until 2026-11-25 the plan's context stood in for an unset max_model_len: Mistral-7B-Instruct
+    v0.3 (32,768 positions) on vLLM 0.9.1 V0 with no --max-model-len (LIVINFLYVLLM-0001..0043, fit) was profiled at
+    2,048 tokens, not 32,768 (forward ~4.3 GiB at `vllm_act_per_token_factor`), and its KV pool came out 21.5 GiB,
+    176k tokens: 203 sequences at 16 req/s where its median TPOT x throughput (71.2 ms x 2,355 tok/s) says ~167."""
+    from mlrig.estimators.engines import vllm_prefill_budget
+
+    w = plan.workload
+    if w.max_model_len:
+        return max(w.max_model_len, 2048)
+    model_max = arch.max_position_embeddings or None
+    budget = vllm_prefill_budget(plan, gpu, False, model_max, arch)
+    if budget is not None:
+        return budget
+    if model_max:
+        return max(model_max, 2048)
+    return vec.maximum(context, 2048)
+
+
 def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Plan | None = None,
                            context: Num = None, tp: int = 1) -> Num:
     """vLLM V1 profile-run peak (gpu_worker.determine_available_memory): one forward of
@@ -287,7 +316,8 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     max_num_batched_tokens = max(max_model_len, 2048) (V0 SchedulerConfig) and the profile run
     (vllm/worker/model_runner.py `GPUModelRunnerBase.profile_run`, 0.6.x) runs one prefill of max_num_seqs
     dummy prompts that together hold max_num_batched_tokens tokens, sampled with top-k/top-p on each prompt's
-    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool. The plan's
+    last position: a long max_model_len on a 24 GB card leaves a much smaller KV pool (the tokens, with an unset
+    max_model_len or V0's long-context chunking: `_vllm_v0_profile_tokens`). The plan's
     max_num_batched_tokens / max_num_seqs override both.
     `context`: the context the plan holds (its own, unless a sweep passes an array of them).
     With tensor parallelism each GPU holds 1/tp of the MLP intermediates (`_mlp_width`); the hidden
@@ -313,7 +343,7 @@ def _vllm_activation_bytes(arch: ModelArch, gpu: GPU, last_stage: bool, plan: Pl
     if plan is not None:
         w = plan.workload
         if not v1:
-            tokens = vec.maximum(w.max_model_len or (w.context if context is None else context), 2048)
+            tokens = _vllm_v0_profile_tokens(plan, gpu, arch, w.context if context is None else context)
             seqs = 256
         tokens = w.max_num_batched_tokens or tokens
         seqs = w.max_num_seqs or seqs
