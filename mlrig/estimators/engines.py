@@ -237,7 +237,8 @@ SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
 SGLANG_PREFILL_GRAPH_MLA_MIB = 1536
 SGLANG_OLD_MEM_FRACTION = 0.88
 # Releases before 0.5.3, newest first, as (first release, rule):
-# - "card" 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): mem_fraction_static = round((gpu_mem -
+# - "card" 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2; 0.4.7.post1 already ships
+#   0.4.8's memory defaults: `sglang_era_version`): mem_fraction_static = round((gpu_mem -
 #   reserved) / gpu_mem, 3), reserved by card: (2.8 + tp x pp / 10) GiB below 35 GiB, (9.5 + tp x pp / 2) GiB
 #   below 90 GiB, (12 + tp x pp / 2) GiB below 160 GiB, 32 GiB above;
 # - "tp-big" 0.4.6 and 0.4.7 (read at 0.4.6, 0.4.7): the TP table below on cards of at most 81,920 MiB, above it
@@ -247,6 +248,26 @@ SGLANG_OLD_MEM_FRACTION = 0.88
 # - "tp-0.3" before 0.4.0 (read at 0.3.4.post2): the same with 0.83 at TP 8-15.
 SGLANG_OLD_MEM_FRACTION_ERAS: tuple[tuple[tuple[int, ...], str], ...] = (
     ((0, 4, 8), "card"), ((0, 4, 6), "tp-big"), ((0, 4, 0), "tp"), ((0,), "tp-0.3"))
+
+
+# SGLang 0.4.7.post1 (PyPI wheel, read 2026-11-25: python/sglang/srt/server_args.py `__post_init__` and
+# model_executor/cuda_graph_runner.py `get_batch_sizes_to_capture`) already has 0.4.8's card-sized defaults, where
+# 0.4.7 (wheel read the same day) still has the TP table: mem_fraction_static = round((gpu_mem - reserved) / gpu_mem,
+# 3) with reserved (9.5 + tp x pp / 2) GiB below 90 GiB, --chunked-prefill-size 2,048 below 35 GiB / 8,192 below
+# 160 GiB, and cuda_graph_max_bs 8 / 80 below 35 GiB. The eras here compare release numbers only, so a 0.4.7 post
+# release is read as 0.4.8 (SGLANG_CARD_DEFAULTS_FROM_POST).
+SGLANG_CARD_DEFAULTS_FROM_POST = ((0, 4, 7), 1)
+
+
+def sglang_era_version(version: str | None) -> str | None:
+    """The release whose memory defaults SGLang `version` runs: "0.4.8" for 0.4.7.post1 and later 0.4.7 post releases
+    (SGLANG_CARD_DEFAULTS_FROM_POST), otherwise `version` unchanged (0.4.7 itself keeps its TP table)."""
+    v = parse_version(version)
+    release, first_post = SGLANG_CARD_DEFAULTS_FROM_POST
+    post = re.search(r"\.?post(\d+)", (version or "").lower())
+    if v is not None and v.release == release and post is not None and int(post.group(1)) >= first_post:
+        return "0.4.8"
+    return version
 
 
 def _sglang_tp_mem_fraction(tp: int, tp8: float) -> float:
@@ -261,7 +282,9 @@ def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: st
     """SGLang's default --mem-fraction-static before 0.5.3 on a card of `gpu_mib` MiB (SGLANG_OLD_MEM_FRACTION_ERAS):
     0.88 on any card at TP 1 under 0.4.5; 0.81 at TP 8 under 0.4.2; an H200 (143,770 MiB) at TP 1 0.907 under 0.4.6
     and round((143,770 - 12.5 x 1024) / 143,770, 3) = 0.911 under 0.5.2; an 80 GB H100 (81,562 MiB) at TP 1 under
-    0.5.2 round((81,562 - 10 x 1024) / 81,562, 3) = 0.874."""
+    0.5.2 round((81,562 - 10 x 1024) / 81,562, 3) = 0.874; an A100 40GB (40,960 MiB) at TP 1 0.88 under 0.4.7 and
+    round((40,960 - 10 x 1024) / 40,960, 3) = 0.75 from 0.4.7.post1."""
+    version = sglang_era_version(version)
     rule = next(r for first, r in SGLANG_OLD_MEM_FRACTION_ERAS if not series_before(version, first))
     if rule == "card":
         parallel = tp * pp
@@ -287,7 +310,7 @@ def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: st
 # - 0.5.3 to 0.5.19 (PR #10372, merged 2025-09-19; tiers as PR #10975 keeps them; read at 0.5.3): 2,048 below 35 GiB
 #   (A10, RTX 4090 / 5090), 4,096 below 60 GiB (A100 40GB, L40), 8,192 below 160 GiB (H100, H200), 16,384 above
 #   (B200, MI300X);
-# - 0.4.8 to 0.5.2 (read at 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384
+# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384
 #   above;
 # - 0.4.7: 2,048 below 25,000 MiB, 16,384 above 180,000 MiB, else 8,192;
 # - 0.4.0 to 0.4.6 (PR #2268, 2024-11-29; read at 0.4.0, 0.4.2.post4, 0.4.3.post2, 0.4.5, 0.4.6): 2,048 below
@@ -309,7 +332,8 @@ def sglang_default_chunked_prefill(memory_gib: float, version: str | None) -> in
     named when none is given) takes that series' newest rule (`engines.series_before`). A 24 GB card (A10G, L4,
     RTX 4090: 22-24 GiB as reported) gets 2,048 under every rule before 0.5.20 and 4,096 from it (so under "0.5", the
     current release); an A100 40GB got 8,192 before 0.5.3 and 4,096 after; a 192 GB MI300X 8,192 before 0.4.7 and
-    16,384 from it."""
+    16,384 from it. 0.4.7.post1 takes 0.4.8's rule (`sglang_era_version`)."""
+    version = sglang_era_version(version)
     for first, tiers, above in SGLANG_PREFILL_ERAS:
         if not series_before(version, first):
             return next((tokens for below_gib, tokens in tiers if memory_gib < below_gib), above)
@@ -735,7 +759,7 @@ GRAPH_DECODE_ENGINES = frozenset({"vllm", "sglang", "tgi"})
 # - 0.4.6: 8 / 80 below 25,000 MiB, no cap above: the capture list [1, 2, 4, 8] + 16..160, plus 160..256 on cards
 #   over 81,920 MiB (H200, MI300X; not an 80 GB H100);
 # - 0.4.7: the list adds 160..256 over 96 GiB and 256..512 over 180,000 MiB;
-# - 0.4.8 to 0.5.2 (read at 0.4.8, 0.5.2): 8 / 80 below 35 GiB; the list adds 160..256 over 90 GiB and 256..512
+# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.5.2): 8 / 80 below 35 GiB; the list adds 160..256 over 90 GiB and 256..512
 #   over 160,000 MiB;
 # - from 0.5.3 (PR #11076): `_handle_gpu_memory_settings`' buckets, SGLANG_GPU_BUCKET_ERAS (256 on an H100 / H200 at
 #   TP < 4, 512 at TP >= 4, 32 on an A100 40GB at TP < 4, 512 on an MI300X / B200; 16 / 24 / 48 on a 20-35 GiB card
@@ -756,7 +780,9 @@ def sglang_cuda_graph_max_bs(memory_gib: float, tp: int, version: str | None) ->
     """The largest decode batch SGLang `version` replays from a CUDA graph by default on a card of `memory_gib` GiB
     at tensor-parallel size `tp` (SGLANG_GRAPH_ERAS; from 0.5.3 SGLANG_GPU_BUCKET_ERAS: 24 on an L4 at TP 1 under 0.5.5,
     48 under the current release). A version given as a series
-    ("0.5", the release named when none is given) takes that series' newest rule (`series_before`)."""
+    ("0.5", the release named when none is given) takes that series' newest rule (`series_before`); 0.4.7.post1
+    0.4.8's (`sglang_era_version`)."""
+    version = sglang_era_version(version)
     if not series_before(version, SGLANG_MEMORY_HEURISTIC):
         for below_gib, _chunk, bs_small, bs_large in sglang_gpu_buckets(version):
             if memory_gib < below_gib:
