@@ -310,8 +310,8 @@ def sglang_old_mem_fraction_static(gpu_mib: float, tp: int, pp: int, version: st
 # - 0.5.3 to 0.5.19 (PR #10372, merged 2025-09-19; tiers as PR #10975 keeps them; read at 0.5.3): 2,048 below 35 GiB
 #   (A10, RTX 4090 / 5090), 4,096 below 60 GiB (A100 40GB, L40), 8,192 below 160 GiB (H100, H200), 16,384 above
 #   (B200, MI300X);
-# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384
-#   above;
+# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.4.9, 0.4.10, 0.5.1, 0.5.2): 2,048 below 35 GiB, 8,192
+#   below 160 GiB, 16,384 above;
 # - 0.4.7: 2,048 below 25,000 MiB, 16,384 above 180,000 MiB, else 8,192;
 # - 0.4.0 to 0.4.6 (PR #2268, 2024-11-29; read at 0.4.0, 0.4.2.post4, 0.4.3.post2, 0.4.5, 0.4.6): 2,048 below
 #   25,000 MiB, else 8,192;
@@ -759,8 +759,8 @@ GRAPH_DECODE_ENGINES = frozenset({"vllm", "sglang", "tgi"})
 # - 0.4.6: 8 / 80 below 25,000 MiB, no cap above: the capture list [1, 2, 4, 8] + 16..160, plus 160..256 on cards
 #   over 81,920 MiB (H200, MI300X; not an 80 GB H100);
 # - 0.4.7: the list adds 160..256 over 96 GiB and 256..512 over 180,000 MiB;
-# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.5.2): 8 / 80 below 35 GiB; the list adds 160..256 over 90 GiB and 256..512
-#   over 160,000 MiB;
+# - 0.4.7.post1 to 0.5.2 (read at 0.4.7.post1, 0.4.8, 0.5.2): 8 / 80 below 35 GiB; the list adds 160..256 over
+#   90 GiB and 256..512 over 160,000 MiB;
 # - from 0.5.3 (PR #11076): `_handle_gpu_memory_settings`' buckets, SGLANG_GPU_BUCKET_ERAS (256 on an H100 / H200 at
 #   TP < 4, 512 at TP >= 4, 32 on an A100 40GB at TP < 4, 512 on an MI300X / B200; 16 / 24 / 48 on a 20-35 GiB card
 #   at TP < 4 under 0.5.3-0.5.4 / 0.5.5-0.5.19 / from 0.5.20).
