@@ -2737,7 +2737,9 @@ def sglang_reserved_output_tokens(remaining_tokens: float, steps: float | None) 
     source's running batch, output tok/s x mean ITL (Little's law), times P + held + ratio x remaining gives the same
     pool at every shape only with the ratio near its floor: Mistral, prompts / outputs 513 / 2,098, 2,033 / 127,
     2,033 / 2,098, 513 / 509: 125k / 119k / 124k / 116k tokens at 0.098, 202k / 123k / 168k / 156k at 1.0. That
-    pool, ~120k tokens (DeepSeek-Qwen3 ~95k), is ~2/3 of the one mlrig sizes (174k; 144k): not priced here."""
+    pool, ~120k tokens (DeepSeek-Qwen3 ~95k), was ~2/3 of the one mlrig sized (174k; 142k) while 0.4.7.post1 was
+    priced with 0.4.7's mem_fraction_static 0.88; 0.4.7.post1 already runs 0.4.8's 0.75 on a 40 GB card
+    (`engines.sglang_era_version`), which gives 131,680 and 104,256 tokens."""
     if remaining_tokens <= 0:
         return 0.0
     return sglang_mean_new_token_ratio(steps) * min(remaining_tokens, float(SGLANG_CLIP_MAX_NEW_TOKENS))
