@@ -183,7 +183,7 @@ def test_unchunked_long_prompts_are_prefilled_whole(by_id: dict[str, Calibration
     r = by_id["DSTACKCMP-0037"]
     off = check(r)
     chunked = r.model_copy(deep=True)
-    chunked.plan["workload"].pop("enable_chunked_prefill")
+    chunked.plan["workload"].pop("enable_chunked_prefill", None)
     on = check(chunked)
     assert off.predicted is not None and on.predicted is not None
     assert off.predicted != pytest.approx(on.predicted, rel=0.05)
