@@ -1948,6 +1948,12 @@ VLLM_V0_TP_PREFILL_HOST_LAYER_S_AMD = 1.7e-3
 #    0.15, 13.5 / 40.0 % at 0.1, 13.5 / 40.0 % at 0.07. Held out, checked only: DSTACK405B's single prompts of
 #    10k-128k tokens (upstream 0.6.3.dev116, bf16, TP 8) measure ~13 TFLOPS per GPU of attention (their per-chunk
 #    time grows by ~0.039 ms per context token), slower still than this gives (-77..-93 % -> -69..-70 % TTFT).
+#    [2026-11-25, branch s37d-dstackcmp: the fit rows above did NOT chunk. They ran benchmark_throughput.py, not
+#    `vllm serve`, on build c9fc1608 (ROCm/vllm, 2024-10-24), which predates vLLM PR #9529: its script passes
+#    enable_chunked_prefill=False unless --enable-chunked-prefill is given (it was not). The rows now say so and
+#    are priced unchunked (flash rate): +24..+44 % at TP 8, +30..+90 % at TP 4 again. This factor is left as it
+#    was, but no fit row with long chunked prompts supports it any more; what makes those unchunked 32K-token runs
+#    slow on this build is not modelled.]
 VLLM_ROCM_PREFIX_PREFILL_ATTN_REL = 0.1
 # HF transformers' eager attention (`attn_implementation="eager"`; Llama's only path before 4.36)
 #    runs a decode step's attention as separate kernels from Python - QK^T, scaling, mask add, fp32

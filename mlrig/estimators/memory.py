@@ -286,8 +286,9 @@ def _vllm_v0_profile_tokens(plan: Plan, gpu: GPU, arch: ModelArch, context: Num)
     the config's max_position_embeddings; `arch.max_position_embeddings`); only where the model states none, the
     plan's `context`. A plan's own max_model_len keeps max(max_model_len, 2048) whether or not V0 would chunk at it
     (as before: DSTACKCMP's 405B runs at --max-model-len 91,680 were fitted so; vLLM's benchmark_throughput.py, which
-    ran them, passes enable_chunked_prefill=False unless told, so they did not chunk, which their plans do not say:
-    left as it is). Until 2026-11-25 the plan's context stood in for an unset max_model_len: Mistral-7B-Instruct
+    ran them, passes enable_chunked_prefill=False unless told on builds before PR #9529: the MI300X rows' plans say
+    so since 2026-11-25; the H100 rows' nightly is after it and they are left unset, see their notes). Until
+    2026-11-25 the plan's context stood in for an unset max_model_len: Mistral-7B-Instruct
     v0.3 (32,768 positions) on vLLM 0.9.1 V0 with no --max-model-len (LIVINFLYVLLM-0001..0043, fit) was profiled at
     2,048 tokens, not 32,768 (forward ~4.3 GiB at `vllm_act_per_token_factor`), and its KV pool came out 21.5 GiB,
     176k tokens: 203 sequences at 16 req/s where its median TPOT x throughput (71.2 ms x 2,355 tok/s) says ~167."""
