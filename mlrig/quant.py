@@ -62,6 +62,8 @@ from typing import TYPE_CHECKING
 from mlrig.errors import MlrigError, closest
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mlrig.catalog.arch import ModelArch
 
 # ggml block types: bits per weight = 8 * block bytes / block weights (ggml-common.h).
@@ -573,14 +575,14 @@ def routed_expert_bytes(arch: ModelArch, precision: str | Precision | None = Non
     return expert_bits / 8 * (exact * 8 / total_bits if total_bits > 0 else 1.0)
 
 
-def vision_bytes(arch: ModelArch, precision: str | Precision | None = None) -> float:
-    """Bytes of the vision tower + projector inside `weight_bytes_by_component`'s "other" part (0 for a text-only
-    model), scaled as that part is: 16-bit in quantised checkpoints (llama.cpp ships it as a separate f16 mmproj
-    file; AWQ / GPTQ / MLX quantisers skip the vision modules), else the checkpoint's width."""
+def vision_bytes(arch: ModelArch, parts: Mapping[str, float]) -> float:
+    """Bytes of the vision tower + projector inside the "other" part of `parts` (`weight_bytes_by_component`'s,
+    already computed by the caller), 0 for a text-only model. "other" is one width, 16-bit in quantised
+    checkpoints (llama.cpp ships the tower as a separate f16 mmproj file; AWQ / GPTQ / MLX quantisers skip the
+    vision modules), else the checkpoint's, so the tower takes its parameter share of it."""
     p = arch.params()
     if not p.vision or not p.other:
         return 0.0
-    parts = weight_bytes_by_component(arch, precision)[1]
     return parts["other"] * p.vision / p.other
 
 

@@ -159,3 +159,15 @@ def test_a_misspelt_optimizer_is_an_error_not_a_guess() -> None:
     # Hugging Face's optim name reads as the same fused AdamW (the notes name each as given)
     assert hf["memory"]["per_gpu_gib"] == ours["memory"]["per_gpu_gib"]
     assert hf["performance"]["train_tokens_per_s"] == ours["performance"]["train_tokens_per_s"]
+
+
+def test_adamw_note_reads_the_name_as_the_rule_does() -> None:
+    """The note says the implementation only where the name does not; Hugging Face's underscore spellings are read
+    as mlrig's hyphenated ones (an 'adamw_in_bwd' step is fused, and its note must not claim a framework default)."""
+    from mlrig.estimators.memory import adamw_implementation, adamw_implementation_text
+
+    for name in ("adamw_in_bwd", "adamw-in-bwd", "adamw_torch_fused", "paged_adamw_8bit", "adamw_foreach"):
+        assert adamw_implementation(name, None) in ("fused", "foreach"), name
+        assert adamw_implementation_text(name, None) == "", name
+    assert "foreach implementation" in adamw_implementation_text("adamw", None)
+    assert adamw_implementation_text("sgd", None) == ""

@@ -1631,6 +1631,8 @@ def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
 
 
 AdamImpl = Literal["fused", "foreach", "none"]
+# Words in an Adam/AdamW optimizer's name that say its step runs fused (`adamw_implementation`)
+FUSED_ADAM_NAME_WORDS = ("fused", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")
 
 
 def adamw_implementation(optimizer: str, engine: str | None) -> AdamImpl:
@@ -1648,7 +1650,7 @@ def adamw_implementation(optimizer: str, engine: str | None) -> AdamImpl:
     o = optimizer.strip().lower().replace("_", "-")
     if not ("adam" in o or o in ("", "default")):
         return "none"
-    if any(k in o for k in ("fused", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
+    if any(k in o for k in FUSED_ADAM_NAME_WORDS):
         return "fused"
     if "foreach" in o:
         return "foreach"
@@ -1659,8 +1661,8 @@ def adamw_implementation_text(optimizer: str, engine: str | None) -> str:
     """What the optimizer note adds: the AdamW implementation assumed where the name does not say it, and the
     spelling that says otherwise ("" for other optimizers and for names that say it)."""
     impl = adamw_implementation(optimizer, engine)
-    o = optimizer.lower()
-    if impl == "none" or any(k in o for k in ("fused", "foreach", "in-bwd", "inbwd", "8bit", "8-bit", "4bit", "paged")):
+    o = optimizer.strip().lower().replace("_", "-")  # as adamw_implementation reads it
+    if impl == "none" or "foreach" in o or any(k in o for k in FUSED_ADAM_NAME_WORDS):
         return ""
     if impl == "fused":
         return f" (fused, {engine}'s default; --optimizer {optimizer}-foreach for the multi-tensor one)"

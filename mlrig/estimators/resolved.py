@@ -116,6 +116,6 @@ def resolve(arch: ModelArch, plan: Plan, gpu: GPU) -> ResolvedPlan:
         parts = {**parts, "experts_routed": quant.routed_expert_bytes(arch, precision),
                  "plain_16bit_read": quant.plain_read_bytes(arch, precision)}
     if arch.vision_params:
-        parts = {**parts, "vision": quant.vision_bytes(arch, precision)}  # a sub-part of "other", never streamed
+        parts = {**parts, "vision": quant.vision_bytes(arch, parts)}  # a sub-part of "other", never streamed
     return ResolvedPlan(plan, arch, gpu, precision, kv, kv_bytes, float(weight_bytes), parts,
                         gpu_memory_class(gpu), engine, _link(plan, gpu))
