@@ -695,6 +695,47 @@ def sglang_overlap(r: ResolvedPlan) -> bool:
             and r.hardware.pipeline_parallel <= 1)
 
 
+# The first SGLang release whose overlap scheduler launches batches from the scheduler's own thread (a FutureMap of
+# the next tokens, managers/overlap_utils.py) instead of the TP worker thread of managers/tp_worker_overlap_thread.py:
+# that file is in the 0.5.3 wheel and gone from the 0.5.4 one (read in the 0.4.7.post1, 0.5.3, 0.5.4, 0.5.5.post1 and
+# 0.5.6 wheels). `sglang_arrival_behind_queued_batch` is priced for the worker-thread releases only.
+SGLANG_IN_THREAD_OVERLAP_FROM = (0, 5, 4)
+
+
+def sglang_arrival_behind_queued_batch(r: ResolvedPlan) -> bool:
+    """Whether an open-loop arrival (Poisson, `load: rate`) under SGLang waits, beyond the running iteration, for
+    one more whole iteration that the overlap scheduler had already scheduled: releases with the overlap scheduler
+    (`sglang_overlap`) before SGLANG_IN_THREAD_OVERLAP_FROM.
+
+    The loop (managers/scheduler.py `event_loop_overlap`, read in the 0.4.7.post1 wheel with
+    tp_worker_overlap_thread.py) runs, each round: `recv_requests`, `get_next_batch_to_run`, `run_batch` (hand the
+    batch to the TP worker thread, which launches it behind the GPU's running batch), then `process_batch_result` of
+    the previous batch, which waits for that batch's output copy (`resolve_last_batch_result`: copy_done, and the
+    new batch's launch_done). A round therefore ends when the GPU finishes batch k - 1, and the next round receives
+    requests and schedules batch k + 1 as batch k starts. A request that reaches the scheduler while batch k runs is
+    received only in the round after, at batch k's end, and its prefill is batch k + 2: it waits for the rest of
+    batch k (half an iteration for a Poisson arrival, `iteration_wait_s`) and for the whole of batch k + 1. vLLM's
+    async scheduling has the same shape and is priced the same way (`vllm_async_scheduling`).
+
+    Chosen on the fit rows, no factor: the Poisson-rate rows of SGLang 0.4.6.post2 / 0.4.7.post1 with prompts the
+    cache does not hold, LIVINFLYA100-0002/-0005/-0008 (Mistral-7B on an A100 PCIe, 1-4 req/s), LIVINFLYDSQ-0002/-0005
+    /-0008 (the same host, an 8B) and KVCACHEDSGL-0002/-0005 (Llama-3.2-3B on an A100 80GB, 8 / 16 req/s), came out
+    10-24 % fast, by 0.5-1.2 of their iteration (7-25 ms); with it they are -4..+11 % (KVCACHEDSGL-0008, 32 req/s,
+    overloaded, +117 -> +129 %). The 0.5.6 Poisson fit rows
+    (ACCELMARK-0076/-0078/-0080, SGLang's in-process AsyncEngine, radix-cached prompts) do not show it: with the
+    iteration they would go from -4 / +7 / +13 % to +33 / +74 / +100 %. The loop order read in the 0.5.5.post1 and
+    0.5.6 wheels (the batch launched on a forward stream from the scheduler's thread, the previous batch's results
+    processed after it) predicts the same wait, so what takes it away there was not found in the source; the release
+    boundary is the overlap scheduler's rewrite between the two sets of rows (SGLANG_IN_THREAD_OVERLAP_FROM), and the
+    0.5.3 - 0.5.6 range is priced as before. Closed loops (`load: concurrency`) are left as they were: their fit rows
+    (TONYGH200-*, 0.5.5.post3, 8 / 32 users on a GH200) and the check rows INFBENCHL4-0002/-0005 (0.4.6, 1 and 4 users
+    on an L4, one TTFT) show no such iteration. Held out, checked only: DATACRUNCH-* (SGLang 0.4.0, Llama-3.3-70B /
+    3.1-405B on 4 / 8 H200s, 1-16 req/s), whose TTFTs were 9-56 % fast."""
+    from mlrig.estimators.engines import series_before
+
+    return sglang_overlap(r) and series_before(r.workload.engine_version, SGLANG_IN_THREAD_OVERLAP_FROM)
+
+
 def first_token_emission_s(r: ResolvedPlan, n: int, next_prefill_s: float = 0.0, p_prefill_next: float = 0.0) -> float:
     """Time from the end of a wave's prefill to its first tokens reaching the front end: one decode
     iteration of the `n` running sequences under SGLang's overlap scheduler, else nothing.
@@ -1865,6 +1906,8 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
       shows it: median TTFT 13.98 ms at 1 user and 22.75 ms at 4, +8.8 ms where TPOT, the iteration,
       is 6.5-6.6 ms: ~1.3 iterations more at 4 users, where half an iteration alone gave none (the
       model had 12.2 ms at both).
+    - SGLang's overlap scheduler before its in-thread rewrite has likewise scheduled the next iteration when a
+      Poisson arrival comes (`sglang_arrival_behind_queued_batch`): one iteration more for open-loop loads.
     - Under vLLM V0's multi-step scheduling (`scheduler_block_steps` n > 1) the request waits for the running
       block of n decode iterations: half of it on average, for a Poisson arrival and for a closed loop's alike
       (a response's last token comes at any step of a block, its user's next request into the rest of it).
@@ -1877,7 +1920,8 @@ def iteration_wait_s(r: ResolvedPlan, step_s: float, others: int, closed_loop: b
     block = 1 if prefill_running else scheduler_block_steps(r)
     if block > 1:
         return 0.5 * block * step_s
-    extra = step_s if vllm_async_scheduling(r) else 0.0
+    queued = vllm_async_scheduling(r) or (not closed_loop and sglang_arrival_behind_queued_batch(r))
+    extra = step_s if queued else 0.0
     if closed_loop:
         return max(step_s - frontend_s(r), 0.5 * step_s) + extra
     return 0.5 * step_s + extra
