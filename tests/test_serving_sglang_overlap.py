@@ -157,3 +157,24 @@ def test_sglang_04_rate_row_ttft_takes_the_queued_iteration() -> None:
     later = json.loads(json.dumps(plan))
     later["workload"]["engine_version"] = "0.5.6"
     assert 8.0 < ttft_ms - evaluate(later).performance.ttft_ms < 20.0
+
+
+def test_sglang_burst_member_decodes_after_the_passes_behind_it() -> None:
+    """`sglang_burst_tpot_extra_s`: prefill-first, a burst's member decodes only once the wave's later passes are done.
+    Hand check: the last member has no pass behind it; the median member's extra per token is the wave's prefill less
+    the prefill through its first token's pass, over O - 1 tokens. TONYGH200-0003 (fit, one wave of 200 on a GH200):
+    measured median TPOT 13.9 ms, priced 5.0 ms as a decode step alone, now above 7 ms."""
+    rows = {json.loads(line)["id"]: json.loads(line)
+            for f in calibration_dir().glob("serving_*.jsonl") for line in f.read_text().splitlines() if line.strip()}
+    plan = rows["TONYGH200-0003"]["plan"]
+    p = parse_plan(plan)
+    r = resolve(resolve_arch(p), p, resolve_gpu(p.hardware.gpu))
+    prompt, out = serving.prefill_tokens(r.workload), r.workload.output_tokens
+    assert serving.sglang_burst_tpot_extra_s(r, 200, 200, 8192) == 0.0
+    tokens, _ = serving.sglang_first_token_at(100, 200, prompt, 8192)
+    through = max(100, min(200, -(-tokens // prompt)))
+    expect = (prefill_pass(r, 200, prompt).seconds - prefill_pass(r, through, prompt).seconds) / (out - 1)
+    assert serving.sglang_burst_tpot_extra_s(r, 100, 200, 8192) == pytest.approx(expect)
+    assert expect > 0.0
+    tpot_ms = evaluate(plan).performance.tpot_ms
+    assert tpot_ms is not None and 7.0 < tpot_ms < 13.9
