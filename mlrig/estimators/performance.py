@@ -2097,10 +2097,12 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # Branch s34-vllmhbm: closed loops of fixed lengths under chunked prefill paced by the budget (serving.
 # chunk_paced_ttft_s) and an offline burst past the cap prefilled in chunk iterations (serving.offline_backlog):
 # all rows' TTFT p90 0.524: TTFT 0.60.
+# Branch s38-sglttft: SGLang 0.4.0-0.5.3 Poisson arrivals wait for the iteration already scheduled (serving.
+# sglang_arrival_behind_queued_batch): all rows' TTFT p90 0.472 (0.484 on main before it): TTFT 0.55.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
-    "ttft_ms": 0.60,
+    "ttft_ms": 0.55,
     "tpot_ms": 0.45,
     "throughput_tok_s": 0.45,
 }
