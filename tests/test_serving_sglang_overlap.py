@@ -152,8 +152,10 @@ def test_sglang_04_rate_row_ttft_takes_the_queued_iteration() -> None:
     rows = {json.loads(line)["id"]: json.loads(line)
             for f in calibration_dir().glob("serving_*.jsonl") for line in f.read_text().splitlines() if line.strip()}
     plan = rows["LIVINFLYA100-0002"]["plan"]
-    ttft_ms = evaluate(plan).performance.ttft_ms
+    perf = evaluate(plan).performance
+    ttft_ms = perf.ttft_ms
     assert ttft_ms == pytest.approx(77.71, rel=0.12)
+    assert "has the next step scheduled" in (perf.explanation or "")
     later = json.loads(json.dumps(plan))
     later["workload"]["engine_version"] = "0.5.6"
     assert 8.0 < ttft_ms - evaluate(later).performance.ttft_ms < 20.0

@@ -3108,6 +3108,9 @@ def serving_performance(r: ResolvedPlan, memory: Any | None) -> Performance:
             and w.max_num_batched_tokens is None):
         expl += (f"; vLLM V0 {w.engine_version} chunks prefills by default at a max_model_len above 32K: "
                  f"{budget:,} tokens per step (--no-enable-chunked-prefill turns it off)")
+    if w.load == "rate" and sglang_arrival_behind_queued_batch(r):
+        expl += (f"; SGLang {w.engine_version}'s overlap scheduler has the next step scheduled when a request "
+                 "arrives, so it waits for that step too")
     expl += board_power_duty_note(r)
     finite = w.load == "rate" and bool(w.num_requests)
     if finite and w.num_requests:
