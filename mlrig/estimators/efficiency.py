@@ -529,6 +529,24 @@ DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 #    in flight, a second steady state that the deterministic model does not reach from an idle engine.
 MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
 MLC_GEMM_ROW_TILE = 128
+# MLC-LLM nightlies from its GPU sampler to the pivot renormalization (engines.MLC_SORT_TOP_P_FROM_DEV, 2024-03-12, to
+#    MLC_SORT_TOP_P_BEFORE_DEV, 2024-05-04) sample top-p by argsorting each running
+#    sequence's whole fp32 probability vector every decode step (performance.mlc_top_p_sort_s). The argsort of a
+#    batch is TVM's thrust segmented sort (src/runtime/contrib/thrust/thrust.cu, `thrust_sort`, the "back-to-back
+#    stable_sort_by_key strategy"): of batch x vocab elements, a copy of the values (8 bytes read + written per
+#    element), an int64 order vector filled twice (16), a stable radix sort of float keys with int64 values (CUB's,
+#    4 passes of 8-bit digits reading and writing 12 bytes, and a histogram read: ~100), the indices gathered and
+#    the segment ids built (~32), a second stable sort keyed by the int32 segment ids carrying (float, int32) pairs
+#    (copied into and out of contiguous temporaries, 4 passes of 12 bytes each way: ~130), then the model
+#    library's `take_sorted_probs` gather, `renormalize_by_top_p` and `sample_with_top_p` (~32): ~320 bytes per
+#    element, streamed at the engine's decode bandwidth fraction (radix sort is memory-bound: CUB's one-sweep sort
+#    moves its passes at most of DRAM bandwidth). The README's own failure fits the first sort's buffers: at
+#    --max-batch-size 64 thrust asked the workspace for 99,121,664 bytes, 12.08 per element of 64 x 128,256, the
+#    float key and int64 value double buffer. Byte count from the source, not fitted; the two cudaMalloc / cudaFree
+#    of the thrust::device_vector temporaries per step are not priced. Requests are taken to sample with
+#    top_p < 1 (MLC takes top_p from the model's generation config when the request has none: Llama-3-Instruct's
+#    0.9; python/mlc_llm/protocol/openai_api_protocol.py `openai_api_get_generation_config`).
+MLC_TOP_P_SORT_BYTES_PER_ELEMENT = 320.0
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512

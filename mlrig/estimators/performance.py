@@ -1727,6 +1727,10 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         extra_s = eager * r.arch.num_layers
         t = PassTime(t.seconds + extra_s, t.compute_s, t.memory_s, t.overhead_s + extra_s, t.comm_s, t.bound,
                      t.compute_known)
+    sort_s = mlc_top_p_sort_s(r, s.engine, batch)
+    if vec.is_array(sort_s) or sort_s > 0:
+        t = PassTime(t.seconds + sort_s, t.compute_s, t.memory_s, t.overhead_s + sort_s, t.comm_s, t.bound,
+                     t.compute_known)
     host_s = trtllm_eager_host_s(r, s.engine)
     if host_s > 0:
         both = _p_norm(t.seconds, host_s, eff.HOST_OVERLAP_P)
@@ -1739,6 +1743,19 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         return PassTime(vec.where(off, t.seconds + extra, t.seconds), t.compute_s, t.memory_s, t.overhead_s, t.comm_s,
                         vec.where(off, "offload", t.bound), vec.where(off, True, t.compute_known))
     return t
+
+
+def mlc_top_p_sort_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
+    """GPU time per decode step of MLC-LLM's top-p argsort of every running sequence's whole probability vector,
+    in nightlies before the pivot-based renormalization (engines.mlc_sorts_for_top_p): batch x vocabulary elements
+    at efficiency.MLC_TOP_P_SORT_BYTES_PER_ELEMENT (read in TVM's thrust sort and MLC's sampler, see there) at the
+    engine's decode bandwidth. 0 for other engines and later MLC releases."""
+    from mlrig.estimators.engines import mlc_sorts_for_top_p
+
+    if engine != "mlc" or not mlc_sorts_for_top_p(r.workload.engine_version):
+        return 0.0
+    bytes_moved = batch * r.arch.vocab_size * eff.MLC_TOP_P_SORT_BYTES_PER_ELEMENT
+    return bytes_moved / (r.gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(r.gpu, engine))
 
 
 def _offload_time(offloaded_bytes: Num, engine: str, gpu: GPU, host_bw_gb_s: float | None) -> Num:
