@@ -528,6 +528,17 @@ DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 #    (10 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step holds more requests
 #    in flight, a second steady state that the deterministic model does not reach from an idle engine.
 MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
+# The low-batch GEMV's buckets (LowBatchGemvSpecialize: `low_batch_range = [2, 8]`, `buckets = [2, 4]`: up to 2 rows
+#    the bucket-2 schedule, up to 8 the bucket-4 one). The schedule (dlight.gpu.LowBatchGEMV, python/tvm/dlight/gpu/
+#    low_batch_gemv.py of apache/tvm at 072f027, `sch_inner_reduction`: `by, batch = sch.split(batch_loop,
+#    factors=[None, batch_pad]); sch.bind(by, "blockIdx.y")`, the de-quantisation computed at the reduction loop
+#    inside each block) gives each block of `bucket` rows its own pass over the whole weight, so 5-8 rows stream
+#    the 4-bit weights twice (performance.mlc_gemv_weight_passes). The blocks along blockIdx.x (the output
+#    columns) are launched before the next row block's, so the second pass finds the first's weights gone from
+#    L2 (6 MB on an RTX 3090; a 72 MB RTX 4090 L2 may keep part of them: not priced). Structure from the source
+#    (the mlc-ai/relax pin ced07e8 of the 2024-04 nightlies is not stored; apache/tvm's later copy read), no
+#    factor fitted.
+MLC_LOW_BATCH_GEMV_BUCKETS = (2, 4)
 MLC_GEMM_ROW_TILE = 128
 # MLC-LLM nightlies from its GPU sampler to the pivot renormalization (engines.MLC_SORT_TOP_P_FROM_DEV, 2024-03-12, to
 #    MLC_SORT_TOP_P_BEFORE_DEV, 2024-05-04) sample top-p by argsorting each running

@@ -1411,6 +1411,11 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
     if padded is not None:
         # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE); attention stays per sequence
         cost = replace(cost, flops=cost.flops + (padded - batch) * 2.0 * matmul_params(r.arch))
+        # the low-batch GEMV streams the weights once per block of rows (efficiency.MLC_LOW_BATCH_GEMV_BUCKETS)
+        extra_passes = mlc_gemv_weight_passes(batch) - 1
+        if vec.is_array(extra_passes) or extra_passes > 0:
+            streamed = matmul_params(r.arch) * r.precision.scheme.linear_bpw / 8.0
+            cost = replace(cost, weight_bytes=cost.weight_bytes + extra_passes * streamed)
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
@@ -1432,6 +1437,17 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
         return None
     tiles = vec.ceil_int(batch / eff.MLC_GEMM_ROW_TILE)
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
+
+
+def mlc_gemv_weight_passes(batch: Num) -> Num:
+    """How many times MLC-LLM's low-batch GEMV streams a quantised linear's weights for `batch` rows: the schedule
+    for a bucket of b rows binds ceil(batch / b) blocks along blockIdx.y, each de-quantising and reading the whole
+    weight for its b rows (efficiency.MLC_LOW_BATCH_GEMV_BUCKETS: b = 2 up to 2 rows, 4 up to 8). 1 above 8 rows
+    (the padded GEMM reads them once: `mlc_padded_gemm_rows`) and at 1-4 rows."""
+    small, large = eff.MLC_LOW_BATCH_GEMV_BUCKETS
+    bucket = vec.where(batch <= small, small, large)
+    passes = vec.ceil_int(batch / bucket)
+    return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, 1, passes)
 
 
 def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
