@@ -539,6 +539,18 @@ MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
 #    (the mlc-ai/relax pin ced07e8 of the 2024-04 nightlies is not stored; apache/tvm's later copy read), no
 #    factor fitted.
 MLC_LOW_BATCH_GEMV_BUCKETS = (2, 4)
+# The padded GEMM's thread blocks (MatmulTensorization, python/tvm/dlight/gpu/matmul.py of mlc-ai/relax at 27417fc:
+#    i_factors [None, 1, 4, 2] and j_factors [1, None, 4, 2] of 16 x 16 wmma tiles, so a block computes a 128 x 128
+#    output tile over the whole K with 16 warps (512 threads) and double-buffered 128 x 64 fp16 A and B tiles in
+#    dynamic shared memory (64 KB): one block per SM on GA102 / AD102 (100 KB of shared memory per SM). A linear of
+#    N outputs at M rows is ceil(M / 128) x ceil(N / 128) blocks, run in waves of one block per SM; the last wave's
+#    idle SMs cost time as if the GEMM did that much more arithmetic (performance.mlc_gemm_wave_util). At 128 rows
+#    Llama-3-8B's o_proj and down_proj (N = 4,096) are 32 blocks: 39 % of an RTX 3090's 82 SMs, 25 % of an RTX
+#    4090's 128. This is what separates MLC's 256-token prompt on a 4090 (TINYCHAT-0065: 9.1k tok/s) from its
+#    512-2,048-token ones (12.2-12.6k), and a 10-sequence decode step on an RTX 3090 (MLCI2004-0002: 30.7 ms, the
+#    arithmetic of 128 rows) from a full-wave rate. Structure from the source and the GPUs' SM counts (catalog
+#    `sm_count`; GPUs without one are not de-rated); COMPUTE_EFF["mlc"]["gddr"] is refitted with it (see there).
+MLC_GEMM_COL_TILE = 128
 MLC_GEMM_ROW_TILE = 128
 # MLC-LLM nightlies from its GPU sampler to the pivot renormalization (engines.MLC_SORT_TOP_P_FROM_DEV, 2024-03-12, to
 #    MLC_SORT_TOP_P_BEFORE_DEV, 2024-05-04) sample top-p by argsorting each running
@@ -1699,6 +1711,13 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy", "sglang"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
+# MLC-LLM's own GeForce figure, with its GEMMs' waves of thread blocks priced (MLC_GEMM_COL_TILE,
+#    performance.mlc_gemm_wave_util): TinyChat's 0.85 left its RTX 4090 prompts (TINYCHAT-0065..0069, fit) 8-13 %
+#    slow at every length once the 256-token one's under-filled waves were priced, and its RTX 3090 rows
+#    (MLCI2004-0002..0004, fit: a 10-sequence decode step and 100 / 10 x 100-token prompts) 3 % fast to 22 % slow.
+#    0.88 is the value at which the two fit sources' median |errors| are equal and smallest (10.5 % / 10.1 %;
+#    0.85: 13.0 / 7.4, 0.90: 9.3 / 12.0). The two cards disagree by ~15 % beyond that, not separated here.
+COMPUTE_EFF["mlc"] = {**COMPUTE_EFF["mlc"], "gddr": 0.88}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
 # MLX on the Apple GPUs before Metal family Apple9 (M1 = Apple7, M2 = Apple8; performance.apple_gpu_family) takes
 #    longer per layer. mlx-lm 0.31.3 decoding 22 dense models, 0.5B to 24B, on an M1 Ultra (MLXCELM1U-*, lablup/mlxcel's

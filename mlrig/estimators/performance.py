@@ -1409,8 +1409,11 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
     padded = mlc_padded_gemm_rows(r, engine, batch)
     if padded is not None:
-        # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE); attention stays per sequence
-        cost = replace(cost, flops=cost.flops + (padded - batch) * 2.0 * matmul_params(r.arch))
+        # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE), in waves of thread blocks
+        # (`mlc_gemm_wave_util`: above the GEMV's rows only); attention stays per sequence
+        util = vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, mlc_gemm_wave_util(r, engine, padded, True), 1.0)
+        gemm = 2.0 * matmul_params(r.arch)
+        cost = replace(cost, flops=cost.flops + padded * gemm / util - batch * gemm)
         # the low-batch GEMV streams the weights once per block of rows (efficiency.MLC_LOW_BATCH_GEMV_BUCKETS)
         extra_passes = mlc_gemv_weight_passes(batch) - 1
         if vec.is_array(extra_passes) or extra_passes > 0:
@@ -1437,6 +1440,36 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
         return None
     tiles = vec.ceil_int(batch / eff.MLC_GEMM_ROW_TILE)
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
+
+
+def mlc_gemm_wave_util(r: ResolvedPlan, engine: str, rows: Num, with_head: bool) -> Num:
+    """Fraction of the SMs MLC-LLM's padded tensor-core GEMMs keep busy at `rows` (already a multiple of
+    efficiency.MLC_GEMM_ROW_TILE) on this GPU, over a dense layer's linears (fused QKV, o_proj, fused gate/up or up,
+    down) and, with `with_head` (decode: every row's logits), the lm_head: each linear is ceil(rows / 128) x
+    ceil(N / 128) blocks run one per SM in waves, its busy fraction blocks / (waves x SMs), and the linears' FLOPs
+    weigh their times (a harmonic mean). 1.0 where it does not apply: other engines, 16-bit weights, MoE models,
+    non-NVIDIA GPUs (the tensorized schedule is CUDA's) and GPUs without `sm_count`. efficiency.MLC_GEMM_COL_TILE
+    has the source."""
+    a, sms = r.arch, r.gpu.sm_count
+    if engine != "mlc" or r.precision.family == "f16" or a.is_moe or r.gpu.vendor != "NVIDIA" or not sms:
+        return 1.0
+    head_dim = a.head_dim or a.hidden_size // a.num_heads
+    kv_heads = a.num_kv_heads or a.num_heads
+    up = (2 if a.mlp == "gated" else 1) * a.intermediate_size
+    shapes = [((a.num_heads + 2 * kv_heads) * head_dim, a.hidden_size), (a.hidden_size, a.num_heads * head_dim),
+              (up, a.hidden_size), (a.hidden_size, a.intermediate_size)]
+    weighted = [(n * k * a.num_layers, n) for n, k in shapes]
+    if with_head:
+        weighted.append((a.vocab_size * a.hidden_size, a.vocab_size))
+    row_tiles = vec.ceil_int(rows / eff.MLC_GEMM_ROW_TILE)
+    work: Num = 0.0
+    busy_time: Num = 0.0
+    for flops, n in weighted:
+        blocks = row_tiles * vec.ceil_int(n / eff.MLC_GEMM_COL_TILE)
+        util = blocks / (vec.ceil_int(blocks / sms) * sms)
+        work = work + flops
+        busy_time = busy_time + flops / util
+    return work / busy_time
 
 
 def mlc_gemv_weight_passes(batch: Num) -> Num:
@@ -1877,6 +1910,13 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
+    if mlc_padded_gemm_rows(r, s.engine, batch * prompt) is not None:
+        # MLC's prompt GEMMs: the rows padded to the 128-row tile, in waves of thread blocks (`mlc_gemm_wave_util`)
+        rows = batch * prompt
+        padded = vec.ceil_int(rows / eff.MLC_GEMM_ROW_TILE) * eff.MLC_GEMM_ROW_TILE
+        util = mlc_gemm_wave_util(r, s.engine, padded, False)
+        gemm = cost.flops - cost.attn_flops - cost.expert_flops
+        cost = replace(cost, flops=cost.flops + gemm * (padded / rows / util - 1.0))
     tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * mmq_expert_rows_factor(
         r, s.engine, batch * prompt)
     if vec.is_array(tiled) or tiled != 1.0:
