@@ -524,9 +524,13 @@ DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 #    Checked by the held-out RTX 3090 serving rows
 #    (ZHJUNQIN-0037..0045, MLC 0.1.dev1166, Llama-3-8B q4f16_1): their median TPOT jumps from 12.8 ms at
 #    ~3 running sequences to 36 ms at ~13 and 53 ms at ~44 (output throughput x TPOT), where a weights-read
-#    step stays near 10 ms. Left: at 2 req/s (-0042) the fluid rate model settles at ~4 running sequences
-#    (10 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step holds more requests
-#    in flight, a second steady state that the deterministic model does not reach from an idle engine.
+#    step stays near 10 ms. With the GEMV's two weight passes at 5-8 rows (MLC_LOW_BATCH_GEMV_BUCKETS), the GEMM's
+#    waves (MLC_GEMM_COL_TILE) and that release's separate prefill steps and top-p sort (engines.py) the 5 req/s
+#    row (-0045) comes out +1 % (was -44 %). Left: at 2 req/s (-0042, -50 %) the fluid rate model settles at
+#    ~5-6 running sequences (16 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step
+#    holds more requests in flight, a second steady state that the deterministic model does not reach from an
+#    idle engine. A discrete-event run of the same step times with Poisson arrivals (branch s38-mlc, not product
+#    code) gives a 22-26 ms median there: the fluctuations across the 8-row jump explain part of it, not all.
 MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
 # The low-batch GEMV's buckets (LowBatchGemvSpecialize: `low_batch_range = [2, 8]`, `buckets = [2, 4]`: up to 2 rows
 #    the bucket-2 schedule, up to 8 the bucket-4 one). The schedule (dlight.gpu.LowBatchGEMV, python/tvm/dlight/gpu/
