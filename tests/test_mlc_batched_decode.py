@@ -15,6 +15,7 @@ from mlrig.estimators.performance import (
     mlc_gemm_wave_util,
     mlc_gemv_weight_passes,
     mlc_padded_gemm_rows,
+    prefill_pass,
 )
 from mlrig.planner import parse_plan, resolve_plan
 
@@ -87,3 +88,14 @@ def test_other_engines_and_16_bit_mlc_keep_a_smooth_step() -> None:
     what 8 do."""
     for r in (_resolved("tinychat", "awq"), _resolved("mlc", "fp16")):
         assert float(decode_step(r, 9, 300).seconds) < 1.1 * float(decode_step(r, 8, 300).seconds)
+
+
+def test_prompt_gemms_pad_only_above_the_gemv_rows() -> None:
+    """A prompt of up to 8 tokens goes through the GEMV schedule like a decode step (no padding); from 9 tokens
+    the GEMMs compute 128 rows (a 9-token prompt costs about what a 128-token one does), and 129 a second tile."""
+    r = _resolved("mlc")
+    t = {p: float(prefill_pass(r, 1, p).seconds) for p in (1, 8, 9, 128, 129)}
+    assert t[8] < 1.1 * t[1]
+    assert t[9] > 3.0 * t[8]
+    assert t[128] < 1.15 * t[9]
+    assert t[129] > 1.3 * t[128]

@@ -1910,11 +1910,12 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
-    if mlc_padded_gemm_rows(r, s.engine, batch * prompt) is not None:
-        # MLC's prompt GEMMs: the rows padded to the 128-row tile, in waves of thread blocks (`mlc_gemm_wave_util`)
+    padded = mlc_padded_gemm_rows(r, s.engine, batch * prompt)
+    if padded is not None:
+        # MLC's prompt GEMMs above the GEMV's rows: padded to the 128-row tile, in waves of thread blocks
+        # (`mlc_gemm_wave_util`), as its batched decode's
         rows = batch * prompt
-        padded = vec.ceil_int(rows / eff.MLC_GEMM_ROW_TILE) * eff.MLC_GEMM_ROW_TILE
-        util = mlc_gemm_wave_util(r, s.engine, padded, False)
+        util = vec.where(rows > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, mlc_gemm_wave_util(r, s.engine, padded, False), 1.0)
         gemm = cost.flops - cost.attn_flops - cost.expert_flops
         cost = replace(cost, flops=cost.flops + gemm * (padded / rows / util - 1.0))
     tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * mmq_expert_rows_factor(
