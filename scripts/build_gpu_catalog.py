@@ -948,6 +948,26 @@ def _extras_2026() -> Any:
     return mod
 
 
+# Streaming multiprocessors (GPU.sm_count), where a kernel's wave count is priced (performance.mlc_gemm_wave_util):
+# NVIDIA's CUDA core counts / 128 FP32 cores per SM on Ampere GA10x and Ada (GA102 whitepaper v2 Appendix A: RTX 3090
+# 10,496 cores = 82 SMs; RTX 3090 Ti 10,752 = 84 SMs (nvidia.com GeForce RTX 3090 Ti specs); Ada whitepaper v2.02
+# Appendix A: RTX 4090 16,384 cores = 128 SMs). Others are not recorded yet.
+SM_COUNTS = {"rtx-3090": 82, "rtx-3090-ti": 84, "rtx-4090": 128}
+
+
+def with_sm_count(g: dict[str, Any]) -> dict[str, Any]:
+    """The entry with `sm_count` after `tdp_w` where SM_COUNTS has it."""
+    if g["id"] not in SM_COUNTS:
+        return g
+    out: dict[str, Any] = {}
+    for k, v in g.items():
+        out[k] = v
+        if k == "tdp_w":
+            out["sm_count"] = SM_COUNTS[g["id"]]
+    out.setdefault("sm_count", SM_COUNTS[g["id"]])
+    return out
+
+
 def build(csv_path: Path) -> list[dict[str, Any]]:
     with csv_path.open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -967,6 +987,7 @@ def build(csv_path: Path) -> list[dict[str, Any]]:
         add_size_alias(g)
         if g.get("devices_per_board") is None:
             g.pop("devices_per_board", None)
+    gpus = [with_sm_count(g) for g in gpus]
     ids = [g["id"] for g in gpus]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:

@@ -51,6 +51,9 @@ class GPU(BaseModel):
     fp4_tflops_dense: float | None = None
 
     tdp_w: float | None = None
+    # streaming multiprocessors (NVIDIA's whitepapers): how many thread blocks run at once where a kernel's tile
+    # schedule puts one block per SM (performance.mlc_gemm_wave_util); None where not recorded
+    sm_count: int | None = Field(None, gt=0)
     pcie_gen: int | None = None
     pcie_lanes: int | None = None
     nvlink: str | None = None  # e.g. "NVLink 4, 900 GB/s total" or None

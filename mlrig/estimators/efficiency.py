@@ -524,11 +524,56 @@ DEQUANT_COPY_BW_EFF_BY_ENGINE: dict[str, float] = {"exllamav2": 1.0}
 #    Checked by the held-out RTX 3090 serving rows
 #    (ZHJUNQIN-0037..0045, MLC 0.1.dev1166, Llama-3-8B q4f16_1): their median TPOT jumps from 12.8 ms at
 #    ~3 running sequences to 36 ms at ~13 and 53 ms at ~44 (output throughput x TPOT), where a weights-read
-#    step stays near 10 ms. Left: at 2 req/s (-0042) the fluid rate model settles at ~4 running sequences
-#    (10 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step holds more requests
-#    in flight, a second steady state that the deterministic model does not reach from an idle engine.
+#    step stays near 10 ms. With the GEMV's two weight passes at 5-8 rows (MLC_LOW_BATCH_GEMV_BUCKETS), the GEMM's
+#    waves (MLC_GEMM_COL_TILE) and that release's separate prefill steps and top-p sort (engines.py) the 5 req/s
+#    row (-0045) comes out +1 % (was -44 %). Left: at 2 req/s (-0042, -50 %) the fluid rate model settles at
+#    ~5-6 running sequences (16 ms steps keep up), while the run sat at ~13 (36 ms): above 8 rows the slow step
+#    holds more requests in flight, a second steady state that the deterministic model does not reach from an
+#    idle engine. A discrete-event run of the same step times with Poisson arrivals (branch s38-mlc, not product
+#    code) gives a 22-26 ms median there: the fluctuations across the 8-row jump explain part of it, not all.
 MLC_LOW_BATCH_GEMV_MAX_ROWS = 8
+# The low-batch GEMV's buckets (LowBatchGemvSpecialize: `low_batch_range = [2, 8]`, `buckets = [2, 4]`: up to 2 rows
+#    the bucket-2 schedule, up to 8 the bucket-4 one). The schedule (dlight.gpu.LowBatchGEMV, python/tvm/dlight/gpu/
+#    low_batch_gemv.py of apache/tvm at 072f027, `sch_inner_reduction`: `by, batch = sch.split(batch_loop,
+#    factors=[None, batch_pad]); sch.bind(by, "blockIdx.y")`, the de-quantisation computed at the reduction loop
+#    inside each block) gives each block of `bucket` rows its own pass over the whole weight, so 5-8 rows stream
+#    the 4-bit weights twice (performance.mlc_gemv_weight_passes). The blocks along blockIdx.x (the output
+#    columns) are launched before the next row block's, so the second pass finds the first's weights gone from
+#    L2 (6 MB on an RTX 3090; a 72 MB RTX 4090 L2 may keep part of them: not priced). Structure from the source
+#    (the mlc-ai/relax pin ced07e8 of the 2024-04 nightlies is not stored; apache/tvm's later copy read), no
+#    factor fitted.
+MLC_LOW_BATCH_GEMV_BUCKETS = (2, 4)
+# The padded GEMM's thread blocks (MatmulTensorization, python/tvm/dlight/gpu/matmul.py of mlc-ai/relax at 27417fc:
+#    i_factors [None, 1, 4, 2] and j_factors [1, None, 4, 2] of 16 x 16 wmma tiles, so a block computes a 128 x 128
+#    output tile over the whole K with 16 warps (512 threads) and double-buffered 128 x 64 fp16 A and B tiles in
+#    dynamic shared memory (64 KB): one block per SM on GA102 / AD102 (100 KB of shared memory per SM). A linear of
+#    N outputs at M rows is ceil(M / 128) x ceil(N / 128) blocks, run in waves of one block per SM; the last wave's
+#    idle SMs cost time as if the GEMM did that much more arithmetic (performance.mlc_gemm_wave_util). At 128 rows
+#    Llama-3-8B's o_proj and down_proj (N = 4,096) are 32 blocks: 39 % of an RTX 3090's 82 SMs, 25 % of an RTX
+#    4090's 128. This is what separates MLC's 256-token prompt on a 4090 (TINYCHAT-0065: 9.1k tok/s) from its
+#    512-2,048-token ones (12.2-12.6k), and a 10-sequence decode step on an RTX 3090 (MLCI2004-0002: 30.7 ms, the
+#    arithmetic of 128 rows) from a full-wave rate. Structure from the source and the GPUs' SM counts (catalog
+#    `sm_count`; GPUs without one are not de-rated); COMPUTE_EFF["mlc"]["gddr"] is refitted with it (see there).
+MLC_GEMM_COL_TILE = 128
 MLC_GEMM_ROW_TILE = 128
+# MLC-LLM nightlies from its GPU sampler to the pivot renormalization (engines.MLC_SORT_TOP_P_FROM_DEV, 2024-03-12, to
+#    MLC_SORT_TOP_P_BEFORE_DEV, 2024-05-04) sample top-p by argsorting each running
+#    sequence's whole fp32 probability vector every decode step (performance.mlc_top_p_sort_s). The argsort of a
+#    batch is TVM's thrust segmented sort (src/runtime/contrib/thrust/thrust.cu, `thrust_sort`, the "back-to-back
+#    stable_sort_by_key strategy"): of batch x vocab elements, a copy of the values (8 bytes read + written per
+#    element), an int64 order vector filled twice (16), a stable radix sort of float keys with int64 values (CUB's,
+#    4 passes of 8-bit digits reading and writing 12 bytes, and a histogram read: ~100), the indices gathered and
+#    the segment ids built (~32), a second stable sort keyed by the int32 segment ids carrying (float, int32) pairs
+#    (copied into and out of contiguous temporaries, 4 passes of 12 bytes each way: ~130), then the model
+#    library's `take_sorted_probs` gather, `renormalize_by_top_p` and `sample_with_top_p` (~32): ~320 bytes per
+#    element, streamed at the engine's decode bandwidth fraction (radix sort is memory-bound: CUB's one-sweep sort
+#    moves its passes at most of DRAM bandwidth). The README's own failure fits the first sort's buffers: at
+#    --max-batch-size 64 thrust asked the workspace for 99,121,664 bytes, 12.08 per element of 64 x 128,256, the
+#    float key and int64 value double buffer. Byte count from the source, not fitted; the two cudaMalloc / cudaFree
+#    of the thrust::device_vector temporaries per step are not priced. Requests are taken to sample with
+#    top_p < 1 (MLC takes top_p from the model's generation config when the request has none: Llama-3-Instruct's
+#    0.9; python/mlc_llm/protocol/openai_api_protocol.py `openai_api_get_generation_config`).
+MLC_TOP_P_SORT_BYTES_PER_ELEMENT = 320.0
 
 # Prefill time per token per layer not covered by the GEMM roofline (element-wise kernels on the
 # activations, non-flash attention softmax, row-wise de-quantisation), seconds. XD-* F16 pp512
@@ -1670,6 +1715,13 @@ GEFORCE_HALF_RATE_ENGINES = frozenset({"trt-llm", "trt-llm-2023", "tinychat", "t
 GEFORCE_HALF_RATE_SERVING_ENGINES = frozenset({"vllm", "lmdeploy", "sglang"})
 for _engine in ("exllamav2", "mlc"):
     COMPUTE_EFF[_engine] = {**COMPUTE_EFF[_engine], "gddr": COMPUTE_EFF["tinychat"]["gddr"]}
+# MLC-LLM's own GeForce figure, with its GEMMs' waves of thread blocks priced (MLC_GEMM_COL_TILE,
+#    performance.mlc_gemm_wave_util): TinyChat's 0.85 left its RTX 4090 prompts (TINYCHAT-0065..0069, fit) 8-13 %
+#    slow at every length once the 256-token one's under-filled waves were priced, and its RTX 3090 rows
+#    (MLCI2004-0002..0004, fit: a 10-sequence decode step and 100 / 10 x 100-token prompts) 3 % fast to 22 % slow.
+#    0.88 is the value at which the two fit sources' median |errors| are equal and smallest (10.5 % / 10.1 %;
+#    0.85: 13.0 / 7.4, 0.90: 9.3 / 12.0). The two cards disagree by ~15 % beyond that, not separated here.
+COMPUTE_EFF["mlc"] = {**COMPUTE_EFF["mlc"], "gddr": 0.88}
 LAYER_OVERHEAD_S["mlx"] = 40e-6
 # MLX on the Apple GPUs before Metal family Apple9 (M1 = Apple7, M2 = Apple8; performance.apple_gpu_family) takes
 #    longer per layer. mlx-lm 0.31.3 decoding 22 dense models, 0.5B to 24B, on an M1 Ultra (MLXCELM1U-*, lablup/mlxcel's

@@ -1196,6 +1196,55 @@ def lmdeploy_pytorch_engine(engine: str | None, version: str | None) -> bool:
     return any(lab in label for lab in LMDEPLOY_PYTORCH_LABELS)
 
 
+# MLC-LLM's nightly wheels (the only releases it had before v0.17.1 of 2024-09) are versioned by `git describe`
+# against the tag v0.1.dev0: "0.1.devN" is the commit N commits after it (mlc-ai/mlc-llm version.py,
+# `git_describe_version`; 0.1.dev1166 is 93c560b4 of 2024-04-26). Behaviour changes of its serving engine, with the
+# commit count of the change (read in the mlc-ai/mlc-llm mirror, `git rev-list --count v0.1.dev0..<commit>`):
+# - MLC_SORT_TOP_P_FROM_DEV 988 (5b8c529e, 2024-03-12, PR #1934 "Introducing GPU sampler for CUDA") to
+#   MLC_SORT_TOP_P_BEFORE_DEV 1192 (c166a900, 2024-05-04, PR #2272 "Use pivot-based renormalization for top-p
+#   sampling"): the GPU sampler argsorts every running sequence's whole probability vector each step when
+#   top_p < 1 (cpp/serve/sampler/gpu_sampler.cc `BatchRenormalizeProbsByTopP` -> the model library's
+#   `argsort_probs`, python/mlc_llm/compiler_pass/attach_sampler.py), performance.mlc_top_p_sort_s; before it
+#   sampling ran on the CPU (and the 2023 ChatModule's did too: the MLCBLOG rows), not priced here;
+# - MLC_HYBRID_PREFILL_FROM_DEV 1405 (6a48a02e, 2024-06-25, PR #2604 "Hybrid prefill"): before it an engine step
+#   runs one action, the first that has work, and NewRequestPrefill comes first (cpp/serve/engine.cc `Step`:
+#   `for (EngineAction action : actions_) { ... if (!processed_requests.empty()) { ... return; } }`); its prefill
+#   holds the waiting prompts only (engine_actions/new_request_prefill.cc), so prompts run as passes of their own
+#   between the decode steps, as vLLM V0's do (serving.separate_prefill_passes). From it the decodes ride in the
+#   prefill step (split-fuse; EngineConfig.prefill_mode "hybrid", the default since #2701, 2024-07-27).
+# Month labels: from 2024-03 and before 2024-05 / before 2024-07 (the months after the changes).
+MLC_SORT_TOP_P_FROM_DEV = 988
+MLC_SORT_TOP_P_FROM_MONTH = (2024, 3)
+MLC_SORT_TOP_P_BEFORE_DEV = 1192
+MLC_SORT_TOP_P_BEFORE_MONTH = (2024, 5)
+MLC_HYBRID_PREFILL_FROM_DEV = 1405
+MLC_HYBRID_PREFILL_FROM_MONTH = (2024, 7)
+
+
+def mlc_nightly_before(text: str | None, dev: int, month: tuple[int, int]) -> bool:
+    """Whether an MLC-LLM version is older than the nightly `dev` ("0.1.devN" with N < dev) or, given as a month,
+    older than `month`. Releases ("0.17.1", "0.20") and unknown versions: False (the current behaviour)."""
+    t = (text or "").strip().lower()
+    m = re.search(r"(?<![\w.])v?0\.1\.dev(\d+)", t)
+    if m:
+        return int(m.group(1)) < dev
+    v = parse_version(text)
+    return v is not None and v.month is not None and v.month < month
+
+
+def mlc_sorts_for_top_p(version: str | None) -> bool:
+    """MLC-LLM's GPU sampler argsorts the whole vocabulary of every running sequence each decode step (top_p < 1)
+    in the nightlies from MLC_SORT_TOP_P_FROM_DEV (its GPU sampler) to before MLC_SORT_TOP_P_BEFORE_DEV (see there)."""
+    return (mlc_nightly_before(version, MLC_SORT_TOP_P_BEFORE_DEV, MLC_SORT_TOP_P_BEFORE_MONTH)
+            and not mlc_nightly_before(version, MLC_SORT_TOP_P_FROM_DEV, MLC_SORT_TOP_P_FROM_MONTH))
+
+
+def mlc_separate_prefill(version: str | None) -> bool:
+    """MLC-LLM serve runs prompts as prefill steps of their own, prefill first, in nightlies before hybrid prefill
+    (MLC_HYBRID_PREFILL_FROM_DEV, see there)."""
+    return mlc_nightly_before(version, MLC_HYBRID_PREFILL_FROM_DEV, MLC_HYBRID_PREFILL_FROM_MONTH)
+
+
 def tinychat_legacy(text: str | None) -> bool:
     """TinyChat before 2.0: its W4A16 GEMM accumulates in FP32 (module docstring)."""
     return before(text, (2, 0))

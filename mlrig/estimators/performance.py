@@ -1409,8 +1409,16 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
     padded = mlc_padded_gemm_rows(r, engine, batch)
     if padded is not None:
-        # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE); attention stays per sequence
-        cost = replace(cost, flops=cost.flops + (padded - batch) * 2.0 * matmul_params(r.arch))
+        # the GEMMs' arithmetic at the padded row count (efficiency.MLC_GEMM_ROW_TILE), in waves of thread blocks
+        # (`mlc_gemm_wave_util`: above the GEMV's rows only); attention stays per sequence
+        util = vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, mlc_gemm_wave_util(r, engine, padded, True), 1.0)
+        gemm = 2.0 * matmul_params(r.arch)
+        cost = replace(cost, flops=cost.flops + padded * gemm / util - batch * gemm)
+        # the low-batch GEMV streams the weights once per block of rows (efficiency.MLC_LOW_BATCH_GEMV_BUCKETS)
+        extra_passes = mlc_gemv_weight_passes(batch) - 1
+        if vec.is_array(extra_passes) or extra_passes > 0:
+            streamed = matmul_params(r.arch) * r.precision.scheme.linear_bpw / 8.0
+            cost = replace(cost, weight_bytes=cost.weight_bytes + extra_passes * streamed)
     if engine == "transformers" and r.precision.name.startswith("nf4"):
         # bitsandbytes de-quantises to a 16-bit copy once more than one token is in the pass
         # (efficiency.BNB4_DEQUANT_BYTES_PER_PARAM); the lm_head stays 16-bit (llm_int8_skip_modules)
@@ -1432,6 +1440,47 @@ def mlc_padded_gemm_rows(r: ResolvedPlan, engine: str, batch: Num) -> Num | None
         return None
     tiles = vec.ceil_int(batch / eff.MLC_GEMM_ROW_TILE)
     return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, tiles * eff.MLC_GEMM_ROW_TILE, batch)
+
+
+def mlc_gemm_wave_util(r: ResolvedPlan, engine: str, rows: Num, with_head: bool) -> Num:
+    """Fraction of the SMs MLC-LLM's padded tensor-core GEMMs keep busy at `rows` (already a multiple of
+    efficiency.MLC_GEMM_ROW_TILE) on this GPU, over a dense layer's linears (fused QKV, o_proj, fused gate/up or up,
+    down) and, with `with_head` (decode: every row's logits), the lm_head: each linear is ceil(rows / 128) x
+    ceil(N / 128) blocks run one per SM in waves, its busy fraction blocks / (waves x SMs), and the linears' FLOPs
+    weigh their times (a harmonic mean). 1.0 where it does not apply: other engines, 16-bit weights, MoE models,
+    non-NVIDIA GPUs (the tensorized schedule is CUDA's) and GPUs without `sm_count`. efficiency.MLC_GEMM_COL_TILE
+    has the source."""
+    a, sms = r.arch, r.gpu.sm_count
+    if engine != "mlc" or r.precision.family == "f16" or a.is_moe or r.gpu.vendor != "NVIDIA" or not sms:
+        return 1.0
+    head_dim = a.head_dim or a.hidden_size // a.num_heads
+    kv_heads = a.num_kv_heads or a.num_heads
+    up = (2 if a.mlp == "gated" else 1) * a.intermediate_size
+    shapes = [((a.num_heads + 2 * kv_heads) * head_dim, a.hidden_size), (a.hidden_size, a.num_heads * head_dim),
+              (up, a.hidden_size), (a.hidden_size, a.intermediate_size)]
+    weighted = [(n * k * a.num_layers, n) for n, k in shapes]
+    if with_head:
+        weighted.append((a.vocab_size * a.hidden_size, a.vocab_size))
+    row_tiles = vec.ceil_int(rows / eff.MLC_GEMM_ROW_TILE)
+    work: Num = 0.0
+    busy_time: Num = 0.0
+    for flops, n in weighted:
+        blocks = row_tiles * vec.ceil_int(n / eff.MLC_GEMM_COL_TILE)
+        util = blocks / (vec.ceil_int(blocks / sms) * sms)
+        work = work + flops
+        busy_time = busy_time + flops / util
+    return work / busy_time
+
+
+def mlc_gemv_weight_passes(batch: Num) -> Num:
+    """How many times MLC-LLM's low-batch GEMV streams a quantised linear's weights for `batch` rows: the schedule
+    for a bucket of b rows binds ceil(batch / b) blocks along blockIdx.y, each de-quantising and reading the whole
+    weight for its b rows (efficiency.MLC_LOW_BATCH_GEMV_BUCKETS: b = 2 up to 2 rows, 4 up to 8). 1 above 8 rows
+    (the padded GEMM reads them once: `mlc_padded_gemm_rows`) and at 1-4 rows."""
+    small, large = eff.MLC_LOW_BATCH_GEMV_BUCKETS
+    bucket = vec.where(batch <= small, small, large)
+    passes = vec.ceil_int(batch / bucket)
+    return vec.where(batch > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, 1, passes)
 
 
 def mmq_expert_tile(r: ResolvedPlan, engine: str) -> int | None:
@@ -1727,6 +1776,10 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         extra_s = eager * r.arch.num_layers
         t = PassTime(t.seconds + extra_s, t.compute_s, t.memory_s, t.overhead_s + extra_s, t.comm_s, t.bound,
                      t.compute_known)
+    sort_s = mlc_top_p_sort_s(r, s.engine, batch)
+    if vec.is_array(sort_s) or sort_s > 0:
+        t = PassTime(t.seconds + sort_s, t.compute_s, t.memory_s, t.overhead_s + sort_s, t.comm_s, t.bound,
+                     t.compute_known)
     host_s = trtllm_eager_host_s(r, s.engine)
     if host_s > 0:
         both = _p_norm(t.seconds, host_s, eff.HOST_OVERLAP_P)
@@ -1739,6 +1792,19 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         return PassTime(vec.where(off, t.seconds + extra, t.seconds), t.compute_s, t.memory_s, t.overhead_s, t.comm_s,
                         vec.where(off, "offload", t.bound), vec.where(off, True, t.compute_known))
     return t
+
+
+def mlc_top_p_sort_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
+    """GPU time per decode step of MLC-LLM's top-p argsort of every running sequence's whole probability vector,
+    in nightlies before the pivot-based renormalization (engines.mlc_sorts_for_top_p): batch x vocabulary elements
+    at efficiency.MLC_TOP_P_SORT_BYTES_PER_ELEMENT (read in TVM's thrust sort and MLC's sampler, see there) at the
+    engine's decode bandwidth. 0 for other engines and later MLC releases."""
+    from mlrig.estimators.engines import mlc_sorts_for_top_p
+
+    if engine != "mlc" or not mlc_sorts_for_top_p(r.workload.engine_version):
+        return 0.0
+    bytes_moved = batch * r.arch.vocab_size * eff.MLC_TOP_P_SORT_BYTES_PER_ELEMENT
+    return bytes_moved / (r.gpu.memory_bandwidth_gb_s * 1e9 * bandwidth_efficiency(r.gpu, engine))
 
 
 def _offload_time(offloaded_bytes: Num, engine: str, gpu: GPU, host_bw_gb_s: float | None) -> Num:
@@ -1844,6 +1910,14 @@ def prefill_pass(r: ResolvedPlan, batch: Num, prompt: Num) -> PassTime:
         copy = (matmul_params(r.arch) - lm_head_params(r.arch)) * eff.BNB4_DEQUANT_BYTES_PER_PARAM
         extra = vec.where(batch * prompt > 1, copy, 0.0)  # one token goes through the fused gemv
         cost = replace(cost, other_bytes=cost.other_bytes + extra)
+    padded = mlc_padded_gemm_rows(r, s.engine, batch * prompt)
+    if padded is not None:
+        # MLC's prompt GEMMs above the GEMV's rows: padded to the 128-row tile, in waves of thread blocks
+        # (`mlc_gemm_wave_util`), as its batched decode's
+        rows = batch * prompt
+        util = vec.where(rows > eff.MLC_LOW_BATCH_GEMV_MAX_ROWS, mlc_gemm_wave_util(r, s.engine, padded, False), 1.0)
+        gemm = cost.flops - cost.attn_flops - cost.expert_flops
+        cost = replace(cost, flops=cost.flops + gemm * (padded / rows / util - 1.0))
     tiled = apple_expert_gemm_rows_factor(r, s.engine, batch * prompt) * mmq_expert_rows_factor(
         r, s.engine, batch * prompt)
     if vec.is_array(tiled) or tiled != 1.0:

@@ -68,6 +68,7 @@ from mlrig.estimators.engines import (
     TRTLLM_DEFAULT_MAX_BATCH_SIZE,
     TRTLLM_LEGACY_MAX_BATCH_SIZE,
     lmdeploy_default_max_batch_size,
+    mlc_separate_prefill,
     sglang_default_chunked_prefill,
     trtllm_chunked_context_budget,
     trtllm_default_max_batch_size,
@@ -172,6 +173,10 @@ def prefill_budget(plan: Plan, engine: str, gpu: GPU, v1: bool, model_max_len: i
     if engine == "trt-llm":  # chunked context (`enable_chunked_prefill`): max_num_tokens
         return trtllm_chunked_context_budget(w.enable_chunked_prefill, w.engine_version, w.max_num_seqs,
                                              w.max_model_len, w.max_num_batched_tokens)
+    if engine == "mlc" and mlc_separate_prefill(w.engine_version):
+        # prompts prefilled whole in steps of their own (`separate_prefill_passes`); its prefill chunk
+        # (max_num_batched_tokens) caps such a step's prompts (`whole_prompt_pass_cap`)
+        return None
     if w.max_num_batched_tokens is not None:
         return w.max_num_batched_tokens
     if engine == "sglang":
@@ -1201,13 +1206,16 @@ def separate_prefill_passes(r: ResolvedPlan, budget: int | None) -> bool:
     before v0.1.0a2 ran them as passes of their own (`lmdeploy_iteration_budget`: no budget there), and so does
     TGI before 3.0 (`tgi_chunk_budget`: no budget there; `engines.tgi_chunked_prefill`). LMDeploy's PyTorch
     engine runs a prefill pass whenever prompts wait and fewer than half its batch cap run, else a decode pass
-    (inputs_maker.py `do_prefill_default`, `engines.lmdeploy_pytorch_engine`): passes of their own too."""
+    (inputs_maker.py `do_prefill_default`, `engines.lmdeploy_pytorch_engine`): passes of their own too. So does
+    MLC-LLM serve before its hybrid prefill (`engines.mlc_separate_prefill`: an engine step is one action, the
+    waiting prompts' prefill first, as V0's)."""
     from mlrig.estimators.engines import lmdeploy_pytorch_engine, lmdeploy_unified_iterations
 
     w = r.workload
     old_turbomind = r.engine == "lmdeploy" and not lmdeploy_unified_iterations(w.engine_version)
     torch_engine = r.engine == "lmdeploy" and lmdeploy_pytorch_engine(w.engine, w.engine_version)
-    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind or torch_engine)
+    old_mlc = r.engine == "mlc" and mlc_separate_prefill(w.engine_version)
+    return budget is None and (r.engine in ("vllm", "tgi") or old_turbomind or torch_engine or old_mlc)
 
 
 def whole_prompt_pass_cap(w: WorkloadSpec, prompt: int, limit: int) -> int:
