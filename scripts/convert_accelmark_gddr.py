@@ -5,6 +5,9 @@ for the cards the ACCELMARK rows (branch s24) left out: GeForce RTX 5090 / 4090 
 RTX A6000. Each row copies the plan of the matching ACCELMARK row (same suite, same scenario: the suites
 fix model, dataset, lengths and engine settings) and swaps in the card, the GPU count and the vLLM
 version the run printed. Usage: python scripts/convert_accelmark_gddr.py <AccelMark git dir> > out.jsonl
+
+Suite F (consumer / edge: Qwen2.5-0.5B-Instruct on sharegpt_edge_v1, branch s38-gddrdata) has no ACCELMARK
+template row: `suite_f_rows` writes its plans from suites/suite_F/suite.json and the dataset (RUNS_F).
 """
 
 from __future__ import annotations
@@ -114,6 +117,82 @@ def v1_engine_settings(plan: dict[str, Any], suite: str) -> str:
     return V1_NOTE.format(keys=", ".join(f"{k} = {v}" for k, v in set_keys.items())) if set_keys else ""
 
 
+# suite F runs of the same runner on GDDR cards in the catalog (the RTX 4090 D run is left out: no catalog entry)
+RUNS_F = (
+    "nvidia_geforce_rtx_3090x1_suite_F_nvidia_vllm_47f5d58e_faf550ec",
+    "nvidia_geforce_rtx_4090x1_suite_F_nvidia_vllm_47f5d58e_b228454f",
+    "nvidia_geforce_rtx_5090x1_suite_F_nvidia_vllm_47f5d58e_776d2702",
+    "nvidia_l4x1_suite_F_nvidia_vllm_47f5d58e_d58fa923",
+    "nvidia_rtx_4000_ada_generationx1_suite_F_nvidia_vllm_47f5d58e_125c6b61",
+    "nvidia_rtx_6000_ada_generationx1_suite_F_nvidia_vllm_47f5d58e_2b905f5e",
+    "nvidia_rtx_a6000x1_suite_F_nvidia_vllm_47f5d58e_a33d6eb3",
+    "tesla_t4x1_suite_F_nvidia_vllm_47f5d58e_4660bc0b",
+)
+# suites/suite_F/suite.json @ ACCELMARK_COMMIT: request_count 200 (offline), online_request_count 300 (Poisson 10 and
+# 40 req/s), interactive_request_count 150 (one at a time), output_tokens_max 256, max_model_len 2048.
+# datasets/sharegpt_edge_v1/requests.jsonl 'input_tokens' (raw prompt) means over the first 200 / 150 / 300 requests:
+F_RAW_INPUT = {"offline": 74.215, "interactive": 72.567, "online": 70.23}
+# the runner formats every prompt with the tokenizer's chat template (runner.py `_format_prompt`); Qwen2.5's template
+# adds its default system message and the role markers: ~30 tokens (an estimate, not printed by the run)
+F_TEMPLATE_TOKENS = 30
+
+
+def suite_f_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
+    """The suite F rows of one run: offline output tok/s, one-at-a-time p50 TTFT / TPOT, Poisson p50 TTFT / TPOT."""
+    result = _result(repo, run)
+    chip, software, m = result["chip"], result["software"], result["metrics"]
+    date = result["environment"]["collected_at"][:10]
+    version = _engine_version(software["framework_version"])
+    precision = "fp16" if result["model"]["precision"] == "FP16" else "bf16"
+    off = m["offline"]["results_by_concurrency"][0]
+    total = off.get("throughput_tokens_per_sec_total")
+    ratio = total / off["throughput_tokens_per_sec"] if total else 1.493  # the other runs' median ratio
+    offline_in = round(F_RAW_INPUT["offline"] + F_TEMPLATE_TOKENS)
+    out_mean = round(offline_in / (ratio - 1.0))  # total/output = (in + out)/out
+    base = {"task": "inference", "precision": precision, "engine": "vllm", "engine_version": version,
+            "max_output_tokens": 256, "lengths": "varied", "max_model_len": 2048}
+    head = (f"AccelMark (verified tier) suite_F, runner nvidia_vllm_47f5d58e on {chip['name']} x{chip['count']} "
+            f"({chip['memory_gb']} GB), {date}; vLLM {software['framework_version']}, {software['runtime_version']}; "
+            f"Qwen/Qwen2.5-0.5B-Instruct {result['model']['precision']}, sharegpt_edge_v1 (short ShareGPT-GPT4 turns), "
+            "chat template applied by the runner (~30 tokens, estimated), greedy, max_tokens 256 (outputs stop at EOS: "
+            f"lengths vary), max_model_len 2048. Output mean {out_mean} tokens from the offline run's total/output "
+            f"throughput ratio {ratio:.3f}" + ("" if total else " (this file prints no total throughput: the other "
+                                                                  "suite_F runs' 1.493 is used)") +
+            f" and {offline_in} prompt tokens; ")
+    plans: list[tuple[dict[str, Any], str, float, str, str]] = []
+    w = {**base, "load": "offline", "batch_size": 200, "num_requests": 200, "prompt_tokens": offline_in,
+         "output_tokens": out_mean, "max_num_seqs": 512, "gpu_memory_utilization": 0.9}
+    plans.append((w, "throughput_tok_s", float(off["throughput_tokens_per_sec"]),
+                  "tok/s (offline 'throughput_tokens_per_sec', output tokens only, median of 3 runs)",
+                  f"offline: the first 200 requests at once (LLM.generate; max_num_seqs 512, gpu_memory_utilization 0.9): "
+                  f"{off['throughput_tokens_per_sec']} tok/s over {off['elapsed_seconds_median']} s"))
+    inter = m["interactive"]
+    for key, metric in (("ttft_ms_p50", "ttft_ms"), ("tpot_ms_p50", "tpot_ms")):
+        w = {**base, "load": "concurrency", "batch_size": 1, "num_requests": 150,
+             "prompt_tokens": round(F_RAW_INPUT["interactive"] + F_TEMPLATE_TOKENS), "output_tokens": out_mean}
+        plans.append((w, metric, float(inter[key]), f"ms ('{key}')",
+                      f"interactive: 150 requests one at a time (streaming AsyncLLMEngine): {key} {inter[key]}"))
+    for point in m["online"]["results_by_qps"]:
+        for key, metric in (("ttft_ms_p50", "ttft_ms"), ("tpot_ms_p50", "tpot_ms")):
+            w = {**base, "load": "rate", "batch_size": 1, "request_rate": float(point["target_qps"]),
+                 "num_requests": 300, "prompt_tokens": round(F_RAW_INPUT["online"] + F_TEMPLATE_TOKENS),
+                 "output_tokens": out_mean}
+            plans.append((w, metric, float(point[key]), f"ms ('{key}')",
+                          f"online: 300 requests, Poisson {point['target_qps']} req/s (achieved {point['achieved_qps']}): "
+                          f"{key} {point[key]}, run {point['elapsed_seconds_median']} s"))
+    rows = []
+    for i, (w, metric, value, unit, where) in enumerate(plans):
+        plan = {"model": {"name": "Qwen/Qwen2.5-0.5B-Instruct"}, "workload": w,
+                "hardware": {"gpu": chip["name"], "count": int(chip["count"]), "tensor_parallel": 1}}
+        v1_note = v1_engine_settings(plan, "F")
+        rows.append({"id": f"ACCELMARKGD-{first_id + i:04d}", "plan": plan, "metric": metric, "value": value,
+                     "unit": unit, "source_url": f"{BLOB}results/verified/{run}/result.json", "source_date": date,
+                     "software": f"vLLM {software['framework_version']}, {software['runtime_version']}",
+                     "source_note": head + where + "." + v1_note + " [branch s38-gddrdata: suite_F rows]",
+                     "split": "holdout"})
+    return rows
+
+
 def main() -> None:
     repo = Path(sys.argv[1])
     templates = [json.loads(line) for line in (CALIBRATION / "serving_accelmark.jsonl").open()]
@@ -146,6 +225,10 @@ def main() -> None:
                 "source_date": date,
                 "software": f"vLLM {software['framework_version']}, {software['runtime_version']}",
                 "source_note": note, "split": "holdout"}
+            print(json.dumps(row))
+    for run in RUNS_F:
+        for row in suite_f_rows(repo, run, n + 1):
+            n += 1
             print(json.dumps(row))
 
 
