@@ -7,7 +7,8 @@ fix model, dataset, lengths and engine settings) and swaps in the card, the GPU 
 version the run printed. Usage: python scripts/convert_accelmark_gddr.py <AccelMark git dir> > out.jsonl
 
 Suite F (consumer / edge: Qwen2.5-0.5B-Instruct on sharegpt_edge_v1, branch s38-gddrdata) has no ACCELMARK
-template row: `suite_f_rows` writes its plans from suites/suite_F/suite.json and the dataset (RUNS_F).
+template row: `suite_f_rows` writes its plans from suites/suite_F/suite.json and the dataset (RUNS_F). Suite C
+(quantisation formats of Llama-3.1-8B-Instruct, RUNS_C) likewise (`suite_c_rows`), lengths as suite A's template.
 """
 
 from __future__ import annotations
@@ -193,6 +194,84 @@ def suite_f_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
     return rows
 
 
+RUNS_C = (
+    "nvidia_geforce_rtx_3090x1_suite_C_nvidia_vllm_47f5d58e_4955fbb1",
+    "nvidia_geforce_rtx_4090x1_suite_C_nvidia_vllm_47f5d58e_6d7e1d48",
+    "nvidia_geforce_rtx_5090x1_suite_C_nvidia_vllm_47f5d58e_d1baa050",
+    "nvidia_rtx_6000_ada_generationx1_suite_C_nvidia_vllm_47f5d58e_e60276e9",
+    "nvidia_rtx_a6000x1_suite_C_nvidia_vllm_47f5d58e_b87c1621",
+)
+# suites/suite_C/suite.json precision_model_map -> the plan's precision: BF16 the original checkpoint; FP8
+# RedHatAI/...-FP8 (static per-tensor FP8 weights and activations); W8A8 RedHatAI/...-quantized.w8a8 (int8 weights and
+# activations, compressed-tensors); W8A16 ...-quantized.w8a16 (int8 weight-only, compressed-tensors); W4A16
+# ...-quantized.w4a16 (int4 weight-only, group 128, loaded with quantization=gptq: vLLM's gptq_marlin kernel)
+C_PRECISION = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "w8a8": "int8", "w8a16": "gptq-int8",
+               "w4a16": "gptq-marlin"}
+# suite A's template (ACCELMARK-0001's note): the first 100 sharegpt_standard_v1 requests, 245.4 raw input tokens
+# mean + ~10 Llama-3 chat-template tokens
+C_PROMPT_TOKENS = 255
+C_OUTPUT_TOKENS_MEDIAN = 320
+
+
+def suite_c_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
+    """Per format of one suite C run: offline output tok/s (100 requests at once), Poisson p50 TTFT / TPOT."""
+    rows: list[dict[str, Any]] = []
+    listing = subprocess.run(["git", "--git-dir", str(repo), "ls-tree", "--name-only", ACCELMARK_COMMIT,
+                              f"results/verified/{run}/"], check=True, capture_output=True, text=True).stdout.split()
+    formats = [p.rsplit("/", 1)[-1] for p in listing if p.rsplit("/", 1)[-1] in C_PRECISION]
+    for fmt in formats:
+        path = f"results/verified/{run}/{fmt}/result.json"
+        text = subprocess.run(["git", "--git-dir", str(repo), "show", f"{ACCELMARK_COMMIT}:{path}"],
+                              check=True, capture_output=True, text=True).stdout
+        result = json.loads(text)
+        chip, software, m, model = result["chip"], result["software"], result["metrics"], result["model"]
+        date = result["environment"]["collected_at"][:10]
+        version = _engine_version(software["framework_version"])
+        off = m["offline"]["results_by_concurrency"][0]
+        if off.get("oom"):
+            continue
+        total = off.get("throughput_tokens_per_sec_total")
+        if total:
+            ratio = total / off["throughput_tokens_per_sec"]
+            out_mean = round(C_PROMPT_TOKENS / (ratio - 1.0))
+            lengths_note = f"output mean {out_mean} tokens from the offline run's total/output throughput ratio {ratio:.3f}"
+        else:  # older files print no total: the median output mean of the suite C runs that do (310-330 tokens)
+            out_mean = C_OUTPUT_TOKENS_MEDIAN
+            lengths_note = (f"output mean {out_mean} tokens assumed (this file prints no total throughput: the median "
+                            "of the suite C formats and cards whose files do, 310-330)")
+        base = {"task": "inference", "precision": C_PRECISION[fmt], "engine": "vllm", "engine_version": version,
+                "prompt_tokens": C_PROMPT_TOKENS, "output_tokens": out_mean, "max_output_tokens": 512,
+                "lengths": "varied", "max_model_len": 4096}
+        head = (f"AccelMark (verified tier) suite_C, format {fmt.upper()}, runner nvidia_vllm_47f5d58e on {chip['name']} "
+                f"x{chip['count']} ({chip['memory_gb']} GB), {date}; vLLM {software['framework_version']}, "
+                f"{software['runtime_version']}; checkpoint {model['model_id']} (quantization_method "
+                f"{model['quantization_method']}, effective dtype {model['effective_dtype']}); sharegpt_standard_v1 as "
+                f"suite A (ACCELMARK-0001: {C_PROMPT_TOKENS} prompt tokens with the Llama-3 chat template), greedy, "
+                f"max_tokens 512 (outputs stop at EOS: lengths vary); {lengths_note}; ")
+        plans: list[tuple[dict[str, Any], str, float, str, str]] = []
+        plans.append(({**base, "load": "offline", "batch_size": 100, "num_requests": 100, "max_num_seqs": 512,
+                       "gpu_memory_utilization": 0.9}, "throughput_tok_s", float(off["throughput_tokens_per_sec"]),
+                      "tok/s (offline 'throughput_tokens_per_sec', output tokens only, median of 3 runs)",
+                      f"offline: the first 100 requests at once (LLM.generate; max_num_seqs 512, gpu_memory_utilization "
+                      f"0.9): {off['throughput_tokens_per_sec']} tok/s over {off['elapsed_seconds_median']} s"))
+        for point in (m.get("online") or {}).get("results_by_qps", []):
+            for key, metric in (("ttft_ms_p50", "ttft_ms"), ("tpot_ms_p50", "tpot_ms")):
+                plans.append(({**base, "load": "rate", "batch_size": 1, "request_rate": float(point["target_qps"]),
+                               "num_requests": 300}, metric, float(point[key]), f"ms ('{key}')",
+                              f"online: 300 requests, Poisson {point['target_qps']} req/s (achieved "
+                              f"{point['achieved_qps']}): {key} {point[key]}, run {point['elapsed_seconds_median']} s"))
+        for w, metric, value, unit, where in plans:
+            plan = {"model": {"name": "meta-llama/Llama-3.1-8B-Instruct"}, "workload": w,
+                    "hardware": {"gpu": chip["name"], "count": int(chip["count"]), "tensor_parallel": 1}}
+            v1_note = v1_engine_settings(plan, "C")
+            rows.append({"id": f"ACCELMARKGD-{first_id + len(rows):04d}", "plan": plan, "metric": metric,
+                         "value": value, "unit": unit, "source_url": f"{BLOB}{path}", "source_date": date,
+                         "software": f"vLLM {software['framework_version']}, {software['runtime_version']}",
+                         "source_note": head + where + "." + v1_note + " [branch s38-gddrdata: suite_C rows]",
+                         "split": "holdout"})
+    return rows
+
+
 def main() -> None:
     repo = Path(sys.argv[1])
     templates = [json.loads(line) for line in (CALIBRATION / "serving_accelmark.jsonl").open()]
@@ -228,6 +307,10 @@ def main() -> None:
             print(json.dumps(row))
     for run in RUNS_F:
         for row in suite_f_rows(repo, run, n + 1):
+            n += 1
+            print(json.dumps(row))
+    for run in RUNS_C:
+        for row in suite_c_rows(repo, run, n + 1):
             n += 1
             print(json.dumps(row))
 
