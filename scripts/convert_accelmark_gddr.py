@@ -8,7 +8,8 @@ version the run printed. Usage: python scripts/convert_accelmark_gddr.py <AccelM
 
 Suite F (consumer / edge: Qwen2.5-0.5B-Instruct on sharegpt_edge_v1, branch s38-gddrdata) has no ACCELMARK
 template row: `suite_f_rows` writes its plans from suites/suite_F/suite.json and the dataset (RUNS_F). Suite C
-(quantisation formats of Llama-3.1-8B-Instruct, RUNS_C) likewise (`suite_c_rows`), lengths as suite A's template.
+(quantisation formats of Llama-3.1-8B-Instruct, RUNS_C) likewise (`suite_c_rows`), lengths as suite A's template, and
+suite E (Llama-3-8B-Instruct offline at TP 1 / 2 / 4 / 8 on PCIe cards, RUNS_E, `suite_e_rows`).
 """
 
 from __future__ import annotations
@@ -272,6 +273,68 @@ def suite_c_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
     return rows
 
 
+RUNS_E = (
+    "nvidia_geforce_rtx_3090x4_suite_E_nvidia_vllm_47f5d58e_81ca6d0e",
+    "nvidia_geforce_rtx_4090x8_suite_E_nvidia_vllm_47f5d58e_54dccbd0",
+    "nvidia_rtx_a6000x8_suite_E_nvidia_vllm_47f5d58e_334507e5",
+)
+# suites/suite_E/suite.json: request_count 150 (offline only), output_tokens_max 512, max_model_len 4096; the first
+# 150 sharegpt_standard_v1 requests average 236.1 raw input tokens (+ ~10 Llama-3 chat-template tokens)
+E_PROMPT_TOKENS = 246
+
+
+def suite_e_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
+    """Offline output tok/s of one suite E run at each GPU count it ran (one vLLM engine at TP = GPU count)."""
+    rows: list[dict[str, Any]] = []
+    listing = subprocess.run(["git", "--git-dir", str(repo), "ls-tree", "--name-only", ACCELMARK_COMMIT,
+                              f"results/verified/{run}/"], check=True, capture_output=True, text=True).stdout.split()
+    counts = sorted((p.rsplit("/", 1)[-1] for p in listing if p.rsplit("/", 1)[-1].rstrip("x").isdigit()),
+                    key=lambda c: int(c.rstrip("x")))
+    for sub in counts:
+        path = f"results/verified/{run}/{sub}/result.json"
+        result = json.loads(subprocess.run(["git", "--git-dir", str(repo), "show", f"{ACCELMARK_COMMIT}:{path}"],
+                                           check=True, capture_output=True, text=True).stdout)
+        chip, software = result["chip"], result["software"]
+        tp = int(result["task"]["parallelism"]["tensor_parallel_size"])
+        date = result["environment"]["collected_at"][:10]
+        off = result["metrics"]["offline"]["results_by_concurrency"][0]
+        if off.get("oom"):
+            continue
+        total = off.get("throughput_tokens_per_sec_total")
+        if total:
+            ratio = total / off["throughput_tokens_per_sec"]
+            out_mean = round(E_PROMPT_TOKENS / (ratio - 1.0))
+            lengths_note = f"output mean {out_mean} tokens from the total/output throughput ratio {ratio:.3f}"
+        else:
+            out_mean = 343  # suite A's first 100 requests (ACCELMARK-0001), same dataset and cap
+            lengths_note = "output mean 343 tokens assumed (no total throughput in this file: suite A's figure)"
+        w = {"task": "inference", "precision": "bf16", "engine": "vllm",
+             "engine_version": _engine_version(software["framework_version"]), "load": "offline", "batch_size": 150,
+             "num_requests": 150, "prompt_tokens": E_PROMPT_TOKENS, "output_tokens": out_mean,
+             "max_output_tokens": 512, "lengths": "varied", "max_model_len": 4096, "max_num_seqs": 512,
+             "gpu_memory_utilization": 0.9}
+        plan = {"model": {"name": "meta-llama/Meta-Llama-3-8B-Instruct"}, "workload": w,
+                "hardware": {"gpu": chip["name"], "count": int(chip["count"]), "tensor_parallel": tp}}
+        topo = result["environment"].get("accelerator_topology") or ""
+        link = "PCIe (nvidia-smi topo: " + ("PXB" if "PXB" in topo else "NODE/SYS" if "SYS" in topo or "NODE" in topo
+                                            else "not printed") + ", no NVLink)"
+        note = (f"AccelMark (verified tier) suite_E (multi-chip scaling), {sub} of run {run}: {chip['name']} "
+                f"x{chip['count']} at TP {tp} over {link}, {date}; vLLM {software['framework_version']}, "
+                f"{software['runtime_version']}; Meta-Llama-3-8B-Instruct bf16, sharegpt_standard_v1's first 150 "
+                f"requests at once (LLM.generate, max_num_seqs 512, gpu_memory_utilization 0.9), {E_PROMPT_TOKENS} prompt "
+                f"tokens (236.1 raw + ~10 chat-template tokens), greedy, max_tokens 512 (outputs stop at EOS: lengths "
+                f"vary), {lengths_note}; offline output throughput {off['throughput_tokens_per_sec']} tok/s over "
+                f"{off['elapsed_seconds_median']} s (median of 3 runs; the 'client_concurrency' levels send the same "
+                "burst). [branch s38-gddrdata: suite_E rows]")
+        rows.append({"id": f"ACCELMARKGD-{first_id + len(rows):04d}", "plan": plan, "metric": "throughput_tok_s",
+                     "value": float(off["throughput_tokens_per_sec"]),
+                     "unit": "tok/s (offline 'throughput_tokens_per_sec', output tokens only, median of 3 runs)",
+                     "source_url": f"{BLOB}{path}", "source_date": date,
+                     "software": f"vLLM {software['framework_version']}, {software['runtime_version']}",
+                     "source_note": note, "split": "holdout"})
+    return rows
+
+
 def main() -> None:
     repo = Path(sys.argv[1])
     templates = [json.loads(line) for line in (CALIBRATION / "serving_accelmark.jsonl").open()]
@@ -311,6 +374,10 @@ def main() -> None:
             print(json.dumps(row))
     for run in RUNS_C:
         for row in suite_c_rows(repo, run, n + 1):
+            n += 1
+            print(json.dumps(row))
+    for run in RUNS_E:
+        for row in suite_e_rows(repo, run, n + 1):
             n += 1
             print(json.dumps(row))
 
