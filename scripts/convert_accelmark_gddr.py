@@ -166,7 +166,8 @@ def suite_f_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
          "output_tokens": out_mean, "max_num_seqs": 512, "gpu_memory_utilization": 0.9}
     plans.append((w, "throughput_tok_s", float(off["throughput_tokens_per_sec"]),
                   "tok/s (offline 'throughput_tokens_per_sec', output tokens only, median of 3 runs)",
-                  f"offline: the first 200 requests at once (LLM.generate; max_num_seqs 512, gpu_memory_utilization 0.9): "
+                  f"offline: the first 200 requests at once (LLM.generate; max_num_seqs 512, "
+                  f"gpu_memory_utilization 0.9): "
                   f"{off['throughput_tokens_per_sec']} tok/s over {off['elapsed_seconds_median']} s"))
     inter = m["interactive"]
     for key, metric in (("ttft_ms_p50", "ttft_ms"), ("tpot_ms_p50", "tpot_ms")):
@@ -180,8 +181,9 @@ def suite_f_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
                  "num_requests": 300, "prompt_tokens": round(F_RAW_INPUT["online"] + F_TEMPLATE_TOKENS),
                  "output_tokens": out_mean}
             plans.append((w, metric, float(point[key]), f"ms ('{key}')",
-                          f"online: 300 requests, Poisson {point['target_qps']} req/s (achieved {point['achieved_qps']}): "
-                          f"{key} {point[key]}, run {point['elapsed_seconds_median']} s"))
+                          f"online: 300 requests, Poisson {point['target_qps']} req/s "
+                          f"(achieved {point['achieved_qps']}): {key} {point[key]}, "
+                          f"run {point['elapsed_seconds_median']} s"))
     rows = []
     for i, (w, metric, value, unit, where) in enumerate(plans):
         plan = {"model": {"name": "Qwen/Qwen2.5-0.5B-Instruct"}, "workload": w,
@@ -235,7 +237,8 @@ def suite_c_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
         if total:
             ratio = total / off["throughput_tokens_per_sec"]
             out_mean = round(C_PROMPT_TOKENS / (ratio - 1.0))
-            lengths_note = f"output mean {out_mean} tokens from the offline run's total/output throughput ratio {ratio:.3f}"
+            lengths_note = (f"output mean {out_mean} tokens from the offline run's total/output throughput ratio "
+                            f"{ratio:.3f}")
         else:  # older files print no total: the median output mean of the suite C runs that do (310-330 tokens)
             out_mean = C_OUTPUT_TOKENS_MEDIAN
             lengths_note = (f"output mean {out_mean} tokens assumed (this file prints no total throughput: the median "
@@ -243,8 +246,9 @@ def suite_c_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
         base = {"task": "inference", "precision": C_PRECISION[fmt], "engine": "vllm", "engine_version": version,
                 "prompt_tokens": C_PROMPT_TOKENS, "output_tokens": out_mean, "max_output_tokens": 512,
                 "lengths": "varied", "max_model_len": 4096}
-        head = (f"AccelMark (verified tier) suite_C, format {fmt.upper()}, runner nvidia_vllm_47f5d58e on {chip['name']} "
-                f"x{chip['count']} ({chip['memory_gb']} GB), {date}; vLLM {software['framework_version']}, "
+        head = (f"AccelMark (verified tier) suite_C, format {fmt.upper()}, runner nvidia_vllm_47f5d58e on "
+                f"{chip['name']} x{chip['count']} ({chip['memory_gb']} GB), {date}; "
+                f"vLLM {software['framework_version']}, "
                 f"{software['runtime_version']}; checkpoint {model['model_id']} (quantization_method "
                 f"{model['quantization_method']}, effective dtype {model['effective_dtype']}); sharegpt_standard_v1 as "
                 f"suite A (ACCELMARK-0001: {C_PROMPT_TOKENS} prompt tokens with the Llama-3 chat template), greedy, "
@@ -253,8 +257,9 @@ def suite_c_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
         plans.append(({**base, "load": "offline", "batch_size": 100, "num_requests": 100, "max_num_seqs": 512,
                        "gpu_memory_utilization": 0.9}, "throughput_tok_s", float(off["throughput_tokens_per_sec"]),
                       "tok/s (offline 'throughput_tokens_per_sec', output tokens only, median of 3 runs)",
-                      f"offline: the first 100 requests at once (LLM.generate; max_num_seqs 512, gpu_memory_utilization "
-                      f"0.9): {off['throughput_tokens_per_sec']} tok/s over {off['elapsed_seconds_median']} s"))
+                      f"offline: the first 100 requests at once (LLM.generate; max_num_seqs 512, "
+                      f"gpu_memory_utilization 0.9): "
+                      f"{off['throughput_tokens_per_sec']} tok/s over {off['elapsed_seconds_median']} s"))
         for point in (m.get("online") or {}).get("results_by_qps", []):
             for key, metric in (("ttft_ms_p50", "ttft_ms"), ("tpot_ms_p50", "tpot_ms")):
                 plans.append(({**base, "load": "rate", "batch_size": 1, "request_rate": float(point["target_qps"]),
@@ -321,8 +326,9 @@ def suite_e_rows(repo: Path, run: str, first_id: int) -> list[dict[str, Any]]:
         note = (f"AccelMark (verified tier) suite_E (multi-chip scaling), {sub} of run {run}: {chip['name']} "
                 f"x{chip['count']} at TP {tp} over {link}, {date}; vLLM {software['framework_version']}, "
                 f"{software['runtime_version']}; Meta-Llama-3-8B-Instruct bf16, sharegpt_standard_v1's first 150 "
-                f"requests at once (LLM.generate, max_num_seqs 512, gpu_memory_utilization 0.9), {E_PROMPT_TOKENS} prompt "
-                f"tokens (236.1 raw + ~10 chat-template tokens), greedy, max_tokens 512 (outputs stop at EOS: lengths "
+                f"requests at once (LLM.generate, max_num_seqs 512, gpu_memory_utilization 0.9), "
+                f"{E_PROMPT_TOKENS} prompt tokens (236.1 raw + ~10 chat-template tokens), greedy, max_tokens 512 "
+                f"(outputs stop at EOS: lengths "
                 f"vary), {lengths_note}; offline output throughput {off['throughput_tokens_per_sec']} tok/s over "
                 f"{off['elapsed_seconds_median']} s (median of 3 runs; the 'client_concurrency' levels send the same "
                 "burst). [branch s38-gddrdata: suite_E rows]")
