@@ -80,8 +80,8 @@ def main() -> None:
                     f"--sharegpt: each run sends the first {c} of 100 ShareGPT prompts at once on {c} threads (one "
                     f"static wave; 2 warm-up and 5 timed runs, means), max_tokens 512, no ignore_eos: {avg_out:g} "
                     f"output tokens per request on average, so the wave lasts as long as its longest request (512 "
-                    f"tokens, the cap). Prompt tokens estimated, not stated: the {c} prompts average {chars:.0f} characters (/4)"
-                    f"{template} = {ptoks}. Result line: throughput_tokens_per_sec "
+                    f"tokens, the cap). Prompt tokens estimated, not stated: the {c} prompts average {chars:.0f} "
+                    f"characters (/4){template} = {ptoks}. Result line: throughput_tokens_per_sec "
                     f"{r['throughput_tokens_per_sec']:.2f}, avg_latency_ms {r['avg_latency_ms']:.1f} (the wave's wall "
                     f"time), ttft_ms {r['ttft_ms']:.1f}, itl_ms {r['itl_ms']:.2f}.")
                 common = {"source_url": url, "source_date": SOURCE_DATE, "software": SOFTWARE[eng]}
