@@ -40,7 +40,7 @@ def test_accelmark_gddr_rows_copy_their_template_plan() -> None:
                  if "nvidia_h100_80gb_hbm3x1_suite" in r["source_url"]
                  or "nvidia_a100_sxm4_40gbx8_suite_B" in r["source_url"]}
     v1_templates = {_scenario(r): r for r in accelmark if r["plan"]["workload"].get("engine_version") == "0.20.1"}
-    rows = _rows("serving_accelmark_gddr.jsonl")
+    rows = [r for r in _rows("serving_accelmark_gddr.jsonl") if "s38-gddrdata" not in r["source_note"]]
     assert len(rows) == 85
     for row in rows:
         v1 = row["plan"]["workload"]["engine_version"] == "0.19.1"
@@ -62,3 +62,49 @@ def test_added_gh200_rows_are_batch_times_tokens_over_latency() -> None:
         assert w["prompt_tokens"] == w["output_tokens"]
         if row["plan"]["model"]["name"] == "EleutherAI/gpt-j-6b":
             assert w["prompt_tokens"] + w["output_tokens"] <= 2048, row["id"]
+
+
+def test_accelmark_gddr_suite_cef_rows_restate_their_files() -> None:
+    """Branch s38-gddrdata's suite C / E / F rows (no ACCELMARK template): held out with their source, each output
+    mean is the prompt mean over (total / output throughput ratio - 1) with the ratio the note prints, a V1 run
+    (the RTX 5090's vLLM 0.19.1) carries the runner's V1 streaming defaults on its streaming rows, and a suite E
+    row runs one engine at TP = its GPU count."""
+    rows = [r for r in _rows("serving_accelmark_gddr.jsonl") if "s38-gddrdata" in r["source_note"]]
+    suites = {s: sum(f"[branch s38-gddrdata: suite_{s} rows]" in r["source_note"] for r in rows) for s in "CEF"}
+    assert suites == {"C": 207, "E": 11, "F": 56}
+    for row in rows:
+        w, hw, note = row["plan"]["workload"], row["plan"]["hardware"], row["source_note"]
+        assert row["split"] == "holdout" and row["id"].startswith("ACCELMARKGD-")
+        ratio = re.search(r"throughput ratio ([0-9.]+)", note)
+        if ratio and "no total throughput" not in note:
+            # the note prints the ratio to 3 decimals: within a token; suite F's mean comes from the offline prompt
+            offline_prompt = w["prompt_tokens"] if "suite_F" not in note else 104  # suite F: 74.2 raw + ~30 template
+            expected = offline_prompt / (float(ratio.group(1)) - 1)
+            assert abs(w["output_tokens"] - expected) <= 1, row["id"]
+        v1 = w["engine_version"] == "0.19.1"
+        assert v1 == ("5090" in hw["gpu"]), row["id"]
+        if v1 and w["load"] != "offline":
+            assert (w["max_num_seqs"], w["max_num_batched_tokens"]) == (128, 2048), row["id"]
+        if "suite_E" in note:
+            assert hw["tensor_parallel"] == hw["count"] and w["load"] == "offline", row["id"]
+        else:
+            assert hw["count"] == 1, row["id"]
+
+
+def test_llmserve_rows_are_waves_of_512_tokens_over_their_wall_time() -> None:
+    """LLMSERVE (A10G, branch s38-gddrdata): a throughput row is concurrency x 512 / the wave's wall time the note
+    quotes (avg_latency_ms); TPOT is the file's itl_ms; Triton's TTFTs are kept as anomalies, vLLM's are not taken."""
+    rows = _rows("serving_gddr_llmserve_a10g.jsonl")
+    assert len(rows) == 140
+    for row in rows:
+        w = row["plan"]["workload"]
+        note = row["source_note"]
+        assert row["split"] == "fit" and w["load"] == "static" and w["output_tokens"] == 512
+        if row["metric"] == "throughput_tok_s":
+            wall_ms = float(re.search(r"avg_latency_ms ([0-9.]+)", note).group(1))  # type: ignore[union-attr]
+            assert abs(row["value"] - w["batch_size"] * 512 / (wall_ms / 1000)) < 0.002 * row["value"], row["id"]
+        elif row["metric"] == "tpot_ms":
+            assert row["value"] == float(re.search(r"itl_ms ([0-9]+\.[0-9]+)", note).group(1)), row["id"]  # type: ignore[union-attr]
+        else:
+            assert row["metric"] == "ttft_ms" and w["engine"] == "trt-llm" and row["anomaly"], row["id"]
+        assert (w["engine"] == "trt-llm") == (w.get("engine_version") == "1.1.0+tensorrt"), row["id"]
