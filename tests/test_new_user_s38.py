@@ -1,0 +1,43 @@
+"""A new user's day (issue 10 §3, §4, session 38): what a user trips on walking docs USER-STORIES with the CLI.
+Each test runs the installed CLI (tests/cli_run.py) or the product path and fails on the behaviour it replaced."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cli_run import mlrig
+
+
+def _json(*args: str) -> Any:
+    res = mlrig(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+# ---- 1. recommend ranked a Jetson dev kit first for an 8B fine-tune ----------------------------------------
+# The 'tco' objective priced the Jetson AGX Orin 64GB ($1,253 over 3 years on its 10 W idle draw) below a used
+# RTX 3090 desktop ($1,498) although its training speed (47 h/run, ×0.5-2) rests on no published run: a guess
+# that decides whether the cheaper box does the same work. It is still listed, after the validated options.
+
+def test_recommend_does_not_rank_an_unvalidated_training_speed_first() -> None:
+    rec = _json("recommend", "--local-only", "--model", "meta-llama/Llama-3.1-8B", "--task", "finetune",
+                "--method", "lora")
+    feasible = [o for o in rec["options"] if o["feasible"]]
+    first = feasible[0]
+    assert all(w["speed_validated"] for w in first["workloads"]), first["name"]
+    jetson = next(o for o in feasible if o["gpu"] == "jetson-agx-orin-64gb")  # listed, not dropped
+    assert not jetson["workloads"][0]["speed_validated"]
+    assert jetson["total_cost_usd"] < first["total_cost_usd"]  # cheaper on paper: the line says why it is after
+    assert any(line.startswith("ranked after it: jetson-agx-orin-64gb") for line in rec["summary"])
+    # every validated option comes before every unvalidated one
+    flags = [all(w["speed_validated"] for w in o["workloads"]) for o in feasible]
+    assert flags == sorted(flags, reverse=True)
+
+
+def test_an_unvalidated_option_asked_for_alone_is_still_the_answer() -> None:
+    rec = _json("recommend", "--local-only", "--gpu", "Jetson AGX Orin", "--model", "meta-llama/Llama-3.1-8B",
+                "--task", "finetune", "--method", "lora")
+    feasible = [o for o in rec["options"] if o["feasible"]]
+    assert feasible and feasible[0]["gpu"] == "jetson-agx-orin-64gb"
+    assert not any(line.startswith("ranked after it") for line in rec["summary"])
