@@ -41,3 +41,24 @@ def test_an_unvalidated_option_asked_for_alone_is_still_the_answer() -> None:
     feasible = [o for o in rec["options"] if o["feasible"]]
     assert feasible and feasible[0]["gpu"] == "jetson-agx-orin-64gb"
     assert not any(line.startswith("ranked after it") for line in rec["summary"])
+
+
+# ---- 2. llama.cpp counted a vision-language model's vision tower in its weights ----------------------------
+# A GGUF holds the text model; the vision tower + projector is the separate mmproj file, loaded only with
+# --mmproj. Gemma 3 12B's SigLIP tower + projector is 421,290,864 params (its HF config): 0.785 GiB at f16.
+
+GEMMA = ("plan", "google/gemma-3-12b-it", "-q", "q4_k_m", "--gpu", "RTX 3090")
+
+
+def test_llama_cpp_weights_leave_out_the_vision_tower_and_say_so() -> None:
+    gguf = _json(*GEMMA, "-e", "llama.cpp")
+    hf = _json(*GEMMA, "-e", "transformers")  # the same Q4_K_M weights with the tower loaded
+    tower_gib = 421_290_864 * 2 / 2**30
+    assert abs(hf["memory"]["weights_gib"] - gguf["memory"]["weights_gib"] - tower_gib) < 0.01
+    notes = " ".join(gguf["memory"]["notes"] if "notes" in gguf["memory"] else gguf["notes"])
+    assert "mmproj" in notes and "0.78 GiB" in notes
+
+
+def test_a_text_model_on_llama_cpp_has_no_mmproj_note() -> None:
+    res = _json("plan", "llama-3.1-8b", "-q", "q4_k_m", "--gpu", "RTX 3090", "-e", "llama.cpp")
+    assert "mmproj" not in json.dumps(res)
