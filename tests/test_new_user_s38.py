@@ -62,3 +62,19 @@ def test_llama_cpp_weights_leave_out_the_vision_tower_and_say_so() -> None:
 def test_a_text_model_on_llama_cpp_has_no_mmproj_note() -> None:
     res = _json("plan", "llama-3.1-8b", "-q", "q4_k_m", "--gpu", "RTX 3090", "-e", "llama.cpp")
     assert "mmproj" not in json.dumps(res)
+
+
+# ---- 3. OLMo 2 read as having no QK-norm ---------------------------------------------------------------------
+# Olmo2Attention normalises the whole q and k projections (q_norm: heads x head_dim weights; k_norm: kv_heads x
+# head_dim), so the model has QK-norm; the reader counted the weights but left `qk_norm` false. Hand count for
+# OLMo-2-1124-7B: 32 layers x (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096 block norms + 2 x 4096 q/k norms)
+# + 2 x 100352 x 4096 (untied embedding and head) + 4096 (final norm) = 7,298,617,344.
+
+def test_olmo2_reads_as_qk_norm_with_its_norm_weights_counted_once() -> None:
+    for name, params in (("olmo-2-7b", 7_298_617_344), ("allenai/OLMo-2-0325-32B", None)):
+        arch = _json("inspect", name)
+        arch = arch.get("arch", arch)
+        assert arch["qk_norm"] is True, name
+        if params is not None:
+            res = mlrig("inspect", name)
+            assert f"{params:,}" in res.stdout
