@@ -78,3 +78,20 @@ def test_olmo2_reads_as_qk_norm_with_its_norm_weights_counted_once() -> None:
         if params is not None:
             res = mlrig("inspect", name)
             assert f"{params:,}" in res.stdout
+
+
+# ---- 4. `cost --model M --hours-per-day 8` refused the serving hours it lists as a workload flag ----------------
+# `mlrig cost --help` lists --hours-per-day (usage.hours_per_day) among the workload flags, and `recommend` reads
+# it, but `cost` asked for --hours-per-month instead (exit 2). 8 h a day = 8 x 730 / 24 = 243.3 busy h a month.
+
+def test_cost_takes_the_workloads_hours_per_day() -> None:
+    res = _json("cost", "--buy", "RTX 3090", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-q", "q4_k_m",
+                "--hours-per-day", "8")
+    assert abs(res["usage"]["hours_per_month"] - 8 * 730 / 24) < 0.01
+
+
+def test_cost_without_any_usage_names_every_way_to_give_it() -> None:
+    from cli_run import one_line_error
+
+    line = one_line_error(mlrig("cost", "--buy", "RTX 3090", "--model", "llama-3.1-8b"))
+    assert "--hours-per-day" in line and "--hours-per-month" in line
