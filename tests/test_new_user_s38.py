@@ -95,3 +95,35 @@ def test_cost_without_any_usage_names_every_way_to_give_it() -> None:
 
     line = one_line_error(mlrig("cost", "--buy", "RTX 3090", "--model", "llama-3.1-8b"))
     assert "--hours-per-day" in line and "--hours-per-month" in line
+
+
+# ---- 5. `plan --machine local` on a machine without a GPU refused to plan at all -------------------------------
+# A user with no GPU who ran `mlrig probe` (as USER-STORIES asks) got "found no GPU; pass --gpu NAME". llama.cpp runs
+# on the CPU: the plan now runs on this machine's CPU as a device with the RAM, the STREAM triad bandwidth and the
+# matmul rate the probe measured.
+
+def test_plan_on_a_probed_machine_without_a_gpu_runs_on_its_cpu() -> None:
+    import socket
+
+    from typer.testing import CliRunner
+
+    from mlrig.cli import app
+    from mlrig.probe.history import save_profile
+    from mlrig.probe.models import CpuInfo, MachineProfile, MatmulResult, MemoryInfo, StreamResult
+
+    save_profile(MachineProfile(
+        created_at="2026-11-25T00:00:00Z", hostname=socket.gethostname(), os="Linux", python="3.11",
+        cpu=CpuInfo(model="AMD Ryzen 9 7950X 16-Core Processor", logical_cpus=32, source="test"),
+        memory=MemoryInfo(total_bytes=64 * 2**30, total_gib=64.0),
+        stream=StreamResult(copy_gb_s=70.0, scale_gb_s=70.0, add_gb_s=70.0, triad_gb_s=70.0, array_bytes=2**27,
+                            threads=32, method="test"),
+        matmul=MatmulResult(gflops=2000.0, n=2048, method="test")))
+    res = CliRunner().invoke(app, ["plan", "llama-3.1-8b", "-q", "q4_k_m", "--machine", "local", "--json",
+                                   "--no-limits"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["engine"] == "llama.cpp" and out["fits"]
+    assert out["memory"]["gpu_capacity_gib"] == 64.0
+    # memory-bound decode: ~4.7 GB read per token from 70 GB/s can give at most ~15 tok/s
+    assert 5.0 < out["performance"]["decode_tok_s"] < 70.0 / 4.69
+    assert any("this machine's CPU" in n for n in out["notes"])

@@ -1030,7 +1030,8 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                          gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(m.used), 4), notes=notes)
     return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
                           batch_fits=bool(m.fits), max_concurrent_sequences=concurrency, kv_bytes_per_token=m.kv_tok,
-                          weights_total_gib=_gib(r.weight_bytes - llama_cpp_vision_bytes(r)), gpus=tp * pp, offload_fraction=m.cpu_share)
+                          weights_total_gib=_gib(r.weight_bytes - llama_cpp_vision_bytes(r)), gpus=tp * pp,
+                          offload_fraction=m.cpu_share)
 
 
 # ---------------------------------------------------------------------------------------------
