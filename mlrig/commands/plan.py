@@ -483,7 +483,8 @@ def _local_cpu_spec() -> str:
         raise MlrigError("the last probe found no GPU and did not measure host memory bandwidth; run `mlrig probe`"
                          " without --history, or pass --gpu NAME")
     model = "".join(" " if c in ",=" else c for c in profile.cpu.model)[:60]
-    spec = {"memory_gib": f"{profile.memory.total_gib:.4f}", "bandwidth_gb_s": f"{profile.host_memory_bandwidth_gb_s:.4f}",
+    spec = {"memory_gib": f"{profile.memory.total_gib:.4f}",
+            "bandwidth_gb_s": f"{profile.host_memory_bandwidth_gb_s:.4f}",
             "hardware_class": "cpu", "name": f"this machine's CPU ({model})"}
     if profile.matmul and profile.matmul.gflops > 0:
         spec["fp32_tflops"] = f"{profile.matmul.gflops / 1e3:.4g}"
