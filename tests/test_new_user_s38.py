@@ -127,3 +127,18 @@ def test_plan_on_a_probed_machine_without_a_gpu_runs_on_its_cpu() -> None:
     # memory-bound decode: ~4.7 GB read per token from 70 GB/s can give at most ~15 tok/s
     assert 5.0 < out["performance"]["decode_tok_s"] < 70.0 / 4.69
     assert any("this machine's CPU" in n for n in out["notes"])
+
+
+# ---- 6. `mlrig eval` of a plan file answered one 'not valid JSON' error per TOML line ------------------------
+# examples/plan.toml is the plan file the docs point to; `eval` read it as JSON Lines (20 error lines, exit 1).
+
+def test_eval_of_a_toml_plan_file_is_one_result_as_plan_gives_it() -> None:
+    res = mlrig("eval", "examples/plan.toml")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 1
+    got = json.loads(lines[0])
+    plan = _json("plan", "--file", "examples/plan.toml")
+    assert got["id"] == "llama8b-vllm-4090" and got["error"] is None
+    assert got["memory"]["per_gpu_gib"] == plan["memory"]["per_gpu_gib"]
+    assert got["performance"]["decode_tok_s"] == plan["performance"]["decode_tok_s"]
