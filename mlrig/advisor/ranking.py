@@ -353,7 +353,9 @@ def uncertainty(feasible: list[RankedOption], objective: Objective,
     out = []
     if feasible:
         for o in borderline or []:
-            if o.total_cost_usd < feasible[0].total_cost_usd:
+            # an unvalidated training speed ranks after the validated options whatever its cost (`_objective_key`)
+            after = objective == "tco" and unvalidated_training(o) and not unvalidated_training(feasible[0])
+            if o.total_cost_usd < feasible[0].total_cost_usd and not after:
                 # both costs: the total alone (resale netted) read as a price the price book contradicts
                 out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f} over the horizon, ${o.upfront_usd:,.0f}"
                            f" up front) would come first if its speed is at the better end of its band:"
