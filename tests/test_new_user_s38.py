@@ -153,3 +153,12 @@ def test_no_uncertain_line_says_an_unvalidated_option_would_come_first() -> None
                    if any(w["task"] != "inference" and w["fits"] and not w["speed_validated"] for w in o["workloads"])}
     assert "mac-studio-m4-max-128gb" in unvalidated
     assert not any(line.startswith(f"uncertain: {name} (") for line in rec["uncertainty"] for name in unvalidated)
+
+
+# ---- 7. `fit M --method qlora` titled its table "bf16 · finetune" ----------------------------------------------
+# Every row is a QLoRA plan (nf4 base), but the title named only the compute precision and the task.
+
+def test_fit_across_gpus_names_the_training_method() -> None:
+    res = mlrig("fit", "llama-3.1-8b", "--task", "finetune", "--method", "qlora", "--vendor", "NVIDIA")
+    assert res.returncode == 0, res.stderr
+    assert "qlora finetune on every GPU" in " ".join(res.stdout.split())

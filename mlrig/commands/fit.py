@@ -180,7 +180,8 @@ def _across_gpus(model: str, vendor: str | None, precision: str | None,
             for g in gpus]
     training = first.workload.task != "inference"
     rows.sort(key=lambda r: (not r["result"].fits, -(_speed(r["result"], training) or 0.0)))
-    return rows, f"{arch.hf_id or arch.id} · {prec} · {first.workload.task} on every GPU"
+    method = f"{first.training.method} " if training and first.training is not None else ""
+    return rows, f"{arch.hf_id or arch.id} · {prec} · {method}{first.workload.task} on every GPU"
 
 
 def _across_precisions(model: str, gpu: str | None, precision: str | None,
