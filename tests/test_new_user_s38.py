@@ -162,3 +162,23 @@ def test_fit_across_gpus_names_the_training_method() -> None:
     res = mlrig("fit", "llama-3.1-8b", "--task", "finetune", "--method", "qlora", "--vendor", "NVIDIA")
     assert res.returncode == 0, res.stderr
     assert "qlora finetune on every GPU" in " ".join(res.stdout.split())
+
+
+# ---- 8. QLoRA on a TPU was priced, and "validated on 37 runs" ------------------------------------------------
+# QLoRA's base is bitsandbytes NF4; bitsandbytes has CUDA, ROCm, Intel XPU/CPU and Gaudi HPU backends, no TPU (XLA)
+# one, so the plan cannot run there. `fit` across GPUs listed tpu-v6e with a QLoRA speed and flash_attention_2.
+
+def test_qlora_on_a_tpu_is_refused_in_one_line_with_the_fix() -> None:
+    from cli_run import one_line_error
+
+    line = one_line_error(mlrig("plan", "llama-3.1-8b", "--task", "finetune", "--method", "qlora", "--gpu", "tpu-v6e"))
+    assert "bitsandbytes" in line and "--method lora" in line
+    assert _json("plan", "llama-3.1-8b", "--task", "finetune", "--method", "lora", "--gpu", "tpu-v6e")["fits"]
+
+
+def test_fit_across_gpus_leaves_out_devices_that_cannot_run_the_plan() -> None:
+    rows = _json("fit", "llama-3.1-8b", "--task", "finetune", "--method", "qlora")
+    gpus = {r["gpu"] for r in rows}
+    assert "rtx-4090" in gpus and not any(g.startswith("tpu-") for g in gpus)
+    one_line = mlrig("fit", "llama-3.1-8b", "--task", "finetune", "--method", "qlora", "--vendor", "Google")
+    assert one_line.returncode == 2 and "bitsandbytes" in one_line.stderr
