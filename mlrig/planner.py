@@ -506,6 +506,13 @@ def prepare(p: Plan, arch: ModelArch, gpu: GPU) -> tuple[Plan, list[str]]:
     come after them."""
     assumed = "gpu" not in p.hardware.model_fields_set and p.hardware.gpu_spec is None
     p, notes = with_defaults(p, gpu, arch)
+    if p.workload.task != "inference" and p.training is not None and p.training.method == "qlora" \
+            and gpu.hardware_class == "tpu":
+        # QLoRA's frozen base is bitsandbytes' NF4 (Dettmers et al. 2023, arXiv 2305.14314); bitsandbytes runs on
+        # CUDA, and on ROCm, Intel XPU / CPU and Gaudi HPU through its multi-backend builds, not on a TPU (XLA)
+        # (huggingface.co/docs/bitsandbytes installation); the calibration's QLoRA rows are all on GPUs
+        raise MlrigError(f"QLoRA's 4-bit base is bitsandbytes NF4, which has no TPU (XLA) backend, so it cannot run"
+                         f" on {gpu.name}; use --method lora there, or a GPU for QLoRA")
     notes = [*arch.notes, *gpu.resolution_notes, *notes]
     if assumed:
         notes.insert(0, f"no GPU given: assumed {gpu.name} ({gpu.id}), the default; pass --gpu NAME "

@@ -144,7 +144,18 @@ def _objective_key(o: RankedOption, objective: Objective) -> tuple[float, ...]:
         vals = [w.usd_per_mtok if w.usd_per_mtok is not None else math.inf
                 for w in o.workloads if w.task == "inference"]
         return (sum(vals) / len(vals) if vals else math.inf, o.total_cost_usd)
-    return (o.total_cost_usd, -o.speed_score)
+    return (float(unvalidated_training(o)), o.total_cost_usd, -o.speed_score)
+
+
+def unvalidated_training(o: RankedOption) -> bool:
+    """Whether a training workload's speed on this option is a guess: no published run of its method on
+    the option's hardware class checks it (`evaluation.speed_band`: shown as ×0.5-2). The 'tco' objective
+    ranks such options after every option whose training speed is validated: a total cost compares
+    options doing the same work only if each does it in the time stated, and for these the time is not
+    known. Without this, a Jetson AGX Orin dev kit (LPDDR5 at 204.8 GB/s, 42.5 TFLOPS derived, no published
+    training run) came first for an 8B LoRA fine-tune on its 10 W idle draw alone: $1,253 over 3 years at
+    47 h/run against a used RTX 3090 desktop's $1,498 at 14 h/run (validated, 12.5-16.4 h)."""
+    return any(w.task != "inference" and w.fits and not w.speed_validated for w in o.workloads)
 
 
 def sort_options(opts: list[RankedOption], objective: Objective) -> None:
@@ -274,6 +285,13 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
         " in power and upkeep; anything below is bought for speed or headroom"]
     lines += [f"best for objective '{objective}': {best.name} - {best.speed} - ${best.total_cost_usd:,.0f} over"
              f" {years:g} years (${best.cost_per_month_usd:,.0f}/month, ${best.upfront_usd:,.0f} up front)"]
+    cheaper_guess = [o for o in feasible if objective == "tco" and unvalidated_training(o)
+                     and not unvalidated_training(best) and o.total_cost_usd < best.total_cost_usd]
+    if cheaper_guess:
+        g = min(cheaper_guess, key=lambda o: o.total_cost_usd)
+        lines.append(f"ranked after it: {g.name} (${g.total_cost_usd:,.0f} over {years:g} years, {g.speed}) costs"
+                     " less, but no published run validates its training speed (×0.5-2), so it is listed after"
+                     " the options whose speed is validated")
     # The step up: among the faster Pareto options that cost at most STEP_UP_MAX_EXTRA more, the one that
     # buys the most extra speed per extra dollar (the incremental cost-effectiveness ratio of a
     # cost-benefit analysis), not merely the next cheapest; the cheapest faster one when none is that close.
@@ -335,7 +353,9 @@ def uncertainty(feasible: list[RankedOption], objective: Objective,
     out = []
     if feasible:
         for o in borderline or []:
-            if o.total_cost_usd < feasible[0].total_cost_usd:
+            # an unvalidated training speed ranks after the validated options whatever its cost (`_objective_key`)
+            after = objective == "tco" and unvalidated_training(o) and not unvalidated_training(feasible[0])
+            if o.total_cost_usd < feasible[0].total_cost_usd and not after:
                 # both costs: the total alone (resale netted) read as a price the price book contradicts
                 out.append(f"uncertain: {o.name} (${o.total_cost_usd:,.0f} over the horizon, ${o.upfront_usd:,.0f}"
                            f" up front) would come first if its speed is at the better end of its band:"

@@ -108,9 +108,16 @@ def cost_report(args: list[str] | None = None, *, buy: str | None = None, plan: 
     if len(workloads) > 1:
         raise MlrigError("cost compares one workload; give one --model (use `mlrig recommend` for several)")
     work = workloads[0] if workloads else None
+    if work is not None:  # the workload's own usage flags (`--model M --hours-per-day 8`), as recommend reads them
+        u = work.usage
+        if hours_per_month is None and u.hours_per_day is not None:
+            hours_per_month = u.hours_per_day * HOURS_PER_MONTH / 24.0
+        runs_per_week = runs_per_week if runs_per_week is not None else u.runs_per_week
+        hours_per_run = hours_per_run if hours_per_run is not None else u.hours_per_run
     if hours_per_month is None:
         if runs_per_week is None or hours_per_run is None:
-            raise MlrigError("give --hours-per-month, or --runs-per-week with --hours-per-run")
+            raise MlrigError("give --hours-per-month, --hours-per-day after --model (serving), or --runs-per-week"
+                             " with --hours-per-run")
         hours_per_month = runs_per_week * hours_per_run * WEEKS_PER_MONTH
         if hours_per_month > HOURS_PER_MONTH:
             raise MlrigError(f"--runs-per-week × --hours-per-run = {hours_per_month:,.0f} h a month; a month has"

@@ -58,7 +58,8 @@ def _refuse_same_file(source: IO[bytes], out: Path | int) -> None:
 
 
 def eval_cmd(
-    cases: Annotated[Path, typer.Argument(help="JSON Lines file, one plan per line ('-' for stdin)")],
+    cases: Annotated[Path, typer.Argument(
+        help="JSON Lines file, one plan per line ('-' for stdin); a .toml plan file is one plan")],
     out: Annotated[Path | None, typer.Option("--output", "-o", help="write results here instead of stdout")] = None,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", min=1, help="worker processes for a cases file of more than 1,024 lines "
@@ -77,6 +78,16 @@ def eval_cmd(
     from mlrig.errors import MlrigError
 
     source: IO[bytes] = sys.stdin.buffer if str(cases) == "-" else _open_cases(cases)
+    if cases.suffix.lower() == ".toml":
+        # a TOML plan file (`plan --file`'s, examples/plan.toml) is one plan: one line, evaluated as JSON Lines
+        # would be (its lines read as JSON had given one 'not valid JSON' result per line)
+        import io
+        import json
+
+        from mlrig.planner import load_plan_file
+
+        source.close()
+        source = io.BytesIO(json.dumps(load_plan_file(cases)).encode() + b"\n")
     try:
         if out is not None:
             _refuse_same_file(source, out)

@@ -170,17 +170,26 @@ def _row(result: PlanResult, precision: str, lims: dict[str, int | None] | None 
 def _across_gpus(model: str, vendor: str | None, precision: str | None,
                  fields: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     from mlrig.catalog.gpus import load_gpus
+    from mlrig.errors import MlrigError
     from mlrig.planner import evaluate, parse_plan, plan_from_fields, resolve_arch
 
     gpus = [g for g in load_gpus() if not vendor or g.vendor.lower() == vendor.lower()]
     prec = precision or "bf16"
     first = parse_plan(plan_from_fields(model, gpu=gpus[0].id if gpus else "rtx-4090", precision=prec, **fields))
     arch = resolve_arch(first)
-    rows = [_row(evaluate(plan_from_fields(model, gpu=g.id, precision=prec, **fields), arch=arch, gpu=g), prec)
-            for g in gpus]
+    rows, refused = [], []
+    for g in gpus:
+        try:
+            rows.append(_row(evaluate(plan_from_fields(model, gpu=g.id, precision=prec, **fields), arch=arch, gpu=g),
+                             prec))
+        except MlrigError as exc:  # a setup this device cannot run at all (QLoRA on a TPU): not a candidate
+            refused.append(str(exc))
+    if refused and not rows:
+        raise MlrigError(refused[0])
     training = first.workload.task != "inference"
     rows.sort(key=lambda r: (not r["result"].fits, -(_speed(r["result"], training) or 0.0)))
-    return rows, f"{arch.hf_id or arch.id} · {prec} · {first.workload.task} on every GPU"
+    method = f"{first.training.method} " if training and first.training is not None else ""
+    return rows, f"{arch.hf_id or arch.id} · {prec} · {method}{first.workload.task} on every GPU"
 
 
 def _across_precisions(model: str, gpu: str | None, precision: str | None,

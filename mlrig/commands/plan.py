@@ -361,6 +361,8 @@ def plan_cmd(
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)
+        if gpu is None and fields.get("gpu_spec") is None:  # no GPU here: the CPU runs it (llama.cpp's CPU backend)
+            fields["gpu_spec"] = _local_cpu_spec()
         fields["host_ram_gib"] = ram_gib  # offload's host RAM is checked against what this machine has
         if fields["storage_gb_s"] is None:
             fields["storage_gb_s"] = disk_gb_s
@@ -453,13 +455,40 @@ def _local_machine(machine: str, gpu: str | None) -> tuple[str | None, dict[str,
     overrides: dict[str, Any] = {}
     if gpu is None:
         if local is None:
-            raise MlrigError("the last probe found no GPU the catalog knows; pass --gpu NAME as well")
+            if profile.gpus:  # a GPU the catalog does not know: its figures are not the CPU's
+                raise MlrigError("the last probe found no GPU the catalog knows; pass --gpu NAME (or --gpu-spec) as"
+                                 " well")
+            return None, overrides, profile.host_memory_bandwidth_gb_s, _disk_gb_s(profile), profile.memory.total_gib
         gpu = local.catalog_id
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
     elif local is not None and resolve_gpu(gpu).id == local.catalog_id:
         overrides = dict(profile_to_gpu_overrides(profile, local.index))
-    disk = profile.disk_bench.seq_write_mb_s / 1e3 if profile.disk_bench else None
-    return gpu, overrides, profile.host_memory_bandwidth_gb_s, disk, profile.memory.total_gib
+    return gpu, overrides, profile.host_memory_bandwidth_gb_s, _disk_gb_s(profile), profile.memory.total_gib
+
+
+def _disk_gb_s(profile: Any) -> float | None:
+    return profile.disk_bench.seq_write_mb_s / 1e3 if profile.disk_bench else None
+
+
+def _local_cpu_spec() -> str:
+    """A machine whose probe found no GPU runs on its CPU: a device (hardware_class cpu, as the catalog's cpu-*
+    hosts) with the RAM it has, the STREAM triad bandwidth and the FP32 matmul rate `mlrig probe` measured
+    there, as `--gpu-spec` gives it (achieved rates, not peaks: conservative under the efficiency factors)."""
+    from mlrig.errors import MlrigError
+    from mlrig.probe import latest_profile
+
+    profile = latest_profile()
+    assert profile is not None  # _local_machine checked
+    if not profile.host_memory_bandwidth_gb_s:
+        raise MlrigError("the last probe found no GPU and did not measure host memory bandwidth; run `mlrig probe`"
+                         " without --history, or pass --gpu NAME")
+    model = "".join(" " if c in ",=" else c for c in profile.cpu.model)[:60]
+    spec = {"memory_gib": f"{profile.memory.total_gib:.4f}",
+            "bandwidth_gb_s": f"{profile.host_memory_bandwidth_gb_s:.4f}",
+            "hardware_class": "cpu", "name": f"this machine's CPU ({model})"}
+    if profile.matmul and profile.matmul.gflops > 0:
+        spec["fp32_tflops"] = f"{profile.matmul.gflops / 1e3:.4g}"
+    return ",".join(f"{k}={v}" for k, v in spec.items())
 
 
 def register(app: typer.Typer) -> None:

@@ -637,6 +637,14 @@ def llama_cpp_gpu_weight_bytes(parts: Mapping[str, float], weights_per_gpu: floa
     return max(0.0, weights_per_gpu - (embed / tp if pp == 1 else 0.0))
 
 
+def llama_cpp_vision_bytes(r: ResolvedPlan) -> float:
+    """Bytes of a vision-language model's vision tower + projector (`quant.vision_bytes`) that llama.cpp does NOT
+    load: convert_hf_to_gguf.py writes the text model to the .gguf and the vision encoder and projector, with
+    `--mmproj`, to a separate mmproj-*.gguf (docs/multimodal.md); llama-cli / llama-server load that file only when
+    given `--mmproj` (or `-hf`, which fetches it), and llama-bench never does. 0 for a text-only model."""
+    return r.weight_parts.get("vision", 0.0) if runs_llama_cpp(_engine_key(r)) else 0.0
+
+
 def llama_cpp_compute_buffer_bytes(arch: ModelArch, kv_cells: Num, flash_attention: bool, heads_gpu: float,
                                    n_ubatch: int = LLAMA_CPP_UBATCH) -> Num:
     """The compute buffer llama.cpp reserves on the GPU: ggml's graph allocator (ggml/src/ggml-alloc.c
@@ -865,6 +873,9 @@ def inference_memory(r: ResolvedPlan, batch: Num, ctx: Num, prompt: Num,
             n_ctx = vec.where(given, n_ctx, default_ctx)
         cells = llama_cpp_kv_cells(n_ctx, w.flash_attention)
         kv = llama_cpp_kv_bytes(arch, cells, batch, w.flash_attention, r.kv_bytes_per_element, tp, pp)
+        # a vision-language model's GGUF holds the text model only: its vision tower + projector is the separate
+        # mmproj file, loaded only with --mmproj (`llama_cpp_vision_bytes`)
+        weights = weights - llama_cpp_vision_bytes(r) / (tp * pp)
         gpu_weights = llama_cpp_gpu_weight_bytes(r.weight_parts, weights, tp, pp)
         host_resident = weights - gpu_weights
         weights = gpu_weights
@@ -991,6 +1002,11 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
         notes.append("llama.cpp: KV cache fully allocated for n_ctx = context x batch (padded to "
                      f"{LLAMA_CPP_KV_PAD_FA if w.flash_attention else LLAMA_CPP_KV_PAD}); KV {r.kv_precision}; "
                      f"compute buffer for n_ubatch={LLAMA_CPP_UBATCH}; token embedding kept in host RAM")
+        vision = llama_cpp_vision_bytes(r)
+        if vision:
+            notes.append(f"llama.cpp: the vision tower + projector ({_gib(vision):.2f} GiB, the separate mmproj"
+                         " file) is not counted: the .gguf holds the text model, and the mmproj loads only with"
+                         " --mmproj (add about that much for image input)")
     else:
         if not _modelled(engine):
             notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
@@ -1014,7 +1030,8 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                          gpu_capacity_gib=cap_gib, headroom_gib=round(cap_gib - _gib(m.used), 4), notes=notes)
     return MemoryEstimate(breakdown=bd, kv_cache_capacity_tokens=capacity, fits=bool(m.fits), engine=engine,
                           batch_fits=bool(m.fits), max_concurrent_sequences=concurrency, kv_bytes_per_token=m.kv_tok,
-                          weights_total_gib=_gib(r.weight_bytes), gpus=tp * pp, offload_fraction=m.cpu_share)
+                          weights_total_gib=_gib(r.weight_bytes - llama_cpp_vision_bytes(r)), gpus=tp * pp,
+                          offload_fraction=m.cpu_share)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -419,8 +419,10 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
     if model_type == "olmo2":
         # Olmo2Attention: RMSNorm over the whole q and k projections (q_norm: heads x head_dim, k_norm:
         # kv_heads x head_dim); the block norms come after attention and MLP (2 per layer, no input norm).
+        # QK-norm all the same (qk_norm, which counts a per-head 2 x head_dim): the rest of the weights go to other
         hd = head_dim or hidden // heads
-        other += layers * (heads + (kv or heads)) * hd
+        fields["qk_norm"] = True
+        other += layers * ((heads + (kv or heads)) * hd - 2 * hd)
         notes.append("OLMo 2: q/k RMSNorm over the full projections (counted), norms after each sub-block")
     if model_type in ("cohere", "cohere2"):
         # CohereDecoderLayer: one input LayerNorm (weight only, no bias) feeding attention and MLP in parallel;
@@ -428,7 +430,8 @@ def arch_from_hf_config(cfg: dict[str, Any], *, model_id: str, hf_id: str | None
         fields.update(norms_per_layer=1, tie_word_embeddings=c.get_bool("tie_word_embeddings", True))
         if c.get_bool("use_qk_norm", False):
             hd = head_dim or hidden // heads
-            other += layers * (heads + (kv or heads)) * hd
+            fields["qk_norm"] = True  # counts 2 x head_dim per layer; CohereLayerNorm holds one row per head
+            other += layers * ((heads + (kv or heads)) * hd - 2 * hd)
             notes.append("Command R+: per-head q/k LayerNorm weights counted")
     if model_type in ("chatglm", "glm"):
         # ChatGLMModel (THUDM chatglm3 / glm-4-9b remote code, mirrored by transformers' GlmForCausalLM):
