@@ -1177,6 +1177,36 @@ COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 #    steps of 500-2,000 sequences are compute-bound.
 AMD_CDNA3_GEMM_REL_EFF = 0.514 / 0.803
 AMD_CDNA3_ARCHITECTURE = "CDNA 3"
+# vLLM's 16-bit linear layers in a decode step on AMD CDNA 3 (`performance.vllm_rocm_hipblaslt_matvec`): where its
+#    skinny mat-vec kernels do not take a GEMM, it runs through PyTorch's F.linear, i.e. hipBLASLt (PyTorch's
+#    default BLAS on gfx94x), whose small-M GEMMs stream the weights slower than the skinny kernels' split-K
+#    dot products. Read in the release wheels:
+#    - vLLM 0.6.3 / 0.8.4 `UnquantizedLinearMethod.apply` is `F.linear(x, layer.weight, bias)` on every platform
+#      (vllm/model_executor/layers/linear.py): no skinny kernel upstream.
+#    - vLLM 0.8.5 (2025-04-28) routes it through `dispatch_unquantized_gemm()` -> `rocm_unquantized_gemm`
+#      (vllm/model_executor/layers/utils.py): on MI250 / MI300 (`on_mi250_mi300`), fp16 or bf16 activations, K % 8
+#      == 0 and no bias, `ops.wvSplitK` for `0 < n < 4` rows (tokens of the step) and `ops.LLMM1` for n == 1,
+#      F.linear otherwise (VLLM_ROCM_USE_SKINNY_GEMM, on by default). Added by vllm-project/vllm PR #15830 ("Add
+#      skinny gemms for unquantized linear on ROCm", opened 2025-03-31); the lm_head (vocab_parallel_embedding.py)
+#      keeps F.linear.
+#    - AMD's fork (ROCm/vllm, rocm/vllm images) had them since ROCm/vllm PR #54 (2024-06-17, `wvSpltK`) in
+#      vllm/model_executor/layers/tuned_gemm.py `apply_skinny`: fp16 activations only (`inp_view.dtype !=
+#      torch.float16` returns None), n <= 4; bf16 runs hipBLASLt / rocBLAS (its tuned solutions) at every n.
+#    The rate: PR #15830's own measurement (benchmark_latency, Llama 3.1 70B fp16, TP 8, 32 prompt / 128 output
+#    tokens; the GPU is not named, the kernels are gated to MI250 / MI300 and taken as MI300X's): 1.4118 s without
+#    skinny kernels against 1.2892 s with them at batch 1, 1.4460 against 1.3445 s at batch 2, i.e. 0.97 / 0.80 ms
+#    per decode step (127 steps; the 32-token prefill runs F.linear either way). The linear layers hold 68.4 B
+#    parameters (70.6 B less the 128,256 x 8,192 embedding and lm_head), 17.1 GB per GPU in fp16, 4.03 ms at the
+#    rate BW_EFF["vllm"]["hbm"] gives an MI300X (0.80 x 5.3 TB/s): taking the skinny kernels to reach that rate,
+#    F.linear streams them at 4.03 / (4.03 + 0.97) = 0.81 (batch 1) and 4.03 / (4.03 + 0.80) = 0.83 (batch 2) of it.
+#    0.82. Not fitted on calibration rows. Applied at every n hipBLASLt takes, not only the measured 1 and 2: its
+#    small-M tiles pad the step's rows to a tile, so a memory-bound GEMM costs the same from 1 to a few dozen rows
+#    (LHLMI300X's vLLM 0.6.3 TPOTs sit ~18 ms above the model from 1 to 32 sequences alike). fp8 / quantised
+#    weights (torch._scaled_mm and the quantisation kernels) and CDNA 2 / 4 are not priced by it (no measurement).
+VLLM_ROCM_HIPBLASLT_MATVEC_REL = 0.82
+VLLM_ROCM_SKINNY_GEMM_FROM = (0, 8, 5)
+VLLM_ROCM_SKINNY_MAX_ROWS = 3  # upstream `rocm_unquantized_gemm`: wvSplitK for 0 < n < 4
+VLLM_ROCM_FORK_SKINNY_MAX_ROWS = 4  # ROCm/vllm tuned_gemm.py `apply_skinny`: n <= 4, fp16 only
 
 # Board power bounds the tensor rate of dense GEMMs (hardware.board_power_tflops). Under a long dense GEMM a card
 #    draws its board power (TDP) before it reaches its rated boost clock when its tensor cores are wide for that

@@ -328,6 +328,32 @@ def gemm_rate_rel(gpu: GPU) -> float:
     return 1.0
 
 
+def vllm_rocm_hipblaslt_matvec(gpu: GPU, engine: str, precision: Precision, engine_version: str | None,
+                               rows: Num) -> Num:
+    """The rate at which vLLM's dense 16-bit linear layers stream their weights in a decode step of `rows` tokens,
+    relative to the engine's mat-vec rate: efficiency.VLLM_ROCM_HIPBLASLT_MATVEC_REL where the step's GEMMs run
+    through F.linear (hipBLASLt) on AMD CDNA 3, 1 where vLLM's skinny kernels take them, and 1 elsewhere.
+
+    Skinny kernels (efficiency.py, at VLLM_ROCM_HIPBLASLT_MATVEC_REL, read in the release wheels): upstream from
+    0.8.5 (efficiency.VLLM_ROCM_SKINNY_GEMM_FROM; the current release when no version is given) for fp16 / bf16 at
+    up to efficiency.VLLM_ROCM_SKINNY_MAX_ROWS rows; AMD's fork ("rocm/vllm ...", `engines.vllm_custom_allreduce_on_amd`
+    reads the same names) before 0.8.5 for fp16 only at up to efficiency.VLLM_ROCM_FORK_SKINNY_MAX_ROWS rows. Other
+    weight formats (fp8 `torch._scaled_mm`, quantised kernels) keep 1: not measured."""
+    arch = (gpu.architecture or "").strip()
+    if engine != "vllm" or gpu.vendor != "AMD" or not arch.startswith(eff.AMD_CDNA3_ARCHITECTURE):
+        return 1.0
+    if precision.name not in ("fp16", "bf16"):
+        return 1.0
+    fork = bool(engine_version and "rocm/vllm" in engine_version.lower())
+    if not before(engine_version, eff.VLLM_ROCM_SKINNY_GEMM_FROM):
+        skinny_rows = eff.VLLM_ROCM_SKINNY_MAX_ROWS
+    elif fork and precision.name == "fp16":
+        skinny_rows = eff.VLLM_ROCM_FORK_SKINNY_MAX_ROWS
+    else:
+        skinny_rows = 0
+    return vec.where(rows <= skinny_rows, 1.0, eff.VLLM_ROCM_HIPBLASLT_MATVEC_REL)
+
+
 def moe_expert_bw_rel(engine: str, gpu: GPU) -> float:
     """Rate at which an engine's fused MoE kernels stream routed-expert weights, relative to its dense
     GEMMs' (efficiency.MOE_EXPERT_BW_REL): vLLM's and SGLang's Triton `fused_moe` kernels on NVIDIA and AMD
@@ -829,7 +855,10 @@ def pass_time(
     moe_rel = moe_expert_bw_rel(engine, gpu)
     plain = cost.plain_weight_bytes
     # routed experts at the fused-MoE rate, 16-bit parts of a mixed-width checkpoint at the plain rate
-    weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / w_bw + cost.expert_bytes / (w_bw * moe_rel)
+    # vLLM's dense 16-bit linear layers through hipBLASLt on AMD CDNA 3 where its skinny kernels do not take them
+    linear_rel = vllm_rocm_hipblaslt_matvec(gpu, engine, precision, engine_version, tokens_in_pass) if decode else 1.0
+    weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / (w_bw * linear_rel)
+                 + cost.expert_bytes / (w_bw * moe_rel)
                  + plain / (bw * matvec_rel)) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
