@@ -12,7 +12,7 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.performance import decode_step, vllm_rocm_hipblaslt_matvec
 from mlrig.planner import resolve_plan
 from mlrig.quant import parse_precision
-from mlrig.validation.runner import load_rows, check
+from mlrig.validation.runner import check, load_rows
 
 MI300X = resolve_gpu("AMD Instinct MI300X")
 BF16 = parse_precision("bf16")
@@ -29,7 +29,7 @@ def test_rate_from_the_pull_requests_own_latencies() -> None:
     rel_b2 = skinny_ms / (skinny_ms + (1.4460 - 1.3445) / 127 * 1e3)
     assert rel_b1 == pytest.approx(0.81, abs=0.005)
     assert rel_b2 == pytest.approx(0.83, abs=0.005)
-    assert REL == pytest.approx((rel_b1 + rel_b2) / 2, abs=0.005)
+    assert pytest.approx((rel_b1 + rel_b2) / 2, abs=0.005) == REL
 
 
 @pytest.mark.parametrize(("version", "precision", "rows", "expected"), [
