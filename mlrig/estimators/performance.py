@@ -2056,12 +2056,16 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         if dmmv < eff_bw:  # the weights' mat-vecs (efficiency.py 1-HIP); the KV cache keeps eff_bw
             dequant = (f" ({dmmv:.0%} for its F16 weights: this build's F16 mat-vec fills half of each 64-lane "
                        f"wavefront)")
+    hipblaslt = float(vllm_rocm_hipblaslt_matvec(gpu, s.engine, r.precision, w.engine_version, b))
+    if hipblaslt < 1.0:  # efficiency.VLLM_ROCM_HIPBLASLT_MATVEC_REL: no skinny kernel takes this step's GEMMs
+        dequant = f" ({hipblaslt:.0%} of that for its linear layers: hipBLASLt GEMMs, no skinny kernel at batch {b})"
     ollama = (w.engine or "").strip().lower() == "ollama"
     engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
+    comm = f" and {dec.comm_s * 1e3:.1f} ms of all-reduce" if dec.comm_s > 0 else ""
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
-        f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
+        f"plus {dec.overhead_s * 1e3:.1f} ms overhead{comm} that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({engine_label}, batch {b}): {dec.bound} bound"
     )
     if dec.bound == "host":
