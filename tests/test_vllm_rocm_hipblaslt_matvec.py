@@ -84,3 +84,54 @@ def test_lhl_405b_tpot_rows_closer() -> None:
     assert len(rows) == 48
     errors = sorted(c.predicted / r.value - 1 for r in rows if (c := check(r)).predicted is not None)
     assert errors[len(errors) // 2] > -0.20
+
+
+# vLLM V0's decode attention on AMD past its custom ROCm kernel's limits (efficiency.VLLM_ROCM_CUSTOM_PAGED_ATTN_*):
+# the hipified generic kernel loads each KV head once per query head of its group.
+
+def _long_plan(version: str, model: str = "meta-llama/Llama-3.1-405B-Instruct", tp: int = 8,
+               gpu: str = "AMD Instinct MI300X") -> dict[str, object]:
+    return {"model": {"name": model},
+            "workload": {"task": "inference", "precision": "bf16", "engine": "vllm", "engine_version": version,
+                         "load": "static", "batch_size": 1, "prompt_tokens": 64_000, "output_tokens": 150},
+            "hardware": {"gpu": gpu, "count": tp, "tensor_parallel": tp}}
+
+
+@pytest.mark.parametrize(("version", "context", "expected"), [
+    ("0.6.3.dev116", 32_000, 1.0),  # the custom kernel up to 32,768 tokens (0.6.2 - 0.9.1)
+    ("0.6.3.dev116", 64_000, 16.0),  # 405B at TP 8: 16 query heads on one KV head per GPU
+    ("0.9.1+v0", 64_000, 16.0),  # V0 named by its label (VLLM_USE_V1=0)
+    ("0.9.2+v0", 64_000, 1.0),  # 128 x 1,024 from 0.9.2
+    ("0.9.2+v0", 140_000, 16.0),
+    ("0.6.1", 1_000, 16.0),  # no custom kernel before 0.6.2
+    ("0.8.0+v0", 64_000, 16.0),
+    ("0.8.0", 64_000, 1.0),  # V1: not this kernel
+    ("rocm/vllm 0.6.4.dev4", 64_000, 1.0),  # AMD's fork: not read
+])
+def test_generic_kernel_group_factor(version: str, context: int, expected: float) -> None:
+    from mlrig.estimators.performance import vllm_rocm_generic_paged_decode
+
+    r, _ = resolve_plan(_long_plan(version))
+    assert vllm_rocm_generic_paged_decode(r, "vllm", context) == expected
+
+
+def test_generic_kernel_group_per_gpu_and_vendor() -> None:
+    """Llama-3.1-8B (32 query / 8 KV heads) at TP 8: one KV head and 4 query heads per GPU, so 4; NVIDIA: 1."""
+    from mlrig.estimators.performance import vllm_rocm_generic_paged_decode
+
+    r, _ = resolve_plan(_long_plan("0.6.3", model="meta-llama/Llama-3.1-8B-Instruct"))
+    assert vllm_rocm_generic_paged_decode(r, "vllm", 64_000) == 4.0
+    r, _ = resolve_plan(_long_plan("0.6.3", gpu="H100 SXM"))
+    assert vllm_rocm_generic_paged_decode(r, "vllm", 64_000) == 1.0
+
+
+def test_64k_decode_step_reads_the_cache_16_times() -> None:
+    """Hand check, 405B at TP 8 and 64,075 tokens of context: 126 layers x 1 KV head x 128 x (K, V) x 2 bytes =
+    64,512 bytes per token on each GPU, 4.13 GB; the generic kernel moves it 16 times, 15 more at 0.80 x 5.3 TB/s =
+    14.6 ms on top of the custom kernel's step."""
+    r, _ = resolve_plan(_long_plan("0.6.3.dev116"))
+    kv_gb = 64_075 * 126 * 128 * 2 * 2 / 1e9
+    assert kv_gb == pytest.approx(4.13, abs=0.01)
+    generic = decode_step(r, 1, 64_075).memory_s
+    custom = decode_step(r, 1, 32_000).memory_s + (64_075 - 32_000) * 126 * 128 * 2 * 2 / (0.80 * 5300e9)
+    assert generic - custom == pytest.approx(15 * kv_gb * 1e9 / (0.80 * 5300e9), rel=0.01)

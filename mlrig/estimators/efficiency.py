@@ -1207,6 +1207,23 @@ VLLM_ROCM_HIPBLASLT_MATVEC_REL = 0.82
 VLLM_ROCM_SKINNY_GEMM_FROM = (0, 8, 5)
 VLLM_ROCM_SKINNY_MAX_ROWS = 3  # upstream `rocm_unquantized_gemm`: wvSplitK for 0 < n < 4
 VLLM_ROCM_FORK_SKINNY_MAX_ROWS = 4  # ROCm/vllm tuned_gemm.py `apply_skinny`: n <= 4, fp16 only
+# vLLM V0's decode attention on AMD GPUs (`performance.vllm_rocm_generic_paged_decode`). The ROCm backend
+#    (vllm/attention/backends/rocm_flash_attn.py `ROCmFlashAttentionImpl.forward`) runs a decode step through its
+#    own `ops.paged_attention_rocm` when `_use_rocm_custom_paged_attention` (0.6.2 - 0.8.4; vllm/platforms/rocm.py
+#    `use_rocm_custom_paged_attention` from 0.8.5) allows it: fp16 / bf16 queries, head size 64 or 128, KV block 16
+#    or 32, 1 <= query heads per KV head <= 16 and the batch's longest sequence at most 32,768 tokens (0.6.2 - 0.9.1)
+#    or 128 x 1,024 (0.9.2 - 0.10.0); otherwise `PagedAttention.forward_decode`, the CUDA kernel vLLM hipifies
+#    (csrc/attention/attention_kernels.cu `paged_attention_kernel`), whose grid has one block per query head
+#    (`head_idx = blockIdx.x; kv_head_idx = head_idx / num_queries_per_kv`), so each KV head is loaded once per
+#    query head of its group, as KV_READ_PER_QUERY_HEAD's engines do (the full group: an upper bound where the
+#    re-reads hit the caches). 0.6.1 has no custom kernel (rocm_flash_attn.py calls `PagedAttention.forward_decode`
+#    for every decode; read in the 0.6.1 and 0.6.2 wheels). Limits read in the 0.6.2, 0.6.3, 0.8.5, 0.9.0, 0.9.1,
+#    0.9.2 and 0.10.0 wheels. AMD's fork (rocm/vllm builds) is left out (its kernel's limits not read).
+VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM = (0, 6, 2)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_128K_FROM = (0, 9, 2)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN = {False: 32_768, True: 128 * 1024}  # by "from 0.9.2"
+VLLM_ROCM_CUSTOM_PAGED_ATTN_HEAD_SIZES = (64, 128)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_GQA = 16
 
 # Board power bounds the tensor rate of dense GEMMs (hardware.board_power_tflops). Under a long dense GEMM a card
 #    draws its board power (TDP) before it reaches its rated boost clock when its tensor cores are wide for that

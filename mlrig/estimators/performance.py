@@ -1425,6 +1425,34 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     return block_eff, moe_rel
 
 
+def vllm_rocm_generic_paged_decode(r: ResolvedPlan, engine: str, context: Num) -> Num:
+    """How many times vLLM V0's decode attention on an AMD GPU loads each cached KV byte: the query heads per KV
+    head on one GPU where its custom ROCm kernel does not take the step and the hipified generic kernel loads a KV
+    head once per query head, else 1 (efficiency.py, at VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM: upstream V0 releases
+    before 0.6.2 always; from 0.6.2 past efficiency.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN tokens of context, or with a
+    head size or group the kernel does not take). `context`: the step's context, standing for the batch's longest.
+    1 for other engines and vendors, V1, AMD's fork, MLA models and 8-bit KV caches (the kernel's fp8 cache path
+    not read)."""
+    from mlrig.estimators.engines import vllm_v1
+
+    version = r.workload.engine_version
+    a = r.arch
+    if engine != "vllm" or r.gpu.vendor != "AMD" or vllm_v1(version) or a.is_mla or not a.num_kv_heads:
+        return 1.0
+    if (version and "rocm/vllm" in version.lower()) or r.kv_bytes_per_element < 2.0:
+        return 1.0
+    tp = max(1, r.hardware.tensor_parallel)
+    group = (a.num_heads / tp) / max(1.0, a.num_kv_heads / tp)  # query heads per KV head on one GPU
+    if before(version, eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM):
+        return group
+    limit = eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN[not before(version, eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_128K_FROM)]
+    kernel_takes = (a.head_dim in eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_HEAD_SIZES
+                    and 1 <= group <= eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_GQA)
+    if not kernel_takes:
+        return group
+    return vec.where(context > limit, group, 1.0)
+
+
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention, r.workload.engine_version,
@@ -1433,6 +1461,9 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                        expert_bytes=r.weight_parts.get("experts_routed"),
                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
                        vision_bytes=r.weight_parts.get("vision"))
+    per_query_head = vllm_rocm_generic_paged_decode(r, engine, context)
+    if vec.is_array(per_query_head) or per_query_head != 1.0:
+        cost = replace(cost, kv_bytes=cost.kv_bytes * per_query_head)
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
