@@ -1203,6 +1203,12 @@ AMD_CDNA3_ARCHITECTURE = "CDNA 3"
 #    small-M tiles pad the step's rows to a tile, so a memory-bound GEMM costs the same from 1 to a few dozen rows
 #    (LHLMI300X's vLLM 0.6.3 TPOTs sit ~18 ms above the model from 1 to 32 sequences alike). fp8 / quantised
 #    weights (torch._scaled_mm and the quantisation kernels) and CDNA 2 / 4 are not priced by it (no measurement).
+#    Effect (branch s38-rocmtpot): LHLMI300X TPOT (fit, vLLM 0.6.3, Llama-3.1-405B bf16 on 8 x MI300X) median -23 ->
+#    -17 %; its output tok/s rows -15 -> -22 % (their duration already came out long: the drain of exponential output
+#    lengths, serving.varied_drain_s, is longer than the sonnet outputs' spread). Held out, checked only: DSTACK405B's
+#    1-16-request TPOTs on the same node and build -4..-8 % -> +0..+7 %; the same node under TGI (DSTACKTGI, fit)
+#    decodes at 43.5 ms and LHLMI300X's vLLM at 66 ms, so the rest of LHLMI300X's gap (~13 ms at batch 1) is not taken
+#    for vLLM's.
 VLLM_ROCM_HIPBLASLT_MATVEC_REL = 0.82
 VLLM_ROCM_SKINNY_GEMM_FROM = (0, 8, 5)
 VLLM_ROCM_SKINNY_MAX_ROWS = 3  # upstream `rocm_unquantized_gemm`: wvSplitK for 0 < n < 4
@@ -1218,7 +1224,10 @@ VLLM_ROCM_FORK_SKINNY_MAX_ROWS = 4  # ROCm/vllm tuned_gemm.py `apply_skinny`: n 
 #    query head of its group, as KV_READ_PER_QUERY_HEAD's engines do (the full group: an upper bound where the
 #    re-reads hit the caches). 0.6.1 has no custom kernel (rocm_flash_attn.py calls `PagedAttention.forward_decode`
 #    for every decode; read in the 0.6.1 and 0.6.2 wheels). Limits read in the 0.6.2, 0.6.3, 0.8.5, 0.9.0, 0.9.1,
-#    0.9.2 and 0.10.0 wheels. AMD's fork (rocm/vllm builds) is left out (its kernel's limits not read).
+#    0.9.2 and 0.10.0 wheels. AMD's fork (rocm/vllm builds) is left out (its kernel's limits not read). No fit row
+#    reaches it (branch s38-rocmtpot: no fit row moved). Held out, checked only: DSTACK405B's single 64K / 128K-token
+#    requests (0.6.3) -27 / -40 % -> -2 / -5 % TPOT; ARGONNE (0.6.1, every decode on the generic kernel) output tok/s
+#    median +45 -> +39 %.
 VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM = (0, 6, 2)
 VLLM_ROCM_CUSTOM_PAGED_ATTN_128K_FROM = (0, 9, 2)
 VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN = {False: 32_768, True: 128 * 1024}  # by "from 0.9.2"
