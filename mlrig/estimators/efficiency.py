@@ -1222,6 +1222,62 @@ COMPUTE_EFF["vllm"] = {**COMPUTE_EFF["vllm"], "gddr": 0.70}
 #    steps of 500-2,000 sequences are compute-bound.
 AMD_CDNA3_GEMM_REL_EFF = 0.514 / 0.803
 AMD_CDNA3_ARCHITECTURE = "CDNA 3"
+# vLLM's 16-bit linear layers in a decode step on AMD CDNA 3 (`performance.vllm_rocm_hipblaslt_matvec`): where its
+#    skinny mat-vec kernels do not take a GEMM, it runs through PyTorch's F.linear, i.e. hipBLASLt (PyTorch's
+#    default BLAS on gfx94x), whose small-M GEMMs stream the weights slower than the skinny kernels' split-K
+#    dot products. Read in the release wheels:
+#    - vLLM 0.6.3 / 0.8.4 `UnquantizedLinearMethod.apply` is `F.linear(x, layer.weight, bias)` on every platform
+#      (vllm/model_executor/layers/linear.py): no skinny kernel upstream.
+#    - vLLM 0.8.5 (2025-04-28) routes it through `dispatch_unquantized_gemm()` -> `rocm_unquantized_gemm`
+#      (vllm/model_executor/layers/utils.py): on MI250 / MI300 (`on_mi250_mi300`), fp16 or bf16 activations, K % 8
+#      == 0 and no bias, `ops.wvSplitK` for `0 < n < 4` rows (tokens of the step) and `ops.LLMM1` for n == 1,
+#      F.linear otherwise (VLLM_ROCM_USE_SKINNY_GEMM, on by default). Added by vllm-project/vllm PR #15830 ("Add
+#      skinny gemms for unquantized linear on ROCm", opened 2025-03-31); the lm_head (vocab_parallel_embedding.py)
+#      keeps F.linear.
+#    - AMD's fork (ROCm/vllm, rocm/vllm images) had them since ROCm/vllm PR #54 (2024-06-17, `wvSpltK`) in
+#      vllm/model_executor/layers/tuned_gemm.py `apply_skinny`: fp16 activations only (`inp_view.dtype !=
+#      torch.float16` returns None), n <= 4; bf16 runs hipBLASLt / rocBLAS (its tuned solutions) at every n.
+#    The rate: PR #15830's own measurement (benchmark_latency, Llama 3.1 70B fp16, TP 8, 32 prompt / 128 output
+#    tokens; the GPU is not named, the kernels are gated to MI250 / MI300 and taken as MI300X's): 1.4118 s without
+#    skinny kernels against 1.2892 s with them at batch 1, 1.4460 against 1.3445 s at batch 2, i.e. 0.97 / 0.80 ms
+#    per decode step (127 steps; the 32-token prefill runs F.linear either way). The linear layers hold 68.4 B
+#    parameters (70.6 B less the 128,256 x 8,192 embedding and lm_head), 17.1 GB per GPU in fp16, 4.03 ms at the
+#    rate BW_EFF["vllm"]["hbm"] gives an MI300X (0.80 x 5.3 TB/s): taking the skinny kernels to reach that rate,
+#    F.linear streams them at 4.03 / (4.03 + 0.97) = 0.81 (batch 1) and 4.03 / (4.03 + 0.80) = 0.83 (batch 2) of it.
+#    0.82. Not fitted on calibration rows. Applied at every n hipBLASLt takes, not only the measured 1 and 2: its
+#    small-M tiles pad the step's rows to a tile, so a memory-bound GEMM costs the same from 1 to a few dozen rows
+#    (LHLMI300X's vLLM 0.6.3 TPOTs sit ~18 ms above the model from 1 to 32 sequences alike). fp8 / quantised
+#    weights (torch._scaled_mm and the quantisation kernels) and CDNA 2 / 4 are not priced by it (no measurement).
+#    Effect (branch s38-rocmtpot): LHLMI300X TPOT (fit, vLLM 0.6.3, Llama-3.1-405B bf16 on 8 x MI300X) median -23 ->
+#    -17 %; its output tok/s rows -15 -> -22 % (their duration already came out long: the drain of exponential output
+#    lengths, serving.varied_drain_s, is longer than the sonnet outputs' spread). Held out, checked only: DSTACK405B's
+#    1-16-request TPOTs on the same node and build -4..-8 % -> +0..+7 %; the same node under TGI (DSTACKTGI, fit)
+#    decodes at 43.5 ms and LHLMI300X's vLLM at 66 ms, so the rest of LHLMI300X's gap (~13 ms at batch 1) is not taken
+#    for vLLM's.
+VLLM_ROCM_HIPBLASLT_MATVEC_REL = 0.82
+VLLM_ROCM_SKINNY_GEMM_FROM = (0, 8, 5)
+VLLM_ROCM_SKINNY_MAX_ROWS = 3  # upstream `rocm_unquantized_gemm`: wvSplitK for 0 < n < 4
+VLLM_ROCM_FORK_SKINNY_MAX_ROWS = 4  # ROCm/vllm tuned_gemm.py `apply_skinny`: n <= 4, fp16 only
+# vLLM V0's decode attention on AMD GPUs (`performance.vllm_rocm_generic_paged_decode`). The ROCm backend
+#    (vllm/attention/backends/rocm_flash_attn.py `ROCmFlashAttentionImpl.forward`) runs a decode step through its
+#    own `ops.paged_attention_rocm` when `_use_rocm_custom_paged_attention` (0.6.2 - 0.8.4; vllm/platforms/rocm.py
+#    `use_rocm_custom_paged_attention` from 0.8.5) allows it: fp16 / bf16 queries, head size 64 or 128, KV block 16
+#    or 32, 1 <= query heads per KV head <= 16 and the batch's longest sequence at most 32,768 tokens (0.6.2 - 0.9.1)
+#    or 128 x 1,024 (0.9.2 - 0.10.0); otherwise `PagedAttention.forward_decode`, the CUDA kernel vLLM hipifies
+#    (csrc/attention/attention_kernels.cu `paged_attention_kernel`), whose grid has one block per query head
+#    (`head_idx = blockIdx.x; kv_head_idx = head_idx / num_queries_per_kv`), so each KV head is loaded once per
+#    query head of its group, as KV_READ_PER_QUERY_HEAD's engines do (the full group: an upper bound where the
+#    re-reads hit the caches). 0.6.1 has no custom kernel (rocm_flash_attn.py calls `PagedAttention.forward_decode`
+#    for every decode; read in the 0.6.1 and 0.6.2 wheels). Limits read in the 0.6.2, 0.6.3, 0.8.5, 0.9.0, 0.9.1,
+#    0.9.2 and 0.10.0 wheels. AMD's fork (rocm/vllm builds) is left out (its kernel's limits not read). No fit row
+#    reaches it (branch s38-rocmtpot: no fit row moved). Held out, checked only: DSTACK405B's single 64K / 128K-token
+#    requests (0.6.3) -27 / -40 % -> -2 / -5 % TPOT; ARGONNE (0.6.1, every decode on the generic kernel) output tok/s
+#    median +45 -> +39 %.
+VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM = (0, 6, 2)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_128K_FROM = (0, 9, 2)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN = {False: 32_768, True: 128 * 1024}  # by "from 0.9.2"
+VLLM_ROCM_CUSTOM_PAGED_ATTN_HEAD_SIZES = (64, 128)
+VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_GQA = 16
 
 # Board power bounds the tensor rate of dense GEMMs (hardware.board_power_tflops). Under a long dense GEMM a card
 #    draws its board power (TDP) before it reaches its rated boost clock when its tensor cores are wide for that

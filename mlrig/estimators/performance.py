@@ -328,6 +328,32 @@ def gemm_rate_rel(gpu: GPU) -> float:
     return 1.0
 
 
+def vllm_rocm_hipblaslt_matvec(gpu: GPU, engine: str, precision: Precision, engine_version: str | None,
+                               rows: Num) -> Num:
+    """The rate at which vLLM's dense 16-bit linear layers stream their weights in a decode step of `rows` tokens,
+    relative to the engine's mat-vec rate: efficiency.VLLM_ROCM_HIPBLASLT_MATVEC_REL where the step's GEMMs run
+    through F.linear (hipBLASLt) on AMD CDNA 3, 1 where vLLM's skinny kernels take them, and 1 elsewhere.
+
+    Skinny kernels (efficiency.py, at VLLM_ROCM_HIPBLASLT_MATVEC_REL, read in the release wheels): upstream from
+    0.8.5 (efficiency.VLLM_ROCM_SKINNY_GEMM_FROM; the current release when no version is given) for fp16 / bf16 at
+    up to efficiency.VLLM_ROCM_SKINNY_MAX_ROWS rows; AMD's fork ("rocm/vllm ...", `engines.vllm_custom_allreduce_on_amd`
+    reads the same names) before 0.8.5 for fp16 only at up to efficiency.VLLM_ROCM_FORK_SKINNY_MAX_ROWS rows. Other
+    weight formats (fp8 `torch._scaled_mm`, quantised kernels) keep 1: not measured."""
+    arch = (gpu.architecture or "").strip()
+    if engine != "vllm" or gpu.vendor != "AMD" or not arch.startswith(eff.AMD_CDNA3_ARCHITECTURE):
+        return 1.0
+    if precision.name not in ("fp16", "bf16"):
+        return 1.0
+    fork = bool(engine_version and "rocm/vllm" in engine_version.lower())
+    if not before(engine_version, eff.VLLM_ROCM_SKINNY_GEMM_FROM):
+        skinny_rows = eff.VLLM_ROCM_SKINNY_MAX_ROWS
+    elif fork and precision.name == "fp16":
+        skinny_rows = eff.VLLM_ROCM_FORK_SKINNY_MAX_ROWS
+    else:
+        skinny_rows = 0
+    return vec.where(rows <= skinny_rows, 1.0, eff.VLLM_ROCM_HIPBLASLT_MATVEC_REL)
+
+
 def moe_expert_bw_rel(engine: str, gpu: GPU) -> float:
     """Rate at which an engine's fused MoE kernels stream routed-expert weights, relative to its dense
     GEMMs' (efficiency.MOE_EXPERT_BW_REL): vLLM's and SGLang's Triton `fused_moe` kernels on NVIDIA and AMD
@@ -829,7 +855,10 @@ def pass_time(
     moe_rel = moe_expert_bw_rel(engine, gpu)
     plain = cost.plain_weight_bytes
     # routed experts at the fused-MoE rate, 16-bit parts of a mixed-width checkpoint at the plain rate
-    weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / w_bw + cost.expert_bytes / (w_bw * moe_rel)
+    # vLLM's dense 16-bit linear layers through hipBLASLt on AMD CDNA 3 where its skinny kernels do not take them
+    linear_rel = vllm_rocm_hipblaslt_matvec(gpu, engine, precision, engine_version, tokens_in_pass) if decode else 1.0
+    weights_s = ((cost.weight_bytes - plain - cost.expert_bytes) / (w_bw * linear_rel)
+                 + cost.expert_bytes / (w_bw * moe_rel)
                  + plain / (bw * matvec_rel)) / tp
     # bitsandbytes writes its 16-bit copy in a de-quantise kernel of its own before the GEMM reads it:
     # memory-bound, not hidden under the GEMM's arithmetic (NF4 prefill at batch 1 takes 141 ms
@@ -1396,6 +1425,34 @@ def prefill_gemm_rates(r: ResolvedPlan, engine: str) -> tuple[float | None, floa
     return block_eff, moe_rel
 
 
+def vllm_rocm_generic_paged_decode(r: ResolvedPlan, engine: str, context: Num) -> Num:
+    """How many times vLLM V0's decode attention on an AMD GPU loads each cached KV byte: the query heads per KV
+    head on one GPU where its custom ROCm kernel does not take the step and the hipified generic kernel loads a KV
+    head once per query head, else 1 (efficiency.py, at VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM: upstream V0 releases
+    before 0.6.2 always; from 0.6.2 past efficiency.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN tokens of context, or with a
+    head size or group the kernel does not take). `context`: the step's context, standing for the batch's longest.
+    1 for other engines and vendors, V1, AMD's fork, MLA models and 8-bit KV caches (the kernel's fp8 cache path
+    not read)."""
+    from mlrig.estimators.engines import vllm_v1
+
+    version = r.workload.engine_version
+    a = r.arch
+    if engine != "vllm" or r.gpu.vendor != "AMD" or vllm_v1(version) or a.is_mla or not a.num_kv_heads:
+        return 1.0
+    if (version and "rocm/vllm" in version.lower()) or r.kv_bytes_per_element < 2.0:
+        return 1.0
+    tp = max(1, r.hardware.tensor_parallel)
+    group = (a.num_heads / tp) / max(1.0, a.num_kv_heads / tp)  # query heads per KV head on one GPU
+    if before(version, eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_FROM):
+        return group
+    limit = eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_LEN[not before(version, eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_128K_FROM)]
+    kernel_takes = (a.head_dim in eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_HEAD_SIZES
+                    and 1 <= group <= eff.VLLM_ROCM_CUSTOM_PAGED_ATTN_MAX_GQA)
+    if not kernel_takes:
+        return group
+    return vec.where(context > limit, group, 1.0)
+
+
 def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> PassCost:
     cost = decode_cost(r.arch, r.weight_bytes, r.kv_bytes_per_element, batch, context,
                        decode_kv_read_factor(r.arch, engine, r.workload.flash_attention, r.workload.engine_version,
@@ -1404,6 +1461,9 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                        expert_bytes=r.weight_parts.get("experts_routed"),
                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
                        vision_bytes=r.weight_parts.get("vision"))
+    per_query_head = vllm_rocm_generic_paged_decode(r, engine, context)
+    if vec.is_array(per_query_head) or per_query_head != 1.0:
+        cost = replace(cost, kv_bytes=cost.kv_bytes * per_query_head)
     copy = exllama_reconstruct_bytes(r, engine, batch)
     if vec.is_array(copy) or copy > 0:
         cost = replace(cost, other_bytes=cost.other_bytes + copy)
@@ -2101,12 +2161,16 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
         if dmmv < eff_bw:  # the weights' mat-vecs (efficiency.py 1-HIP); the KV cache keeps eff_bw
             dequant = (f" ({dmmv:.0%} for its F16 weights: this build's F16 mat-vec fills half of each 64-lane "
                        f"wavefront)")
+    hipblaslt = float(vllm_rocm_hipblaslt_matvec(gpu, s.engine, r.precision, w.engine_version, b))
+    if hipblaslt < 1.0:  # efficiency.VLLM_ROCM_HIPBLASLT_MATVEC_REL: no skinny kernel takes this step's GEMMs
+        dequant = f" ({hipblaslt:.0%} of that for its linear layers: hipBLASLt GEMMs, no skinny kernel at batch {b})"
     ollama = (w.engine or "").strip().lower() == "ollama"
     engine_label = f"Ollama: {s.engine} kernels, its runner's host time included" if ollama else s.engine
+    comm = f" and {dec.comm_s * 1e3:.1f} ms of all-reduce" if dec.comm_s > 0 else ""
     expl = (
         f"decode reads {per_tok_gb:.2f} GB per token{split}; at {eff_bw:.0%}{dequant} of "
         f"{gpu.memory_bandwidth_gb_s:g} GB/s{alu} "
-        f"plus {dec.overhead_s * 1e3:.1f} ms overhead that is ~{f.decode_tok_s:.0f} tok/s per sequence "
+        f"plus {dec.overhead_s * 1e3:.1f} ms overhead{comm} that is ~{f.decode_tok_s:.0f} tok/s per sequence "
         f"({engine_label}, batch {b}): {dec.bound} bound"
     )
     if dec.bound == "host":
