@@ -1448,6 +1448,17 @@ NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 #    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
 #    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
+# Engines whose own all-reduce kernel on NVLink is one-shot for small messages, with no hand-shake beyond the
+#    two link hops `interconnects.allreduce_time_s` already prices, so ALLREDUCE_SYNC_S (fitted on NCCL's launch,
+#    hand-shake and rank drift: GPTFAST-*, LMDEPLOY-*) is not added (performance.pass_time): TensorRT-LLM from 0.12
+#    (`engines.trtllm_one_shot_allreduce`: the AUTO strategy's size rule and the kernel's one block_barrier, read
+#    in its source). Larger messages (the two-shot kernel's second barrier, NCCL) keep it. Evidence, fit rows only:
+#    WAYNETRT-* TPOT (trtllm-serve 0.20, PyTorch backend and TensorRT engine, H100 SXM NVLink, TP 2 / 4) was
+#    over-predicted at 1-16 users by +20..+61 % with the 10 us on each of the 64 (TP 2) / 128 (TP 4) all-reduces
+#    of a step; the TRTBENCH70-* offline runs (TP 8, passes of hundreds of tokens, above the one-shot size) do not
+#    move. Not a fitted figure: the rule follows the kernel. vLLM's custom all-reduce (two barriers, start and end)
+#    keeps the term.
+ONE_SHOT_ALLREDUCE_ENGINES = frozenset({"trt-llm"})
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by

@@ -41,6 +41,7 @@ from mlrig.estimators.engines import (
     sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
+    trtllm_one_shot_allreduce,
     turbomind_kv_reads_per_step,
     vllm_custom_allreduce_on_amd,
     vllm_multi_step,
@@ -936,8 +937,13 @@ def pass_time(
                                    + nccl_ring_allreduce_excess_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                                   eff.NCCL_NVLINK_RING_PROTOCOLS))
         else:
-            comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
-                                   + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
+            message = 2.0 * hidden * tokens_in_pass
+            sync_s: Num = eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"])
+            if p2p and link.kind == "nvlink" and engine in eff.ONE_SHOT_ALLREDUCE_ENGINES:
+                # TensorRT-LLM's one-shot kernel (engines.trtllm_one_shot_allreduce): its one flag barrier is the
+                # first of allreduce_time_s's two hops, the peers' reads the second; no hand-shake beyond them
+                sync_s = vec.where(trtllm_one_shot_allreduce(message, tp), 0.0, sync_s)
+            comm_s = 2 * layers * (allreduce_time_s(message, tp, link, peer_to_peer=p2p) + sync_s)
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
