@@ -967,6 +967,20 @@ FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5
 # 15.7 / 28.0, 16.0 / 28.0 %; all 335 TTFT fit rows 15.6 / 43.5, 15.2 / 41.1, 15.6 / 40.8, 15.6 / 41.1 %. 0.7 (the
 # lowest p90s, between the same-client ratio and AZIR's). Held-out GeForce / workstation rows (CHINMAY5090,
 # ACCELMARKGD, ZHJUNQIN) do not move: their waves are GPU-bound.
+# trtllm-serve's host time per streamed token in its server process (performance.trtllm_stream_host_s: the proxy's
+# per-response hand-off, detokenising, the server-sent event), overlapped with the GPU's step by a p-norm. Fit rows:
+# WAYNETRT-* (trtllm-serve 0.20, H100 SXM, TP 2, httpx client, 13-token prompts, 256 outputs). Their TPOT stops
+# following the GPU's step at 128 users: Llama-3.1-8B FP8 3.59 -> 7.82 ms from 64 to 128 users (-0015 / -0018), the
+# BF16 PyTorch backend 5.45 -> 7.88 (-0051 / -0054), the TensorRT engine 6.00 -> 7.06 and 5.89 -> 6.73 (-0159 /
+# -0162, -0177 / -0180), output throughput flat at 13.9k / 13.8k tok/s (FP8 -0013 / -0016); the same client on the
+# same box reaches 19.7k tok/s through vLLM at 128 users (-0070), so the ceiling is the server's, not the client's.
+# Solving p-norm(GPU step, 128 x c) = measured at the planner's GPU step gives c = 60 / 57 / 49 / 45 us for the four
+# 128-user rows. Scanned over the fit rows (median / p90 error): TPOT trt-llm hbm 10.2 / 27.9 % at 30 us, 9.3 / 21.8
+# at 45, 8.8 / 21.6 at 55, 8.6 / 30.3 at 65; throughput trt-llm hbm 7.5 / 24.2, 7.5 / 22.4, 7.4 / 21.5, 6.8 / 20.7:
+# 55 us. Not explained: WAYNETRT-0090 (Qwen2.5-32B, TP 4, 128 users: 11.3 -> 21.2 ms from 64 users, throughput
+# flat at 5.3k -> 5.7k tok/s) would need ~160 us per token, a limit of another kind; it stays -41 %. GDDR rows
+# (AZIR5070TI-*, <= 64 users on a desktop host, 9-22 ms GPU steps) move by < 0.5 %.
+TRTLLM_STREAM_TOKEN_S = 55e-6
 DESKTOP_HOST_CLASSES = ("geforce", "workstation")
 DESKTOP_HOST_SERIAL_REL = 0.7
 
