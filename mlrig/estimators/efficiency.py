@@ -952,7 +952,18 @@ API_FRONTEND_S["trt-llm"] = 10.5e-3
 # -29 %), so the fit rows do not choose between 3.0 and 3.5 ms and 3.5 stays. The fit hosts' slopes differ:
 # AZIR5070TI-0077..-0110 (aiohttp client on a WSL2 workstation, vLLM 0.13, 16-64 users) measure 1.3-1.8 ms per request
 # ahead, WAYNETRT's H100 rows (httpx client) ~3.5-4 ms.
-FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 3.5e-3}
+# trtllm-serve's own figure (branch s38-trt): its OpenAI server hands each request to `LLM.generate_async`, which
+# tokenises the prompt there and then, one request at a time (tensorrt_llm/llmapi/llm.py: `self.input_processor(
+# inputs, sampling_params)` per call), and submits it to the executor over its own IPC message; vLLM's front end
+# tokenises a wave's prompts in one batched call (above). WAYNETRT's TensorRT-LLM rows on the same H100 host and
+# client as its vLLM rows grow by 4.1 ms (PyTorch backend, -0050 / -0053) and 5.7 / 6.4 ms (TensorRT engine, -0158 /
+# -0161, -0176 / -0179) of median TTFT per request ahead between 64 and 128 users, against vLLM's 3.0-3.6 ms.
+# Scanned over the 101 TensorRT-LLM TTFT fit rows (median / p90 error; HBM | GDDR): 3.5 ms 17.3 / 33.6 | 15.2 / 28.0,
+# 4.0 ms 13.1 / 33.6 | 13.5 / 30.5, 4.5 ms 11.4 / 33.2 | 15.2 / 30.5, 5.0 ms 13.8 / 37.0 | 15.6 / 36.0; all of them
+# 15.7 / 30.6 % at 3.5, 13.4 / 31.1 at 4.0 and 4.5, 15.2 / 36.6 at 5.0: 4.0 ms, the smaller step. Against: AZIR5070TI's
+# desktop (aiohttp client) measures ~0.7 ms per request ahead under trtllm-serve, below even the desktop figure
+# (x DESKTOP_HOST_SERIAL_REL); the held-out GDDR TTFT rows (CHINMAY5090-*) p90 30 -> 34 %.
+FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 4.0e-3}
 # The serial stage on a desktop or workstation host (serving.host_serial_rel: GPU catalog classes below), relative to
 # FRONTEND_SERIAL_S_PER_REQUEST's server hosts. The same client on two hosts separates host from client:
 # WAYNETRT's bench/bench.py (httpx, 13-token prompts, 256 outputs, closed-loop waves) adds per request ahead of the
