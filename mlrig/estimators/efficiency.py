@@ -962,7 +962,8 @@ API_FRONTEND_S["trt-llm"] = 10.5e-3
 # 4.0 ms 13.1 / 33.6 | 13.5 / 30.5, 4.5 ms 11.4 / 33.2 | 15.2 / 30.5, 5.0 ms 13.8 / 37.0 | 15.6 / 36.0; all of them
 # 15.7 / 30.6 % at 3.5, 13.4 / 31.1 at 4.0 and 4.5, 15.2 / 36.6 at 5.0: 4.0 ms, the smaller step. Against: AZIR5070TI's
 # desktop (aiohttp client) measures ~0.7 ms per request ahead under trtllm-serve, below even the desktop figure
-# (x DESKTOP_HOST_SERIAL_REL); the held-out GDDR TTFT rows (CHINMAY5090-*) p90 30 -> 34 %.
+# (x DESKTOP_HOST_SERIAL_REL): the TTFT trt-llm gddr scope's p90 goes 30 -> 34 % (its fit rows 28.0 -> 30.5 %; the
+# held-out CHINMAY5090-* rows do not move, 5.1 / 55.8 %).
 FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 4.0e-3}
 # The serial stage on a desktop or workstation host (serving.host_serial_rel: GPU catalog classes below), relative to
 # FRONTEND_SERIAL_S_PER_REQUEST's server hosts. The same client on two hosts separates host from client:
