@@ -997,7 +997,19 @@ API_FRONTEND_S["trt-llm"] = 10.5e-3
 # -29 %), so the fit rows do not choose between 3.0 and 3.5 ms and 3.5 stays. The fit hosts' slopes differ:
 # AZIR5070TI-0077..-0110 (aiohttp client on a WSL2 workstation, vLLM 0.13, 16-64 users) measure 1.3-1.8 ms per request
 # ahead, WAYNETRT's H100 rows (httpx client) ~3.5-4 ms.
-FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 3.5e-3}
+# trtllm-serve's own figure (branch s38-trt): its OpenAI server hands each request to `LLM.generate_async`, which
+# tokenises the prompt there and then, one request at a time (tensorrt_llm/llmapi/llm.py: `self.input_processor(
+# inputs, sampling_params)` per call), and submits it to the executor over its own IPC message; vLLM's front end
+# tokenises a wave's prompts in one batched call (above). WAYNETRT's TensorRT-LLM rows on the same H100 host and
+# client as its vLLM rows grow by 4.1 ms (PyTorch backend, -0050 / -0053) and 5.7 / 6.4 ms (TensorRT engine, -0158 /
+# -0161, -0176 / -0179) of median TTFT per request ahead between 64 and 128 users, against vLLM's 3.0-3.6 ms.
+# Scanned over the 101 TensorRT-LLM TTFT fit rows (median / p90 error; HBM | GDDR): 3.5 ms 17.3 / 33.6 | 15.2 / 28.0,
+# 4.0 ms 13.1 / 33.6 | 13.5 / 30.5, 4.5 ms 11.4 / 33.2 | 15.2 / 30.5, 5.0 ms 13.8 / 37.0 | 15.6 / 36.0; all of them
+# 15.7 / 30.6 % at 3.5, 13.4 / 31.1 at 4.0 and 4.5, 15.2 / 36.6 at 5.0: 4.0 ms, the smaller step. Against: AZIR5070TI's
+# desktop (aiohttp client) measures ~0.7 ms per request ahead under trtllm-serve, below even the desktop figure
+# (x DESKTOP_HOST_SERIAL_REL): the TTFT trt-llm gddr scope's p90 goes 30 -> 34 % (its fit rows 28.0 -> 30.5 %; the
+# held-out CHINMAY5090-* rows do not move, 5.1 / 55.8 %).
+FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5e-3, "trt-llm": 4.0e-3}
 # The serial stage on a desktop or workstation host (serving.host_serial_rel: GPU catalog classes below), relative to
 # FRONTEND_SERIAL_S_PER_REQUEST's server hosts. The same client on two hosts separates host from client:
 # WAYNETRT's bench/bench.py (httpx, 13-token prompts, 256 outputs, closed-loop waves) adds per request ahead of the
@@ -1012,6 +1024,20 @@ FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5
 # 15.7 / 28.0, 16.0 / 28.0 %; all 335 TTFT fit rows 15.6 / 43.5, 15.2 / 41.1, 15.6 / 40.8, 15.6 / 41.1 %. 0.7 (the
 # lowest p90s, between the same-client ratio and AZIR's). Held-out GeForce / workstation rows (CHINMAY5090,
 # ACCELMARKGD, ZHJUNQIN) do not move: their waves are GPU-bound.
+# trtllm-serve's host time per streamed token in its server process (performance.trtllm_stream_host_s: the proxy's
+# per-response hand-off, detokenising, the server-sent event), overlapped with the GPU's step by a p-norm. Fit rows:
+# WAYNETRT-* (trtllm-serve 0.20, H100 SXM, TP 2, httpx client, 13-token prompts, 256 outputs). Their TPOT stops
+# following the GPU's step at 128 users: Llama-3.1-8B FP8 3.59 -> 7.82 ms from 64 to 128 users (-0015 / -0018), the
+# BF16 PyTorch backend 5.45 -> 7.88 (-0051 / -0054), the TensorRT engine 6.00 -> 7.06 and 5.89 -> 6.73 (-0159 /
+# -0162, -0177 / -0180), output throughput flat at 13.9k / 13.8k tok/s (FP8 -0013 / -0016); the same client on the
+# same box reaches 19.7k tok/s through vLLM at 128 users (-0070), so the ceiling is the server's, not the client's.
+# Solving p-norm(GPU step, 128 x c) = measured at the planner's GPU step gives c = 60 / 57 / 49 / 45 us for the four
+# 128-user rows. Scanned over the fit rows (median / p90 error): TPOT trt-llm hbm 10.2 / 27.9 % at 30 us, 9.3 / 21.8
+# at 45, 8.8 / 21.6 at 55, 8.6 / 30.3 at 65; throughput trt-llm hbm 7.5 / 24.2, 7.5 / 22.4, 7.4 / 21.5, 6.8 / 20.7:
+# 55 us. Not explained: WAYNETRT-0090 (Qwen2.5-32B, TP 4, 128 users: 11.3 -> 21.2 ms from 64 users, throughput
+# flat at 5.3k -> 5.7k tok/s) would need ~160 us per token, a limit of another kind; it stays -41 %. GDDR rows
+# (AZIR5070TI-*, <= 64 users on a desktop host, 9-22 ms GPU steps) move by < 0.5 %.
+TRTLLM_STREAM_TOKEN_S = 55e-6
 DESKTOP_HOST_CLASSES = ("geforce", "workstation")
 DESKTOP_HOST_SERIAL_REL = 0.7
 
@@ -1549,6 +1575,17 @@ NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 #    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
 #    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
+# Engines whose own all-reduce kernel on NVLink is one-shot for small messages, with no hand-shake beyond the
+#    two link hops `interconnects.allreduce_time_s` already prices, so ALLREDUCE_SYNC_S (fitted on NCCL's launch,
+#    hand-shake and rank drift: GPTFAST-*, LMDEPLOY-*) is not added (performance.pass_time): TensorRT-LLM from 0.12
+#    (`engines.trtllm_one_shot_allreduce`: the AUTO strategy's size rule and the kernel's one block_barrier, read
+#    in its source). Larger messages (the two-shot kernel's second barrier, NCCL) keep it. Evidence, fit rows only:
+#    WAYNETRT-* TPOT (trtllm-serve 0.20, PyTorch backend and TensorRT engine, H100 SXM NVLink, TP 2 / 4) was
+#    over-predicted at 1-16 users by +20..+61 % with the 10 us on each of the 64 (TP 2) / 128 (TP 4) all-reduces
+#    of a step; the TRTBENCH70-* offline runs (TP 8, passes of hundreds of tokens, above the one-shot size) do not
+#    move. Not a fitted figure: the rule follows the kernel. vLLM's custom all-reduce (two barriers, start and end)
+#    keeps the term.
+ONE_SHOT_ALLREDUCE_ENGINES = frozenset({"trt-llm"})
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by

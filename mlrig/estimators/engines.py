@@ -431,6 +431,34 @@ def trtllm_custom_allreduce(text: str | None) -> bool:
     return not before(text, TRTLLM_AUTO_ALLREDUCE)
 
 
+# TensorRT-LLM's AUTO all-reduce (from 0.12) runs its one-shot kernel for small messages and leaves larger ones to
+# the two-shot kernel or NCCL: AllreducePlugin::selectImplementation (cpp/tensorrt_llm/plugins/ncclPlugin/
+# allreducePlugin.cpp, the 0.12-0.2x trees; the PyTorch backend's AllreduceOp in cpp/tensorrt_llm/thop/allreduceOp.cpp
+# keeps the same size rule and names the one-shot path MIN_LATENCY) takes the one-shot kernel when the message fits
+# the IPC workspace (customAllReduceUtils::getMaxRequiredWorkspaceSize: 16,000,000 bytes at 2 ranks, 8,000,000 above)
+# and, above 2 ranks, is below 1,000,000 bytes (3-4 ranks) or 500,000 bytes (more), in the activations' dtype.
+TRTLLM_ONESHOT_MAX_BYTES: tuple[tuple[int, float], ...] = ((2, 16e6), (4, 1e6))
+TRTLLM_ONESHOT_MAX_BYTES_ABOVE = 500e3
+
+
+def trtllm_one_shot_allreduce(message_bytes: Num, ranks: int) -> Num:
+    """Whether TensorRT-LLM's AUTO strategy (`trtllm_custom_allreduce` releases, NVLink) sends an all-reduce of
+    `message_bytes` through its one-shot kernel (TRTLLM_ONESHOT_MAX_BYTES): every rank copies its slice into its
+    IPC buffer, the ranks' matching blocks meet at one flag barrier, and each rank pulls and sums its peers' slices
+    (oneShotAllReduceKernel, cpp/tensorrt_llm/kernels/customAllReduceKernels.cu: "1. B0 copies the chunk ...
+    2. B0 on GPU 0 and B0 on GPU 1 wait for each other (block_barrier) 3. B0 on GPU 0 pull and sum the chunk from
+    GPU 1"). A decode step's all-reduces are of this kind: Llama-3.1-8B at TP 2 stays one-shot up to ~1,950 tokens
+    in the pass (8,192 bytes each), a 5,120-wide model at TP 4 below ~97."""
+    limit = TRTLLM_ONESHOT_MAX_BYTES_ABOVE
+    for top, cap in TRTLLM_ONESHOT_MAX_BYTES:
+        if ranks <= top:
+            limit = cap
+            break
+    if ranks <= 2:
+        return message_bytes <= limit
+    return message_bytes < limit
+
+
 def vllm_multi_step(text: str | None) -> bool:
     """Whether a vLLM release has multi-step scheduling (`--num-scheduler-steps`): added in 0.6.0 (PR #7000,
     vLLM blog 2024-09-05 "vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction"), removed with

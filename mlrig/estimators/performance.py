@@ -41,6 +41,7 @@ from mlrig.estimators.engines import (
     sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
+    trtllm_one_shot_allreduce,
     turbomind_kv_reads_per_step,
     vllm_custom_allreduce_on_amd,
     vllm_multi_step,
@@ -965,8 +966,13 @@ def pass_time(
                                    + nccl_ring_allreduce_excess_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                                   eff.NCCL_NVLINK_RING_PROTOCOLS))
         else:
-            comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
-                                   + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
+            message = 2.0 * hidden * tokens_in_pass
+            sync_s: Num = eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"])
+            if p2p and link.kind == "nvlink" and engine in eff.ONE_SHOT_ALLREDUCE_ENGINES:
+                # TensorRT-LLM's one-shot kernel (engines.trtllm_one_shot_allreduce): its one flag barrier is the
+                # first of allreduce_time_s's two hops, the peers' reads the second; no hand-shake beyond them
+                sync_s = vec.where(trtllm_one_shot_allreduce(message, tp), 0.0, sync_s)
+            comm_s = 2 * layers * (allreduce_time_s(message, tp, link, peer_to_peer=p2p) + sync_s)
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
@@ -1293,6 +1299,25 @@ def _pass(cost: PassCost, r: ResolvedPlan, s: _Setup, tokens_in_pass: Num, decod
                      engine_version=r.workload.engine_version,
                      attn_eff_rel=1.0 if decode else vllm_rocm_prefix_attention_rel(r, s.engine),
                      gemm_duty=r.gemm_duty)
+
+
+def trtllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
+    """Host time per decode step that trtllm-serve's server process spends streaming the step's tokens: `batch` x
+    efficiency.TRTLLM_STREAM_TOKEN_S (x efficiency.DESKTOP_HOST_SERIAL_REL on a GeForce / workstation host, as
+    `serving.host_serial_rel`), for TensorRT-LLM from efficiency.TRTLLM_REQUEST_PATH_FROM (the LLM API executor that
+    trtllm-serve runs on) under a served load (`load` concurrency or rate: clients of a server); 0 for static and
+    offline runs (trtllm-bench in process, which streams nothing by default) and other engines. The worker sends
+    each iteration's responses, one per running request, over one IPC message; the server's proxy thread hands them
+    to their requests one by one (tensorrt_llm/executor/proxy.py `dispatch_result_task`: `process_res` per
+    response), and each is detokenised and written as a server-sent event on the one asyncio loop of the OpenAI
+    server (tensorrt_llm/serve/openai_server.py): serial Python work per streamed token, in a process of its own,
+    so it overlaps the GPU's step (p-norm in `decode_step`) and sets TPOT only once the running batch is large."""
+    w = r.workload
+    if engine != "trt-llm" or w.load not in ("concurrency", "rate") or before(w.engine_version,
+                                                                             eff.TRTLLM_REQUEST_PATH_FROM):
+        return 0.0
+    rel = eff.DESKTOP_HOST_SERIAL_REL if r.gpu.hardware_class in eff.DESKTOP_HOST_CLASSES else 1.0
+    return batch * eff.TRTLLM_STREAM_TOKEN_S * rel
 
 
 def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
@@ -1841,6 +1866,12 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         t = PassTime(t.seconds + sort_s, t.compute_s, t.memory_s, t.overhead_s + sort_s, t.comm_s, t.bound,
                      t.compute_known)
     host_s = trtllm_eager_host_s(r, s.engine)
+    stream_s = trtllm_stream_host_s(r, s.engine, batch)
+    if vec.is_array(stream_s) or stream_s > 0:
+        # the server process's per-token work runs beside the worker's step: the p-norm of the two, as below
+        both = _p_norm(t.seconds, stream_s, eff.HOST_OVERLAP_P)
+        t = PassTime(both, t.compute_s, t.memory_s, t.overhead_s + both - t.seconds, t.comm_s,
+                     vec.where(stream_s > t.seconds, "host", t.bound), t.compute_known)
     if host_s > 0:
         both = _p_norm(t.seconds, host_s, eff.HOST_OVERLAP_P)
         t = PassTime(both, t.compute_s, t.memory_s, t.overhead_s + both - t.seconds, t.comm_s,
