@@ -107,6 +107,9 @@ def test_plan_flags_set_the_training_keys() -> None:
     assert both["performance"]["train_tokens_per_s"] > base["performance"]["train_tokens_per_s"]
 
 
+GRAPHED_ROWS = 27  # rows with enable_cuda_graph = true in the two MLPerf files
+
+
 def _mlperf_rows() -> list[dict[str, Any]]:
     return [json.loads(line) for name in ("pretrain_mlperf.jsonl", "finetune_mlperf_llama2_70b_lora.jsonl")
             for line in (CALIBRATION / name).open()]
@@ -129,13 +132,19 @@ def test_mlperf_rows_state_fp8_attention_where_their_logs_or_configs_do() -> Non
 
 
 def test_mlperf_rows_state_cuda_graphs_where_their_configs_do() -> None:
-    """A row whose launch config is a '_cg' one or whose note says CUDA graphs gives enable_cuda_graph = true,
-    "no CUDA graphs" false; MLPERF-PT51-0010 ran the _fp4 config, whose graphs its note does not state."""
+    """A row whose launch config is a '_cg' one, whose note says CUDA graphs, or whose note quotes its run's log
+    dump 'enable_cuda_graph: 1' (or a launch config sourcing config_common_cg.sh) gives enable_cuda_graph = true;
+    "no CUDA graphs" or a quoted 'enable_cuda_graph: 0' false; any other row leaves it unset."""
+    graphed = 0
     for row in _mlperf_rows():
         note, given = row["source_note"], row["plan"]["training"].get("enable_cuda_graph")
-        if "no CUDA graphs" in note:
+        if "no CUDA graphs" in note or "enable_cuda_graph: 0" in note:
             assert given is False, row["id"]
-        elif row["id"] != "MLPERF-PT51-0010" and re.search(r"_cg[_.]|\(_cg\)|CUDA graphs[;,)]", note):
+        elif re.search(r"_cg[_.]|\(_cg\)|CUDA graphs[;,)]|enable_cuda_graph: 1|sources config_common_cg\.sh", note):
             assert given is True, row["id"]
+            graphed += 1
         else:
             assert given is None, row["id"]
+    # s38: MLPERF-PT51-0010, -0011, -0015..-0021, -0023, -0024 (their logs print enable_cuda_graph: 1) and -0006
+    # (its launch config) joined the '_cg' rows; -0022's log prints enable_cuda_graph: 0
+    assert graphed == GRAPHED_ROWS
