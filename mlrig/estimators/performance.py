@@ -936,8 +936,12 @@ def pass_time(
                                    + nccl_ring_allreduce_excess_s(2.0 * hidden * tokens_in_pass, tp, link,
                                                                   eff.NCCL_NVLINK_RING_PROTOCOLS))
         else:
+            sync_s: Num = eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"])
+            if p2p and decode and link.kind == "nvlink" and gpu.vendor == "NVIDIA":
+                # vLLM's one-shot kernel: its two barriers are the two hops priced above (`vllm_one_shot_allreduce`)
+                sync_s = vec.where(vllm_one_shot_allreduce(engine, tp, 2.0 * hidden * tokens_in_pass), 0.0, sync_s)
             comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
-                                   + eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"]))
+                                   + sync_s)
     if link is not None and serial_gpus > 1:
         from mlrig.catalog.interconnects import p2p_time_s
 
@@ -966,6 +970,36 @@ def pass_time(
         overhead_s = overhead_s + both - gpu_s
         gpu_s = both
     return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
+
+
+def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num) -> Num:
+    """Whether vLLM's tensor-parallel all-reduce of `message_bytes` (a decode step's hidden states, 16-bit) runs
+    its custom kernel's one-shot form, whose cost is the two peer-to-peer hops of `interconnects.allreduce_time_s`
+    alone (efficiency.VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES, read in vLLM's csrc/custom_all_reduce.cuh).
+
+    `CustomAllreduce::allreduce` (its `REDUCE_CASE`) runs `cross_device_reduce_1stage` at 2 ranks whatever the
+    size, and on fully NVLink-connected GPUs below 512 KiB at up to 4 ranks and below 256 KiB at up to 8; above
+    that `cross_device_reduce_2stage` (reduce-scatter, a barrier, all-gather). The one-shot kernel is one launch
+    inside the step's CUDA graph: `barrier_at_start` (each rank writes a flag into every peer's signal buffer and
+    spins on its own), every thread loads its 16-byte packet from each rank's registered buffer over NVLink and
+    reduces it, `barrier_at_end`. Its synchronisation is those two one-way flag exchanges, which are the two hops
+    (2 x `Interconnect.latency_us`) `allreduce_time_s(peer_to_peer=True)` already prices; the further
+    efficiency.ALLREDUCE_SYNC_S (10 us on NVLink, read off NCCL- and PyTorch-kernel rows: LMDeploy's TurboMind,
+    gpt-fast's intra-node comm) is not paid. Above the custom kernel's buffer (`max_size`, 8 MiB,
+    vllm/distributed/device_communicators/custom_all_reduce.py `should_custom_ar`) vLLM calls NCCL: False.
+    Engines other than vLLM: False (SGLang runs a copy of the kernel; its rows were not checked).
+
+    Size of the change: an all-reduce of a decode step on 2 H100 SXM (NVLink 4, 5 us per hop) 20 -> 10 us; NCCL's
+    NVLS all-reduce of small messages on 2 H100s measures ~6 us (NVIDIA/nccl issue #1259, nccl-tests under CUDA
+    graphs, 2024-04-22). Fit rows: WAYNETRT-* vLLM on H100 SXM at TP 2 (Llama-3.1-8B bf16 / FP8, Qwen3-8B bf16 /
+    FP8: 64 / 72 all-reduces per step) and TP 4 (Qwen2.5-32B, 128), whose TPOT at 1-128 users came out
+    +13..+58 % slow, TP 1 +10..+20 %: at TP 2 the 1.3 ms of all-reduces per step was most of the excess over TP 1."""
+    if engine != "vllm" or tp not in (2, 4, 6, 8):  # the kernel's world sizes; others call NCCL
+        return False
+    limit = eff.VLLM_CUSTOM_ALLREDUCE_MAX_BYTES
+    if tp > 2:
+        limit = min(limit, eff.VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES[4 if tp <= 4 else 8])
+    return vec.where(message_bytes < limit, True, False)
 
 
 # ---- public API ------------------------------------------------------------------------------------
