@@ -1449,12 +1449,13 @@ NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 #    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).
 PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 # vLLM's custom all-reduce picks its one-shot kernel (`performance.vllm_one_shot_allreduce`) below these message
-#    sizes, by rank count (2, 4, 6 or 8 ranks; vllm csrc/custom_all_reduce.cuh, `CustomAllreduce::allreduce`: `world_size_ == 2` always;
-#    fully connected `world_size_ <= 4 && bytes < 512 * 1024` or `world_size_ <= 8 && bytes < 256 * 1024`; the same
-#    rule since the kernel's first version, vllm-project/vllm PR #2192, to the 2025-26 trees), and calls NCCL above
-#    its registered buffer (vllm/distributed/device_communicators/custom_all_reduce.py: `max_size=8192 * 1024`).
+#    sizes, by rank count (2, 4, 6 or 8 ranks; vllm csrc/custom_all_reduce.cuh, `CustomAllreduce::allreduce`:
+#    `world_size_ == 2` always; fully connected `world_size_ <= 4 && bytes < 512 * 1024` or
+#    `world_size_ <= 8 && bytes < 256 * 1024`; the same rule since the kernel's first version, vllm-project/vllm
+#    PR #2192, to the 2025-26 trees), and calls NCCL above its registered buffer
+#    (vllm/distributed/device_communicators/custom_all_reduce.py: `max_size=8192 * 1024`).
 VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES: dict[int, float] = {4: 512 * 1024, 8: 256 * 1024}
-VLLM_CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
+VLLM_CUSTOM_ALLREDUCE_MAX_BYTES: float = 8192 * 1024
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by

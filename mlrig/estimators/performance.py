@@ -996,7 +996,7 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num) -> Num:
     +13..+58 % slow, TP 1 +10..+20 %: at TP 2 the 1.3 ms of all-reduces per step was most of the excess over TP 1."""
     if engine != "vllm" or tp not in (2, 4, 6, 8):  # the kernel's world sizes; others call NCCL
         return False
-    limit = eff.VLLM_CUSTOM_ALLREDUCE_MAX_BYTES
+    limit: float = eff.VLLM_CUSTOM_ALLREDUCE_MAX_BYTES
     if tp > 2:
         limit = min(limit, eff.VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES[4 if tp <= 4 else 8])
     return vec.where(message_bytes < limit, True, False)
