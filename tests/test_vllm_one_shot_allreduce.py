@@ -26,6 +26,15 @@ def test_size_thresholds_read_in_custom_all_reduce_cuh() -> None:
     assert not vllm_one_shot_allreduce("vllm", 1, 1024)
 
 
+def test_v1_only() -> None:
+    """V0's driver broadcasts each step's inputs to the TP workers, a cost the barrier figure stands for on its rows:
+    the one-shot price is V1's (0.8 on, the current release, not a '+v0' label)."""
+    assert vllm_one_shot_allreduce("vllm", 2, 8192, "0.18.0")
+    assert vllm_one_shot_allreduce("vllm", 2, 8192, None)
+    assert not vllm_one_shot_allreduce("vllm", 2, 8192, "0.7.3")
+    assert not vllm_one_shot_allreduce("vllm", 2, 8192, "0.9.1+v0")
+
+
 def test_two_h100_decode_allreduce_by_hand() -> None:
     """Llama-3.1-8B batch-1 decode at TP 2 on H100 SXM (NVLink 4, 5 us per hop, 450 GB/s): 8 KiB of hidden state,
     2 hops = 10.0 us plus 8192 / 450e9 x (2 x 1 / 2) = 0.02 us; the barrier-priced form was 20 us."""

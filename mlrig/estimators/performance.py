@@ -939,7 +939,8 @@ def pass_time(
             sync_s: Num = eff.ALLREDUCE_SYNC_S.get(link.kind, eff.ALLREDUCE_SYNC_S["pcie"])
             if p2p and decode and link.kind == "nvlink" and gpu.vendor == "NVIDIA":
                 # vLLM's one-shot kernel: its two barriers are the two hops priced above (`vllm_one_shot_allreduce`)
-                sync_s = vec.where(vllm_one_shot_allreduce(engine, tp, 2.0 * hidden * tokens_in_pass), 0.0, sync_s)
+                one_shot = vllm_one_shot_allreduce(engine, tp, 2.0 * hidden * tokens_in_pass, engine_version)
+                sync_s = vec.where(one_shot, 0.0, sync_s)
             comm_s = 2 * layers * (allreduce_time_s(2.0 * hidden * tokens_in_pass, tp, link, peer_to_peer=p2p)
                                    + sync_s)
     if link is not None and serial_gpus > 1:
@@ -972,7 +973,7 @@ def pass_time(
     return PassTime(gpu_s + comm_s, compute_s, memory_s, overhead_s, comm_s, bound, peak is not None)
 
 
-def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num) -> Num:
+def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num, version: str | None = None) -> Num:
     """Whether vLLM's tensor-parallel all-reduce of `message_bytes` (a decode step's hidden states, 16-bit) runs
     its custom kernel's one-shot form, whose cost is the two peer-to-peer hops of `interconnects.allreduce_time_s`
     alone (efficiency.VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES, read in vLLM's csrc/custom_all_reduce.cuh).
@@ -989,12 +990,23 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num) -> Num:
     vllm/distributed/device_communicators/custom_all_reduce.py `should_custom_ar`) vLLM calls NCCL: False.
     Engines other than vLLM: False (SGLang runs a copy of the kernel; its rows were not checked).
 
+    V1 engine only (`engines.vllm_v1`, `version`; the current release when none is given). V0 (< 0.8, or a
+    "+v0" label) runs the same kernel, but its driver worker broadcasts every step's inputs to the other
+    tensor-parallel workers (vllm/worker/worker_base.py, `LocalOrDistributedWorkerBase.
+    _get_driver_input_and_broadcast`: `broadcast_tensor_dict(broadcast_data, src=0)` every step, read at 0.6.x), a
+    per-step cost of tensor parallelism that no term prices apart and that the barrier figure has stood for on V0's
+    fit rows: without it AccelMark's vLLM 0.7.3 Llama-3-70B at TP 8 (ACCELMARK-0087 / -0098 / -0109 / -0111, one
+    user to 1 req/s) go from -3 / -6 / -12 / -28 % to -11 / -15 / -25 / -39 % TPOT and dstack's 0.6.3 405B at TP 8
+    (DSTACKCMP-0001..-0004, -0011) from +13..+66 % to +23..+74 % throughput.
+    V1 hands each step's scheduler output to every worker through a shared-memory queue
+    (vllm/v1/executor/multiproc_executor.py `rpc_broadcast_mq`), each worker preparing its own inputs.
+
     Size of the change: an all-reduce of a decode step on 2 H100 SXM (NVLink 4, 5 us per hop) 20 -> 10 us; NCCL's
     NVLS all-reduce of small messages on 2 H100s measures ~6 us (NVIDIA/nccl issue #1259, nccl-tests under CUDA
     graphs, 2024-04-22). Fit rows: WAYNETRT-* vLLM on H100 SXM at TP 2 (Llama-3.1-8B bf16 / FP8, Qwen3-8B bf16 /
     FP8: 64 / 72 all-reduces per step) and TP 4 (Qwen2.5-32B, 128), whose TPOT at 1-128 users came out
     +13..+58 % slow, TP 1 +10..+20 %: at TP 2 the 1.3 ms of all-reduces per step was most of the excess over TP 1."""
-    if engine != "vllm" or tp not in (2, 4, 6, 8):  # the kernel's world sizes; others call NCCL
+    if engine != "vllm" or tp not in (2, 4, 6, 8) or not vllm_v1(version):  # the kernel's world sizes; V1 only
         return False
     limit: float = eff.VLLM_CUSTOM_ALLREDUCE_MAX_BYTES
     if tp > 2:
