@@ -1333,6 +1333,8 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    of this fixed part (NVLINK_NCCL_RING_ENGINES): ShareGPT TP 4 throughput +21..+25 % -> +15..+19 %, TP 2
 #    +9..+11 % -> +7..+8 %, TTFT hardly moves. No per-request cost that grows with TP was found in TurboMind's
 #    source (SOURCES-inference.md, s36-lmdtp), so the rest stays unexplained.
+#    vLLM's V1 engine does not pay the NVLink figure where its custom kernel runs one-shot (decode-sized messages):
+#    that kernel's barriers are its two peer hops (performance.vllm_one_shot_allreduce, branch s38-vgddr).
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
