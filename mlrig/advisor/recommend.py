@@ -42,6 +42,7 @@ from mlrig.advisor.evaluation import (
     best_fits,
     gate,
     planner_evaluate,
+    band_multipliers,
     speed_band,
 )
 from mlrig.advisor.options import Candidate, OptionFilter, Ownership, Resolve, enumerate_candidates
@@ -531,6 +532,7 @@ def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidat
         o.floor_borderline = bool(misses) and not any(misses)
     else:
         o.train_tokens_per_s, o.speed_validated = p.train_tokens_per_s, validated
+        o.speed_band = hi - 1.0
         if tokens and o.train_tokens_per_s:
             o.hours_per_run = tokens / o.train_tokens_per_s / 3600.0
             o.hours_per_run_range = (o.hours_per_run / hi, o.hours_per_run / lo)
@@ -538,9 +540,8 @@ def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidat
 
 
 def _ratio_band(b: float) -> tuple[float, float]:
-    """(low, high) multipliers of a ± fraction, as `evaluation.speed_band` takes them: past ±50 % a ratio both
-    ways (a p90 of 120 % is ×1/2.2-×2.2, not 0)."""
-    return (1.0 - b if b <= 0.5 else 1.0 / (1.0 + b)), 1.0 + b
+    """(low, high) multipliers of a ± fraction, as `evaluation.speed_band` takes them (`band_multipliers`)."""
+    return band_multipliers(b)
 
 
 def _layout(r: Any) -> str:
