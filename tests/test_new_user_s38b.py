@@ -61,3 +61,15 @@ def test_recommend_shows_the_training_band_plan_shows() -> None:
     assert lo == pytest.approx(h / (1 + band), rel=1e-3) and hi == pytest.approx(h / (1 - band), rel=1e-3)
     assert f"±{band:.0%}" in json.dumps(rec, ensure_ascii=False)
     assert "0.5-2" not in json.dumps(rec)
+
+
+# ---- 3. A Linux unified-memory device planned its whole memory as GPU memory -----------------------------------
+# Apple keeps Metal's recommendedMaxWorkingSetSize (3/4 of 64 GB = 48 GiB); the Jetson AGX Orin 64GB and the DGX
+# Spark planned against all 64 / 128 GiB although the OS, its desktop and the SoC's carveouts live there too. Now
+# the smaller of the DGX Spark's measured 117 of 128 GiB left (x 0.914) and the total less a 2 GiB OS floor.
+
+@pytest.mark.parametrize(("gpu", "capacity_gib"), [("Jetson AGX Orin", 58.49), ("DGX Spark", 116.99),
+                                                    ("Jetson Orin Nano Super", 6.0), ("M2 Max 64GB", 48.0)])
+def test_unified_memory_devices_keep_a_share_for_the_os(gpu: str, capacity_gib: float) -> None:
+    res = _json("plan", "llama-3.2-1b", "-q", "q4_k_m", "--gpu", gpu, "-e", "llama.cpp")
+    assert res["memory"]["gpu_capacity_gib"] == pytest.approx(capacity_gib, abs=0.01)
