@@ -73,3 +73,62 @@ def test_recommend_shows_the_training_band_plan_shows() -> None:
 def test_unified_memory_devices_keep_a_share_for_the_os(gpu: str, capacity_gib: float) -> None:
     res = _json("plan", "llama-3.2-1b", "-q", "q4_k_m", "--gpu", gpu, "-e", "llama.cpp")
     assert res["memory"]["gpu_capacity_gib"] == pytest.approx(capacity_gib, abs=0.01)
+
+
+# ---- 4. `plan --machine local` on a CPU-only machine priced prefill at the probe's busy-VM matmul ---------------
+# The probe's numpy sgemm is an achieved rate (22-25 GFLOP/s at n = 2,048-4,096 on a 2-core Zen 5 VM at load 6, whose
+# peak is 2 x 64 x 2.6 GHz = 333 GFLOP/s), and the CPU prefill efficiency is fitted against catalog peaks, so the
+# plan derated it twice (1.1 tok/s prefill for an 8B). The local CPU is now priced at its peak as the catalog's
+# cpu-* hosts are: a probed 16-core Zen 5 at 4.3 GHz with 89.6 GB/s and 64 GiB plans exactly as cpu-ddr5-2ch.
+
+def _probed_cpu(flop_per_cycle: int | None, clock_mhz: float | None) -> None:
+    import socket
+
+    from mlrig.probe.history import save_profile
+    from mlrig.probe.models import CpuInfo, MachineProfile, MatmulResult, MemoryInfo, StreamResult
+
+    save_profile(MachineProfile(
+        created_at="2026-11-25T00:00:00Z", hostname=socket.gethostname(), os="Linux", python="3.11",
+        cpu=CpuInfo(model="AMD Ryzen 9 9950X 16-Core Processor", vendor="AuthenticAMD", physical_cores=16,
+                    logical_cpus=32, fp32_flop_per_cycle=flop_per_cycle, clock_mhz=clock_mhz, source="test"),
+        memory=MemoryInfo(total_bytes=64 * 2**30, total_gib=64.0),
+        stream=StreamResult(copy_gb_s=89.6, scale_gb_s=89.6, add_gb_s=89.6, triad_gb_s=89.6, array_bytes=2**27,
+                            threads=32, method="test"),
+        matmul=MatmulResult(gflops=40.0, n=2048, method="test (a busy machine)")))
+
+
+def _local_plan() -> Any:
+    from typer.testing import CliRunner
+
+    from mlrig.cli import app
+
+    res = CliRunner().invoke(app, ["plan", "llama-3.1-8b", "-q", "q4_k_m", "--machine", "local", "--json",
+                                   "--no-limits"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_a_probed_cpu_is_priced_at_its_peak_as_the_catalogs_cpu_hosts() -> None:
+    _probed_cpu(64, 4300.0)
+    local = _local_plan()
+    catalog = _json("plan", "llama-3.1-8b", "-q", "q4_k_m", "--gpu", "cpu-ddr5-2ch", "--no-limits")
+    assert local["performance"]["prefill_tok_s"] == pytest.approx(catalog["performance"]["prefill_tok_s"], rel=0.01)
+    assert local["performance"]["prefill_tok_s"] > 20.0  # not the 1.1 tok/s of a busy-VM matmul derated twice
+
+
+def test_without_flags_the_measured_matmul_still_stands_in() -> None:
+    _probed_cpu(None, None)
+    assert _local_plan()["performance"]["prefill_tok_s"] < 20.0
+
+
+@pytest.mark.parametrize(("flags", "vendor", "flop"), [
+    ({"avx512f", "avx2", "fma", "avx_vnni"}, "AuthenticAMD", 64),  # Zen 5
+    ({"avx512f", "avx2", "fma"}, "AuthenticAMD", 32),  # Zen 4: AVX-512 on two 256-bit pipes
+    ({"avx512f", "avx2", "fma"}, "GenuineIntel", 64),
+    ({"avx2", "fma", "avx"}, "GenuineIntel", 32),
+    ({"asimd", "fp"}, None, 16),
+])
+def test_fp32_flop_per_cycle_from_the_cpu_flags(flags: set[str], vendor: str | None, flop: int) -> None:
+    from mlrig.probe.detect import fp32_flop_per_cycle
+
+    assert fp32_flop_per_cycle(flags, vendor) == flop
