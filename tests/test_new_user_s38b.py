@@ -132,3 +132,24 @@ def test_fp32_flop_per_cycle_from_the_cpu_flags(flags: set[str], vendor: str | N
     from mlrig.probe.detect import fp32_flop_per_cycle
 
     assert fp32_flop_per_cycle(flags, vendor) == flop
+
+
+# ---- 5. `recommend --budget 2000` priced every card in a new $1,225 desktop without saying so ----------------------
+# prices.toml [platform.desktop-1gpu] ($1,225: CPU + B650 board + 32 GB DDR5 + NVMe + PSU + case, a 2026 itemised
+# estimate; the catalog has no used or refurbished base), so a used RTX 3090 ($800) came to $2,025 and was "over the
+# $2,000 budget" for a 30B model. The answer now says that --have-pc would price the card alone.
+
+REC32 = ("recommend", "--budget", "2000", "--model", "Qwen/Qwen2.5-32B-Instruct", "--local-only")
+
+
+def test_a_budget_answer_says_have_pc_would_change_it() -> None:
+    rec = _json(*REC32)
+    line = next(s for s in rec["summary"] if s.startswith("--have-pc would change this"))
+    assert "1× rtx-3090 (used) at $800" in line and "$1,225" in line
+    over = next(o for o in rec["options"] if o["name"] == "1× rtx-3090 (used) + desktop-1gpu")
+    assert over["upfront_usd"] == 2025 and "budget" in over["excluded_reason"]
+
+
+def test_with_have_pc_the_line_is_gone() -> None:
+    rec = _json(*REC32, "--have-pc")
+    assert not any(s.startswith("--have-pc would") for s in rec["summary"])
