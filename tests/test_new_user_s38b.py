@@ -153,3 +153,23 @@ def test_a_budget_answer_says_have_pc_would_change_it() -> None:
 def test_with_have_pc_the_line_is_gone() -> None:
     rec = _json(*REC32, "--have-pc")
     assert not any(s.startswith("--have-pc would") for s in rec["summary"])
+
+
+# ---- user story: "Two 3090s on a 1000 W PSU, 64 GB RAM, a B650 board: any problems?" ------------------------------
+# The board was the one part of the question `build check` could not take from flags ("No such option: --board"),
+# so the chipset-x4 second slot, the story's real trap, went unchecked unless the user wrote a build file.
+
+def test_build_check_takes_the_b650_board_from_a_flag() -> None:
+    res = mlrig("build", "check", "--gpu", "RTX 3090", "-n", "2", "--psu-w", "1000", "--ram-gib", "64", "--board",
+                "B650", "--json")
+    assert res.returncode == 1  # the PSU error, as with examples/build-2x3090-1000w-b650.toml
+    out = json.loads(res.stdout)
+    pcie = [f for f in out["findings"] if f["check"] == "pcie" and f["severity"] == "warning"]
+    assert pcie and "x4 via the chipset" in pcie[0]["what"]
+    assert any("typical B650" in a for a in out["assumptions"])
+
+
+def test_an_unknown_board_is_one_line_with_the_fix() -> None:
+    res = mlrig("build", "check", "--gpu", "RTX 3090", "-n", "2", "--psu-w", "1000", "--ram-gib", "64", "--board",
+                "Z790")
+    assert res.returncode == 2 and "build file" in res.stderr and "Traceback" not in res.stderr
