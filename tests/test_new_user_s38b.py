@@ -173,3 +173,13 @@ def test_an_unknown_board_is_one_line_with_the_fix() -> None:
     res = mlrig("build", "check", "--gpu", "RTX 3090", "-n", "2", "--psu-w", "1000", "--ram-gib", "64", "--board",
                 "Z790")
     assert res.returncode == 2 and "build file" in res.stderr and "Traceback" not in res.stderr
+
+
+# ---- user story: "Cheapest cloud instance that serves Llama 3.1 70B FP8 at 1,000 tok/s aggregate?" ----------------
+# `--objective usd_per_mtok` (the spelling --json and the docs' field names use) was refused: "Input should be 'tco',
+# 'time' or 'usd-per-mtok'". Any case and underscores are now read as the option's own spelling.
+
+def test_objective_takes_the_underscore_spelling() -> None:
+    rec = _json("recommend", "--model", "llama-3.1-8b", "--local-only", "--budget", "1500", "--objective",
+                "usd_per_mtok")
+    assert rec["objective"] == "usd-per-mtok"

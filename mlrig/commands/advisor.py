@@ -260,7 +260,9 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
             "max_gpus": o["max_gpus"],
             "no_used": o["no_used"],
             "years": o["years"],
-            "objective": o["objective"],
+            # 'usd_per_mtok' as --json writes the field, or any case: the option's own spelling
+            "objective": o["objective"].strip().lower().replace("_", "-") if isinstance(o["objective"], str)
+            else o["objective"],
             "usd_per_kwh": o["kwh_price"],
             "allow_old": o["allow_old"],
             "any_vendor": o["any_vendor"],
