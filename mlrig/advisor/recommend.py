@@ -38,11 +38,11 @@ from mlrig.advisor.evaluation import (
     Setup,
     Workload,
     WorkloadUsage,
+    band_multipliers,
     best_fit,
     best_fits,
     gate,
     planner_evaluate,
-    band_multipliers,
     speed_band,
 )
 from mlrig.advisor.options import Candidate, OptionFilter, Ownership, Resolve, enumerate_candidates
@@ -298,8 +298,8 @@ def recommend(
     borderline = [o for o in ranked if not o.feasible and o.fits and "borderline" in (o.excluded_reason or "")]
     return Recommendation(
         objective=c.objective, years=c.years, constraints=c, workloads=[w.label for w in workloads],
-        options=ranked, summary=summary(feasible, c.objective, c.years) + budget_line(ranked, c) + have_pc_line(ranked, c)
-        + _api_lines(quotes, feasible),
+        options=ranked, summary=summary(feasible, c.objective, c.years) + budget_line(ranked, c)
+        + have_pc_line(ranked, c) + _api_lines(quotes, feasible),
         uncertainty=uncertainty(feasible, c.objective, borderline), api_quotes=quotes,
         assumptions=[
             *assumptions,

@@ -106,11 +106,8 @@ def parse_cpu_flags_and_clock(text: str) -> tuple[set[str], float | None]:
         k = k.strip()
         if k in ("flags", "Features") and not flags:
             flags = set(v.split())
-        elif k == "cpu MHz" and mhz is None:
-            try:
-                mhz = float(v)
-            except ValueError:
-                pass
+        elif k == "cpu MHz" and mhz is None and v.replace(".", "", 1).isdigit():
+            mhz = float(v)
     return flags, mhz
 
 
