@@ -750,6 +750,23 @@ def memory_gib(gid: str, nominal_gb: float, ecc: bool, hbm: bool) -> float:
     return reported_gib(nominal_gb, ecc, hbm)
 
 
+# Linux unified-memory SoCs (DGX Spark, Jetson): the OS, its desktop and the SoC's carveouts live in the same
+# memory the GPU plans against, and no driver limit says how much is left (unlike Metal's working set on a Mac).
+# Measured: on a DGX Spark (128 GB GB10, DGX OS) "the page cache was dropped before each start, leaving about 117 GiB
+# available" (https://huggingface.co/nvidia/GLM-5.3-Flash-FP4-Local/discussions/7, 2026): 117 / 128 = 0.914 usable.
+# On an 8 GB Orin Nano "the OS and runtime consume ~1.5-2 GB before inference begins"
+# (https://edgeaistack.app/engines/memory-estimator): a fixed floor of 2 GiB, the larger share on small devices.
+LINUX_UMA_USABLE_FRACTION = 117 / 128
+LINUX_UMA_OS_MIN_GIB = 2.0
+LINUX_UMA_IDS = ("dgx-spark", "jetson-agx-orin-64gb", "jetson-agx-thor", "jetson-orin-nano-super-8gb")
+
+
+def linux_uma_usable_gib(total_gib: float) -> float:
+    """Memory a workload may plan against on a Linux unified-memory SoC: the smaller of the DGX Spark's measured
+    share and the total less the OS floor (see LINUX_UMA_USABLE_FRACTION)."""
+    return round(min(total_gib * LINUX_UMA_USABLE_FRACTION, total_gib - LINUX_UMA_OS_MIN_GIB), 2)
+
+
 def apple_usable_gib(total_gib: float) -> float:
     """Metal recommendedMaxWorkingSetSize default: 3/4 of RAM at >= 64 GB, 2/3 below (see module doc)."""
     return round(total_gib * (0.75 if total_gib >= 64 else 2 / 3), 2)
@@ -988,6 +1005,12 @@ def build(csv_path: Path) -> list[dict[str, Any]]:
         if g.get("devices_per_board") is None:
             g.pop("devices_per_board", None)
     gpus = [with_sm_count(g) for g in gpus]
+    for g in gpus:
+        if g["id"] in LINUX_UMA_IDS and g.get("usable_memory_gib") is None:
+            g["usable_memory_gib"] = linux_uma_usable_gib(g["memory_gib"])
+            g["notes"] = ((g.get("notes") or "") + " usable_memory_gib: the OS, desktop and SoC carveouts share this "
+                          "memory; the DGX Spark's measured 117 of 128 GB left (scripts/build_gpu_catalog.py "
+                          "LINUX_UMA_USABLE_FRACTION), at least 2 GiB kept for the OS.").strip()
     ids = [g["id"] for g in gpus]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:

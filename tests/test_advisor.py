@@ -196,11 +196,11 @@ def test_every_listed_option_explains_itself_in_absolute_numbers() -> None:
 
 
 def test_uncertain_training_speed_shows_its_band_and_the_flip() -> None:
-    """A training speed carries its band (the validation scope's p90, or x0.5-2 when the scope has too
-    few published runs), hours per run as a range, and options whose cost ranges overlap are named."""
+    """A training speed carries its band (the validation scope's p90, or the band `plan` shows when the scope
+    has too few published runs), hours per run as a range, and options whose cost ranges overlap are named."""
     r = rec([QLORA8])
     top = next(o for o in r.options if o.feasible)
-    assert re.search(r"h/run \(\d+(\.\d+)?-\d+(\.\d+)? h", top.speed) and top.total_cost_range_usd is not None
+    assert re.search(r"h/run \((±\d+%: )?\d+(\.\d+)?-\d+(\.\d+)? h", top.speed) and top.total_cost_range_usd is not None
     assert ("unvalidated" in top.speed) == (not top.workloads[0].speed_validated)
     lo, hi = top.total_cost_range_usd
     assert lo < top.total_cost_usd < hi

@@ -10,7 +10,7 @@ from mlrig.estimators.memory import estimate_memory
 from mlrig.estimators.resolved import resolve
 from mlrig.workload import Plan
 
-NOT_MODELLED = "not modelled specifically"
+NOT_MODELLED = "no memory model of its own"  # the note was "not modelled specifically" before session 38b
 
 
 def _memory(engine: str):  # type: ignore[no-untyped-def]

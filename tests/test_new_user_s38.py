@@ -17,7 +17,7 @@ def _json(*args: str) -> Any:
 
 # ---- 1. recommend ranked a Jetson dev kit first for an 8B fine-tune ----------------------------------------
 # The 'tco' objective priced the Jetson AGX Orin 64GB ($1,253 over 3 years on its 10 W idle draw) below a used
-# RTX 3090 desktop ($1,498) although its training speed (47 h/run, ×0.5-2) rests on no published run: a guess
+# RTX 3090 desktop ($1,498) although its training speed (47 h/run, ×0.5-2 then) rests on no published run: a guess
 # that decides whether the cheaper box does the same work. It is still listed, after the validated options.
 
 def test_recommend_does_not_rank_an_unvalidated_training_speed_first() -> None:

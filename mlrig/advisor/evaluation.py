@@ -42,9 +42,9 @@ OLD_ARCH = ("kepler", "maxwell", "pascal")
 NO_BF16_ARCH = ("kepler", "maxwell", "pascal", "volta", "turing")
 # Training speed is validated per scope (method x memory class: full, LoRA, QLoRA on HBM and on GDDR
 # cards, from the published runs in mlrig/data/calibration/). A scope with too few runs (Apple unified
-# memory, CPU, full fine-tuning on GDDR today) carries no validated band, so we show ×0.5-2 instead
-# (wide enough to say the answer may flip, not a fitted error).
-UNVALIDATED_TRAIN_FACTOR = 2.0
+# memory, CPU, full fine-tuning on GDDR today) carries no validated band: its band is the one `plan` shows
+# (planner.attach_validation: the wider of training_speed.TRAIN_ERROR_BAND_WIDE and the nearest validated
+# scope's p90), so `plan`, `recommend` and `cost` give the same ± for the same estimate.
 
 
 class WorkloadUsage(BaseModel):
@@ -281,13 +281,25 @@ def speed_band(result: PlanResult, gpu: GPU, task: str, method: str = "full") ->
 
     The planner's validation object says whether published runs of this scope (figure x engine or
     training method x memory class) check the speed: if so, its p90 error is the band
-    (performance.error_band); if not, the speed is shown as x1/2-x2 (UNVALIDATED_TRAIN_FACTOR)."""
+    (performance.error_band); if not, the band `plan` shows for it (the wider of the default band and the nearest
+    validated scope's p90, planner.attach_validation), flagged as unvalidated. The band is read as `plan` prints it
+    (`band_multipliers`)."""
     figure = "decode_tok_s" if task == "inference" else "train_tokens_per_s"
     bands = result.performance.error_band if result.performance is not None else {}
     v = result.validation.get(figure)
     if (v is not None and v.validated) or task == "inference":
         # decode is the best-measured figure: an unvalidated inference scope keeps its (widened) band.
-        # Past ±50 % the band is taken as a ratio both ways: a p90 of 120 % is ×1/2.2-×2.2, not 0.
         b = bands.get(figure, (v.p90_error if v is not None else None) or 0.2)
-        return (1.0 - b if b <= 0.5 else 1.0 / (1.0 + b)), 1.0 + b, True
-    return 1.0 / UNVALIDATED_TRAIN_FACTOR, UNVALIDATED_TRAIN_FACTOR, False
+        return (*band_multipliers(b), True)
+    from mlrig.estimators.training_speed import TRAIN_ERROR_BAND_WIDE
+
+    return (*band_multipliers(bands.get(figure, TRAIN_ERROR_BAND_WIDE)), False)
+
+
+def band_multipliers(band: float) -> tuple[float, float]:
+    """(low, high) multipliers on a speed of a ± fraction `band`, read as `plan` prints it: 1 ± band (a ±60 %
+    band is ×0.4-×1.6 on the speed, ×0.63-×2.5 on a run's hours), up to the ±100 % where that reading reaches a
+    speed of 0; from there a ratio both ways (a p90 of 120 % is ×1/2.2-×2.2). Before session 38 `recommend` took
+    every band past ±50 % as a ratio (±60 % as ×1/1.6-×1.6) and an unvalidated training band as ×0.5-2, while
+    `plan` printed ±60 % for the same estimate."""
+    return (1.0 - band if band < 1.0 else 1.0 / (1.0 + band)), 1.0 + band

@@ -33,6 +33,7 @@ class WorkloadOutcome(BaseModel):
     throughput_tok_s: float | None = None
     train_tokens_per_s: float | None = None
     speed_validated: bool = True  # False: no calibration rows for training on this hardware class
+    speed_band: float | None = None  # training: the ± band of the tokens/s, as `plan` shows it
     hours_per_run: float | None = None
     hours_per_run_range: tuple[float, float] | None = None
     usd_per_run: float | None = None
@@ -72,9 +73,10 @@ class WorkloadOutcome(BaseModel):
         if self.hours_per_run is not None:
             lo, hi = self.hours_per_run_range or (self.hours_per_run, self.hours_per_run)
             tag = "" if self.speed_validated else ", unvalidated"
+            pm = f"±{self.speed_band:.0%}: " if self.speed_band is not None else ""
             if hi < 1.0:
-                return f"{self.hours_per_run * 60:.0f} min/run ({lo * 60:.0f}-{hi * 60:.0f} min{tag})"
-            return f"{self.hours_per_run:.1f} h/run ({lo:.1f}-{hi:.1f} h{tag})"
+                return f"{self.hours_per_run * 60:.0f} min/run ({pm}{lo * 60:.0f}-{hi * 60:.0f} min{tag})"
+            return f"{self.hours_per_run:.1f} h/run ({pm}{lo:.1f}-{hi:.1f} h{tag})"
         return f"{self.train_tokens_per_s or 0:,.0f} tok/s training"
 
 
@@ -149,7 +151,7 @@ def _objective_key(o: RankedOption, objective: Objective) -> tuple[float, ...]:
 
 def unvalidated_training(o: RankedOption) -> bool:
     """Whether a training workload's speed on this option is a guess: no published run of its method on
-    the option's hardware class checks it (`evaluation.speed_band`: shown as ×0.5-2). The 'tco' objective
+    the option's hardware class checks it (`evaluation.speed_band`: the band `plan` shows). The 'tco' objective
     ranks such options after every option whose training speed is validated: a total cost compares
     options doing the same work only if each does it in the time stated, and for these the time is not
     known. Without this, a Jetson AGX Orin dev kit (LPDDR5 at 204.8 GB/s, 42.5 TFLOPS derived, no published
@@ -244,7 +246,8 @@ def _warnings(o: RankedOption, g: GPU, ref_4090_usd: float | None, any_training:
         if w.fits and w.task != "inference" and not w.speed_validated:
             o.warnings.append(
                 f"{w.label}: training speed of this method on {g.hardware_class} hardware is not validated (fewer"
-                " than 5 published runs in its scope: `mlrig validate`); run time shown as ×0.5-2")
+                " than 5 published runs in its scope: `mlrig validate`); run time shown with the band `plan` gives it"
+                + (f" (±{w.speed_band:.0%})" if w.speed_band is not None else ""))
     arch = (g.architecture or "").lower()
     if any(a in arch for a in ("kepler", "maxwell", "pascal")):
         o.warnings.append(f"{g.id}: old datacentre card - cheap VRAM but slow: no tensor cores, FP16 unusable"
@@ -290,7 +293,7 @@ def summary(feasible: list[RankedOption], objective: Objective, years: float) ->
     if cheaper_guess:
         g = min(cheaper_guess, key=lambda o: o.total_cost_usd)
         lines.append(f"ranked after it: {g.name} (${g.total_cost_usd:,.0f} over {years:g} years, {g.speed}) costs"
-                     " less, but no published run validates its training speed (×0.5-2), so it is listed after"
+                     " less, but no published run validates its training speed, so it is listed after"
                      " the options whose speed is validated")
     # The step up: among the faster Pareto options that cost at most STEP_UP_MAX_EXTRA more, the one that
     # buys the most extra speed per extra dollar (the incremental cost-effectiveness ratio of a
@@ -368,7 +371,7 @@ def uncertainty(feasible: list[RankedOption], objective: Objective,
         lo, hi = o.total_cost_range_usd or (o.total_cost_usd, o.total_cost_usd)
         if lo < b_hi:  # sorted by central cost, so this can only happen when a band is wide
             unval = any(not w.speed_validated for w in (*best.workloads, *o.workloads) if w.task != "inference")
-            why = "training speed here is unvalidated (×0.5-2)" if unval else "within the speed model's p90 band"
+            why = "training speed here is unvalidated" if unval else "within the speed model's p90 band"
             out.append(f"uncertain: {o.name} could be cheaper than {best.name} - ${lo:,.0f}-{hi:,.0f} vs"
                        f" ${b_lo:,.0f}-{b_hi:,.0f} over the horizon; {why}")
     return out[:3]

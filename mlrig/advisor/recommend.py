@@ -38,6 +38,7 @@ from mlrig.advisor.evaluation import (
     Setup,
     Workload,
     WorkloadUsage,
+    band_multipliers,
     best_fit,
     best_fits,
     gate,
@@ -298,7 +299,7 @@ def recommend(
     return Recommendation(
         objective=c.objective, years=c.years, constraints=c, workloads=[w.label for w in workloads],
         options=ranked, summary=summary(feasible, c.objective, c.years) + budget_line(ranked, c)
-        + _api_lines(quotes, feasible),
+        + have_pc_line(ranked, c) + _api_lines(quotes, feasible),
         uncertainty=uncertainty(feasible, c.objective, borderline), api_quotes=quotes,
         assumptions=[
             *assumptions,
@@ -531,6 +532,7 @@ def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidat
         o.floor_borderline = bool(misses) and not any(misses)
     else:
         o.train_tokens_per_s, o.speed_validated = p.train_tokens_per_s, validated
+        o.speed_band = hi - 1.0
         if tokens and o.train_tokens_per_s:
             o.hours_per_run = tokens / o.train_tokens_per_s / 3600.0
             o.hours_per_run_range = (o.hours_per_run / hi, o.hours_per_run / lo)
@@ -538,9 +540,8 @@ def _outcome(w: Workload, u: WorkloadUsage, tokens: float | None, cand: Candidat
 
 
 def _ratio_band(b: float) -> tuple[float, float]:
-    """(low, high) multipliers of a ± fraction, as `evaluation.speed_band` takes them: past ±50 % a ratio both
-    ways (a p90 of 120 % is ×1/2.2-×2.2, not 0)."""
-    return (1.0 - b if b <= 0.5 else 1.0 / (1.0 + b)), 1.0 + b
+    """(low, high) multipliers of a ± fraction, as `evaluation.speed_band` takes them (`band_multipliers`)."""
+    return band_multipliers(b)
 
 
 def _layout(r: Any) -> str:
@@ -664,6 +665,33 @@ def budget_line(ranked: list[RankedOption], c: Constraints, at: str = "") -> lis
         return []
     return [f"nothing to buy within the ${c.budget_usd:,.0f} budget: the cheapest machine that does the job{at},"
             f" {cheap.name}, costs ${cheap.upfront_usd:,.0f} ({cheap.speed}); --have-pc if you own a PC for the card"]
+
+
+# The platform a `--have-pc` PC stands in for: a desktop that takes one GPU (options.Ownership.pc).
+ONE_GPU_PLATFORM_PREFIX = "desktop-1gpu"
+
+
+def have_pc_line(ranked: list[RankedOption], c: Constraints) -> list[str]:
+    """With a budget and no `--have-pc`, every card is priced in a new one-GPU desktop (prices.toml
+    [platform.desktop-1gpu]: $1,225, an itemised 2026 estimate; the catalog has no used or refurbished base). Name
+    the cards that are over the budget only because of that base, and that `--have-pc` would price them alone;
+    [] when there are none or the user already said what they own."""
+    if c.budget_usd is None or c.have_pc or c.have or c.cloud_only:
+        return []
+    found: list[tuple[float, str, float]] = []
+    for o in ranked:
+        if o.kind != "buy" or not o.fits or "budget" not in (o.excluded_reason or ""):
+            continue
+        base = sum(p.price_usd for p in o.purchase_items if p.name.startswith(ONE_GPU_PLATFORM_PREFIX))
+        if base and o.upfront_usd - base <= c.budget_usd:
+            found.append((o.upfront_usd - base, o.name.split(" + ")[0], base))
+    if not found:
+        return []
+    found.sort()
+    cards = ", ".join(f"{name} at ${usd:,.0f}" for usd, name, _ in found[:3])
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return [f"--have-pc would change this: each card here is priced in a new {ONE_GPU_PLATFORM_PREFIX} "
+            f"(${found[0][2]:,.0f}); in a PC you own, {cards}{more} fit the ${c.budget_usd:,.0f} budget"]
 
 
 def _api_quotes(workloads: list[Workload], book: PriceBook, feasible: list[RankedOption]) -> dict[str, list[ApiQuote]]:

@@ -260,7 +260,9 @@ def run_recommend(o: dict[str, Any], args: list[str]) -> tuple[Any, Any]:
             "max_gpus": o["max_gpus"],
             "no_used": o["no_used"],
             "years": o["years"],
-            "objective": o["objective"],
+            # 'usd_per_mtok' as --json writes the field, or any case: the option's own spelling
+            "objective": o["objective"].strip().lower().replace("_", "-") if isinstance(o["objective"], str)
+            else o["objective"],
             "usd_per_kwh": o["kwh_price"],
             "allow_old": o["allow_old"],
             "any_vendor": o["any_vendor"],
@@ -492,6 +494,33 @@ def report_cmd(
     typer.echo(render_html(rec, case) if fmt == "html" else render_markdown(rec, case))
 
 
+# Boards `build check --board` knows by chipset: the slot layout most boards of it ship (the same as the example
+# build files), with what to check. B650: AMD's AM5 CPUs give the graphics slot x16, and most B650 ATX boards wire
+# the second full-length slot to the chipset at x4 (PCIe 4.0) with no x8/x8 split (examples/
+# build-2x3090-1000w-b650.toml); a B650E / X670E board that splits x8/x8 needs a build file.
+TYPICAL_BOARDS: dict[str, tuple[list[dict[str, object]], str]] = {
+    "b650": ([{"lanes": 16, "position": 1, "gen": 4}, {"lanes": 4, "position": 4, "gen": 4, "chipset": True}],
+             "the typical B650 ATX layout assumed (slot 1 x16 from the CPU, slot 4 x4 from the chipset, no x8/x8); "
+             "check the manual's expansion-slot table, or describe yours in a build file"),
+}
+
+
+def _board_key(board: str) -> str:
+    return "".join(c for c in board.lower() if c.isalnum()).removeprefix("amd")
+
+
+def board_slots(board: str) -> dict[str, object]:
+    """The motherboard table of a build for `--board NAME` (TYPICAL_BOARDS); a one-line error for a board it does
+    not know."""
+    from mlrig.errors import MlrigError
+
+    key = _board_key(board)
+    if key not in TYPICAL_BOARDS:
+        raise MlrigError(f"--board knows {', '.join(k.upper() for k in TYPICAL_BOARDS)} only, not {board!r}; describe "
+                         "the board's slots in a build file (see examples/build-2x3090-1000w-b650.toml)")
+    return {"name": f"typical {board}", "slots": TYPICAL_BOARDS[key][0]}
+
+
 build_app = typer.Typer(
     help="Check a whole machine: PSU transients, wall circuit, RAM, PCIe lanes, spacing, risers, cooling.",
     no_args_is_help=True,
@@ -508,6 +537,8 @@ def build_check_cmd(
     ram_gib: Annotated[float | None, typer.Option("--ram-gib", "--ram", help="system RAM, GiB (64)")] = None,
     cpu_cores: Annotated[int | None, typer.Option("--cpu-cores", min=1, help="CPU cores (default 8)")] = None,
     cpu_lanes: Annotated[int | None, typer.Option("--cpu-lanes", min=1, help="CPU PCIe lanes (default 24)")] = None,
+    board: Annotated[str | None, typer.Option("--board", help="the board's chipset: B650 (its typical slots; other"
+                                              " boards: a build file)")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Check BUILD: each finding says severity, what, why and what to do. Exit 1 when there are errors.
@@ -519,7 +550,7 @@ def build_check_cmd(
 
     assumed: list[str] = []
     if path is not None:
-        if gpu is not None or psu_w is not None or ram_gib is not None:
+        if gpu is not None or psu_w is not None or ram_gib is not None or board is not None:
             raise MlrigError("give a build file or --gpu/--psu-w/--ram-gib, not both")
         build = load_build(path)
     else:
@@ -537,11 +568,18 @@ def build_check_cmd(
             # pages); the same CPU `build suggest` prices for one or two GPUs
             assumed.append(f"CPU not given: {cpu_cores or 8} cores and {cpu_lanes or 24} PCIe lanes assumed (a "
                            "desktop Ryzen 7); pass --cpu-cores and --cpu-lanes")
-        assumed.append("no board given: slot spacing, chipset lanes and bifurcation are not checked; describe "
-                       "the slots in a build file (see examples/build-2x3090-1000w-b650.toml)")
-        build = parse_build({"name": f"{count}x {gpu}", "gpus": [{"name": gpu, "count": count}],
-                             "psu": {"watts": psu_w, "standard": psu_standard}, "ram_gib": ram_gib,
-                             "cpu": {"cores": cpu_cores or 8, "pcie_lanes": cpu_lanes or 24}})
+        described: dict[str, object] = {
+            "name": f"{count}x {gpu}", "gpus": [{"name": gpu, "count": count}],
+            "psu": {"watts": psu_w, "standard": psu_standard}, "ram_gib": ram_gib,
+            "cpu": {"cores": cpu_cores or 8, "pcie_lanes": cpu_lanes or 24}}
+        if board is None:
+            assumed.append("no board given: slot spacing, chipset lanes and bifurcation are not checked; pass "
+                           "--board B650 or describe the slots in a build file (see "
+                           "examples/build-2x3090-1000w-b650.toml)")
+        else:
+            described["motherboard"] = board_slots(board)
+            assumed.append(f"board {board}: {TYPICAL_BOARDS[_board_key(board)][1]}")
+        build = parse_build(described)
     report = check_build(build)
     if as_json:
         print_json({**report.model_dump(mode="json"), "assumptions": assumed} if assumed else report)

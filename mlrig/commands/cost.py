@@ -298,12 +298,9 @@ def _plan_cost(book: Any, buy: str | None, count: int, price: float | None, rent
     if not clouds:
         raise MlrigError("no cloud option can run this; see the reasons with --json, or give --rent KEY")
     if work is not None and work.task != "inference" and unvalidated:
-        from mlrig.advisor.evaluation import UNVALIDATED_TRAIN_FACTOR
-
         warnings.append(
             f"training speed is not validated for {', '.join(sorted(set(unvalidated))[:3])} (fewer than 5"
-            f" published runs: `mlrig validate`); the billed hours there could be off by"
-            f" ×1/{UNVALIDATED_TRAIN_FACTOR:g}-×{UNVALIDATED_TRAIN_FACTOR:g}")
+            f" published runs: `mlrig validate`); the billed hours there carry the band `plan` gives the speed")
     quotes = []
     if work is not None and work.task == "inference":
         from mlrig.catalog.models import resolve_model

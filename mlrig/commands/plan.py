@@ -472,8 +472,13 @@ def _disk_gb_s(profile: Any) -> float | None:
 
 def _local_cpu_spec() -> str:
     """A machine whose probe found no GPU runs on its CPU: a device (hardware_class cpu, as the catalog's cpu-*
-    hosts) with the RAM it has, the STREAM triad bandwidth and the FP32 matmul rate `mlrig probe` measured
-    there, as `--gpu-spec` gives it (achieved rates, not peaks: conservative under the efficiency factors)."""
+    hosts) with the RAM it has, the STREAM triad bandwidth `mlrig probe` measured there, and the FP32 peak the
+    catalog's cpu-* hosts are priced at (physical cores x FLOP per cycle of the widest FMA the CPU reports x its
+    clock), as `--gpu-spec` gives it. The efficiency factors for CPU prefill are fitted against such peaks: the
+    probe's numpy matmul is an achieved rate (OpenBLAS sgemm reaches ~90 % of peak on an idle machine, and only
+    what other jobs leave on a busy one: 22-25 GFLOP/s at n = 2,048-4,096 on this project's 2-core AVX-512 VM at
+    load 6, against a 2 x 64 x 2.6 GHz = 333 GFLOP/s peak), so pricing it as the peak derated prefill twice (1.1 tok/s
+    for an 8B on such a VM). The measured rate stands in only where the probe read no flags or clock."""
     from mlrig.errors import MlrigError
     from mlrig.probe import latest_profile
 
@@ -486,7 +491,11 @@ def _local_cpu_spec() -> str:
     spec = {"memory_gib": f"{profile.memory.total_gib:.4f}",
             "bandwidth_gb_s": f"{profile.host_memory_bandwidth_gb_s:.4f}",
             "hardware_class": "cpu", "name": f"this machine's CPU ({model})"}
-    if profile.matmul and profile.matmul.gflops > 0:
+    cpu = profile.cpu
+    cores = cpu.physical_cores or cpu.logical_cpus
+    if cpu.fp32_flop_per_cycle and cpu.clock_mhz and cores:
+        spec["fp32_tflops"] = f"{cores * cpu.fp32_flop_per_cycle * cpu.clock_mhz / 1e6:.4g}"
+    elif profile.matmul and profile.matmul.gflops > 0:
         spec["fp32_tflops"] = f"{profile.matmul.gflops / 1e3:.4g}"
     return ",".join(f"{k}={v}" for k, v in spec.items())
 

@@ -28,6 +28,7 @@ from mlrig.estimators.engines import (
     VLLM_TRITON_SCRATCH_ROWS,
     before,
     bnb_keeps_4bit_input,
+    engine_family_by_name,
     litgpt_era,
     lmdeploy_kv_of_free_memory,
     lmdeploy_pytorch_engine,
@@ -685,9 +686,18 @@ def _modelled(engine: str) -> bool:
     return engine in _MODELLED or engine.startswith(_MODELLED_PREFIXES)
 
 
+# Families whose other spellings the speed model already takes as that engine (engines.ENGINE_NAME_PREFIXES:
+# "turbomind" is LMDeploy's engine, "text-generation-inference" is TGI, "mlc-llm" is MLC): the memory model sizes
+# them by the family's rules too, not as HF transformers.
+_FAMILY_KEYED = ("vllm", "sglang", "lmdeploy", "tgi", "mlc")
+
+
 def _engine_key(r: ResolvedPlan) -> str:
-    """The engine as the memory model names it: the plan's own spelling, lower-case (transformers if none)."""
-    return (r.workload.engine or "transformers").lower().replace("_", "-")
+    """The engine as the memory model names it: the plan's own spelling, lower-case (transformers if none), or
+    its family for an alias of an engine in _FAMILY_KEYED."""
+    engine = (r.workload.engine or "transformers").lower().replace("_", "-")
+    family = engine_family_by_name(engine)
+    return family if family in _FAMILY_KEYED else engine
 
 
 def _cpu_share(r: ResolvedPlan) -> float:
@@ -1009,7 +1019,11 @@ def _inference(r: ResolvedPlan, m: InferenceMemory | None = None) -> MemoryEstim
                          " --mmproj (add about that much for image input)")
     else:
         if not _modelled(engine):
-            notes.append(f"engine {engine!r} not modelled specifically: treated like HF transformers")
+            family = engine_family_by_name(engine)
+            speed = (f"; its speed is modelled as {family}" if family and family != "transformers" else
+                     "; its speed too")
+            notes.append(f"engine {engine!r} has no memory model of its own: memory sized like HF transformers "
+                         f"(weights + KV for batch x context + prefill activations){speed}")
         if engine in TRANSFORMERS_NAMES and transformers_full_logits(w.engine_version):
             notes.append(f"transformers {w.engine_version} (< 4.45) computes logits for all "
                          f"{w.prompt_tokens} prompt tokens in the prefill")

@@ -77,6 +77,50 @@ def parse_cpuinfo(text: str) -> tuple[str, str | None, int | None]:
     return model or platform.processor() or "unknown", vendor, len(cores) or None
 
 
+def fp32_flop_per_cycle(flags: set[str], vendor: str | None = None) -> int | None:
+    """FP32 FLOP per cycle per core from the CPU's feature flags, as the catalog's cpu-* hosts count them (2 FMA
+    pipes x vector lanes x 2): AVX-512 64 (two 512-bit FMA pipes: Zen 5, Sapphire Rapids; catalog cpu-ddr5-2ch and
+    cpu-xeon-spr-8ch), except AMD's Zen 4, whose AVX-512 runs on its two 256-bit pipes (32, catalog
+    cpu-epyc-genoa-12ch; told from Zen 5 by the AVX-VNNI that Zen 5 added); AVX2 + FMA 32 (two 256-bit pipes,
+    Haswell on / Zen 2-3), AVX 16, SSE2 8; Arm NEON (asimd) 16 (two 128-bit FMA pipes; Neoverse V2's four are
+    counted as two). None for flags it does not know."""
+    if "avx512f" in flags:
+        return 32 if (vendor or "") == "AuthenticAMD" and "avx_vnni" not in flags else 64
+    if "avx2" in flags and "fma" in flags:
+        return 32
+    if "avx" in flags:
+        return 16
+    if "asimd" in flags:
+        return 16
+    if "sse2" in flags:
+        return 8
+    return None
+
+
+def parse_cpu_flags_and_clock(text: str) -> tuple[set[str], float | None]:
+    """(feature flags, clock in MHz) of the first CPU in /proc/cpuinfo ('flags' on x86, 'Features' on Arm)."""
+    flags: set[str] = set()
+    mhz = None
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        k = k.strip()
+        if k in ("flags", "Features") and not flags:
+            flags = set(v.split())
+        elif k == "cpu MHz" and mhz is None and v.replace(".", "", 1).isdigit():
+            mhz = float(v)
+    return flags, mhz
+
+
+def _cpufreq_mhz() -> float | None:
+    """The CPU's base clock (Intel's base_frequency) or its top one (cpuinfo_max_freq), kHz in sysfs."""
+    root = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+    for name in ("base_frequency", "cpuinfo_max_freq"):
+        v = _read(root / name)
+        if v and v.strip().isdigit():
+            return int(v.strip()) / 1e3
+    return None
+
+
 def detect_cpu() -> CpuInfo:
     logical = os.cpu_count() or 1
     if platform.system() == "Darwin":
@@ -86,7 +130,9 @@ def detect_cpu() -> CpuInfo:
         return CpuInfo(model=brand, vendor="Apple" if "Apple" in brand else None,
                        physical_cores=int(phys) if phys.isdigit() else None, logical_cpus=logical,
                        l2_bytes=int(l2) if l2.isdigit() else None, source="sysctl")
-    model, vendor, phys_cores = parse_cpuinfo(_read("/proc/cpuinfo") or "")
+    text = _read("/proc/cpuinfo") or ""
+    model, vendor, phys_cores = parse_cpuinfo(text)
+    flags, mhz = parse_cpu_flags_and_clock(text)
     caches = _sys_caches()
     nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or 1
     l3 = caches.get("l3")
@@ -95,6 +141,7 @@ def detect_cpu() -> CpuInfo:
         l3 *= max(1, len(ids - {None}))
     return CpuInfo(model=model, vendor=vendor, physical_cores=phys_cores, logical_cpus=logical,
                    l1d_bytes=caches.get("l1d"), l2_bytes=caches.get("l2"), l3_bytes=l3, numa_nodes=nodes,
+                   fp32_flop_per_cycle=fp32_flop_per_cycle(flags, vendor), clock_mhz=_cpufreq_mhz() or mhz,
                    source="/proc/cpuinfo, /sys/devices/system/cpu/*/cache, /sys/devices/system/node")
 
 

@@ -16,6 +16,10 @@ class CpuInfo(BaseModel):
     l2_bytes: int | None = None  # per core (or per cluster)
     l3_bytes: int | None = None  # total last-level cache
     numa_nodes: int = 1
+    # FP32 FLOP per cycle per core of the widest FMA the CPU reports (detect.fp32_flop_per_cycle) and its clock
+    # (cpufreq base / max, else /proc/cpuinfo "cpu MHz"): the peak the catalog's cpu-* hosts are priced at
+    fp32_flop_per_cycle: int | None = None
+    clock_mhz: float | None = None
     source: str  # where the figures were read (/proc/cpuinfo, /sys, sysctl)
 
 
