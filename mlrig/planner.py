@@ -1072,6 +1072,19 @@ def _sglang_refusal(p: Plan, memory: Any, gpu: GPU, arch: ModelArch | None = Non
     return None
 
 
+def vllm_int8_refusal(p: Plan, engine: str, gpu: GPU) -> str | None:
+    """vLLM has no W8A8 int8 GEMM on NVIDIA Blackwell: its docs (docs/features/quantization/int8.md, "Blackwell GPU
+    Limitation: INT8 is not supported on compute capability >= 100 (e.g., RTX 6000 Blackwell). Use FP8 quantization
+    instead"); its CUTLASS `cutlass_scaled_mm` has int8 kernels for sm75 / sm80 / sm89 / sm90 only. None elsewhere."""
+    from mlrig.quant import INT8_GEMM_ENGINES, parse_precision
+
+    if (engine in INT8_GEMM_ENGINES and parse_precision(p.workload.precision).name == "int8"
+            and gpu.vendor == "NVIDIA" and str(gpu.architecture or "").startswith("Blackwell")):
+        return (f"{p.workload.engine} would refuse to start: it has no int8 (W8A8) GEMMs on Blackwell GPUs such as "
+                f"{gpu.name}; no speed is given. Use fp8 (or int8-wo / gptq-int8 for 8-bit weights only)")
+    return None
+
+
 def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None,
                    arch: ModelArch | None = None) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
@@ -1084,6 +1097,10 @@ def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None,
 
     if p.workload.task != "inference" or getattr(memory, "engine", "") not in PAGED_ENGINES:
         return None
+    if gpu is not None:
+        own_int8 = vllm_int8_refusal(p, getattr(memory, "engine", ""), gpu)
+        if own_int8 is not None:
+            return own_int8
     cap = memory.kv_cache_capacity_tokens or 0
     need = max(p.workload.context, p.workload.max_model_len or 0)
     if not memory.fits or cap < need:

@@ -49,3 +49,14 @@ def test_a_compute_bound_prefill_is_faster_in_w8a8_than_bf16_and_says_why() -> N
     assert wo < bf16
     assert any("int8 x int8 GEMMs" in n for n in notes)
     assert not any("int8 x int8" in n for n in wo_notes)
+
+
+def test_vllm_refuses_w8a8_int8_on_blackwell() -> None:
+    """vLLM's docs: INT8 W8A8 is not supported on compute capability >= 10.0; fp8 on the same card is priced."""
+    w = {"task": "inference", "engine": "vllm", "precision": "int8", "batch_size": 1, "prompt_tokens": 500,
+         "output_tokens": 100}
+    res = evaluate({"model": "llama-3.1-8b", "workload": w, "hardware": {"gpu": "rtx-5090"}})
+    assert res.performance is None or not res.performance.decode_tok_s
+    assert any("would refuse to start" in n and "no int8 (W8A8) GEMMs on Blackwell" in n for n in res.notes)
+    ok = evaluate({"model": "llama-3.1-8b", "workload": {**w, "precision": "fp8"}, "hardware": {"gpu": "rtx-5090"}})
+    assert ok.performance is not None and ok.performance.decode_tok_s

@@ -254,7 +254,7 @@ def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: s
     """The dtype the GEMMs run in on this GPU: `Precision.gemm_dtype`, with FP4 (W4A4 NVFP4) only where the GPU
     has an FP4 tensor rate (Blackwell), in an engine release with the kernels (quant.FP4_GEMM_FROM); elsewhere the
     4-bit weights de-quantise to 16-bit (fp16). W8A8 int8 runs int8 GEMMs (quant.INT8_GEMM_ENGINES) only on NVIDIA
-    GPUs from Turing on with an int8 tensor rate; elsewhere fp16. MXFP8 runs FP8
+    GPUs from Turing to Hopper with an int8 tensor rate; elsewhere fp16. MXFP8 runs FP8
     GEMMs only on GPUs with block-scaled MMA (`mx_tensor_cores`) in an engine release with MXFP8 kernels
     (quant.MXFP8_GEMM_FROM; no version: the current release); elsewhere it is de-quantised to 16-bit."""
     dtype = precision.gemm_dtype(engine)
@@ -266,8 +266,11 @@ def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: s
         if not gpu.fp4_tflops_dense or old_release:
             return "fp16"
     if dtype == "int8" and (gpu.vendor != "NVIDIA" or not gpu.int8_tops_dense
-                            or str(gpu.architecture or "").startswith(("Volta", "Pascal", "Maxwell", "Kepler"))):
-        return "fp16"  # CUTLASS int8 kernels need int8 MMA (sm75+): quant.INT8_GEMM_ENGINES
+                            or str(gpu.architecture or "").startswith(
+                                ("Volta", "Pascal", "Maxwell", "Kepler", "Blackwell"))):
+        # CUTLASS int8 kernels need int8 MMA (sm75+) and exist up to sm90 (quant.INT8_GEMM_ENGINES); vLLM refuses
+        # W8A8 int8 on Blackwell (planner.vllm_int8_refusal)
+        return "fp16"
     if precision.name == "mxfp8" and dtype == "fp8":
         from mlrig.estimators.engines import series_before
         from mlrig.quant import MXFP8_GEMM_FROM
