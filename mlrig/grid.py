@@ -493,9 +493,10 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
     from mlrig.estimators.performance import offload_of, static_inference
     from mlrig.estimators.replicas import serving_replicas
     from mlrig.estimators.resolved import resolve
-    from mlrig.planner import check_setup, prepare, result_of
+    from mlrig.planner import check_setup, int8_gemm_note, mxfp8_gemm_note, prepare, result_of
 
     base, notes = prepare(plans[0], arch, gpu)
+    gemm_notes = mxfp8_gemm_note(base, gpu) + int8_gemm_note(base, gpu)  # after check_setup's, as resolve_plan
     if serving_replicas(base) > 1:
         # data-parallel replicas split each plan's batch (planner.resolve_plan): the plans go one by one
         raise ValueError("replicas")
@@ -515,7 +516,7 @@ def _static_results(plans: list[Plan], arch: ModelArch, gpu: GPU) -> dict[int, P
             refused[j] = str(exc)
             continue
         rq = r.with_plan(q)
-        each[j] = (rq, [*notes, *checked], estimate_memory(rq, m[j]))
+        each[j] = (rq, [*notes, *checked, *gemm_notes], estimate_memory(rq, m[j]))
     off = np.array([offload_of(each[j][2]) if j in each else 0.0 for j in range(len(plans))])
     f = elements(static_inference(r, batch, prompt, output, off), len(plans))
     return {**refused, **{j: result_of(rq, memory, plan_notes, f[j]) for j, (rq, plan_notes, memory) in each.items()}}

@@ -616,6 +616,7 @@ def resolve_plan(plan: Plan | dict[str, Any], *, arch: ModelArch | None = None, 
     notes += check_setup(arch, p)
     p = with_seq_len(arch, p)  # after check_setup, which notes the default length
     notes += mxfp8_gemm_note(p, gpu)
+    notes += int8_gemm_note(p, gpu)
     n_replicas = serving_replicas(p)
     try:
         if n_replicas == 1:
@@ -794,6 +795,30 @@ def mxfp8_gemm_note(p: Plan, gpu: GPU) -> list[str]:
     return [f"MXFP8: weights de-quantised to 16 bits for the GEMMs ({engine} {w.engine_version or 'current'} on "
             f"{gpu.name}: MXFP8 GEMMs need Blackwell's block-scaled tensor cores and vLLM >= 0.17 / SGLang >= "
             "0.5.9)"]
+
+
+def int8_gemm_note(p: Plan, gpu: GPU) -> list[str]:
+    """How an int8 (W8A8) model's GEMMs run in an inference plan (`performance.gemm_dtype_on`): int8 x int8 at the
+    GPU's int8 tensor rate under the engines with int8 GEMMs (quant.INT8_GEMM_ENGINES: vLLM's CUTLASS
+    `cutlass_scaled_mm`) on NVIDIA GPUs from Turing on; nothing is said elsewhere (de-quantised, as before)."""
+    from mlrig.quant import parse_precision
+
+    w = p.workload
+    precision = parse_precision(w.precision)
+    if w.task != "inference" or precision.name != "int8":
+        return []
+    from mlrig.estimators.engines import engine_family
+    from mlrig.estimators.performance import gemm_dtype_on
+
+    try:
+        engine = engine_family(w.engine, precision, gpu, w.engine_version)
+    except MlrigError:
+        return []  # the engine is refused later, with its own message
+    if gemm_dtype_on(gpu, precision, engine, w.engine_version) != "int8":
+        return []
+    return [f"int8 (W8A8): {engine} runs int8 x int8 GEMMs (activations quantised per token on the fly) at "
+            f"{gpu.name}'s int8 rate ({gpu.int8_tops_dense:g} dense TOPS); for int8 weights with 16-bit "
+            "activations write int8-wo"]
 
 
 def trtllm_chunked_context_note(p: Plan) -> str:
@@ -1047,6 +1072,19 @@ def _sglang_refusal(p: Plan, memory: Any, gpu: GPU, arch: ModelArch | None = Non
     return None
 
 
+def vllm_int8_refusal(p: Plan, engine: str, gpu: GPU) -> str | None:
+    """vLLM has no W8A8 int8 GEMM on NVIDIA Blackwell: its docs (docs/features/quantization/int8.md, "Blackwell GPU
+    Limitation: INT8 is not supported on compute capability >= 100 (e.g., RTX 6000 Blackwell). Use FP8 quantization
+    instead"); its CUTLASS `cutlass_scaled_mm` has int8 kernels for sm75 / sm80 / sm89 / sm90 only. None elsewhere."""
+    from mlrig.quant import INT8_GEMM_ENGINES, parse_precision
+
+    if (engine in INT8_GEMM_ENGINES and parse_precision(p.workload.precision).name == "int8"
+            and gpu.vendor == "NVIDIA" and str(gpu.architecture or "").startswith("Blackwell")):
+        return (f"{p.workload.engine} would refuse to start: it has no int8 (W8A8) GEMMs on Blackwell GPUs such as "
+                f"{gpu.name}; no speed is given. Use fp8 (or int8-wo / gptq-int8 for 8-bit weights only)")
+    return None
+
+
 def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None,
                    arch: ModelArch | None = None) -> str | None:
     """Why a serving engine would refuse to start this setup (None if it starts). vLLM/SGLang/TRT-LLM
@@ -1059,6 +1097,10 @@ def engine_refusal(p: Plan, memory: Any, vendor: str, gpu: GPU | None = None,
 
     if p.workload.task != "inference" or getattr(memory, "engine", "") not in PAGED_ENGINES:
         return None
+    if gpu is not None:
+        own_int8 = vllm_int8_refusal(p, getattr(memory, "engine", ""), gpu)
+        if own_int8 is not None:
+            return own_int8
     cap = memory.kv_cache_capacity_tokens or 0
     need = max(p.workload.context, p.workload.max_model_len or 0)
     if not memory.fits or cap < need:

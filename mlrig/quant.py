@@ -161,6 +161,9 @@ SCHEMES: dict[str, Scheme] = {s.name: s for s in [
     Scheme("fp16", 16, 16, 16, 16, "fp16", description="float16"),
     Scheme("fp8", 8, 16, 16, 16, "fp8", description="fp8 e4m3 linear layers, 16-bit embeddings/head"),
     Scheme("int8", 8, 16, 16, 16, "int8", description="int8 linear layers (LLM.int8 / W8A8)"),
+    # int8 weights with 16-bit activations (torchao Int8WeightOnlyConfig, "int8_rowwise weight / bf16 act"): the same
+    # bytes as "int8", but never int8 GEMMs (INT8_GEMM_ENGINES): the weights are de-quantised to 16 bits
+    Scheme("int8-wo", 8, 16, 16, 16, "int8", description="int8 weight-only (W8A16, 16-bit activations)"),
     Scheme("int4", GROUP128_INT4_BPW, 16, 16, 16, "fp16",
            description="generic 4-bit weight-only, group 128 (as GPTQ/AWQ)"),
     Scheme("gptq", GROUP128_INT4_BPW, 16, 16, 16, "fp16", description="GPTQ 4-bit, group 128"),
@@ -224,7 +227,8 @@ _ALIASES: dict[str, str] = {
     "float32": "fp32", "f32": "fp32", "bfloat16": "bf16", "float16": "fp16", "f16": "fp16", "half": "fp16",
     "fp8_e4m3": "fp8", "e4m3": "fp8", "float8": "fp8", "fp8-dynamic": "fp8", "w8a8": "int8",
     "bnb-nf4": "nf4", "nf4-dq": "nf4", "qlora": "nf4", "bnb-4bit": "nf4", "nf4_nodq": "nf4-nodq",
-    "bnb-int8": "int8", "llm.int8": "int8", "8bit": "int8", "4bit": "int4", "q8": "q8_0",
+    "bnb-int8": "int8", "llm.int8": "int8", "int8wo": "int8-wo", "int8-weight-only": "int8-wo",
+    "int8_weight_only": "int8-wo", "8bit": "int8", "4bit": "int4", "q8": "q8_0",
     "q4_k": "q4_k_m", "q5_k": "q5_k_m", "q3_k": "q3_k_m", "mxfp4 moe": "mxfp4", "auto-gptq": "gptq",
     "autoawq": "awq",
     "gptq-int4": "gptq", "gptq_int4": "gptq", "gptq-4bit": "gptq", "gptq_int8": "gptq-int8",
@@ -295,10 +299,24 @@ def normalise_precision(precision: str) -> str:
 
 # Weight-format families for the de-quantisation efficiency (efficiency.FORMAT_DECODE_EFF).
 _F16 = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
-_Q8 = ("q8_0", "int8", "fp8", "mxfp8", "gptq-int8")
+_Q8 = ("q8_0", "int8", "int8-wo", "fp8", "mxfp8", "gptq-int8")
 _LEGACY = ("q4_0", "q4_1", "q5_0", "q5_1")
 # Engines whose kernels run fp8 GEMMs on fp8 weights (W8A8); others de-quantise to fp16.
 FP8_GEMM_ENGINES = ("vllm", "sglang", "trt-llm", "trt-llm-2023")
+# Engines whose "int8" checkpoints (W8A8: int8 weights, activations quantised to int8 per token on the fly) run
+# int8 x int8 GEMMs on the int8 tensor cores (`performance.gemm_dtype_on`: NVIDIA GPUs with an int8 tensor rate).
+# vLLM: compressed-tensors W8A8 int8 (RedHatAI / Neural Magic "quantized.w8a8" checkpoints) is
+# CompressedTensorsW8A8Int8, `get_min_capability` 75 ("turing and up"), whose `apply_weights` quantises the input
+# (`ops.scaled_int8_quant`) and calls `ops.cutlass_scaled_mm` on the int8 weight and int8 input with the scales in
+# the epilogue (vllm/model_executor/layers/quantization/compressed_tensors/schemes/compressed_tensors_w8a8_int8.py
+# with utils/w8a8_utils.py `apply_int8_linear`, github.com/vllm-project/vllm @ 00ba7ff, the 0.6 series; from 0.7
+# the same op through kernels/scaled_mm/cutlass.py CutlassScaledMMLinearKernel; csrc/quantization/cutlass_w8a8:
+# CUTLASS 2.x int8 kernels for sm75 / sm80 / sm89, int32 accumulate). NVIDIA rates int8 MMA at twice the FP16
+# (FP16-accumulate) rate on every Turing-and-newer part, i.e. 4x the FP32-accumulate figure GeForce cards are
+# priced at for 16-bit GEMMs (catalog `int8_tops_dense`: RTX 3090 284, RTX 4090 660.6, RTX A6000 309.7 TOPS dense;
+# Ampere GA102 and Ada AD102 whitepapers). Elsewhere ("int8" under HF transformers is LLM.int8 / bitsandbytes,
+# TensorRT-LLM's "int8" may be weight-only) the weights are priced de-quantised to 16 bits as before.
+INT8_GEMM_ENGINES = ("vllm",)
 # Engines whose NVFP4 checkpoints run FP4 GEMMs (W4A4: the linear layers' inputs are quantised to FP4 too) on
 # GPUs with FP4 tensor cores (Blackwell): TensorRT-LLM, per NVIDIA's MLPerf Inference v5.1 submission,
 # closed/NVIDIA/documentation/calibration.md ("On accelerators which support FP4 ... Selected linear and MLP
@@ -387,14 +405,17 @@ class Precision:
         """The tensor-core dtype GEMMs run in: fp8 where the engine has fp8 kernels (MXFP8 where it has MXFP8
         kernels, MXFP8_GEMM_FROM; callers fall back to fp16 on GPUs without block-scaled MMA and on older
         releases, `performance.gemm_dtype_on`), fp4 for NVFP4 where it has W4A4 FP4 kernels (FP4_GEMM_ENGINES;
-        callers fall back to fp16 on GPUs without an FP4 rate), fp32 for fp32 weights, else fp16 (weight-only
-        formats de-quantise to 16-bit)."""
+        callers fall back to fp16 on GPUs without an FP4 rate), int8 for W8A8 int8 where the engine has int8 GEMMs
+        (INT8_GEMM_ENGINES; callers fall back to fp16 on GPUs without an int8 tensor rate), fp32 for fp32 weights,
+        else fp16 (weight-only formats de-quantise to 16-bit)."""
         if self.name == "fp8" and engine in FP8_GEMM_ENGINES:
             return "fp8"
         if self.name == "mxfp8" and engine in MXFP8_GEMM_FROM:
             return "fp8"
         if self.name == "nvfp4" and engine in FP4_GEMM_ENGINES:
             return "fp4"
+        if self.name == "int8" and engine in INT8_GEMM_ENGINES:
+            return "int8"
         return "fp32" if self.name == "fp32" else "fp16"
 
 

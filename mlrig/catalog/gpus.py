@@ -83,8 +83,8 @@ class GPU(BaseModel):
         return self.usable_memory_gib or self.memory_gib
 
     def tensor_tflops(self, dtype: str) -> float | None:
-        """Dense tensor rate for the compute dtype; falls back to FP16 for BF16-less parts (None for FP4 on a part
-        without an FP4 rate)."""
+        """Dense tensor rate for the compute dtype (int8: TOPS); falls back to FP16 for BF16-less parts and parts
+        without an int8 figure (None for FP4 on a part without an FP4 rate)."""
         d = dtype.lower()
         if d in ("fp4", "nvfp4", "e2m1"):
             return self.fp4_tflops_dense
@@ -94,6 +94,8 @@ class GPU(BaseModel):
             return self.bf16_tflops_dense or self.fp16_tflops_dense
         if d in ("fp32", "float32"):
             return self.fp32_tflops
+        if d == "int8":
+            return self.int8_tops_dense or self.fp16_tflops_dense or self.bf16_tflops_dense
         return self.fp16_tflops_dense or self.bf16_tflops_dense
 
 

@@ -253,7 +253,8 @@ def format_efficiency(engine: str, family: str, gpu: GPU) -> float:
 def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: str | None = None) -> str:
     """The dtype the GEMMs run in on this GPU: `Precision.gemm_dtype`, with FP4 (W4A4 NVFP4) only where the GPU
     has an FP4 tensor rate (Blackwell), in an engine release with the kernels (quant.FP4_GEMM_FROM); elsewhere the
-    4-bit weights de-quantise to 16-bit (fp16). MXFP8 runs FP8
+    4-bit weights de-quantise to 16-bit (fp16). W8A8 int8 runs int8 GEMMs (quant.INT8_GEMM_ENGINES) only on NVIDIA
+    GPUs from Turing to Hopper with an int8 tensor rate; elsewhere fp16. MXFP8 runs FP8
     GEMMs only on GPUs with block-scaled MMA (`mx_tensor_cores`) in an engine release with MXFP8 kernels
     (quant.MXFP8_GEMM_FROM; no version: the current release); elsewhere it is de-quantised to 16-bit."""
     dtype = precision.gemm_dtype(engine)
@@ -264,6 +265,12 @@ def gemm_dtype_on(gpu: GPU, precision: Precision, engine: str, engine_version: s
         old_release = engine in FP4_GEMM_FROM and series_before(engine_version, FP4_GEMM_FROM[engine])
         if not gpu.fp4_tflops_dense or old_release:
             return "fp16"
+    if dtype == "int8" and (gpu.vendor != "NVIDIA" or not gpu.int8_tops_dense
+                            or str(gpu.architecture or "").startswith(
+                                ("Volta", "Pascal", "Maxwell", "Kepler", "Blackwell"))):
+        # CUTLASS int8 kernels need int8 MMA (sm75+) and exist up to sm90 (quant.INT8_GEMM_ENGINES); vLLM refuses
+        # W8A8 int8 on Blackwell (planner.vllm_int8_refusal)
+        return "fp16"
     if precision.name == "mxfp8" and dtype == "fp8":
         from mlrig.estimators.engines import series_before
         from mlrig.quant import MXFP8_GEMM_FROM
@@ -912,6 +919,10 @@ def pass_time(
             attn_peak = peak_tflops(gpu, "fp8" if fp8_attention else "fp16", engine, gemm_duty) or peak
         elif hip_bf16_fallback and not decode:
             attn_peak = peak_tflops(gpu, "fp16", engine, gemm_duty) or peak
+        elif dtype == "int8":  # W8A8 int8: attention reads a 16-bit KV cache in 16-bit kernels
+            attn_peak = peak_tflops(gpu, "fp16", engine, gemm_duty) or peak
+            if gpu.hardware_class == "geforce" and engine in eff.GEFORCE_HALF_RATE_SERVING_ENGINES:
+                attn_ce = max(attn_ce, eff.GEFORCE_HALF_RATE_GEMM_EFF)
         else:
             attn_peak = peak if (dtype != "fp8" or fp8_attention) else (
                 peak_tflops(gpu, "fp16", engine, gemm_duty) or peak)
@@ -2317,6 +2328,7 @@ def estimate_inference(r: ResolvedPlan, memory: Any | None = None, f: StaticInfe
 # brings all rows' TPOT p90 to 0.313: TPOT 0.40.
 # Branch s38-gddrdata: 274 held-out AccelMark GDDR rows (vLLM 0.7.3 / 0.19.1; tiny models, W8A8, RTX 5090 bursts)
 # bring all rows' TTFT p90 to 0.590: TTFT 0.60.
+# Branch s38b-quant: vLLM's W8A8 int8 GEMMs at the int8 rate (quant.INT8_GEMM_ENGINES) bring it to 0.572: TTFT 0.60.
 ERROR_BAND: dict[str, float] = {
     "decode_tok_s": 0.20,
     "prefill_tok_s": 0.40,
