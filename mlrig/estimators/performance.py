@@ -38,6 +38,7 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     MLX_SERVER_ENGINES,
     before,
+    sglang_custom_allreduce_on_amd,
     sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
@@ -1129,8 +1130,9 @@ def _setup(r: ResolvedPlan) -> _Setup:
         seq_step_s += eff.MLX_SERVER_SEQ_STEP_S  # vllm-mlx / Rapid-MLX: the serving engine's loop per token
     peer = None
     if link is not None and link.kind == "xgmi":
-        # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
-        peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
+        # vLLM's and SGLang's own kernels run over Infinity Fabric from the releases named (PEER_ALLREDUCE_ENGINES)
+        peer = ((engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version))
+                or (engine == "sglang" and sglang_custom_allreduce_on_amd(r.workload.engine_version)))
     elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
         peer = trtllm_custom_allreduce(r.workload.engine_version)
     return _Setup(engine, tp, serial, link, seq_step_s, peer)
