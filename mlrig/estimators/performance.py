@@ -1025,11 +1025,10 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num, version: s
     vllm/distributed/device_communicators/custom_all_reduce.py `should_custom_ar`) vLLM calls NCCL: False.
     SGLang (branch s38b-allreduce): its custom_all_reduce.py is "Adapted from vLLM v0.6.4.post1" with the same
     `should_custom_ar` (2 ranks or a full NVLink mesh, below max_size 8 MiB), and its CUDA kernel is a copy of this
-    one (sgl-kernel; 2025 trees import it as "custom allreduce from sgl kernel (ROCM and TRT-LLM)": on CUDA then
-    TensorRT-LLM's one-shot kernel, which has no barrier beyond the two hops either, efficiency.
-    ONE_SHOT_ALLREDUCE_ENGINES), so the same rule in every release (that kernel's own size limits are not
-    modelled). Checked on the fit rows: INFXR1H200-* (SGLang 0.5.7, DeepSeek-R1 FP8 on 8 H200) TPOT median
-    +14 % -> +8 %, throughput per GPU -1 % -> +9 %; the 12 DSTACKR1-* H200 SGLang throughput rows do not move.
+    one (sgl-kernel; some 2025 releases ran TensorRT-LLM's one-shot kernel instead, which has no barrier beyond the
+    two hops either: efficiency.ONE_SHOT_ALLREDUCE_ENGINES), so the same rule, in every release. Checked on the fit
+    rows: INFXR1H200-* (SGLang 0.5.7, DeepSeek-R1 FP8 on 8 H200) TPOT median +14 % -> +8 %, throughput per GPU
+    -1 % -> +9 %; the 12 DSTACKR1-* H200 SGLang throughput rows do not move.
     Other engines: False.
 
     V1 engine only (`engines.vllm_v1`, `version`; the current release when none is given). V0 (< 0.8, or a
