@@ -1460,9 +1460,8 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    of this fixed part (NVLINK_NCCL_RING_ENGINES): ShareGPT TP 4 throughput +21..+25 % -> +15..+19 %, TP 2
 #    +9..+11 % -> +7..+8 %, TTFT hardly moves. No per-request cost that grows with TP was found in TurboMind's
 #    source (SOURCES-inference.md, s36-lmdtp), so the rest stays unexplained.
-#    vLLM's V1 engine and SGLang do not pay the NVLink figure where their custom kernel runs one-shot (decode-sized
-#    messages): that kernel's barriers are its two peer hops (performance.vllm_one_shot_allreduce, branches s38-vgddr,
-#    s38b-allreduce).
+#    vLLM's V1 engine does not pay the NVLink figure where its custom kernel runs one-shot (decode-sized messages):
+#    that kernel's barriers are its two peer hops (performance.vllm_one_shot_allreduce, branch s38-vgddr).
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
@@ -1574,9 +1573,6 @@ NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 #      on AMD GPUs", 0.6.x), so vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) keeps RCCL's ring; AMD's
 #      ROCm/vllm fork has had it since ROCm/vllm PR #27 (2024-05-30, "custom all reduce on AMD GPUs
 #      which are connected via 1-hop XGMI"), upstream since PR #14125 / #16010 (gfx94x, April 2025).
-#      SGLang's HIP port of the kernel from 0.4.3 (`engines.sglang_custom_allreduce_on_amd`, SGLang PR #3406); its
-#      0.4.2.post4 runs on 8 x MI300X (DSTACKR1-*) are RCCL's. Not modelled: AMD's AITER all-reduce and QuickReduce
-#      (opt-in quantised all-reduce for large messages) in later vLLM / SGLang ROCm builds.
 #    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before 0.12 (the TRT061-* TP rows,
 #    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
 #    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).

@@ -1023,13 +1023,7 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num, version: s
     efficiency.ALLREDUCE_SYNC_S (10 us on NVLink, read off NCCL- and PyTorch-kernel rows: LMDeploy's TurboMind,
     gpt-fast's intra-node comm) is not paid. Above the custom kernel's buffer (`max_size`, 8 MiB,
     vllm/distributed/device_communicators/custom_all_reduce.py `should_custom_ar`) vLLM calls NCCL: False.
-    SGLang (branch s38b-allreduce): its custom_all_reduce.py is "Adapted from vLLM v0.6.4.post1" with the same
-    `should_custom_ar` (2 ranks or a full NVLink mesh, below max_size 8 MiB), and its CUDA kernel is a copy of this
-    one (sgl-kernel; some 2025 releases ran TensorRT-LLM's one-shot kernel instead, which has no barrier beyond the
-    two hops either: efficiency.ONE_SHOT_ALLREDUCE_ENGINES), so the same rule, in every release. Checked on the fit
-    rows: INFXR1H200-* (SGLang 0.5.7, DeepSeek-R1 FP8 on 8 H200) TPOT median +14 % -> +8 %, throughput per GPU
-    -1 % -> +9 %; the 12 DSTACKR1-* H200 SGLang throughput rows do not move.
-    Other engines: False.
+    Engines other than vLLM: False (SGLang runs a copy of the kernel; its rows were not checked).
 
     V1 engine only (`engines.vllm_v1`, `version`; the current release when none is given). V0 (< 0.8, or a
     "+v0" label) runs the same kernel, but its driver worker broadcasts every step's inputs to the other
@@ -1047,9 +1041,7 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num, version: s
     graphs, 2024-04-22). Fit rows: WAYNETRT-* vLLM on H100 SXM at TP 2 (Llama-3.1-8B bf16 / FP8, Qwen3-8B bf16 /
     FP8: 64 / 72 all-reduces per step) and TP 4 (Qwen2.5-32B, 128), whose TPOT at 1-128 users came out
     +13..+58 % slow, TP 1 +10..+20 %: at TP 2 the 1.3 ms of all-reduces per step was most of the excess over TP 1."""
-    if engine not in ("vllm", "sglang") or tp not in (2, 4, 6, 8):  # the kernel's world sizes
-        return False
-    if engine == "vllm" and not vllm_v1(version):  # V0's per-step broadcast (above)
+    if engine != "vllm" or tp not in (2, 4, 6, 8) or not vllm_v1(version):  # the kernel's world sizes; V1 only
         return False
     limit: float = eff.VLLM_CUSTOM_ALLREDUCE_MAX_BYTES
     if tp > 2:
