@@ -1,5 +1,4 @@
-"""SGLang's custom all-reduce (branch s38b-allreduce): on NVIDIA NVLink the one-shot rule of vLLM V1's kernel, whose
-copy SGLang runs (performance.vllm_one_shot_allreduce); on AMD Infinity Fabric its HIP port from 0.4.3
+"""SGLang's custom all-reduce on AMD Infinity Fabric (branch s38b-allreduce): its HIP port of vLLM's kernel from 0.4.3
 (engines.sglang_custom_allreduce_on_amd, SGLang PR #3406), RCCL's ring before."""
 
 from __future__ import annotations
@@ -7,16 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlrig.estimators.engines import sglang_custom_allreduce_on_amd
-from mlrig.estimators.performance import vllm_one_shot_allreduce
 from mlrig.planner import evaluate
-
-
-def test_sglang_one_shot_thresholds_in_every_release() -> None:
-    """The same `REDUCE_CASE` sizes as vLLM's; SGLang has no V0 engine, so its release does not matter."""
-    assert vllm_one_shot_allreduce("sglang", 2, 4 * 2**20, "0.4.0")
-    assert vllm_one_shot_allreduce("sglang", 8, 256 * 1024 - 1, "0.5.7")
-    assert not vllm_one_shot_allreduce("sglang", 8, 256 * 1024, None)
-    assert not vllm_one_shot_allreduce("sglang", 3, 1024, None)
 
 
 def test_sglang_rocm_custom_allreduce_from_0_4_3() -> None:

@@ -22,7 +22,7 @@ def test_size_thresholds_read_in_custom_all_reduce_cuh() -> None:
     assert vllm_one_shot_allreduce("vllm", 8, 256 * 1024 - 1)
     assert not vllm_one_shot_allreduce("vllm", 8, 256 * 1024)
     assert not vllm_one_shot_allreduce("vllm", 3, 1024)
-    assert not vllm_one_shot_allreduce("lmdeploy", 2, 1024)
+    assert not vllm_one_shot_allreduce("sglang", 2, 1024)
     assert not vllm_one_shot_allreduce("vllm", 1, 1024)
 
 
