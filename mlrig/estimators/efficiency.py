@@ -1573,6 +1573,9 @@ NVLINK_NCCL_RING_ENGINES = frozenset({"lmdeploy"})
 #      on AMD GPUs", 0.6.x), so vLLM 0.6.2 on 8 x MI300X (VLLMMI300X-0001/0003) keeps RCCL's ring; AMD's
 #      ROCm/vllm fork has had it since ROCm/vllm PR #27 (2024-05-30, "custom all reduce on AMD GPUs
 #      which are connected via 1-hop XGMI"), upstream since PR #14125 / #16010 (gfx94x, April 2025).
+#      SGLang's HIP port of the kernel from 0.4.3 (`engines.sglang_custom_allreduce_on_amd`, SGLang PR #3406); its
+#      0.4.2.post4 runs on 8 x MI300X (DSTACKR1-*) are RCCL's. Not modelled: AMD's AITER all-reduce and QuickReduce
+#      (opt-in quantised all-reduce for large messages) in later vLLM / SGLang ROCm builds.
 #    LMDeploy's TurboMind (the LMDEPLOY-* TP rows, v0.1) and TensorRT-LLM before 0.12 (the TRT061-* TP rows,
 #    0.5 / 0.6.1) use NCCL: not listed. TensorRT-LLM from 0.12 picks its own kernel by itself
 #    (`engines.trtllm_custom_allreduce`, applied in performance._setup, NVIDIA NVLink only).

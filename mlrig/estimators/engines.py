@@ -415,6 +415,22 @@ def vllm_custom_allreduce_on_amd(text: str | None) -> bool:
     return not before(text, VLLM_ROCM_CUSTOM_ALLREDUCE)
 
 
+# SGLang's custom all-reduce on AMD Instinct over Infinity Fabric: from 0.4.3. SGLang PR #3406 (2025-02-08, "Enable
+# custom AR for AMD GPUs and maintain it in sgl-kernel": "The current SGLang on AMD GPUs fails to leverage vLLM custom
+# AR", its log then: "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs"); the
+# first release after it is taken, inferred from the dates, not read from release notes. Its custom_all_reduce.py
+# then runs the kernel (sgl-kernel's HIP port of vLLM's) wherever the GPUs form a full xGMI mesh (`should_custom_ar`:
+# `if _is_hip: if self.full_nvlink: return inp_size < self.max_size`, max_size 16 MiB on ROCm).
+SGLANG_ROCM_CUSTOM_ALLREDUCE = (0, 4, 3)
+
+
+def sglang_custom_allreduce_on_amd(text: str | None) -> bool:
+    """Whether this SGLang release runs its own peer-to-peer all-reduce on AMD Infinity Fabric (else RCCL's ring):
+    releases from 0.4.3 (SGLANG_ROCM_CUSTOM_ALLREDUCE) and the current one when no version is given. The calibration's
+    SGLang 0.4.2.post4 runs on 8 x MI300X (DSTACKR1-*) are on RCCL."""
+    return not series_before(text, SGLANG_ROCM_CUSTOM_ALLREDUCE)
+
+
 # TensorRT-LLM picks its all-reduce per call from 0.12 (AllReduceStrategy AUTO: its own one-shot /
 # two-shot custom kernel over NVLink for small messages, NCCL otherwise): the trtllm-build knob
 # `use_custom_all_reduce` was removed ("Update TensorRT-LLM", NVIDIA/TensorRT-LLM PR #2008, 2024-07-23);

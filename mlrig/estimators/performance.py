@@ -38,6 +38,7 @@ from mlrig.estimators import efficiency as eff
 from mlrig.estimators.engines import (
     MLX_SERVER_ENGINES,
     before,
+    sglang_custom_allreduce_on_amd,
     sglang_default_chunked_prefill,
     transformers_full_logits,
     trtllm_custom_allreduce,
@@ -1033,7 +1034,13 @@ def vllm_one_shot_allreduce(engine: str, tp: int, message_bytes: Num, version: s
     efficiency.ALLREDUCE_SYNC_S (10 us on NVLink, read off NCCL- and PyTorch-kernel rows: LMDeploy's TurboMind,
     gpt-fast's intra-node comm) is not paid. Above the custom kernel's buffer (`max_size`, 8 MiB,
     vllm/distributed/device_communicators/custom_all_reduce.py `should_custom_ar`) vLLM calls NCCL: False.
-    Engines other than vLLM: False (SGLang runs a copy of the kernel; its rows were not checked).
+    Engines other than vLLM: False. SGLang runs a copy of the kernel (its custom_all_reduce.py: "Adapted from vLLM
+    v0.6.4.post1", the same `should_custom_ar`), but its one fit source on NVLink disagrees (branch s38b-allreduce):
+    with this rule INFXR1H200-* (SGLang 0.5.7, DeepSeek-R1 FP8 on 8 H200) went at 4 users from -11 / -12 % to
+    -22 / -22 % TPOT (-0006, -0009) and +15 / +17 % to +31 / +32 % throughput (-0004, -0007), the 32-64-user rows
+    unmoved; so SGLang keeps the barrier figure (held out, not choosing: DATACRUNCH-* TP 4 TPOT +15 % -> +5 %,
+    BENHAMMB200-* TP 8 -6 % -> -27 %). SGLang's scheduler broadcasts each iteration's new requests to the TP ranks
+    (`broadcast_pyobj` in recv_requests), a per-step cost like V0's below that may be what the figure stands for.
 
     V1 engine only (`engines.vllm_v1`, `version`; the current release when none is given). V0 (< 0.8, or a
     "+v0" label) runs the same kernel, but its driver worker broadcasts every step's inputs to the other
@@ -1140,8 +1147,9 @@ def _setup(r: ResolvedPlan) -> _Setup:
         seq_step_s += eff.MLX_SERVER_SEQ_STEP_S  # vllm-mlx / Rapid-MLX: the serving engine's loop per token
     peer = None
     if link is not None and link.kind == "xgmi":
-        # only vLLM's kernel is known to run over Infinity Fabric (efficiency.PEER_ALLREDUCE_ENGINES)
-        peer = engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version)
+        # vLLM's and SGLang's own kernels run over Infinity Fabric from the releases named (PEER_ALLREDUCE_ENGINES)
+        peer = ((engine == "vllm" and vllm_custom_allreduce_on_amd(r.workload.engine_version))
+                or (engine == "sglang" and sglang_custom_allreduce_on_amd(r.workload.engine_version)))
     elif link is not None and engine == "trt-llm" and link.kind == "nvlink" and r.gpu.vendor == "NVIDIA":
         peer = trtllm_custom_allreduce(r.workload.engine_version)
     return _Setup(engine, tp, serial, link, seq_step_s, peer)
