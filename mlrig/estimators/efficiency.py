@@ -828,9 +828,18 @@ EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
 #   AITER MLA with SGLang in March 2025; 0.4.3-0.4.4 on ROCm may be priced too slow). NVIDIA GPUs (FlashInfer /
 #   Triton MLA on CUDA; DSTACKR1's H200 SGLang 0.4.3 rows) are not priced with it; vLLM's ROCm Triton MLA of the
 #   same era is not fitted here.
-MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20}
+# vLLM (branch s38b-rocmmoe): on ROCm vLLM decoded MLA with the same kernel. vllm/platforms/rocm.py
+#   `get_attn_backend_cls` returned `TritonMLABackend` for every MLA model (0.7.1 on; read at the releases of
+#   early 2025), whose decode calls `decode_attention_fwd` from vllm/attention/ops/triton_decode_attention.py, the
+#   port of SGLang's kernel (vLLM PR #12528, 2025-01-28, credits SGLang "for the triton decode attention kernel").
+#   The same fraction is taken, not refitted: DSTACKR1's vLLM 0.7.3 MI300X fit rows (offline -0001..-0012,
+#   -0049..-0051; 4-128 users -0052..-0069, -0142..-0150) checked, not chosen (the figures are in the branch's
+#   report and in performance.vllm_absorbed_mla_decode_bytes). vLLM took AITER's `mla_decode_fwd` in PR #15893
+#   (2025-04-01), behind VLLM_ROCM_USE_AITER (off by default): 0.8.3 is taken as the first release priced at the
+#   full rate, so later V0 releases run without AITER are priced too fast.
+MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20, "vllm": 0.30}
 MLA_DECODE_ATTN_EARLY_VENDORS = ("AMD",)
-MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
+MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5), "vllm": (0, 8, 3)}
 
 # Prefill attention over cached tokens on the same early ROCm path (performance.early_mla_prefix_attention_s): SGLang
 #   before 0.4.5 (MLA_DECODE_ATTN_EARLY_BEFORE) prefills DeepSeek's MLA in one of two ways (python/sglang/srt/models/
