@@ -796,8 +796,9 @@ BLOCK_FP8_EARLY_MOE_REL: dict[str, float] = {"sglang": 0.10}
 #   (-0105 / -0102, ~230 us per layer), MI300X SGLang at 4 users 34.9 against 18.6 (-0072, ~270 us); vLLM on
 #   MI300X leaves ~450 us (-0069), not separated here (ROCm kernels of early 2025; ~200 us beyond this figure
 #   remain with vLLM 0.7's absorbed MLA weights and its slow latent read priced, MLA_DECODE_ATTN_BW_REL).
-#   Independent check, not fitted: SGLang's v0.4.1.post2 release note (sgl-project/sglang PR #2643, 2024-12-29) gives DeepSeek-V3 on
-#   8x H200 with CUDA graphs at batch 1 30.29 tok/s (33 ms per token) where the weights' bytes take ~1 ms.
+#   Independent check, not fitted: SGLang's v0.4.1.post2 release note (sgl-project/sglang PR #2643, 2024-12-29)
+#   gives DeepSeek-V3 on 8x H200 with CUDA graphs at batch 1 30.29 tok/s (33 ms per token) where the weights' bytes
+#   take ~1 ms.
 #   Only MLA + MoE + block-FP8 checkpoints on those releases; other MoE models (Qwen3-MoE FP8: one fused top-k
 #   kernel, GQA flash attention) are not priced with it.
 EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
