@@ -1488,7 +1488,9 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                        vision_bytes=r.weight_parts.get("vision"))
     absorbed = vllm_absorbed_mla_decode_params(r, engine)
     if absorbed > 0:
-        cost = replace(cost, weight_bytes=cost.weight_bytes + absorbed * r.precision.scheme.linear_bpw / 8.0)
+        # vLLM 0.7's absorbed MLA matrices: read once per step, multiplied by every decode token
+        cost = replace(cost, weight_bytes=cost.weight_bytes + absorbed * r.precision.scheme.linear_bpw / 8.0,
+                       flops=cost.flops + batch * 2.0 * absorbed)
     per_query_head = vllm_rocm_generic_paged_decode(r, engine, context)
     if vec.is_array(per_query_head) or per_query_head != 1.0:
         cost = replace(cost, kv_bytes=cost.kv_bytes * per_query_head)
@@ -1777,7 +1779,8 @@ def vllm_absorbed_mla_decode_params(r: ResolvedPlan, engine: str) -> float:
     fp8 requires matrix absorption"): W_UQ_UK = W_UQ x W_UK (Lq x N*Lkv) in place of q_b_proj's no-RoPE part and
     kv_b_proj's key half, and W_UV_O = W_UV x W_O (N*Lkv x H) in place of kv_b_proj's value half and o_proj, FP8
     weights requantised in the checkpoint's block shape. For DeepSeek-V3 (Lq 1,536, Lkv 512, 128 heads of 128 + 64,
-    hidden 7,168) that is 570M elements a layer in place of 159M, 3.1 GB more per GPU and step at TP 8 in FP8.
+    hidden 7,168) that is 570M elements a layer in place of 159M, 3.1 GB more per GPU and step at TP 8 in FP8
+    (`_decode_cost` reads them once a step and multiplies every decode token by them).
     vLLM PR #14770 ("[Attention] MLA get rid of materialization", 2025-03-13, in 0.8.0) replaced them with the
     per-head BMMs over the unabsorbed weights. 0 for other engines, releases, non-MLA models, and weights that
     vLLM's MLA path refused (neither FP8 nor 16-bit: `VLLM_MLA_DISABLE` then runs MHA)."""
