@@ -178,7 +178,5 @@ def test_early_rocm_mla_decode_rate_leaves_nvidia_gqa_and_current_releases_alone
     assert mla_decode_attention_bw_rel(
         resolved("llama-3-70b", "MI300X", 8, precision="bf16", engine="sglang", engine_version="0.4.2.post4"),
         "sglang") == 1.0
-    # no version stated: the current release (AITER), and vLLM is not fitted here
+    # no version stated: the current release (AITER); vLLM's own figure: tests/test_vllm_rocm_mla.py
     assert mla_decode_attention_bw_rel(resolved(DEEPSEEK, "MI300X", 8, engine="sglang"), "sglang") == 1.0
-    vllm = resolved(DEEPSEEK, "MI300X", 8, engine_version="0.7.3.dev138")
-    assert mla_decode_attention_bw_rel(vllm, "vllm") == 1.0

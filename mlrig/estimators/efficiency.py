@@ -794,9 +794,11 @@ BLOCK_FP8_EARLY_MOE_REL: dict[str, float] = {"sglang": 0.10}
 #   vLLM 0.7.3 / 0.7.4, SGLang 0.4.2 / 0.4.3) with MOE_EXPERT_BW_REL kept at 0.5, the low-concurrency TPOT rows
 #   pinning it: H200 vLLM at 4 / 8 users 25.7 / 31.3 ms measured against 11.8 / 17.3 predicted without it
 #   (-0105 / -0102, ~230 us per layer), MI300X SGLang at 4 users 34.9 against 18.6 (-0072, ~270 us); vLLM on
-#   MI300X leaves ~450 us (-0069), not separated here (ROCm kernels of early 2025). Independent check, not
-#   fitted: SGLang's v0.4.1.post2 release note (sgl-project/sglang PR #2643, 2024-12-29) gives DeepSeek-V3 on
-#   8x H200 with CUDA graphs at batch 1 30.29 tok/s (33 ms per token) where the weights' bytes take ~1 ms.
+#   MI300X leaves ~450 us (-0069), not separated here (ROCm kernels of early 2025; ~200 us beyond this figure
+#   remain with vLLM 0.7's absorbed MLA weights and its slow latent read priced, MLA_DECODE_ATTN_BW_REL).
+#   Independent check, not fitted: SGLang's v0.4.1.post2 release note (sgl-project/sglang PR #2643, 2024-12-29)
+#   gives DeepSeek-V3 on 8x H200 with CUDA graphs at batch 1 30.29 tok/s (33 ms per token) where the weights' bytes
+#   take ~1 ms.
 #   Only MLA + MoE + block-FP8 checkpoints on those releases; other MoE models (Qwen3-MoE FP8: one fused top-k
 #   kernel, GQA flash attention) are not priced with it.
 EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
@@ -828,9 +830,25 @@ EARLY_BLOCK_FP8_MLA_MOE_LAYER_S = 250e-6
 #   AITER MLA with SGLang in March 2025; 0.4.3-0.4.4 on ROCm may be priced too slow). NVIDIA GPUs (FlashInfer /
 #   Triton MLA on CUDA; DSTACKR1's H200 SGLang 0.4.3 rows) are not priced with it; vLLM's ROCm Triton MLA of the
 #   same era is not fitted here.
-MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20}
+# vLLM (branch s38b-rocmmoe): on ROCm vLLM decoded MLA with a port of the same kernel. vllm/platforms/rocm.py
+#   `get_attn_backend_cls` returned `TritonMLABackend` for every MLA model (0.7.1 on; read at the releases of early
+#   2025), whose decode calls `decode_attention_fwd` from vllm/attention/ops/triton_decode_attention.py (vLLM PR
+#   #12528, 2025-01-28, credits SGLang "for the triton decode attention kernel"); vLLM's copy reads the latent cache
+#   through its block table (16-token pages) where SGLang's indexes every token. Fitted on DSTACKR1's vLLM
+#   0.7.3.dev138 MI300X fit rows (offline output throughput -0001..-0012, -0049..-0051; 4-128-user throughput and
+#   median TPOT -0052..-0069, -0142..-0150: 24 throughput and 9 TPOT rows), with the absorbed decode weights of that
+#   release priced (performance.vllm_absorbed_mla_decode_params): 1.0 (none) / 0.20 (SGLang's) / 0.25 / 0.30 / 0.35 /
+#   0.40 / 0.50 give the throughput rows a median error of 22 / 9.2 / 6.7 / 7.9 / 7.0 / 7.6 / 13 % (p90 38 / 17 / 14 /
+#   12 / 17 / 21 / 27 %) and the TPOT rows 13.5 / 18 / 13 / 9.4 / 7.3 / 6.0 / 9.5 % (p90 26 / 25 / 20 / 21 / 21 / 22 /
+#   22 %); 0.30 leaves both signed medians at 0 (vLLM's TPOT at 128 users, 103-129 ms, is below SGLang's 122-136 on
+#   the same machine, so SGLang's 0.20 prices vLLM's 128-user steps 10-30 % slow). Which part of the gap to SGLang is
+#   the paging is not separated. vLLM took AITER's `mla_decode_fwd` in PR #15893 (2025-04-01), behind
+#   VLLM_ROCM_USE_AITER (off by default): 0.8.3 is taken as the first release priced at the full rate, so later V0
+#   releases run without AITER are priced too fast. The 4-8-user TPOT rows stay 21-26 % fast (-0066, -0069): a
+#   fixed ~11 ms per step beyond EARLY_BLOCK_FP8_MLA_MOE_LAYER_S that nothing read here explains.
+MLA_DECODE_ATTN_BW_REL: dict[str, float] = {"sglang": 0.20, "vllm": 0.30}
 MLA_DECODE_ATTN_EARLY_VENDORS = ("AMD",)
-MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5)}
+MLA_DECODE_ATTN_EARLY_BEFORE: dict[str, tuple[int, ...]] = {"sglang": (0, 4, 5), "vllm": (0, 8, 3)}
 
 # Prefill attention over cached tokens on the same early ROCm path (performance.early_mla_prefix_attention_s): SGLang
 #   before 0.4.5 (MLA_DECODE_ATTN_EARLY_BEFORE) prefills DeepSeek's MLA in one of two ways (python/sglang/srt/models/

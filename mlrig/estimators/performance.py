@@ -1550,6 +1550,11 @@ def _decode_cost(r: ResolvedPlan, engine: str, batch: Num, context: Num) -> Pass
                        expert_bytes=r.weight_parts.get("experts_routed"),
                        plain_bytes=r.weight_parts.get("plain_16bit_read", 0.0),
                        vision_bytes=r.weight_parts.get("vision"))
+    absorbed = vllm_absorbed_mla_decode_params(r, engine)
+    if absorbed > 0:
+        # vLLM 0.7's absorbed MLA matrices: read once per step, multiplied by every decode token
+        cost = replace(cost, weight_bytes=cost.weight_bytes + absorbed * r.precision.scheme.linear_bpw / 8.0,
+                       flops=cost.flops + batch * 2.0 * absorbed)
     per_query_head = vllm_rocm_generic_paged_decode(r, engine, context)
     if vec.is_array(per_query_head) or per_query_head != 1.0:
         cost = replace(cost, kv_bytes=cost.kv_bytes * per_query_head)
@@ -1825,6 +1830,36 @@ def _gptq_rows_cost(r: ResolvedPlan, cost: PassCost, batch: Num) -> PassCost:
                                             - quantised_bytes, 0.0)
     other = cost.other_bytes + vec.where(fused, 0.0, params * eff.GPTQ_RECONS_BYTES_PER_PARAM)
     return replace(cost, weight_bytes=weights, other_bytes=other)
+
+
+VLLM_MLA_FIRST = (0, 7, 1)  # vLLM PR #12528 (MLA decode with latent MQA), first in 0.7.1
+VLLM_MLA_UNABSORBED_FROM = (0, 8, 0)  # vLLM PR #14770 (2025-03-13), first in 0.8.0
+
+
+def vllm_absorbed_mla_decode_params(r: ResolvedPlan, engine: str) -> float:
+    """Extra weight elements (whole model) a decode step of vLLM 0.7.1-0.7.x reads for an MLA model: those
+    releases decoded MLA with materialised absorbed matrices (vllm/attention/backends/mla/utils.py,
+    `MLACommonImpl.process_weights_after_loading`, VLLM_MLA_PERFORM_MATRIX_ABSORPTION on by default, and "Currently
+    fp8 requires matrix absorption"): W_UQ_UK = W_UQ x W_UK (Lq x N*Lkv) in place of q_b_proj's no-RoPE part and
+    kv_b_proj's key half, and W_UV_O = W_UV x W_O (N*Lkv x H) in place of kv_b_proj's value half and o_proj, FP8
+    weights requantised in the checkpoint's block shape. For DeepSeek-V3 (Lq 1,536, Lkv 512, 128 heads of 128 + 64,
+    hidden 7,168) that is 570M elements a layer in place of 159M, 3.1 GB more per GPU and step at TP 8 in FP8
+    (`_decode_cost` reads them once a step and multiplies every decode token by them).
+    vLLM PR #14770 ("[Attention] MLA get rid of materialization", 2025-03-13, in 0.8.0) replaced them with the
+    per-head BMMs over the unabsorbed weights. 0 for other engines, releases, non-MLA models, and weights that
+    vLLM's MLA path refused (neither FP8 nor 16-bit: `VLLM_MLA_DISABLE` then runs MHA)."""
+    a = r.arch
+    if (engine != "vllm" or not a.is_mla or a.kv_lora_rank is None or not a.q_lora_rank
+            or r.precision.name not in ("fp8", "bf16", "fp16")
+            or before(r.workload.engine_version, VLLM_MLA_FIRST)
+            or not before(r.workload.engine_version, VLLM_MLA_UNABSORBED_FROM)):
+        return 0.0
+    lq, lkv, n, h = a.q_lora_rank, a.kv_lora_rank, a.num_heads, a.hidden_size
+    nope = a.qk_nope_head_dim or a.dim_head
+    v_dim = a.v_head_dim or a.dim_head
+    absorbed = lq * n * lkv + n * lkv * h
+    replaced = lq * n * nope + lkv * n * (nope + v_dim) + n * v_dim * h
+    return float(max(0, absorbed - replaced) * a.num_layers)
 
 
 def mla_decode_attention_bw_rel(r: ResolvedPlan, engine: str) -> float:
