@@ -2059,7 +2059,8 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
     # (and any fp32 gradient copies made there: the step's memory beyond the gradient buffer)
-    act = vec.where(phase == 2, step - grads, vec.where(phase == 1, working + tied_extra + ipg, saved + head + ipg_head))
+    act = vec.where(phase == 2, step - grads,
+                    vec.where(phase == 1, working + tied_extra + ipg, saved + head + ipg_head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes

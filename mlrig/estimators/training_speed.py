@@ -241,7 +241,8 @@ def training_speed(r: ResolvedPlan, batch: Num, seq: Num) -> TrainingSpeed:
       attention half and add the expert-tensor-parallel all-gather / reduce-scatter of the k dispatched
       copies of each token, `tp_comm_per_token`),
       not overlapped unless `training.tp_comm_overlap` (Transformer Engine userbuffers under sequence
-      parallelism: one chunk in tp of the transfer exposed, `tp_comm_overlap_exposed_share`); the pipeline bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
+      parallelism: one chunk in tp of the transfer exposed, `tp_comm_overlap_exposed_share`); the pipeline
+      bubble (p-1)/(m+p-1) (Narayanan et al. 2021, 1F1B; v-fold smaller with
       `training.virtual_pipeline_stages` = v, the interleaved schedule: `pipeline_bubble`);
       expert-parallel all-to-all (2 in forward, 2 in backward of each token's hidden state to its
       experts; Lepikhin et al. 2020; across nodes through the GPU's network adapter, `expert_all_to_all_s`;
