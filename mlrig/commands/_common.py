@@ -286,6 +286,9 @@ EpOpt = Annotated[int | None, typer.Option("--ep", help="expert-parallel degree 
     "inference: vLLM --enable-expert-parallel, SGLang --ep-size; above --tp: data-parallel attention)")]
 SpOpt = Annotated[bool | None, typer.Option(
     "--sp/--no-sp", help="Megatron sequence parallelism (with --tp): activations sharded by TP")]
+TpOverlapOpt = Annotated[bool | None, typer.Option(
+    "--tp-comm-overlap/--no-tp-comm-overlap", help="training: TP communication overlapped with the GEMMs "
+    "(Megatron-Core / NeMo tp_comm_overlap, Transformer Engine userbuffers; needs --sp)")]
 InterconnectOpt = Annotated[str | None, typer.Option(
     "--interconnect", help="links between the GPUs: pcie3 | pcie4 | pcie5 | nvlink | ... "
     "(mlrig/data/interconnects.json; default: what the GPU has); a PCIe link takes the card's transport (peer-to-peer "
@@ -406,14 +409,15 @@ def training_fields(*, activation_checkpointing: str | None = None, lora_targets
                     cp: int | None = None, sp: bool | None = None,
                     attention_kernel: str | None = None, vpp: int | None = None,
                     fp8_dot_product_attention: bool | None = None,
-                    enable_cuda_graph: bool | None = None) -> dict[str, Any]:
+                    enable_cuda_graph: bool | None = None, tp_comm_overlap: bool | None = None) -> dict[str, Any]:
     """The training keys of PLAN-FORMAT's "Keys published runs need", from their flags (--ep and
     --power-limit-w are serving-setup flags: `setup_fields`)."""
     targets = [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None
     return {"activation_checkpointing": activation_checkpointing, "lora_targets": targets,
             "chunked_loss": chunked_loss, "activation_offload": activation_offload, "context_parallel": cp,
             "sequence_parallel": sp, "attention_kernel": attention_kernel, "virtual_pipeline_stages": vpp,
-            "fp8_dot_product_attention": fp8_dot_product_attention, "enable_cuda_graph": enable_cuda_graph}
+            "fp8_dot_product_attention": fp8_dot_product_attention, "enable_cuda_graph": enable_cuda_graph,
+            "tp_comm_overlap": tp_comm_overlap}
 
 
 def workload_fields(*, task: str | None = None, precision: str | None = None, kv_precision: str | None = None,

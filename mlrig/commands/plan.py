@@ -47,6 +47,7 @@ from mlrig.commands._common import (
     TaskOpt,
     TokensOpt,
     TpOpt,
+    TpOverlapOpt,
     VppOpt,
     ZeroOpt,
     fmt_num,
@@ -322,6 +323,7 @@ def plan_cmd(
     chunked_loss: ChunkedLossOpt = None, activation_offload: ActOffloadOpt = None, cp: CpOpt = None,
     sp: SpOpt = None, attention_kernel: AttnKernelOpt = None, vpp: VppOpt = None,
     fp8_dot_product_attention: Fp8DpaOpt = None, enable_cuda_graph: CudaGraphOpt = None,
+    tp_comm_overlap: TpOverlapOpt = None,
     machine: Annotated[str | None, typer.Option(
         "--machine", help="'local': use this machine's measured figures from `mlrig probe`")] = None,
     show_limits: Annotated[bool, typer.Option(
@@ -357,7 +359,7 @@ def plan_cmd(
                                   chunked_loss=chunked_loss, activation_offload=activation_offload, cp=cp, sp=sp,
                                   attention_kernel=attention_kernel, vpp=vpp,
                                   fp8_dot_product_attention=fp8_dot_product_attention,
-                                  enable_cuda_graph=enable_cuda_graph))
+                                  enable_cuda_graph=enable_cuda_graph, tp_comm_overlap=tp_comm_overlap))
     overrides = None
     if machine is not None:
         gpu, overrides, fields["host_memory_bandwidth_gb_s"], disk_gb_s, ram_gib = _local_machine(machine, gpu)

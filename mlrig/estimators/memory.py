@@ -1656,6 +1656,27 @@ FP32_GRAD_BUFFER_ENGINES = ("megatron", "nemo")
 FP32_STEP_GRAD_ENGINES = ("internevo", "internlm")
 
 
+# DeepSpeed ZeRO stage 1/2 (deepspeed/runtime/zero/stage_1_and_2.py at v0.12.3, 2023-11-10, the release of the
+# ATORCH rows' date): with `contiguous_gradients` (default true) `DeepSpeedZeroOptimizer.backward` allocates
+# the "ipg" bucket, `torch.empty(reduce_bucket_size, dtype=<model dtype>)`, before every backward pass (a
+# second one when `overlap_comm`, default false below stage 3: runtime/zero/config.py `overlap_comm_valid`),
+# and frees it only in the gradient-reduction epilogue (`_release_ipg_buffers`), so it is live from the head
+# of backward to the reduction. `reduce_bucket_size` defaults to 5e8 elements (runtime/zero/config.py), not
+# scaled to the model: 1e9 bytes at 16 bits. Under DeepSpeed's PipelineEngine (runtime/pipe/engine.py
+# `_exec_backward_pass`) only the last stage runs backward through the optimizer; the other stages get the
+# bucket in `reduce_gradients(pipeline_parallel=True)`, after backward, when no activations are held.
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
+
+
+def deepspeed_ipg_bucket_bytes(engine: str | None, zero_stage: int, element_bytes: float) -> float:
+    """Bytes of DeepSpeed ZeRO-1/2's gradient-reduction ("ipg") bucket (`DEEPSPEED_REDUCE_BUCKET_ELEMENTS`
+    elements of the model's dtype, config defaults `contiguous_gradients` on, `overlap_comm` off); 0 for any
+    other engine or ZeRO stage. Source: DeepSpeed v0.12.3 stage_1_and_2.py `backward` / `reduce_gradients`."""
+    if zero_stage not in (1, 2) or "deepspeed" not in (engine or "").lower():
+        return 0.0
+    return DEEPSPEED_REDUCE_BUCKET_ELEMENTS * element_bytes
+
+
 def _engine_is(engine: str | None, names: tuple[str, ...]) -> bool:
     e = (engine or "").lower()
     return any(e.startswith(n) for n in names)
@@ -2025,14 +2046,22 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     # right after the head's backward frees the logits, while all other layers' checkpoints still wait
     # (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost", sec. 4: peak = the checkpoints
     # plus one segment's activations). Without recomputation `working` is 0.
+    # DeepSpeed ZeRO-1/2's reduction bucket, live through backward (`deepspeed_ipg_bucket_bytes`)
+    ipg = deepspeed_ipg_bucket_bytes(w.engine, z, el) if hw.total_gpus > 1 else 0.0
+    ipg_head: Num = ipg
     if pp > 1:
-        # the first stage computes no loss; the last holds its own micro-batches and the logits
-        last_is_peak = saved_last + vec.maximum(logits, working) > saved + working
+        # the first stage computes no loss; the last holds its own micro-batches and the logits (and, under
+        # DeepSpeed's PipelineEngine, the only stage whose backward allocates the ipg bucket)
+        last_is_peak = saved_last + vec.maximum(logits, working) + ipg > saved + working
         saved = vec.where(last_is_peak, saved_last, saved)
         logits = vec.where(last_is_peak, logits, 0.0)
+        ipg_head = vec.where(last_is_peak, ipg, 0.0)
+    if ipg:
+        notes.append(f"DeepSpeed ZeRO-{z}: a {_gib(ipg):.2f} GiB gradient-reduction bucket (reduce_bucket_size 5e8 "
+                     "elements, contiguous_gradients) is held through backward")
     head = vec.maximum(logits, working)
-    start = saved + head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
-    end = grads + working + tied_extra
+    start = saved + head + ipg_head + vec.where(vec.both(True, accumulating) | keep_grads, grads, 0.0)
+    end = grads + working + tied_extra + ipg
     step = grads + temps
     if method == "full" and z >= 1 and _engine_is(w.engine, FP32_STEP_GRAD_ENGINES):
         # fp32 copies of this rank's gradient shard for the step (`FP32_STEP_GRAD_ENGINES`): beside the
@@ -2044,7 +2073,8 @@ def training_memory(r: ResolvedPlan, b: Num, seq: Num) -> TrainingMemory:
     peak = vec.where(phase == 0, start, vec.where(phase == 1, end, step))
     # activations_gib holds the transient part of the peak phase (the foreach temporaries at the step)
     # (and any fp32 gradient copies made there: the step's memory beyond the gradient buffer)
-    act = vec.where(phase == 2, step - grads, vec.where(phase == 1, working + tied_extra, saved + head))
+    act = vec.where(phase == 2, step - grads,
+                    vec.where(phase == 1, working + tied_extra + ipg, saved + head + ipg_head))
     overhead = _context_overhead(gpu)
     if hw.total_gpus > 1:
         overhead += CAL.nccl_bytes
