@@ -1038,6 +1038,9 @@ FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5
 # flat at 5.3k -> 5.7k tok/s) would need ~160 us per token, a limit of another kind; it stays -41 %. GDDR rows
 # (AZIR5070TI-*, <= 64 users on a desktop host, 9-22 ms GPU steps) move by < 0.5 %.
 TRTLLM_STREAM_TOKEN_S = 55e-6
+# vLLM's front end's host time per generated token from 0.12 (performance.vllm_stream_host_s), overlapped with the
+#    GPU's step by a p-norm. WIP: value being scanned on the fit rows.
+VLLM_STREAM_TOKEN_S = 0.0
 DESKTOP_HOST_CLASSES = ("geforce", "workstation")
 DESKTOP_HOST_SERIAL_REL = 0.7
 
