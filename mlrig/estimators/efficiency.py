@@ -1040,7 +1040,8 @@ FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5
 TRTLLM_STREAM_TOKEN_S = 55e-6
 # vLLM's front end's host time per generated token from 0.12 (performance.vllm_stream_host_s), overlapped with the
 #    GPU's step by a p-norm. WIP: value being scanned on the fit rows.
-VLLM_STREAM_TOKEN_S = 0.0
+VLLM_STREAM_TOKEN_S_CLOUD_GDDR = 150e-6
+VLLM_STREAM_TOKEN_S_DESKTOP = 70e-6
 DESKTOP_HOST_CLASSES = ("geforce", "workstation")
 DESKTOP_HOST_SERIAL_REL = 0.7
 

@@ -1334,8 +1334,11 @@ def vllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
     for releases before 0.12, where `host_seq_step_s` adds the per-sequence time to the step."""
     if engine != "vllm" or before(r.workload.engine_version, (0, 12)):
         return 0.0
-    rel = eff.DESKTOP_HOST_SERIAL_REL if r.gpu.hardware_class in eff.DESKTOP_HOST_CLASSES else 1.0
-    return batch * eff.VLLM_STREAM_TOKEN_S * rel
+    if r.gpu.hardware_class in eff.DESKTOP_HOST_CLASSES:
+        return batch * eff.VLLM_STREAM_TOKEN_S_DESKTOP
+    if r.gpu.hardware_class == "datacenter" and gpu_memory_class(r.gpu) == "gddr":
+        return batch * eff.VLLM_STREAM_TOKEN_S_CLOUD_GDDR
+    return 0.0
 
 
 def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
