@@ -1323,8 +1323,9 @@ def trtllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
 def vllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
     """Host time per decode step that vLLM's front-end process spends on the step's outputs, for the releases whose
     per-sequence host time is no longer serialised with the step (from 0.12, `host_seq_step_s`; the current release
-    when none is given): `batch` x efficiency.VLLM_STREAM_TOKEN_S (x efficiency.DESKTOP_HOST_SERIAL_REL on a
-    GeForce / workstation host, as `serving.host_serial_rel`). The V1 engine core sends each step's outputs, one
+    when none is given): `batch` x efficiency.VLLM_STREAM_TOKEN_S_DESKTOP on a GeForce / workstation host,
+    x efficiency.VLLM_STREAM_TOKEN_S_CLOUD_GDDR on a datacentre GDDR card's cloud host, 0 on HBM servers (see
+    there: the host's speed, by the host class the GPU implies). The V1 engine core sends each step's outputs, one
     EngineCoreOutput per running request, to the front end (the API server, or `LLM`'s own process), whose output
     handler turns them into RequestOutputs one request after another (vllm/v1/engine/async_llm.py `output_handler` ->
     output_processor.py `OutputProcessor.process_outputs`: incremental detokenising, stop strings, the request's
