@@ -1489,6 +1489,8 @@ ROOFLINE_SMOOTHING_P = 2.0
 #    of this fixed part (NVLINK_NCCL_RING_ENGINES): ShareGPT TP 4 throughput +21..+25 % -> +15..+19 %, TP 2
 #    +9..+11 % -> +7..+8 %, TTFT hardly moves. No per-request cost that grows with TP was found in TurboMind's
 #    source (SOURCES-inference.md, s36-lmdtp), so the rest stays unexplained.
+#    vLLM's V1 engine does not pay the NVLink figure where its custom kernel runs one-shot (decode-sized messages):
+#    that kernel's barriers are its two peer hops (performance.vllm_one_shot_allreduce, branch s38-vgddr).
 ALLREDUCE_SYNC_S: dict[str, float] = {"nvlink": 10e-6, "xgmi": 10e-6, "pcie": 100e-6, "network": 150e-6}
 # PCIe all-reduce through NCCL's ring, per NCCL protocol (`interconnects.pcie_allreduce_time_s`): (fixed seconds
 #    per all-reduce, seconds per ring step, host-staging bandwidth in GB/s), on top of the ring's PCIe wire time.
@@ -1612,9 +1614,17 @@ PEER_ALLREDUCE_ENGINES = frozenset({"gpt-fast", "vllm", "sglang"})
 #    WAYNETRT-* TPOT (trtllm-serve 0.20, PyTorch backend and TensorRT engine, H100 SXM NVLink, TP 2 / 4) was
 #    over-predicted at 1-16 users by +20..+61 % with the 10 us on each of the 64 (TP 2) / 128 (TP 4) all-reduces
 #    of a step; the TRTBENCH70-* offline runs (TP 8, passes of hundreds of tokens, above the one-shot size) do not
-#    move. Not a fitted figure: the rule follows the kernel. vLLM's custom all-reduce (two barriers, start and end)
-#    keeps the term.
+#    move. Not a fitted figure: the rule follows the kernel. vLLM's custom all-reduce has its own rule
+#    (`performance.vllm_one_shot_allreduce`, below).
 ONE_SHOT_ALLREDUCE_ENGINES = frozenset({"trt-llm"})
+# vLLM's custom all-reduce picks its one-shot kernel (`performance.vllm_one_shot_allreduce`) below these message
+#    sizes, by rank count (2, 4, 6 or 8 ranks; vllm csrc/custom_all_reduce.cuh, `CustomAllreduce::allreduce`:
+#    `world_size_ == 2` always; fully connected `world_size_ <= 4 && bytes < 512 * 1024` or
+#    `world_size_ <= 8 && bytes < 256 * 1024`; the same rule since the kernel's first version, vllm-project/vllm
+#    PR #2192, to the 2025-26 trees), and calls NCCL above its registered buffer
+#    (vllm/distributed/device_communicators/custom_all_reduce.py: `max_size=8192 * 1024`).
+VLLM_ONE_SHOT_ALLREDUCE_MAX_BYTES: dict[int, float] = {4: 512 * 1024, 8: 256 * 1024}
+VLLM_CUSTOM_ALLREDUCE_MAX_BYTES: float = 8192 * 1024
 
 # Fraction of the ideal pipeline speed-up that llama.cpp's layer split reaches on prompts longer than
 #    one micro-batch (`performance.llama_cpp_pipeline_speedup`). The XD-* multi-GPU rows disagree by
