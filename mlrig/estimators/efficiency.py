@@ -1056,6 +1056,35 @@ FRONTEND_SERIAL_S_PER_REQUEST: dict[str, float] = {"vllm": 3.5e-3, "sglang": 3.5
 # flat at 5.3k -> 5.7k tok/s) would need ~160 us per token, a limit of another kind; it stays -41 %. GDDR rows
 # (AZIR5070TI-*, <= 64 users on a desktop host, 9-22 ms GPU steps) move by < 0.5 %.
 TRTLLM_STREAM_TOKEN_S = 55e-6
+# vLLM's front-end host time per generated token from 0.12 (performance.vllm_stream_host_s: V1's output handler
+#    turning each running request's EngineCoreOutput into a RequestOutput - incremental detokenising, stop checks,
+#    the request's queue - and, when serving, its server-sent event; vllm/v1/engine/async_llm.py `output_handler`,
+#    output_processor.py `OutputProcessor.process_outputs`), in a process beside the engine core's busy loop, so
+#    overlapped with the GPU's step by a p-norm (HOST_OVERLAP_P), as TRTLLM_STREAM_TOKEN_S is for trtllm-serve. It
+#    shows only where the GPU's step is short: small models, large running batches. Before 0.12 the per-sequence
+#    host time is serialised with the step instead (SEQ_STEP_OVERHEAD_S / VLLM_V1_SEQ_STEP_OVERHEAD_S). The figure
+#    is the host's, which a plan does not name; it is priced by the host class the GPU implies (as
+#    DESKTOP_HOST_SERIAL_REL is), and the fit rows separate three:
+#    - datacentre GDDR cards (A10G, L4, T4, A10, L40S: cloud instances of one card and 4-8 vCPUs, shared by the
+#      engine core, the API server and the benchmark client): 150 us. FITTED on LLMSERVE-* (A10G, release not
+#      stated: priced as current; gemma-3-1b-it at 32 / 64 users, where the GPU's step is ~6-7 ms, measured TPOT
+#      7.27 / 10.18 ms: inverting the p-norm leaves 190 / 147 us per token) and WMXL4-* (vLLM 0.23 on a 4-vCPU L4
+#      node, Qwen2.5-0.5B at 16 / 32 users: ~236 / ~175 us). Scanned over the vLLM GDDR fit rows (TPOT median /
+#      p90, throughput median / p90): 0 -> 8.3 / 19.3, 9.7 / 27.1 %; 100 us 8.2 / 19.1, 8.8 / 25.8; 150 us 8.1 /
+#      19.2, 9.1 / 25.6; 200 us 8.2 / 23.0, 9.3 / 24.5 (with the desktop figure at 0); 150, the rows' middle;
+#      LLMSERVE-0014 -28 % -> +1 %, WMXL4-0018 -12 % -> -3 %.
+#    - GeForce / workstation desktops (DESKTOP_HOST_CLASSES): 70 us. FITTED on WAYNETRT's RTX PRO 6000 workstation
+#      (vLLM 0.18, Llama-3.1-8B FP8 / NVFP4 at 128 users: TPOT 12.0 / 9.26 ms, -0240 / -0258, which bound it: at
+#      105 us (0.7 x 150) they go to +24 / +50 %) and AZIR5070TI-* (vLLM 0.13). With the cloud figure at 150 us,
+#      GDDR fit rows (TPOT, throughput median / p90): desktop 50 us 8.0 / 18.3, 9.4 / 25.1 %; 70 us 8.1 / 18.3,
+#      8.8 / 25.1; 90 us 8.1 / 19.1, 9.1 / 25.0: 70.
+#    - HBM servers: 0. WAYNETRT's H100 host measures 4.67 ms TPOT for Llama-3.1-8B at 128 users (-0036), so at
+#      most ~30 us per token there, and KVCACHEDH100-* (vLLM 0.19, H100, ~500 running Qwen3-0.6B sequences at a
+#      median TPOT of 5.71 ms) at most ~11 us: 20 us moved no HBM scope by more than 0.2 points, 40 us put
+#      WAYNETRT-0036 from +19 % to +37 %.
+#    Hosts within a class still differ (AccelMark's RTX 4090 / A6000 boxes measure 3-5x the one-user step of others).
+VLLM_STREAM_TOKEN_S_CLOUD_GDDR = 150e-6
+VLLM_STREAM_TOKEN_S_DESKTOP = 70e-6
 DESKTOP_HOST_CLASSES = ("geforce", "workstation")
 DESKTOP_HOST_SERIAL_REL = 0.7
 

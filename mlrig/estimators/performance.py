@@ -1384,6 +1384,28 @@ def trtllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
     return batch * eff.TRTLLM_STREAM_TOKEN_S * rel
 
 
+def vllm_stream_host_s(r: ResolvedPlan, engine: str, batch: Num) -> Num:
+    """Host time per decode step that vLLM's front-end process spends on the step's outputs, for the releases whose
+    per-sequence host time is no longer serialised with the step (from 0.12, `host_seq_step_s`; the current release
+    when none is given): `batch` x efficiency.VLLM_STREAM_TOKEN_S_DESKTOP on a GeForce / workstation host,
+    x efficiency.VLLM_STREAM_TOKEN_S_CLOUD_GDDR on a datacentre GDDR card's cloud host, 0 on HBM servers (see
+    there: the host's speed, by the host class the GPU implies). The V1 engine core sends each step's outputs, one
+    EngineCoreOutput per running request, to the front end (the API server, or `LLM`'s own process), whose output
+    handler turns them into RequestOutputs one request after another (vllm/v1/engine/async_llm.py `output_handler` ->
+    output_processor.py `OutputProcessor.process_outputs`: incremental detokenising, stop strings, the request's
+    queue) and, when serving, writes each as a server-sent event: serial Python work per generated token in a
+    process of its own, beside the engine's busy loop, so it overlaps the GPU's step (p-norm in `decode_step`) and
+    sets TPOT only when the GPU's step is short (small models) or the running batch large. 0 for other engines and
+    for releases before 0.12, where `host_seq_step_s` adds the per-sequence time to the step."""
+    if engine != "vllm" or before(r.workload.engine_version, (0, 12)):
+        return 0.0
+    if r.gpu.hardware_class in eff.DESKTOP_HOST_CLASSES:
+        return batch * eff.VLLM_STREAM_TOKEN_S_DESKTOP
+    if r.gpu.hardware_class == "datacenter" and gpu_memory_class(r.gpu) == "gddr":
+        return batch * eff.VLLM_STREAM_TOKEN_S_CLOUD_GDDR
+    return 0.0
+
+
 def trtllm_prefill_host_layer_s(r: ResolvedPlan, engine: str) -> float:
     """Host time per layer of a TensorRT-LLM PyTorch-backend pass that holds a prompt (NVIDIA GPUs; releases from
     1.0 or a run labelled "+pytorch", `engines.trtllm_tensorrt_engine`): efficiency.TRTLLM_EAGER_HOST_LAYER_S, the
@@ -1965,7 +1987,7 @@ def decode_step(r: ResolvedPlan, batch: Num, context: Num, offload_fraction: Num
         t = PassTime(t.seconds + sort_s, t.compute_s, t.memory_s, t.overhead_s + sort_s, t.comm_s, t.bound,
                      t.compute_known)
     host_s = trtllm_eager_host_s(r, s.engine)
-    stream_s = trtllm_stream_host_s(r, s.engine, batch)
+    stream_s = trtllm_stream_host_s(r, s.engine, batch) + vllm_stream_host_s(r, s.engine, batch)
     if vec.is_array(stream_s) or stream_s > 0:
         # the server process's per-token work runs beside the worker's step: the p-norm of the two, as below
         both = _p_norm(t.seconds, stream_s, eff.HOST_OVERLAP_P)
