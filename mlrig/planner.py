@@ -773,27 +773,37 @@ def attach_validation(result: PlanResult, plan: Plan, gpu: GPU) -> None:
         perf.error_band[figure] = max(perf.error_band.get(figure, 0.0), floor)
 
 
-def mxfp8_gemm_note(p: Plan, gpu: GPU) -> list[str]:
-    """How an MXFP8 model's GEMMs run in an inference plan (`performance.gemm_dtype_on`): MXFP8 x MXFP8 at the FP8
-    rate on Blackwell in the engines with MXFP8 kernels (quant.MXFP8_GEMM_FROM), else de-quantised to 16 bits."""
+def _inference_gemm_dtype(p: Plan, gpu: GPU, precision_name: str) -> tuple[str, str] | None:
+    """(engine family, GEMM dtype) of an inference plan in `precision_name` (`performance.gemm_dtype_on`), or None
+    for other tasks and precisions, and for an engine refused later with its own message."""
     from mlrig.quant import parse_precision
 
     w = p.workload
     precision = parse_precision(w.precision)
-    if w.task != "inference" or precision.name != "mxfp8":
-        return []
+    if w.task != "inference" or precision.name != precision_name:
+        return None
     from mlrig.estimators.engines import engine_family
     from mlrig.estimators.performance import gemm_dtype_on
 
     try:
         engine = engine_family(w.engine, precision, gpu, w.engine_version)
     except MlrigError:
-        return []  # the engine is refused later, with its own message
-    if gemm_dtype_on(gpu, precision, engine, w.engine_version) == "fp8":
+        return None
+    return engine, gemm_dtype_on(gpu, precision, engine, w.engine_version)
+
+
+def mxfp8_gemm_note(p: Plan, gpu: GPU) -> list[str]:
+    """How an MXFP8 model's GEMMs run in an inference plan (`performance.gemm_dtype_on`): MXFP8 x MXFP8 at the FP8
+    rate on Blackwell in the engines with MXFP8 kernels (quant.MXFP8_GEMM_FROM), else de-quantised to 16 bits."""
+    found = _inference_gemm_dtype(p, gpu, "mxfp8")
+    if found is None:
+        return []
+    engine, dtype = found
+    if dtype == "fp8":
         return [f"MXFP8: {engine} runs MXFP8 x MXFP8 GEMMs (activations quantised on the fly) at {gpu.name}'s FP8 "
                 "rate"]
-    return [f"MXFP8: weights de-quantised to 16 bits for the GEMMs ({engine} {w.engine_version or 'current'} on "
-            f"{gpu.name}: MXFP8 GEMMs need Blackwell's block-scaled tensor cores and vLLM >= 0.17 / SGLang >= "
+    return [f"MXFP8: weights de-quantised to 16 bits for the GEMMs ({engine} {p.workload.engine_version or 'current'} "
+            f"on {gpu.name}: MXFP8 GEMMs need Blackwell's block-scaled tensor cores and vLLM >= 0.17 / SGLang >= "
             "0.5.9)"]
 
 
@@ -801,22 +811,10 @@ def int8_gemm_note(p: Plan, gpu: GPU) -> list[str]:
     """How an int8 (W8A8) model's GEMMs run in an inference plan (`performance.gemm_dtype_on`): int8 x int8 at the
     GPU's int8 tensor rate under the engines with int8 GEMMs (quant.INT8_GEMM_ENGINES: vLLM's CUTLASS
     `cutlass_scaled_mm`) on NVIDIA GPUs from Turing on; nothing is said elsewhere (de-quantised, as before)."""
-    from mlrig.quant import parse_precision
-
-    w = p.workload
-    precision = parse_precision(w.precision)
-    if w.task != "inference" or precision.name != "int8":
+    found = _inference_gemm_dtype(p, gpu, "int8")
+    if found is None or found[1] != "int8":
         return []
-    from mlrig.estimators.engines import engine_family
-    from mlrig.estimators.performance import gemm_dtype_on
-
-    try:
-        engine = engine_family(w.engine, precision, gpu, w.engine_version)
-    except MlrigError:
-        return []  # the engine is refused later, with its own message
-    if gemm_dtype_on(gpu, precision, engine, w.engine_version) != "int8":
-        return []
-    return [f"int8 (W8A8): {engine} runs int8 x int8 GEMMs (activations quantised per token on the fly) at "
+    return [f"int8 (W8A8): {found[0]} runs int8 x int8 GEMMs (activations quantised per token on the fly) at "
             f"{gpu.name}'s int8 rate ({gpu.int8_tops_dense:g} dense TOPS); for int8 weights with 16-bit "
             "activations write int8-wo"]
 
